@@ -1,0 +1,87 @@
+//! Typed errors for the library. Every error about user input says where it is:
+//! file, and line (and column) when the input has lines.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A place in an input file. `line` and `column` are 1-based; 0 means "unknown".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Location {
+    pub fn file(path: &Path) -> Self {
+        Location { path: path.to_path_buf(), line: 0, column: 0 }
+    }
+
+    pub fn line(path: &Path, line: usize) -> Self {
+        Location { path: path.to_path_buf(), line, column: 0 }
+    }
+
+    /// The location of byte `offset` in `text`.
+    pub fn at_offset(path: &Path, text: &str, offset: usize) -> Self {
+        let offset = offset.min(text.len());
+        let before = &text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = text[line_start..offset].chars().count() + 1;
+        Location { path: path.to_path_buf(), line, column }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if self.line > 0 {
+            write!(f, ":{}", self.line)?;
+            if self.column > 0 {
+                write!(f, ":{}", self.column)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+
+    /// Bad input data: a corpus, golden set or experiment file that cannot be used.
+    #[error("{at}: {message}")]
+    Input { at: Location, message: String },
+
+    #[error("index: {0}")]
+    Index(#[from] tantivy::TantivyError),
+
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Error::Io { path: path.to_path_buf(), source }
+    }
+
+    pub fn input(at: Location, message: impl Into<String>) -> Self {
+        Error::Input { at, message: message.into() }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_counts_lines_and_chars() {
+        let text = "ab\nção = 1\n";
+        let at = Location::at_offset(Path::new("x.toml"), text, text.find('=').unwrap());
+        assert_eq!((at.line, at.column), (2, 5));
+        assert_eq!(at.to_string(), "x.toml:2:5");
+    }
+}

@@ -1,0 +1,474 @@
+//! The experiment file: TOML schema, validation with file/line/column, grid expansion.
+//!
+//! Grid sections (`[[chunkers]]`, `[[retrievers]]`) take a `kind` and parameters; any
+//! parameter given as an array is a grid axis, and each entry expands to the cartesian
+//! product of its axes. Paths are relative to the experiment file.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::{Spanned, Value};
+
+use crate::analyze::AnalyzerKind;
+use crate::chunk::{ChunkerKind, ChunkerSpec};
+use crate::corpus::CorpusFormat;
+use crate::error::{Error, Location, Result};
+use crate::golden::{GoldenFormat, GoldenSource};
+use crate::index::Bm25Params;
+use crate::label::Unit;
+use crate::metrics::Metric;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    unit: Unit,
+    k: Spanned<Vec<usize>>,
+    #[serde(default)]
+    metrics: Option<Vec<Metric>>,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    reserved_fraction: Option<Spanned<f64>>,
+    corpus: RawCorpus,
+    golden: RawGolden,
+    chunkers: Vec<GridTable>,
+    retrievers: Vec<GridTable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCorpus {
+    path: Spanned<PathBuf>,
+    #[serde(default)]
+    format: Option<CorpusFormat>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGolden {
+    path: Spanned<PathBuf>,
+    #[serde(default)]
+    format: Option<GoldenFormat>,
+    #[serde(default)]
+    tuning: Vec<String>,
+    #[serde(default)]
+    reserved: Vec<String>,
+}
+
+type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RetrieverSpec {
+    Bm25 {
+        analyzer: AnalyzerKind,
+        #[serde(flatten)]
+        params: Bm25Params,
+    },
+}
+
+impl fmt::Display for RetrieverSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, params } => {
+                write!(f, "bm25({analyzer},k1={},b={})", params.k1, params.b)
+            }
+        }
+    }
+}
+
+/// One cell of the grid: everything that determines one ranking per case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// `c01`, `c02`, … in grid order.
+    pub id: String,
+    pub chunker: ChunkerSpec,
+    pub retriever: RetrieverSpec,
+}
+
+impl Cell {
+    pub fn label(&self) -> String {
+        format!("{} {}", self.chunker, self.retriever)
+    }
+
+    /// Named configuration values, for the matrix's configuration columns.
+    pub fn config(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        let c = &self.chunker;
+        let (kind, size, overlap) = match c.kind {
+            ChunkerKind::None => ("none", None, None),
+            ChunkerKind::Fixed { size, overlap } => ("fixed", Some(size), Some(overlap)),
+            ChunkerKind::Sentence { max_chars, overlap } => ("sentence", Some(max_chars), Some(overlap)),
+            ChunkerKind::Recursive { size, overlap } => ("recursive", Some(size), Some(overlap)),
+            ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
+        };
+        let opt = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
+        out.push(("chunker", kind.to_string()));
+        out.push(("chunk_size", opt(size)));
+        out.push(("chunk_overlap", opt(overlap)));
+        out.push(("title", c.title.to_string()));
+        out.push(("headings", c.headings.to_string()));
+        match &self.retriever {
+            RetrieverSpec::Bm25 { analyzer, params } => {
+                out.push(("retriever", "bm25".into()));
+                out.push(("analyzer", analyzer.to_string()));
+                out.push(("k1", params.k1.to_string()));
+                out.push(("b", params.b.to_string()));
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    pub file: PathBuf,
+    /// blake3 of the experiment file's bytes.
+    pub config_hash: String,
+    pub unit: Unit,
+    /// Cut-offs, ascending, without duplicates.
+    pub k: Vec<usize>,
+    pub metrics: Vec<Metric>,
+    pub seed: u64,
+    pub reserved_fraction: f64,
+    pub corpus_path: PathBuf,
+    pub corpus_format: Option<CorpusFormat>,
+    pub golden: GoldenSource,
+    pub cells: Vec<Cell>,
+}
+
+impl Experiment {
+    pub fn max_k(&self) -> usize {
+        *self.k.last().expect("k is validated non-empty")
+    }
+
+    pub fn load(path: &Path) -> Result<Experiment> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Experiment::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Experiment> {
+        let at = |span: Range<usize>| Location::at_offset(path, text, span.start);
+        let raw: RawExperiment = toml::from_str(text).map_err(|e| {
+            let loc = e.span().map_or_else(|| Location::file(path), &at);
+            Error::input(loc, e.message().to_string())
+        })?;
+        let bad = |span: Range<usize>, msg: String| Error::input(at(span), msg);
+
+        let name = raw.name.get_ref().trim().to_string();
+        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            return Err(bad(raw.name.span(), "`name` must be non-empty, without slashes or a leading dot".into()));
+        }
+        let mut k = raw.k.get_ref().clone();
+        if k.is_empty() || k.contains(&0) {
+            return Err(bad(raw.k.span(), "`k` needs at least one cut-off, each at least 1".into()));
+        }
+        k.sort_unstable();
+        k.dedup();
+        let reserved_fraction = match &raw.reserved_fraction {
+            Some(f) if !(0.0..=1.0).contains(f.get_ref()) => {
+                return Err(bad(f.span(), "`reserved_fraction` must be between 0 and 1".into()))
+            }
+            Some(f) => *f.get_ref(),
+            None => 0.3,
+        };
+        let mut metrics = raw.metrics.unwrap_or_else(|| Metric::ALL.to_vec());
+        metrics.dedup();
+
+        let base = path.parent().unwrap_or(Path::new("."));
+        let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
+        let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_from)?;
+        let mut cells = Vec::new();
+        for c in &chunkers {
+            for r in &retrievers {
+                cells.push(Cell { id: String::new(), chunker: c.clone(), retriever: r.clone() });
+            }
+        }
+        let width = cells.len().to_string().len().max(2);
+        for (i, cell) in cells.iter_mut().enumerate() {
+            cell.id = format!("c{:0width$}", i + 1);
+        }
+        if cells.is_empty() {
+            return Err(Error::input(
+                Location::file(path),
+                "the grid is empty: declare [[chunkers]] and [[retrievers]]",
+            ));
+        }
+        Ok(Experiment {
+            name,
+            description: raw.description,
+            file: path.to_path_buf(),
+            config_hash: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
+            unit: raw.unit,
+            k,
+            metrics,
+            seed: raw.seed,
+            reserved_fraction,
+            corpus_path: base.join(raw.corpus.path.get_ref()),
+            corpus_format: raw.corpus.format,
+            golden: GoldenSource {
+                path: base.join(raw.golden.path.get_ref()),
+                format: raw.golden.format,
+                tuning: raw.golden.tuning,
+                reserved: raw.golden.reserved,
+            },
+            cells,
+        })
+    }
+}
+
+/// One combination of a grid table's axes: parameter name → (value, where it was written).
+struct Combo<'a> {
+    values: BTreeMap<&'a str, (&'a Value, Range<usize>)>,
+    kind: (&'a str, Range<usize>),
+}
+
+impl Combo<'_> {
+    fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
+        self.values.get(key).map(|(v, s)| (*v, s.clone()))
+    }
+}
+
+type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
+
+fn expand_all<T>(tables: &[GridTable], section: &str, text: &str, path: &Path, build: Builder<T>) -> Result<Vec<T>> {
+    let bad = |span: Range<usize>, msg: String| Error::input(Location::at_offset(path, text, span.start), msg);
+    if tables.is_empty() {
+        return Err(Error::input(Location::file(path), format!("declare at least one [[{section}]] table")));
+    }
+    let mut out = Vec::new();
+    for table in tables {
+        let table_start = table.keys().map(|k| k.span().start).min().unwrap_or(0);
+        let table_span = table_start..table_start;
+        let kind = table
+            .iter()
+            .find(|(k, _)| k.get_ref() == "kind")
+            .ok_or_else(|| bad(table_span.clone(), format!("a [[{section}]] table needs `kind`")))?;
+        let kind_str = kind.1.get_ref().as_str().ok_or_else(|| bad(kind.1.span(), "`kind` must be a string".into()))?;
+        let mut axes: Vec<(&str, Vec<&Value>, Range<usize>)> = Vec::new();
+        for (key, value) in table.iter().filter(|(k, _)| k.get_ref() != "kind") {
+            let values: Vec<&Value> = match value.get_ref() {
+                Value::Array(items) if items.is_empty() => {
+                    return Err(bad(value.span(), format!("`{}` is an empty list", key.get_ref())))
+                }
+                Value::Array(items) => items.iter().collect(),
+                v => vec![v],
+            };
+            axes.push((key.get_ref().as_str(), values, value.span()));
+        }
+        let mut combos: Vec<BTreeMap<&str, (&Value, Range<usize>)>> = vec![BTreeMap::new()];
+        for (key, values, span) in &axes {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(*key, (*v, span.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for values in combos {
+            let combo = Combo { values, kind: (kind_str, kind.1.span()) };
+            out.push(build(&combo, &bad)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that the combo only uses `allowed` keys.
+fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
+    for (key, (_, span)) in &combo.values {
+        if !allowed.contains(key) {
+            return Err(bad(
+                span.clone(),
+                format!(
+                    "unknown parameter `{key}` for kind {:?} (expected one of: {})",
+                    combo.kind.0,
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn int(
+    combo: &Combo<'_>,
+    key: &str,
+    default: Option<usize>,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<usize> {
+    match combo.get(key) {
+        Some((Value::Integer(i), _)) if *i >= 0 => Ok(*i as usize),
+        Some((v, span)) => Err(bad(
+            span,
+            format!("`{key}` must be a non-negative integer (or a list of them), found {}", v.type_str()),
+        )),
+        None => default.ok_or_else(|| bad(combo.kind.1.clone(), format!("kind {:?} needs `{key}`", combo.kind.0))),
+    }
+}
+
+fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<f64> {
+    match combo.get(key) {
+        Some((Value::Float(f), _)) => Ok(*f),
+        Some((Value::Integer(i), _)) => Ok(*i as f64),
+        Some((v, span)) => {
+            Err(bad(span, format!("`{key}` must be a number (or a list of them), found {}", v.type_str())))
+        }
+        None => Ok(default),
+    }
+}
+
+fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
+    match combo.get(key) {
+        Some((Value::Boolean(b), _)) => Ok(*b),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be true or false, found {}", v.type_str()))),
+        None => Ok(false),
+    }
+}
+
+fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<ChunkerSpec> {
+    let sized = |size_key: &str| -> Result<(usize, usize)> {
+        only(combo, &[size_key, "overlap", "title", "headings"], bad)?;
+        let size = int(combo, size_key, None, bad)?;
+        let overlap = int(combo, "overlap", Some(0), bad)?;
+        if size == 0 {
+            return Err(bad(combo.get(size_key).unwrap().1, format!("`{size_key}` must be at least 1")));
+        }
+        Ok((size, overlap))
+    };
+    let kind = match combo.kind.0 {
+        "none" => {
+            only(combo, &["title", "headings"], bad)?;
+            ChunkerKind::None
+        }
+        "fixed" => {
+            let (size, overlap) = sized("size")?;
+            if overlap >= size {
+                return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
+            }
+            ChunkerKind::Fixed { size, overlap }
+        }
+        "sentence" => {
+            let (max_chars, overlap) = sized("max_chars")?;
+            ChunkerKind::Sentence { max_chars, overlap }
+        }
+        "recursive" => {
+            let (size, overlap) = sized("size")?;
+            if overlap >= size {
+                return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
+            }
+            ChunkerKind::Recursive { size, overlap }
+        }
+        "markdown" => {
+            only(combo, &["max_chars", "title", "headings"], bad)?;
+            let max_chars = combo.get("max_chars").map(|_| int(combo, "max_chars", None, bad)).transpose()?;
+            ChunkerKind::Markdown { max_chars }
+        }
+        other => {
+            return Err(bad(
+                combo.kind.1.clone(),
+                format!("unknown chunker kind {other:?} (expected none, fixed, sentence, recursive, markdown)"),
+            ))
+        }
+    };
+    Ok(ChunkerSpec { kind, title: boolean(combo, "title", bad)?, headings: boolean(combo, "headings", bad)? })
+}
+
+fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {
+    match combo.kind.0 {
+        "bm25" => {
+            only(combo, &["analyzer", "k1", "b"], bad)?;
+            let analyzer = match combo.get("analyzer") {
+                None => AnalyzerKind::En,
+                Some((Value::String(s), span)) => match s.as_str() {
+                    "en" => AnalyzerKind::En,
+                    "pt" => AnalyzerKind::Pt,
+                    "simple" => AnalyzerKind::Simple,
+                    _ => return Err(bad(span, format!("unknown analyzer {s:?} (expected en, pt, simple)"))),
+                },
+                Some((v, span)) => {
+                    return Err(bad(span, format!("`analyzer` must be a string, found {}", v.type_str())))
+                }
+            };
+            let k1 = float(combo, "k1", 0.9, bad)?;
+            let b = float(combo, "b", 0.4, bad)?;
+            if k1 < 0.0 {
+                return Err(bad(combo.get("k1").unwrap().1, "`k1` must be non-negative".into()));
+            }
+            if !(0.0..=1.0).contains(&b) {
+                return Err(bad(combo.get("b").unwrap().1, "`b` must be between 0 and 1".into()));
+            }
+            Ok(RetrieverSpec::Bm25 { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 } })
+        }
+        other => Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25)"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+name = "t"
+k = [10, 1, 10]
+[corpus]
+path = "c"
+[golden]
+path = "g.json"
+"#;
+
+    fn parse(extra: &str) -> Result<Experiment> {
+        Experiment::parse(Path::new("exp.toml"), &format!("{BASE}{extra}"))
+    }
+
+    #[test]
+    fn lists_expand_to_a_grid() {
+        let e = parse(
+            "[[chunkers]]\nkind = \"none\"\n[[chunkers]]\nkind = \"fixed\"\nsize = 200\noverlap = 20\n\
+             [[retrievers]]\nkind = \"bm25\"\nk1 = [0.6, 0.9, 1.2]\nb = [0.4, 0.75]\n",
+        )
+        .unwrap();
+        assert_eq!(e.cells.len(), 12);
+        assert_eq!(e.k, [1, 10]);
+        assert_eq!(e.cells[0].id, "c01");
+        assert_eq!(e.cells[11].label(), "fixed(200,20) bm25(en,k1=1.2,b=0.75)");
+        assert_eq!(e.corpus_path, Path::new("c"));
+    }
+
+    #[test]
+    fn unknown_top_level_key_has_line_and_column() {
+        let err =
+            Experiment::parse(Path::new("exp.toml"), "name = \"t\"\nk = [1]\nbogus = 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("exp.toml:3:1"), "{err}");
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_in_grid_points_at_the_value() {
+        let err = parse("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nk1 = [0.9, \"x\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("exp.toml:12:6"), "{err}");
+        assert!(err.contains("`k1` must be a number"), "{err}");
+    }
+
+    #[test]
+    fn unknown_grid_parameter_is_named() {
+        let err = parse("[[chunkers]]\nkind = \"fixed\"\nsize = 10\nsise = 3\n[[retrievers]]\nkind = \"bm25\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exp.toml:11:8") && err.contains("unknown parameter `sise`"), "{err}");
+    }
+}

@@ -1,0 +1,255 @@
+//! BM25 on tantivy postings with sweepable `k1` and `b`.
+//!
+//! tantivy's own scorer fixes k1 = 1.2 and b = 0.75, so scores are computed here from its
+//! postings, document frequencies and (Lucene-compatible, one-byte) field norms. The index
+//! depends only on the chunk set and analyzer; k1 and b are query-time parameters, so a
+//! sweep over them reuses one index. Query terms repeated in a query count once per
+//! repetition (Anserini's bag-of-words query).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::Postings;
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED};
+use tantivy::{DocSet, Index, IndexReader, Searcher, TantivyDocument, Term, TERMINATED};
+
+use super::{top_hits, Allowed, Hit};
+use crate::analyze::{Analyzer, TantivyTokenizer};
+use crate::error::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bm25Params {
+    pub k1: f32,
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    /// Anserini's BEIR settings.
+    fn default() -> Self {
+        Bm25Params { k1: 0.9, b: 0.4 }
+    }
+}
+
+pub struct Bm25Index {
+    analyzer: Analyzer,
+    index: Index,
+    reader: IndexReader,
+    text: Field,
+    /// Per segment, tantivy doc id → chunk ordinal.
+    ordinals: Vec<Vec<u32>>,
+    num_chunks: usize,
+}
+
+const TOKENIZER: &str = "ragsweep";
+
+impl Bm25Index {
+    /// Indexes `texts` (one per chunk, in ordinal order) in memory.
+    pub fn build(analyzer: &Analyzer, texts: impl Iterator<Item = String>) -> Result<Self> {
+        let mut schema = Schema::builder();
+        let indexing = TextFieldIndexing::default()
+            .set_tokenizer(TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs)
+            .set_fieldnorms(true);
+        let text = schema.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
+        let ord = schema.add_u64_field("ord", INDEXED | FAST);
+        let index = Index::create_in_ram(schema.build());
+        index
+            .tokenizers()
+            .register(TOKENIZER, tantivy::tokenizer::TextAnalyzer::from(TantivyTokenizer(analyzer.clone())));
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 200_000_000)?;
+        let mut num_chunks = 0usize;
+        for (i, t) in texts.enumerate() {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(text, &t);
+            doc.add_u64(ord, i as u64);
+            writer.add_document(doc)?;
+            num_chunks += 1;
+        }
+        writer.commit()?;
+        drop(writer);
+        let reader = index.reader()?;
+        let searcher = reader.searcher();
+        let mut ordinals = Vec::new();
+        for seg in searcher.segment_readers() {
+            let col = seg.fast_fields().u64("ord")?;
+            ordinals.push((0..seg.max_doc()).map(|d| col.first(d).unwrap_or(0) as u32).collect());
+        }
+        Ok(Bm25Index { analyzer: analyzer.clone(), index, reader, text, ordinals, num_chunks })
+    }
+
+    pub fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
+    pub fn num_chunks(&self) -> usize {
+        self.num_chunks
+    }
+
+    /// Bytes the index occupies.
+    pub fn size_bytes(&self) -> u64 {
+        let searcher = self.reader.searcher();
+        searcher.space_usage().map(|u| u.total().get_bytes()).unwrap_or(0)
+    }
+
+    /// The query's terms with their repetition counts, in term order.
+    pub fn query_terms(&self, query: &str) -> BTreeMap<String, u32> {
+        let mut terms = BTreeMap::new();
+        self.analyzer.for_each_term(query, |t| *terms.entry(t.text).or_insert(0) += 1);
+        terms
+    }
+
+    /// The best `depth` chunks for `query`; with `allowed`, only those chunks compete.
+    pub fn search(&self, query: &str, params: Bm25Params, depth: usize, allowed: Option<&Allowed>) -> Result<Vec<Hit>> {
+        let searcher = self.reader.searcher();
+        let terms = self.query_terms(query);
+        let mut scores = vec![0f32; self.num_chunks];
+        let mut touched: Vec<u32> = Vec::new();
+        self.accumulate(&searcher, &terms, params, allowed, |ord, s| {
+            let slot = &mut scores[ord as usize];
+            if *slot == 0.0 {
+                touched.push(ord);
+            }
+            *slot += s;
+        })?;
+        let hits = touched.into_iter().map(|c| Hit { chunk: c, score: scores[c as usize] }).collect();
+        Ok(top_hits(hits, depth))
+    }
+
+    fn accumulate(
+        &self,
+        searcher: &Searcher,
+        terms: &BTreeMap<String, u32>,
+        params: Bm25Params,
+        allowed: Option<&Allowed>,
+        mut add: impl FnMut(u32, f32),
+    ) -> Result<()> {
+        let mut total_docs = 0u64;
+        let mut total_tokens = 0u64;
+        for seg in searcher.segment_readers() {
+            total_docs += u64::from(seg.max_doc());
+            total_tokens += seg.inverted_index(self.text)?.total_num_tokens();
+        }
+        if total_docs == 0 {
+            return Ok(());
+        }
+        let avg_len = total_tokens as f32 / total_docs as f32;
+        let mut norm_cache = [0f32; 256];
+        for (id, slot) in norm_cache.iter_mut().enumerate() {
+            let len = FieldNormReader::id_to_fieldnorm(id as u8) as f32;
+            *slot = params.k1 * (1.0 - params.b + params.b * len / avg_len);
+        }
+        for (term_text, &count) in terms {
+            let term = Term::from_field_text(self.text, term_text);
+            let doc_freq = searcher.doc_freq(&term)?;
+            if doc_freq == 0 {
+                continue;
+            }
+            let idf = (1.0 + ((total_docs - doc_freq) as f32 + 0.5) / (doc_freq as f32 + 0.5)).ln();
+            let weight = count as f32 * idf * (1.0 + params.k1);
+            for (s, seg) in searcher.segment_readers().iter().enumerate() {
+                let inverted = seg.inverted_index(self.text)?;
+                let Some(mut postings) =
+                    inverted.read_postings(&term, IndexRecordOption::WithFreqs).map_err(tantivy::TantivyError::from)?
+                else {
+                    continue;
+                };
+                let norms = seg.get_fieldnorms_reader(self.text)?;
+                let ords = &self.ordinals[s];
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    let ord = ords[doc as usize];
+                    if allowed.is_none_or(|a| a.contains(ord)) {
+                        let tf = postings.term_freq() as f32;
+                        add(ord, weight * tf / (tf + norm_cache[norms.fieldnorm_id(doc) as usize]));
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// tantivy's own BM25 (k1 = 1.2, b = 0.75) for the same query, to check this scorer.
+    pub fn tantivy_reference(&self, query: &str, depth: usize) -> Result<Vec<Hit>> {
+        use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+        let searcher = self.reader.searcher();
+        let clauses: Vec<(Occur, Box<dyn Query>)> = self
+            .query_terms(query)
+            .into_iter()
+            .map(|(t, n)| {
+                let q = TermQuery::new(Term::from_field_text(self.text, &t), IndexRecordOption::WithFreqs);
+                (Occur::Should, Box::new(BoostQuery::new(Box::new(q), n as f32)) as Box<dyn Query>)
+            })
+            .collect();
+        let top =
+            searcher.search(&BooleanQuery::new(clauses), &tantivy::collector::TopDocs::with_limit(depth.max(1)))?;
+        let _ = &self.index;
+        Ok(top
+            .into_iter()
+            .map(|(score, addr)| Hit { chunk: self.ordinals[addr.segment_ord as usize][addr.doc_id as usize], score })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::AnalyzerKind;
+
+    fn index(texts: &[&str]) -> Bm25Index {
+        Bm25Index::build(&Analyzer::new(AnalyzerKind::En), texts.iter().map(|s| s.to_string())).unwrap()
+    }
+
+    const DOCS: &[&str] = &[
+        "Vitamin D deficiency is associated with bone loss in older adults.",
+        "Bone density scans measure bone mineral content.",
+        "Vitamin C and the common cold: a randomized trial of vitamin supplements.",
+        "Deficiency of iron causes anemia; iron supplements restore hemoglobin.",
+        "The cold weather study found no effect on bone health.",
+    ];
+
+    #[test]
+    fn equals_tantivy_scorer_at_its_fixed_parameters() {
+        let idx = index(DOCS);
+        for q in ["vitamin deficiency bone", "iron iron supplements", "cold", "bone bone density trial"] {
+            let ours = idx.search(q, Bm25Params { k1: 1.2, b: 0.75 }, 10, None).unwrap();
+            let theirs = idx.tantivy_reference(q, 10).unwrap();
+            assert_eq!(ours.len(), theirs.len(), "{q}");
+            for t in &theirs {
+                let o = ours.iter().find(|o| o.chunk == t.chunk).expect("same hits");
+                assert!((o.score - t.score).abs() <= 1e-5 * t.score.abs().max(1.0), "{q}: {o:?} vs {t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn hand_computed_score() {
+        // One term in one of two docs: idf = ln(1 + (2 - 1 + 0.5) / 1.5) = ln 2.
+        let idx = index(&["alpha beta", "gamma delta epsilon zeta"]);
+        let p = Bm25Params { k1: 0.9, b: 0.4 };
+        let hits = idx.search("alpha", p, 10, None).unwrap();
+        let avg = 3.0f32;
+        let expected = 2f32.ln() * 1.9 * 1.0 / (1.0 + 0.9 * (1.0 - 0.4 + 0.4 * 2.0 / avg));
+        assert_eq!(hits.len(), 1);
+        assert!((hits[0].score - expected).abs() < 1e-6, "{hits:?} vs {expected}");
+    }
+
+    #[test]
+    fn k1_and_b_change_scores_without_rebuilding() {
+        let idx = index(DOCS);
+        let a = idx.search("bone", Bm25Params { k1: 0.6, b: 0.4 }, 3, None).unwrap();
+        let b = idx.search("bone", Bm25Params { k1: 1.2, b: 0.75 }, 3, None).unwrap();
+        assert_ne!(a[0].score, b[0].score);
+    }
+
+    #[test]
+    fn allowed_chunks_compete_inside_the_search() {
+        let idx = index(DOCS);
+        let allowed = Allowed::from_fn(DOCS.len(), |i| i == 4 || i == 2);
+        let hits = idx.search("bone vitamin", Bm25Params::default(), 3, Some(&allowed)).unwrap();
+        let ords: Vec<_> = hits.iter().map(|h| h.chunk).collect();
+        assert_eq!(ords.len(), 2);
+        assert!(ords.iter().all(|&o| o == 2 || o == 4));
+    }
+}

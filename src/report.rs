@@ -1,0 +1,290 @@
+//! The result matrix, its exporters (one trait, one file format each) and the run
+//! directory that holds them.
+//!
+//! A run is written into a hidden staging directory, every file through a temporary
+//! name, and the directory is renamed into place at the end: a crashed or failed run
+//! leaves no half-written results behind.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::experiment::Experiment;
+use crate::runner::{headline, RunResult};
+
+/// A matrix format.
+pub trait Exporter {
+    /// File name under the run directory.
+    fn file_name(&self) -> &'static str;
+    fn write(&self, exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()>;
+}
+
+pub struct Csv;
+pub struct Json;
+pub struct Markdown {
+    /// Only the headline columns (nDCG, recall, MRR) when true.
+    pub compact: bool,
+}
+
+fn config_names(run: &RunResult) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for row in &run.rows {
+        for (k, _) in &row.config {
+            if !names.contains(k) {
+                names.push(k);
+            }
+        }
+    }
+    names
+}
+
+fn fmt_value(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.6}")).unwrap_or_default()
+}
+
+impl Exporter for Csv {
+    fn file_name(&self) -> &'static str {
+        "matrix.csv"
+    }
+
+    fn write(&self, _exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let names = config_names(run);
+        let mut w = csv::Writer::from_writer(out);
+        let mut header: Vec<String> = vec!["cell".into(), "label".into()];
+        header.extend(names.iter().map(|s| s.to_string()));
+        header.extend(["split", "cases", "unanswerable"].map(String::from));
+        for c in &run.columns {
+            header.push(c.to_string());
+            header.push(format!("{c}_n"));
+        }
+        w.write_record(&header)?;
+        for row in &run.rows {
+            let mut rec: Vec<String> = vec![row.cell.clone(), row.label.clone()];
+            for n in &names {
+                rec.push(row.config.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default());
+            }
+            rec.extend([row.split.as_str().to_string(), row.cases.to_string(), row.unanswerable.to_string()]);
+            for m in &row.means {
+                rec.push(fmt_value(m.value));
+                rec.push(m.n.to_string());
+            }
+            w.write_record(&rec)?;
+        }
+        w.flush()
+    }
+}
+
+impl Exporter for Json {
+    fn file_name(&self) -> &'static str {
+        "matrix.json"
+    }
+
+    fn write(&self, exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let rows: Vec<Value> = run
+            .rows
+            .iter()
+            .map(|row| {
+                let config: serde_json::Map<String, Value> =
+                    row.config.iter().map(|(k, v)| (k.to_string(), Value::String(v.clone()))).collect();
+                let metrics: serde_json::Map<String, Value> = run
+                    .columns
+                    .iter()
+                    .zip(&row.means)
+                    .map(|(c, m)| (c.to_string(), json!({ "value": m.value, "n": m.n })))
+                    .collect();
+                json!({
+                    "cell": row.cell,
+                    "label": row.label,
+                    "config": config,
+                    "split": row.split.as_str(),
+                    "cases": row.cases,
+                    "unanswerable": row.unanswerable,
+                    "metrics": metrics,
+                })
+            })
+            .collect();
+        let doc = json!({
+            "experiment": exp.name,
+            "unit": exp.unit.as_str(),
+            "columns": run.columns.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+            "rows": rows,
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)
+    }
+}
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "matrix.md"
+    }
+
+    fn write(&self, _exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let cols: Vec<usize> = if self.compact { headline(&run.columns) } else { (0..run.columns.len()).collect() };
+        write!(out, "| cell | configuration | split | n |")?;
+        for &i in &cols {
+            write!(out, " {} |", run.columns[i])?;
+        }
+        writeln!(out)?;
+        write!(out, "|---|---|---|---:|")?;
+        for _ in &cols {
+            write!(out, "---:|")?;
+        }
+        writeln!(out)?;
+        for row in &run.rows {
+            let n = cols.iter().map(|&i| row.means[i].n).max().unwrap_or(0);
+            write!(out, "| {} | {} | {} | {} |", row.cell, row.label, row.split.as_str(), n)?;
+            for &i in &cols {
+                let v = row.means[i].value.map(|v| format!("{v:.4}")).unwrap_or_else(|| "–".into());
+                write!(out, " {v} |")?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut f = fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    f.write_all(bytes).and_then(|_| f.sync_all()).map_err(|e| Error::io(&tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+fn render(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    f(&mut buf).expect("writing to memory cannot fail");
+    buf
+}
+
+/// A run identifier: UTC time of the run and the experiment's config hash.
+pub fn run_id(exp: &Experiment, now: std::time::SystemTime) -> String {
+    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    format!("{}-{}", utc_stamp(secs), &exp.config_hash[..8])
+}
+
+/// `YYYYMMDDTHHMMSSZ` for seconds since the Unix epoch.
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Writes a whole run directory at `dir` (which must not exist yet) and returns it.
+pub fn write_run(dir: &Path, exp: &Experiment, run: &RunResult, run_id: &str) -> Result<PathBuf> {
+    let parent = dir.parent().expect("run dir has a parent");
+    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    let staging = parent.join(format!(".{run_id}.partial"));
+    if staging.exists() {
+        fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
+    let runs = staging.join("runs");
+    fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, e))?;
+
+    let exporters: [&dyn Exporter; 3] = [&Csv, &Json, &Markdown { compact: false }];
+    for e in exporters {
+        write_atomic(&staging.join(e.file_name()), &render(|b| e.write(exp, run, b)))?;
+    }
+    write_atomic(&staging.join("per_query.jsonl"), &per_query(run))?;
+    for cell in &exp.cells {
+        write_atomic(&runs.join(format!("{}.trec", cell.id)), &trec_run(run, &cell.id))?;
+    }
+    let manifest = manifest(exp, run, run_id);
+    write_atomic(&staging.join("manifest.json"), &serde_json::to_vec_pretty(&manifest).expect("json"))?;
+    fs::rename(&staging, dir).map_err(|e| Error::io(dir, e))?;
+    Ok(dir.to_path_buf())
+}
+
+/// Items listed per case in `per_query.jsonl`.
+const PER_QUERY_TOP: usize = 10;
+
+fn per_query(run: &RunResult) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in &run.cases {
+        let metrics: serde_json::Map<String, Value> =
+            run.columns.iter().zip(&c.values).map(|(col, v)| (col.to_string(), json!(v))).collect();
+        let top: Vec<&str> = c.ranking.iter().take(PER_QUERY_TOP).map(|(k, _)| k.as_str()).collect();
+        let line = json!({
+            "cell": c.cell,
+            "case": c.case,
+            "split": c.split.as_str(),
+            "answerable": c.answerable,
+            "metrics": metrics,
+            "top": top,
+        });
+        serde_json::to_writer(&mut out, &line).expect("json");
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A TREC run file (`qid Q0 item rank score tag`) of one cell's judged lists.
+pub fn trec_run(run: &RunResult, cell: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in run.cases.iter().filter(|c| c.cell == cell) {
+        for (rank, (key, score)) in c.ranking.iter().enumerate() {
+            writeln!(out, "{} Q0 {} {} {:.6} ragsweep-{}", c.case, key, rank + 1, score, cell).expect("memory");
+        }
+    }
+    out
+}
+
+fn manifest(exp: &Experiment, run: &RunResult, run_id: &str) -> Value {
+    let cells: Vec<Value> = exp
+        .cells
+        .iter()
+        .map(|c| json!({ "cell": c.id, "label": c.label(), "chunker": c.chunker, "retriever": c.retriever }))
+        .collect();
+    json!({
+        "ragsweep_version": env!("CARGO_PKG_VERSION"),
+        "run_id": run_id,
+        "experiment": {
+            "name": exp.name,
+            "description": exp.description,
+            "file": exp.file,
+            "config_hash": exp.config_hash,
+            "unit": exp.unit.as_str(),
+            "k": exp.k,
+            "metrics": exp.metrics,
+            "seed": exp.seed,
+            "reserved_fraction": exp.reserved_fraction,
+        },
+        "corpus": { "path": exp.corpus_path, "hash": run.corpus_hash, "documents": run.corpus_docs },
+        "golden": {
+            "path": exp.golden.path,
+            "hash": run.golden_hash,
+            "tuning_qrels": exp.golden.tuning,
+            "reserved_qrels": exp.golden.reserved,
+            "cases_per_split": run.split_counts,
+        },
+        "cells": cells,
+        "stages": run.stages,
+        "wall_seconds": run.wall_seconds,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(utc_stamp(1_795_964_461), "20261129T150101Z");
+    }
+}
