@@ -233,12 +233,39 @@ fn per_query(run: &RunResult) -> Vec<u8> {
 }
 
 /// A TREC run file (`qid Q0 item rank score tag`) of one cell's judged lists.
+///
+/// trec_eval ignores the rank column and re-sorts tied scores by item id, descending, while
+/// ragsweep breaks ties by chunk id, ascending. So within a run of tied scores the written
+/// score steps down by at most 1e-6 (staying above the next lower score), and any
+/// trec_eval-compatible tool scores exactly the ranking ragsweep scored.
 pub fn trec_run(run: &RunResult, cell: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for c in run.cases.iter().filter(|c| c.cell == cell) {
-        for (rank, (key, score)) in c.ranking.iter().enumerate() {
-            writeln!(out, "{} Q0 {} {} {:.6} ragsweep-{}", c.case, key, rank + 1, score, cell).expect("memory");
+        let scores: Vec<f64> = c.ranking.iter().map(|(_, s)| f64::from(*s)).collect();
+        for (rank, ((key, _), score)) in c.ranking.iter().zip(tie_ordered(&scores)).enumerate() {
+            writeln!(out, "{} Q0 {} {} {} ragsweep-{}", c.case, key, rank + 1, score, cell).expect("memory");
         }
+    }
+    out
+}
+
+/// `scores` (descending) with tied runs made strictly decreasing, by steps of at most 1e-6.
+fn tie_ordered(scores: &[f64]) -> Vec<f64> {
+    let mut out = scores.to_vec();
+    let mut i = 0;
+    while i < scores.len() {
+        let mut j = i + 1;
+        while j < scores.len() && scores[j] == scores[i] {
+            j += 1;
+        }
+        if j - i > 1 {
+            let next = scores.get(j).copied().unwrap_or(scores[i] - 1.0);
+            let step = ((scores[i] - next) / (j - i) as f64).min(1e-6);
+            for (t, slot) in out[i..j].iter_mut().enumerate() {
+                *slot = scores[i] - t as f64 * step;
+            }
+        }
+        i = j;
     }
     out
 }
@@ -280,6 +307,17 @@ fn manifest(exp: &Experiment, run: &RunResult, run_id: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tied_scores_become_strictly_decreasing_without_passing_the_next_score() {
+        let out = tie_ordered(&[3.0, 2.0, 2.0, 2.0, 1.999_999_5, 1.0, 1.0]);
+        assert!(out.windows(2).all(|w| w[0] > w[1]), "{out:?}");
+        assert_eq!(out[0], 3.0);
+        assert_eq!(out[1], 2.0);
+        assert!(out[3] > 1.999_999_5);
+        assert_eq!(out[5], 1.0);
+        assert!((out[6] - (1.0 - 1e-6)).abs() < 1e-12);
+    }
 
     #[test]
     fn utc_stamps() {

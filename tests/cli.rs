@@ -1,0 +1,174 @@
+//! Runs the real `ragsweep` binary end to end.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn ragsweep() -> Command {
+    Command::cargo_bin("ragsweep").unwrap()
+}
+
+/// The one run directory under `out/<name>/`.
+fn run_dir(out: &Path, name: &str) -> PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(out.join(name)).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
+
+#[test]
+fn quickstart_writes_every_output() {
+    let out = tempfile::tempdir().unwrap();
+    ragsweep()
+        .args(["run", "--quiet", "--out"])
+        .arg(out.path())
+        .arg(repo().join("experiments/quickstart.toml"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("| c01 | markdown+title+headings bm25(pt,k1=1.2,b=0.4) | tuning |"));
+    let dir = run_dir(out.path(), "quickstart");
+    for f in
+        ["matrix.csv", "matrix.json", "matrix.md", "per_query.jsonl", "manifest.json", "runs/c01.trec", "runs/c12.trec"]
+    {
+        assert!(dir.join(f).is_file(), "missing {f}");
+    }
+    let matrix: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("matrix.json")).unwrap()).unwrap();
+    let rows = matrix["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 24, "12 cells x 2 splits");
+    let n: u64 =
+        rows.iter().filter(|r| r["cell"] == "c01").map(|r| r["metrics"]["ndcg@10"]["n"].as_u64().unwrap()).sum();
+    assert_eq!(n, 39, "46 cases, 7 unanswerable ones left out of retrieval metrics");
+    let per_query = std::fs::read_to_string(dir.join("per_query.jsonl")).unwrap();
+    assert_eq!(per_query.lines().count(), 12 * 46);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["corpus"]["documents"], 24);
+    assert!(manifest["experiment"]["config_hash"].as_str().unwrap().len() == 16);
+    let leftovers: Vec<_> = walk(out.path()).into_iter().filter(|p| p.to_string_lossy().contains("tmp-")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[test]
+fn k1_b_and_chunker_sweep_gives_twelve_rows_and_repeats_exactly() {
+    let mut csvs = Vec::new();
+    for _ in 0..2 {
+        let out = tempfile::tempdir().unwrap();
+        ragsweep()
+            .args(["run", "-q", "--out"])
+            .arg(out.path())
+            .arg(repo().join("tests/fixtures/sweep.toml"))
+            .assert()
+            .success();
+        let csv = std::fs::read_to_string(run_dir(out.path(), "sweep").join("matrix.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 1 + 12, "{csv}");
+        csvs.push(csv);
+    }
+    assert_eq!(csvs[0], csvs[1], "two runs give identical matrices");
+    let header = csvs[0].lines().next().unwrap();
+    for col in ["cell", "chunker", "k1", "b", "split", "ndcg@5", "ndcg@5_n", "recall@1"] {
+        assert!(header.split(',').any(|h| h == col), "missing column {col} in {header}");
+    }
+}
+
+/// Runs `ragsweep run` on a broken experiment and checks it fails, names the place, and
+/// leaves the output directory empty.
+fn fails_cleanly(experiment: &Path, expected: &str) {
+    let out = tempfile::tempdir().unwrap();
+    ragsweep()
+        .args(["run", "-q", "--out"])
+        .arg(out.path())
+        .arg(experiment)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(expected));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "nothing may be written");
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const GOOD: &str = r#"name = "bad"
+k = [5]
+
+[corpus]
+path = "corpus.jsonl"
+
+[golden]
+path = "golden.json"
+
+[[chunkers]]
+kind = "none"
+
+[[retrievers]]
+kind = "bm25"
+"#;
+
+fn bad_dir(corpus: &str, golden: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "corpus.jsonl", corpus);
+    write(dir.path(), "golden.json", golden);
+    dir
+}
+
+const CORPUS: &str = "{\"id\": \"a\", \"text\": \"prazo de 30 dias\"}\n{\"id\": \"b\", \"text\": \"multa de 2%\"}\n";
+
+#[test]
+fn unknown_key_names_file_line_and_column() {
+    let dir = bad_dir(CORPUS, "[]");
+    let exp = write(dir.path(), "exp.toml", &GOOD.replace("k = [5]", "k = [5]\nmetricz = [\"ndcg\"]"));
+    fails_cleanly(&exp, "exp.toml:3:1: unknown field `metricz`");
+}
+
+#[test]
+fn wrong_type_names_file_line_and_column() {
+    let dir = bad_dir(CORPUS, "[]");
+    let exp = write(dir.path(), "exp.toml", &GOOD.replace("k = [5]", "k = \"five\""));
+    fails_cleanly(&exp, "exp.toml:2:5:");
+    let exp = write(dir.path(), "exp2.toml", &GOOD.replace("kind = \"bm25\"", "kind = \"bm25\"\nb = true"));
+    fails_cleanly(&exp, "exp2.toml:15:5: `b` must be a number");
+}
+
+#[test]
+fn broken_corpus_line_is_located() {
+    let dir = bad_dir("{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"text\" \"y\"}\n", "[]");
+    let exp = write(dir.path(), "exp.toml", GOOD);
+    fails_cleanly(&exp, "corpus.jsonl:2:");
+}
+
+#[test]
+fn golden_case_naming_an_unknown_document_is_located() {
+    let golden = "[\n  {\"question\": \"prazo?\", \"relevant\": [\"a\"]},\n  {\"question\": \"multa?\", \"relevant\": [\"zzz\"]}\n]";
+    let dir = bad_dir(CORPUS, golden);
+    let exp = write(dir.path(), "exp.toml", GOOD);
+    fails_cleanly(&exp, "golden.json:3:3:");
+    fails_cleanly(&exp, "unknown document or section \"zzz\"");
+}
+
+#[test]
+fn check_command_summarises_without_writing() {
+    ragsweep()
+        .arg("check")
+        .arg(repo().join("experiments/quickstart.toml"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("12 cells, 24 documents, 46 cases (7 unanswerable)"));
+}
