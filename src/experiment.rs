@@ -72,13 +72,31 @@ pub enum RetrieverSpec {
         #[serde(flatten)]
         params: Bm25Params,
     },
+    Dense {
+        model: String,
+        index: DenseIndex,
+    },
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum DenseIndex {
+    Exact,
+    Hnsw { m: usize, ef_construction: usize, ef_search: usize },
+}
+
+/// HNSW defaults: the graph parameters hnswlib suggests for recall-oriented use.
+pub const HNSW_DEFAULTS: (usize, usize, usize) = (16, 200, 128);
 
 impl fmt::Display for RetrieverSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RetrieverSpec::Bm25 { analyzer, params } => {
                 write!(f, "bm25({analyzer},k1={},b={})", params.k1, params.b)
+            }
+            RetrieverSpec::Dense { model, index: DenseIndex::Exact } => write!(f, "dense({model},exact)"),
+            RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { m, ef_construction, ef_search } } => {
+                write!(f, "dense({model},hnsw,m={m},efc={ef_construction},ef={ef_search})")
             }
         }
     }
@@ -121,6 +139,19 @@ impl Cell {
                 out.push(("analyzer", analyzer.to_string()));
                 out.push(("k1", params.k1.to_string()));
                 out.push(("b", params.b.to_string()));
+            }
+            RetrieverSpec::Dense { model, index } => {
+                out.push(("retriever", "dense".into()));
+                out.push(("model", model.clone()));
+                match index {
+                    DenseIndex::Exact => out.push(("index", "exact".into())),
+                    DenseIndex::Hnsw { m, ef_construction, ef_search } => {
+                        out.push(("index", "hnsw".into()));
+                        out.push(("m", m.to_string()));
+                        out.push(("ef_construction", ef_construction.to_string()));
+                        out.push(("ef_search", ef_search.to_string()));
+                    }
+                }
             }
         }
         out
@@ -412,7 +443,49 @@ fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error
             }
             Ok(RetrieverSpec::Bm25 { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 } })
         }
-        other => Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25)"))),
+        "dense" => {
+            only(combo, &["model", "index", "m", "ef_construction", "ef_search"], bad)?;
+            let model = match combo.get("model") {
+                Some((Value::String(s), _)) => s.clone(),
+                Some((v, span)) => return Err(bad(span, format!("`model` must be a string, found {}", v.type_str()))),
+                None => {
+                    return Err(bad(combo.kind.1.clone(), "kind \"dense\" needs `model` (e.g. \"minilm-l6\")".into()))
+                }
+            };
+            let index = match combo.get("index") {
+                None => "exact",
+                Some((Value::String(s), _)) if s == "exact" || s == "hnsw" => s.as_str(),
+                Some((v, span)) => {
+                    return Err(bad(span, format!("`index` must be \"exact\" or \"hnsw\", found {v}")));
+                }
+            };
+            let index = if index == "exact" {
+                for key in ["m", "ef_construction", "ef_search"] {
+                    if let Some((_, span)) = combo.get(key) {
+                        return Err(bad(span, format!("`{key}` only applies to index = \"hnsw\"")));
+                    }
+                }
+                DenseIndex::Exact
+            } else {
+                let (m, efc, ef) = HNSW_DEFAULTS;
+                let index = DenseIndex::Hnsw {
+                    m: int(combo, "m", Some(m), bad)?,
+                    ef_construction: int(combo, "ef_construction", Some(efc), bad)?,
+                    ef_search: int(combo, "ef_search", Some(ef), bad)?,
+                };
+                if let DenseIndex::Hnsw { m, .. } = index {
+                    if !(2..=255).contains(&m) {
+                        return Err(bad(
+                            combo.get("m").map_or(combo.kind.1.clone(), |g| g.1),
+                            "`m` must be between 2 and 255".into(),
+                        ));
+                    }
+                }
+                index
+            };
+            Ok(RetrieverSpec::Dense { model, index })
+        }
+        other => Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25, dense)"))),
     }
 }
 
@@ -462,6 +535,28 @@ path = "g.json"
             .to_string();
         assert!(err.starts_with("exp.toml:12:6"), "{err}");
         assert!(err.contains("`k1` must be a number"), "{err}");
+    }
+
+    #[test]
+    fn dense_retrievers_take_model_and_index_parameters() {
+        let e = parse(
+            "[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\n\
+             [[retrievers]]\nkind = \"dense\"\nmodel = \"e5-small\"\nindex = \"hnsw\"\nef_search = [32, 256]\n",
+        )
+        .unwrap();
+        let labels: Vec<_> = e.cells.iter().map(|c| c.retriever.to_string()).collect();
+        assert_eq!(
+            labels,
+            [
+                "dense(minilm-l6,exact)",
+                "dense(e5-small,hnsw,m=16,efc=200,ef=32)",
+                "dense(e5-small,hnsw,m=16,efc=200,ef=256)"
+            ]
+        );
+        let err = parse("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"x\"\nm = 8\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only applies to index = \"hnsw\""), "{err}");
     }
 
     #[test]

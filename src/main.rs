@@ -41,9 +41,41 @@ enum Command {
         /// Print every metric column, not only nDCG, recall and MRR.
         #[arg(long)]
         all_columns: bool,
+        #[command(flatten)]
+        dirs: Dirs,
     },
-    /// Parse and check an experiment, its corpus and golden set, without running it.
-    Check { experiment: PathBuf },
+    /// Time the embedder alone (no cache): passages per second on a JSONL corpus.
+    BenchEmbed {
+        /// A JSONL or BEIR corpus whose `title text` are embedded as passages.
+        corpus: PathBuf,
+        #[arg(long)]
+        model: String,
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Embed only the first N documents.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+    /// Parse and check an experiment, its corpus, golden set and models, without running it.
+    Check {
+        experiment: PathBuf,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+}
+
+#[derive(clap::Args)]
+struct Dirs {
+    /// Installed embedding models (scripts/install-models.sh).
+    #[arg(long, env = "RAGSWEEP_MODELS", default_value = "models")]
+    models: PathBuf,
+    /// The content-addressed cache shared by all runs (embeddings).
+    #[arg(long, env = "RAGSWEEP_CACHE", default_value = "cache")]
+    cache: PathBuf,
 }
 
 fn main() -> ExitCode {
@@ -59,7 +91,7 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { experiment, out, jobs, quiet, all_columns } => {
+        Command::Run { experiment, out, jobs, quiet, all_columns, dirs } => {
             if let Some(n) = jobs {
                 rayon::ThreadPoolBuilder::new().num_threads(n).build_global().context("setting up worker threads")?;
             }
@@ -68,8 +100,17 @@ fn real_main() -> anyhow::Result<ExitCode> {
             if progress {
                 eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
             }
-            let prepared = runner::prepare(&exp)?;
-            let run = runner::run(&exp, &prepared, &RunOptions { progress })?;
+            let prepared = runner::prepare(&exp, &dirs.models)?;
+            let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
+            let run = runner::run(&exp, &prepared, &options)?;
+            for stage in &run.stages {
+                if let Some(e) = &stage.embedding {
+                    eprintln!(
+                        "embed {}: {} texts, {} reused, {} embedded in {:.1}s",
+                        stage.key, e.texts, e.reused, e.embedded, e.seconds
+                    );
+                }
+            }
             let run_id = report::run_id(&exp, std::time::SystemTime::now());
             let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &run_id)?;
             let mut stdout = std::io::stdout().lock();
@@ -83,9 +124,37 @@ fn real_main() -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { experiment } => {
+        Command::BenchEmbed { corpus, model, batch, threads, limit, dirs } => {
+            let corpus = ragsweep::corpus::Corpus::load(&corpus, None)?;
+            let info = ragsweep::embed::find_model(&dirs.models, &model)?;
+            let embedder = ragsweep::embed::Embedder::load(&dirs.models, &info, threads)?;
+            let mut texts: Vec<String> = corpus
+                .docs
+                .iter()
+                .take(limit.unwrap_or(usize::MAX))
+                .map(|d| match &d.title {
+                    Some(t) => format!("{t} {}", d.text),
+                    None => d.text.clone(),
+                })
+                .collect();
+            texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed_batch(&refs[..batch.min(refs.len())], ragsweep::embed::Role::Passage)?;
+            let started = std::time::Instant::now();
+            for chunk in refs.chunks(batch) {
+                embedder.embed_batch(chunk, ragsweep::embed::Role::Passage)?;
+            }
+            let secs = started.elapsed().as_secs_f64();
+            println!(
+                "ragsweep  model={model} texts={} batch={batch} threads={threads} seconds={secs:.2} passages_per_s={:.1}",
+                texts.len(),
+                texts.len() as f64 / secs
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { experiment, dirs } => {
             let exp = Experiment::load(&experiment)?;
-            let prepared = runner::prepare(&exp)?;
+            let prepared = runner::prepare(&exp, &dirs.models)?;
             println!(
                 "{}: {} cells, {} documents, {} cases ({} unanswerable)",
                 experiment.display(),

@@ -298,6 +298,10 @@ fn manifest(exp: &Experiment, run: &RunResult, run_id: &str) -> Value {
             "reserved_qrels": exp.golden.reserved,
             "cases_per_split": run.split_counts,
         },
+        "models": run.models.iter().map(|m| json!({
+            "id": m.id, "description": m.description, "file_hash": m.file_hash, "dim": m.dim,
+            "max_length": m.max_length, "query_prefix": m.query_prefix, "passage_prefix": m.passage_prefix,
+        })).collect::<Vec<_>>(),
         "cells": cells,
         "stages": run.stages,
         "wall_seconds": run.wall_seconds,

@@ -5,9 +5,10 @@
 //! (chunk set, analyzer). k1 and b are query-time parameters, so sweeping them reuses
 //! one index, and every cut-off k is read from one ranking at the deepest k.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -17,10 +18,11 @@ use serde::Serialize;
 use crate::analyze::{Analyzer, AnalyzerKind};
 use crate::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 use crate::corpus::Corpus;
+use crate::embed::{self, EmbedStats, Embedder, ModelInfo, Role, VectorCache};
 use crate::error::Result;
-use crate::experiment::{Cell, Experiment, RetrieverSpec};
+use crate::experiment::{Cell, DenseIndex, Experiment, RetrieverSpec};
 use crate::golden::{self, GoldenCase, Split};
-use crate::index::{Bm25Index, Hit};
+use crate::index::{Bm25Index, ExactIndex, Hit, HnswIndex, HnswParams};
 use crate::label::{Judged, Truth, Unit};
 use crate::metrics::{Mean, Metric, MetricAt};
 
@@ -28,6 +30,10 @@ use crate::metrics::{Mean, Metric, MetricAt};
 pub struct RunOptions {
     /// Show progress bars (they also hide themselves when stderr is not a terminal).
     pub progress: bool,
+    /// Where embedding models are installed.
+    pub models_dir: PathBuf,
+    /// Root of the content-addressed cache (vectors).
+    pub cache_dir: PathBuf,
 }
 
 /// What one case got in one cell.
@@ -62,6 +68,14 @@ pub struct StageReport {
     pub seconds: f64,
     pub chunks: usize,
     pub bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<EmbedStats>,
+}
+
+impl StageReport {
+    fn new(stage: &str, key: String, seconds: f64) -> Self {
+        StageReport { stage: stage.into(), key, seconds, chunks: 0, bytes: 0, embedding: None }
+    }
 }
 
 #[derive(Debug)]
@@ -74,21 +88,31 @@ pub struct RunResult {
     pub corpus_docs: usize,
     pub golden_hash: String,
     pub split_counts: BTreeMap<&'static str, usize>,
+    pub models: Vec<ModelInfo>,
     pub wall_seconds: f64,
 }
 
-/// Everything loaded and checked before any work or output: a bad corpus or golden set
-/// fails here.
+/// Everything loaded and checked before any work or output: a bad corpus, golden set or
+/// a missing model fails here.
 pub struct Prepared {
     pub corpus: Corpus,
     pub cases: Vec<GoldenCase>,
+    pub models: Vec<ModelInfo>,
 }
 
-pub fn prepare(exp: &Experiment) -> Result<Prepared> {
+pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     let corpus = Corpus::load(&exp.corpus_path, exp.corpus_format)?;
     let mut cases = golden::load(&exp.golden, &corpus)?;
     golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
-    Ok(Prepared { corpus, cases })
+    let mut models: Vec<ModelInfo> = Vec::new();
+    for cell in &exp.cells {
+        if let RetrieverSpec::Dense { model, .. } = &cell.retriever {
+            if !models.iter().any(|m| &m.id == model) {
+                models.push(embed::find_model(models_dir, model)?);
+            }
+        }
+    }
+    Ok(Prepared { corpus, cases, models })
 }
 
 fn bar(opts: &RunOptions, len: usize, what: &str) -> ProgressBar {
@@ -105,11 +129,39 @@ fn bar(opts: &RunOptions, len: usize, what: &str) -> ProgressBar {
     pb
 }
 
+/// What an index is built from; cells with equal keys share the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum IndexKey {
+    Bm25 { chunks: usize, analyzer: AnalyzerKind },
+    Exact { chunks: usize, model: usize },
+    Hnsw { chunks: usize, model: usize, params: HnswParams },
+}
+
+enum BuiltIndex {
+    Bm25(Bm25Index),
+    Exact(ExactIndex),
+    Hnsw(HnswIndex),
+}
+
+impl BuiltIndex {
+    fn size_bytes(&self) -> u64 {
+        match self {
+            BuiltIndex::Bm25(i) => i.size_bytes(),
+            BuiltIndex::Exact(i) => i.size_bytes(),
+            BuiltIndex::Hnsw(i) => i.size_bytes(),
+        }
+    }
+}
+
+const EMBED_BATCH: usize = 32;
+
 pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<RunResult> {
     let started = Instant::now();
-    let Prepared { corpus, cases } = prepared;
+    let Prepared { corpus, cases, models } = prepared;
     let columns: Vec<MetricAt> =
         exp.metrics.iter().flat_map(|&metric| exp.k.iter().map(move |&k| MetricAt { metric, k })).collect();
+    let model_index = |id: &str| models.iter().position(|m| m.id == id).expect("prepared");
+    let mut stages = Vec::new();
 
     // Stage: chunk sets, one per distinct chunker.
     let mut chunkers: Vec<ChunkerSpec> = Vec::new();
@@ -119,7 +171,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         }
     }
     let pb = bar(opts, chunkers.len(), "chunk");
-    let chunk_sets: Vec<(ChunkSet, f64)> = chunkers
+    let chunk_sets: Vec<ChunkSet> = chunkers
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
@@ -127,31 +179,133 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
             pb.inc(1);
             (set, t.elapsed().as_secs_f64())
         })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|(set, secs)| {
+            let mut r = StageReport::new("chunk", set.spec.to_string(), secs);
+            r.chunks = set.len();
+            stages.push(r);
+            set
+        })
         .collect();
     pb.finish_and_clear();
 
-    // Stage: indexes, one per (chunk set, analyzer).
-    let mut index_keys: Vec<(usize, AnalyzerKind)> = Vec::new();
-    for cell in &exp.cells {
-        let RetrieverSpec::Bm25 { analyzer, .. } = cell.retriever;
-        let key = (chunk_index(&chunkers, &cell.chunker), analyzer);
-        if !index_keys.contains(&key) {
-            index_keys.push(key);
+    // Stage: index keys, planned so that cells differing only in query-time parameters
+    // (k1, b, ef_search, k) share an index.
+    let cell_index: Vec<IndexKey> = exp
+        .cells
+        .iter()
+        .map(|cell| {
+            let chunks = chunk_index(&chunkers, &cell.chunker);
+            match &cell.retriever {
+                RetrieverSpec::Bm25 { analyzer, .. } => IndexKey::Bm25 { chunks, analyzer: *analyzer },
+                RetrieverSpec::Dense { model, index: DenseIndex::Exact } => {
+                    IndexKey::Exact { chunks, model: model_index(model) }
+                }
+                RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { m, ef_construction, .. } } => IndexKey::Hnsw {
+                    chunks,
+                    model: model_index(model),
+                    params: HnswParams { m: *m, ef_construction: *ef_construction },
+                },
+            }
+        })
+        .collect();
+    let mut index_keys: Vec<IndexKey> = Vec::new();
+    for key in &cell_index {
+        if !index_keys.contains(key) {
+            index_keys.push(*key);
         }
     }
+
+    // Stage: embeddings, once per (chunk set, model) for passages and once per model for queries.
+    let embedders: Vec<OnceLock<Embedder>> = models.iter().map(|_| OnceLock::new()).collect();
+    let load = |model: usize| -> Result<&Embedder> {
+        if let Some(e) = embedders[model].get() {
+            return Ok(e);
+        }
+        let e = Embedder::load(&opts.models_dir, &models[model], rayon::current_num_threads())?;
+        Ok(embedders[model].get_or_init(|| e))
+    };
+    let mut passage_vectors: HashMap<(usize, usize), Arc<Vec<f32>>> = HashMap::new();
+    let mut query_vectors: Vec<Option<Vec<f32>>> = models.iter().map(|_| None).collect();
+    for key in &index_keys {
+        let (chunks, model) = match *key {
+            IndexKey::Exact { chunks, model } | IndexKey::Hnsw { chunks, model, .. } => (chunks, model),
+            IndexKey::Bm25 { .. } => continue,
+        };
+        if passage_vectors.contains_key(&(chunks, model)) {
+            continue;
+        }
+        let info = &models[model];
+        let mut cache = VectorCache::open(&opts.cache_dir, info)?;
+        let set = &chunk_sets[chunks];
+        let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
+        let pb = bar(opts, 0, "embed");
+        pb.set_message(format!("{} passages with {}", texts.len(), info.id));
+        let (vectors, stats) =
+            embed::embed_all(&texts, Role::Passage, &mut cache, EMBED_BATCH, &|| load(model), &|done, of| {
+                pb.set_length(of as u64);
+                pb.set_position(done as u64);
+            })?;
+        pb.finish_and_clear();
+        let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
+        r.chunks = set.len();
+        r.embedding = Some(stats);
+        stages.push(r);
+        passage_vectors.insert((chunks, model), Arc::new(vectors));
+
+        if query_vectors[model].is_none() {
+            let questions: Vec<String> = cases.iter().map(|c| c.question.clone()).collect();
+            let (vectors, stats) =
+                embed::embed_all(&questions, Role::Query, &mut cache, EMBED_BATCH, &|| load(model), &|_, _| {})?;
+            let mut r = StageReport::new("embed", format!("{} queries", info.id), stats.seconds);
+            r.embedding = Some(stats);
+            stages.push(r);
+            query_vectors[model] = Some(vectors);
+        }
+    }
+    drop(embedders);
+
+    // Stage: indexes.
     let pb = bar(opts, index_keys.len(), "index");
-    let indexes: Vec<(Bm25Index, f64)> = index_keys
+    let built: Vec<(BuiltIndex, f64)> = index_keys
         .par_iter()
-        .map(|&(c, analyzer)| {
+        .map(|key| {
             let t = Instant::now();
-            let set = &chunk_sets[c].0;
-            let index =
-                Bm25Index::build(&Analyzer::new(analyzer), (0..set.len()).map(|i| set.indexed_text(corpus, i)))?;
+            let index = match *key {
+                IndexKey::Bm25 { chunks, analyzer } => {
+                    let set = &chunk_sets[chunks];
+                    BuiltIndex::Bm25(Bm25Index::build(
+                        &Analyzer::new(analyzer),
+                        (0..set.len()).map(|i| set.indexed_text(corpus, i)),
+                    )?)
+                }
+                IndexKey::Exact { chunks, model } => {
+                    BuiltIndex::Exact(ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone()))
+                }
+                IndexKey::Hnsw { chunks, model, params } => {
+                    let exact = ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone());
+                    BuiltIndex::Hnsw(HnswIndex::build(exact, params))
+                }
+            };
             pb.inc(1);
             Ok((index, t.elapsed().as_secs_f64()))
         })
         .collect::<Result<_>>()?;
     pb.finish_and_clear();
+    for (key, (index, secs)) in index_keys.iter().zip(&built) {
+        let (chunks, name) = match key {
+            IndexKey::Bm25 { chunks, analyzer } => (*chunks, format!("bm25({analyzer})")),
+            IndexKey::Exact { chunks, model } => (*chunks, format!("exact({})", models[*model].id)),
+            IndexKey::Hnsw { chunks, model, params } => {
+                (*chunks, format!("hnsw({},m={},efc={})", models[*model].id, params.m, params.ef_construction))
+            }
+        };
+        let mut r = StageReport::new("index", format!("{name} on {}", chunkers[chunks]), *secs);
+        r.chunks = chunk_sets[chunks].len();
+        r.bytes = index.size_bytes();
+        stages.push(r);
+    }
 
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
 
@@ -160,20 +314,38 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     let pb = bar(opts, exp.cells.len() * cases.len(), "retrieve");
     let search_nanos = AtomicU64::new(0);
     let mut per_case: Vec<CaseResult> = Vec::with_capacity(exp.cells.len() * cases.len());
-    for cell in &exp.cells {
-        let c = chunk_index(&chunkers, &cell.chunker);
-        let set = &chunk_sets[c].0;
-        let RetrieverSpec::Bm25 { analyzer, params } = cell.retriever;
-        let index = &indexes[index_keys.iter().position(|k| *k == (c, analyzer)).expect("planned")].0;
+    for (cell, key) in exp.cells.iter().zip(&cell_index) {
+        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let set = &chunk_sets[chunks];
+        let index = &built[index_keys.iter().position(|k| k == key).expect("planned")].0;
         pb.set_message(cell.id.clone());
         let results: Vec<CaseResult> = cases
             .par_iter()
+            .enumerate()
             .zip(truths.par_iter())
-            .map(|(case, truth)| {
+            .map(|((ci, case), truth)| {
                 let t = Instant::now();
-                let judged = judge_deep(exp.unit, &cell.chunker, set, truth, corpus, max_k, |depth| {
-                    index.search(&case.question, params, depth, None)
-                })?;
+                let search = |depth: usize| -> Result<Vec<Hit>> {
+                    match (index, &cell.retriever) {
+                        (BuiltIndex::Bm25(i), RetrieverSpec::Bm25 { params, .. }) => {
+                            i.search(&case.question, *params, depth, None)
+                        }
+                        (BuiltIndex::Exact(i), RetrieverSpec::Dense { model, .. }) => {
+                            Ok(i.search(query_vector(&query_vectors, models, model_index(model), ci), depth, None))
+                        }
+                        (
+                            BuiltIndex::Hnsw(i),
+                            RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { ef_search, .. } },
+                        ) => Ok(i.search(
+                            query_vector(&query_vectors, models, model_index(model), ci),
+                            depth,
+                            *ef_search,
+                            None,
+                        )),
+                        _ => unreachable!("index keys follow retriever kinds"),
+                    }
+                };
+                let judged = judge_deep(exp.unit, &cell.chunker, set, truth, corpus, max_k, search)?;
                 search_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 pb.inc(1);
                 Ok(score_case(cell, case, &judged, &columns))
@@ -182,34 +354,13 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         per_case.extend(results);
     }
     pb.finish_and_clear();
+    stages.push(StageReport::new(
+        "retrieve",
+        "all cells (summed over threads)".into(),
+        search_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+    ));
 
-    let rows = aggregate(exp, cases, &per_case, columns.len());
-    let mut stages = Vec::new();
-    for (spec, (set, secs)) in chunkers.iter().zip(&chunk_sets) {
-        stages.push(StageReport {
-            stage: "chunk".into(),
-            key: spec.to_string(),
-            seconds: *secs,
-            chunks: set.len(),
-            bytes: 0,
-        });
-    }
-    for ((c, analyzer), (index, secs)) in index_keys.iter().zip(&indexes) {
-        stages.push(StageReport {
-            stage: "index".into(),
-            key: format!("bm25({analyzer}) on {}", chunkers[*c]),
-            seconds: *secs,
-            chunks: index.num_chunks(),
-            bytes: index.size_bytes(),
-        });
-    }
-    stages.push(StageReport {
-        stage: "retrieve".into(),
-        key: "all cells (summed over threads)".into(),
-        seconds: search_nanos.load(Ordering::Relaxed) as f64 / 1e9,
-        chunks: 0,
-        bytes: 0,
-    });
+    let rows = aggregate(exp, &per_case, columns.len());
     let mut split_counts = BTreeMap::new();
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning).as_str()).or_insert(0) += 1;
@@ -223,8 +374,14 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         corpus_docs: corpus.docs.len(),
         golden_hash: golden_hash(cases),
         split_counts,
+        models: models.clone(),
         wall_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+fn query_vector<'v>(vectors: &'v [Option<Vec<f32>>], models: &[ModelInfo], model: usize, case: usize) -> &'v [f32] {
+    let dim = models[model].dim;
+    &vectors[model].as_ref().expect("queries embedded")[case * dim..(case + 1) * dim]
 }
 
 fn chunk_index(chunkers: &[ChunkerSpec], spec: &ChunkerSpec) -> usize {
@@ -266,7 +423,7 @@ fn score_case(cell: &Cell, case: &GoldenCase, judged: &Judged, columns: &[Metric
     }
 }
 
-fn aggregate(exp: &Experiment, cases: &[GoldenCase], results: &[CaseResult], width: usize) -> Vec<Row> {
+fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     for cell in &exp.cells {
         for split in [Split::Tuning, Split::Reserved] {
@@ -286,7 +443,6 @@ fn aggregate(exp: &Experiment, cases: &[GoldenCase], results: &[CaseResult], wid
             });
         }
     }
-    let _ = cases;
     rows
 }
 

@@ -23,8 +23,13 @@ fn run_dir(out: &Path, name: &str) -> PathBuf {
 #[test]
 fn quickstart_writes_every_output() {
     let out = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     ragsweep()
-        .args(["run", "--quiet", "--out"])
+        .args(["run", "--quiet", "--cache"])
+        .arg(cache.path())
+        .arg("--models")
+        .arg(repo().join("models"))
+        .arg("--out")
         .arg(out.path())
         .arg(repo().join("experiments/quickstart.toml"))
         .assert()
@@ -32,18 +37,18 @@ fn quickstart_writes_every_output() {
         .stdout(predicate::str::contains("| c01 | markdown+title+headings bm25(pt,k1=1.2,b=0.4) | tuning |"));
     let dir = run_dir(out.path(), "quickstart");
     for f in
-        ["matrix.csv", "matrix.json", "matrix.md", "per_query.jsonl", "manifest.json", "runs/c01.trec", "runs/c12.trec"]
+        ["matrix.csv", "matrix.json", "matrix.md", "per_query.jsonl", "manifest.json", "runs/c01.trec", "runs/c15.trec"]
     {
         assert!(dir.join(f).is_file(), "missing {f}");
     }
     let matrix: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("matrix.json")).unwrap()).unwrap();
     let rows = matrix["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 24, "12 cells x 2 splits");
+    assert_eq!(rows.len(), 30, "15 cells x 2 splits");
     let n: u64 =
         rows.iter().filter(|r| r["cell"] == "c01").map(|r| r["metrics"]["ndcg@10"]["n"].as_u64().unwrap()).sum();
     assert_eq!(n, 39, "46 cases, 7 unanswerable ones left out of retrieval metrics");
     let per_query = std::fs::read_to_string(dir.join("per_query.jsonl")).unwrap();
-    assert_eq!(per_query.lines().count(), 12 * 46);
+    assert_eq!(per_query.lines().count(), 15 * 46);
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["corpus"]["documents"], 24);
@@ -167,8 +172,10 @@ fn golden_case_naming_an_unknown_document_is_located() {
 fn check_command_summarises_without_writing() {
     ragsweep()
         .arg("check")
+        .arg("--models")
+        .arg(repo().join("models"))
         .arg(repo().join("experiments/quickstart.toml"))
         .assert()
         .success()
-        .stdout(predicate::str::contains("12 cells, 24 documents, 46 cases (7 unanswerable)"));
+        .stdout(predicate::str::contains("15 cells, 24 documents, 46 cases (7 unanswerable)"));
 }

@@ -10,7 +10,7 @@ use ragsweep::runner::{prepare, run, RunOptions};
 fn sweep_matrix_markdown() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweep.toml");
     let exp = Experiment::load(&path).unwrap();
-    let prepared = prepare(&exp).unwrap();
+    let prepared = prepare(&exp, std::path::Path::new("models")).unwrap();
     let result = run(&exp, &prepared, &RunOptions::default()).unwrap();
     let mut out = Vec::new();
     Markdown { compact: false }.write(&exp, &result, &mut out).unwrap();

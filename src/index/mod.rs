@@ -2,8 +2,10 @@
 //! permission restriction is part of the search call, never a post-processing step.
 
 pub mod bm25;
+pub mod dense;
 
 pub use bm25::{Bm25Index, Bm25Params};
+pub use dense::{ExactIndex, HnswIndex, HnswParams};
 
 /// A scored chunk, by ordinal in its chunk set.
 #[derive(Debug, Clone, Copy, PartialEq)]

