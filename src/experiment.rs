@@ -16,10 +16,12 @@ use crate::analyze::AnalyzerKind;
 use crate::chunk::{ChunkerKind, ChunkerSpec};
 use crate::corpus::CorpusFormat;
 use crate::error::{Error, Location, Result};
+use crate::fusion::{Fusion, Norm};
 use crate::golden::{GoldenFormat, GoldenSource};
 use crate::index::Bm25Params;
 use crate::label::Unit;
 use crate::metrics::Metric;
+use crate::permissions::{Filter, SyntheticAcl};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,10 +38,27 @@ struct RawExperiment {
     seed: u64,
     #[serde(default)]
     reserved_fraction: Option<Spanned<f64>>,
+    #[serde(default)]
+    filter: Option<Spanned<Value>>,
+    #[serde(default)]
+    permissions: RawPermissions,
     corpus: RawCorpus,
     golden: RawGolden,
     chunkers: Vec<GridTable>,
     retrievers: Vec<GridTable>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPermissions {
+    /// Groups of the asking user for cases that name none.
+    #[serde(default)]
+    default_groups: Vec<String>,
+    /// Synthetic ACLs for corpora without any: each document in one of this many groups.
+    #[serde(default)]
+    synthetic_groups: Option<usize>,
+    #[serde(default)]
+    synthetic_seed: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,6 +95,29 @@ pub enum RetrieverSpec {
         model: String,
         index: DenseIndex,
     },
+    /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
+    Hybrid {
+        lexical: LexicalSpec,
+        dense: DenseSpec,
+        fusion: Fusion,
+        candidates: usize,
+    },
+}
+
+/// Default candidates per side of a hybrid retriever.
+pub const HYBRID_CANDIDATES: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LexicalSpec {
+    pub analyzer: AnalyzerKind,
+    #[serde(flatten)]
+    pub params: Bm25Params,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DenseSpec {
+    pub model: String,
+    pub index: DenseIndex,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -98,6 +140,11 @@ impl fmt::Display for RetrieverSpec {
             RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { m, ef_construction, ef_search } } => {
                 write!(f, "dense({model},hnsw,m={m},efc={ef_construction},ef={ef_search})")
             }
+            RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
+                let lex = RetrieverSpec::Bm25 { analyzer: lexical.analyzer, params: lexical.params };
+                let den = RetrieverSpec::Dense { model: dense.model.clone(), index: dense.index };
+                write!(f, "hybrid({fusion},n={candidates}; {lex} + {den})")
+            }
         }
     }
 }
@@ -109,11 +156,15 @@ pub struct Cell {
     pub id: String,
     pub chunker: ChunkerSpec,
     pub retriever: RetrieverSpec,
+    pub filter: Filter,
 }
 
 impl Cell {
     pub fn label(&self) -> String {
-        format!("{} {}", self.chunker, self.retriever)
+        match self.filter {
+            Filter::None => format!("{} {}", self.chunker, self.retriever),
+            f => format!("{} {} filter={f}", self.chunker, self.retriever),
+        }
     }
 
     /// Named configuration values, for the matrix's configuration columns.
@@ -133,27 +184,51 @@ impl Cell {
         out.push(("chunk_overlap", opt(overlap)));
         out.push(("title", c.title.to_string()));
         out.push(("headings", c.headings.to_string()));
+        let lexical = |out: &mut Vec<(&'static str, String)>, analyzer: &AnalyzerKind, params: &Bm25Params| {
+            out.push(("analyzer", analyzer.to_string()));
+            out.push(("k1", params.k1.to_string()));
+            out.push(("b", params.b.to_string()));
+        };
+        let dense = |out: &mut Vec<(&'static str, String)>, model: &str, index: &DenseIndex| {
+            out.push(("model", model.to_string()));
+            match index {
+                DenseIndex::Exact => out.push(("index", "exact".into())),
+                DenseIndex::Hnsw { m, ef_construction, ef_search } => {
+                    out.push(("index", "hnsw".into()));
+                    out.push(("m", m.to_string()));
+                    out.push(("ef_construction", ef_construction.to_string()));
+                    out.push(("ef_search", ef_search.to_string()));
+                }
+            }
+        };
         match &self.retriever {
             RetrieverSpec::Bm25 { analyzer, params } => {
                 out.push(("retriever", "bm25".into()));
-                out.push(("analyzer", analyzer.to_string()));
-                out.push(("k1", params.k1.to_string()));
-                out.push(("b", params.b.to_string()));
+                lexical(&mut out, analyzer, params);
             }
             RetrieverSpec::Dense { model, index } => {
                 out.push(("retriever", "dense".into()));
-                out.push(("model", model.clone()));
-                match index {
-                    DenseIndex::Exact => out.push(("index", "exact".into())),
-                    DenseIndex::Hnsw { m, ef_construction, ef_search } => {
-                        out.push(("index", "hnsw".into()));
-                        out.push(("m", m.to_string()));
-                        out.push(("ef_construction", ef_construction.to_string()));
-                        out.push(("ef_search", ef_search.to_string()));
+                dense(&mut out, model, index);
+            }
+            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => {
+                out.push(("retriever", "hybrid".into()));
+                lexical(&mut out, &l.analyzer, &l.params);
+                dense(&mut out, &d.model, &d.index);
+                let (method, k, alpha, norm) = match fusion {
+                    Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
+                    Fusion::Convex { alpha, norm } => {
+                        ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
                     }
-                }
+                    Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
+                };
+                out.push(("fusion", method.into()));
+                out.push(("rrf_k", k));
+                out.push(("alpha", alpha));
+                out.push(("norm", norm));
+                out.push(("candidates", candidates.to_string()));
             }
         }
+        out.push(("filter", self.filter.to_string()));
         out
     }
 }
@@ -174,6 +249,8 @@ pub struct Experiment {
     pub corpus_path: PathBuf,
     pub corpus_format: Option<CorpusFormat>,
     pub golden: GoldenSource,
+    pub default_groups: Vec<String>,
+    pub synthetic_acl: Option<SyntheticAcl>,
     pub cells: Vec<Cell>,
 }
 
@@ -218,10 +295,43 @@ impl Experiment {
         let base = path.parent().unwrap_or(Path::new("."));
         let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
         let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_from)?;
+        let filters = match &raw.filter {
+            None => vec![Filter::None],
+            Some(v) => {
+                let items: Vec<&Value> = match v.get_ref() {
+                    Value::Array(a) => a.iter().collect(),
+                    one => vec![one],
+                };
+                let mut out = Vec::new();
+                for item in items {
+                    out.push(match item.as_str() {
+                        Some("none") => Filter::None,
+                        Some("in_query") => Filter::InQuery,
+                        Some("post") => Filter::Post,
+                        _ => {
+                            return Err(bad(
+                                v.span(),
+                                format!("`filter` takes \"none\", \"in_query\" or \"post\", found {item}"),
+                            ))
+                        }
+                    });
+                }
+                out
+            }
+        };
+        let synthetic_acl = match raw.permissions.synthetic_groups {
+            Some(0) => {
+                return Err(Error::input(Location::file(path), "`permissions.synthetic_groups` must be at least 1"))
+            }
+            Some(groups) => Some(SyntheticAcl { groups, seed: raw.permissions.synthetic_seed }),
+            None => None,
+        };
         let mut cells = Vec::new();
         for c in &chunkers {
             for r in &retrievers {
-                cells.push(Cell { id: String::new(), chunker: c.clone(), retriever: r.clone() });
+                for &filter in &filters {
+                    cells.push(Cell { id: String::new(), chunker: c.clone(), retriever: r.clone(), filter });
+                }
             }
         }
         let width = cells.len().to_string().len().max(2);
@@ -252,6 +362,8 @@ impl Experiment {
                 tuning: raw.golden.tuning,
                 reserved: raw.golden.reserved,
             },
+            default_groups: raw.permissions.default_groups,
+            synthetic_acl,
             cells,
         })
     }
@@ -417,75 +529,151 @@ fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) 
     Ok(ChunkerSpec { kind, title: boolean(combo, "title", bad)?, headings: boolean(combo, "headings", bad)? })
 }
 
+const LEXICAL_KEYS: [&str; 3] = ["analyzer", "k1", "b"];
+const DENSE_KEYS: [&str; 5] = ["model", "index", "m", "ef_construction", "ef_search"];
+
+fn lexical_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
+    let analyzer = match combo.get("analyzer") {
+        None => AnalyzerKind::En,
+        Some((Value::String(s), span)) => match s.as_str() {
+            "en" => AnalyzerKind::En,
+            "pt" => AnalyzerKind::Pt,
+            "simple" => AnalyzerKind::Simple,
+            _ => return Err(bad(span, format!("unknown analyzer {s:?} (expected en, pt, simple)"))),
+        },
+        Some((v, span)) => return Err(bad(span, format!("`analyzer` must be a string, found {}", v.type_str()))),
+    };
+    let k1 = float(combo, "k1", 0.9, bad)?;
+    let b = float(combo, "b", 0.4, bad)?;
+    if k1 < 0.0 {
+        return Err(bad(combo.get("k1").unwrap().1, "`k1` must be non-negative".into()));
+    }
+    if !(0.0..=1.0).contains(&b) {
+        return Err(bad(combo.get("b").unwrap().1, "`b` must be between 0 and 1".into()));
+    }
+    Ok(LexicalSpec { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 } })
+}
+
+fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<DenseSpec> {
+    let model = match combo.get("model") {
+        Some((Value::String(s), _)) => s.clone(),
+        Some((v, span)) => return Err(bad(span, format!("`model` must be a string, found {}", v.type_str()))),
+        None => {
+            return Err(bad(
+                combo.kind.1.clone(),
+                format!("kind {:?} needs `model` (e.g. \"minilm-l6\")", combo.kind.0),
+            ))
+        }
+    };
+    let index = match combo.get("index") {
+        None => "exact",
+        Some((Value::String(s), _)) if s == "exact" || s == "hnsw" => s.as_str(),
+        Some((v, span)) => return Err(bad(span, format!("`index` must be \"exact\" or \"hnsw\", found {v}"))),
+    };
+    let index = if index == "exact" {
+        for key in ["m", "ef_construction", "ef_search"] {
+            if let Some((_, span)) = combo.get(key) {
+                return Err(bad(span, format!("`{key}` only applies to index = \"hnsw\"")));
+            }
+        }
+        DenseIndex::Exact
+    } else {
+        let (m, efc, ef) = HNSW_DEFAULTS;
+        let m = int(combo, "m", Some(m), bad)?;
+        if !(2..=255).contains(&m) {
+            return Err(bad(
+                combo.get("m").map_or(combo.kind.1.clone(), |g| g.1),
+                "`m` must be between 2 and 255".into(),
+            ));
+        }
+        DenseIndex::Hnsw {
+            m,
+            ef_construction: int(combo, "ef_construction", Some(efc), bad)?,
+            ef_search: int(combo, "ef_search", Some(ef), bad)?,
+        }
+    };
+    Ok(DenseSpec { model, index })
+}
+
+fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<Fusion> {
+    let (method, span) = match combo.get("fusion") {
+        Some((Value::String(s), span)) => (s.as_str(), span),
+        Some((v, span)) => return Err(bad(span, format!("`fusion` must be a string, found {}", v.type_str()))),
+        None => return Err(bad(combo.kind.1.clone(), "kind \"hybrid\" needs `fusion` (rrf, convex or dbsf)".into())),
+    };
+    let forbid = |keys: &[&str]| -> Result<()> {
+        for key in keys {
+            if let Some((_, span)) = combo.get(key) {
+                return Err(bad(span, format!("`{key}` does not apply to fusion = {method:?}")));
+            }
+        }
+        Ok(())
+    };
+    Ok(match method {
+        "rrf" => {
+            forbid(&["alpha", "norm"])?;
+            let k = float(combo, "k", 60.0, bad)?;
+            if k <= 0.0 {
+                return Err(bad(combo.get("k").unwrap().1, "`k` must be positive".into()));
+            }
+            Fusion::Rrf { k: k as f32 }
+        }
+        "convex" => {
+            forbid(&["k"])?;
+            let alpha = float(combo, "alpha", 0.5, bad)?;
+            if !(0.0..=1.0).contains(&alpha) {
+                return Err(bad(combo.get("alpha").unwrap().1, "`alpha` must be between 0 and 1".into()));
+            }
+            let norm = match combo.get("norm") {
+                None => Norm::MinMax,
+                Some((Value::String(s), span)) => match s.as_str() {
+                    "minmax" => Norm::MinMax,
+                    "zscore" => Norm::ZScore,
+                    "none" => Norm::None,
+                    _ => return Err(bad(span, format!("unknown norm {s:?} (expected minmax, zscore, none)"))),
+                },
+                Some((v, span)) => return Err(bad(span, format!("`norm` must be a string, found {}", v.type_str()))),
+            };
+            Fusion::Convex { alpha: alpha as f32, norm }
+        }
+        "dbsf" => {
+            forbid(&["k", "alpha", "norm"])?;
+            Fusion::Dbsf
+        }
+        other => return Err(bad(span, format!("unknown fusion {other:?} (expected rrf, convex, dbsf)"))),
+    })
+}
+
 fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {
     match combo.kind.0 {
         "bm25" => {
-            only(combo, &["analyzer", "k1", "b"], bad)?;
-            let analyzer = match combo.get("analyzer") {
-                None => AnalyzerKind::En,
-                Some((Value::String(s), span)) => match s.as_str() {
-                    "en" => AnalyzerKind::En,
-                    "pt" => AnalyzerKind::Pt,
-                    "simple" => AnalyzerKind::Simple,
-                    _ => return Err(bad(span, format!("unknown analyzer {s:?} (expected en, pt, simple)"))),
-                },
-                Some((v, span)) => {
-                    return Err(bad(span, format!("`analyzer` must be a string, found {}", v.type_str())))
-                }
-            };
-            let k1 = float(combo, "k1", 0.9, bad)?;
-            let b = float(combo, "b", 0.4, bad)?;
-            if k1 < 0.0 {
-                return Err(bad(combo.get("k1").unwrap().1, "`k1` must be non-negative".into()));
-            }
-            if !(0.0..=1.0).contains(&b) {
-                return Err(bad(combo.get("b").unwrap().1, "`b` must be between 0 and 1".into()));
-            }
-            Ok(RetrieverSpec::Bm25 { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 } })
+            only(combo, &LEXICAL_KEYS, bad)?;
+            let LexicalSpec { analyzer, params } = lexical_from(combo, bad)?;
+            Ok(RetrieverSpec::Bm25 { analyzer, params })
         }
         "dense" => {
-            only(combo, &["model", "index", "m", "ef_construction", "ef_search"], bad)?;
-            let model = match combo.get("model") {
-                Some((Value::String(s), _)) => s.clone(),
-                Some((v, span)) => return Err(bad(span, format!("`model` must be a string, found {}", v.type_str()))),
-                None => {
-                    return Err(bad(combo.kind.1.clone(), "kind \"dense\" needs `model` (e.g. \"minilm-l6\")".into()))
-                }
-            };
-            let index = match combo.get("index") {
-                None => "exact",
-                Some((Value::String(s), _)) if s == "exact" || s == "hnsw" => s.as_str(),
-                Some((v, span)) => {
-                    return Err(bad(span, format!("`index` must be \"exact\" or \"hnsw\", found {v}")));
-                }
-            };
-            let index = if index == "exact" {
-                for key in ["m", "ef_construction", "ef_search"] {
-                    if let Some((_, span)) = combo.get(key) {
-                        return Err(bad(span, format!("`{key}` only applies to index = \"hnsw\"")));
-                    }
-                }
-                DenseIndex::Exact
-            } else {
-                let (m, efc, ef) = HNSW_DEFAULTS;
-                let index = DenseIndex::Hnsw {
-                    m: int(combo, "m", Some(m), bad)?,
-                    ef_construction: int(combo, "ef_construction", Some(efc), bad)?,
-                    ef_search: int(combo, "ef_search", Some(ef), bad)?,
-                };
-                if let DenseIndex::Hnsw { m, .. } = index {
-                    if !(2..=255).contains(&m) {
-                        return Err(bad(
-                            combo.get("m").map_or(combo.kind.1.clone(), |g| g.1),
-                            "`m` must be between 2 and 255".into(),
-                        ));
-                    }
-                }
-                index
-            };
+            only(combo, &DENSE_KEYS, bad)?;
+            let DenseSpec { model, index } = dense_from(combo, bad)?;
             Ok(RetrieverSpec::Dense { model, index })
         }
-        other => Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25, dense)"))),
+        "hybrid" => {
+            let mut keys: Vec<&str> = LEXICAL_KEYS.iter().chain(&DENSE_KEYS).copied().collect();
+            keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
+            only(combo, &keys, bad)?;
+            let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
+            if candidates == 0 {
+                return Err(bad(combo.get("candidates").unwrap().1, "`candidates` must be at least 1".into()));
+            }
+            Ok(RetrieverSpec::Hybrid {
+                lexical: lexical_from(combo, bad)?,
+                dense: dense_from(combo, bad)?,
+                fusion: fusion_from(combo, bad)?,
+                candidates,
+            })
+        }
+        other => {
+            Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25, dense, hybrid)")))
+        }
     }
 }
 
@@ -557,6 +745,28 @@ path = "g.json"
             .unwrap_err()
             .to_string();
         assert!(err.contains("only applies to index = \"hnsw\""), "{err}");
+    }
+
+    #[test]
+    fn hybrid_and_filter_axes() {
+        let text = format!(
+            "filter = [\"none\", \"in_query\", \"post\"]\n{BASE}[permissions]\nsynthetic_groups = 10\n\
+             [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"hybrid\"\nmodel = \"minilm-l6\"\n\
+             fusion = \"convex\"\nalpha = [0.3, 0.7]\n[[retrievers]]\nkind = \"hybrid\"\nmodel = \"m\"\nfusion = \"rrf\"\nk = 10\n"
+        );
+        let e = Experiment::parse(Path::new("exp.toml"), &text);
+        let e = e.unwrap();
+        assert_eq!(e.cells.len(), 3 * 3);
+        assert_eq!(e.synthetic_acl.unwrap().groups, 10);
+        assert_eq!(
+            e.cells[0].label(),
+            "none hybrid(convex(alpha=0.3,minmax),n=100; bm25(en,k1=0.9,b=0.4) + dense(minilm-l6,exact))"
+        );
+        assert!(e.cells[1].label().ends_with("filter=in_query"));
+        let err = parse("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"hybrid\"\nmodel = \"m\"\nfusion = \"rrf\"\nalpha = 0.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`alpha` does not apply to fusion = \"rrf\""), "{err}");
     }
 
     #[test]

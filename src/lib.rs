@@ -12,10 +12,12 @@ pub mod embed;
 pub mod error;
 pub mod experiment;
 pub mod frontmatter;
+pub mod fusion;
 pub mod golden;
 pub mod index;
 pub mod label;
 pub mod metrics;
+pub mod permissions;
 pub mod report;
 pub mod runner;
 

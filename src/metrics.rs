@@ -146,6 +146,7 @@ mod tests {
                 .collect(),
             relevant,
             ideal: ideal.to_vec(),
+            returned: Vec::new(),
         }
     }
 

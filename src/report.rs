@@ -50,12 +50,13 @@ impl Exporter for Csv {
         "matrix.csv"
     }
 
-    fn write(&self, _exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+    fn write(&self, exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let names = config_names(run);
         let mut w = csv::Writer::from_writer(out);
         let mut header: Vec<String> = vec!["cell".into(), "label".into()];
         header.extend(names.iter().map(|s| s.to_string()));
-        header.extend(["split", "cases", "unanswerable"].map(String::from));
+        header.extend(["split", "cases", "unanswerable", "leaks"].map(String::from));
+        header.extend(exp.k.iter().map(|k| format!("short_lists@{k}")));
         for c in &run.columns {
             header.push(c.to_string());
             header.push(format!("{c}_n"));
@@ -66,7 +67,13 @@ impl Exporter for Csv {
             for n in &names {
                 rec.push(row.config.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default());
             }
-            rec.extend([row.split.as_str().to_string(), row.cases.to_string(), row.unanswerable.to_string()]);
+            rec.extend([
+                row.split.as_str().to_string(),
+                row.cases.to_string(),
+                row.unanswerable.to_string(),
+                row.leaks.to_string(),
+            ]);
+            rec.extend(row.short_lists.iter().map(|n| n.to_string()));
             for m in &row.means {
                 rec.push(fmt_value(m.value));
                 rec.push(m.n.to_string());
@@ -102,6 +109,8 @@ impl Exporter for Json {
                     "split": row.split.as_str(),
                     "cases": row.cases,
                     "unanswerable": row.unanswerable,
+                    "leaks": row.leaks,
+                    "short_lists": exp.k.iter().zip(&row.short_lists).map(|(k, n)| (format!("@{k}"), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "metrics": metrics,
                 })
             })
@@ -122,14 +131,21 @@ impl Exporter for Markdown {
         "matrix.md"
     }
 
-    fn write(&self, _exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+    fn write(&self, exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let filtered = exp.cells.iter().any(|c| c.filter != crate::permissions::Filter::None);
         let cols: Vec<usize> = if self.compact { headline(&run.columns) } else { (0..run.columns.len()).collect() };
         write!(out, "| cell | configuration | split | n |")?;
+        if filtered {
+            write!(out, " leaks | short@{} |", exp.max_k())?;
+        }
         for &i in &cols {
             write!(out, " {} |", run.columns[i])?;
         }
         writeln!(out)?;
         write!(out, "|---|---|---|---:|")?;
+        if filtered {
+            write!(out, "---:|---:|")?;
+        }
         for _ in &cols {
             write!(out, "---:|")?;
         }
@@ -137,6 +153,9 @@ impl Exporter for Markdown {
         for row in &run.rows {
             let n = cols.iter().map(|&i| row.means[i].n).max().unwrap_or(0);
             write!(out, "| {} | {} | {} | {} |", row.cell, row.label, row.split.as_str(), n)?;
+            if filtered {
+                write!(out, " {} | {} |", row.leaks, row.short_lists.last().copied().unwrap_or(0))?;
+            }
             for &i in &cols {
                 let v = row.means[i].value.map(|v| format!("{v:.4}")).unwrap_or_else(|| "–".into());
                 write!(out, " {v} |")?;
@@ -296,6 +315,8 @@ fn manifest(exp: &Experiment, run: &RunResult, run_id: &str) -> Value {
             "hash": run.golden_hash,
             "tuning_qrels": exp.golden.tuning,
             "reserved_qrels": exp.golden.reserved,
+            "default_groups": exp.default_groups,
+            "synthetic_acl": exp.synthetic_acl,
             "cases_per_split": run.split_counts,
         },
         "models": run.models.iter().map(|m| json!({

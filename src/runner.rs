@@ -1,9 +1,12 @@
 //! Runs an experiment's grid: plans the distinct stages, builds each once, retrieves for
 //! every case in every cell (in parallel), judges and scores.
 //!
-//! Stages are keyed by what determines them: a chunk set by its chunker, a BM25 index by
-//! (chunk set, analyzer). k1 and b are query-time parameters, so sweeping them reuses
-//! one index, and every cut-off k is read from one ranking at the deepest k.
+//! Stages are keyed by what determines them: a chunk set by its chunker, vectors by (chunk
+//! set, model), a BM25 index by (chunk set, analyzer), an HNSW graph by (vectors, m,
+//! ef_construction). k1, b, ef_search, fusion parameters and k are query-time parameters:
+//! sweeping them reuses one index, hybrid cells fuse component rankings computed once, and
+//! every cut-off is read from one ranking at the deepest k (except late `post` filters,
+//! which by definition filter each cut-off's own top k).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,10 +24,12 @@ use crate::corpus::Corpus;
 use crate::embed::{self, EmbedStats, Embedder, ModelInfo, Role, VectorCache};
 use crate::error::Result;
 use crate::experiment::{Cell, DenseIndex, Experiment, RetrieverSpec};
+use crate::fusion;
 use crate::golden::{self, GoldenCase, Split};
-use crate::index::{Bm25Index, ExactIndex, Hit, HnswIndex, HnswParams};
+use crate::index::{Allowed, Bm25Index, Bm25Params, ExactIndex, Hit, HnswIndex, HnswParams};
 use crate::label::{Judged, Truth, Unit};
 use crate::metrics::{Mean, Metric, MetricAt};
+use crate::permissions::{self, Filter};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -47,6 +52,10 @@ pub struct CaseResult {
     pub values: Vec<Option<f64>>,
     /// The judged list's items (keys and scores), up to the deepest k.
     pub ranking: Vec<(String, f32)>,
+    /// Per cut-off k of the experiment: whether the case got fewer than k results.
+    pub short: Vec<bool>,
+    /// Returned chunks the asking user may not see.
+    pub leaks: usize,
 }
 
 /// One row of the result matrix: a cell on one split.
@@ -59,6 +68,10 @@ pub struct Row {
     pub cases: usize,
     pub unanswerable: usize,
     pub means: Vec<Mean>,
+    /// Returned chunks the asking users may not see, summed over cases.
+    pub leaks: usize,
+    /// Per cut-off k (as in the experiment), cases that got fewer than k results.
+    pub short_lists: Vec<usize>,
 }
 
 #[derive(Debug, Serialize)]
@@ -102,8 +115,15 @@ pub struct Prepared {
 
 pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     let corpus = Corpus::load(&exp.corpus_path, exp.corpus_format)?;
+    let mut corpus = corpus;
     let mut cases = golden::load(&exp.golden, &corpus)?;
     golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
+    if let Some(synthetic) = exp.synthetic_acl {
+        synthetic.apply(&mut corpus, &mut cases);
+    }
+    for case in cases.iter_mut().filter(|c| c.groups.is_empty()) {
+        case.groups = exp.default_groups.clone();
+    }
     let mut models: Vec<ModelInfo> = Vec::new();
     for cell in &exp.cells {
         if let RetrieverSpec::Dense { model, .. } = &cell.retriever {
@@ -135,6 +155,28 @@ enum IndexKey {
     Bm25 { chunks: usize, analyzer: AnalyzerKind },
     Exact { chunks: usize, model: usize },
     Hnsw { chunks: usize, model: usize, params: HnswParams },
+}
+
+/// Query-time parameters of one source of a ranking.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum QueryParams {
+    Bm25(Bm25Params),
+    Exact,
+    Hnsw { ef_search: usize },
+}
+
+/// One side of a hybrid: a source's rankings for every case, at `candidates` depth.
+struct Component {
+    source: (IndexKey, QueryParams),
+    filtered: bool,
+    candidates: usize,
+    rankings: Vec<Vec<Hit>>,
+}
+
+impl Component {
+    fn is(&self, source: &(IndexKey, QueryParams), filtered: bool, candidates: usize) -> bool {
+        self.source == *source && self.filtered == filtered && self.candidates == candidates
+    }
 }
 
 enum BuiltIndex {
@@ -191,27 +233,30 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     pb.finish_and_clear();
 
     // Stage: index keys, planned so that cells differing only in query-time parameters
-    // (k1, b, ef_search, k) share an index.
-    let cell_index: Vec<IndexKey> = exp
-        .cells
-        .iter()
-        .map(|cell| {
-            let chunks = chunk_index(&chunkers, &cell.chunker);
-            match &cell.retriever {
-                RetrieverSpec::Bm25 { analyzer, .. } => IndexKey::Bm25 { chunks, analyzer: *analyzer },
-                RetrieverSpec::Dense { model, index: DenseIndex::Exact } => {
-                    IndexKey::Exact { chunks, model: model_index(model) }
-                }
-                RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { m, ef_construction, .. } } => IndexKey::Hnsw {
-                    chunks,
-                    model: model_index(model),
-                    params: HnswParams { m: *m, ef_construction: *ef_construction },
-                },
+    // (k1, b, ef_search, fusion, filter, k) share an index.
+    let source_of = |chunks: usize, retriever: &RetrieverSpec| -> Vec<(IndexKey, QueryParams)> {
+        let lexical = |analyzer: AnalyzerKind, params: Bm25Params| {
+            (IndexKey::Bm25 { chunks, analyzer }, QueryParams::Bm25(params))
+        };
+        let dense = |model: &str, index: &DenseIndex| match *index {
+            DenseIndex::Exact => (IndexKey::Exact { chunks, model: model_index(model) }, QueryParams::Exact),
+            DenseIndex::Hnsw { m, ef_construction, ef_search } => (
+                IndexKey::Hnsw { chunks, model: model_index(model), params: HnswParams { m, ef_construction } },
+                QueryParams::Hnsw { ef_search },
+            ),
+        };
+        match retriever {
+            RetrieverSpec::Bm25 { analyzer, params } => vec![lexical(*analyzer, *params)],
+            RetrieverSpec::Dense { model, index } => vec![dense(model, index)],
+            RetrieverSpec::Hybrid { lexical: l, dense: d, .. } => {
+                vec![lexical(l.analyzer, l.params), dense(&d.model, &d.index)]
             }
-        })
-        .collect();
+        }
+    };
+    let cell_sources: Vec<Vec<(IndexKey, QueryParams)>> =
+        exp.cells.iter().map(|cell| source_of(chunk_index(&chunkers, &cell.chunker), &cell.retriever)).collect();
     let mut index_keys: Vec<IndexKey> = Vec::new();
-    for key in &cell_index {
+    for (key, _) in cell_sources.iter().flatten() {
         if !index_keys.contains(key) {
             index_keys.push(*key);
         }
@@ -309,15 +354,70 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
 
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
 
-    // Stage: retrieve, judge and score every case in every cell.
+    // Who may see what: one allowed set per (chunk set, user groups).
+    let user_groups: Vec<&[String]> = cases.iter().map(|c| c.groups.as_slice()).collect();
+    let mut allowed_sets: HashMap<(usize, &[String]), Allowed> = HashMap::new();
+    let has_acl = corpus.docs.iter().any(|d| d.acl.is_some());
+    for cell in &exp.cells {
+        let chunks = chunk_index(&chunkers, &cell.chunker);
+        if cell.filter == Filter::None && !has_acl {
+            continue;
+        }
+        for groups in &user_groups {
+            allowed_sets
+                .entry((chunks, groups))
+                .or_insert_with(|| permissions::allowed(corpus, &chunk_sets[chunks], groups));
+        }
+    }
+
     let max_k = exp.max_k();
+    let search =
+        |source: &(IndexKey, QueryParams), case: usize, depth: usize, allowed: Option<&Allowed>| -> Result<Vec<Hit>> {
+            let index = &built[index_keys.iter().position(|k| *k == source.0).expect("planned")].0;
+            Ok(match (index, source.1) {
+                (BuiltIndex::Bm25(i), QueryParams::Bm25(params)) => {
+                    i.search(&cases[case].question, params, depth, allowed)?
+                }
+                (BuiltIndex::Exact(i), QueryParams::Exact) => {
+                    let IndexKey::Exact { model, .. } = source.0 else { unreachable!() };
+                    i.search(query_vector(&query_vectors, models, model, case), depth, allowed)
+                }
+                (BuiltIndex::Hnsw(i), QueryParams::Hnsw { ef_search }) => {
+                    let IndexKey::Hnsw { model, .. } = source.0 else { unreachable!() };
+                    i.search(query_vector(&query_vectors, models, model, case), depth, ef_search, allowed)
+                }
+                _ => unreachable!("query parameters follow index kinds"),
+            })
+        };
+
+    // Component rankings of hybrid cells, computed once and shared by every fusion setting.
+    let mut components: Vec<Component> = Vec::new();
+    for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
+        let RetrieverSpec::Hybrid { candidates, .. } = cell.retriever else { continue };
+        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let filtered = cell.filter == Filter::InQuery;
+        for source in sources {
+            if components.iter().any(|c| c.is(source, filtered, candidates)) {
+                continue;
+            }
+            let rankings = (0..cases.len())
+                .into_par_iter()
+                .map(|ci| {
+                    let allowed = filtered.then(|| &allowed_sets[&(chunks, user_groups[ci])]);
+                    search(source, ci, candidates, allowed)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            components.push(Component { source: *source, filtered, candidates, rankings });
+        }
+    }
+
+    // Stage: retrieve, judge and score every case in every cell.
     let pb = bar(opts, exp.cells.len() * cases.len(), "retrieve");
     let search_nanos = AtomicU64::new(0);
     let mut per_case: Vec<CaseResult> = Vec::with_capacity(exp.cells.len() * cases.len());
-    for (cell, key) in exp.cells.iter().zip(&cell_index) {
+    for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
         let chunks = chunk_index(&chunkers, &cell.chunker);
         let set = &chunk_sets[chunks];
-        let index = &built[index_keys.iter().position(|k| k == key).expect("planned")].0;
         pb.set_message(cell.id.clone());
         let results: Vec<CaseResult> = cases
             .par_iter()
@@ -325,30 +425,56 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
             .zip(truths.par_iter())
             .map(|((ci, case), truth)| {
                 let t = Instant::now();
-                let search = |depth: usize| -> Result<Vec<Hit>> {
-                    match (index, &cell.retriever) {
-                        (BuiltIndex::Bm25(i), RetrieverSpec::Bm25 { params, .. }) => {
-                            i.search(&case.question, *params, depth, None)
+                let allowed = allowed_sets.get(&(chunks, user_groups[ci]));
+                let in_query = if cell.filter == Filter::InQuery { allowed } else { None };
+                // The ranking a cell returns at depth `k`: hits before judging. `post` filters
+                // each cut-off's own unfiltered top k, as a late filter in production would.
+                let unfiltered_or_in_query = |depth: usize| -> Result<Vec<Hit>> {
+                    match &cell.retriever {
+                        RetrieverSpec::Hybrid { fusion, candidates, .. } => {
+                            let side = |source: &(IndexKey, QueryParams)| {
+                                let filtered = cell.filter == Filter::InQuery;
+                                &components
+                                    .iter()
+                                    .find(|c| c.is(source, filtered, *candidates))
+                                    .expect("component planned")
+                                    .rankings[ci]
+                            };
+                            Ok(fusion::fuse(side(&sources[0]), side(&sources[1]), *fusion, depth.min(*candidates)))
                         }
-                        (BuiltIndex::Exact(i), RetrieverSpec::Dense { model, .. }) => {
-                            Ok(i.search(query_vector(&query_vectors, models, model_index(model), ci), depth, None))
-                        }
-                        (
-                            BuiltIndex::Hnsw(i),
-                            RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { ef_search, .. } },
-                        ) => Ok(i.search(
-                            query_vector(&query_vectors, models, model_index(model), ci),
-                            depth,
-                            *ef_search,
-                            None,
-                        )),
-                        _ => unreachable!("index keys follow retriever kinds"),
+                        _ => search(&sources[0], ci, depth, in_query),
                     }
                 };
-                let judged = judge_deep(exp.unit, &cell.chunker, set, truth, corpus, max_k, search)?;
+                let mut per_k: Vec<(usize, Judged)> = Vec::new();
+                let judged = if cell.filter == Filter::Post {
+                    let deepest = unfiltered_or_in_query(first_depth(exp.unit, &cell.chunker, max_k))?;
+                    for &k in &exp.k {
+                        let mut hits: Vec<Hit> =
+                            deepest.iter().take(first_depth(exp.unit, &cell.chunker, k)).copied().collect();
+                        hits.retain(|h| allowed.is_some_and(|a| a.contains(h.chunk)));
+                        per_k.push((k, truth.judge(&hits, set, corpus, k)));
+                    }
+                    per_k.pop().expect("k is not empty").1
+                } else if let RetrieverSpec::Hybrid { candidates, .. } = &cell.retriever {
+                    truth.judge(&unfiltered_or_in_query(*candidates)?, set, corpus, max_k)
+                } else {
+                    judge_deep(exp.unit, &cell.chunker, set, truth, corpus, max_k, unfiltered_or_in_query)?
+                };
+                per_k.push((max_k, judged));
                 search_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 pb.inc(1);
-                Ok(score_case(cell, case, &judged, &columns))
+                let judged = &per_k.last().expect("just pushed").1;
+                let leaks = match allowed {
+                    Some(a) => per_k
+                        .iter()
+                        .flat_map(|(_, j)| &j.returned)
+                        .collect::<std::collections::HashSet<_>>()
+                        .into_iter()
+                        .filter(|&&c| !a.contains(c))
+                        .count(),
+                    None => 0,
+                };
+                Ok(score_case(cell, case, &per_k, judged, &columns, &exp.k, leaks))
             })
             .collect::<Result<_>>()?;
         per_case.extend(results);
@@ -388,6 +514,16 @@ fn chunk_index(chunkers: &[ChunkerSpec], spec: &ChunkerSpec) -> usize {
     chunkers.iter().position(|c| c == spec).expect("planned")
 }
 
+/// Chunks fetched first: more than `max_k` when chunks collapse into documents or sections.
+fn first_depth(unit: Unit, chunker: &ChunkerSpec, max_k: usize) -> usize {
+    let collapses = unit != Unit::Evidence && chunker.kind != ChunkerKind::None;
+    if collapses {
+        max_k * 4
+    } else {
+        max_k
+    }
+}
+
 /// Retrieves deep enough that the judged list holds `max_k` items: when chunks collapse
 /// (doc and section units), more chunks are fetched until it does or the index runs dry.
 fn judge_deep(
@@ -399,8 +535,7 @@ fn judge_deep(
     max_k: usize,
     mut search: impl FnMut(usize) -> Result<Vec<Hit>>,
 ) -> Result<Judged> {
-    let collapses = unit != Unit::Evidence && chunker.kind != ChunkerKind::None;
-    let mut depth = if collapses { max_k * 4 } else { max_k };
+    let mut depth = first_depth(unit, chunker, max_k);
     loop {
         let hits = search(depth)?;
         let judged = truth.judge(&hits, set, corpus, max_k);
@@ -411,8 +546,19 @@ fn judge_deep(
     }
 }
 
-fn score_case(cell: &Cell, case: &GoldenCase, judged: &Judged, columns: &[MetricAt]) -> CaseResult {
-    let values = columns.iter().map(|c| if case.answerable { c.metric.at(judged, c.k) } else { None }).collect();
+/// Scores a case. `per_k` holds the judged list for each cut-off when they differ (late
+/// filters); otherwise every cut-off reads `judged`, the deepest list.
+fn score_case(
+    cell: &Cell,
+    case: &GoldenCase,
+    per_k: &[(usize, Judged)],
+    judged: &Judged,
+    columns: &[MetricAt],
+    ks: &[usize],
+    leaks: usize,
+) -> CaseResult {
+    let list_for = |k: usize| per_k.iter().find(|(kk, _)| *kk == k).map_or(judged, |(_, j)| j);
+    let values = columns.iter().map(|c| if case.answerable { c.metric.at(list_for(c.k), c.k) } else { None }).collect();
     CaseResult {
         cell: cell.id.clone(),
         case: case.id.clone(),
@@ -420,6 +566,8 @@ fn score_case(cell: &Cell, case: &GoldenCase, judged: &Judged, columns: &[Metric
         answerable: case.answerable,
         values,
         ranking: judged.items.iter().map(|i| (i.key.clone(), i.score)).collect(),
+        short: ks.iter().map(|&k| list_for(k).items.len() < k).collect(),
+        leaks,
     }
 }
 
@@ -440,6 +588,8 @@ fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize) -> Vec<Row>
                 cases: mine.len(),
                 unanswerable: mine.iter().filter(|r| !r.answerable).count(),
                 means,
+                leaks: mine.iter().map(|r| r.leaks).sum(),
+                short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
             });
         }
     }

@@ -45,7 +45,7 @@ fn scifact_run_scores_match_pytrec_eval_to_1e6() {
             .collect();
         let mut ideal: Vec<f64> = grades.values().filter(|&&g| g > 0).map(|&g| f64::from(g)).collect();
         ideal.sort_by(|a, b| b.total_cmp(a));
-        let judged = Judged { items, relevant: ideal.len(), ideal };
+        let judged = Judged { items, relevant: ideal.len(), ideal, returned: Vec::new() };
         for (measure, column) in measures {
             let at: MetricAt = column.as_str().unwrap().parse().unwrap();
             let ours = at.metric.at(&judged, at.k).unwrap();

@@ -89,7 +89,7 @@ proptest! {
         let mut ideal: Vec<f64> = gains.iter().copied().filter(|&g| g > 0.0).collect();
         ideal.extend(std::iter::repeat_n(1.0, extra_relevant));
         ideal.sort_by(|a, b| b.total_cmp(a));
-        let j = Judged { items, relevant: ideal.len(), ideal };
+        let j = Judged { items, relevant: ideal.len(), ideal, returned: Vec::new() };
         for m in Metric::ALL {
             let mut last: Option<f64> = None;
             for k in 1..=32 {

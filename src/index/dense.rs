@@ -52,17 +52,36 @@ impl ExactIndex {
         &self.vectors[ord * self.dim..(ord + 1) * self.dim]
     }
 
+    /// Scores every vector, or with `allowed` only the allowed ones.
     pub fn search(&self, query: &[f32], depth: usize, allowed: Option<&Allowed>) -> Vec<Hit> {
-        let hits = self
-            .vectors
-            .chunks_exact(self.dim)
-            .enumerate()
-            .filter(|(i, _)| allowed.is_none_or(|a| a.contains(*i as u32)))
-            .map(|(i, v)| Hit { chunk: i as u32, score: dot(query, v) })
-            .collect();
+        let hits = match allowed {
+            None => self
+                .vectors
+                .chunks_exact(self.dim)
+                .enumerate()
+                .map(|(i, v)| Hit { chunk: i as u32, score: dot(query, v) })
+                .collect(),
+            Some(a) => a.iter().map(|i| Hit { chunk: i, score: dot(query, self.vector(i as usize)) }).collect(),
+        };
         top_hits(hits, depth)
     }
 }
+
+/// How an HNSW index answers a filtered query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilteredSearch {
+    /// hnsw_rs's filtered graph search (falls back to a scan when it finds too few).
+    Graph,
+    /// An exact scan of the allowed vectors.
+    Scan,
+    /// Scan when fewer than [`GRAPH_MIN_ALLOWED_FRACTION`] of the vectors are allowed, else graph.
+    Auto,
+}
+
+/// Below this fraction of allowed vectors a filtered query scans them exactly instead of
+/// walking the graph: the graph search slows down as the filter gets selective while the
+/// scan gets cheaper. Measured with `scripts/bench-filter.sh` (see docs/ARCHITECTURE.md).
+pub const GRAPH_MIN_ALLOWED_FRACTION: f64 = 0.3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct HnswParams {
@@ -95,12 +114,37 @@ impl HnswIndex {
     }
 
     pub fn search(&self, query: &[f32], depth: usize, ef_search: usize, allowed: Option<&Allowed>) -> Vec<Hit> {
+        self.search_with(query, depth, ef_search, allowed, FilteredSearch::Auto)
+    }
+
+    pub fn search_with(
+        &self,
+        query: &[f32],
+        depth: usize,
+        ef_search: usize,
+        allowed: Option<&Allowed>,
+        strategy: FilteredSearch,
+    ) -> Vec<Hit> {
         let ef = ef_search.max(depth);
         let neighbours = match allowed {
             None => self.graph.search(query, depth, ef),
             Some(a) => {
+                let fraction = a.count() as f64 / self.exact.len().max(1) as f64;
+                let scan = match strategy {
+                    FilteredSearch::Scan => true,
+                    FilteredSearch::Graph => false,
+                    FilteredSearch::Auto => fraction < GRAPH_MIN_ALLOWED_FRACTION,
+                };
+                if scan {
+                    return self.exact.search(query, depth, Some(a));
+                }
                 let filter = |id: &usize| a.contains(*id as u32);
-                self.graph.search_filter(query, depth, ef, Some(&filter))
+                let found = self.graph.search_filter(query, depth, ef, Some(&filter));
+                if found.len() < depth.min(a.count()) {
+                    // The graph could not reach enough allowed points: never return a short list.
+                    return self.exact.search(query, depth, Some(a));
+                }
+                found
             }
         };
         // Exact scores for the candidates the graph found, so ties and order match the scan.
@@ -152,6 +196,24 @@ mod tests {
         let b: Vec<f32> = (0..21).map(|i| 1.0 - i as f32 * 0.1).collect();
         let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         assert!((dot(&a, &b) - naive).abs() < 1e-4);
+    }
+
+    #[test]
+    fn filtered_hnsw_returns_only_allowed_and_never_a_short_list() {
+        let (n, dim) = (3000, 16);
+        let hnsw =
+            HnswIndex::build(ExactIndex::new(dim, random_vectors(n, dim, 5)), HnswParams { m: 8, ef_construction: 64 });
+        let queries = random_vectors(20, dim, 11);
+        for (fraction, seed) in [(0.005, 1u64), (0.05, 2), (0.5, 3)] {
+            let allowed = Allowed::from_fn(n, |i| (i as u64 * 2654435761 + seed) % 1000 < (fraction * 1000.0) as u64);
+            for strategy in [FilteredSearch::Graph, FilteredSearch::Scan, FilteredSearch::Auto] {
+                for q in queries.chunks_exact(dim) {
+                    let hits = hnsw.search_with(q, 10, 32, Some(&allowed), strategy);
+                    assert_eq!(hits.len(), 10.min(allowed.count()), "{fraction} {strategy:?}");
+                    assert!(hits.iter().all(|h| allowed.contains(h.chunk)));
+                }
+            }
+        }
     }
 
     #[test]

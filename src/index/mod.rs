@@ -5,7 +5,7 @@ pub mod bm25;
 pub mod dense;
 
 pub use bm25::{Bm25Index, Bm25Params};
-pub use dense::{ExactIndex, HnswIndex, HnswParams};
+pub use dense::{ExactIndex, FilteredSearch, HnswIndex, HnswParams};
 
 /// A scored chunk, by ordinal in its chunk set.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,6 +43,21 @@ impl Allowed {
     pub fn count(&self) -> usize {
         self.count
     }
+
+    /// The allowed ordinals, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.bits.iter().enumerate().flat_map(|(w, &word)| {
+            let mut word = word;
+            std::iter::from_fn(move || {
+                if word == 0 {
+                    return None;
+                }
+                let bit = word.trailing_zeros();
+                word &= word - 1;
+                Some(w as u32 * 64 + bit)
+            })
+        })
+    }
 }
 
 /// The best `depth` hits, by score descending, then chunk ordinal ascending (= chunk id
@@ -76,5 +91,9 @@ mod tests {
         let a = Allowed::from_fn(130, |i| i % 2 == 0);
         assert_eq!(a.count(), 65);
         assert!(a.contains(128) && !a.contains(129) && !a.contains(500));
+        let ords: Vec<u32> = a.iter().collect();
+        assert_eq!(ords.len(), 65);
+        assert_eq!(ords[..3], [0, 2, 4]);
+        assert_eq!(*ords.last().unwrap(), 128);
     }
 }
