@@ -20,7 +20,7 @@ use crate::fusion::{Fusion, Norm};
 use crate::golden::{GoldenFormat, GoldenSource};
 use crate::index::Bm25Params;
 use crate::label::Unit;
-use crate::metrics::Metric;
+use crate::metrics::{Metric, MetricAt};
 use crate::permissions::{Filter, SyntheticAcl};
 
 #[derive(Debug, Deserialize)]
@@ -38,6 +38,10 @@ struct RawExperiment {
     seed: u64,
     #[serde(default)]
     reserved_fraction: Option<Spanned<f64>>,
+    #[serde(default)]
+    select: Option<Spanned<String>>,
+    #[serde(default)]
+    latency_cases: Option<usize>,
     #[serde(default)]
     filter: Option<Spanned<Value>>,
     #[serde(default)]
@@ -126,6 +130,9 @@ pub enum DenseIndex {
     Exact,
     Hnsw { m: usize, ef_construction: usize, ef_search: usize },
 }
+
+/// Default number of cases in each cell's timed latency pass.
+pub const LATENCY_CASES: usize = 100;
 
 /// HNSW defaults: the graph parameters hnswlib suggests for recall-oriented use.
 pub const HNSW_DEFAULTS: (usize, usize, usize) = (16, 200, 128);
@@ -246,6 +253,10 @@ pub struct Experiment {
     pub metrics: Vec<Metric>,
     pub seed: u64,
     pub reserved_fraction: f64,
+    /// The metric that picks the best cell on the tuning split.
+    pub select: Option<MetricAt>,
+    /// Cases in each cell's timed latency pass (0: no timed pass).
+    pub latency_cases: usize,
     pub corpus_path: PathBuf,
     pub corpus_format: Option<CorpusFormat>,
     pub golden: GoldenSource,
@@ -291,6 +302,19 @@ impl Experiment {
         };
         let mut metrics = raw.metrics.unwrap_or_else(|| Metric::ALL.to_vec());
         metrics.dedup();
+        let select = match &raw.select {
+            None => None,
+            Some(s) => {
+                let m: MetricAt = s.get_ref().parse().map_err(|e: String| bad(s.span(), e))?;
+                if !metrics.contains(&m.metric) || !k.contains(&m.k) {
+                    return Err(bad(
+                        s.span(),
+                        format!("`select = \"{m}\"` needs {} in `metrics` and {} in `k`", m.metric, m.k),
+                    ));
+                }
+                Some(m)
+            }
+        };
 
         let base = path.parent().unwrap_or(Path::new("."));
         let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
@@ -354,6 +378,8 @@ impl Experiment {
             metrics,
             seed: raw.seed,
             reserved_fraction,
+            select,
+            latency_cases: raw.latency_cases.unwrap_or(LATENCY_CASES),
             corpus_path: base.join(raw.corpus.path.get_ref()),
             corpus_format: raw.corpus.format,
             golden: GoldenSource {

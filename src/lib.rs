@@ -20,5 +20,6 @@ pub mod metrics;
 pub mod permissions;
 pub mod report;
 pub mod runner;
+pub mod selection;
 
 pub use error::{Error, Location, Result};

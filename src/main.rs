@@ -60,6 +60,16 @@ enum Command {
         #[command(flatten)]
         dirs: Dirs,
     },
+    /// Latency of filtered vector search (graph, exact scan, per-query choice) at 1%, 10% and
+    /// 50% allowed, on the chunks of an experiment's first chunker and first dense model.
+    BenchFilter {
+        experiment: PathBuf,
+        /// Queries timed per fraction and strategy.
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
     /// Parse and check an experiment, its corpus, golden set and models, without running it.
     Check {
         experiment: PathBuf,
@@ -115,6 +125,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &run_id)?;
             let mut stdout = std::io::stdout().lock();
             Markdown { compact: !all_columns }.write(&exp, &run, &mut stdout)?;
+            if let Some(s) = exp.select.and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m)) {
+                use std::io::Write;
+                writeln!(stdout, "\n{}", report::selection_summary(&s))?;
+            }
             eprintln!(
                 "\n{} cells × {} cases in {:.1}s; results in {}",
                 exp.cells.len(),
@@ -152,6 +166,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::BenchFilter { experiment, queries, dirs } => {
+            bench_filter(&experiment, queries, &dirs)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Check { experiment, dirs } => {
             let exp = Experiment::load(&experiment)?;
             let prepared = runner::prepare(&exp, &dirs.models)?;
@@ -166,4 +184,88 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
+    use ragsweep::embed::{embed_all, find_model, Embedder, Role, VectorCache};
+    use ragsweep::experiment::{DenseIndex, RetrieverSpec};
+    use ragsweep::index::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    let exp = Experiment::load(experiment)?;
+    let prepared = runner::prepare(&exp, &dirs.models)?;
+    let cell = exp
+        .cells
+        .iter()
+        .find(|c| matches!(c.retriever, RetrieverSpec::Dense { .. }))
+        .context("the experiment needs a dense retriever")?;
+    let RetrieverSpec::Dense { model, index } = &cell.retriever else { unreachable!() };
+    let (m, efc, ef) = match *index {
+        DenseIndex::Hnsw { m, ef_construction, ef_search } => (m, ef_construction, ef_search),
+        DenseIndex::Exact => ragsweep::experiment::HNSW_DEFAULTS,
+    };
+    let info = find_model(&dirs.models, model)?;
+    let set = ragsweep::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
+    let mut cache = VectorCache::open(&dirs.cache, &info)?;
+    let embedder = OnceLock::new();
+    let load = || -> ragsweep::Result<&Embedder> {
+        if let Some(e) = embedder.get() {
+            return Ok(e);
+        }
+        let e = Embedder::load(&dirs.models, &info, rayon::current_num_threads())?;
+        Ok(embedder.get_or_init(|| e))
+    };
+    let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
+    let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, 32, &load, &|_, _| {})?;
+    let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
+    let (qv, _) = embed_all(&questions, Role::Query, &mut cache, 32, &load, &|_, _| {})?;
+    eprintln!("{} chunks ({} embedded now), {} queries", set.len(), stats.embedded, questions.len());
+    let exact = ExactIndex::new(info.dim, vectors);
+    let t = Instant::now();
+    let hnsw = HnswIndex::build(exact.clone(), HnswParams { m, ef_construction: efc });
+    eprintln!("hnsw m={m} ef_construction={efc} built in {:.1}s; ef_search={ef}, k=10", t.elapsed().as_secs_f64());
+    println!("| allowed | strategy | mean µs | p50 µs | p95 µs | recall@10 vs exact |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for fraction in [0.01, 0.10, 0.50] {
+        let allowed: Vec<Allowed> = (0..questions.len())
+            .map(|q| {
+                Allowed::from_fn(set.len(), |i| {
+                    let h = blake3::hash(&[(q as u64).to_le_bytes(), (i as u64).to_le_bytes()].concat());
+                    (u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap()) as f64 / u64::MAX as f64) < fraction
+                })
+            })
+            .collect();
+        let truth: Vec<Vec<u32>> = (0..questions.len())
+            .map(|q| {
+                let v = &qv[q * info.dim..(q + 1) * info.dim];
+                exact.search(v, 10, Some(&allowed[q])).iter().map(|h| h.chunk).collect()
+            })
+            .collect();
+        for (name, strategy) in
+            [("graph", FilteredSearch::Graph), ("scan", FilteredSearch::Scan), ("auto", FilteredSearch::Auto)]
+        {
+            let mut micros = Vec::with_capacity(questions.len());
+            let mut found = 0usize;
+            for q in 0..questions.len() {
+                let v = &qv[q * info.dim..(q + 1) * info.dim];
+                let t = Instant::now();
+                let hits = hnsw.search_with(v, 10, ef, Some(&allowed[q]), strategy);
+                micros.push(t.elapsed().as_secs_f64() * 1e6);
+                found += hits.iter().filter(|h| truth[q].contains(&h.chunk)).count();
+            }
+            micros.sort_by(f64::total_cmp);
+            let mean = micros.iter().sum::<f64>() / micros.len() as f64;
+            let at = |p: f64| micros[((micros.len() as f64 - 1.0) * p).round() as usize];
+            let wanted: usize = truth.iter().map(Vec::len).sum();
+            println!(
+                "| {:.0}% | {name} | {mean:.0} | {:.0} | {:.0} | {:.4} |",
+                fraction * 100.0,
+                at(0.5),
+                at(0.95),
+                found as f64 / wanted.max(1) as f64
+            );
+        }
+    }
+    Ok(())
 }

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::experiment::Experiment;
 use crate::runner::{headline, RunResult};
+use crate::selection::{select, Selection};
 
 /// A matrix format.
 pub trait Exporter {
@@ -28,6 +29,9 @@ pub struct Markdown {
     /// Only the headline columns (nDCG, recall, MRR) when true.
     pub compact: bool,
 }
+
+/// Timing columns: they differ between runs; every other column is deterministic.
+pub const LATENCY_COLUMNS: [&str; 7] = ["p50_ms", "p95_ms", "p99_ms", "mean_ms", "embed_ms", "search_ms", "fuse_ms"];
 
 fn config_names(run: &RunResult) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Vec::new();
@@ -61,6 +65,7 @@ impl Exporter for Csv {
             header.push(c.to_string());
             header.push(format!("{c}_n"));
         }
+        header.extend(LATENCY_COLUMNS.map(String::from));
         w.write_record(&header)?;
         for row in &run.rows {
             let mut rec: Vec<String> = vec![row.cell.clone(), row.label.clone()];
@@ -77,6 +82,13 @@ impl Exporter for Csv {
             for m in &row.means {
                 rec.push(fmt_value(m.value));
                 rec.push(m.n.to_string());
+            }
+            match &row.latency {
+                Some(l) => rec.extend(
+                    [l.p50_ms, l.p95_ms, l.p99_ms, l.mean_ms, l.embed_ms, l.search_ms, l.fuse_ms]
+                        .map(|v| format!("{v:.3}")),
+                ),
+                None => rec.extend(LATENCY_COLUMNS.map(|_| String::new())),
             }
             w.write_record(&rec)?;
         }
@@ -110,6 +122,7 @@ impl Exporter for Json {
                     "cases": row.cases,
                     "unanswerable": row.unanswerable,
                     "leaks": row.leaks,
+                    "latency": row.latency,
                     "short_lists": exp.k.iter().zip(&row.short_lists).map(|(k, n)| (format!("@{k}"), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "metrics": metrics,
                 })
@@ -118,6 +131,7 @@ impl Exporter for Json {
         let doc = json!({
             "experiment": exp.name,
             "unit": exp.unit.as_str(),
+            "selection": exp.select.and_then(|m| select(&run.rows, &run.columns, m)),
             "columns": run.columns.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
             "rows": rows,
         });
@@ -133,6 +147,7 @@ impl Exporter for Markdown {
 
     fn write(&self, exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let filtered = exp.cells.iter().any(|c| c.filter != crate::permissions::Filter::None);
+        let timed = run.rows.iter().any(|r| r.latency.is_some());
         let cols: Vec<usize> = if self.compact { headline(&run.columns) } else { (0..run.columns.len()).collect() };
         write!(out, "| cell | configuration | split | n |")?;
         if filtered {
@@ -141,6 +156,9 @@ impl Exporter for Markdown {
         for &i in &cols {
             write!(out, " {} |", run.columns[i])?;
         }
+        if timed {
+            write!(out, " p50 ms | p95 ms |")?;
+        }
         writeln!(out)?;
         write!(out, "|---|---|---|---:|")?;
         if filtered {
@@ -148,6 +166,9 @@ impl Exporter for Markdown {
         }
         for _ in &cols {
             write!(out, "---:|")?;
+        }
+        if timed {
+            write!(out, "---:|---:|")?;
         }
         writeln!(out)?;
         for row in &run.rows {
@@ -160,10 +181,32 @@ impl Exporter for Markdown {
                 let v = row.means[i].value.map(|v| format!("{v:.4}")).unwrap_or_else(|| "–".into());
                 write!(out, " {v} |")?;
             }
+            if let Some(l) = &row.latency {
+                write!(out, " {:.2} | {:.2} |", l.p50_ms, l.p95_ms)?;
+            } else if timed {
+                write!(out, " – | – |")?;
+            }
             writeln!(out)?;
         }
         Ok(())
     }
+}
+
+/// The selection summary as Markdown lines.
+pub fn selection_summary(s: &Selection) -> String {
+    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.4}"));
+    format!(
+        "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {}) · optimism {} · Kendall tau (tuning vs reserved ranking) {}\n",
+        s.metric,
+        s.cell,
+        s.label,
+        s.tuning,
+        f(s.reserved),
+        s.reserved_rank.map_or("–".into(), |r| r.to_string()),
+        s.cells,
+        f(s.optimism),
+        f(s.kendall_tau),
+    )
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory.

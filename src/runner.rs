@@ -72,6 +72,54 @@ pub struct Row {
     pub leaks: usize,
     /// Per cut-off k (as in the experiment), cases that got fewer than k results.
     pub short_lists: Vec<usize>,
+    /// The cell's latency from the timed pass (the same on both split rows).
+    pub latency: Option<Latency>,
+}
+
+/// Per-case latency of a cell's whole retrieval call, in milliseconds (SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    pub n: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    /// Means of the call's parts: query embedding, index search, fusion.
+    pub embed_ms: f64,
+    pub search_ms: f64,
+    pub fuse_ms: f64,
+}
+
+impl Latency {
+    /// From per-case [total, embed, search, fuse] seconds.
+    fn of(timings: &[[f64; 4]]) -> Latency {
+        let mut totals: Vec<f64> = timings.iter().map(|t| t[0] * 1e3).collect();
+        totals.sort_by(f64::total_cmp);
+        let n = totals.len();
+        let at = |p: f64| totals[((n as f64 * p).ceil() as usize).clamp(1, n) - 1];
+        let mean = |i: usize| timings.iter().map(|t| t[i] * 1e3).sum::<f64>() / n as f64;
+        Latency {
+            n,
+            p50_ms: at(0.50),
+            p95_ms: at(0.95),
+            p99_ms: at(0.99),
+            mean_ms: mean(0),
+            embed_ms: mean(1),
+            search_ms: mean(2),
+            fuse_ms: mean(3),
+        }
+    }
+}
+
+/// Cases run untimed before each cell's timed pass.
+const LATENCY_WARM_UP: usize = 5;
+
+/// Up to `n` cases for the timed pass, chosen by a hash of their ids (never by file order).
+fn latency_sample(cases: &[GoldenCase], n: usize) -> Vec<usize> {
+    let mut order: Vec<(blake3::Hash, usize)> =
+        cases.iter().enumerate().map(|(i, c)| (blake3::hash(c.id.as_bytes()), i)).collect();
+    order.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    order.into_iter().take(n).map(|(_, i)| i).collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -309,7 +357,6 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
             query_vectors[model] = Some(vectors);
         }
     }
-    drop(embedders);
 
     // Stage: indexes.
     let pb = bar(opts, index_keys.len(), "index");
@@ -371,24 +418,28 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     }
 
     let max_k = exp.max_k();
-    let search =
-        |source: &(IndexKey, QueryParams), case: usize, depth: usize, allowed: Option<&Allowed>| -> Result<Vec<Hit>> {
-            let index = &built[index_keys.iter().position(|k| *k == source.0).expect("planned")].0;
-            Ok(match (index, source.1) {
-                (BuiltIndex::Bm25(i), QueryParams::Bm25(params)) => {
-                    i.search(&cases[case].question, params, depth, allowed)?
-                }
-                (BuiltIndex::Exact(i), QueryParams::Exact) => {
-                    let IndexKey::Exact { model, .. } = source.0 else { unreachable!() };
-                    i.search(query_vector(&query_vectors, models, model, case), depth, allowed)
-                }
-                (BuiltIndex::Hnsw(i), QueryParams::Hnsw { ef_search }) => {
-                    let IndexKey::Hnsw { model, .. } = source.0 else { unreachable!() };
-                    i.search(query_vector(&query_vectors, models, model, case), depth, ef_search, allowed)
-                }
-                _ => unreachable!("query parameters follow index kinds"),
-            })
-        };
+    let search_with = |source: &(IndexKey, QueryParams),
+                       question: &str,
+                       vector: &[f32],
+                       depth: usize,
+                       allowed: Option<&Allowed>|
+     -> Result<Vec<Hit>> {
+        let index = &built[index_keys.iter().position(|k| *k == source.0).expect("planned")].0;
+        Ok(match (index, source.1) {
+            (BuiltIndex::Bm25(i), QueryParams::Bm25(params)) => i.search(question, params, depth, allowed)?,
+            (BuiltIndex::Exact(i), QueryParams::Exact) => i.search(vector, depth, allowed),
+            (BuiltIndex::Hnsw(i), QueryParams::Hnsw { ef_search }) => i.search(vector, depth, ef_search, allowed),
+            _ => unreachable!("query parameters follow index kinds"),
+        })
+    };
+    let source_model = |source: &(IndexKey, QueryParams)| match source.0 {
+        IndexKey::Exact { model, .. } | IndexKey::Hnsw { model, .. } => Some(model),
+        IndexKey::Bm25 { .. } => None,
+    };
+    let search = |source: &(IndexKey, QueryParams), case: usize, depth: usize, allowed: Option<&Allowed>| {
+        let vector = source_model(source).map_or(&[][..], |m| query_vector(&query_vectors, models, m, case));
+        search_with(source, &cases[case].question, vector, depth, allowed)
+    };
 
     // Component rankings of hybrid cells, computed once and shared by every fusion setting.
     let mut components: Vec<Component> = Vec::new();
@@ -486,7 +537,60 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         search_nanos.load(Ordering::Relaxed) as f64 / 1e9,
     ));
 
-    let rows = aggregate(exp, &per_case, columns.len());
+    // Stage: a timed pass, one case at a time after a warm-up (SPEC §8), so the parallel grid
+    // does not distort latency. Query embeddings are computed live here, not read from the cache.
+    let sample = latency_sample(cases, exp.latency_cases);
+    let pb = bar(opts, exp.cells.len() * sample.len(), "latency");
+    let mut latencies: Vec<Option<Latency>> = Vec::with_capacity(exp.cells.len());
+    for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
+        if sample.is_empty() {
+            latencies.push(None);
+            continue;
+        }
+        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let warm_up = sample.len().min(LATENCY_WARM_UP);
+        let mut timings: Vec<[f64; 4]> = Vec::with_capacity(sample.len());
+        for &ci in sample[..warm_up].iter().chain(&sample) {
+            let question = &cases[ci].question;
+            let allowed = allowed_sets.get(&(chunks, user_groups[ci]));
+            let in_query = if cell.filter == Filter::InQuery { allowed } else { None };
+            let (mut embed_s, mut search_s, mut fuse_s) = (0.0, 0.0, 0.0);
+            let started = Instant::now();
+            let mut run_side = |source: &(IndexKey, QueryParams), depth: usize| -> Result<Vec<Hit>> {
+                let t = Instant::now();
+                let vector = match source_model(source) {
+                    Some(m) => load(m)?.embed_batch(&[question.as_str()], Role::Query)?.remove(0),
+                    None => Vec::new(),
+                };
+                embed_s += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let hits = search_with(source, question, &vector, depth, in_query)?;
+                search_s += t.elapsed().as_secs_f64();
+                Ok(hits)
+            };
+            let mut hits = match &cell.retriever {
+                RetrieverSpec::Hybrid { fusion, candidates, .. } => {
+                    let lexical = run_side(&sources[0], *candidates)?;
+                    let dense = run_side(&sources[1], *candidates)?;
+                    let t = Instant::now();
+                    let fused = fusion::fuse(&lexical, &dense, *fusion, *candidates);
+                    fuse_s += t.elapsed().as_secs_f64();
+                    fused
+                }
+                _ => run_side(&sources[0], first_depth(exp.unit, &cell.chunker, max_k))?,
+            };
+            if cell.filter == Filter::Post {
+                hits.retain(|h| allowed.is_some_and(|a| a.contains(h.chunk)));
+            }
+            std::hint::black_box(&hits);
+            timings.push([started.elapsed().as_secs_f64(), embed_s, search_s, fuse_s]);
+            pb.inc(1);
+        }
+        latencies.push(Some(Latency::of(&timings[warm_up..])));
+    }
+    pb.finish_and_clear();
+
+    let rows = aggregate(exp, &per_case, columns.len(), &latencies);
     let mut split_counts = BTreeMap::new();
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning).as_str()).or_insert(0) += 1;
@@ -571,9 +675,9 @@ fn score_case(
     }
 }
 
-fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize) -> Vec<Row> {
+fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize, latencies: &[Option<Latency>]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for cell in &exp.cells {
+    for (cell, latency) in exp.cells.iter().zip(latencies) {
         for split in [Split::Tuning, Split::Reserved] {
             let mine: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id && r.split == split).collect();
             if mine.is_empty() {
@@ -590,6 +694,7 @@ fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize) -> Vec<Row>
                 means,
                 leaks: mine.iter().map(|r| r.leaks).sum(),
                 short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
+                latency: *latency,
             });
         }
     }

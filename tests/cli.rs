@@ -91,6 +91,36 @@ fn k1_b_and_chunker_sweep_gives_twelve_rows_and_repeats_exactly() {
     }
 }
 
+/// Drops the timing columns of a CSV matrix.
+fn without_timing(csv: &str) -> String {
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    let keep: Vec<usize> = (0..rows[0].len()).filter(|&i| !rows[0][i].ends_with("_ms")).collect();
+    rows.iter().map(|r| keep.iter().map(|&i| r[i]).collect::<Vec<_>>().join(",")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn two_timed_runs_differ_only_in_timing_columns() {
+    let mut csvs = Vec::new();
+    for _ in 0..2 {
+        let out = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        ragsweep()
+            .args(["run", "-q", "--models"])
+            .arg(repo().join("models"))
+            .arg("--cache")
+            .arg(cache.path())
+            .arg("--out")
+            .arg(out.path())
+            .arg(repo().join("experiments/demo-exact-terms.toml"))
+            .assert()
+            .success();
+        csvs.push(std::fs::read_to_string(run_dir(out.path(), "demo-exact-terms").join("matrix.csv")).unwrap());
+    }
+    assert!(csvs[0].lines().next().unwrap().contains("p95_ms"));
+    assert_ne!(csvs[0], csvs[1], "timing columns are measured, not constant");
+    assert_eq!(without_timing(&csvs[0]), without_timing(&csvs[1]));
+}
+
 /// Runs `ragsweep run` on a broken experiment and checks it fails, names the place, and
 /// leaves the output directory empty.
 fn fails_cleanly(experiment: &Path, expected: &str) {
