@@ -1,39 +1,22 @@
 //! Runs the real `ragsweep` binary end to end.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::{repo, run_dir, run_experiment};
 use predicates::prelude::*;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn ragsweep() -> Command {
     Command::cargo_bin("ragsweep").unwrap()
-}
-
-/// The one run directory under `out/<name>/`.
-fn run_dir(out: &Path, name: &str) -> PathBuf {
-    let mut dirs: Vec<_> = std::fs::read_dir(out.join(name)).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs.pop().unwrap()
 }
 
 #[test]
 fn quickstart_writes_every_output() {
     let out = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    ragsweep()
-        .args(["run", "--quiet", "--cache"])
-        .arg(cache.path())
-        .arg("--models")
-        .arg(repo().join("models"))
-        .arg("--out")
-        .arg(out.path())
-        .arg(repo().join("experiments/quickstart.toml"))
-        .assert()
-        .success()
+    run_experiment("experiments/quickstart.toml", out.path(), cache.path())
         .stdout(predicate::str::contains("| c01 | markdown+title+headings bm25(pt,k1=1.2,b=0.4) | tuning |"));
     let dir = run_dir(out.path(), "quickstart");
     for f in
@@ -104,16 +87,7 @@ fn two_timed_runs_differ_only_in_timing_columns() {
     for _ in 0..2 {
         let out = tempfile::tempdir().unwrap();
         let cache = tempfile::tempdir().unwrap();
-        ragsweep()
-            .args(["run", "-q", "--models"])
-            .arg(repo().join("models"))
-            .arg("--cache")
-            .arg(cache.path())
-            .arg("--out")
-            .arg(out.path())
-            .arg(repo().join("experiments/demo-exact-terms.toml"))
-            .assert()
-            .success();
+        run_experiment("experiments/demo-exact-terms.toml", out.path(), cache.path());
         csvs.push(std::fs::read_to_string(run_dir(out.path(), "demo-exact-terms").join("matrix.csv")).unwrap());
     }
     assert!(csvs[0].lines().next().unwrap().contains("p95_ms"));

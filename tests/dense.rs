@@ -1,28 +1,17 @@
 //! Dense retrieval with the installed models (scripts/install-models.sh) on the demo corpus.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use assert_cmd::Command;
+use common::{repo, run_dir, run_experiment};
 use predicates::prelude::*;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn run(out: &Path, cache: &Path) -> (String, serde_json::Value) {
-    let assert = Command::cargo_bin("ragsweep")
-        .unwrap()
-        .args(["run", "-q", "--models"])
-        .arg(repo().join("models"))
-        .arg("--cache")
-        .arg(cache)
-        .arg("--out")
-        .arg(out)
-        .arg(repo().join("tests/fixtures/dense.toml"))
-        .assert()
-        .success();
+    let assert = run_experiment("tests/fixtures/dense.toml", out, cache);
     let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
-    let dir = std::fs::read_dir(out.join("dense")).unwrap().next().unwrap().unwrap().path();
+    let dir = run_dir(out, "dense");
     let matrix = serde_json::from_slice(&std::fs::read(dir.join("matrix.json")).unwrap()).unwrap();
     (stderr, matrix)
 }
@@ -101,18 +90,8 @@ fn embedder_matches_an_independent_python_onnxruntime_path() {
 fn hybrid_finds_the_clause_number_dense_misses() {
     let out = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    Command::cargo_bin("ragsweep")
-        .unwrap()
-        .args(["run", "-q", "--models"])
-        .arg(repo().join("models"))
-        .arg("--cache")
-        .arg(cache.path())
-        .arg("--out")
-        .arg(out.path())
-        .arg(repo().join("experiments/demo-exact-terms.toml"))
-        .assert()
-        .success();
-    let dir = std::fs::read_dir(out.path().join("demo-exact-terms")).unwrap().next().unwrap().unwrap().path();
+    run_experiment("experiments/demo-exact-terms.toml", out.path(), cache.path());
+    let dir = run_dir(out.path(), "demo-exact-terms");
     let per_query = std::fs::read_to_string(dir.join("per_query.jsonl")).unwrap();
     let hit1 = |cell: &str| {
         per_query

@@ -1,0 +1,34 @@
+//! Helpers shared by the integration tests that run the real binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `ragsweep run -q` on `experiment` (relative to the repo) with the installed models and the
+/// given cache and output directories; returns the finished assertion.
+pub fn run_experiment(experiment: &str, out: &Path, cache: &Path) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("ragsweep")
+        .unwrap()
+        .args(["run", "-q", "--models"])
+        .arg(repo().join("models"))
+        .arg("--cache")
+        .arg(cache)
+        .arg("--out")
+        .arg(out)
+        .arg(repo().join(experiment))
+        .assert()
+        .success()
+}
+
+/// The one run directory under `out/<name>/`.
+pub fn run_dir(out: &Path, name: &str) -> PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(out.join(name)).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
