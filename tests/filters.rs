@@ -1,13 +1,14 @@
 //! Permission filters never leak, and filtering inside the query never leaves a short list.
 //!
 //! Random corpora, ACLs, user groups and queries; every retriever (BM25, exact, HNSW) and
-//! every fusion. 2,000 generated corpora × 6 retrievers = 12,000 checked cases per mode.
+//! every fusion. 2,000 generated corpora × 6 retrievers = 12,000 checked cases per mode (the
+//! HNSW graph path is checked on its own as well).
 
 use proptest::prelude::*;
 
 use ragsweep::analyze::{Analyzer, AnalyzerKind};
 use ragsweep::fusion::{fuse, Fusion, Norm};
-use ragsweep::index::{Allowed, Bm25Index, Bm25Params, ExactIndex, Hit, HnswIndex, HnswParams};
+use ragsweep::index::{Allowed, Bm25Index, Bm25Params, ExactIndex, FilteredSearch, Hit, HnswIndex, HnswParams};
 
 const WORDS: &[&str] = &["prazo", "multa", "sensor", "gateway", "contrato", "férias", "senha", "api", "plano", "erro"];
 const GROUPS: &[&str] = &["rh", "financeiro", "juridico"];
@@ -94,6 +95,9 @@ proptest! {
         check(&den, &allowed, k, Some(k.min(visible_count)), "exact in_query")?;
         let ann = hnsw.search(&w.query_vec, k, 8, Some(&allowed));
         check(&ann, &allowed, k, Some(k.min(visible_count)), "hnsw in_query")?;
+        // Small indexes always take the scan; check the filtered graph path (and its fallback) too.
+        let graph = hnsw.search_with(&w.query_vec, k, 8, Some(&allowed), FilteredSearch::Graph);
+        check(&graph, &allowed, k, Some(k.min(visible_count)), "hnsw graph in_query")?;
         for fusion in [Fusion::Rrf { k: 60.0 }, Fusion::Convex { alpha: 0.5, norm: Norm::MinMax }, Fusion::Dbsf] {
             let fused = fuse(&lex, &den, fusion, k);
             check(&fused, &allowed, k, Some(k.min(visible_count)), &format!("{fusion} in_query"))?;
