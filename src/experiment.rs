@@ -15,6 +15,7 @@ use toml::{Spanned, Value};
 use crate::analyze::AnalyzerKind;
 use crate::chunk::{ChunkerKind, ChunkerSpec};
 use crate::corpus::CorpusFormat;
+use crate::cost::Prices;
 use crate::error::{Error, Location, Result};
 use crate::fusion::{Fusion, Norm};
 use crate::golden::{GoldenFormat, GoldenSource};
@@ -46,10 +47,24 @@ struct RawExperiment {
     filter: Option<Spanned<Value>>,
     #[serde(default)]
     permissions: RawPermissions,
+    #[serde(default)]
+    cost: RawCost,
     corpus: RawCorpus,
     golden: RawGolden,
     chunkers: Vec<GridTable>,
     retrievers: Vec<GridTable>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    #[serde(default)]
+    embedding_usd_per_1m_tokens: f64,
+    #[serde(default)]
+    llm_usd_per_1m_input_tokens: f64,
+    /// `"words"` or an installed model id whose tokenizer counts context tokens.
+    #[serde(default)]
+    tokenizer: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -262,6 +277,9 @@ pub struct Experiment {
     pub golden: GoldenSource,
     pub default_groups: Vec<String>,
     pub synthetic_acl: Option<SyntheticAcl>,
+    pub prices: Prices,
+    /// Counts the context tokens sent to a model: `"words"` or an installed model id.
+    pub cost_tokenizer: String,
     pub cells: Vec<Cell>,
 }
 
@@ -390,6 +408,11 @@ impl Experiment {
             },
             default_groups: raw.permissions.default_groups,
             synthetic_acl,
+            prices: Prices {
+                embedding_usd_per_1m_tokens: raw.cost.embedding_usd_per_1m_tokens,
+                llm_usd_per_1m_input_tokens: raw.cost.llm_usd_per_1m_input_tokens,
+            },
+            cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| "words".into()),
             cells,
         })
     }

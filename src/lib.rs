@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod chunk;
 pub mod corpus;
+pub mod cost;
 pub mod embed;
 pub mod error;
 pub mod experiment;

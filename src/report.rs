@@ -30,8 +30,21 @@ pub struct Markdown {
     pub compact: bool,
 }
 
-/// Timing columns: they differ between runs; every other column is deterministic.
+/// Timing columns: they differ between runs.
 pub const LATENCY_COLUMNS: [&str; 7] = ["p50_ms", "p95_ms", "p99_ms", "mean_ms", "embed_ms", "search_ms", "fuse_ms"];
+
+/// Build cost columns; `embed_s`, `index_s` and `reused_texts` depend on the run (and the cache).
+pub const BUILD_COST_COLUMNS: [&str; 9] = [
+    "chunks",
+    "tokens_embedded",
+    "usd_index",
+    "embed_s",
+    "index_s",
+    "index_bytes",
+    "reused_texts",
+    "shared_embeddings",
+    "shared_index",
+];
 
 fn config_names(run: &RunResult) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = Vec::new();
@@ -66,6 +79,11 @@ impl Exporter for Csv {
             header.push(format!("{c}_n"));
         }
         header.extend(LATENCY_COLUMNS.map(String::from));
+        header.extend(BUILD_COST_COLUMNS.map(String::from));
+        for k in &exp.k {
+            header.push(format!("ctx_tokens@{k}"));
+            header.push(format!("usd_per_1k_queries@{k}"));
+        }
         w.write_record(&header)?;
         for row in &run.rows {
             let mut rec: Vec<String> = vec![row.cell.clone(), row.label.clone()];
@@ -89,6 +107,22 @@ impl Exporter for Csv {
                         .map(|v| format!("{v:.3}")),
                 ),
                 None => rec.extend(LATENCY_COLUMNS.map(|_| String::new())),
+            }
+            let c = &row.cost;
+            rec.extend([
+                c.chunks.to_string(),
+                c.tokens_embedded.to_string(),
+                format!("{:.6}", c.usd_index),
+                format!("{:.3}", c.embed_s),
+                format!("{:.3}", c.index_s),
+                c.index_bytes.to_string(),
+                c.reused_texts.to_string(),
+                c.shared_embeddings.clone().unwrap_or_default(),
+                c.shared_index.clone().unwrap_or_default(),
+            ]);
+            for i in 0..exp.k.len() {
+                rec.push(format!("{:.1}", row.ctx_tokens[i]));
+                rec.push(format!("{:.6}", row.usd_per_1k_queries(i, &exp.prices)));
             }
             w.write_record(&rec)?;
         }
@@ -123,6 +157,9 @@ impl Exporter for Json {
                     "unanswerable": row.unanswerable,
                     "leaks": row.leaks,
                     "latency": row.latency,
+                    "cost": row.cost,
+                    "ctx_tokens": exp.k.iter().zip(&row.ctx_tokens).map(|(k, n)| (format!("@{k}"), json!(n))).collect::<serde_json::Map<_, _>>(),
+                    "usd_per_1k_queries": exp.k.iter().enumerate().map(|(i, k)| (format!("@{k}"), json!(row.usd_per_1k_queries(i, &exp.prices)))).collect::<serde_json::Map<_, _>>(),
                     "short_lists": exp.k.iter().zip(&row.short_lists).map(|(k, n)| (format!("@{k}"), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "metrics": metrics,
                 })
@@ -367,6 +404,7 @@ fn manifest(exp: &Experiment, run: &RunResult, run_id: &str) -> Value {
             "max_length": m.max_length, "query_prefix": m.query_prefix, "passage_prefix": m.passage_prefix,
         })).collect::<Vec<_>>(),
         "cells": cells,
+        "cost": { "prices": exp.prices, "counting_tokenizer": run.counter },
         "stages": run.stages,
         "wall_seconds": run.wall_seconds,
     })

@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::analyze::{Analyzer, AnalyzerKind};
 use crate::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 use crate::corpus::Corpus;
+use crate::cost::Counter;
 use crate::embed::{self, EmbedStats, Embedder, ModelInfo, Role, VectorCache};
 use crate::error::Result;
 use crate::experiment::{Cell, DenseIndex, Experiment, RetrieverSpec};
@@ -56,6 +57,8 @@ pub struct CaseResult {
     pub short: Vec<bool>,
     /// Returned chunks the asking user may not see.
     pub leaks: usize,
+    /// Per cut-off k: tokens of the top k returned chunks (what a model would be sent).
+    pub ctx_tokens: Vec<u32>,
 }
 
 /// One row of the result matrix: a cell on one split.
@@ -74,6 +77,41 @@ pub struct Row {
     pub short_lists: Vec<usize>,
     /// The cell's latency from the timed pass (the same on both split rows).
     pub latency: Option<Latency>,
+    /// Per cut-off k: mean tokens of the top k chunks a model would be sent.
+    pub ctx_tokens: Vec<f64>,
+    /// What building the cell's stages cost (the same on both split rows).
+    pub cost: CellCost,
+}
+
+impl Row {
+    /// US dollars per 1,000 queries at the i-th cut-off: context sent to the model, plus the
+    /// query embedding for dense retrieval.
+    pub fn usd_per_1k_queries(&self, i: usize, prices: &crate::cost::Prices) -> f64 {
+        1000.0
+            * (crate::cost::usd(self.ctx_tokens[i], prices.llm_usd_per_1m_input_tokens)
+                + crate::cost::usd(self.cost.query_tokens, prices.embedding_usd_per_1m_tokens))
+    }
+}
+
+/// The build cost of a cell: its chunk set, embeddings and indexes (SPEC §8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CellCost {
+    pub chunks: usize,
+    /// Passage tokens embedded for the cell's vectors (model tokenizer, truncated as the model does).
+    pub tokens_embedded: u64,
+    /// `tokens_embedded` at the declared embedding price.
+    pub usd_index: f64,
+    pub embed_s: f64,
+    pub index_s: f64,
+    pub index_bytes: u64,
+    /// Texts whose vectors came from the cache (or repeated) instead of being embedded now.
+    pub reused_texts: usize,
+    /// The first earlier cell that uses the same indexes (work shared, not redone).
+    pub shared_index: Option<String>,
+    /// The first earlier cell that uses the same embeddings (work shared, not redone).
+    pub shared_embeddings: Option<String>,
+    /// Mean tokens of an embedded query (dense retrieval).
+    pub query_tokens: f64,
 }
 
 /// Per-case latency of a cell's whole retrieval call, in milliseconds (SPEC §8).
@@ -150,6 +188,8 @@ pub struct RunResult {
     pub golden_hash: String,
     pub split_counts: BTreeMap<&'static str, usize>,
     pub models: Vec<ModelInfo>,
+    /// The tokenizer that counted context tokens.
+    pub counter: String,
     pub wall_seconds: f64,
 }
 
@@ -159,6 +199,8 @@ pub struct Prepared {
     pub corpus: Corpus,
     pub cases: Vec<GoldenCase>,
     pub models: Vec<ModelInfo>,
+    /// Counts the context tokens a retrieval would send to a model.
+    pub counter: Counter,
 }
 
 pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
@@ -180,7 +222,8 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
             }
         }
     }
-    Ok(Prepared { corpus, cases, models })
+    let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
+    Ok(Prepared { corpus, cases, models, counter })
 }
 
 fn bar(opts: &RunOptions, len: usize, what: &str) -> ProgressBar {
@@ -247,7 +290,7 @@ const EMBED_BATCH: usize = 32;
 
 pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<RunResult> {
     let started = Instant::now();
-    let Prepared { corpus, cases, models } = prepared;
+    let Prepared { corpus, cases, models, counter } = prepared;
     let columns: Vec<MetricAt> =
         exp.metrics.iter().flat_map(|&metric| exp.k.iter().map(move |&k| MetricAt { metric, k })).collect();
     let model_index = |id: &str| models.iter().position(|m| m.id == id).expect("prepared");
@@ -320,6 +363,9 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         Ok(embedders[model].get_or_init(|| e))
     };
     let mut passage_vectors: HashMap<(usize, usize), Arc<Vec<f32>>> = HashMap::new();
+    // (stats, tokens embedded) per (chunk set, model); mean query tokens per model.
+    let mut embed_costs: HashMap<(usize, usize), (EmbedStats, u64)> = HashMap::new();
+    let mut query_tokens: Vec<f64> = vec![0.0; models.len()];
     let mut query_vectors: Vec<Option<Vec<f32>>> = models.iter().map(|_| None).collect();
     for key in &index_keys {
         let (chunks, model) = match *key {
@@ -341,6 +387,10 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                 pb.set_position(done as u64);
             })?;
         pb.finish_and_clear();
+        let model_counter = Counter::for_model(info)?;
+        let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
+        let tokens: u64 = model_counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
+        embed_costs.insert((chunks, model), (stats.clone(), tokens));
         let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
         r.chunks = set.len();
         r.embedding = Some(stats);
@@ -351,6 +401,9 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
             let questions: Vec<String> = cases.iter().map(|c| c.question.clone()).collect();
             let (vectors, stats) =
                 embed::embed_all(&questions, Role::Query, &mut cache, EMBED_BATCH, &|| load(model), &|_, _| {})?;
+            let prefixed: Vec<String> = questions.iter().map(|q| info.prefixed(Role::Query, q)).collect();
+            let counts = Counter::for_model(info)?.count(&prefixed)?;
+            query_tokens[model] = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / counts.len().max(1) as f64;
             let mut r = StageReport::new("embed", format!("{} queries", info.id), stats.seconds);
             r.embedding = Some(stats);
             stages.push(r);
@@ -400,6 +453,12 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     }
 
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
+
+    // Context tokens of every chunk, with the experiment's counting tokenizer.
+    let chunk_tokens: Vec<Vec<u32>> = chunk_sets
+        .iter()
+        .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
+        .collect::<Result<_>>()?;
 
     // Who may see what: one allowed set per (chunk set, user groups).
     let user_groups: Vec<&[String]> = cases.iter().map(|c| c.groups.as_slice()).collect();
@@ -525,7 +584,14 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                         .count(),
                     None => 0,
                 };
-                Ok(score_case(cell, case, &per_k, judged, &columns, &exp.k, leaks))
+                let mut result = score_case(cell, case, &per_k, judged, &columns, &exp.k, leaks);
+                let list_for = |k: usize| per_k.iter().find(|(kk, _)| *kk == k).map_or(judged, |(_, j)| j);
+                result.ctx_tokens = exp
+                    .k
+                    .iter()
+                    .map(|&k| list_for(k).returned.iter().take(k).map(|&c| chunk_tokens[chunks][c as usize]).sum())
+                    .collect();
+                Ok(result)
             })
             .collect::<Result<_>>()?;
         per_case.extend(results);
@@ -590,7 +656,50 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     }
     pb.finish_and_clear();
 
-    let rows = aggregate(exp, &per_case, columns.len(), &latencies);
+    // Build cost per cell: the stages it uses; a stage shared with an earlier cell says so.
+    let index_seconds: Vec<f64> = built.iter().map(|(_, secs)| *secs).collect();
+    let costs: Vec<CellCost> = exp
+        .cells
+        .iter()
+        .zip(&cell_sources)
+        .enumerate()
+        .map(|(i, (cell, sources))| {
+            let chunks = chunk_index(&chunkers, &cell.chunker);
+            let mut cost = CellCost { chunks: chunk_sets[chunks].len(), ..Default::default() };
+            for source in sources {
+                let at = index_keys.iter().position(|k| *k == source.0).expect("planned");
+                cost.index_s += index_seconds[at];
+                cost.index_bytes += built[at].0.size_bytes();
+                if let Some(model) = source_model(source) {
+                    let (stats, tokens) = &embed_costs[&(chunks, model)];
+                    cost.tokens_embedded += tokens;
+                    cost.embed_s += stats.seconds;
+                    cost.reused_texts += stats.reused;
+                    cost.query_tokens += query_tokens[model];
+                }
+            }
+            cost.shared_index = exp.cells[..i]
+                .iter()
+                .zip(&cell_sources)
+                .find(|(_, earlier)| earlier.iter().map(|s| s.0).eq(sources.iter().map(|s| s.0)))
+                .map(|(c, _)| c.id.clone());
+            let embeddings = |sources: &[(IndexKey, QueryParams)]| -> Vec<usize> {
+                sources.iter().filter_map(source_model).collect()
+            };
+            let mine = embeddings(sources);
+            if !mine.is_empty() {
+                cost.shared_embeddings = exp.cells[..i]
+                    .iter()
+                    .zip(&cell_sources)
+                    .find(|(c, earlier)| chunk_index(&chunkers, &c.chunker) == chunks && embeddings(earlier) == mine)
+                    .map(|(c, _)| c.id.clone());
+            }
+            cost.usd_index = crate::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
+            cost
+        })
+        .collect();
+
+    let rows = aggregate(exp, &per_case, columns.len(), &latencies, &costs);
     let mut split_counts = BTreeMap::new();
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning).as_str()).or_insert(0) += 1;
@@ -605,6 +714,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         golden_hash: golden_hash(cases),
         split_counts,
         models: models.clone(),
+        counter: counter.name(),
         wall_seconds: started.elapsed().as_secs_f64(),
     })
 }
@@ -672,12 +782,19 @@ fn score_case(
         ranking: judged.items.iter().map(|i| (i.key.clone(), i.score)).collect(),
         short: ks.iter().map(|&k| list_for(k).items.len() < k).collect(),
         leaks,
+        ctx_tokens: Vec::new(),
     }
 }
 
-fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize, latencies: &[Option<Latency>]) -> Vec<Row> {
+fn aggregate(
+    exp: &Experiment,
+    results: &[CaseResult],
+    width: usize,
+    latencies: &[Option<Latency>],
+    costs: &[CellCost],
+) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (cell, latency) in exp.cells.iter().zip(latencies) {
+    for ((cell, latency), cost) in exp.cells.iter().zip(latencies).zip(costs) {
         for split in [Split::Tuning, Split::Reserved] {
             let mine: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id && r.split == split).collect();
             if mine.is_empty() {
@@ -695,6 +812,10 @@ fn aggregate(exp: &Experiment, results: &[CaseResult], width: usize, latencies: 
                 leaks: mine.iter().map(|r| r.leaks).sum(),
                 short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
                 latency: *latency,
+                ctx_tokens: (0..exp.k.len())
+                    .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
+                    .collect(),
+                cost: cost.clone(),
             });
         }
     }

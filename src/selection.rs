@@ -114,6 +114,8 @@ mod tests {
             leaks: 0,
             short_lists: vec![],
             latency: None,
+            ctx_tokens: vec![],
+            cost: Default::default(),
         }
     }
 
