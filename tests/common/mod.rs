@@ -32,3 +32,16 @@ pub fn run_dir(out: &Path, name: &str) -> PathBuf {
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs.pop().unwrap()
 }
+
+/// A matrix.json's rows without what depends on the run: timings and cache reuse.
+pub fn stable_rows(matrix: &serde_json::Value) -> serde_json::Value {
+    let mut rows = matrix["rows"].clone();
+    for r in rows.as_array_mut().unwrap() {
+        r.as_object_mut().unwrap().remove("latency");
+        let cost = r["cost"].as_object_mut().unwrap();
+        for varies in ["embed_s", "index_s", "reused_texts"] {
+            cost.remove(varies);
+        }
+    }
+    rows
+}
