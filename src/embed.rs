@@ -315,7 +315,7 @@ impl VectorCache {
 }
 
 /// What an embedding pass did.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct EmbedStats {
     pub texts: usize,
     /// Texts whose vector was already cached, or repeated earlier in this pass.

@@ -4,7 +4,7 @@
 //! parameter given as an array is a grid axis, and each entry expands to the cartesian
 //! product of its axes. Paths are relative to the experiment file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -182,6 +182,33 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// What the cell's indexes are built from (query-time parameters left out): cells with
+    /// equal identities share their indexes.
+    pub fn index_identity(&self) -> String {
+        let lexical = |l: &AnalyzerKind| format!("bm25({l})");
+        let dense = |model: &str, index: &DenseIndex| match index {
+            DenseIndex::Exact => format!("exact({model})"),
+            DenseIndex::Hnsw { m, ef_construction, .. } => format!("hnsw({model},{m},{ef_construction})"),
+        };
+        let sides = match &self.retriever {
+            RetrieverSpec::Bm25 { analyzer, .. } => lexical(analyzer),
+            RetrieverSpec::Dense { model, index } => dense(model, index),
+            RetrieverSpec::Hybrid { lexical: l, dense: d, .. } => {
+                format!("{}+{}", lexical(&l.analyzer), dense(&d.model, &d.index))
+            }
+        };
+        format!("{} {sides}", self.chunker)
+    }
+
+    /// The embedding model the cell needs, if any.
+    pub fn model(&self) -> Option<&str> {
+        match &self.retriever {
+            RetrieverSpec::Bm25 { .. } => None,
+            RetrieverSpec::Dense { model, .. } => Some(model),
+            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
+        }
+    }
+
     pub fn label(&self) -> String {
         match self.filter {
             Filter::None => format!("{} {}", self.chunker, self.retriever),
@@ -281,9 +308,42 @@ pub struct Experiment {
     /// Counts the context tokens sent to a model: `"words"` or an installed model id.
     pub cost_tokenizer: String,
     pub cells: Vec<Cell>,
+    /// Per cell id: the first earlier cell of the whole grid sharing its embeddings, its indexes.
+    pub shared: HashMap<String, (Option<String>, Option<String>)>,
+    /// `(i, n)` when this run covers shard i of n.
+    pub shard: Option<(usize, usize)>,
 }
 
 impl Experiment {
+    /// For each cell, the first earlier cell of the whole grid whose embeddings and whose
+    /// indexes it shares (work done once, not redone). Depends only on the grid, so sharded and
+    /// unsharded runs report the same.
+    fn shared_stages(cells: &[Cell]) -> HashMap<String, (Option<String>, Option<String>)> {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                let earlier = &cells[..i];
+                let embeddings = cell.model().and_then(|m| {
+                    earlier.iter().find(|c| c.chunker == cell.chunker && c.model() == Some(m)).map(|c| c.id.clone())
+                });
+                let identity = cell.index_identity();
+                let index = earlier.iter().find(|c| c.index_identity() == identity).map(|c| c.id.clone());
+                (cell.id.clone(), (embeddings, index))
+            })
+            .collect()
+    }
+
+    /// Keeps the cells of shard `i` of `n` (1-based): every n-th cell, by grid order.
+    pub fn keep_shard(&mut self, i: usize, n: usize) {
+        let mut ordinal = 0;
+        self.cells.retain(|_| {
+            ordinal += 1;
+            (ordinal - 1) % n == i - 1
+        });
+        self.shard = Some((i, n));
+    }
+
     pub fn max_k(&self) -> usize {
         *self.k.last().expect("k is validated non-empty")
     }
@@ -413,6 +473,8 @@ impl Experiment {
                 llm_usd_per_1m_input_tokens: raw.cost.llm_usd_per_1m_input_tokens,
             },
             cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| "words".into()),
+            shared: Experiment::shared_stages(&cells),
+            shard: None,
             cells,
         })
     }

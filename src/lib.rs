@@ -17,6 +17,7 @@ pub mod fusion;
 pub mod golden;
 pub mod index;
 pub mod label;
+pub mod merge;
 pub mod metrics;
 pub mod permissions;
 pub mod report;

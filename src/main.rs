@@ -41,8 +41,21 @@ enum Command {
         /// Print every metric column, not only nDCG, recall and MRR.
         #[arg(long)]
         all_columns: bool,
+        /// Run only shard I of N of the grid's cells (every N-th cell); `merge` combines shards.
+        #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+        shard: Option<(usize, usize)>,
         #[command(flatten)]
         dirs: Dirs,
+    },
+    /// Combine the run directories of `run --shard i/n` into the run an unsharded run writes.
+    Merge {
+        /// The experiment file the shards ran.
+        experiment: PathBuf,
+        /// The shards' run directories.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
     },
     /// Time the embedder alone (no cache): passages per second on a JSONL corpus.
     BenchEmbed {
@@ -101,11 +114,14 @@ fn main() -> ExitCode {
 fn real_main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { experiment, out, jobs, quiet, all_columns, dirs } => {
+        Command::Run { experiment, out, jobs, quiet, all_columns, shard, dirs } => {
             if let Some(n) = jobs {
                 rayon::ThreadPoolBuilder::new().num_threads(n).build_global().context("setting up worker threads")?;
             }
-            let exp = Experiment::load(&experiment)?;
+            let mut exp = Experiment::load(&experiment)?;
+            if let Some((i, n)) = shard {
+                exp.keep_shard(i, n);
+            }
             let progress = !quiet && std::io::stderr().is_terminal();
             if progress {
                 eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
@@ -121,11 +137,19 @@ fn real_main() -> anyhow::Result<ExitCode> {
                     );
                 }
             }
-            let run_id = report::run_id(&exp, std::time::SystemTime::now());
-            let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &run_id)?;
+            let mut run_id = report::run_id(&exp, std::time::SystemTime::now());
+            if let Some((i, n)) = exp.shard {
+                run_id = format!("{run_id}-shard{i}of{n}");
+            }
+            let files = report::CaseFiles::of(&exp, &run);
+            let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &files, &run_id)?;
             let mut stdout = std::io::stdout().lock();
             Markdown { compact: !all_columns }.write(&exp, &run, &mut stdout)?;
-            if let Some(s) = exp.select.and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m)) {
+            if let Some(s) = exp
+                .select
+                .filter(|_| exp.shard.is_none())
+                .and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m))
+            {
                 use std::io::Write;
                 writeln!(stdout, "\n{}", report::selection_summary(&s))?;
             }
@@ -164,6 +188,20 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 texts.len(),
                 texts.len() as f64 / secs
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Merge { experiment, shards, out } => {
+            let exp = Experiment::load(&experiment)?;
+            let (run, files) = ragsweep::merge::merge(&exp, &shards)?;
+            let run_id = format!("{}-merged", report::run_id(&exp, std::time::SystemTime::now()));
+            let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &files, &run_id)?;
+            let mut stdout = std::io::stdout().lock();
+            Markdown { compact: true }.write(&exp, &run, &mut stdout)?;
+            if let Some(s) = exp.select.and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m)) {
+                use std::io::Write;
+                writeln!(stdout, "\n{}", report::selection_summary(&s))?;
+            }
+            eprintln!("merged {} shards ({} cells); results in {}", shards.len(), exp.cells.len(), dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::BenchFilter { experiment, queries, dirs } => {
@@ -285,4 +323,14 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         }
     }
     Ok(())
+}
+
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/3")?;
+    let i: usize = i.parse().map_err(|_| format!("bad shard index {i:?}"))?;
+    let n: usize = n.parse().map_err(|_| format!("bad shard count {n:?}"))?;
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("shard {i}/{n}: I must be between 1 and N"));
+    }
+    Ok((i, n))
 }

@@ -283,8 +283,23 @@ pub fn utc_stamp(secs: u64) -> String {
     format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// The per-case and per-cell files of a run: `per_query.jsonl` and `runs/<cell>.trec`.
+pub struct CaseFiles {
+    pub per_query: Vec<u8>,
+    pub trec: Vec<(String, Vec<u8>)>,
+}
+
+impl CaseFiles {
+    pub fn of(exp: &Experiment, run: &RunResult) -> CaseFiles {
+        CaseFiles {
+            per_query: per_query(run),
+            trec: exp.cells.iter().map(|c| (c.id.clone(), trec_run(run, &c.id))).collect(),
+        }
+    }
+}
+
 /// Writes a whole run directory at `dir` (which must not exist yet) and returns it.
-pub fn write_run(dir: &Path, exp: &Experiment, run: &RunResult, run_id: &str) -> Result<PathBuf> {
+pub fn write_run(dir: &Path, exp: &Experiment, run: &RunResult, files: &CaseFiles, run_id: &str) -> Result<PathBuf> {
     let parent = dir.parent().expect("run dir has a parent");
     fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     let staging = parent.join(format!(".{run_id}.partial"));
@@ -298,9 +313,9 @@ pub fn write_run(dir: &Path, exp: &Experiment, run: &RunResult, run_id: &str) ->
     for e in exporters {
         write_atomic(&staging.join(e.file_name()), &render(|b| e.write(exp, run, b)))?;
     }
-    write_atomic(&staging.join("per_query.jsonl"), &per_query(run))?;
-    for cell in &exp.cells {
-        write_atomic(&runs.join(format!("{}.trec", cell.id)), &trec_run(run, &cell.id))?;
+    write_atomic(&staging.join("per_query.jsonl"), &files.per_query)?;
+    for (cell, bytes) in &files.trec {
+        write_atomic(&runs.join(format!("{cell}.trec")), bytes)?;
     }
     let manifest = manifest(exp, run, run_id);
     write_atomic(&staging.join("manifest.json"), &serde_json::to_vec_pretty(&manifest).expect("json"))?;
@@ -378,6 +393,7 @@ fn manifest(exp: &Experiment, run: &RunResult, run_id: &str) -> Value {
     json!({
         "ragsweep_version": env!("CARGO_PKG_VERSION"),
         "run_id": run_id,
+        "shard": exp.shard.map(|(i, n)| json!({ "index": i, "of": n })),
         "experiment": {
             "name": exp.name,
             "description": exp.description,

@@ -94,7 +94,7 @@ impl Row {
 }
 
 /// The build cost of a cell: its chunk set, embeddings and indexes (SPEC §8).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CellCost {
     pub chunks: usize,
     /// Passage tokens embedded for the cell's vectors (model tokenizer, truncated as the model does).
@@ -115,7 +115,7 @@ pub struct CellCost {
 }
 
 /// Per-case latency of a cell's whole retrieval call, in milliseconds (SPEC §8).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Latency {
     pub n: usize,
     pub p50_ms: f64,
@@ -662,8 +662,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         .cells
         .iter()
         .zip(&cell_sources)
-        .enumerate()
-        .map(|(i, (cell, sources))| {
+        .map(|(cell, sources)| {
             let chunks = chunk_index(&chunkers, &cell.chunker);
             let mut cost = CellCost { chunks: chunk_sets[chunks].len(), ..Default::default() };
             for source in sources {
@@ -678,22 +677,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                     cost.query_tokens += query_tokens[model];
                 }
             }
-            cost.shared_index = exp.cells[..i]
-                .iter()
-                .zip(&cell_sources)
-                .find(|(_, earlier)| earlier.iter().map(|s| s.0).eq(sources.iter().map(|s| s.0)))
-                .map(|(c, _)| c.id.clone());
-            let embeddings = |sources: &[(IndexKey, QueryParams)]| -> Vec<usize> {
-                sources.iter().filter_map(source_model).collect()
-            };
-            let mine = embeddings(sources);
-            if !mine.is_empty() {
-                cost.shared_embeddings = exp.cells[..i]
-                    .iter()
-                    .zip(&cell_sources)
-                    .find(|(c, earlier)| chunk_index(&chunkers, &c.chunker) == chunks && embeddings(earlier) == mine)
-                    .map(|(c, _)| c.id.clone());
-            }
+            (cost.shared_embeddings, cost.shared_index) = exp.shared[&cell.id].clone();
             cost.usd_index = crate::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
             cost
         })

@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use common::{repo, run_dir, run_experiment};
+use common::{repo, run_dir, run_experiment, without_timing};
 use predicates::prelude::*;
 
 fn ragsweep() -> Command {
@@ -72,16 +72,6 @@ fn k1_b_and_chunker_sweep_gives_twelve_rows_and_repeats_exactly() {
     for col in ["cell", "chunker", "k1", "b", "split", "ndcg@5", "ndcg@5_n", "recall@1"] {
         assert!(header.split(',').any(|h| h == col), "missing column {col} in {header}");
     }
-}
-
-/// The CSV matrix without the columns that depend on the run: timings and cache reuse.
-fn without_timing(text: &str) -> Vec<Vec<String>> {
-    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
-    let rows: Vec<Vec<String>> = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();
-    let varies = |h: &str| h.ends_with("_ms") || h.ends_with("_s") || h == "reused_texts";
-    let keep: Vec<usize> = (0..rows[0].len()).filter(|&i| !varies(&rows[0][i])).collect();
-    assert!(keep.len() < rows[0].len(), "the matrix has timing columns");
-    rows.iter().map(|r| keep.iter().map(|&i| r[i].clone()).collect()).collect()
 }
 
 #[test]

@@ -45,3 +45,13 @@ pub fn stable_rows(matrix: &serde_json::Value) -> serde_json::Value {
     }
     rows
 }
+
+/// A CSV matrix without the columns that depend on the run: timings and cache reuse.
+pub fn without_timing(text: &str) -> Vec<Vec<String>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(text.as_bytes());
+    let rows: Vec<Vec<String>> = reader.records().map(|r| r.unwrap().iter().map(str::to_string).collect()).collect();
+    let varies = |h: &str| h.ends_with("_ms") || h.ends_with("_s") || h == "reused_texts";
+    let keep: Vec<usize> = (0..rows[0].len()).filter(|&i| !varies(&rows[0][i])).collect();
+    assert!(keep.len() < rows[0].len(), "the matrix has timing columns");
+    rows.iter().map(|r| keep.iter().map(|&i| r[i].clone()).collect()).collect()
+}
