@@ -147,8 +147,7 @@ impl ChunkSet {
 /// The chain of headings that enclose byte `at`, joined by " > ".
 fn heading_path(headings: &[(usize, u8, &str)], at: usize) -> String {
     let mut stack: Vec<(u8, &str)> = Vec::new();
-    for &(start, level, label) in headings.iter().take_while(|h| h.0 <= at) {
-        let _ = start;
+    for &(_, level, label) in headings.iter().take_while(|h| h.0 <= at) {
         while stack.last().is_some_and(|&(l, _)| l >= level) {
             stack.pop();
         }

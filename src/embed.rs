@@ -151,6 +151,28 @@ fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {
     .map_err(Error::Other)
 }
 
+/// An embedder loaded on first use: a run whose vectors are all cached never loads the model.
+pub struct LazyEmbedder<'a> {
+    models: &'a Path,
+    info: &'a ModelInfo,
+    threads: usize,
+    loaded: OnceLock<Embedder>,
+}
+
+impl<'a> LazyEmbedder<'a> {
+    pub fn new(models: &'a Path, info: &'a ModelInfo, threads: usize) -> Self {
+        LazyEmbedder { models, info, threads, loaded: OnceLock::new() }
+    }
+
+    pub fn get(&self) -> Result<&Embedder> {
+        if let Some(e) = self.loaded.get() {
+            return Ok(e);
+        }
+        let e = Embedder::load(self.models, self.info, self.threads)?;
+        Ok(self.loaded.get_or_init(|| e))
+    }
+}
+
 /// A loaded model. Embedding runs one batch at a time (ONNX Runtime uses the threads).
 pub struct Embedder {
     pub info: ModelInfo,

@@ -584,6 +584,26 @@ fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usize>, 
     }
 }
 
+/// One of a fixed set of named values, `default` when absent.
+fn choice<T: Copy>(
+    combo: &Combo<'_>,
+    key: &str,
+    default: T,
+    options: &[(&str, T)],
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<T> {
+    let names = || options.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    match combo.get(key) {
+        None => Ok(default),
+        Some((Value::String(s), span)) => options
+            .iter()
+            .find(|(n, _)| n == s)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| bad(span, format!("unknown {key} {s:?} (expected {})", names()))),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be one of {}, found {}", names(), v.type_str()))),
+    }
+}
+
 fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
     match combo.get(key) {
         Some((Value::Boolean(b), _)) => Ok(*b),
@@ -644,16 +664,13 @@ const LEXICAL_KEYS: [&str; 3] = ["analyzer", "k1", "b"];
 const DENSE_KEYS: [&str; 5] = ["model", "index", "m", "ef_construction", "ef_search"];
 
 fn lexical_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
-    let analyzer = match combo.get("analyzer") {
-        None => AnalyzerKind::En,
-        Some((Value::String(s), span)) => match s.as_str() {
-            "en" => AnalyzerKind::En,
-            "pt" => AnalyzerKind::Pt,
-            "simple" => AnalyzerKind::Simple,
-            _ => return Err(bad(span, format!("unknown analyzer {s:?} (expected en, pt, simple)"))),
-        },
-        Some((v, span)) => return Err(bad(span, format!("`analyzer` must be a string, found {}", v.type_str()))),
-    };
+    let analyzer = choice(
+        combo,
+        "analyzer",
+        AnalyzerKind::En,
+        &[("en", AnalyzerKind::En), ("pt", AnalyzerKind::Pt), ("simple", AnalyzerKind::Simple)],
+        bad,
+    )?;
     let k1 = float(combo, "k1", 0.9, bad)?;
     let b = float(combo, "b", 0.4, bad)?;
     if k1 < 0.0 {
@@ -676,12 +693,8 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
             ))
         }
     };
-    let index = match combo.get("index") {
-        None => "exact",
-        Some((Value::String(s), _)) if s == "exact" || s == "hnsw" => s.as_str(),
-        Some((v, span)) => return Err(bad(span, format!("`index` must be \"exact\" or \"hnsw\", found {v}"))),
-    };
-    let index = if index == "exact" {
+    let hnsw = choice(combo, "index", false, &[("exact", false), ("hnsw", true)], bad)?;
+    let index = if !hnsw {
         for key in ["m", "ef_construction", "ef_search"] {
             if let Some((_, span)) = combo.get(key) {
                 return Err(bad(span, format!("`{key}` only applies to index = \"hnsw\"")));
@@ -735,16 +748,13 @@ fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -
             if !(0.0..=1.0).contains(&alpha) {
                 return Err(bad(combo.get("alpha").unwrap().1, "`alpha` must be between 0 and 1".into()));
             }
-            let norm = match combo.get("norm") {
-                None => Norm::MinMax,
-                Some((Value::String(s), span)) => match s.as_str() {
-                    "minmax" => Norm::MinMax,
-                    "zscore" => Norm::ZScore,
-                    "none" => Norm::None,
-                    _ => return Err(bad(span, format!("unknown norm {s:?} (expected minmax, zscore, none)"))),
-                },
-                Some((v, span)) => return Err(bad(span, format!("`norm` must be a string, found {}", v.type_str()))),
-            };
+            let norm = choice(
+                combo,
+                "norm",
+                Norm::MinMax,
+                &[("minmax", Norm::MinMax), ("zscore", Norm::ZScore), ("none", Norm::None)],
+                bad,
+            )?;
             Fusion::Convex { alpha: alpha as f32, norm }
         }
         "dbsf" => {

@@ -223,8 +223,9 @@ struct RawCase {
     /// Default document for evidence spans that do not name one.
     #[serde(default, alias = "documento")]
     doc: Option<String>,
-    #[serde(default, alias = "notas")]
-    notes: Option<String>,
+    /// Free text for the golden set's authors; read so it is accepted, never used.
+    #[serde(default, rename = "notes", alias = "notas")]
+    _notes: Option<String>,
 }
 
 /// Reads a JSON array (or JSONL) of cases, checking every label against the corpus.
@@ -321,7 +322,6 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
         if !answerable && has_labels {
             return Err(bad(format!("case {id:?} is marked unanswerable but has labels")));
         }
-        let _ = raw.notes;
         cases.push(GoldenCase {
             id,
             question: raw.question,

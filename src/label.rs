@@ -154,7 +154,7 @@ impl Truth {
     /// Builds L from ranked chunks, stopping once it holds `max_items` items.
     pub fn judge(&self, hits: &[Hit], chunks: &ChunkSet, corpus: &Corpus, max_items: usize) -> Judged {
         let mut items: Vec<Item> = Vec::new();
-        let mut consumed: Vec<u32> = Vec::new();
+        let mut returned: Vec<u32> = Vec::new();
         match self {
             Truth::Doc(grades) => {
                 let mut seen = std::collections::HashSet::new();
@@ -162,7 +162,7 @@ impl Truth {
                     if items.len() >= max_items {
                         break;
                     }
-                    consumed.push(h.chunk);
+                    returned.push(h.chunk);
                     let doc = chunks.chunks[h.chunk as usize].doc;
                     if seen.insert(doc) {
                         let gain = grades.get(&doc).copied().unwrap_or(0) as f64;
@@ -177,7 +177,7 @@ impl Truth {
                     if items.len() >= max_items {
                         break;
                     }
-                    consumed.push(h.chunk);
+                    returned.push(h.chunk);
                     let c = &chunks.chunks[h.chunk as usize];
                     let (cs, ce) = (c.start as usize, c.end as usize);
                     let mut counted = false;
@@ -204,7 +204,7 @@ impl Truth {
             Truth::Evidence(spans) => {
                 let mut covered = vec![false; spans.len()];
                 for h in hits.iter().take(max_items) {
-                    consumed.push(h.chunk);
+                    returned.push(h.chunk);
                     let text = normalize(chunks.text(corpus, h.chunk as usize));
                     let mut new = 0;
                     for (i, e) in spans.iter().enumerate() {
@@ -218,7 +218,7 @@ impl Truth {
                 }
             }
         }
-        Judged { items, relevant: self.relevant(), ideal: self.ideal(), returned: consumed }
+        Judged { items, relevant: self.relevant(), ideal: self.ideal(), returned }
     }
 }
 

@@ -225,10 +225,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
 }
 
 fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
-    use ragsweep::embed::{embed_all, find_model, Embedder, Role, VectorCache};
+    use ragsweep::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
     use ragsweep::experiment::{DenseIndex, RetrieverSpec};
     use ragsweep::index::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
-    use std::sync::OnceLock;
     use std::time::Instant;
 
     let exp = Experiment::load(experiment)?;
@@ -246,14 +245,8 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
     let info = find_model(&dirs.models, model)?;
     let set = ragsweep::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
     let mut cache = VectorCache::open(&dirs.cache, &info)?;
-    let embedder = OnceLock::new();
-    let load = || -> ragsweep::Result<&Embedder> {
-        if let Some(e) = embedder.get() {
-            return Ok(e);
-        }
-        let e = Embedder::load(&dirs.models, &info, rayon::current_num_threads())?;
-        Ok(embedder.get_or_init(|| e))
-    };
+    let embedder = LazyEmbedder::new(&dirs.models, &info, rayon::current_num_threads());
+    let load = || embedder.get();
     let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
     let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, 32, &load, &|_, _| {})?;
     let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();

@@ -47,18 +47,12 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
             return Err(bad(&manifest_path, "not a shard (run with --shard i/n)".into()));
         }
         wall_seconds = wall_seconds.max(manifest["wall_seconds"].as_f64().unwrap_or(0.0));
-        if let Some(list) = manifest["stages"].as_array() {
-            for s in list {
-                stages.push(StageReport {
-                    stage: s["stage"].as_str().unwrap_or_default().to_string(),
-                    key: format!("{} (shard {})", s["key"].as_str().unwrap_or_default(), manifest["shard"]["index"]),
-                    seconds: s["seconds"].as_f64().unwrap_or(0.0),
-                    chunks: s["chunks"].as_u64().unwrap_or(0) as usize,
-                    bytes: s["bytes"].as_u64().unwrap_or(0),
-                    embedding: serde_json::from_value(s["embedding"].clone()).ok(),
-                });
-            }
-        }
+        let shard_stages: Vec<StageReport> = serde_json::from_value(manifest["stages"].clone())
+            .map_err(|e| bad(&manifest_path, format!("stages: {e}")))?;
+        stages.extend(shard_stages.into_iter().map(|mut s| {
+            s.key = format!("{} (shard {})", s.key, manifest["shard"]["index"]);
+            s
+        }));
         let matrix_path = dir.join("matrix.json");
         let matrix = read_json(&matrix_path)?;
         for r in matrix["rows"].as_array().into_iter().flatten() {

@@ -58,6 +58,11 @@ fn config_names(run: &RunResult) -> Vec<&'static str> {
     names
 }
 
+/// `{"@k": value}` for each cut-off.
+fn at_k<T: serde::Serialize>(ks: &[usize], values: &[T]) -> Value {
+    Value::Object(ks.iter().zip(values).map(|(k, v)| (format!("@{k}"), json!(v))).collect())
+}
+
 fn fmt_value(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
@@ -158,9 +163,9 @@ impl Exporter for Json {
                     "leaks": row.leaks,
                     "latency": row.latency,
                     "cost": row.cost,
-                    "ctx_tokens": exp.k.iter().zip(&row.ctx_tokens).map(|(k, n)| (format!("@{k}"), json!(n))).collect::<serde_json::Map<_, _>>(),
-                    "usd_per_1k_queries": exp.k.iter().enumerate().map(|(i, k)| (format!("@{k}"), json!(row.usd_per_1k_queries(i, &exp.prices)))).collect::<serde_json::Map<_, _>>(),
-                    "short_lists": exp.k.iter().zip(&row.short_lists).map(|(k, n)| (format!("@{k}"), json!(n))).collect::<serde_json::Map<_, _>>(),
+                    "ctx_tokens": at_k(&exp.k, &row.ctx_tokens),
+                    "usd_per_1k_queries": at_k(&exp.k, &(0..exp.k.len()).map(|i| row.usd_per_1k_queries(i, &exp.prices)).collect::<Vec<_>>()),
+                    "short_lists": at_k(&exp.k, &row.short_lists),
                     "metrics": metrics,
                 })
             })

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -21,7 +21,7 @@ use crate::analyze::{Analyzer, AnalyzerKind};
 use crate::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 use crate::corpus::Corpus;
 use crate::cost::Counter;
-use crate::embed::{self, EmbedStats, Embedder, ModelInfo, Role, VectorCache};
+use crate::embed::{self, EmbedStats, LazyEmbedder, ModelInfo, Role, VectorCache};
 use crate::error::Result;
 use crate::experiment::{Cell, DenseIndex, Experiment, RetrieverSpec};
 use crate::fusion;
@@ -159,7 +159,7 @@ fn latency_sample(cases: &[GoldenCase], n: usize) -> Vec<usize> {
     order.into_iter().take(n).map(|(_, i)| i).collect()
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub struct StageReport {
     pub stage: String,
     pub key: String,
@@ -353,14 +353,9 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     }
 
     // Stage: embeddings, once per (chunk set, model) for passages and once per model for queries.
-    let embedders: Vec<OnceLock<Embedder>> = models.iter().map(|_| OnceLock::new()).collect();
-    let load = |model: usize| -> Result<&Embedder> {
-        if let Some(e) = embedders[model].get() {
-            return Ok(e);
-        }
-        let e = Embedder::load(&opts.models_dir, &models[model], rayon::current_num_threads())?;
-        Ok(embedders[model].get_or_init(|| e))
-    };
+    let embedders: Vec<LazyEmbedder> =
+        models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, rayon::current_num_threads())).collect();
+    let load = |model: usize| embedders[model].get();
     let mut passage_vectors: HashMap<(usize, usize), Arc<Vec<f32>>> = HashMap::new();
     // (stats, tokens embedded) per (chunk set, model); mean query tokens per model.
     let mut embed_costs: HashMap<(usize, usize), (EmbedStats, u64)> = HashMap::new();
@@ -570,7 +565,6 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                 };
                 per_k.push((max_k, judged));
                 pb.inc(1);
-                let judged = &per_k.last().expect("just pushed").1;
                 let leaks = match allowed {
                     Some(a) => per_k
                         .iter()
@@ -581,14 +575,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                         .count(),
                     None => 0,
                 };
-                let mut result = score_case(cell, case, &per_k, judged, &columns, &exp.k, leaks);
-                let list_for = |k: usize| per_k.iter().find(|(kk, _)| *kk == k).map_or(judged, |(_, j)| j);
-                result.ctx_tokens = exp
-                    .k
-                    .iter()
-                    .map(|&k| list_for(k).returned.iter().take(k).map(|&c| chunk_tokens[chunks][c as usize]).sum())
-                    .collect();
-                Ok(result)
+                Ok(score_case(cell, case, &per_k, &columns, &exp.k, &chunk_tokens[chunks], leaks))
             })
             .collect::<Result<_>>()?;
         per_case.extend(results);
@@ -747,17 +734,18 @@ fn judge_deep(
     }
 }
 
-/// Scores a case. `per_k` holds the judged list for each cut-off when they differ (late
-/// filters); otherwise every cut-off reads `judged`, the deepest list.
+/// Scores a case. `per_k` ends with the deepest judged list; earlier entries hold the
+/// lists of cut-offs that differ from it (late filters). Other cut-offs read the deepest list.
 fn score_case(
     cell: &Cell,
     case: &GoldenCase,
     per_k: &[(usize, Judged)],
-    judged: &Judged,
     columns: &[MetricAt],
     ks: &[usize],
+    chunk_tokens: &[u32],
     leaks: usize,
 ) -> CaseResult {
+    let judged = &per_k.last().expect("the deepest list").1;
     let list_for = |k: usize| per_k.iter().find(|(kk, _)| *kk == k).map_or(judged, |(_, j)| j);
     let values = columns.iter().map(|c| if case.answerable { c.metric.at(list_for(c.k), c.k) } else { None }).collect();
     CaseResult {
@@ -769,7 +757,10 @@ fn score_case(
         ranking: judged.items.iter().map(|i| (i.key.clone(), i.score)).collect(),
         short: ks.iter().map(|&k| list_for(k).items.len() < k).collect(),
         leaks,
-        ctx_tokens: Vec::new(),
+        ctx_tokens: ks
+            .iter()
+            .map(|&k| list_for(k).returned.iter().take(k).map(|&c| chunk_tokens[c as usize]).sum())
+            .collect(),
     }
 }
 

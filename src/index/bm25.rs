@@ -33,7 +33,7 @@ impl Default for Bm25Params {
 
 pub struct Bm25Index {
     analyzer: Analyzer,
-    index: Index,
+    /// Keeps the (in-memory) index alive and serves searchers.
     reader: IndexReader,
     text: Field,
     /// Per segment, tantivy doc id → chunk ordinal.
@@ -75,7 +75,7 @@ impl Bm25Index {
             let col = seg.fast_fields().u64("ord")?;
             ordinals.push((0..seg.max_doc()).map(|d| col.first(d).unwrap_or(0) as u32).collect());
         }
-        Ok(Bm25Index { analyzer: analyzer.clone(), index, reader, text, ordinals, num_chunks })
+        Ok(Bm25Index { analyzer: analyzer.clone(), reader, text, ordinals, num_chunks })
     }
 
     pub fn analyzer(&self) -> &Analyzer {
@@ -184,7 +184,6 @@ impl Bm25Index {
             .collect();
         let top =
             searcher.search(&BooleanQuery::new(clauses), &tantivy::collector::TopDocs::with_limit(depth.max(1)))?;
-        let _ = &self.index;
         Ok(top
             .into_iter()
             .map(|(score, addr)| Hit { chunk: self.ordinals[addr.segment_ord as usize][addr.doc_id as usize], score })
