@@ -5,11 +5,14 @@
 //! id order and ties in score break by id for free (SPEC §3).
 
 use std::fmt;
+use std::fs;
 use std::ops::Range;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{markdown_headings, Corpus};
+use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -83,6 +86,8 @@ pub struct ChunkSet {
     prefixes: Vec<String>,
 }
 
+const CHUNKS_FILE: &str = "chunks.json";
+
 impl ChunkSet {
     pub fn build(corpus: &Corpus, spec: &ChunkerSpec) -> ChunkSet {
         let mut rows: Vec<(Chunk, String)> = Vec::new();
@@ -116,6 +121,29 @@ impl ChunkSet {
         rows.dedup_by(|a, b| a.0.id == b.0.id);
         let (chunks, prefixes) = rows.into_iter().unzip();
         ChunkSet { spec: spec.clone(), chunks, prefixes }
+    }
+
+    /// Writes the set's chunks into `dir` (for [`ChunkSet::open`]).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let rows: Vec<(&str, u32, u32, u32, &str)> = self
+            .chunks
+            .iter()
+            .zip(&self.prefixes)
+            .map(|(c, p)| (c.id.as_str(), c.doc, c.start, c.end, p.as_str()))
+            .collect();
+        let path = dir.join(CHUNKS_FILE);
+        fs::write(&path, serde_json::to_vec(&rows).expect("serializable")).map_err(|e| Error::io(&path, e))
+    }
+
+    /// Reads a set written by [`ChunkSet::write`] for the same corpus and spec.
+    pub fn open(dir: &Path, spec: &ChunkerSpec) -> Result<ChunkSet> {
+        let path = dir.join(CHUNKS_FILE);
+        let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let rows: Vec<(String, u32, u32, u32, String)> =
+            serde_json::from_slice(&bytes).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        let (chunks, prefixes) =
+            rows.into_iter().map(|(id, doc, start, end, prefix)| (Chunk { id, doc, start, end }, prefix)).unzip();
+        Ok(ChunkSet { spec: spec.clone(), chunks, prefixes })
     }
 
     pub fn len(&self) -> usize {

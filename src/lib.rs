@@ -23,5 +23,6 @@ pub mod permissions;
 pub mod report;
 pub mod runner;
 pub mod selection;
+pub mod stage_cache;
 
 pub use error::{Error, Location, Result};

@@ -96,7 +96,7 @@ struct Dirs {
     /// Installed embedding models (scripts/install-models.sh).
     #[arg(long, env = "RAGSWEEP_MODELS", default_value = "models")]
     models: PathBuf,
-    /// The content-addressed cache shared by all runs (embeddings).
+    /// The content-addressed cache shared by all runs (vectors, chunk sets, BM25 indexes, HNSW graphs).
     #[arg(long, env = "RAGSWEEP_CACHE", default_value = "cache")]
     cache: PathBuf,
 }
@@ -129,14 +129,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let prepared = runner::prepare(&exp, &dirs.models)?;
             let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
             let run = runner::run(&exp, &prepared, &options)?;
-            for stage in &run.stages {
-                if let Some(e) = &stage.embedding {
-                    eprintln!(
-                        "embed {}: {} texts, {} reused, {} embedded in {:.1}s",
-                        stage.key, e.texts, e.reused, e.embedded, e.seconds
-                    );
-                }
-            }
+            print_stage_work(&run.stages);
             let mut run_id = report::run_id(&exp, std::time::SystemTime::now());
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
@@ -316,6 +309,23 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         }
     }
     Ok(())
+}
+
+/// One line per chunk, embedding and index stage: what was built now and what was reused.
+fn print_stage_work(stages: &[runner::StageReport]) {
+    for stage in stages {
+        let done = if stage.reused { "reused from cache, loaded" } else { "built" };
+        match (stage.stage.as_str(), &stage.embedding) {
+            (_, Some(e)) => eprintln!(
+                "embed {}: {} texts, {} reused, {} embedded in {:.1}s",
+                stage.key, e.texts, e.reused, e.embedded, e.seconds
+            ),
+            ("chunk", _) => eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds),
+            ("index", _) if stage.key.starts_with("exact") => {}
+            ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
+            _ => {}
+        }
+    }
 }
 
 fn parse_shard(s: &str) -> Result<(usize, usize), String> {

@@ -30,6 +30,7 @@ use crate::index::{Allowed, Bm25Index, Bm25Params, ExactIndex, Hit, HnswIndex, H
 use crate::label::{Judged, Truth, Unit};
 use crate::metrics::{Mean, Metric, MetricAt};
 use crate::permissions::{self, Filter};
+use crate::stage_cache::{self, Cached, StageCache};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -37,7 +38,7 @@ pub struct RunOptions {
     pub progress: bool,
     /// Where embedding models are installed.
     pub models_dir: PathBuf,
-    /// Root of the content-addressed cache (vectors).
+    /// Root of the content-addressed cache (vectors, chunk sets, indexes).
     pub cache_dir: PathBuf,
 }
 
@@ -166,13 +167,16 @@ pub struct StageReport {
     pub seconds: f64,
     pub chunks: usize,
     pub bytes: u64,
+    /// True when the stage was read from the on-disk stage cache instead of built.
+    #[serde(default)]
+    pub reused: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedding: Option<EmbedStats>,
 }
 
 impl StageReport {
     fn new(stage: &str, key: String, seconds: f64) -> Self {
-        StageReport { stage: stage.into(), key, seconds, chunks: 0, bytes: 0, embedding: None }
+        StageReport { stage: stage.into(), key, seconds, chunks: 0, bytes: 0, reused: false, embedding: None }
     }
 }
 
@@ -292,6 +296,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     let Prepared { corpus, cases, models, counter } = prepared;
     let columns: Vec<MetricAt> =
         exp.metrics.iter().flat_map(|&metric| exp.k.iter().map(move |&k| MetricAt { metric, k })).collect();
+    let store = StageCache::new(&opts.cache_dir);
     let model_index = |id: &str| models.iter().position(|m| m.id == id).expect("prepared");
     let mut stages = Vec::new();
 
@@ -303,24 +308,45 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         }
     }
     let pb = bar(opts, chunkers.len(), "chunk");
-    let chunk_sets: Vec<ChunkSet> = chunkers
+    let chunk_sets: Vec<(Cached<ChunkSet>, f64)> = chunkers
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
-            let set = ChunkSet::build(corpus, spec);
+            let key = stage_cache::key("chunks", &[corpus.hash.as_bytes(), format!("{spec:?}").as_bytes()]);
+            let set = store.get_or_build(
+                "chunks",
+                &key,
+                |dir| ChunkSet::build(corpus, spec).write(dir),
+                |dir| ChunkSet::open(dir, spec),
+            )?;
             pb.inc(1);
-            (set, t.elapsed().as_secs_f64())
+            Ok((set, t.elapsed().as_secs_f64()))
         })
-        .collect::<Vec<_>>()
+        .collect::<Result<_>>()?;
+    pb.finish_and_clear();
+    let chunk_sets: Vec<ChunkSet> = chunk_sets
         .into_iter()
         .map(|(set, secs)| {
-            let mut r = StageReport::new("chunk", set.spec.to_string(), secs);
-            r.chunks = set.len();
+            let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
+            r.chunks = set.value.len();
+            r.reused = set.reused;
             stages.push(r);
-            set
+            set.value
         })
         .collect();
-    pb.finish_and_clear();
+    // Content keys of the texts each chunk set indexes.
+    let text_keys: Vec<[u8; 32]> = chunk_sets
+        .iter()
+        .map(|set| {
+            let mut h = blake3::Hasher::new();
+            for i in 0..set.len() {
+                let text = set.indexed_text(corpus, i);
+                h.update(&(text.len() as u64).to_le_bytes());
+                h.update(text.as_bytes());
+            }
+            *h.finalize().as_bytes()
+        })
+        .collect();
 
     // Stage: index keys, planned so that cells differing only in query-time parameters
     // (k1, b, ef_search, fusion, filter, k) share an index.
@@ -405,34 +431,56 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         }
     }
 
-    // Stage: indexes.
+    // Stage: indexes, from the on-disk stage cache when their content was built before.
+    // Exact indexes are the vectors themselves: nothing to build.
     let pb = bar(opts, index_keys.len(), "index");
-    let built: Vec<(BuiltIndex, f64)> = index_keys
+    let built: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = index_keys
         .par_iter()
         .map(|key| {
             let t = Instant::now();
-            let index = match *key {
+            let (index, cached) = match *key {
                 IndexKey::Bm25 { chunks, analyzer } => {
                     let set = &chunk_sets[chunks];
-                    BuiltIndex::Bm25(Bm25Index::build(
-                        &Analyzer::new(analyzer),
-                        (0..set.len()).map(|i| set.indexed_text(corpus, i)),
-                    )?)
+                    let analyzer = Analyzer::new(analyzer);
+                    let key = stage_cache::key("bm25", &[format!("{analyzer:?}").as_bytes(), &text_keys[chunks]]);
+                    let c = store.get_or_build(
+                        "bm25",
+                        &key,
+                        |dir| Bm25Index::write(dir, &analyzer, (0..set.len()).map(|i| set.indexed_text(corpus, i))),
+                        |dir| Bm25Index::open(dir, &analyzer),
+                    )?;
+                    (BuiltIndex::Bm25(c.value), Some(Cached { value: (), build: c.build, reused: c.reused }))
                 }
-                IndexKey::Exact { chunks, model } => {
-                    BuiltIndex::Exact(ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone()))
-                }
+                IndexKey::Exact { chunks, model } => (
+                    BuiltIndex::Exact(ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone())),
+                    None,
+                ),
                 IndexKey::Hnsw { chunks, model, params } => {
                     let exact = ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone());
-                    BuiltIndex::Hnsw(HnswIndex::build(exact, params))
+                    let key = stage_cache::key(
+                        "hnsw",
+                        &[
+                            models[model].key().as_bytes(),
+                            &text_keys[chunks],
+                            &(params.m as u64).to_le_bytes(),
+                            &(params.ef_construction as u64).to_le_bytes(),
+                        ],
+                    );
+                    let c = store.get_or_build(
+                        "hnsw",
+                        &key,
+                        |dir| HnswIndex::build(exact.clone(), params).write(dir),
+                        |dir| HnswIndex::open(dir, exact.clone()),
+                    )?;
+                    (BuiltIndex::Hnsw(c.value), Some(Cached { value: (), build: c.build, reused: c.reused }))
                 }
             };
             pb.inc(1);
-            Ok((index, t.elapsed().as_secs_f64()))
+            Ok((index, t.elapsed().as_secs_f64(), cached))
         })
         .collect::<Result<_>>()?;
     pb.finish_and_clear();
-    for (key, (index, secs)) in index_keys.iter().zip(&built) {
+    for (key, (index, secs, cached)) in index_keys.iter().zip(&built) {
         let (chunks, name) = match key {
             IndexKey::Bm25 { chunks, analyzer } => (*chunks, format!("bm25({analyzer})")),
             IndexKey::Exact { chunks, model } => (*chunks, format!("exact({})", models[*model].id)),
@@ -443,6 +491,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         let mut r = StageReport::new("index", format!("{name} on {}", chunkers[chunks]), *secs);
         r.chunks = chunk_sets[chunks].len();
         r.bytes = index.size_bytes();
+        r.reused = cached.as_ref().is_some_and(|c| c.reused);
         stages.push(r);
     }
 
@@ -647,7 +696,9 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     ));
 
     // Build cost per cell: the stages it uses; a stage shared with an earlier cell says so.
-    let index_seconds: Vec<f64> = built.iter().map(|(_, secs)| *secs).collect();
+    // A cached index costs what building it cost when it was built.
+    let index_seconds: Vec<f64> =
+        built.iter().map(|(_, secs, cached)| cached.as_ref().map_or(*secs, |c| c.build.seconds)).collect();
     let costs: Vec<CellCost> = exp
         .cells
         .iter()

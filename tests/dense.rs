@@ -32,6 +32,14 @@ fn second_run_embeds_nothing_and_models_retrieve_sensibly() {
     for line in second.lines().filter(|l| l.starts_with("embed ")) {
         assert!(line.contains(", 0 embedded"), "second run must embed nothing: {line}");
     }
+    let built = |log: &str| {
+        log.lines()
+            .filter(|l| l.starts_with("chunk ") || l.starts_with("index "))
+            .map(|l| l.contains(": built") || l.contains("chunks, built"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(built(&first), [true; 4], "first run builds the chunk set, two graphs and the BM25 index:\n{first}");
+    assert_eq!(built(&second), [false; 4], "second run builds no chunk set and no index:\n{second}");
     assert_eq!(stable_rows(&matrix), stable_rows(&matrix2), "cached vectors give the same matrix");
 
     // Multilingual e5 on Portuguese questions typed with typos and slang.

@@ -7,6 +7,7 @@
 //! repetition (Anserini's bag-of-words query).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use tantivy::fieldnorm::FieldNormReader;
@@ -43,38 +44,67 @@ pub struct Bm25Index {
 
 const TOKENIZER: &str = "ragsweep";
 
+fn schema() -> Schema {
+    let mut schema = Schema::builder();
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer(TOKENIZER)
+        .set_index_option(IndexRecordOption::WithFreqs)
+        .set_fieldnorms(true);
+    schema.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
+    schema.add_u64_field("ord", INDEXED | FAST);
+    schema.build()
+}
+
+fn register(index: &Index, analyzer: &Analyzer) {
+    index.tokenizers().register(TOKENIZER, tantivy::tokenizer::TextAnalyzer::from(TantivyTokenizer(analyzer.clone())));
+}
+
 impl Bm25Index {
     /// Indexes `texts` (one per chunk, in ordinal order) in memory.
     pub fn build(analyzer: &Analyzer, texts: impl Iterator<Item = String>) -> Result<Self> {
-        let mut schema = Schema::builder();
-        let indexing = TextFieldIndexing::default()
-            .set_tokenizer(TOKENIZER)
-            .set_index_option(IndexRecordOption::WithFreqs)
-            .set_fieldnorms(true);
-        let text = schema.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
-        let ord = schema.add_u64_field("ord", INDEXED | FAST);
-        let index = Index::create_in_ram(schema.build());
-        index
-            .tokenizers()
-            .register(TOKENIZER, tantivy::tokenizer::TextAnalyzer::from(TantivyTokenizer(analyzer.clone())));
+        let index = Index::create_in_ram(schema());
+        Self::fill(&index, analyzer, texts)?;
+        Self::from_index(index, analyzer)
+    }
+
+    /// Indexes `texts` into the (empty) directory `dir`, for [`Bm25Index::open`].
+    pub fn write(dir: &Path, analyzer: &Analyzer, texts: impl Iterator<Item = String>) -> Result<()> {
+        let index = Index::create_in_dir(dir, schema())?;
+        Self::fill(&index, analyzer, texts)
+    }
+
+    /// Opens an index written by [`Bm25Index::write`] with the same analyzer.
+    pub fn open(dir: &Path, analyzer: &Analyzer) -> Result<Self> {
+        Self::from_index(Index::open_in_dir(dir)?, analyzer)
+    }
+
+    fn fill(index: &Index, analyzer: &Analyzer, texts: impl Iterator<Item = String>) -> Result<()> {
+        register(index, analyzer);
+        let schema = index.schema();
+        let (text, ord) = (schema.get_field("text")?, schema.get_field("ord")?);
         let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 200_000_000)?;
-        let mut num_chunks = 0usize;
         for (i, t) in texts.enumerate() {
             let mut doc = TantivyDocument::default();
             doc.add_text(text, &t);
             doc.add_u64(ord, i as u64);
             writer.add_document(doc)?;
-            num_chunks += 1;
         }
         writer.commit()?;
-        drop(writer);
-        let reader = index.reader()?;
+        writer.wait_merging_threads()?;
+        Ok(())
+    }
+
+    fn from_index(index: Index, analyzer: &Analyzer) -> Result<Self> {
+        register(&index, analyzer);
+        let text = index.schema().get_field("text")?;
+        let reader = index.reader_builder().reload_policy(tantivy::ReloadPolicy::Manual).try_into()?;
         let searcher = reader.searcher();
         let mut ordinals = Vec::new();
         for seg in searcher.segment_readers() {
             let col = seg.fast_fields().u64("ord")?;
-            ordinals.push((0..seg.max_doc()).map(|d| col.first(d).unwrap_or(0) as u32).collect());
+            ordinals.push((0..seg.max_doc()).map(|d| col.first(d).unwrap_or(0) as u32).collect::<Vec<u32>>());
         }
+        let num_chunks = ordinals.iter().map(Vec::len).sum();
         Ok(Bm25Index { analyzer: analyzer.clone(), reader, text, ordinals, num_chunks })
     }
 
@@ -250,5 +280,20 @@ mod tests {
         let ords: Vec<_> = hits.iter().map(|h| h.chunk).collect();
         assert_eq!(ords.len(), 2);
         assert!(ords.iter().all(|&o| o == 2 || o == 4));
+    }
+
+    #[test]
+    fn a_written_index_reopens_with_the_same_scores() {
+        let texts = ["cat sat on the mat", "dog ate the cat", "birds sing"];
+        let analyzer = Analyzer::new(AnalyzerKind::En);
+        let dir = tempfile::tempdir().unwrap();
+        Bm25Index::write(dir.path(), &analyzer, texts.iter().map(|t| t.to_string())).unwrap();
+        let opened = Bm25Index::open(dir.path(), &analyzer).unwrap();
+        let params = Bm25Params::default();
+        assert_eq!(opened.num_chunks(), 3);
+        assert_eq!(
+            opened.search("cat", params, 3, None).unwrap(),
+            index(&texts).search("cat", params, 3, None).unwrap()
+        );
     }
 }

@@ -1,9 +1,14 @@
 //! Dense indexes over L2-normalised vectors: an exact dot-product scan and an HNSW graph.
 //! Scores are cosine similarities (dot products of unit vectors).
 
+use std::path::Path;
 use std::sync::Arc;
 
+use hnsw_rs::api::AnnT;
+use hnsw_rs::hnswio::HnswIo;
 use hnsw_rs::prelude::{DistDot, Hnsw};
+
+use crate::error::{Error, Result};
 
 use super::{top_hits, Allowed, Hit};
 
@@ -99,6 +104,8 @@ pub struct HnswParams {
     pub ef_construction: usize,
 }
 
+const GRAPH_FILE: &str = "graph";
+
 /// Approximate search on an HNSW graph (hnsw_rs).
 pub struct HnswIndex {
     graph: Hnsw<'static, f32, DistDot>,
@@ -109,13 +116,34 @@ impl HnswIndex {
     /// Builds the graph (in parallel) over `exact`'s vectors, which it keeps for rescoring.
     pub fn build(exact: ExactIndex, params: HnswParams) -> Self {
         let n = exact.len().max(1);
-        let layers = 16.min((n as f32).ln().ceil().max(1.0) as usize);
-        let graph = Hnsw::new(params.m, n, layers, params.ef_construction, DistDot {});
+        // hnsw_rs only writes graphs built with its maximum of 16 layers; levels are drawn
+        // with scale 1/ln(m), so upper layers stay empty on any realistic corpus.
+        let graph = Hnsw::new(params.m, n, 16, params.ef_construction, DistDot {});
         let data: Vec<(&[f32], usize)> = (0..exact.len()).map(|i| (exact.vector(i), i)).collect();
         graph.parallel_insert_slice(&data);
         let mut graph = graph;
         graph.set_searching_mode(true);
         HnswIndex { graph, exact }
+    }
+
+    /// Writes the graph into `dir` (for [`HnswIndex::open`]).
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        self.graph.file_dump(dir, GRAPH_FILE).map_err(|e| Error::Other(format!("{}: {e}", dir.display())))?;
+        Ok(())
+    }
+
+    /// Loads a graph written by [`HnswIndex::write`] over the same vectors as `exact`.
+    pub fn open(dir: &Path, exact: ExactIndex) -> Result<Self> {
+        // hnsw_rs ties a loaded graph's lifetime to its loader. Without mmap the graph owns
+        // its data, so the (small) loader is leaked to give the graph a 'static lifetime.
+        let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, GRAPH_FILE)));
+        let mut graph: Hnsw<'static, f32, DistDot> =
+            io.load_hnsw().map_err(|e| Error::Other(format!("{}: {e}", dir.display())))?;
+        if graph.get_nb_point() != exact.len() {
+            return Err(Error::Other(format!("{}: the graph does not match the vectors", dir.display())));
+        }
+        graph.set_searching_mode(true);
+        Ok(HnswIndex { graph, exact })
     }
 
     pub fn size_bytes(&self) -> u64 {
@@ -240,5 +268,18 @@ mod tests {
             found += want.iter().filter(|c| got.contains(c)).count();
         }
         assert!(found as f64 / 500.0 >= 0.95, "recall@10 of HNSW vs exact: {}", found as f64 / 500.0);
+    }
+
+    #[test]
+    fn a_written_graph_reopens_with_the_same_results() {
+        let (n, dim) = (500, 8);
+        let exact = ExactIndex::new(dim, random_vectors(n, dim, 7));
+        let built = HnswIndex::build(exact.clone(), HnswParams { m: 8, ef_construction: 32 });
+        let dir = tempfile::tempdir().unwrap();
+        built.write(dir.path()).unwrap();
+        let opened = HnswIndex::open(dir.path(), exact).unwrap();
+        for q in random_vectors(10, dim, 3).chunks_exact(dim) {
+            assert_eq!(built.search(q, 10, 16, None), opened.search(q, 10, 16, None));
+        }
     }
 }

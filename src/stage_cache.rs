@@ -1,0 +1,164 @@
+//! On-disk store for built stages (chunk sets, BM25 indexes, HNSW graphs), keyed by the
+//! content they are built from, so a rerun that changes only query-time parameters
+//! (k1, b, ef_search, fusion, filters, k) builds nothing.
+//!
+//! An entry is a directory `<root>/<kind>/<key>/`. It is written under a temporary name and
+//! renamed into place, so a crash never leaves a half-written entry, and two processes that
+//! build the same entry at once both end up reading one complete copy. Each entry records
+//! what building it cost (`build.json`), so reused work is reported as reused, not as free.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Bump when the on-disk layout of any stage changes.
+const FORMAT: &str = "ragsweep-stage-v1";
+const RECORD: &str = "build.json";
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BuildRecord {
+    /// Seconds the build took when it ran.
+    pub seconds: f64,
+}
+
+/// A stage's value and where it came from.
+pub struct Cached<T> {
+    pub value: T,
+    /// The original build's cost.
+    pub build: BuildRecord,
+    /// True when the entry was already on disk.
+    pub reused: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct StageCache {
+    root: PathBuf,
+}
+
+/// A content key: blake3 over the stage format, the stage kind and the given parts.
+pub fn key(kind: &str, parts: &[&[u8]]) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(FORMAT.as_bytes());
+    h.update(&[0]);
+    h.update(kind.as_bytes());
+    for p in parts {
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    h.finalize().to_hex()[..32].to_string()
+}
+
+static TEMP: AtomicUsize = AtomicUsize::new(0);
+
+impl StageCache {
+    pub fn new(root: &Path) -> Self {
+        StageCache { root: root.join("stages") }
+    }
+
+    pub fn entry(&self, kind: &str, key: &str) -> PathBuf {
+        self.root.join(kind).join(key)
+    }
+
+    /// Opens the entry, or runs `write` into a fresh directory, moves it into place and
+    /// opens that. An entry that fails to open is discarded and rebuilt.
+    pub fn get_or_build<T>(
+        &self,
+        kind: &str,
+        key: &str,
+        write: impl FnOnce(&Path) -> Result<()>,
+        open: impl Fn(&Path) -> Result<T>,
+    ) -> Result<Cached<T>> {
+        let dir = self.entry(kind, key);
+        if let Some(build) = read_record(&dir) {
+            match open(&dir) {
+                Ok(value) => return Ok(Cached { value, build, reused: true }),
+                Err(_) => remove(&dir)?,
+            }
+        }
+        let parent = dir.parent().expect("entries have a parent");
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        let temp = parent.join(format!(".tmp-{key}-{}-{}", std::process::id(), TEMP.fetch_add(1, Ordering::Relaxed)));
+        fs::create_dir(&temp).map_err(|e| Error::io(&temp, e))?;
+        let started = Instant::now();
+        let written = write(&temp);
+        let build = BuildRecord { seconds: started.elapsed().as_secs_f64() };
+        if let Err(e) = written.and_then(|()| write_record(&temp, build)) {
+            let _ = fs::remove_dir_all(&temp);
+            return Err(e);
+        }
+        if fs::rename(&temp, &dir).is_err() {
+            // Another process finished the same entry first; theirs is as good as ours.
+            let _ = fs::remove_dir_all(&temp);
+            if read_record(&dir).is_none() {
+                return Err(Error::Other(format!("{}: could not move the built stage into place", dir.display())));
+            }
+        }
+        let value = open(&dir)?;
+        Ok(Cached { value, build, reused: false })
+    }
+}
+
+fn read_record(dir: &Path) -> Option<BuildRecord> {
+    serde_json::from_slice(&fs::read(dir.join(RECORD)).ok()?).ok()
+}
+
+fn write_record(dir: &Path, record: BuildRecord) -> Result<()> {
+    let path = dir.join(RECORD);
+    fs::write(&path, serde_json::to_vec(&record).expect("serializable")).map_err(|e| Error::io(&path, e))
+}
+
+fn remove(dir: &Path) -> Result<()> {
+    fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(dir: &Path) -> Result<String> {
+        fs::read_to_string(dir.join("value")).map_err(|e| Error::io(dir, e))
+    }
+
+    #[test]
+    fn builds_once_then_reuses() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = StageCache::new(root.path());
+        let k = key("t", &[b"a"]);
+        let write = |d: &Path| fs::write(d.join("value"), "built").map_err(|e| Error::io(d, e));
+        let first = cache.get_or_build("t", &k, write, read).unwrap();
+        assert!(!first.reused);
+        assert_eq!(first.value, "built");
+        let second = cache.get_or_build("t", &k, |_| panic!("must not rebuild"), read).unwrap();
+        assert!(second.reused);
+        assert_eq!(second.build, first.build);
+    }
+
+    #[test]
+    fn a_failed_build_leaves_nothing_and_a_broken_entry_is_rebuilt() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = StageCache::new(root.path());
+        let k = key("t", &[b"a"]);
+        let failed = cache.get_or_build("t", &k, |_| Err(Error::Other("boom".into())), read);
+        assert!(failed.is_err());
+        assert_eq!(fs::read_dir(root.path().join("stages/t")).unwrap().count(), 0);
+
+        let entry = cache.entry("t", &k);
+        fs::create_dir_all(&entry).unwrap();
+        write_record(&entry, BuildRecord { seconds: 1.0 }).unwrap();
+        let write = |d: &Path| fs::write(d.join("value"), "again").map_err(|e| Error::io(d, e));
+        let rebuilt = cache.get_or_build("t", &k, write, read).unwrap();
+        assert!(!rebuilt.reused);
+        assert_eq!(rebuilt.value, "again");
+    }
+
+    #[test]
+    fn keys_separate_parts() {
+        assert_ne!(key("t", &[b"ab", b"c"]), key("t", &[b"a", b"bc"]));
+        assert_ne!(key("t", &[b"a"]), key("u", &[b"a"]));
+    }
+}
