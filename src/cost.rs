@@ -53,6 +53,20 @@ impl Counter {
         }
     }
 
+    /// The tokens `text` becomes, without special tokens (word segments for `Words`).
+    pub fn tokens(&self, text: &str) -> Result<Vec<String>> {
+        match self {
+            Counter::Words => {
+                Ok(unicode_segmentation::UnicodeSegmentation::unicode_words(text).map(String::from).collect())
+            }
+            Counter::Model { tokenizer, .. } => Ok(tokenizer
+                .encode(text, false)
+                .map_err(|e| Error::Other(format!("tokenizing {text:?}: {e}")))?
+                .get_tokens()
+                .to_vec()),
+        }
+    }
+
     /// Tokens of each text (special tokens included for model tokenizers).
     pub fn count(&self, texts: &[String]) -> Result<Vec<u32>> {
         match self {

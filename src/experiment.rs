@@ -179,6 +179,33 @@ pub struct Cell {
     pub chunker: ChunkerSpec,
     pub retriever: RetrieverSpec,
     pub filter: Filter,
+    /// The score floor below which a case abstains (SPEC §4), if any.
+    pub abstain: Option<Abstain>,
+}
+
+/// A cell's abstention floor: fixed, or calibrated on the tuning split.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Abstain {
+    Below(f64),
+    Calibrate,
+}
+
+impl Serialize for Abstain {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Abstain::Below(floor) => s.serialize_f64(*floor),
+            Abstain::Calibrate => s.serialize_str("calibrate"),
+        }
+    }
+}
+
+impl fmt::Display for Abstain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Abstain::Below(floor) => write!(f, "{floor}"),
+            Abstain::Calibrate => write!(f, "calibrate"),
+        }
+    }
 }
 
 impl Cell {
@@ -210,10 +237,14 @@ impl Cell {
     }
 
     pub fn label(&self) -> String {
-        match self.filter {
-            Filter::None => format!("{} {}", self.chunker, self.retriever),
-            f => format!("{} {} filter={f}", self.chunker, self.retriever),
+        let mut label = format!("{} {}", self.chunker, self.retriever);
+        if self.filter != Filter::None {
+            label.push_str(&format!(" filter={}", self.filter));
         }
+        if let Some(a) = self.abstain {
+            label.push_str(&format!(" abstain_below={a}"));
+        }
+        label
     }
 
     /// Named configuration values, for the matrix's configuration columns.
@@ -278,6 +309,7 @@ impl Cell {
             }
         }
         out.push(("filter", self.filter.to_string()));
+        out.push(("abstain_below", self.abstain.map(|a| a.to_string()).unwrap_or_default()));
         out
     }
 }
@@ -396,7 +428,7 @@ impl Experiment {
 
         let base = path.parent().unwrap_or(Path::new("."));
         let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
-        let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_from)?;
+        let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
         let filters = match &raw.filter {
             None => vec![Filter::None],
             Some(v) => {
@@ -432,7 +464,8 @@ impl Experiment {
         for c in &chunkers {
             for r in &retrievers {
                 for &filter in &filters {
-                    cells.push(Cell { id: String::new(), chunker: c.clone(), retriever: r.clone(), filter });
+                    let (retriever, abstain) = r.clone();
+                    cells.push(Cell { id: String::new(), chunker: c.clone(), retriever, filter, abstain });
                 }
             }
         }
@@ -763,6 +796,26 @@ fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -
         }
         other => return Err(bad(span, format!("unknown fusion {other:?} (expected rrf, convex, dbsf)"))),
     })
+}
+
+/// A retriever and its `abstain_below` floor (a number or `"calibrate"`), which any
+/// retriever kind may sweep.
+fn retriever_cell_from(
+    combo: &Combo<'_>,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<(RetrieverSpec, Option<Abstain>)> {
+    let abstain = match combo.get("abstain_below") {
+        None => None,
+        Some((Value::Float(f), _)) => Some(Abstain::Below(*f)),
+        Some((Value::Integer(i), _)) => Some(Abstain::Below(*i as f64)),
+        Some((Value::String(s), _)) if s == "calibrate" => Some(Abstain::Calibrate),
+        Some((v, span)) => {
+            return Err(bad(span, format!("`abstain_below` takes a score or \"calibrate\", found {v}")));
+        }
+    };
+    let mut rest = Combo { values: combo.values.clone(), kind: combo.kind.clone() };
+    rest.values.remove("abstain_below");
+    Ok((retriever_from(&rest, bad)?, abstain))
 }
 
 fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {

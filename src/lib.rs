@@ -5,12 +5,15 @@
 //! experiment's relevance unit and scores it. Stages are shared between cells that need
 //! the same work. See `ARCHITECTURE.md` for the map.
 
+pub mod abstention;
 pub mod analyze;
 pub mod chunk;
+pub mod compare;
 pub mod corpus;
 pub mod cost;
 pub mod embed;
 pub mod error;
+pub mod exact_terms;
 pub mod experiment;
 pub mod frontmatter;
 pub mod fusion;
@@ -24,5 +27,6 @@ pub mod report;
 pub mod runner;
 pub mod selection;
 pub mod stage_cache;
+pub mod stats;
 
 pub use error::{Error, Location, Result};

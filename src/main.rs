@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use ragsweep::compare::{self, RunData, Side};
 use ragsweep::experiment::Experiment;
+use ragsweep::golden::Split;
 use ragsweep::report::{self, Exporter, Markdown};
 use ragsweep::runner::{self, RunOptions};
 
@@ -84,11 +86,87 @@ enum Command {
         dirs: Dirs,
     },
     /// Parse and check an experiment, its corpus, golden set and models, without running it.
-    Check {
+    Validate {
         experiment: PathBuf,
         #[command(flatten)]
         dirs: Dirs,
     },
+    /// Compare two cells case by case: fixed and broke lists, intervals, p-value.
+    Diff {
+        /// `RUN_DIR:CELL`, or `CELL` with --run (a cell id such as c03, or its label).
+        a: String,
+        /// The same form as A.
+        b: String,
+        /// The run directory of cells given without one.
+        #[arg(long)]
+        run: Option<PathBuf>,
+        #[arg(long, default_value = "hit@10")]
+        metric: String,
+        /// tuning, reserved or all.
+        #[arg(long, default_value = "all", value_parser = parse_split)]
+        split: SplitChoice,
+    },
+    /// The cases one cell missed and another found, with their exact terms and how each
+    /// analyzer and model tokenizes them.
+    Misses {
+        run: PathBuf,
+        /// The cell that missed.
+        #[arg(long)]
+        cell: String,
+        /// The cell that found them (default: the run's selected cell).
+        #[arg(long)]
+        vs: Option<String>,
+        #[arg(long, default_value = "hit@10")]
+        metric: String,
+        #[arg(long, default_value = "all", value_parser = parse_split)]
+        split: SplitChoice,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+    /// CI gate: exit 1 when a cell fell more than --margin below the baseline, listing what broke.
+    Check {
+        run: PathBuf,
+        /// The run to compare against.
+        #[arg(long)]
+        baseline: PathBuf,
+        #[arg(long, default_value = "ndcg@10")]
+        metric: String,
+        /// The largest drop of the mean that still passes.
+        #[arg(long, default_value_t = 0.01)]
+        margin: f64,
+        /// tuning, reserved or all (default: reserved when the run has reserved cases).
+        #[arg(long, value_parser = parse_split)]
+        split: Option<SplitChoice>,
+        /// The compared cell (default: the run's selected cell, or its only cell).
+        #[arg(long)]
+        cell: Option<String>,
+        /// The baseline's cell (default: the one with the same label, else as for --cell).
+        #[arg(long)]
+        baseline_cell: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy)]
+struct SplitChoice(Option<Split>);
+
+fn parse_split(s: &str) -> Result<SplitChoice, String> {
+    match s {
+        "tuning" => Ok(SplitChoice(Some(Split::Tuning))),
+        "reserved" => Ok(SplitChoice(Some(Split::Reserved))),
+        "all" => Ok(SplitChoice(None)),
+        _ => Err("expected tuning, reserved or all".into()),
+    }
+}
+
+/// `RUN_DIR:CELL`, or a bare cell of `--run`.
+fn side_of(spec: &str, run: Option<&PathBuf>) -> anyhow::Result<(PathBuf, String)> {
+    match spec.rsplit_once(':') {
+        Some((dir, cell)) if !cell.contains('/') && !dir.is_empty() => Ok((PathBuf::from(dir), cell.to_string())),
+        _ => {
+            let run = run.with_context(|| format!("{spec:?} names no run directory: use RUN_DIR:CELL or --run"))?;
+            Ok((run.clone(), spec.to_string()))
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -201,7 +279,76 @@ fn real_main() -> anyhow::Result<ExitCode> {
             bench_filter(&experiment, queries, &dirs)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { experiment, dirs } => {
+        Command::Diff { a, b, run, metric, split } => {
+            let (dir_a, cell_a) = side_of(&a, run.as_ref())?;
+            let (dir_b, cell_b) = side_of(&b, run.as_ref())?;
+            let run_a = RunData::load(&dir_a)?;
+            let run_b = if dir_b == dir_a { None } else { Some(RunData::load(&dir_b)?) };
+            let run_b = run_b.as_ref().unwrap_or(&run_a);
+            warn_if_golden_differs(&run_a, run_b);
+            let sa = Side { run: &run_a, cell: run_a.cell(&cell_a)? };
+            let sb = Side { run: run_b, cell: run_b.cell(&cell_b)? };
+            print!("{}", compare::compare(&sa, &sb, &metric, split.0)?.render(&sa, &sb));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Misses { run, cell, vs, metric, split, dirs } => {
+            let data = RunData::load(&run)?;
+            let x = Side { run: &data, cell: data.cell(&cell)? };
+            let y = Side {
+                run: &data,
+                cell: match &vs {
+                    Some(v) => data.cell(v)?,
+                    None => data.default_cell()?,
+                },
+            };
+            let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &dirs.models);
+            for id in missing {
+                eprintln!("model {id} is not installed in {}: its tokens are not shown", dirs.models.display());
+            }
+            print!("{}", compare::misses(&x, &y, &metric, split.0, &tokenizers)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { run, baseline, metric, margin, split, cell, baseline_cell } => {
+            let current = RunData::load(&run)?;
+            let base = RunData::load(&baseline)?;
+            warn_if_golden_differs(&base, &current);
+            let cell = match &cell {
+                Some(c) => current.cell(c)?,
+                None => current.default_cell()?,
+            };
+            let base_cell = match &baseline_cell {
+                Some(c) => base.cell(c)?,
+                None => match base.cells.iter().find(|c| c.label == cell.label) {
+                    Some(c) => c,
+                    None => base.default_cell()?,
+                },
+            };
+            let split = split.map_or_else(
+                || current.records.iter().any(|r| r.split == Split::Reserved).then_some(Split::Reserved),
+                |s| s.0,
+            );
+            let (sa, sb) = (Side { run: &base, cell: base_cell }, Side { run: &current, cell });
+            let c = compare::compare(&sa, &sb, &metric, split)?;
+            print!("{}", c.render(&sa, &sb));
+            let drop = c.mean_a - c.mean_b;
+            if drop > margin {
+                println!(
+                    "\nFAIL: {metric} fell {drop:.4} (from {:.4} to {:.4}), more than the margin {margin}; {} questions broke",
+                    c.mean_a,
+                    c.mean_b,
+                    c.broke.len()
+                );
+                return Ok(ExitCode::from(1));
+            }
+            println!(
+                "\nPASS: {metric} {:.4} → {:.4} (change {:+.4}, margin {margin})",
+                c.mean_a,
+                c.mean_b,
+                c.mean_b - c.mean_a
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate { experiment, dirs } => {
             let exp = Experiment::load(&experiment)?;
             let prepared = runner::prepare(&exp, &dirs.models)?;
             println!(
@@ -214,6 +361,12 @@ fn real_main() -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+fn warn_if_golden_differs(a: &RunData, b: &RunData) {
+    if a.golden_hash != b.golden_hash {
+        eprintln!("warning: the two runs used different golden sets; only cases with the same id are compared");
     }
 }
 

@@ -13,7 +13,7 @@ use crate::experiment::Experiment;
 use crate::golden::Split;
 use crate::metrics::Mean;
 use crate::report::CaseFiles;
-use crate::runner::{CellCost, Latency, Row, RunResult, StageReport};
+use crate::runner::{CaseInfo, CellCost, Latency, Row, RunResult, SliceRow, StageReport};
 
 fn read_json(path: &Path) -> Result<Value> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
@@ -31,6 +31,8 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
     let mut rows_by_cell: BTreeMap<String, Vec<Row>> = BTreeMap::new();
     let mut per_query_by_cell: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut trec_by_cell: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut slices_by_cell: BTreeMap<String, Vec<SliceRow>> = BTreeMap::new();
+    let mut case_info: Vec<CaseInfo> = Vec::new();
     let mut first_manifest: Option<Value> = None;
     let mut wall_seconds: f64 = 0.0;
     let mut stages: Vec<StageReport> = Vec::new();
@@ -71,7 +73,11 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
                 .iter()
                 .map(|c| {
                     let m = &r["metrics"][c.to_string()];
-                    Mean { value: m["value"].as_f64(), n: m["n"].as_u64().unwrap_or(0) as usize }
+                    Mean {
+                        value: m["value"].as_f64(),
+                        n: m["n"].as_u64().unwrap_or(0) as usize,
+                        ci: serde_json::from_value(m["ci"].clone()).ok(),
+                    }
                 })
                 .collect();
             let at_k =
@@ -90,8 +96,24 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
                 ctx_tokens: at_k("ctx_tokens").iter().map(|v| v.as_f64().unwrap_or(0.0)).collect(),
                 cost: serde_json::from_value::<CellCost>(r["cost"].clone())
                     .map_err(|e| bad(&matrix_path, format!("cell {id}: cost: {e}")))?,
+                abstain: serde_json::from_value(r["abstain"].clone())
+                    .map_err(|e| bad(&matrix_path, format!("cell {id}: abstain: {e}")))?,
             };
             rows_by_cell.entry(cell.id.clone()).or_default().push(row);
+        }
+        for v in matrix["slices"].as_array().into_iter().flatten() {
+            let mut v = v.clone();
+            let metrics = v["metrics"].take();
+            v["means"] = Value::Array(columns.iter().map(|c| metrics[c.to_string()].clone()).collect());
+            let slice: SliceRow = serde_json::from_value(v).map_err(|e| bad(&matrix_path, format!("slices: {e}")))?;
+            slices_by_cell.entry(slice.cell.clone()).or_default().push(slice);
+        }
+        if case_info.is_empty() {
+            let path = dir.join("cases.jsonl");
+            let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+            for (i, line) in text.lines().enumerate() {
+                case_info.push(serde_json::from_str(line).map_err(|e| bad(&path, format!("line {}: {e}", i + 1)))?);
+            }
         }
         let per_query_path = dir.join("per_query.jsonl");
         let text = std::fs::read_to_string(&per_query_path).map_err(|e| Error::io(&per_query_path, e))?;
@@ -111,12 +133,14 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
     }
     let manifest = first_manifest.ok_or_else(|| Error::Other("no shards to merge".into()))?;
     let mut rows = Vec::new();
+    let mut slices = Vec::new();
     let mut files = CaseFiles { per_query: Vec::new(), trec: Vec::new() };
     for cell in &exp.cells {
         let cell_rows = rows_by_cell.remove(&cell.id).ok_or_else(|| {
             Error::Other(format!("no shard has cell {} ({}): merge needs every shard", cell.id, cell.label()))
         })?;
         rows.extend(cell_rows);
+        slices.extend(slices_by_cell.remove(&cell.id).unwrap_or_default());
         files.per_query.extend(per_query_by_cell.remove(&cell.id).unwrap_or_default());
         files.trec.push((cell.id.clone(), trec_by_cell.remove(&cell.id).unwrap_or_default()));
     }
@@ -124,7 +148,9 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
     let run = RunResult {
         columns,
         rows,
+        slices,
         cases: Vec::new(),
+        case_info,
         stages,
         corpus_hash: manifest["corpus"]["hash"].as_str().unwrap_or_default().to_string(),
         corpus_docs: manifest["corpus"]["documents"].as_u64().unwrap_or(0) as usize,

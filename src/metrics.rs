@@ -118,17 +118,19 @@ impl FromStr for MetricAt {
     }
 }
 
-/// A mean over the cases where a value is defined, with its count.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// A mean over the cases where a value is defined, with its count and (once computed) its
+/// 95% bootstrap interval over cases.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Mean {
     pub value: Option<f64>,
     pub n: usize,
+    pub ci: Option<crate::stats::Interval>,
 }
 
 impl Mean {
     pub fn of(values: impl Iterator<Item = Option<f64>>) -> Mean {
         let (sum, n) = values.flatten().fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-        Mean { value: (n > 0).then(|| sum / n as f64), n }
+        Mean { value: (n > 0).then(|| sum / n as f64), n, ci: None }
     }
 }
 
@@ -199,8 +201,8 @@ mod tests {
     #[test]
     fn means_skip_undefined_and_count_n() {
         let m = Mean::of([Some(1.0), None, Some(0.0)].into_iter());
-        assert_eq!(m, Mean { value: Some(0.5), n: 2 });
-        assert_eq!(Mean::of(std::iter::empty()), Mean { value: None, n: 0 });
+        assert_eq!(m, Mean { value: Some(0.5), n: 2, ci: None });
+        assert_eq!(Mean::of(std::iter::empty()), Mean { value: None, n: 0, ci: None });
     }
 
     #[test]

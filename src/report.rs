@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::experiment::Experiment;
+use crate::metrics::Mean;
 use crate::runner::{headline, RunResult};
 use crate::selection::{select, Selection};
 
@@ -67,6 +68,48 @@ fn fmt_value(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
 
+/// A mean's CSV fields: value, n, interval low and high.
+fn mean_fields(m: &Mean) -> [String; 4] {
+    [fmt_value(m.value), m.n.to_string(), fmt_value(m.ci.map(|c| c.lo)), fmt_value(m.ci.map(|c| c.hi))]
+}
+
+/// A mean for JSON: value, n and its 95% bootstrap interval.
+fn mean_json(m: &Mean) -> Value {
+    json!({ "value": m.value, "n": m.n, "ci": m.ci })
+}
+
+/// Abstention columns (SPEC §4): the floor and both rates, empty when a cell has no floor.
+pub const ABSTAIN_COLUMNS: [&str; 3] = ["abstain_floor", "abstain_ok", "abstain_wrong"];
+
+/// `slices.csv`: each cell × split × slice of cases (exact-term cases, the others, each tag)
+/// with every metric's mean, n and interval.
+pub fn slices_csv(run: &RunResult) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = ["cell", "split", "slice", "cases"].map(String::from).to_vec();
+    for c in &run.columns {
+        header.extend([c.to_string(), format!("{c}_n"), format!("{c}_lo"), format!("{c}_hi")]);
+    }
+    w.write_record(&header).expect("memory");
+    for s in &run.slices {
+        let mut rec = vec![s.cell.clone(), s.split.as_str().to_string(), s.slice.clone(), s.cases.to_string()];
+        for m in &s.means {
+            rec.extend(mean_fields(m));
+        }
+        w.write_record(&rec).expect("memory");
+    }
+    w.into_inner().expect("memory")
+}
+
+/// `cases.jsonl`: each case once, with its question and exact terms.
+pub fn cases_jsonl(run: &RunResult) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in &run.case_info {
+        serde_json::to_writer(&mut out, c).expect("json");
+        out.push(b'\n');
+    }
+    out
+}
+
 impl Exporter for Csv {
     fn file_name(&self) -> &'static str {
         "matrix.csv"
@@ -80,9 +123,9 @@ impl Exporter for Csv {
         header.extend(["split", "cases", "unanswerable", "leaks"].map(String::from));
         header.extend(exp.k.iter().map(|k| format!("short_lists@{k}")));
         for c in &run.columns {
-            header.push(c.to_string());
-            header.push(format!("{c}_n"));
+            header.extend([c.to_string(), format!("{c}_n"), format!("{c}_lo"), format!("{c}_hi")]);
         }
+        header.extend(ABSTAIN_COLUMNS.map(String::from));
         header.extend(LATENCY_COLUMNS.map(String::from));
         header.extend(BUILD_COST_COLUMNS.map(String::from));
         for k in &exp.k {
@@ -103,8 +146,11 @@ impl Exporter for Csv {
             ]);
             rec.extend(row.short_lists.iter().map(|n| n.to_string()));
             for m in &row.means {
-                rec.push(fmt_value(m.value));
-                rec.push(m.n.to_string());
+                rec.extend(mean_fields(m));
+            }
+            match &row.abstain {
+                Some(a) => rec.extend([format!("{:.6}", a.floor), fmt_value(a.rates.ok), fmt_value(a.rates.wrong)]),
+                None => rec.extend(ABSTAIN_COLUMNS.map(|_| String::new())),
             }
             match &row.latency {
                 Some(l) => rec.extend(
@@ -151,7 +197,7 @@ impl Exporter for Json {
                     .columns
                     .iter()
                     .zip(&row.means)
-                    .map(|(c, m)| (c.to_string(), json!({ "value": m.value, "n": m.n })))
+                    .map(|(c, m)| (c.to_string(), mean_json(m)))
                     .collect();
                 json!({
                     "cell": row.cell,
@@ -166,8 +212,18 @@ impl Exporter for Json {
                     "ctx_tokens": at_k(&exp.k, &row.ctx_tokens),
                     "usd_per_1k_queries": at_k(&exp.k, &(0..exp.k.len()).map(|i| row.usd_per_1k_queries(i, &exp.prices)).collect::<Vec<_>>()),
                     "short_lists": at_k(&exp.k, &row.short_lists),
+                    "abstain": row.abstain,
                     "metrics": metrics,
                 })
+            })
+            .collect();
+        let slices: Vec<Value> = run
+            .slices
+            .iter()
+            .map(|s| {
+                let metrics: serde_json::Map<String, Value> =
+                    run.columns.iter().zip(&s.means).map(|(c, m)| (c.to_string(), mean_json(m))).collect();
+                json!({ "cell": s.cell, "split": s.split.as_str(), "slice": s.slice, "cases": s.cases, "metrics": metrics })
             })
             .collect();
         let doc = json!({
@@ -176,6 +232,7 @@ impl Exporter for Json {
             "selection": exp.select.and_then(|m| select(&run.rows, &run.columns, m)),
             "columns": run.columns.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
             "rows": rows,
+            "slices": slices,
         });
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)
@@ -190,6 +247,7 @@ impl Exporter for Markdown {
     fn write(&self, exp: &Experiment, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let filtered = exp.cells.iter().any(|c| c.filter != crate::permissions::Filter::None);
         let timed = run.rows.iter().any(|r| r.latency.is_some());
+        let abstains = run.rows.iter().any(|r| r.abstain.is_some());
         let cols: Vec<usize> = if self.compact { headline(&run.columns) } else { (0..run.columns.len()).collect() };
         write!(out, "| cell | configuration | split | n |")?;
         if filtered {
@@ -197,6 +255,9 @@ impl Exporter for Markdown {
         }
         for &i in &cols {
             write!(out, " {} |", run.columns[i])?;
+        }
+        if abstains {
+            write!(out, " abstain floor | abstain ok | abstain wrong |")?;
         }
         if timed {
             write!(out, " p50 ms | p95 ms |")?;
@@ -209,6 +270,9 @@ impl Exporter for Markdown {
         for _ in &cols {
             write!(out, "---:|")?;
         }
+        if abstains {
+            write!(out, "---:|---:|---:|")?;
+        }
         if timed {
             write!(out, "---:|---:|")?;
         }
@@ -220,8 +284,19 @@ impl Exporter for Markdown {
                 write!(out, " {} | {} |", row.leaks, row.short_lists.last().copied().unwrap_or(0))?;
             }
             for &i in &cols {
-                let v = row.means[i].value.map(|v| format!("{v:.4}")).unwrap_or_else(|| "–".into());
+                let m = &row.means[i];
+                let v = match (m.value, m.ci) {
+                    (Some(v), Some(ci)) => format!("{v:.4} ({:.2}–{:.2})", ci.lo, ci.hi),
+                    (Some(v), None) => format!("{v:.4}"),
+                    (None, _) => "–".into(),
+                };
                 write!(out, " {v} |")?;
+            }
+            let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.2}"));
+            match &row.abstain {
+                Some(a) => write!(out, " {:.4} | {} | {} |", a.floor, f(a.rates.ok), f(a.rates.wrong))?,
+                None if abstains => write!(out, " – | – | – |")?,
+                None => {}
             }
             if let Some(l) = &row.latency {
                 write!(out, " {:.2} | {:.2} |", l.p50_ms, l.p95_ms)?;
@@ -319,6 +394,8 @@ pub fn write_run(dir: &Path, exp: &Experiment, run: &RunResult, files: &CaseFile
         write_atomic(&staging.join(e.file_name()), &render(|b| e.write(exp, run, b)))?;
     }
     write_atomic(&staging.join("per_query.jsonl"), &files.per_query)?;
+    write_atomic(&staging.join("slices.csv"), &slices_csv(run))?;
+    write_atomic(&staging.join("cases.jsonl"), &cases_jsonl(run))?;
     for (cell, bytes) in &files.trec {
         write_atomic(&runs.join(format!("{cell}.trec")), bytes)?;
     }
@@ -343,6 +420,8 @@ fn per_query(run: &RunResult) -> Vec<u8> {
             "split": c.split.as_str(),
             "answerable": c.answerable,
             "metrics": metrics,
+            "first_relevant": c.first_relevant,
+            "top_score": c.top_score,
             "top": top,
         });
         serde_json::to_writer(&mut out, &line).expect("json");

@@ -17,13 +17,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::abstention::{self, Outcome, Rates};
 use crate::analyze::{Analyzer, AnalyzerKind};
 use crate::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 use crate::corpus::Corpus;
 use crate::cost::Counter;
 use crate::embed::{self, EmbedStats, LazyEmbedder, ModelInfo, Role, VectorCache};
 use crate::error::Result;
-use crate::experiment::{Cell, DenseIndex, Experiment, RetrieverSpec};
+use crate::exact_terms::{self, ExactTerm, Rarity, Tag};
+use crate::experiment::{Abstain, Cell, DenseIndex, Experiment, RetrieverSpec};
 use crate::fusion;
 use crate::golden::{self, GoldenCase, Split};
 use crate::index::{Allowed, Bm25Index, Bm25Params, ExactIndex, Hit, HnswIndex, HnswParams};
@@ -31,6 +33,7 @@ use crate::label::{Judged, Truth, Unit};
 use crate::metrics::{Mean, Metric, MetricAt};
 use crate::permissions::{self, Filter};
 use crate::stage_cache::{self, Cached, StageCache};
+use crate::stats;
 
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -59,6 +62,39 @@ pub struct CaseResult {
     pub leaks: usize,
     /// Per cut-off k: tokens of the top k returned chunks (what a model would be sent).
     pub ctx_tokens: Vec<u32>,
+    /// 1-based rank of the first relevant item in the judged list (deepest k), if any.
+    pub first_relevant: Option<u32>,
+    /// The score of the list's first item, which abstention compares with its floor.
+    pub top_score: Option<f32>,
+}
+
+/// What a case is, once per run: its question and the exact terms it hinges on.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct CaseInfo {
+    pub case: String,
+    pub question: String,
+    pub split: Split,
+    pub answerable: bool,
+    pub exact_terms: Vec<ExactTerm>,
+}
+
+/// A cell's abstention on one split (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct AbstainRow {
+    /// The floor used; calibrated on the tuning split when `calibrated`.
+    pub floor: f64,
+    pub calibrated: bool,
+    pub rates: Rates,
+}
+
+/// Means of one slice of a cell's cases on one split (e.g. the cases with exact terms).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct SliceRow {
+    pub cell: String,
+    pub split: Split,
+    pub slice: String,
+    pub cases: usize,
+    pub means: Vec<Mean>,
 }
 
 /// One row of the result matrix: a cell on one split.
@@ -81,6 +117,8 @@ pub struct Row {
     pub ctx_tokens: Vec<f64>,
     /// What building the cell's stages cost (the same on both split rows).
     pub cost: CellCost,
+    /// Abstention at the cell's floor, when it has one.
+    pub abstain: Option<AbstainRow>,
 }
 
 impl Row {
@@ -184,7 +222,10 @@ impl StageReport {
 pub struct RunResult {
     pub columns: Vec<MetricAt>,
     pub rows: Vec<Row>,
+    /// Means per cell × split × slice: `exact_term` cases, the `other` cases, and each tag.
+    pub slices: Vec<SliceRow>,
     pub cases: Vec<CaseResult>,
+    pub case_info: Vec<CaseInfo>,
     pub stages: Vec<StageReport>,
     pub corpus_hash: String,
     pub corpus_docs: usize,
@@ -724,7 +765,8 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         })
         .collect();
 
-    let rows = aggregate(exp, &per_case, columns.len(), &latencies, &costs);
+    let case_info = case_info(cases, corpus);
+    let (rows, slices) = aggregate(exp, &per_case, &case_info, columns.len(), &latencies, &costs);
     let mut split_counts = BTreeMap::new();
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning).as_str()).or_insert(0) += 1;
@@ -732,7 +774,9 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     Ok(RunResult {
         columns,
         rows,
+        slices,
         cases: per_case,
+        case_info,
         stages,
         corpus_hash: corpus.hash.clone(),
         corpus_docs: corpus.docs.len(),
@@ -812,24 +856,53 @@ fn score_case(
             .iter()
             .map(|&k| list_for(k).returned.iter().take(k).map(|&c| chunk_tokens[c as usize]).sum())
             .collect(),
+        first_relevant: judged.items.iter().position(|i| i.gain > 0.0).map(|p| p as u32 + 1),
+        top_score: judged.items.first().map(|i| i.score),
     }
 }
 
 fn aggregate(
     exp: &Experiment,
     results: &[CaseResult],
+    info: &[CaseInfo],
     width: usize,
     latencies: &[Option<Latency>],
     costs: &[CellCost],
-) -> Vec<Row> {
+) -> (Vec<Row>, Vec<SliceRow>) {
+    let means_of = |mine: &[&CaseResult]| -> Vec<Mean> {
+        let columns: Vec<Vec<Option<f64>>> = (0..width).map(|i| mine.iter().map(|r| r.values[i]).collect()).collect();
+        let cis = stats::bootstrap_means(&columns, stats::BOOTSTRAP_RESAMPLES, stats::SEED);
+        columns.iter().zip(cis).map(|(c, ci)| Mean { ci, ..Mean::of(c.iter().copied()) }).collect()
+    };
+    let tags: HashMap<&str, Vec<Tag>> = info
+        .iter()
+        .map(|c| {
+            let mut tags: Vec<Tag> = c.exact_terms.iter().flat_map(|t| t.tags.iter().copied()).collect();
+            tags.sort();
+            tags.dedup();
+            (c.case.as_str(), tags)
+        })
+        .collect();
     let mut rows = Vec::new();
+    let mut slices = Vec::new();
     for ((cell, latency), cost) in exp.cells.iter().zip(latencies).zip(costs) {
+        let of_cell: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id).collect();
+        let outcomes = |split: Split| -> Vec<Outcome> {
+            of_cell
+                .iter()
+                .filter(|r| r.split == split)
+                .map(|r| Outcome { top_score: r.top_score, answerable: r.answerable })
+                .collect()
+        };
+        let floor = cell.abstain.map(|a| match a {
+            Abstain::Below(floor) => (floor, false),
+            Abstain::Calibrate => (abstention::calibrate(&outcomes(Split::Tuning)), true),
+        });
         for split in [Split::Tuning, Split::Reserved] {
-            let mine: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id && r.split == split).collect();
+            let mine: Vec<&CaseResult> = of_cell.iter().copied().filter(|r| r.split == split).collect();
             if mine.is_empty() {
                 continue;
             }
-            let means = (0..width).map(|i| Mean::of(mine.iter().map(|r| r.values[i]))).collect();
             rows.push(Row {
                 cell: cell.id.clone(),
                 label: cell.label(),
@@ -837,7 +910,7 @@ fn aggregate(
                 split,
                 cases: mine.len(),
                 unanswerable: mine.iter().filter(|r| !r.answerable).count(),
-                means,
+                means: means_of(&mine),
                 leaks: mine.iter().map(|r| r.leaks).sum(),
                 short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
                 latency: *latency,
@@ -845,10 +918,52 @@ fn aggregate(
                     .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
                     .collect(),
                 cost: cost.clone(),
+                abstain: floor.map(|(floor, calibrated)| AbstainRow {
+                    floor,
+                    calibrated,
+                    rates: abstention::rates(&outcomes(split), floor),
+                }),
             });
+            let tagged = |r: &&CaseResult| tags.get(r.case.as_str()).is_some_and(|t| !t.is_empty());
+            let mut parts: Vec<(String, Vec<&CaseResult>)> = vec![
+                ("exact_term".into(), mine.iter().copied().filter(tagged).collect()),
+                ("other".into(), mine.iter().copied().filter(|r| !tagged(r)).collect()),
+            ];
+            for tag in Tag::ALL {
+                let with: Vec<&CaseResult> = mine
+                    .iter()
+                    .copied()
+                    .filter(|r| tags.get(r.case.as_str()).is_some_and(|t| t.contains(&tag)))
+                    .collect();
+                parts.push((tag.as_str().into(), with));
+            }
+            for (slice, members) in parts.into_iter().filter(|(_, m)| !m.is_empty()) {
+                slices.push(SliceRow {
+                    cell: cell.id.clone(),
+                    split,
+                    slice,
+                    cases: members.len(),
+                    means: means_of(&members),
+                });
+            }
         }
     }
-    rows
+    (rows, slices)
+}
+
+/// Each case's question and exact terms, tagged against the corpus's document frequencies.
+fn case_info(cases: &[GoldenCase], corpus: &Corpus) -> Vec<CaseInfo> {
+    let rarity = Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
+    cases
+        .par_iter()
+        .map(|c| CaseInfo {
+            case: c.id.clone(),
+            question: c.question.clone(),
+            split: c.split.unwrap_or(Split::Tuning),
+            answerable: c.answerable,
+            exact_terms: exact_terms::tag(&c.question, &rarity, &exact_terms::relevant_text(c, corpus)),
+        })
+        .collect()
 }
 
 fn golden_hash(cases: &[GoldenCase]) -> String {

@@ -110,12 +110,13 @@ mod tests {
             split,
             cases: 10,
             unanswerable: 0,
-            means: vec![Mean { value: Some(v), n: 10 }],
+            means: vec![Mean { value: Some(v), n: 10, ci: None }],
             leaks: 0,
             short_lists: vec![],
             latency: None,
             ctx_tokens: vec![],
             cost: Default::default(),
+            abstain: None,
         }
     }
 

@@ -16,12 +16,21 @@ fn ragsweep() -> Command {
 fn quickstart_writes_every_output() {
     let out = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    run_experiment("experiments/quickstart.toml", out.path(), cache.path())
-        .stdout(predicate::str::contains("| c01 | markdown+title+headings bm25(pt,k1=1.2,b=0.4) | tuning |"));
+    run_experiment("experiments/quickstart.toml", out.path(), cache.path()).stdout(predicate::str::contains(
+        "| c01 | markdown+title+headings bm25(pt,k1=1.2,b=0.4) abstain_below=calibrate | tuning |",
+    ));
     let dir = run_dir(out.path(), "quickstart");
-    for f in
-        ["matrix.csv", "matrix.json", "matrix.md", "per_query.jsonl", "manifest.json", "runs/c01.trec", "runs/c15.trec"]
-    {
+    for f in [
+        "matrix.csv",
+        "matrix.json",
+        "matrix.md",
+        "per_query.jsonl",
+        "slices.csv",
+        "cases.jsonl",
+        "manifest.json",
+        "runs/c01.trec",
+        "runs/c15.trec",
+    ] {
         assert!(dir.join(f).is_file(), "missing {f}");
     }
     let matrix: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("matrix.json")).unwrap()).unwrap();
@@ -166,13 +175,62 @@ fn golden_case_naming_an_unknown_document_is_located() {
 }
 
 #[test]
-fn check_command_summarises_without_writing() {
+fn validate_command_summarises_without_writing() {
     ragsweep()
-        .arg("check")
+        .arg("validate")
         .arg("--models")
         .arg(repo().join("models"))
         .arg(repo().join("experiments/quickstart.toml"))
         .assert()
         .success()
         .stdout(predicate::str::contains("15 cells, 24 documents, 46 cases (7 unanswerable)"));
+}
+
+/// The demo's selected cell as the baseline: the same configuration passes the gate, a
+/// deliberately worse one fails it with the questions that broke; `diff` and `misses` read
+/// the same runs.
+#[test]
+fn check_gate_diff_and_misses_on_the_demo() {
+    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_experiment("experiments/quickstart.toml", out.path(), cache.path());
+    let base = run_dir(out.path(), "quickstart");
+    let again = tempfile::tempdir().unwrap();
+    run_experiment("experiments/quickstart.toml", again.path(), cache.path());
+    let same = run_dir(again.path(), "quickstart");
+    run_experiment("experiments/demo-worse.toml", out.path(), cache.path());
+    let worse = run_dir(out.path(), "demo-worse");
+
+    let check = |run: &Path| {
+        let mut cmd = ragsweep();
+        cmd.arg("check").arg(run).arg("--baseline").arg(&base).args(["--metric", "ndcg@10", "--margin", "0.01"]);
+        cmd
+    };
+    check(&same).assert().code(0).stdout(predicate::str::contains("PASS: ndcg@10"));
+    check(&worse)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("ndcg@10 on reserved split"))
+        .stdout(predicate::str::contains("FAIL: ndcg@10 fell"))
+        .stdout(predicate::str::is_match(r"broke \(hit → miss\): [1-9]").unwrap())
+        .stdout(predicate::str::contains("nv-02        rank  1 → –"));
+
+    // c01 is BM25 (pt) on Markdown sections, c05 e5 dense on the same chunks.
+    ragsweep()
+        .args(["diff", "c01", "c05", "--metric", "hit@3", "--run"])
+        .arg(&base)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("broke (hit → miss): 3"))
+        .stdout(predicate::str::contains("nv-11        rank  1 → 9"))
+        .stdout(predicate::str::contains("paired randomisation p = "));
+    ragsweep()
+        .args(["misses"])
+        .arg(&base)
+        .args(["--cell", "c05", "--vs", "c01", "--metric", "hit@3", "--models"])
+        .arg(repo().join("models"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("term \"§4.2\" [code]: occurs in the relevant text"))
+        .stdout(predicate::str::contains("bm25 analyzer pt: \"§4.2\" → \"4.2\""))
+        .stdout(predicate::str::contains("e5-small tokens: ▁§ 4.2"));
 }

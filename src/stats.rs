@@ -1,0 +1,197 @@
+//! Uncertainty over cases (SPEC §7): percentile bootstrap intervals, the paired
+//! randomisation (sign-flip) test, and what small samples would have said.
+//!
+//! Every procedure takes its seed explicitly and uses ChaCha8, whose stream is fixed by
+//! its specification, so a number computed today is the number computed next year.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Bootstrap resamples per interval (SPEC §7).
+pub const BOOTSTRAP_RESAMPLES: usize = 1000;
+/// Sign flips per randomisation test (SPEC §7).
+pub const SIGN_FLIPS: usize = 10_000;
+/// The seed of every interval and test in reports.
+pub const SEED: u64 = 0x5EED_0007;
+
+/// A 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Interval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The `p`-quantile of sorted values by nearest rank: the ⌈p·n⌉-th smallest.
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]
+}
+
+fn interval(mut means: Vec<f64>) -> Option<Interval> {
+    if means.is_empty() {
+        return None;
+    }
+    means.sort_by(f64::total_cmp);
+    Some(Interval { lo: nearest_rank(&means, 0.025), hi: nearest_rank(&means, 0.975) })
+}
+
+/// 95% percentile bootstrap intervals of several columns' means over the same cases.
+/// `columns[c][i]` is case i's value in column c (`None` when undefined, left out of the
+/// mean as in the matrix). Cases are resampled once per round and shared by all columns.
+pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64) -> Vec<Option<Interval>> {
+    let n = columns.first().map_or(0, Vec::len);
+    if n == 0 {
+        return columns.iter().map(|_| None).collect();
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut means: Vec<Vec<f64>> = columns.iter().map(|_| Vec::with_capacity(resamples)).collect();
+    let mut draw = vec![0usize; n];
+    for _ in 0..resamples {
+        for d in draw.iter_mut() {
+            *d = rng.random_range(0..n);
+        }
+        for (column, out) in columns.iter().zip(means.iter_mut()) {
+            let (sum, count) = draw.iter().filter_map(|&i| column[i]).fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
+            if count > 0 {
+                out.push(sum / count as f64);
+            }
+        }
+    }
+    columns
+        .iter()
+        .zip(means)
+        .map(|(column, m)| if column.iter().any(Option::is_some) { interval(m) } else { None })
+        .collect()
+}
+
+/// 95% percentile bootstrap interval of the mean of `values`.
+pub fn bootstrap_mean(values: &[f64], resamples: usize, seed: u64) -> Option<Interval> {
+    let column: Vec<Option<f64>> = values.iter().copied().map(Some).collect();
+    bootstrap_means(&[column], resamples, seed).pop().flatten()
+}
+
+/// Two-sided p-value of the paired randomisation test on per-case differences: how often
+/// flipping each difference's sign at random gives a mean at least as far from 0 as the
+/// observed one. Counts the observed arrangement, so p is never 0: (hits + 1) / (flips + 1).
+pub fn paired_randomization(diffs: &[f64], flips: usize, seed: u64) -> f64 {
+    if diffs.is_empty() {
+        return 1.0;
+    }
+    let observed = diffs.iter().sum::<f64>().abs();
+    let tolerance = 1e-9 * diffs.iter().map(|d| d.abs()).sum::<f64>().max(1.0);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut at_least = 0usize;
+    for _ in 0..flips {
+        let sum: f64 = diffs.iter().map(|&d| if rng.random::<bool>() { d } else { -d }).sum();
+        if sum.abs() >= observed - tolerance {
+            at_least += 1;
+        }
+    }
+    (at_least + 1) as f64 / (flips + 1) as f64
+}
+
+/// What a metric's mean looked like on random subsets of a few questions.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SubsetRange {
+    pub size: usize,
+    pub min: f64,
+    /// The middle 95% of subset means.
+    pub p2_5: f64,
+    pub p97_5: f64,
+    pub max: f64,
+}
+
+/// Means of `draws` random subsets (without replacement) of each size in `sizes`.
+/// Sizes larger than the number of values are skipped.
+pub fn subset_ranges(values: &[f64], sizes: &[usize], draws: usize, seed: u64) -> Vec<SubsetRange> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::new();
+    for &size in sizes.iter().filter(|&&s| s > 0 && s <= values.len()) {
+        let mut means: Vec<f64> = (0..draws)
+            .map(|_| {
+                let picked = rand::seq::index::sample(&mut rng, values.len(), size);
+                picked.iter().map(|i| values[i]).sum::<f64>() / size as f64
+            })
+            .collect();
+        means.sort_by(f64::total_cmp);
+        out.push(SubsetRange {
+            size,
+            min: means[0],
+            p2_5: nearest_rank(&means, 0.025),
+            p97_5: nearest_rank(&means, 0.975),
+            max: means[means.len() - 1],
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let v: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert_eq!(nearest_rank(&v, 0.025), 25.0);
+        assert_eq!(nearest_rank(&v, 0.975), 975.0);
+        assert_eq!(nearest_rank(&[3.0], 0.5), 3.0);
+    }
+
+    #[test]
+    fn bootstrap_of_constant_values_is_a_point() {
+        let ci = bootstrap_mean(&[0.5; 7], 1000, SEED).unwrap();
+        assert_eq!(ci, Interval { lo: 0.5, hi: 0.5 });
+    }
+
+    #[test]
+    fn bootstrap_of_two_values_spans_both() {
+        // Resample means of {0, 1} are 0, ½, 1 with probabilities ¼, ½, ¼: the 2.5% and
+        // 97.5% quantiles of 1,000 draws are 0 and 1.
+        assert_eq!(bootstrap_mean(&[0.0, 1.0], 1000, SEED).unwrap(), Interval { lo: 0.0, hi: 1.0 });
+    }
+
+    #[test]
+    fn bootstrap_of_hits_matches_the_normal_approximation() {
+        // 30 hits in 100 cases: the interval is about 0.30 ± 1.96·√(0.3·0.7/100) = [0.21, 0.39].
+        let values: Vec<f64> = (0..100).map(|i| if i < 30 { 1.0 } else { 0.0 }).collect();
+        let ci = bootstrap_mean(&values, 1000, SEED).unwrap();
+        assert!((ci.lo - 0.21).abs() <= 0.02 && (ci.hi - 0.39).abs() <= 0.02, "{ci:?}");
+    }
+
+    #[test]
+    fn bootstrap_leaves_undefined_values_out_and_is_deterministic() {
+        let columns = vec![vec![Some(1.0), None, Some(1.0)], vec![None, None, None]];
+        let cis = bootstrap_means(&columns, 200, 1);
+        assert_eq!(cis[0], Some(Interval { lo: 1.0, hi: 1.0 }));
+        assert_eq!(cis[1], None);
+        let column = vec![(0..50).map(|i| Some(f64::from(i % 7))).collect::<Vec<_>>()];
+        assert_eq!(bootstrap_means(&column, 1000, 9), bootstrap_means(&column, 1000, 9));
+    }
+
+    #[test]
+    fn randomization_p_values_match_exact_enumeration() {
+        // Five cases all fixed (+1): of the 2⁵ sign patterns only all-plus and all-minus
+        // reach |sum| = 5, so the exact p is 2/32 = 0.0625.
+        let p = paired_randomization(&[1.0; 5], SIGN_FLIPS, SEED);
+        assert!((p - 0.0625).abs() < 0.008, "{p}");
+        // +1, +1, −1: |sum| ≥ 1 for every pattern, so p = 1.
+        assert_eq!(paired_randomization(&[1.0, 1.0, -1.0], SIGN_FLIPS, SEED), 1.0);
+        // No differences: p = 1.
+        assert_eq!(paired_randomization(&[0.0; 4], SIGN_FLIPS, SEED), 1.0);
+        // 12 fixed, none broke: exact p = 2/4096; the +1 correction bounds it below by 1/10001.
+        let p = paired_randomization(&[1.0; 12], SIGN_FLIPS, SEED);
+        assert!((1.0 / 10_001.0..0.002).contains(&p), "{p}");
+    }
+
+    #[test]
+    fn small_subsets_range_widely() {
+        // Half the cases hit: a five-question subset can score anything from 0 to 1.
+        let values: Vec<f64> = (0..100).map(|i| f64::from(i % 2)).collect();
+        let ranges = subset_ranges(&values, &[5, 10, 20, 1000], 1000, SEED);
+        assert_eq!(ranges.len(), 3, "a size above the number of cases is skipped");
+        assert_eq!((ranges[0].min, ranges[0].max), (0.0, 1.0));
+        assert!(ranges[2].p97_5 - ranges[2].p2_5 < ranges[0].p97_5 - ranges[0].p2_5);
+        let constant = subset_ranges(&[1.0; 30], &[5], 100, SEED);
+        assert_eq!((constant[0].min, constant[0].max), (1.0, 1.0));
+    }
+}
