@@ -448,9 +448,15 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                 pb.set_position(done as u64);
             })?;
         pb.finish_and_clear();
+        let counting = Instant::now();
         let model_counter = Counter::for_model(info)?;
         let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
         let tokens: u64 = model_counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
+        stages.push(StageReport::new(
+            "count",
+            format!("{} tokens of {} passages", info.id, set.spec),
+            counting.elapsed().as_secs_f64(),
+        ));
         embed_costs.insert((chunks, model), (stats.clone(), tokens));
         let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
         r.chunks = set.len();
@@ -536,6 +542,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         stages.push(r);
     }
 
+    let plan_started = Instant::now();
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
 
     // Context tokens of every chunk, with the experiment's counting tokenizer.
@@ -559,6 +566,12 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                 .or_insert_with(|| permissions::allowed(corpus, &chunk_sets[chunks], groups));
         }
     }
+
+    stages.push(StageReport::new(
+        "plan",
+        "truths per case, context tokens per chunk, allowed sets per user".into(),
+        plan_started.elapsed().as_secs_f64(),
+    ));
 
     let max_k = exp.max_k();
     let search_with = |source: &(IndexKey, QueryParams),
@@ -584,6 +597,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         search_with(source, &cases[case].question, vector, depth, allowed)
     };
 
+    let retrieve_started = Instant::now();
     // Component rankings of hybrid cells, computed once and shared by every fusion setting.
     let mut components: Vec<Component> = Vec::new();
     for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
@@ -607,7 +621,6 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
 
     // Stage: retrieve, judge and score every case in every cell.
     let pb = bar(opts, exp.cells.len() * cases.len(), "retrieve");
-    let retrieve_started = Instant::now();
     let mut per_case: Vec<CaseResult> = Vec::with_capacity(exp.cells.len() * cases.len());
     for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
         let chunks = chunk_index(&chunkers, &cell.chunker);
@@ -673,7 +686,7 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
     pb.finish_and_clear();
     stages.push(StageReport::new(
         "retrieve",
-        format!("{} cells × {} cases, judged and scored", exp.cells.len(), cases.len()),
+        format!("{} cells × {} cases (hybrid components included), judged and scored", exp.cells.len(), cases.len()),
         retrieve_started.elapsed().as_secs_f64(),
     ));
 
@@ -765,8 +778,14 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         })
         .collect();
 
+    let aggregate_started = Instant::now();
     let case_info = case_info(cases, corpus);
     let (rows, slices) = aggregate(exp, &per_case, &case_info, columns.len(), &latencies, &costs);
+    stages.push(StageReport::new(
+        "aggregate",
+        "means with bootstrap intervals, exact-term slices, abstention".into(),
+        aggregate_started.elapsed().as_secs_f64(),
+    ));
     let mut split_counts = BTreeMap::new();
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning).as_str()).or_insert(0) += 1;
@@ -883,72 +902,80 @@ fn aggregate(
             (c.case.as_str(), tags)
         })
         .collect();
-    let mut rows = Vec::new();
-    let mut slices = Vec::new();
-    for ((cell, latency), cost) in exp.cells.iter().zip(latencies).zip(costs) {
-        let of_cell: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id).collect();
-        let outcomes = |split: Split| -> Vec<Outcome> {
-            of_cell
-                .iter()
-                .filter(|r| r.split == split)
-                .map(|r| Outcome { top_score: r.top_score, answerable: r.answerable })
-                .collect()
-        };
-        let floor = cell.abstain.map(|a| match a {
-            Abstain::Below(floor) => (floor, false),
-            Abstain::Calibrate => (abstention::calibrate(&outcomes(Split::Tuning)), true),
-        });
-        for split in [Split::Tuning, Split::Reserved] {
-            let mine: Vec<&CaseResult> = of_cell.iter().copied().filter(|r| r.split == split).collect();
-            if mine.is_empty() {
-                continue;
-            }
-            rows.push(Row {
-                cell: cell.id.clone(),
-                label: cell.label(),
-                config: cell.config(),
-                split,
-                cases: mine.len(),
-                unanswerable: mine.iter().filter(|r| !r.answerable).count(),
-                means: means_of(&mine),
-                leaks: mine.iter().map(|r| r.leaks).sum(),
-                short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
-                latency: *latency,
-                ctx_tokens: (0..exp.k.len())
-                    .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
-                    .collect(),
-                cost: cost.clone(),
-                abstain: floor.map(|(floor, calibrated)| AbstainRow {
-                    floor,
-                    calibrated,
-                    rates: abstention::rates(&outcomes(split), floor),
-                }),
-            });
-            let tagged = |r: &&CaseResult| tags.get(r.case.as_str()).is_some_and(|t| !t.is_empty());
-            let mut parts: Vec<(String, Vec<&CaseResult>)> = vec![
-                ("exact_term".into(), mine.iter().copied().filter(tagged).collect()),
-                ("other".into(), mine.iter().copied().filter(|r| !tagged(r)).collect()),
-            ];
-            for tag in Tag::ALL {
-                let with: Vec<&CaseResult> = mine
+    let per_cell: Vec<(Vec<Row>, Vec<SliceRow>)> = exp
+        .cells
+        .par_iter()
+        .zip(latencies)
+        .zip(costs)
+        .map(|((cell, latency), cost)| {
+            let mut rows = Vec::new();
+            let mut slices = Vec::new();
+            let of_cell: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id).collect();
+            let outcomes = |split: Split| -> Vec<Outcome> {
+                of_cell
                     .iter()
-                    .copied()
-                    .filter(|r| tags.get(r.case.as_str()).is_some_and(|t| t.contains(&tag)))
-                    .collect();
-                parts.push((tag.as_str().into(), with));
-            }
-            for (slice, members) in parts.into_iter().filter(|(_, m)| !m.is_empty()) {
-                slices.push(SliceRow {
+                    .filter(|r| r.split == split)
+                    .map(|r| Outcome { top_score: r.top_score, answerable: r.answerable })
+                    .collect()
+            };
+            let floor = cell.abstain.map(|a| match a {
+                Abstain::Below(floor) => (floor, false),
+                Abstain::Calibrate => (abstention::calibrate(&outcomes(Split::Tuning)), true),
+            });
+            for split in [Split::Tuning, Split::Reserved] {
+                let mine: Vec<&CaseResult> = of_cell.iter().copied().filter(|r| r.split == split).collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                rows.push(Row {
                     cell: cell.id.clone(),
+                    label: cell.label(),
+                    config: cell.config(),
                     split,
-                    slice,
-                    cases: members.len(),
-                    means: means_of(&members),
+                    cases: mine.len(),
+                    unanswerable: mine.iter().filter(|r| !r.answerable).count(),
+                    means: means_of(&mine),
+                    leaks: mine.iter().map(|r| r.leaks).sum(),
+                    short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
+                    latency: *latency,
+                    ctx_tokens: (0..exp.k.len())
+                        .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
+                        .collect(),
+                    cost: cost.clone(),
+                    abstain: floor.map(|(floor, calibrated)| AbstainRow {
+                        floor,
+                        calibrated,
+                        rates: abstention::rates(&outcomes(split), floor),
+                    }),
                 });
+                let tagged = |r: &&CaseResult| tags.get(r.case.as_str()).is_some_and(|t| !t.is_empty());
+                let mut parts: Vec<(String, Vec<&CaseResult>)> = vec![
+                    ("exact_term".into(), mine.iter().copied().filter(tagged).collect()),
+                    ("other".into(), mine.iter().copied().filter(|r| !tagged(r)).collect()),
+                ];
+                for tag in Tag::ALL {
+                    let with: Vec<&CaseResult> = mine
+                        .iter()
+                        .copied()
+                        .filter(|r| tags.get(r.case.as_str()).is_some_and(|t| t.contains(&tag)))
+                        .collect();
+                    parts.push((tag.as_str().into(), with));
+                }
+                for (slice, members) in parts.into_iter().filter(|(_, m)| !m.is_empty()) {
+                    slices.push(SliceRow {
+                        cell: cell.id.clone(),
+                        split,
+                        slice,
+                        cases: members.len(),
+                        means: means_of(&members),
+                    });
+                }
             }
-        }
-    }
-    (rows, slices)
+            (rows, slices)
+        })
+        .collect();
+    let (rows, slices): (Vec<Vec<Row>>, Vec<Vec<SliceRow>>) = per_cell.into_iter().unzip();
+    (rows.into_iter().flatten().collect(), slices.into_iter().flatten().collect())
 }
 
 /// Each case's question and exact terms, tagged against the corpus's document frequencies.

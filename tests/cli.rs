@@ -39,6 +39,16 @@ fn quickstart_writes_every_output() {
     let n: u64 =
         rows.iter().filter(|r| r["cell"] == "c01").map(|r| r["metrics"]["ndcg@10"]["n"].as_u64().unwrap()).sum();
     assert_eq!(n, 39, "46 cases, 7 unanswerable ones left out of retrieval metrics");
+    for row in rows {
+        let a = &row["abstain"];
+        assert_eq!(a["calibrated"], true, "abstain_below = \"calibrate\" in quickstart.toml");
+        assert!(a["rates"]["ok"].is_number() && a["rates"]["wrong"].is_number(), "{a}");
+        let ci = &row["metrics"]["ndcg@10"]["ci"];
+        let v = row["metrics"]["ndcg@10"]["value"].as_f64().unwrap();
+        assert!(ci["lo"].as_f64().unwrap() <= v && v <= ci["hi"].as_f64().unwrap(), "{ci} around {v}");
+    }
+    let slices = std::fs::read_to_string(dir.join("slices.csv")).unwrap();
+    assert!(slices.lines().any(|l| l.starts_with("c01,reserved,exact_term,")), "{slices}");
     let per_query = std::fs::read_to_string(dir.join("per_query.jsonl")).unwrap();
     assert_eq!(per_query.lines().count(), 15 * 46);
     let manifest: serde_json::Value =
