@@ -23,7 +23,7 @@ use crate::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 use crate::corpus::Corpus;
 use crate::cost::Counter;
 use crate::embed::{self, EmbedStats, LazyEmbedder, ModelInfo, Role, VectorCache};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exact_terms::{self, ExactTerm, Rarity, Tag};
 use crate::experiment::{Abstain, Cell, DenseIndex, Experiment, RetrieverSpec};
 use crate::fusion;
@@ -448,15 +448,31 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                 pb.set_position(done as u64);
             })?;
         pb.finish_and_clear();
+        // Passage tokens the model embeds (for cost), counted once per (model, texts).
         let counting = Instant::now();
-        let model_counter = Counter::for_model(info)?;
-        let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
-        let tokens: u64 = model_counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
-        stages.push(StageReport::new(
+        let counted = store.get_or_build(
+            "tokens",
+            &stage_cache::key("tokens", &[info.key().as_bytes(), &text_keys[chunks]]),
+            |dir| {
+                let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
+                let tokens: u64 = Counter::for_model(info)?.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
+                let path = dir.join("tokens");
+                std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
+            },
+            |dir| {
+                let path = dir.join("tokens");
+                let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+                text.trim().parse::<u64>().map_err(|e| Error::Other(format!("{}: {e}", path.display())))
+            },
+        )?;
+        let tokens = counted.value;
+        let mut r = StageReport::new(
             "count",
             format!("{} tokens of {} passages", info.id, set.spec),
             counting.elapsed().as_secs_f64(),
-        ));
+        );
+        r.reused = counted.reused;
+        stages.push(r);
         embed_costs.insert((chunks, model), (stats.clone(), tokens));
         let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
         r.chunks = set.len();
@@ -496,7 +512,8 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                         |dir| Bm25Index::write(dir, &analyzer, (0..set.len()).map(|i| set.indexed_text(corpus, i))),
                         |dir| Bm25Index::open(dir, &analyzer),
                     )?;
-                    (BuiltIndex::Bm25(c.value), Some(Cached { value: (), build: c.build, reused: c.reused }))
+                    let (index, record) = c.into_parts();
+                    (BuiltIndex::Bm25(index), Some(record))
                 }
                 IndexKey::Exact { chunks, model } => (
                     BuiltIndex::Exact(ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone())),
@@ -519,7 +536,8 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                         |dir| HnswIndex::build(exact.clone(), params).write(dir),
                         |dir| HnswIndex::open(dir, exact.clone()),
                     )?;
-                    (BuiltIndex::Hnsw(c.value), Some(Cached { value: (), build: c.build, reused: c.reused }))
+                    let (index, record) = c.into_parts();
+                    (BuiltIndex::Hnsw(index), Some(record))
                 }
             };
             pb.inc(1);

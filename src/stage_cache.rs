@@ -35,6 +35,13 @@ pub struct Cached<T> {
     pub reused: bool,
 }
 
+impl<T> Cached<T> {
+    /// The value, and the record of where it came from.
+    pub fn into_parts(self) -> (T, Cached<()>) {
+        (self.value, Cached { value: (), build: self.build, reused: self.reused })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct StageCache {
     root: PathBuf,
