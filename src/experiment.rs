@@ -376,6 +376,11 @@ impl Experiment {
         self.shard = Some((i, n));
     }
 
+    /// The matrix's metric columns: every metric at every k.
+    pub fn columns(&self) -> Vec<MetricAt> {
+        self.metrics.iter().flat_map(|&metric| self.k.iter().map(move |&k| MetricAt { metric, k })).collect()
+    }
+
     pub fn max_k(&self) -> usize {
         *self.k.last().expect("k is validated non-empty")
     }

@@ -206,14 +206,15 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             let prepared = runner::prepare(&exp, &dirs.models)?;
             let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
-            let run = runner::run(&exp, &prepared, &options)?;
-            print_stage_work(&run.stages);
             let mut run_id = report::run_id(&exp, std::time::SystemTime::now());
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
             }
-            let files = report::CaseFiles::of(&exp, &run);
-            let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &files, &run_id)?;
+            let mut writer = report::RunWriter::create(&runner::run_dir(&out, &exp, &run_id))?;
+            let columns = exp.columns();
+            let run = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
+            print_stage_work(&run.stages);
+            let dir = writer.finish(&exp, &run, &run_id)?;
             let mut stdout = std::io::stdout().lock();
             Markdown { compact: !all_columns }.write(&exp, &run, &mut stdout)?;
             if let Some(s) = exp
@@ -263,9 +264,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::Merge { experiment, shards, out } => {
             let exp = Experiment::load(&experiment)?;
-            let (run, files) = ragsweep::merge::merge(&exp, &shards)?;
             let run_id = format!("{}-merged", report::run_id(&exp, std::time::SystemTime::now()));
-            let dir = report::write_run(&runner::run_dir(&out, &exp, &run_id), &exp, &run, &files, &run_id)?;
+            let mut writer = report::RunWriter::create(&runner::run_dir(&out, &exp, &run_id))?;
+            let run = ragsweep::merge::merge(&exp, &shards, &mut writer)?;
+            let dir = writer.finish(&exp, &run, &run_id)?;
             let mut stdout = std::io::stdout().lock();
             Markdown { compact: true }.write(&exp, &run, &mut stdout)?;
             if let Some(s) = exp.select.and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m)) {

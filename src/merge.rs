@@ -12,7 +12,7 @@ use crate::error::{Error, Location, Result};
 use crate::experiment::Experiment;
 use crate::golden::Split;
 use crate::metrics::Mean;
-use crate::report::CaseFiles;
+use crate::report::RunWriter;
 use crate::runner::{CaseInfo, CellCost, Latency, Row, RunResult, SliceRow, StageReport};
 
 fn read_json(path: &Path) -> Result<Value> {
@@ -20,17 +20,14 @@ fn read_json(path: &Path) -> Result<Value> {
     serde_json::from_slice(&bytes).map_err(|e| Error::input(Location::file(path), format!("invalid JSON: {e}")))
 }
 
-/// Reads shard run directories of `exp` and returns the merged result and files.
-pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFiles)> {
+/// Reads shard run directories of `exp`, streams each cell's per-case files into `out` in
+/// grid order, and returns the merged result.
+pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Result<RunResult> {
     let bad = |path: &Path, msg: String| Error::input(Location::file(path), msg);
-    let columns: Vec<_> = exp
-        .metrics
-        .iter()
-        .flat_map(|&metric| exp.k.iter().map(move |&k| crate::metrics::MetricAt { metric, k }))
-        .collect();
+    let columns = exp.columns();
     let mut rows_by_cell: BTreeMap<String, Vec<Row>> = BTreeMap::new();
     let mut per_query_by_cell: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut trec_by_cell: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut trec_by_cell: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut slices_by_cell: BTreeMap<String, Vec<SliceRow>> = BTreeMap::new();
     let mut case_info: Vec<CaseInfo> = Vec::new();
     let mut first_manifest: Option<Value> = None;
@@ -127,29 +124,30 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
         for entry in std::fs::read_dir(dir.join("runs")).map_err(|e| Error::io(&dir.join("runs"), e))? {
             let path = entry.map_err(|e| Error::io(dir, e))?.path();
             let cell = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            trec_by_cell.insert(cell, std::fs::read(&path).map_err(|e| Error::io(&path, e))?);
+            trec_by_cell.insert(cell, path);
         }
         first_manifest.get_or_insert(manifest);
     }
     let manifest = first_manifest.ok_or_else(|| Error::Other("no shards to merge".into()))?;
     let mut rows = Vec::new();
     let mut slices = Vec::new();
-    let mut files = CaseFiles { per_query: Vec::new(), trec: Vec::new() };
     for cell in &exp.cells {
         let cell_rows = rows_by_cell.remove(&cell.id).ok_or_else(|| {
             Error::Other(format!("no shard has cell {} ({}): merge needs every shard", cell.id, cell.label()))
         })?;
         rows.extend(cell_rows);
         slices.extend(slices_by_cell.remove(&cell.id).unwrap_or_default());
-        files.per_query.extend(per_query_by_cell.remove(&cell.id).unwrap_or_default());
-        files.trec.push((cell.id.clone(), trec_by_cell.remove(&cell.id).unwrap_or_default()));
+        let trec = match trec_by_cell.remove(&cell.id) {
+            Some(path) => std::fs::read(&path).map_err(|e| Error::io(&path, e))?,
+            None => Vec::new(),
+        };
+        out.add_raw(&cell.id, &per_query_by_cell.remove(&cell.id).unwrap_or_default(), &trec)?;
     }
     let golden = &manifest["golden"];
     let run = RunResult {
         columns,
         rows,
         slices,
-        cases: Vec::new(),
         case_info,
         stages,
         corpus_hash: manifest["corpus"]["hash"].as_str().unwrap_or_default().to_string(),
@@ -165,5 +163,5 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf]) -> Result<(RunResult, CaseFil
         counter: manifest["cost"]["counting_tokenizer"].as_str().unwrap_or_default().to_string(),
         wall_seconds,
     };
-    Ok((run, files))
+    Ok(run)
 }

@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::experiment::Experiment;
 use crate::metrics::Mean;
-use crate::runner::{headline, RunResult};
+use crate::metrics::MetricAt;
+use crate::runner::{headline, CaseResult, RunResult};
 use crate::selection::{select, Selection};
 
 /// A matrix format.
@@ -363,56 +364,75 @@ pub fn utc_stamp(secs: u64) -> String {
     format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// The per-case and per-cell files of a run: `per_query.jsonl` and `runs/<cell>.trec`.
-pub struct CaseFiles {
-    pub per_query: Vec<u8>,
-    pub trec: Vec<(String, Vec<u8>)>,
+/// A run directory being written. Per-case files stream in as cells finish
+/// (`per_query.jsonl`, `runs/<cell>.trec`), so a run never holds every cell's rankings;
+/// the matrices and manifest come last. Everything goes into a hidden staging directory that
+/// is renamed into place only when complete, so a crash never leaves a run that looks finished.
+pub struct RunWriter {
+    dir: PathBuf,
+    staging: PathBuf,
+    per_query: io::BufWriter<fs::File>,
 }
 
-impl CaseFiles {
-    pub fn of(exp: &Experiment, run: &RunResult) -> CaseFiles {
-        CaseFiles {
-            per_query: per_query(run),
-            trec: exp.cells.iter().map(|c| (c.id.clone(), trec_run(run, &c.id))).collect(),
+impl RunWriter {
+    /// Starts writing the run that will appear at `dir` (which must not exist yet).
+    pub fn create(dir: &Path) -> Result<RunWriter> {
+        let parent = dir.parent().expect("run dir has a parent");
+        let name = dir.file_name().expect("run dir has a name").to_string_lossy();
+        let staging = parent.join(format!(".{name}.partial"));
+        if staging.exists() {
+            fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
         }
+        let runs = staging.join("runs");
+        fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, e))?;
+        let path = staging.join("per_query.jsonl");
+        let file = fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(RunWriter { dir: dir.to_path_buf(), staging, per_query: io::BufWriter::new(file) })
     }
-}
 
-/// Writes a whole run directory at `dir` (which must not exist yet) and returns it.
-pub fn write_run(dir: &Path, exp: &Experiment, run: &RunResult, files: &CaseFiles, run_id: &str) -> Result<PathBuf> {
-    let parent = dir.parent().expect("run dir has a parent");
-    fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    let staging = parent.join(format!(".{run_id}.partial"));
-    if staging.exists() {
-        fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    /// One cell's case results: their `per_query.jsonl` lines and the cell's TREC run.
+    pub fn add_cell(&mut self, columns: &[MetricAt], results: &[CaseResult]) -> Result<()> {
+        let Some(first) = results.first() else { return Ok(()) };
+        self.add_raw(&first.cell, &per_query(columns, results), &trec_run(results))
     }
-    let runs = staging.join("runs");
-    fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, e))?;
 
-    let exporters: [&dyn Exporter; 3] = [&Csv, &Json, &Markdown { compact: false }];
-    for e in exporters {
-        write_atomic(&staging.join(e.file_name()), &render(|b| e.write(exp, run, b)))?;
+    /// A cell's already rendered files (from a shard being merged).
+    pub fn add_raw(&mut self, cell: &str, per_query: &[u8], trec: &[u8]) -> Result<()> {
+        let path = self.staging.join("per_query.jsonl");
+        self.per_query.write_all(per_query).map_err(|e| Error::io(&path, e))?;
+        write_atomic(&self.staging.join("runs").join(format!("{cell}.trec")), trec)
     }
-    write_atomic(&staging.join("per_query.jsonl"), &files.per_query)?;
-    write_atomic(&staging.join("slices.csv"), &slices_csv(run))?;
-    write_atomic(&staging.join("cases.jsonl"), &cases_jsonl(run))?;
-    for (cell, bytes) in &files.trec {
-        write_atomic(&runs.join(format!("{cell}.trec")), bytes)?;
+
+    /// Writes the matrices, slices, cases and manifest, and moves the run into place.
+    pub fn finish(self, exp: &Experiment, run: &RunResult, run_id: &str) -> Result<PathBuf> {
+        let RunWriter { dir, staging, per_query } = self;
+        let path = staging.join("per_query.jsonl");
+        per_query
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?
+            .sync_all()
+            .map_err(|e| Error::io(&path, e))?;
+        let exporters: [&dyn Exporter; 3] = [&Csv, &Json, &Markdown { compact: false }];
+        for e in exporters {
+            write_atomic(&staging.join(e.file_name()), &render(|b| e.write(exp, run, b)))?;
+        }
+        write_atomic(&staging.join("slices.csv"), &slices_csv(run))?;
+        write_atomic(&staging.join("cases.jsonl"), &cases_jsonl(run))?;
+        let manifest = manifest(exp, run, run_id);
+        write_atomic(&staging.join("manifest.json"), &serde_json::to_vec_pretty(&manifest).expect("json"))?;
+        fs::rename(&staging, &dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(dir)
     }
-    let manifest = manifest(exp, run, run_id);
-    write_atomic(&staging.join("manifest.json"), &serde_json::to_vec_pretty(&manifest).expect("json"))?;
-    fs::rename(&staging, dir).map_err(|e| Error::io(dir, e))?;
-    Ok(dir.to_path_buf())
 }
 
 /// Items listed per case in `per_query.jsonl`.
 const PER_QUERY_TOP: usize = 10;
 
-fn per_query(run: &RunResult) -> Vec<u8> {
+fn per_query(columns: &[MetricAt], results: &[CaseResult]) -> Vec<u8> {
     let mut out = Vec::new();
-    for c in &run.cases {
+    for c in results {
         let metrics: serde_json::Map<String, Value> =
-            run.columns.iter().zip(&c.values).map(|(col, v)| (col.to_string(), json!(v))).collect();
+            columns.iter().zip(&c.values).map(|(col, v)| (col.to_string(), json!(v))).collect();
         let top: Vec<&str> = c.ranking.iter().take(PER_QUERY_TOP).map(|(k, _)| k.as_str()).collect();
         let line = json!({
             "cell": c.cell,
@@ -436,12 +456,12 @@ fn per_query(run: &RunResult) -> Vec<u8> {
 /// ragsweep breaks ties by chunk id, ascending. So within a run of tied scores the written
 /// score steps down by at most 1e-6 (staying above the next lower score), and any
 /// trec_eval-compatible tool scores exactly the ranking ragsweep scored.
-pub fn trec_run(run: &RunResult, cell: &str) -> Vec<u8> {
+pub fn trec_run(results: &[CaseResult]) -> Vec<u8> {
     let mut out = Vec::new();
-    for c in run.cases.iter().filter(|c| c.cell == cell) {
+    for c in results {
         let scores: Vec<f64> = c.ranking.iter().map(|(_, s)| f64::from(*s)).collect();
         for (rank, ((key, _), score)) in c.ranking.iter().zip(tie_ordered(&scores)).enumerate() {
-            writeln!(out, "{} Q0 {} {} {} ragsweep-{}", c.case, key, rank + 1, score, cell).expect("memory");
+            writeln!(out, "{} Q0 {} {} {} ragsweep-{}", c.case, key, rank + 1, score, c.cell).expect("memory");
         }
     }
     out

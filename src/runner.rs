@@ -224,7 +224,6 @@ pub struct RunResult {
     pub rows: Vec<Row>,
     /// Means per cell × split × slice: `exact_term` cases, the `other` cases, and each tag.
     pub slices: Vec<SliceRow>,
-    pub cases: Vec<CaseResult>,
     pub case_info: Vec<CaseInfo>,
     pub stages: Vec<StageReport>,
     pub corpus_hash: String,
@@ -332,11 +331,17 @@ impl BuiltIndex {
 
 const EMBED_BATCH: usize = 32;
 
-pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<RunResult> {
+/// Runs the grid. `on_cell` receives each cell's case results (in grid order) once the cell
+/// is scored, to write them out; the run keeps only the aggregated rows.
+pub fn run(
+    exp: &Experiment,
+    prepared: &Prepared,
+    opts: &RunOptions,
+    on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
+) -> Result<RunResult> {
     let started = Instant::now();
     let Prepared { corpus, cases, models, counter } = prepared;
-    let columns: Vec<MetricAt> =
-        exp.metrics.iter().flat_map(|&metric| exp.k.iter().map(move |&k| MetricAt { metric, k })).collect();
+    let columns = exp.columns();
     let store = StageCache::new(&opts.cache_dir);
     let model_index = |id: &str| models.iter().position(|m| m.id == id).expect("prepared");
     let mut stages = Vec::new();
@@ -637,10 +642,46 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         }
     }
 
+    // Build cost per cell: the stages it uses; a stage shared with an earlier cell says so.
+    // A cached index costs what building it cost when it was built.
+    let index_seconds: Vec<f64> =
+        built.iter().map(|(_, secs, cached)| cached.as_ref().map_or(*secs, |c| c.build.seconds)).collect();
+    let costs: Vec<CellCost> = exp
+        .cells
+        .iter()
+        .zip(&cell_sources)
+        .map(|(cell, sources)| {
+            let chunks = chunk_index(&chunkers, &cell.chunker);
+            let mut cost = CellCost { chunks: chunk_sets[chunks].len(), ..Default::default() };
+            for source in sources {
+                let at = index_keys.iter().position(|k| *k == source.0).expect("planned");
+                cost.index_s += index_seconds[at];
+                cost.index_bytes += built[at].0.size_bytes();
+                if let Some(model) = source_model(source) {
+                    let (stats, tokens) = &embed_costs[&(chunks, model)];
+                    cost.tokens_embedded += tokens;
+                    cost.embed_s += stats.seconds;
+                    cost.reused_texts += stats.reused;
+                    cost.query_tokens += query_tokens[model];
+                }
+            }
+            (cost.shared_embeddings, cost.shared_index) = exp.shared[&cell.id].clone();
+            cost.usd_index = crate::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
+            cost
+        })
+        .collect();
+
+    let case_info = case_info(cases, corpus);
+    let tags = case_tags(&case_info);
+    let mut aggregate_seconds = 0.0;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut slices: Vec<SliceRow> = Vec::new();
+
     // Stage: retrieve, judge and score every case in every cell.
+    // Each cell's case results are aggregated and handed to `on_cell` as soon as the cell is
+    // done, then dropped: a run holds one cell's rankings at a time.
     let pb = bar(opts, exp.cells.len() * cases.len(), "retrieve");
-    let mut per_case: Vec<CaseResult> = Vec::with_capacity(exp.cells.len() * cases.len());
-    for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
+    for ((cell, sources), cost) in exp.cells.iter().zip(&cell_sources).zip(&costs) {
         let chunks = chunk_index(&chunkers, &cell.chunker);
         let set = &chunk_sets[chunks];
         pb.set_message(cell.id.clone());
@@ -699,13 +740,27 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
                 Ok(score_case(cell, case, &per_k, &columns, &exp.k, &chunk_tokens[chunks], leaks))
             })
             .collect::<Result<_>>()?;
-        per_case.extend(results);
+        let t = Instant::now();
+        let (cell_rows, cell_slices) = aggregate_cell(exp, cell, &results, &tags, columns.len(), cost);
+        rows.extend(cell_rows);
+        slices.extend(cell_slices);
+        aggregate_seconds += t.elapsed().as_secs_f64();
+        on_cell(&results)?;
     }
     pb.finish_and_clear();
     stages.push(StageReport::new(
         "retrieve",
-        format!("{} cells × {} cases (hybrid components included), judged and scored", exp.cells.len(), cases.len()),
-        retrieve_started.elapsed().as_secs_f64(),
+        format!(
+            "{} cells × {} cases (hybrid components included), judged, scored and written",
+            exp.cells.len(),
+            cases.len()
+        ),
+        retrieve_started.elapsed().as_secs_f64() - aggregate_seconds,
+    ));
+    stages.push(StageReport::new(
+        "aggregate",
+        "means with bootstrap intervals, exact-term slices, abstention".into(),
+        aggregate_seconds,
     ));
 
     // Stage: a timed pass, one case at a time after a warm-up (SPEC §8), so the parallel grid
@@ -767,43 +822,9 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         latency_started.elapsed().as_secs_f64(),
     ));
 
-    // Build cost per cell: the stages it uses; a stage shared with an earlier cell says so.
-    // A cached index costs what building it cost when it was built.
-    let index_seconds: Vec<f64> =
-        built.iter().map(|(_, secs, cached)| cached.as_ref().map_or(*secs, |c| c.build.seconds)).collect();
-    let costs: Vec<CellCost> = exp
-        .cells
-        .iter()
-        .zip(&cell_sources)
-        .map(|(cell, sources)| {
-            let chunks = chunk_index(&chunkers, &cell.chunker);
-            let mut cost = CellCost { chunks: chunk_sets[chunks].len(), ..Default::default() };
-            for source in sources {
-                let at = index_keys.iter().position(|k| *k == source.0).expect("planned");
-                cost.index_s += index_seconds[at];
-                cost.index_bytes += built[at].0.size_bytes();
-                if let Some(model) = source_model(source) {
-                    let (stats, tokens) = &embed_costs[&(chunks, model)];
-                    cost.tokens_embedded += tokens;
-                    cost.embed_s += stats.seconds;
-                    cost.reused_texts += stats.reused;
-                    cost.query_tokens += query_tokens[model];
-                }
-            }
-            (cost.shared_embeddings, cost.shared_index) = exp.shared[&cell.id].clone();
-            cost.usd_index = crate::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
-            cost
-        })
-        .collect();
-
-    let aggregate_started = Instant::now();
-    let case_info = case_info(cases, corpus);
-    let (rows, slices) = aggregate(exp, &per_case, &case_info, columns.len(), &latencies, &costs);
-    stages.push(StageReport::new(
-        "aggregate",
-        "means with bootstrap intervals, exact-term slices, abstention".into(),
-        aggregate_started.elapsed().as_secs_f64(),
-    ));
+    for row in &mut rows {
+        row.latency = latencies[exp.cells.iter().position(|c| c.id == row.cell).expect("a cell of the grid")];
+    }
     let mut split_counts = BTreeMap::new();
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning).as_str()).or_insert(0) += 1;
@@ -812,7 +833,6 @@ pub fn run(exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<R
         columns,
         rows,
         slices,
-        cases: per_case,
         case_info,
         stages,
         corpus_hash: corpus.hash.clone(),
@@ -898,102 +918,90 @@ fn score_case(
     }
 }
 
-fn aggregate(
+/// Each case's distinct exact-term tags.
+fn case_tags(info: &[CaseInfo]) -> HashMap<String, Vec<Tag>> {
+    info.iter()
+        .map(|c| {
+            let mut tags: Vec<Tag> = c.exact_terms.iter().flat_map(|t| t.tags.iter().copied()).collect();
+            tags.sort();
+            tags.dedup();
+            (c.case.clone(), tags)
+        })
+        .collect()
+}
+
+/// A cell's matrix rows (one per split) and slice rows; latency is filled in after the timed pass.
+fn aggregate_cell(
     exp: &Experiment,
+    cell: &Cell,
     results: &[CaseResult],
-    info: &[CaseInfo],
+    tags: &HashMap<String, Vec<Tag>>,
     width: usize,
-    latencies: &[Option<Latency>],
-    costs: &[CellCost],
+    cost: &CellCost,
 ) -> (Vec<Row>, Vec<SliceRow>) {
     let means_of = |mine: &[&CaseResult]| -> Vec<Mean> {
         let columns: Vec<Vec<Option<f64>>> = (0..width).map(|i| mine.iter().map(|r| r.values[i]).collect()).collect();
         let cis = stats::bootstrap_means(&columns, stats::BOOTSTRAP_RESAMPLES, stats::SEED);
         columns.iter().zip(cis).map(|(c, ci)| Mean { ci, ..Mean::of(c.iter().copied()) }).collect()
     };
-    let tags: HashMap<&str, Vec<Tag>> = info
-        .iter()
-        .map(|c| {
-            let mut tags: Vec<Tag> = c.exact_terms.iter().flat_map(|t| t.tags.iter().copied()).collect();
-            tags.sort();
-            tags.dedup();
-            (c.case.as_str(), tags)
-        })
-        .collect();
-    let per_cell: Vec<(Vec<Row>, Vec<SliceRow>)> = exp
-        .cells
-        .par_iter()
-        .zip(latencies)
-        .zip(costs)
-        .map(|((cell, latency), cost)| {
-            let mut rows = Vec::new();
-            let mut slices = Vec::new();
-            let of_cell: Vec<&CaseResult> = results.iter().filter(|r| r.cell == cell.id).collect();
-            let outcomes = |split: Split| -> Vec<Outcome> {
-                of_cell
-                    .iter()
-                    .filter(|r| r.split == split)
-                    .map(|r| Outcome { top_score: r.top_score, answerable: r.answerable })
-                    .collect()
-            };
-            let floor = cell.abstain.map(|a| match a {
-                Abstain::Below(floor) => (floor, false),
-                Abstain::Calibrate => (abstention::calibrate(&outcomes(Split::Tuning)), true),
+    let outcomes = |split: Split| -> Vec<Outcome> {
+        results
+            .iter()
+            .filter(|r| r.split == split)
+            .map(|r| Outcome { top_score: r.top_score, answerable: r.answerable })
+            .collect()
+    };
+    let floor = cell.abstain.map(|a| match a {
+        Abstain::Below(floor) => (floor, false),
+        Abstain::Calibrate => (abstention::calibrate(&outcomes(Split::Tuning)), true),
+    });
+    let tags_of = |r: &CaseResult| tags.get(&r.case).map(Vec::as_slice).unwrap_or_default();
+    let mut rows = Vec::new();
+    let mut slices = Vec::new();
+    for split in [Split::Tuning, Split::Reserved] {
+        let mine: Vec<&CaseResult> = results.iter().filter(|r| r.split == split).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        rows.push(Row {
+            cell: cell.id.clone(),
+            label: cell.label(),
+            config: cell.config(),
+            split,
+            cases: mine.len(),
+            unanswerable: mine.iter().filter(|r| !r.answerable).count(),
+            means: means_of(&mine),
+            leaks: mine.iter().map(|r| r.leaks).sum(),
+            short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
+            latency: None,
+            ctx_tokens: (0..exp.k.len())
+                .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
+                .collect(),
+            cost: cost.clone(),
+            abstain: floor.map(|(floor, calibrated)| AbstainRow {
+                floor,
+                calibrated,
+                rates: abstention::rates(&outcomes(split), floor),
+            }),
+        });
+        let mut parts: Vec<(&str, Vec<&CaseResult>)> = vec![
+            ("exact_term", mine.iter().copied().filter(|r| !tags_of(r).is_empty()).collect()),
+            ("other", mine.iter().copied().filter(|r| tags_of(r).is_empty()).collect()),
+        ];
+        for tag in Tag::ALL {
+            parts.push((tag.as_str(), mine.iter().copied().filter(|r| tags_of(r).contains(&tag)).collect()));
+        }
+        for (slice, members) in parts.into_iter().filter(|(_, m)| !m.is_empty()) {
+            slices.push(SliceRow {
+                cell: cell.id.clone(),
+                split,
+                slice: slice.to_string(),
+                cases: members.len(),
+                means: means_of(&members),
             });
-            for split in [Split::Tuning, Split::Reserved] {
-                let mine: Vec<&CaseResult> = of_cell.iter().copied().filter(|r| r.split == split).collect();
-                if mine.is_empty() {
-                    continue;
-                }
-                rows.push(Row {
-                    cell: cell.id.clone(),
-                    label: cell.label(),
-                    config: cell.config(),
-                    split,
-                    cases: mine.len(),
-                    unanswerable: mine.iter().filter(|r| !r.answerable).count(),
-                    means: means_of(&mine),
-                    leaks: mine.iter().map(|r| r.leaks).sum(),
-                    short_lists: (0..exp.k.len()).map(|i| mine.iter().filter(|r| r.short[i]).count()).collect(),
-                    latency: *latency,
-                    ctx_tokens: (0..exp.k.len())
-                        .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
-                        .collect(),
-                    cost: cost.clone(),
-                    abstain: floor.map(|(floor, calibrated)| AbstainRow {
-                        floor,
-                        calibrated,
-                        rates: abstention::rates(&outcomes(split), floor),
-                    }),
-                });
-                let tagged = |r: &&CaseResult| tags.get(r.case.as_str()).is_some_and(|t| !t.is_empty());
-                let mut parts: Vec<(String, Vec<&CaseResult>)> = vec![
-                    ("exact_term".into(), mine.iter().copied().filter(tagged).collect()),
-                    ("other".into(), mine.iter().copied().filter(|r| !tagged(r)).collect()),
-                ];
-                for tag in Tag::ALL {
-                    let with: Vec<&CaseResult> = mine
-                        .iter()
-                        .copied()
-                        .filter(|r| tags.get(r.case.as_str()).is_some_and(|t| t.contains(&tag)))
-                        .collect();
-                    parts.push((tag.as_str().into(), with));
-                }
-                for (slice, members) in parts.into_iter().filter(|(_, m)| !m.is_empty()) {
-                    slices.push(SliceRow {
-                        cell: cell.id.clone(),
-                        split,
-                        slice,
-                        cases: members.len(),
-                        means: means_of(&members),
-                    });
-                }
-            }
-            (rows, slices)
-        })
-        .collect();
-    let (rows, slices): (Vec<Vec<Row>>, Vec<Vec<SliceRow>>) = per_cell.into_iter().unzip();
-    (rows.into_iter().flatten().collect(), slices.into_iter().flatten().collect())
+        }
+    }
+    (rows, slices)
 }
 
 /// Each case's question and exact terms, tagged against the corpus's document frequencies.
