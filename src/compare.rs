@@ -180,9 +180,9 @@ pub struct Comparison {
     pub fixed: Vec<Change>,
     /// Hit → miss.
     pub broke: Vec<Change>,
-    /// Cases with a higher / lower value in B, misses and hits included.
-    pub better: usize,
-    pub worse: usize,
+    /// Cases with a higher / lower value in B (fixed and broke included), largest change first.
+    pub better: Vec<Change>,
+    pub worse: Vec<Change>,
     pub subsets_a: Vec<SubsetRange>,
     pub subsets_b: Vec<SubsetRange>,
 }
@@ -247,12 +247,21 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
         p_value: stats::paired_randomization(&diffs, stats::SIGN_FLIPS, stats::SEED),
         fixed: cases.iter().filter(|c| va[*c].0 == 0.0 && vb[*c].0 > 0.0).map(|c| change(c)).collect(),
         broke: cases.iter().filter(|c| va[*c].0 > 0.0 && vb[*c].0 == 0.0).map(|c| change(c)).collect(),
-        better: diffs.iter().filter(|d| **d > 0.0).count(),
-        worse: diffs.iter().filter(|d| **d < 0.0).count(),
+        better: by_change(cases.iter().filter(|c| vb[*c].0 > va[*c].0).map(|c| change(c)).collect()),
+        worse: by_change(cases.iter().filter(|c| vb[*c].0 < va[*c].0).map(|c| change(c)).collect()),
         subsets_a: stats::subset_ranges(&a_values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED),
         subsets_b: stats::subset_ranges(&b_values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED),
     })
 }
+
+/// Largest change first; ties by case id.
+fn by_change(mut changes: Vec<Change>) -> Vec<Change> {
+    changes.sort_by(|x, y| (y.after - y.before).abs().total_cmp(&(x.after - x.before).abs()).then(x.case.cmp(&y.case)));
+    changes
+}
+
+/// Changed cases listed beyond the fixed and broke lists (graded metrics).
+const LISTED_CHANGES: usize = 10;
 
 fn rank(r: Option<u32>) -> String {
     r.map_or("–".into(), |r| r.to_string())
@@ -293,14 +302,25 @@ impl Comparison {
             "  fixed {} · broke {} · better {} · worse {} · unchanged {}",
             self.fixed.len(),
             self.broke.len(),
-            self.better,
-            self.worse,
-            self.n - self.better - self.worse
+            self.better.len(),
+            self.worse.len(),
+            self.n - self.better.len() - self.worse.len()
         );
-        for (title, list) in [("broke (hit → miss)", &self.broke), ("fixed (miss → hit)", &self.fixed)] {
+        let still = |list: &[Change]| -> Vec<Change> {
+            list.iter().filter(|c| c.before > 0.0 && c.after > 0.0).take(LISTED_CHANGES).cloned().collect()
+        };
+        let (worse, better) = (still(&self.worse), still(&self.better));
+        let mut lists = vec![("broke (hit → miss)", &self.broke), ("fixed (miss → hit)", &self.fixed)];
+        if !worse.is_empty() {
+            lists.push(("worse but still found (largest drops)", &worse));
+        }
+        if !better.is_empty() {
+            lists.push(("better, found before too (largest gains)", &better));
+        }
+        for (title, list) in lists {
             let _ = writeln!(out, "\n{title}: {}", list.len());
             for c in list {
-                let run = if title.starts_with("broke") { a.run } else { b.run };
+                let run = if c.after < c.before { a.run } else { b.run };
                 let _ = writeln!(
                     out,
                     "  {:<12} rank {:>2} → {:<2}  {:.3} → {:.3}  {}",
@@ -506,7 +526,7 @@ mod tests {
             c.broke,
             [Change { case: "q2".into(), before: 1.0, after: 0.0, rank_before: Some(2), rank_after: Some(5) }]
         );
-        assert_eq!((c.mean_a, c.mean_b, c.better, c.worse), (0.5, 0.75, 2, 1));
+        assert_eq!((c.mean_a, c.mean_b, c.better.len(), c.worse.len()), (0.5, 0.75, 2, 1));
         // Differences +1, −1, 0, +1: every sign pattern of three ±1 has |sum| ≥ 1 = |observed|,
         // so p = 1: two fixed and one broke prove nothing.
         assert_eq!(c.p_value, 1.0);
@@ -515,4 +535,19 @@ mod tests {
         assert!(text.contains("q2           rank  2 → 5"), "{text}");
         assert!(compare(&sa, &sb, "ndcg@3", None).unwrap_err().to_string().contains("no metric \"ndcg@3\""));
     }
+
+    #[test]
+    fn graded_drops_that_stay_found_are_listed_largest_first() {
+        let a = run("a", &[("q1", Some(1.0), Some(1)), ("q2", Some(0.6), Some(2)), ("q3", Some(0.5), Some(3))]);
+        let b = run("b", &[("q1", Some(0.4), Some(3)), ("q2", Some(0.5), Some(2)), ("q3", Some(0.0), None)]);
+        let (sa, sb) = (Side { run: &a, cell: &a.cells[0] }, Side { run: &b, cell: &b.cells[0] });
+        let c = compare(&sa, &sb, "hit@3", None).unwrap();
+        assert_eq!(c.worse.iter().map(|c| c.case.as_str()).collect::<Vec<_>>(), ["q1", "q3", "q2"]);
+        assert_eq!(c.broke.len(), 1);
+        let text = c.render(&sa, &sb);
+        let listed = text.split("worse but still found (largest drops): 2\n").nth(1).expect("the list");
+        assert!(listed.starts_with("  q1           rank  1 → 3   1.000 → 0.400"), "{text}");
+        assert!(listed.lines().nth(1).unwrap().starts_with("  q2 "), "{text}");
+    }
+
 }
