@@ -549,5 +549,4 @@ mod tests {
         assert!(listed.starts_with("  q1           rank  1 → 3   1.000 → 0.400"), "{text}");
         assert!(listed.lines().nth(1).unwrap().starts_with("  q2 "), "{text}");
     }
-
 }

@@ -346,53 +346,8 @@ pub fn run(
     let model_index = |id: &str| models.iter().position(|m| m.id == id).expect("prepared");
     let mut stages = Vec::new();
 
-    // Stage: chunk sets, one per distinct chunker.
-    let mut chunkers: Vec<ChunkerSpec> = Vec::new();
-    for cell in &exp.cells {
-        if !chunkers.contains(&cell.chunker) {
-            chunkers.push(cell.chunker.clone());
-        }
-    }
-    let pb = bar(opts, chunkers.len(), "chunk");
-    let chunk_sets: Vec<(Cached<ChunkSet>, f64)> = chunkers
-        .par_iter()
-        .map(|spec| {
-            let t = Instant::now();
-            let key = stage_cache::key("chunks", &[corpus.hash.as_bytes(), format!("{spec:?}").as_bytes()]);
-            let set = store.get_or_build(
-                "chunks",
-                &key,
-                |dir| ChunkSet::build(corpus, spec).write(dir),
-                |dir| ChunkSet::open(dir, spec),
-            )?;
-            pb.inc(1);
-            Ok((set, t.elapsed().as_secs_f64()))
-        })
-        .collect::<Result<_>>()?;
-    pb.finish_and_clear();
-    let chunk_sets: Vec<ChunkSet> = chunk_sets
-        .into_iter()
-        .map(|(set, secs)| {
-            let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
-            r.chunks = set.value.len();
-            r.reused = set.reused;
-            stages.push(r);
-            set.value
-        })
-        .collect();
-    // Content keys of the texts each chunk set indexes.
-    let text_keys: Vec<[u8; 32]> = chunk_sets
-        .iter()
-        .map(|set| {
-            let mut h = blake3::Hasher::new();
-            for i in 0..set.len() {
-                let text = set.indexed_text(corpus, i);
-                h.update(&(text.len() as u64).to_le_bytes());
-                h.update(text.as_bytes());
-            }
-            *h.finalize().as_bytes()
-        })
-        .collect();
+    let ctx = StageContext { corpus, models, store: &store, opts };
+    let Chunked { chunkers, sets: chunk_sets, text_keys } = chunk_stage(exp, &ctx, &mut stages)?;
 
     // Stage: index keys, planned so that cells differing only in query-time parameters
     // (k1, b, ef_search, fusion, filter, k) share an index.
@@ -499,71 +454,9 @@ pub fn run(
         }
     }
 
-    // Stage: indexes, from the on-disk stage cache when their content was built before.
-    // Exact indexes are the vectors themselves: nothing to build.
-    let pb = bar(opts, index_keys.len(), "index");
-    let built: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = index_keys
-        .par_iter()
-        .map(|key| {
-            let t = Instant::now();
-            let (index, cached) = match *key {
-                IndexKey::Bm25 { chunks, analyzer } => {
-                    let set = &chunk_sets[chunks];
-                    let analyzer = Analyzer::new(analyzer);
-                    let key = stage_cache::key("bm25", &[format!("{analyzer:?}").as_bytes(), &text_keys[chunks]]);
-                    let c = store.get_or_build(
-                        "bm25",
-                        &key,
-                        |dir| Bm25Index::write(dir, &analyzer, (0..set.len()).map(|i| set.indexed_text(corpus, i))),
-                        |dir| Bm25Index::open(dir, &analyzer),
-                    )?;
-                    let (index, record) = c.into_parts();
-                    (BuiltIndex::Bm25(index), Some(record))
-                }
-                IndexKey::Exact { chunks, model } => (
-                    BuiltIndex::Exact(ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone())),
-                    None,
-                ),
-                IndexKey::Hnsw { chunks, model, params } => {
-                    let exact = ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone());
-                    let key = stage_cache::key(
-                        "hnsw",
-                        &[
-                            models[model].key().as_bytes(),
-                            &text_keys[chunks],
-                            &(params.m as u64).to_le_bytes(),
-                            &(params.ef_construction as u64).to_le_bytes(),
-                        ],
-                    );
-                    let c = store.get_or_build(
-                        "hnsw",
-                        &key,
-                        |dir| HnswIndex::build(exact.clone(), params).write(dir),
-                        |dir| HnswIndex::open(dir, exact.clone()),
-                    )?;
-                    let (index, record) = c.into_parts();
-                    (BuiltIndex::Hnsw(index), Some(record))
-                }
-            };
-            pb.inc(1);
-            Ok((index, t.elapsed().as_secs_f64(), cached))
-        })
-        .collect::<Result<_>>()?;
-    pb.finish_and_clear();
-    for (key, (index, secs, cached)) in index_keys.iter().zip(&built) {
-        let (chunks, name) = match key {
-            IndexKey::Bm25 { chunks, analyzer } => (*chunks, format!("bm25({analyzer})")),
-            IndexKey::Exact { chunks, model } => (*chunks, format!("exact({})", models[*model].id)),
-            IndexKey::Hnsw { chunks, model, params } => {
-                (*chunks, format!("hnsw({},m={},efc={})", models[*model].id, params.m, params.ef_construction))
-            }
-        };
-        let mut r = StageReport::new("index", format!("{name} on {}", chunkers[chunks]), *secs);
-        r.chunks = chunk_sets[chunks].len();
-        r.bytes = index.size_bytes();
-        r.reused = cached.as_ref().is_some_and(|c| c.reused);
-        stages.push(r);
-    }
+    let chunked = Chunked { chunkers, sets: chunk_sets, text_keys };
+    let built = index_stage(&index_keys, &chunked, &passage_vectors, &ctx, &mut stages)?;
+    let Chunked { chunkers, sets: chunk_sets, .. } = chunked;
 
     let plan_started = Instant::now();
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
@@ -843,6 +736,153 @@ pub fn run(
         counter: counter.name(),
         wall_seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// What every build stage reads.
+struct StageContext<'a> {
+    corpus: &'a Corpus,
+    models: &'a [ModelInfo],
+    store: &'a StageCache,
+    opts: &'a RunOptions,
+}
+
+/// The chunk sets of a run, one per distinct chunker, with the content key of the texts
+/// each set indexes.
+struct Chunked {
+    chunkers: Vec<ChunkerSpec>,
+    sets: Vec<ChunkSet>,
+    text_keys: Vec<[u8; 32]>,
+}
+
+/// Stage: one chunk set per distinct chunker, from the stage cache when built before.
+fn chunk_stage(exp: &Experiment, ctx: &StageContext<'_>, stages: &mut Vec<StageReport>) -> Result<Chunked> {
+    let StageContext { corpus, store, opts, .. } = *ctx;
+    let mut chunkers: Vec<ChunkerSpec> = Vec::new();
+    for cell in &exp.cells {
+        if !chunkers.contains(&cell.chunker) {
+            chunkers.push(cell.chunker.clone());
+        }
+    }
+    let pb = bar(opts, chunkers.len(), "chunk");
+    let cached: Vec<(Cached<ChunkSet>, f64)> = chunkers
+        .par_iter()
+        .map(|spec| {
+            let t = Instant::now();
+            let key = stage_cache::key("chunks", &[corpus.hash.as_bytes(), format!("{spec:?}").as_bytes()]);
+            let set = store.get_or_build(
+                "chunks",
+                &key,
+                |dir| ChunkSet::build(corpus, spec).write(dir),
+                |dir| ChunkSet::open(dir, spec),
+            )?;
+            pb.inc(1);
+            Ok((set, t.elapsed().as_secs_f64()))
+        })
+        .collect::<Result<_>>()?;
+    pb.finish_and_clear();
+    let chunk_sets: Vec<ChunkSet> = cached
+        .into_iter()
+        .map(|(set, secs)| {
+            let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
+            r.chunks = set.value.len();
+            r.reused = set.reused;
+            stages.push(r);
+            set.value
+        })
+        .collect();
+    let text_keys = chunk_sets
+        .iter()
+        .map(|set| {
+            let mut h = blake3::Hasher::new();
+            for i in 0..set.len() {
+                let text = set.indexed_text(corpus, i);
+                h.update(&(text.len() as u64).to_le_bytes());
+                h.update(text.as_bytes());
+            }
+            *h.finalize().as_bytes()
+        })
+        .collect();
+    Ok(Chunked { chunkers, sets: chunk_sets, text_keys })
+}
+
+/// An index, the seconds this run spent on it, and its stage-cache record (none for exact).
+type Built = (BuiltIndex, f64, Option<Cached<()>>);
+
+/// Stage: every planned index, from the on-disk stage cache when its content was built
+/// before. Exact indexes are the vectors themselves: nothing to build.
+fn index_stage(
+    index_keys: &[IndexKey],
+    chunked: &Chunked,
+    passage_vectors: &HashMap<(usize, usize), Arc<Vec<f32>>>,
+    ctx: &StageContext<'_>,
+    stages: &mut Vec<StageReport>,
+) -> Result<Vec<Built>> {
+    let StageContext { corpus, models, store, opts } = *ctx;
+    let Chunked { chunkers, sets: chunk_sets, text_keys } = chunked;
+    let pb = bar(opts, index_keys.len(), "index");
+    let built: Vec<Built> = index_keys
+        .par_iter()
+        .map(|key| {
+            let t = Instant::now();
+            let (index, cached) = match *key {
+                IndexKey::Bm25 { chunks, analyzer } => {
+                    let set = &chunk_sets[chunks];
+                    let analyzer = Analyzer::new(analyzer);
+                    let key = stage_cache::key("bm25", &[format!("{analyzer:?}").as_bytes(), &text_keys[chunks]]);
+                    let c = store.get_or_build(
+                        "bm25",
+                        &key,
+                        |dir| Bm25Index::write(dir, &analyzer, (0..set.len()).map(|i| set.indexed_text(corpus, i))),
+                        |dir| Bm25Index::open(dir, &analyzer),
+                    )?;
+                    let (index, record) = c.into_parts();
+                    (BuiltIndex::Bm25(index), Some(record))
+                }
+                IndexKey::Exact { chunks, model } => (
+                    BuiltIndex::Exact(ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone())),
+                    None,
+                ),
+                IndexKey::Hnsw { chunks, model, params } => {
+                    let exact = ExactIndex::new(models[model].dim, passage_vectors[&(chunks, model)].clone());
+                    let key = stage_cache::key(
+                        "hnsw",
+                        &[
+                            models[model].key().as_bytes(),
+                            &text_keys[chunks],
+                            &(params.m as u64).to_le_bytes(),
+                            &(params.ef_construction as u64).to_le_bytes(),
+                        ],
+                    );
+                    let c = store.get_or_build(
+                        "hnsw",
+                        &key,
+                        |dir| HnswIndex::build(exact.clone(), params).write(dir),
+                        |dir| HnswIndex::open(dir, exact.clone()),
+                    )?;
+                    let (index, record) = c.into_parts();
+                    (BuiltIndex::Hnsw(index), Some(record))
+                }
+            };
+            pb.inc(1);
+            Ok((index, t.elapsed().as_secs_f64(), cached))
+        })
+        .collect::<Result<_>>()?;
+    pb.finish_and_clear();
+    for (key, (index, secs, cached)) in index_keys.iter().zip(&built) {
+        let (chunks, name) = match key {
+            IndexKey::Bm25 { chunks, analyzer } => (*chunks, format!("bm25({analyzer})")),
+            IndexKey::Exact { chunks, model } => (*chunks, format!("exact({})", models[*model].id)),
+            IndexKey::Hnsw { chunks, model, params } => {
+                (*chunks, format!("hnsw({},m={},efc={})", models[*model].id, params.m, params.ef_construction))
+            }
+        };
+        let mut r = StageReport::new("index", format!("{name} on {}", chunkers[chunks]), *secs);
+        r.chunks = chunk_sets[chunks].len();
+        r.bytes = index.size_bytes();
+        r.reused = cached.as_ref().is_some_and(|c| c.reused);
+        stages.push(r);
+    }
+    Ok(built)
 }
 
 fn query_vector<'v>(vectors: &'v [Option<Vec<f32>>], models: &[ModelInfo], model: usize, case: usize) -> &'v [f32] {
