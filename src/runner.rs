@@ -347,7 +347,8 @@ pub fn run(
     let mut stages = Vec::new();
 
     let ctx = StageContext { corpus, models, store: &store, opts };
-    let Chunked { chunkers, sets: chunk_sets, text_keys } = chunk_stage(exp, &ctx, &mut stages)?;
+    let chunked = chunk_stage(exp, &ctx, &mut stages)?;
+    let (chunkers, chunk_sets) = (&chunked.chunkers, &chunked.sets);
 
     // Stage: index keys, planned so that cells differing only in query-time parameters
     // (k1, b, ef_search, fusion, filter, k) share an index.
@@ -371,7 +372,7 @@ pub fn run(
         }
     };
     let cell_sources: Vec<Vec<(IndexKey, QueryParams)>> =
-        exp.cells.iter().map(|cell| source_of(chunk_index(&chunkers, &cell.chunker), &cell.retriever)).collect();
+        exp.cells.iter().map(|cell| source_of(chunk_index(chunkers, &cell.chunker), &cell.retriever)).collect();
     let mut index_keys: Vec<IndexKey> = Vec::new();
     for (key, _) in cell_sources.iter().flatten() {
         if !index_keys.contains(key) {
@@ -412,7 +413,7 @@ pub fn run(
         let counting = Instant::now();
         let counted = store.get_or_build(
             "tokens",
-            &stage_cache::key("tokens", &[info.key().as_bytes(), &text_keys[chunks]]),
+            &stage_cache::key("tokens", &[info.key().as_bytes(), &chunked.text_keys[chunks]]),
             |dir| {
                 let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
                 let tokens: u64 = Counter::for_model(info)?.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
@@ -454,9 +455,7 @@ pub fn run(
         }
     }
 
-    let chunked = Chunked { chunkers, sets: chunk_sets, text_keys };
     let built = index_stage(&index_keys, &chunked, &passage_vectors, &ctx, &mut stages)?;
-    let Chunked { chunkers, sets: chunk_sets, .. } = chunked;
 
     let plan_started = Instant::now();
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
@@ -472,7 +471,7 @@ pub fn run(
     let mut allowed_sets: HashMap<(usize, &[String]), Allowed> = HashMap::new();
     let has_acl = corpus.docs.iter().any(|d| d.acl.is_some());
     for cell in &exp.cells {
-        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let chunks = chunk_index(chunkers, &cell.chunker);
         if cell.filter == Filter::None && !has_acl {
             continue;
         }
@@ -518,7 +517,7 @@ pub fn run(
     let mut components: Vec<Component> = Vec::new();
     for (cell, sources) in exp.cells.iter().zip(&cell_sources) {
         let RetrieverSpec::Hybrid { candidates, .. } = cell.retriever else { continue };
-        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let chunks = chunk_index(chunkers, &cell.chunker);
         let filtered = cell.filter == Filter::InQuery;
         for source in sources {
             if components.iter().any(|c| c.is(source, filtered, candidates)) {
@@ -544,7 +543,7 @@ pub fn run(
         .iter()
         .zip(&cell_sources)
         .map(|(cell, sources)| {
-            let chunks = chunk_index(&chunkers, &cell.chunker);
+            let chunks = chunk_index(chunkers, &cell.chunker);
             let mut cost = CellCost { chunks: chunk_sets[chunks].len(), ..Default::default() };
             for source in sources {
                 let at = index_keys.iter().position(|k| *k == source.0).expect("planned");
@@ -575,7 +574,7 @@ pub fn run(
     // done, then dropped: a run holds one cell's rankings at a time.
     let pb = bar(opts, exp.cells.len() * cases.len(), "retrieve");
     for ((cell, sources), cost) in exp.cells.iter().zip(&cell_sources).zip(&costs) {
-        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let chunks = chunk_index(chunkers, &cell.chunker);
         let set = &chunk_sets[chunks];
         pb.set_message(cell.id.clone());
         let results: Vec<CaseResult> = cases
@@ -667,7 +666,7 @@ pub fn run(
             latencies.push(None);
             continue;
         }
-        let chunks = chunk_index(&chunkers, &cell.chunker);
+        let chunks = chunk_index(chunkers, &cell.chunker);
         let warm_up = sample.len().min(LATENCY_WARM_UP);
         let mut timings: Vec<[f64; 4]> = Vec::with_capacity(sample.len());
         for &ci in sample[..warm_up].iter().chain(&sample) {
