@@ -124,8 +124,11 @@ impl RunData {
         })
     }
 
-    /// The cell a gate compares when none is named: the selected cell, or the only one.
-    pub fn default_cell(&self) -> Result<&CellInfo> {
+    /// The named cell, or when none is named the selected cell, or the only one.
+    pub fn cell_or_default(&self, name: Option<&str>) -> Result<&CellInfo> {
+        if let Some(name) = name {
+            return self.cell(name);
+        }
         match (&self.selected, self.cells.as_slice()) {
             (Some(id), _) => self.cell(id),
             (None, [only]) => Ok(only),
@@ -135,6 +138,21 @@ impl RunData {
                 self.cells.len()
             ))),
         }
+    }
+
+    /// The cell to compare with `other` (a cell of another run): the named one, else the one
+    /// with the same label, else as [`RunData::cell_or_default`].
+    pub fn counterpart(&self, other: &CellInfo, name: Option<&str>) -> Result<&CellInfo> {
+        match (name, self.cells.iter().find(|c| c.label == other.label)) {
+            (None, Some(same)) => Ok(same),
+            _ => self.cell_or_default(name),
+        }
+    }
+
+    /// The split a gate compares when none is named: reserved when the run has reserved
+    /// cases, else all of them.
+    pub fn default_split(&self) -> Option<Split> {
+        self.records.iter().any(|r| r.split == Split::Reserved).then_some(Split::Reserved)
     }
 
     pub fn records_of<'r>(&'r self, cell: &'r str, split: Option<Split>) -> impl Iterator<Item = &'r CaseRecord> {
@@ -306,6 +324,8 @@ impl Comparison {
             self.worse.len(),
             self.n - self.better.len() - self.worse.len()
         );
+        let question =
+            |case: &str| Some(a.run.question(case)).filter(|q| !q.is_empty()).unwrap_or(b.run.question(case));
         let still = |list: &[Change]| -> Vec<Change> {
             list.iter().filter(|c| c.before > 0.0 && c.after > 0.0).take(LISTED_CHANGES).cloned().collect()
         };
@@ -320,7 +340,6 @@ impl Comparison {
         for (title, list) in lists {
             let _ = writeln!(out, "\n{title}: {}", list.len());
             for c in list {
-                let run = if c.after < c.before { a.run } else { b.run };
                 let _ = writeln!(
                     out,
                     "  {:<12} rank {:>2} → {:<2}  {:.3} → {:.3}  {}",
@@ -329,7 +348,7 @@ impl Comparison {
                     rank(c.rank_after),
                     c.before,
                     c.after,
-                    run.question(&c.case)
+                    question(&c.case)
                 );
             }
         }

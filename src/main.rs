@@ -296,13 +296,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Misses { run, cell, vs, metric, split, dirs } => {
             let data = RunData::load(&run)?;
             let x = Side { run: &data, cell: data.cell(&cell)? };
-            let y = Side {
-                run: &data,
-                cell: match &vs {
-                    Some(v) => data.cell(v)?,
-                    None => data.default_cell()?,
-                },
-            };
+            let y = Side { run: &data, cell: data.cell_or_default(vs.as_deref())? };
             let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &dirs.models);
             for id in missing {
                 eprintln!("model {id} is not installed in {}: its tokens are not shown", dirs.models.display());
@@ -314,21 +308,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let current = RunData::load(&run)?;
             let base = RunData::load(&baseline)?;
             warn_if_golden_differs(&base, &current);
-            let cell = match &cell {
-                Some(c) => current.cell(c)?,
-                None => current.default_cell()?,
-            };
-            let base_cell = match &baseline_cell {
-                Some(c) => base.cell(c)?,
-                None => match base.cells.iter().find(|c| c.label == cell.label) {
-                    Some(c) => c,
-                    None => base.default_cell()?,
-                },
-            };
-            let split = split.map_or_else(
-                || current.records.iter().any(|r| r.split == Split::Reserved).then_some(Split::Reserved),
-                |s| s.0,
-            );
+            let cell = current.cell_or_default(cell.as_deref())?;
+            let base_cell = base.counterpart(cell, baseline_cell.as_deref())?;
+            let split = split.map_or_else(|| current.default_split(), |s| s.0);
             let (sa, sb) = (Side { run: &base, cell: base_cell }, Side { run: &current, cell });
             let c = compare::compare(&sa, &sb, &metric, split)?;
             print!("{}", c.render(&sa, &sb));

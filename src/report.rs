@@ -69,6 +69,11 @@ fn fmt_value(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.6}")).unwrap_or_default()
 }
 
+/// The CSV headers of a mean's fields (see [`mean_fields`]).
+fn mean_header(c: &MetricAt) -> [String; 4] {
+    [c.to_string(), format!("{c}_n"), format!("{c}_lo"), format!("{c}_hi")]
+}
+
 /// A mean's CSV fields: value, n, interval low and high.
 fn mean_fields(m: &Mean) -> [String; 4] {
     [fmt_value(m.value), m.n.to_string(), fmt_value(m.ci.map(|c| c.lo)), fmt_value(m.ci.map(|c| c.hi))]
@@ -88,7 +93,7 @@ pub fn slices_csv(run: &RunResult) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = ["cell", "split", "slice", "cases"].map(String::from).to_vec();
     for c in &run.columns {
-        header.extend([c.to_string(), format!("{c}_n"), format!("{c}_lo"), format!("{c}_hi")]);
+        header.extend(mean_header(c));
     }
     w.write_record(&header).expect("memory");
     for s in &run.slices {
@@ -124,7 +129,7 @@ impl Exporter for Csv {
         header.extend(["split", "cases", "unanswerable", "leaks"].map(String::from));
         header.extend(exp.k.iter().map(|k| format!("short_lists@{k}")));
         for c in &run.columns {
-            header.extend([c.to_string(), format!("{c}_n"), format!("{c}_lo"), format!("{c}_hi")]);
+            header.extend(mean_header(c));
         }
         header.extend(ABSTAIN_COLUMNS.map(String::from));
         header.extend(LATENCY_COLUMNS.map(String::from));
