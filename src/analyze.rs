@@ -415,6 +415,24 @@ impl tantivy::tokenizer::TokenStream for TermStream {
     }
 }
 
+/// Evidence normalisation: Unicode NFC, case fold, runs of white space as one space.
+pub fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.nfc().flat_map(char::to_lowercase) {
+        if c.is_whitespace() {
+            space = !out.is_empty();
+        } else {
+            if space {
+                out.push(' ');
+                space = false;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,32 +1,24 @@
 //! ragsweep: measure retrieval for RAG systems.
 //!
-//! Data flows one way: an experiment file expands to a grid of cells; each cell chunks a
-//! corpus, indexes the chunks, retrieves for every golden case, judges the ranking in the
-//! experiment's relevance unit and scores it. Stages are shared between cells that need
-//! the same work. See `ARCHITECTURE.md` for the map.
+//! Data flows one way, and the folders follow it: `experiment` (the TOML grid) → `plan`
+//! (the distinct stages and, per cell, its sources) → `stages` (chunk, embed, count tokens,
+//! the content-keyed cache) → `retrieve` (indexes, fusion, access rules, one retriever per
+//! cell) → `evaluate` (labels, metrics, statistics) → `results` (the typed schema) →
+//! `output` (run directory and exporters) → `compare` (diff, check, misses, merge).
+//! `runner` orchestrates. See `docs/ARCHITECTURE.md` for the map.
 
-pub mod abstention;
 pub mod analyze;
-pub mod chunk;
+pub mod atomic;
 pub mod compare;
-pub mod corpus;
-pub mod cost;
-pub mod embed;
 pub mod error;
-pub mod exact_terms;
+pub mod evaluate;
 pub mod experiment;
-pub mod frontmatter;
-pub mod fusion;
-pub mod golden;
-pub mod index;
-pub mod label;
-pub mod merge;
-pub mod metrics;
-pub mod permissions;
-pub mod report;
+pub mod input;
+pub mod output;
+pub mod plan;
+pub mod results;
+pub mod retrieve;
 pub mod runner;
-pub mod selection;
-pub mod stage_cache;
-pub mod stats;
+pub mod stages;
 
 pub use error::{Error, Location, Result};

@@ -10,8 +10,9 @@ use clap::{Parser, Subcommand};
 
 use ragsweep::compare::{self, RunData, Side};
 use ragsweep::experiment::Experiment;
-use ragsweep::golden::Split;
-use ragsweep::report::{self, Exporter, Markdown};
+use ragsweep::input::golden::Split;
+use ragsweep::output::matrix::{Exporter, Markdown};
+use ragsweep::output::{self as report};
 use ragsweep::runner::{self, RunOptions};
 
 #[derive(Parser)]
@@ -212,32 +213,24 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             let mut writer = report::RunWriter::create(&runner::run_dir(&out, &exp, &run_id))?;
             let columns = exp.columns();
-            let run = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
-            print_stage_work(&run.stages);
-            let dir = writer.finish(&exp, &run, &run_id)?;
-            let mut stdout = std::io::stdout().lock();
-            Markdown { compact: !all_columns }.write(&exp, &run, &mut stdout)?;
-            if let Some(s) = exp
-                .select
-                .filter(|_| exp.shard.is_none())
-                .and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m))
-            {
-                use std::io::Write;
-                writeln!(stdout, "\n{}", report::selection_summary(&s))?;
-            }
+            let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
+            print_stage_work(&outcome.stages);
+            let run = report::result(&exp, &prepared, outcome, &run_id);
+            let dir = writer.finish(&run)?;
+            print_matrix(&run, !all_columns)?;
             eprintln!(
                 "\n{} cells × {} cases in {:.1}s; results in {}",
                 exp.cells.len(),
                 prepared.cases.len(),
-                run.wall_seconds,
+                run.manifest.wall_seconds,
                 dir.display()
             );
             Ok(ExitCode::SUCCESS)
         }
         Command::BenchEmbed { corpus, model, batch, threads, limit, dirs } => {
-            let corpus = ragsweep::corpus::Corpus::load(&corpus, None)?;
-            let info = ragsweep::embed::find_model(&dirs.models, &model)?;
-            let embedder = ragsweep::embed::Embedder::load(&dirs.models, &info, threads)?;
+            let corpus = ragsweep::input::corpus::Corpus::load(&corpus, None)?;
+            let info = ragsweep::stages::embed::find_model(&dirs.models, &model)?;
+            let embedder = ragsweep::stages::embed::Embedder::load(&dirs.models, &info, threads)?;
             let mut texts: Vec<String> = corpus
                 .docs
                 .iter()
@@ -249,10 +242,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 .collect();
             texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder.embed_batch(&refs[..batch.min(refs.len())], ragsweep::embed::Role::Passage)?;
+            embedder.embed_batch(&refs[..batch.min(refs.len())], ragsweep::stages::embed::Role::Passage)?;
             let started = std::time::Instant::now();
             for chunk in refs.chunks(batch) {
-                embedder.embed_batch(chunk, ragsweep::embed::Role::Passage)?;
+                embedder.embed_batch(chunk, ragsweep::stages::embed::Role::Passage)?;
             }
             let secs = started.elapsed().as_secs_f64();
             println!(
@@ -266,14 +259,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let exp = Experiment::load(&experiment)?;
             let run_id = format!("{}-merged", report::run_id(&exp, std::time::SystemTime::now()));
             let mut writer = report::RunWriter::create(&runner::run_dir(&out, &exp, &run_id))?;
-            let run = ragsweep::merge::merge(&exp, &shards, &mut writer)?;
-            let dir = writer.finish(&exp, &run, &run_id)?;
-            let mut stdout = std::io::stdout().lock();
-            Markdown { compact: true }.write(&exp, &run, &mut stdout)?;
-            if let Some(s) = exp.select.and_then(|m| ragsweep::selection::select(&run.rows, &run.columns, m)) {
-                use std::io::Write;
-                writeln!(stdout, "\n{}", report::selection_summary(&s))?;
-            }
+            let mut run = ragsweep::compare::merge::merge(&exp, &shards, &mut writer)?;
+            run.manifest.run_id = run_id;
+            let dir = writer.finish(&run)?;
+            print_matrix(&run, true)?;
             eprintln!("merged {} shards ({} cells); results in {}", shards.len(), exp.cells.len(), dir.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -348,6 +337,17 @@ fn real_main() -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The matrix as Markdown on standard output, and the selection when there is one.
+fn print_matrix(run: &ragsweep::results::RunResult, compact: bool) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    Markdown { compact }.write(run, &mut stdout)?;
+    if let Some(s) = report::matrix::matrix(run).selection {
+        writeln!(stdout, "\n{}", report::matrix::selection_summary(&s))?;
+    }
+    Ok(())
+}
+
 fn warn_if_golden_differs(a: &RunData, b: &RunData) {
     if a.golden_hash != b.golden_hash {
         eprintln!("warning: the two runs used different golden sets; only cases with the same id are compared");
@@ -355,9 +355,9 @@ fn warn_if_golden_differs(a: &RunData, b: &RunData) {
 }
 
 fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
-    use ragsweep::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
     use ragsweep::experiment::{DenseIndex, RetrieverSpec};
-    use ragsweep::index::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
+    use ragsweep::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
+    use ragsweep::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
     use std::time::Instant;
 
     let exp = Experiment::load(experiment)?;
@@ -373,10 +373,10 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         DenseIndex::Exact => ragsweep::experiment::HNSW_DEFAULTS,
     };
     let info = find_model(&dirs.models, model)?;
-    let set = ragsweep::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
+    let set = ragsweep::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
     let mut cache = VectorCache::open(&dirs.cache, &info)?;
     let embedder = LazyEmbedder::new(&dirs.models, &info, rayon::current_num_threads());
-    let load = || embedder.get();
+    let load = || -> ragsweep::Result<&dyn ragsweep::stages::embed::Embedding> { Ok(embedder.get()?) };
     let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
     let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, 32, &load, &|_, _| {})?;
     let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
@@ -449,7 +449,7 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
 }
 
 /// One line per chunk, embedding and index stage: what was built now and what was reused.
-fn print_stage_work(stages: &[runner::StageReport]) {
+fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
     for stage in stages {
         let done = if stage.reused { "reused from cache, loaded" } else { "built" };
         match (stage.stage.as_str(), &stage.embedding) {

@@ -68,7 +68,7 @@ fn missing_model_names_the_install_command() {
 
 #[test]
 fn embedder_matches_an_independent_python_onnxruntime_path() {
-    use ragsweep::embed::{find_model, Embedder, Role};
+    use ragsweep::stages::embed::{find_model, Embedder, Role};
     let fixture: serde_json::Value =
         serde_json::from_slice(&std::fs::read(repo().join("tests/fixtures/embeddings.json")).unwrap()).unwrap();
     let models = repo().join("models");

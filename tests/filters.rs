@@ -7,8 +7,8 @@
 use proptest::prelude::*;
 
 use ragsweep::analyze::{Analyzer, AnalyzerKind};
-use ragsweep::fusion::{fuse, Fusion, Norm};
-use ragsweep::index::{Allowed, Bm25Index, Bm25Params, ExactIndex, FilteredSearch, Hit, HnswIndex, HnswParams};
+use ragsweep::retrieve::fusion::{fuse, Fusion, Norm};
+use ragsweep::retrieve::{Allowed, Bm25Index, Bm25Params, ExactIndex, FilteredSearch, Hit, HnswIndex, HnswParams};
 
 const WORDS: &[&str] = &["prazo", "multa", "sensor", "gateway", "contrato", "férias", "senha", "api", "plano", "erro"];
 const GROUPS: &[&str] = &["rh", "financeiro", "juridico"];

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use ragsweep::label::{Item, Judged};
-use ragsweep::metrics::{Metric, MetricAt};
+use ragsweep::evaluate::label::{Item, Judged};
+use ragsweep::evaluate::metrics::{Metric, MetricAt};
 
 #[test]
 fn scifact_run_scores_match_pytrec_eval_to_1e6() {

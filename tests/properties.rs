@@ -2,10 +2,10 @@
 
 use proptest::prelude::*;
 
-use ragsweep::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
-use ragsweep::corpus::{markdown_sections, Corpus, Document};
-use ragsweep::label::{Item, Judged};
-use ragsweep::metrics::Metric;
+use ragsweep::evaluate::label::{Item, Judged};
+use ragsweep::evaluate::metrics::Metric;
+use ragsweep::input::corpus::{markdown_sections, Corpus, Document};
+use ragsweep::stages::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 
 fn text_strategy() -> impl Strategy<Value = String> {
     // Words, accents, punctuation, headings, blank lines and multi-byte characters.

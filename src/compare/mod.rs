@@ -1,0 +1,564 @@
+//! Case-by-case comparison of two cells, of one run or of two runs (SPEC §7): the questions
+//! a change fixed and broke, the paired randomisation test, bootstrap intervals, and what
+//! a handful of questions would have said. `diff`, `check` and `misses` are built on it.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::analyze::{Analyzer, AnalyzerKind};
+use crate::error::{Error, Location, Result};
+use crate::evaluate::stats::{self, Interval, SubsetRange};
+use crate::input::golden::Split;
+use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
+use crate::stages::cost::Counter;
+
+pub mod merge;
+
+/// One line of `per_query.jsonl`.
+pub type CaseRecord = CaseLine;
+
+/// A cell of a run, as its manifest describes it.
+#[derive(Debug, Clone)]
+pub struct CellInfo {
+    pub id: String,
+    pub label: String,
+    /// The retriever configuration (from the manifest).
+    pub retriever: Value,
+}
+
+impl CellInfo {
+    /// Values of `key` anywhere in the retriever configuration (e.g. every `analyzer`).
+    pub fn retriever_values(&self, key: &str) -> Vec<String> {
+        fn walk(v: &Value, key: &str, out: &mut Vec<String>) {
+            match v {
+                Value::Object(map) => {
+                    for (k, v) in map {
+                        match v {
+                            Value::String(s) if k == key => out.push(s.clone()),
+                            _ => walk(v, key, out),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.retriever, key, &mut out);
+        out
+    }
+}
+
+/// A finished run directory, read back.
+pub struct RunData {
+    pub dir: PathBuf,
+    pub cells: Vec<CellInfo>,
+    pub records: Vec<CaseRecord>,
+    pub cases: HashMap<String, CaseInfo>,
+    /// The cell chosen by the experiment's `select`, if any.
+    pub selected: Option<String>,
+    pub golden_hash: String,
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+}
+
+fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    read(path)?
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| Error::input(Location::line(path, i + 1), e.to_string())))
+        .collect()
+}
+
+fn json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    serde_json::from_str(&read(path)?).map_err(|e| {
+        Error::input(
+            Location { path: path.to_path_buf(), line: e.line(), column: e.column() },
+            format!("not a ragsweep {what}: {e}"),
+        )
+    })
+}
+
+impl RunData {
+    pub fn load(dir: &Path) -> Result<RunData> {
+        let manifest: Manifest = json(&dir.join("manifest.json"), "run manifest")?;
+        let matrix: Matrix = json(&dir.join("matrix.json"), "matrix")?;
+        let cells = manifest
+            .cells
+            .iter()
+            .map(|c| CellInfo { id: c.cell.clone(), label: c.label.clone(), retriever: c.retriever.clone() })
+            .collect();
+        let cases_path = dir.join("cases.jsonl");
+        let cases: Vec<CaseInfo> = if cases_path.exists() { jsonl(&cases_path)? } else { Vec::new() };
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            cells,
+            records: jsonl(&dir.join("per_query.jsonl"))?,
+            cases: cases.into_iter().map(|c| (c.case.clone(), c)).collect(),
+            selected: matrix.selection.map(|s| s.cell),
+            golden_hash: manifest.golden.hash,
+        })
+    }
+
+    /// A cell by id (`c03`) or by its exact label.
+    pub fn cell(&self, name: &str) -> Result<&CellInfo> {
+        self.cells.iter().find(|c| c.id == name || c.label == name).ok_or_else(|| {
+            let known: Vec<String> = self.cells.iter().map(|c| format!("{} ({})", c.id, c.label)).collect();
+            Error::Other(format!("{}: no cell {name:?}; cells: {}", self.dir.display(), known.join(", ")))
+        })
+    }
+
+    /// The named cell, or when none is named the selected cell, or the only one.
+    pub fn cell_or_default(&self, name: Option<&str>) -> Result<&CellInfo> {
+        if let Some(name) = name {
+            return self.cell(name);
+        }
+        match (&self.selected, self.cells.as_slice()) {
+            (Some(id), _) => self.cell(id),
+            (None, [only]) => Ok(only),
+            _ => Err(Error::Other(format!(
+                "{}: {} cells and no selection; name one with --cell",
+                self.dir.display(),
+                self.cells.len()
+            ))),
+        }
+    }
+
+    /// The cell to compare with `other` (a cell of another run): the named one, else the one
+    /// with the same label, else as [`RunData::cell_or_default`].
+    pub fn counterpart(&self, other: &CellInfo, name: Option<&str>) -> Result<&CellInfo> {
+        match (name, self.cells.iter().find(|c| c.label == other.label)) {
+            (None, Some(same)) => Ok(same),
+            _ => self.cell_or_default(name),
+        }
+    }
+
+    /// The split a gate compares when none is named: reserved when the run has reserved
+    /// cases, else all of them.
+    pub fn default_split(&self) -> Option<Split> {
+        self.records.iter().any(|r| r.split == Split::Reserved).then_some(Split::Reserved)
+    }
+
+    pub fn records_of<'r>(&'r self, cell: &'r str, split: Option<Split>) -> impl Iterator<Item = &'r CaseRecord> {
+        self.records.iter().filter(move |r| r.cell == cell && split.is_none_or(|s| r.split == s))
+    }
+
+    pub fn question(&self, case: &str) -> &str {
+        self.cases.get(case).map_or("", |c| c.question.as_str())
+    }
+}
+
+/// One side of a comparison: a cell of a run.
+pub struct Side<'r> {
+    pub run: &'r RunData,
+    pub cell: &'r CellInfo,
+}
+
+/// A case whose value changed between the two sides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub case: String,
+    pub before: f64,
+    pub after: f64,
+    /// Rank of the first relevant item in each side's list (deepest k).
+    pub rank_before: Option<u32>,
+    pub rank_after: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub metric: String,
+    pub split: Option<Split>,
+    /// Cases scored by both sides.
+    pub n: usize,
+    pub mean_a: f64,
+    pub mean_b: f64,
+    pub ci_a: Option<Interval>,
+    pub ci_b: Option<Interval>,
+    /// Interval of the mean per-case difference B − A.
+    pub ci_diff: Option<Interval>,
+    pub p_value: f64,
+    /// Miss → hit (value 0 in A, above 0 in B).
+    pub fixed: Vec<Change>,
+    /// Hit → miss.
+    pub broke: Vec<Change>,
+    /// Cases with a higher / lower value in B (fixed and broke included), largest change first.
+    pub better: Vec<Change>,
+    pub worse: Vec<Change>,
+    pub subsets_a: Vec<SubsetRange>,
+    pub subsets_b: Vec<SubsetRange>,
+}
+
+/// Subset sizes of the sample-size view.
+pub const SUBSET_SIZES: [usize; 3] = [5, 10, 20];
+pub const SUBSET_DRAWS: usize = 1000;
+
+/// Compares `metric` (e.g. `hit@3`) between A and B over the cases both score on `split`
+/// (all splits when `None`).
+pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split>) -> Result<Comparison> {
+    let values = |side: &Side<'r>| -> Result<HashMap<&'r str, (f64, Option<u32>)>> {
+        let mut out = HashMap::new();
+        let mut seen_metric = false;
+        for r in side.run.records_of(&side.cell.id, split) {
+            let Some(v) = r.metrics.get(metric) else { continue };
+            seen_metric = true;
+            if let Some(v) = v {
+                out.insert(r.case.as_str(), (*v, r.first_relevant));
+            }
+        }
+        if !seen_metric {
+            let mut known: Vec<&str> = side.run.records.first().map(|r| r.metrics.keys().collect()).unwrap_or_default();
+            known.sort();
+            return Err(Error::Other(format!(
+                "{}: cell {} has no metric {metric:?} on this split (metrics: {})",
+                side.run.dir.display(),
+                side.cell.id,
+                known.join(", ")
+            )));
+        }
+        Ok(out)
+    };
+    let (va, vb) = (values(a)?, values(b)?);
+    let mut cases: Vec<&str> = va.keys().filter(|c| vb.contains_key(*c)).copied().collect();
+    cases.sort();
+    if cases.is_empty() {
+        return Err(Error::Other("the two cells share no scored case".into()));
+    }
+    let pairs: Vec<(f64, f64)> = cases.iter().map(|c| (va[c].0, vb[c].0)).collect();
+    let change = |c: &str| Change {
+        case: c.to_string(),
+        before: va[c].0,
+        after: vb[c].0,
+        rank_before: va[c].1,
+        rank_after: vb[c].1,
+    };
+    let a_values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let b_values: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    let diffs: Vec<f64> = pairs.iter().map(|(x, y)| y - x).collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    Ok(Comparison {
+        metric: metric.to_string(),
+        split,
+        n: cases.len(),
+        mean_a: mean(&a_values),
+        mean_b: mean(&b_values),
+        ci_a: stats::bootstrap_mean(&a_values, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
+        ci_b: stats::bootstrap_mean(&b_values, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
+        ci_diff: stats::bootstrap_mean(&diffs, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
+        p_value: stats::paired_randomization(&diffs, stats::SIGN_FLIPS, stats::SEED),
+        fixed: cases.iter().filter(|c| va[*c].0 == 0.0 && vb[*c].0 > 0.0).map(|c| change(c)).collect(),
+        broke: cases.iter().filter(|c| va[*c].0 > 0.0 && vb[*c].0 == 0.0).map(|c| change(c)).collect(),
+        better: by_change(cases.iter().filter(|c| vb[*c].0 > va[*c].0).map(|c| change(c)).collect()),
+        worse: by_change(cases.iter().filter(|c| vb[*c].0 < va[*c].0).map(|c| change(c)).collect()),
+        subsets_a: stats::subset_ranges(&a_values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED),
+        subsets_b: stats::subset_ranges(&b_values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED),
+    })
+}
+
+/// Largest change first; ties by case id.
+fn by_change(mut changes: Vec<Change>) -> Vec<Change> {
+    changes.sort_by(|x, y| (y.after - y.before).abs().total_cmp(&(x.after - x.before).abs()).then(x.case.cmp(&y.case)));
+    changes
+}
+
+/// Changed cases listed beyond the fixed and broke lists (graded metrics).
+const LISTED_CHANGES: usize = 10;
+
+fn rank(r: Option<u32>) -> String {
+    r.map_or("–".into(), |r| r.to_string())
+}
+
+fn ci(c: Option<Interval>) -> String {
+    c.map_or("–".into(), |c| format!("[{:.4}, {:.4}]", c.lo, c.hi))
+}
+
+impl Comparison {
+    /// The comparison as plain text: summary, then the broke and fixed lists with each
+    /// question and the rank of its first relevant item before → after.
+    pub fn render(&self, a: &Side<'_>, b: &Side<'_>) -> String {
+        let mut out = String::new();
+        let split = self.split.map_or("all splits".to_string(), |s| format!("{} split", s.as_str()));
+        let _ = writeln!(out, "{} on {} ({} cases scored by both)", self.metric, split, self.n);
+        let _ = writeln!(out, "  A  {} {}  {}", a.cell.id, a.cell.label, a.run.dir.display());
+        let _ = writeln!(out, "  B  {} {}  {}", b.cell.id, b.cell.label, b.run.dir.display());
+        let _ = writeln!(
+            out,
+            "  mean A {:.4} {}   mean B {:.4} {}",
+            self.mean_a,
+            ci(self.ci_a),
+            self.mean_b,
+            ci(self.ci_b)
+        );
+        let _ = writeln!(
+            out,
+            "  B − A {:+.4} {} (95% bootstrap, B = {}), paired randomisation p = {:.4} ({} sign flips)",
+            self.mean_b - self.mean_a,
+            ci(self.ci_diff),
+            stats::BOOTSTRAP_RESAMPLES,
+            self.p_value,
+            stats::SIGN_FLIPS
+        );
+        let _ = writeln!(
+            out,
+            "  fixed {} · broke {} · better {} · worse {} · unchanged {}",
+            self.fixed.len(),
+            self.broke.len(),
+            self.better.len(),
+            self.worse.len(),
+            self.n - self.better.len() - self.worse.len()
+        );
+        let question =
+            |case: &str| Some(a.run.question(case)).filter(|q| !q.is_empty()).unwrap_or(b.run.question(case));
+        let still = |list: &[Change]| -> Vec<Change> {
+            list.iter().filter(|c| c.before > 0.0 && c.after > 0.0).take(LISTED_CHANGES).cloned().collect()
+        };
+        let (worse, better) = (still(&self.worse), still(&self.better));
+        let mut lists = vec![("broke (hit → miss)", &self.broke), ("fixed (miss → hit)", &self.fixed)];
+        if !worse.is_empty() {
+            lists.push(("worse but still found (largest drops)", &worse));
+        }
+        if !better.is_empty() {
+            lists.push(("better, found before too (largest gains)", &better));
+        }
+        for (title, list) in lists {
+            let _ = writeln!(out, "\n{title}: {}", list.len());
+            for c in list {
+                let _ = writeln!(
+                    out,
+                    "  {:<12} rank {:>2} → {:<2}  {:.3} → {:.3}  {}",
+                    c.case,
+                    rank(c.rank_before),
+                    rank(c.rank_after),
+                    c.before,
+                    c.after,
+                    question(&c.case)
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nWhat {} random questions would have said ({} subsets each, range and middle 95%):",
+            SUBSET_SIZES.map(|s| s.to_string()).join(", "),
+            SUBSET_DRAWS
+        );
+        for (name, ranges) in [("A", &self.subsets_a), ("B", &self.subsets_b)] {
+            for r in ranges.iter() {
+                let _ = writeln!(
+                    out,
+                    "  {name} n={:<3} {:.3} … {:.3}  (middle 95%: {:.3} … {:.3})",
+                    r.size, r.min, r.max, r.p2_5, r.p97_5
+                );
+            }
+        }
+        out
+    }
+}
+
+/// How the tokenizers of the compared cells see a term: one line per BM25 analyzer
+/// (word → indexed term, or why it was dropped) and one per embedding model (its tokens).
+pub struct Tokenizers {
+    analyzers: Vec<Analyzer>,
+    models: Vec<(String, Counter)>,
+}
+
+impl Tokenizers {
+    /// The analyzers and models named in the cells' retriever configurations. Models are
+    /// read from `models_dir`; a model that is not installed is named and skipped.
+    pub fn of(cells: &[&CellInfo], models_dir: &Path) -> (Tokenizers, Vec<String>) {
+        let mut analyzers: Vec<Analyzer> = Vec::new();
+        let mut models: Vec<(String, Counter)> = Vec::new();
+        let mut missing = Vec::new();
+        for cell in cells {
+            for name in cell.retriever_values("analyzer") {
+                let kind: Option<AnalyzerKind> = serde_json::from_value(Value::String(name)).ok();
+                if let Some(kind) = kind.filter(|k| !analyzers.iter().any(|a| a.kind() == *k)) {
+                    analyzers.push(Analyzer::new(kind));
+                }
+            }
+            for id in cell.retriever_values("model") {
+                if models.iter().any(|(m, _)| *m == id) || missing.contains(&id) {
+                    continue;
+                }
+                match crate::stages::embed::find_model(models_dir, &id).and_then(|info| Counter::for_model(&info)) {
+                    Ok(counter) => models.push((id, counter)),
+                    Err(_) => missing.push(id),
+                }
+            }
+        }
+        (Tokenizers { analyzers, models }, missing)
+    }
+
+    pub fn explain(&self, term: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        for a in &self.analyzers {
+            let steps: Vec<String> = a
+                .trace(term)
+                .into_iter()
+                .map(|s| match (&s.term, s.dropped) {
+                    (Some(t), _) => format!("{t:?}"),
+                    (None, why) => format!("({:?} dropped: {})", s.word, why.unwrap_or("no term")),
+                })
+                .collect();
+            let shown = if steps.is_empty() {
+                format!("{term:?} → no words: nothing to match")
+            } else {
+                format!("{term:?} → {}", steps.join(", "))
+            };
+            lines.push(format!("bm25 analyzer {}: {shown}", a.kind()));
+        }
+        for (id, counter) in &self.models {
+            let tokens = counter.tokens(term).map(|t| t.join(" ")).unwrap_or_else(|e| e.to_string());
+            lines.push(format!("{id} tokens: {tokens}"));
+        }
+        lines
+    }
+}
+
+/// The cases X missed and Y found on `metric` (value 0 in X, above 0 in Y), exact-term cases
+/// first: the question, each exact term, whether it occurs in the relevant text, how each
+/// tokenizer sees it, and the rank of the first relevant item in each cell.
+pub fn misses(
+    x: &Side<'_>,
+    y: &Side<'_>,
+    metric: &str,
+    split: Option<Split>,
+    tokenizers: &Tokenizers,
+) -> Result<String> {
+    let c = compare(x, y, metric, split)?;
+    let mut found = c.fixed.clone();
+    let terms = |case: &str| x.run.cases.get(case).map(|i| i.exact_terms.as_slice()).unwrap_or_default();
+    found.sort_by_key(|ch| (terms(&ch.case).is_empty(), ch.case.clone()));
+    let mut out = String::new();
+    let with_terms = found.iter().filter(|ch| !terms(&ch.case).is_empty()).count();
+    let _ = writeln!(
+        out,
+        "{} missed {} cases that {} found on {metric} ({} of them with exact terms); {} cases compared",
+        x.cell.id,
+        found.len(),
+        y.cell.id,
+        with_terms,
+        c.n
+    );
+    let _ = writeln!(out, "  X  {} {}", x.cell.id, x.cell.label);
+    let _ = writeln!(out, "  Y  {} {}", y.cell.id, y.cell.label);
+    for ch in &found {
+        let _ = writeln!(out, "\n{}  {}", ch.case, x.run.question(&ch.case));
+        let _ = writeln!(
+            out,
+            "  first relevant item: rank {} in X, rank {} in Y ({metric}: {:.3} → {:.3})",
+            rank(ch.rank_before),
+            rank(ch.rank_after),
+            ch.before,
+            ch.after
+        );
+        let t = terms(&ch.case);
+        if t.is_empty() {
+            let _ = writeln!(out, "  no exact terms");
+        }
+        for term in t {
+            let tags: Vec<&str> = term.tags.iter().map(|t| t.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "  term {:?} [{}]: {} the relevant text",
+                term.text,
+                tags.join(", "),
+                if term.in_evidence { "occurs in" } else { "does not occur in" }
+            );
+            for line in tokenizers.explain(&term.text) {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cell: &str, values: &[(&str, Option<f64>, Option<u32>)]) -> RunData {
+        RunData {
+            dir: PathBuf::from(format!("run-{cell}")),
+            cells: vec![CellInfo { id: cell.into(), label: format!("label {cell}"), retriever: Value::Null }],
+            records: values
+                .iter()
+                .map(|(case, v, rank)| CaseRecord {
+                    cell: cell.into(),
+                    case: (*case).into(),
+                    split: Split::Reserved,
+                    answerable: v.is_some(),
+                    metrics: crate::results::Ordered(vec![("hit@3".to_string(), *v)]),
+                    first_relevant: *rank,
+                    top_score: None,
+                    top: Vec::new(),
+                    leaks: 0,
+                    restricted_hit: false,
+                    depth: 0,
+                })
+                .collect(),
+            cases: HashMap::new(),
+            selected: None,
+            golden_hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn fixed_and_broke_lists_by_hand() {
+        let a = run(
+            "a",
+            &[
+                ("q1", Some(0.0), None),
+                ("q2", Some(1.0), Some(2)),
+                ("q3", Some(1.0), Some(1)),
+                ("q4", Some(0.0), Some(7)),
+                ("q5", None, None),
+            ],
+        );
+        let b = run(
+            "b",
+            &[
+                ("q1", Some(1.0), Some(3)),
+                ("q2", Some(0.0), Some(5)),
+                ("q3", Some(1.0), Some(1)),
+                ("q4", Some(1.0), Some(1)),
+                ("q5", None, None),
+            ],
+        );
+        let (sa, sb) = (Side { run: &a, cell: &a.cells[0] }, Side { run: &b, cell: &b.cells[0] });
+        let c = compare(&sa, &sb, "hit@3", Some(Split::Reserved)).unwrap();
+        assert_eq!(c.n, 4, "the unanswerable q5 is scored by neither");
+        assert_eq!(c.fixed.iter().map(|c| c.case.as_str()).collect::<Vec<_>>(), ["q1", "q4"]);
+        assert_eq!(
+            c.broke,
+            [Change { case: "q2".into(), before: 1.0, after: 0.0, rank_before: Some(2), rank_after: Some(5) }]
+        );
+        assert_eq!((c.mean_a, c.mean_b, c.better.len(), c.worse.len()), (0.5, 0.75, 2, 1));
+        // Differences +1, −1, 0, +1: every sign pattern of three ±1 has |sum| ≥ 1 = |observed|,
+        // so p = 1: two fixed and one broke prove nothing.
+        assert_eq!(c.p_value, 1.0);
+        let text = c.render(&sa, &sb);
+        assert!(text.contains("fixed 2 · broke 1 · better 2 · worse 1 · unchanged 1"), "{text}");
+        assert!(text.contains("q2           rank  2 → 5"), "{text}");
+        assert!(compare(&sa, &sb, "ndcg@3", None).unwrap_err().to_string().contains("no metric \"ndcg@3\""));
+    }
+
+    #[test]
+    fn graded_drops_that_stay_found_are_listed_largest_first() {
+        let a = run("a", &[("q1", Some(1.0), Some(1)), ("q2", Some(0.6), Some(2)), ("q3", Some(0.5), Some(3))]);
+        let b = run("b", &[("q1", Some(0.4), Some(3)), ("q2", Some(0.5), Some(2)), ("q3", Some(0.0), None)]);
+        let (sa, sb) = (Side { run: &a, cell: &a.cells[0] }, Side { run: &b, cell: &b.cells[0] });
+        let c = compare(&sa, &sb, "hit@3", None).unwrap();
+        assert_eq!(c.worse.iter().map(|c| c.case.as_str()).collect::<Vec<_>>(), ["q1", "q3", "q2"]);
+        assert_eq!(c.broke.len(), 1);
+        let text = c.render(&sa, &sb);
+        let listed = text.split("worse but still found (largest drops): 2\n").nth(1).expect("the list");
+        assert!(listed.starts_with("  q1           rank  1 → 3   1.000 → 0.400"), "{text}");
+        assert!(listed.lines().nth(1).unwrap().starts_with("  q2 "), "{text}");
+    }
+}

@@ -1,0 +1,158 @@
+//! From one cell's case results to its matrix rows (one per split) and slice rows: means
+//! with bootstrap intervals, leaks, short lists, restricted hits, context tokens and
+//! abstention at the cell's floor.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::evaluate::abstention::{self, Outcome};
+use crate::evaluate::exact_terms::{self, Rarity, Tag};
+use crate::evaluate::metrics::{Mean, MetricAt};
+use crate::evaluate::stats;
+use crate::experiment::{Abstain, Cell, Experiment};
+use crate::input::corpus::Corpus;
+use crate::input::golden::{GoldenCase, Split};
+use crate::results::{AbstainRow, CaseInfo, CaseResult, CellCost, Ordered, Row, SliceRow};
+use crate::stages::cost::usd;
+
+/// Each case's question, exact terms (tagged against the corpus's document frequencies)
+/// and golden tags.
+pub fn case_info(cases: &[GoldenCase], corpus: &Corpus) -> Vec<CaseInfo> {
+    let rarity = Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
+    cases
+        .par_iter()
+        .map(|c| CaseInfo {
+            case: c.id.clone(),
+            question: c.question.clone(),
+            split: c.split.unwrap_or(Split::Tuning),
+            answerable: c.answerable,
+            restricted: c.is_restricted(),
+            exact_terms: exact_terms::tag(&c.question, &rarity, &exact_terms::relevant_text(c, corpus)),
+            tags: c.tags.clone(),
+            meta: c.meta.clone(),
+        })
+        .collect()
+}
+
+/// Each case's slices: its distinct exact-term tags, then its golden tags.
+pub fn case_slices(info: &[CaseInfo]) -> HashMap<String, (Vec<Tag>, Vec<String>)> {
+    info.iter()
+        .map(|c| {
+            let mut tags: Vec<Tag> = c.exact_terms.iter().flat_map(|t| t.tags.iter().copied()).collect();
+            tags.sort();
+            tags.dedup();
+            (c.case.clone(), (tags, c.tags.clone()))
+        })
+        .collect()
+}
+
+/// Every golden tag of a run, sorted.
+pub fn golden_tags(info: &[CaseInfo]) -> Vec<String> {
+    let mut tags: Vec<String> = info.iter().flat_map(|c| c.tags.iter().cloned()).collect();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
+/// A cell's matrix rows (one per split) and slice rows; latency is filled in after the timed pass.
+pub fn aggregate_cell(
+    exp: &Experiment,
+    cell: &Cell,
+    results: &[CaseResult],
+    slices_of: &HashMap<String, (Vec<Tag>, Vec<String>)>,
+    golden_tags: &[String],
+    cost: &CellCost,
+) -> (Vec<Row>, Vec<SliceRow>) {
+    let columns = exp.columns();
+    let names: Vec<String> = columns.iter().map(MetricAt::to_string).collect();
+    let means_of = |mine: &[&CaseResult]| -> Ordered<Mean> {
+        let values: Vec<Vec<Option<f64>>> =
+            (0..columns.len()).map(|i| mine.iter().map(|r| r.values[i]).collect()).collect();
+        let cis = stats::bootstrap_means(&values, stats::BOOTSTRAP_RESAMPLES, stats::SEED);
+        Ordered(
+            names
+                .iter()
+                .cloned()
+                .zip(values.iter().zip(cis).map(|(c, ci)| Mean { ci, ..Mean::of(c.iter().copied()) }))
+                .collect(),
+        )
+    };
+    let outcomes = |split: Split| -> Vec<Outcome> {
+        results
+            .iter()
+            .filter(|r| r.split == split)
+            .map(|r| Outcome { top_score: r.top_score, answerable: r.answerable })
+            .collect()
+    };
+    let floor = cell.abstain.map(|a| match a {
+        Abstain::Below(floor) => (floor, false),
+        Abstain::Calibrate => (abstention::calibrate(&outcomes(Split::Tuning)), true),
+    });
+    let empty = (Vec::new(), Vec::new());
+    let slices_for = |r: &CaseResult| slices_of.get(&r.case).unwrap_or(&empty);
+    let ks = &exp.k;
+    let mut rows = Vec::new();
+    let mut slices = Vec::new();
+    for split in [Split::Tuning, Split::Reserved] {
+        let mine: Vec<&CaseResult> = results.iter().filter(|r| r.split == split).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let ctx_tokens: Vec<f64> = (0..ks.len())
+            .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
+            .collect();
+        let usd_per_1k: Vec<f64> = ctx_tokens
+            .iter()
+            .map(|&t| {
+                1000.0
+                    * (usd(t, exp.prices.llm_usd_per_1m_input_tokens)
+                        + usd(cost.query_tokens, exp.prices.embedding_usd_per_1m_tokens))
+            })
+            .collect();
+        rows.push(Row {
+            cell: cell.id.clone(),
+            label: cell.label(),
+            config: Ordered(cell.config().into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
+            filter: cell.filter,
+            split,
+            cases: mine.len(),
+            unanswerable: mine.iter().filter(|r| !r.answerable).count(),
+            leaks: mine.iter().map(|r| r.leaks).sum(),
+            restricted_hits: mine.iter().filter(|r| r.restricted_hit).count(),
+            latency: None,
+            cost: cost.clone(),
+            ctx_tokens: Ordered::at_k(ks, ctx_tokens),
+            usd_per_1k_queries: Ordered::at_k(ks, usd_per_1k),
+            short_lists: Ordered::at_k(ks, (0..ks.len()).map(|i| mine.iter().filter(|r| r.short[i]).count())),
+            abstain: floor.map(|(floor, calibrated)| AbstainRow {
+                floor,
+                calibrated,
+                rates: abstention::rates(&outcomes(split), floor),
+            }),
+            metrics: means_of(&mine),
+        });
+        let mut parts: Vec<(String, Vec<&CaseResult>)> = vec![
+            ("exact_term".into(), mine.iter().copied().filter(|r| !slices_for(r).0.is_empty()).collect()),
+            ("other".into(), mine.iter().copied().filter(|r| slices_for(r).0.is_empty()).collect()),
+        ];
+        for tag in Tag::ALL {
+            parts
+                .push((tag.as_str().into(), mine.iter().copied().filter(|r| slices_for(r).0.contains(&tag)).collect()));
+        }
+        for tag in golden_tags {
+            parts
+                .push((format!("tag:{tag}"), mine.iter().copied().filter(|r| slices_for(r).1.contains(tag)).collect()));
+        }
+        for (slice, members) in parts.into_iter().filter(|(_, m)| !m.is_empty()) {
+            slices.push(SliceRow {
+                cell: cell.id.clone(),
+                split,
+                slice,
+                cases: members.len(),
+                metrics: means_of(&members),
+            });
+        }
+    }
+    (rows, slices)
+}

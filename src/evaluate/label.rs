@@ -1,0 +1,294 @@
+//! Relevance units (SPEC §2): turn a ranked chunk list into the judged list L that
+//! metrics score, against labels that never name chunks.
+
+use std::collections::HashMap;
+
+use crate::analyze::normalize;
+use serde::{Deserialize, Serialize};
+
+use crate::input::corpus::{Corpus, Target};
+use crate::input::golden::GoldenCase;
+use crate::retrieve::Hit;
+use crate::stages::chunk::ChunkSet;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    #[default]
+    Doc,
+    Section,
+    Evidence,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Doc => "doc",
+            Unit::Section => "section",
+            Unit::Evidence => "evidence",
+        }
+    }
+}
+
+/// One item of the judged list L.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// A doc id, section id or chunk id, depending on the unit.
+    pub key: String,
+    pub score: f32,
+    /// The item's grade (0 for non-relevant).
+    pub gain: f64,
+    /// How many members of R this item adds to |R ∩ L| (for recall).
+    pub new: u32,
+}
+
+/// The judged list of one case, and what it is judged against.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Judged {
+    pub items: Vec<Item>,
+    /// |R|.
+    pub relevant: usize,
+    /// Grades of R, highest first (for the ideal DCG).
+    pub ideal: Vec<f64>,
+    /// The ranked chunks read to build `items` (what was returned), by ordinal.
+    pub returned: Vec<u32>,
+}
+
+pub struct LabelledSpan {
+    key: String,
+    doc: u32,
+    start: usize,
+    end: usize,
+    grade: u32,
+}
+
+/// A case's truth in one unit, resolved once and reused for every chunker and retriever.
+pub enum Truth {
+    Doc(HashMap<u32, u32>),
+    Section(Vec<LabelledSpan>),
+    Evidence(Vec<String>),
+}
+
+impl Truth {
+    pub fn new(unit: Unit, case: &GoldenCase, corpus: &Corpus) -> Truth {
+        match unit {
+            Unit::Doc => {
+                let mut grades: HashMap<u32, u32> = HashMap::new();
+                for l in &case.relevant {
+                    let doc = match corpus.target(&l.id) {
+                        Some(Target::Doc(d)) | Some(Target::Section { doc: d, .. }) => d as u32,
+                        None => continue,
+                    };
+                    let g = grades.entry(doc).or_insert(0);
+                    *g = (*g).max(l.grade);
+                }
+                Truth::Doc(grades)
+            }
+            Unit::Section => {
+                let mut spans: Vec<LabelledSpan> = Vec::new();
+                for l in &case.relevant {
+                    let (doc, start, end) = match corpus.target(&l.id) {
+                        Some(Target::Doc(d)) => (d, 0, corpus.docs[d].text.len()),
+                        Some(Target::Section { doc, section }) => {
+                            let s = &corpus.docs[doc].sections[section];
+                            (doc, s.start, s.end)
+                        }
+                        None => continue,
+                    };
+                    match spans.iter_mut().find(|s| s.key == l.id) {
+                        Some(s) => s.grade = s.grade.max(l.grade),
+                        None => {
+                            spans.push(LabelledSpan { key: l.id.clone(), doc: doc as u32, start, end, grade: l.grade })
+                        }
+                    }
+                }
+                spans.sort_by_key(|s| (s.doc, s.start, s.end));
+                Truth::Section(spans)
+            }
+            Unit::Evidence => {
+                let mut spans: Vec<String> = case.evidence.iter().map(|e| normalize(&e.text)).collect();
+                spans.sort();
+                spans.dedup();
+                Truth::Evidence(spans)
+            }
+        }
+    }
+
+    /// |R|: relevant members (grade > 0).
+    pub fn relevant(&self) -> usize {
+        match self {
+            Truth::Doc(g) => g.values().filter(|&&g| g > 0).count(),
+            Truth::Section(s) => s.iter().filter(|s| s.grade > 0).count(),
+            Truth::Evidence(e) => e.len(),
+        }
+    }
+
+    fn ideal(&self) -> Vec<f64> {
+        let mut g: Vec<f64> = match self {
+            Truth::Doc(g) => g.values().filter(|&&g| g > 0).map(|&g| g as f64).collect(),
+            Truth::Section(s) => s.iter().filter(|s| s.grade > 0).map(|s| s.grade as f64).collect(),
+            Truth::Evidence(e) => vec![1.0; e.len()],
+        };
+        g.sort_by(|a, b| b.total_cmp(a));
+        g
+    }
+
+    /// Builds L from ranked chunks, stopping once it holds `max_items` items.
+    pub fn judge(&self, hits: &[Hit], chunks: &ChunkSet, corpus: &Corpus, max_items: usize) -> Judged {
+        let mut items: Vec<Item> = Vec::new();
+        let mut returned: Vec<u32> = Vec::new();
+        match self {
+            Truth::Doc(grades) => {
+                let mut seen = std::collections::HashSet::new();
+                for h in hits {
+                    if items.len() >= max_items {
+                        break;
+                    }
+                    returned.push(h.chunk);
+                    let doc = chunks.chunks[h.chunk as usize].doc;
+                    if seen.insert(doc) {
+                        let gain = grades.get(&doc).copied().unwrap_or(0) as f64;
+                        let key = corpus.docs[doc as usize].id.clone();
+                        items.push(Item { key, score: h.score, gain, new: u32::from(gain > 0.0) });
+                    }
+                }
+            }
+            Truth::Section(spans) => {
+                let mut seen = vec![false; spans.len()];
+                for h in hits {
+                    if items.len() >= max_items {
+                        break;
+                    }
+                    returned.push(h.chunk);
+                    let c = &chunks.chunks[h.chunk as usize];
+                    let (cs, ce) = (c.start as usize, c.end as usize);
+                    let mut counted = false;
+                    for (i, s) in spans.iter().enumerate() {
+                        if s.doc != c.doc {
+                            continue;
+                        }
+                        let overlap = ce.min(s.end).saturating_sub(cs.max(s.start));
+                        if overlap == 0 || (2 * overlap < ce - cs && 2 * overlap < s.end - s.start) {
+                            continue;
+                        }
+                        counted = true;
+                        if !seen[i] && items.len() < max_items {
+                            seen[i] = true;
+                            let gain = s.grade as f64;
+                            items.push(Item { key: s.key.clone(), score: h.score, gain, new: u32::from(gain > 0.0) });
+                        }
+                    }
+                    if !counted {
+                        items.push(Item { key: c.id.clone(), score: h.score, gain: 0.0, new: 0 });
+                    }
+                }
+            }
+            Truth::Evidence(spans) => {
+                let mut covered = vec![false; spans.len()];
+                for h in hits.iter().take(max_items) {
+                    returned.push(h.chunk);
+                    let text = normalize(chunks.text(corpus, h.chunk as usize));
+                    let mut new = 0;
+                    for (i, e) in spans.iter().enumerate() {
+                        if !covered[i] && text.contains(e.as_str()) {
+                            covered[i] = true;
+                            new += 1;
+                        }
+                    }
+                    let key = chunks.chunks[h.chunk as usize].id.clone();
+                    items.push(Item { key, score: h.score, gain: f64::from(u8::from(new > 0)), new });
+                }
+            }
+        }
+        Judged { items, relevant: self.relevant(), ideal: self.ideal(), returned }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::corpus::{markdown_sections, Document};
+    use crate::input::golden::{Evidence, Label};
+    use crate::stages::chunk::{ChunkerKind, ChunkerSpec};
+
+    fn doc(id: &str, text: &str) -> Document {
+        Document {
+            id: id.into(),
+            title: None,
+            sections: markdown_sections(id, text),
+            text: text.into(),
+            meta: Default::default(),
+            acl: None,
+        }
+    }
+
+    fn case(relevant: &[(&str, u32)], evidence: &[&str]) -> GoldenCase {
+        GoldenCase {
+            id: "q".into(),
+            question: "?".into(),
+            split: None,
+            answerable: true,
+            groups: vec![],
+            relevant: relevant.iter().map(|(id, g)| Label { id: id.to_string(), grade: *g }).collect(),
+            evidence: evidence.iter().map(|t| Evidence { text: t.to_string(), doc: None }).collect(),
+            tags: vec![],
+            meta: None,
+        }
+    }
+
+    fn hits(ords: &[u32]) -> Vec<Hit> {
+        ords.iter().enumerate().map(|(i, &c)| Hit { chunk: c, score: 10.0 - i as f32 }).collect()
+    }
+
+    #[test]
+    fn normalisation_folds_case_space_and_composition() {
+        assert_eq!(normalize("  Prazo  de\n30\tDIAS "), "prazo de 30 dias");
+        assert_eq!(normalize("ac\u{0327}a\u{0303}o"), normalize("AÇÃO"));
+    }
+
+    #[test]
+    fn doc_unit_collapses_to_first_chunk_of_each_doc() {
+        let corpus = Corpus::from_docs(vec![doc("a", "aaaa bbbb"), doc("b", "cccc dddd")], "m".into()).unwrap();
+        let spec = ChunkerSpec { kind: ChunkerKind::Fixed { size: 5, overlap: 0 }, title: false, headings: false };
+        let set = ChunkSet::build(&corpus, &spec);
+        // ordinals: a@0-5, a@5-9, b@0-5, b@5-9
+        let truth = Truth::new(Unit::Doc, &case(&[("b", 2)], &[]), &corpus);
+        let j = truth.judge(&hits(&[1, 0, 3, 2]), &set, &corpus, 10);
+        let keys: Vec<_> = j.items.iter().map(|i| (i.key.as_str(), i.gain)).collect();
+        assert_eq!(keys, [("a", 0.0), ("b", 2.0)]);
+        assert_eq!((j.relevant, j.ideal.clone()), (1, vec![2.0]));
+    }
+
+    #[test]
+    fn section_rule_half_of_chunk_or_half_of_section() {
+        // Section "S" spans bytes 6..26; chunks are trimmed of surrounding white space.
+        let text = "intro\n## S\nabcdefghijklmn\n## T\nzz";
+        let corpus = Corpus::from_docs(vec![doc("d", text)], "m".into()).unwrap();
+        let spec = ChunkerSpec { kind: ChunkerKind::Fixed { size: 10, overlap: 0 }, title: false, headings: false };
+        let set = ChunkSet::build(&corpus, &spec);
+        let spans: Vec<_> = set.chunks.iter().map(|c| (c.start, c.end)).collect();
+        assert_eq!(spans, [(0, 10), (11, 20), (20, 30), (31, 33)]);
+        let truth = Truth::new(Unit::Section, &case(&[("d#S", 1)], &[]), &corpus);
+        // 0..10 has 4 bytes of S (< 5 and < 10): not S. 20..30 has 6 of its 10 bytes in S;
+        // 11..20 lies inside S too, but S is already listed.
+        let j = truth.judge(&hits(&[0, 2, 1, 3]), &set, &corpus, 10);
+        let keys: Vec<_> = j.items.iter().map(|i| (i.key.as_str(), i.gain)).collect();
+        assert_eq!(keys, [("d@0-10", 0.0), ("d#S", 1.0), ("d@31-33", 0.0)]);
+    }
+
+    #[test]
+    fn evidence_duplicates_are_not_new_sources() {
+        let corpus = Corpus::from_docs(
+            vec![doc("a", "o prazo é de 30 dias"), doc("b", "O PRAZO é de   30 dias úteis"), doc("c", "multa de 2%")],
+            "m".into(),
+        )
+        .unwrap();
+        let spec = ChunkerSpec { kind: ChunkerKind::None, title: false, headings: false };
+        let set = ChunkSet::build(&corpus, &spec);
+        let truth = Truth::new(Unit::Evidence, &case(&[], &["prazo é de 30 dias", "Multa de 2%", "juros"]), &corpus);
+        let j = truth.judge(&hits(&[0, 1, 2]), &set, &corpus, 10);
+        let gains: Vec<_> = j.items.iter().map(|i| (i.gain, i.new)).collect();
+        assert_eq!(gains, [(1.0, 1), (0.0, 0), (1.0, 1)]);
+        assert_eq!(j.relevant, 3);
+    }
+}

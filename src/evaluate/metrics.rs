@@ -1,0 +1,214 @@
+//! Per-case retrieval metrics over a judged list (SPEC §3), and their means.
+//!
+//! An undefined value is `None` (R empty), never 0, and is left out of the mean.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::evaluate::label::Judged;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    Hit,
+    Recall,
+    Precision,
+    Mrr,
+    Ndcg,
+    Ap,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] =
+        [Metric::Ndcg, Metric::Recall, Metric::Hit, Metric::Mrr, Metric::Ap, Metric::Precision];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Hit => "hit",
+            Metric::Recall => "recall",
+            Metric::Precision => "precision",
+            Metric::Mrr => "mrr",
+            Metric::Ndcg => "ndcg",
+            Metric::Ap => "ap",
+        }
+    }
+
+    /// The metric's value at cut-off `k`.
+    pub fn at(self, j: &Judged, k: usize) -> Option<f64> {
+        let top = &j.items[..k.min(j.items.len())];
+        if self == Metric::Precision {
+            return Some(top.iter().filter(|i| i.gain > 0.0).count() as f64 / k as f64);
+        }
+        if j.relevant == 0 {
+            return None;
+        }
+        let r = j.relevant as f64;
+        let first = top.iter().position(|i| i.gain > 0.0);
+        Some(match self {
+            Metric::Hit => f64::from(u8::from(first.is_some())),
+            Metric::Mrr => first.map_or(0.0, |p| 1.0 / (p + 1) as f64),
+            Metric::Recall => top.iter().map(|i| f64::from(i.new)).sum::<f64>() / r,
+            Metric::Ndcg => {
+                let dcg: f64 = top.iter().enumerate().map(|(i, it)| it.gain / (i as f64 + 2.0).log2()).sum();
+                let idcg: f64 = j.ideal.iter().take(k).enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).sum();
+                if idcg > 0.0 {
+                    dcg / idcg
+                } else {
+                    0.0
+                }
+            }
+            Metric::Ap => {
+                let mut hits = 0.0;
+                let mut sum = 0.0;
+                for (i, it) in top.iter().enumerate() {
+                    if it.gain > 0.0 {
+                        hits += 1.0;
+                        sum += hits / (i + 1) as f64;
+                    }
+                }
+                sum / r
+            }
+            Metric::Precision => unreachable!(),
+        })
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Metric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Metric::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown metric {s:?} (known: hit, recall, precision, mrr, ndcg, ap)"))
+    }
+}
+
+/// `ndcg@10`-style name of a metric at a cut-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetricAt {
+    pub metric: Metric,
+    pub k: usize,
+}
+
+impl fmt::Display for MetricAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.metric, self.k)
+    }
+}
+
+impl FromStr for MetricAt {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (m, k) = s.split_once('@').ok_or_else(|| format!("expected metric@k, got {s:?}"))?;
+        let k: usize = k.parse().map_err(|_| format!("bad cut-off in {s:?}"))?;
+        if k == 0 {
+            return Err(format!("cut-off must be at least 1 in {s:?}"));
+        }
+        Ok(MetricAt { metric: m.parse()?, k })
+    }
+}
+
+/// A mean over the cases where a value is defined, with its count and (once computed) its
+/// 95% bootstrap interval over cases.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Mean {
+    pub value: Option<f64>,
+    pub n: usize,
+    pub ci: Option<crate::evaluate::stats::Interval>,
+}
+
+impl Mean {
+    pub fn of(values: impl Iterator<Item = Option<f64>>) -> Mean {
+        let (sum, n) = values.flatten().fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+        Mean { value: (n > 0).then(|| sum / n as f64), n, ci: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::label::Item;
+
+    fn judged(gains: &[f64], relevant: usize, ideal: &[f64]) -> Judged {
+        Judged {
+            items: gains
+                .iter()
+                .enumerate()
+                .map(|(i, &g)| Item { key: format!("d{i}"), score: 0.0, gain: g, new: u32::from(g > 0.0) })
+                .collect(),
+            relevant,
+            ideal: ideal.to_vec(),
+            returned: Vec::new(),
+        }
+    }
+
+    fn at(m: Metric, j: &Judged, k: usize) -> f64 {
+        m.at(j, k).unwrap()
+    }
+
+    #[test]
+    fn hand_computed_values() {
+        // L = [non, rel, non, rel], |R| = 3.
+        let j = judged(&[0.0, 1.0, 0.0, 1.0], 3, &[1.0, 1.0, 1.0]);
+        assert_eq!(at(Metric::Hit, &j, 1), 0.0);
+        assert_eq!(at(Metric::Hit, &j, 2), 1.0);
+        assert_eq!(at(Metric::Mrr, &j, 4), 0.5);
+        assert_eq!(at(Metric::Mrr, &j, 1), 0.0);
+        assert!((at(Metric::Recall, &j, 4) - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(at(Metric::Precision, &j, 4), 0.5);
+        // trec_eval P_k: divide by k even when the list is shorter.
+        assert_eq!(at(Metric::Precision, &j, 10), 0.2);
+        // AP = (1/2 + 2/4) / 3
+        assert!((at(Metric::Ap, &j, 4) - (0.5 + 0.5) / 3.0).abs() < 1e-12);
+        // nDCG@4 = (1/log2 3 + 1/log2 5) / (1 + 1/log2 3 + 1/2)
+        let dcg = 1.0 / 3f64.log2() + 1.0 / 5f64.log2();
+        let idcg = 1.0 + 1.0 / 3f64.log2() + 0.5;
+        assert!((at(Metric::Ndcg, &j, 4) - dcg / idcg).abs() < 1e-12);
+    }
+
+    #[test]
+    fn rule_and_exception_recall_is_half() {
+        let j = judged(&[1.0, 0.0], 2, &[1.0, 1.0]);
+        assert_eq!(at(Metric::Recall, &j, 2), 0.5);
+    }
+
+    #[test]
+    fn graded_ndcg_uses_linear_gain() {
+        let j = judged(&[1.0, 2.0], 2, &[2.0, 1.0]);
+        let expected = (1.0 + 2.0 / 3f64.log2()) / (2.0 + 1.0 / 3f64.log2());
+        assert!((at(Metric::Ndcg, &j, 2) - expected).abs() < 1e-12);
+    }
+
+    #[test]
+    fn empty_relevant_set_is_undefined_except_precision() {
+        let j = judged(&[0.0, 0.0], 0, &[]);
+        for m in [Metric::Hit, Metric::Recall, Metric::Mrr, Metric::Ndcg, Metric::Ap] {
+            assert_eq!(m.at(&j, 2), None, "{m}");
+        }
+        assert_eq!(Metric::Precision.at(&j, 2), Some(0.0));
+    }
+
+    #[test]
+    fn means_skip_undefined_and_count_n() {
+        let m = Mean::of([Some(1.0), None, Some(0.0)].into_iter());
+        assert_eq!(m, Mean { value: Some(0.5), n: 2, ci: None });
+        assert_eq!(Mean::of(std::iter::empty()), Mean { value: None, n: 0, ci: None });
+    }
+
+    #[test]
+    fn parses_metric_at_k() {
+        assert_eq!("ndcg@10".parse::<MetricAt>().unwrap(), MetricAt { metric: Metric::Ndcg, k: 10 });
+        assert!("ndcg@0".parse::<MetricAt>().is_err());
+        assert!("foo@3".parse::<MetricAt>().is_err());
+    }
+}

@@ -1,0 +1,958 @@
+//! The experiment file: TOML schema, validation with file/line/column, grid expansion.
+//!
+//! Grid sections (`[[chunkers]]`, `[[retrievers]]`) take a `kind` and parameters; any
+//! parameter given as an array is a grid axis, and each entry expands to the cartesian
+//! product of its axes. Paths are relative to the experiment file.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::{Spanned, Value};
+
+use crate::analyze::AnalyzerKind;
+use crate::error::{Error, Location, Result};
+use crate::evaluate::label::Unit;
+use crate::evaluate::metrics::{Metric, MetricAt};
+use crate::input::corpus::CorpusFormat;
+use crate::input::golden::{GoldenFormat, GoldenSource};
+use crate::retrieve::access::{Filter, SyntheticAcl};
+use crate::retrieve::fusion::{Fusion, Norm};
+use crate::retrieve::Bm25Params;
+use crate::stages::chunk::{ChunkerKind, ChunkerSpec};
+use crate::stages::cost::Prices;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    unit: Unit,
+    k: Spanned<Vec<usize>>,
+    #[serde(default)]
+    metrics: Option<Vec<Metric>>,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    reserved_fraction: Option<Spanned<f64>>,
+    #[serde(default)]
+    select: Option<Spanned<String>>,
+    #[serde(default)]
+    latency_cases: Option<usize>,
+    #[serde(default)]
+    filter: Option<Spanned<Value>>,
+    #[serde(default)]
+    permissions: RawPermissions,
+    #[serde(default)]
+    cost: RawCost,
+    corpus: RawCorpus,
+    golden: RawGolden,
+    chunkers: Vec<GridTable>,
+    retrievers: Vec<GridTable>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCost {
+    #[serde(default)]
+    embedding_usd_per_1m_tokens: f64,
+    #[serde(default)]
+    llm_usd_per_1m_input_tokens: f64,
+    /// `"words"` or an installed model id whose tokenizer counts context tokens.
+    #[serde(default)]
+    tokenizer: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPermissions {
+    /// Groups of the asking user for cases that name none.
+    #[serde(default)]
+    default_groups: Vec<String>,
+    /// Synthetic ACLs for corpora without any: each document in one of this many groups.
+    #[serde(default)]
+    synthetic_groups: Option<usize>,
+    #[serde(default)]
+    synthetic_seed: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCorpus {
+    path: Spanned<PathBuf>,
+    #[serde(default)]
+    format: Option<CorpusFormat>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGolden {
+    path: Spanned<PathBuf>,
+    #[serde(default)]
+    format: Option<GoldenFormat>,
+    #[serde(default)]
+    tuning: Vec<String>,
+    #[serde(default)]
+    reserved: Vec<String>,
+}
+
+type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RetrieverSpec {
+    Bm25 {
+        analyzer: AnalyzerKind,
+        #[serde(flatten)]
+        params: Bm25Params,
+    },
+    Dense {
+        model: String,
+        index: DenseIndex,
+    },
+    /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
+    Hybrid {
+        lexical: LexicalSpec,
+        dense: DenseSpec,
+        fusion: Fusion,
+        candidates: usize,
+    },
+}
+
+/// Default candidates per side of a hybrid retriever.
+pub const HYBRID_CANDIDATES: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LexicalSpec {
+    pub analyzer: AnalyzerKind,
+    #[serde(flatten)]
+    pub params: Bm25Params,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DenseSpec {
+    pub model: String,
+    pub index: DenseIndex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum DenseIndex {
+    Exact,
+    Hnsw { m: usize, ef_construction: usize, ef_search: usize },
+}
+
+/// Default number of cases in each cell's timed latency pass.
+pub const LATENCY_CASES: usize = 100;
+
+/// HNSW defaults: the graph parameters hnswlib suggests for recall-oriented use.
+pub const HNSW_DEFAULTS: (usize, usize, usize) = (16, 200, 128);
+
+impl fmt::Display for RetrieverSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, params } => {
+                write!(f, "bm25({analyzer},k1={},b={})", params.k1, params.b)
+            }
+            RetrieverSpec::Dense { model, index: DenseIndex::Exact } => write!(f, "dense({model},exact)"),
+            RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { m, ef_construction, ef_search } } => {
+                write!(f, "dense({model},hnsw,m={m},efc={ef_construction},ef={ef_search})")
+            }
+            RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
+                let lex = RetrieverSpec::Bm25 { analyzer: lexical.analyzer, params: lexical.params };
+                let den = RetrieverSpec::Dense { model: dense.model.clone(), index: dense.index };
+                write!(f, "hybrid({fusion},n={candidates}; {lex} + {den})")
+            }
+        }
+    }
+}
+
+/// One cell of the grid: everything that determines one ranking per case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// `c01`, `c02`, … in grid order.
+    pub id: String,
+    pub chunker: ChunkerSpec,
+    pub retriever: RetrieverSpec,
+    pub filter: Filter,
+    /// The score floor below which a case abstains (SPEC §4), if any.
+    pub abstain: Option<Abstain>,
+}
+
+/// A cell's abstention floor: fixed, or calibrated on the tuning split.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Abstain {
+    Below(f64),
+    Calibrate,
+}
+
+impl Serialize for Abstain {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Abstain::Below(floor) => s.serialize_f64(*floor),
+            Abstain::Calibrate => s.serialize_str("calibrate"),
+        }
+    }
+}
+
+impl fmt::Display for Abstain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Abstain::Below(floor) => write!(f, "{floor}"),
+            Abstain::Calibrate => write!(f, "calibrate"),
+        }
+    }
+}
+
+impl Cell {
+    /// What the cell's indexes are built from (query-time parameters left out): cells with
+    /// equal identities share their indexes.
+    pub fn index_identity(&self) -> String {
+        let lexical = |l: &AnalyzerKind| format!("bm25({l})");
+        let dense = |model: &str, index: &DenseIndex| match index {
+            DenseIndex::Exact => format!("exact({model})"),
+            DenseIndex::Hnsw { m, ef_construction, .. } => format!("hnsw({model},{m},{ef_construction})"),
+        };
+        let sides = match &self.retriever {
+            RetrieverSpec::Bm25 { analyzer, .. } => lexical(analyzer),
+            RetrieverSpec::Dense { model, index } => dense(model, index),
+            RetrieverSpec::Hybrid { lexical: l, dense: d, .. } => {
+                format!("{}+{}", lexical(&l.analyzer), dense(&d.model, &d.index))
+            }
+        };
+        format!("{} {sides}", self.chunker)
+    }
+
+    /// The embedding model the cell needs, if any.
+    pub fn model(&self) -> Option<&str> {
+        match &self.retriever {
+            RetrieverSpec::Bm25 { .. } => None,
+            RetrieverSpec::Dense { model, .. } => Some(model),
+            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        let mut label = format!("{} {}", self.chunker, self.retriever);
+        if self.filter != Filter::None {
+            label.push_str(&format!(" filter={}", self.filter));
+        }
+        if let Some(a) = self.abstain {
+            label.push_str(&format!(" abstain_below={a}"));
+        }
+        label
+    }
+
+    /// Named configuration values, for the matrix's configuration columns.
+    pub fn config(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        let c = &self.chunker;
+        let (kind, size, overlap) = match c.kind {
+            ChunkerKind::None => ("none", None, None),
+            ChunkerKind::Fixed { size, overlap } => ("fixed", Some(size), Some(overlap)),
+            ChunkerKind::Sentence { max_chars, overlap } => ("sentence", Some(max_chars), Some(overlap)),
+            ChunkerKind::Recursive { size, overlap } => ("recursive", Some(size), Some(overlap)),
+            ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
+        };
+        let opt = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
+        out.push(("chunker", kind.to_string()));
+        out.push(("chunk_size", opt(size)));
+        out.push(("chunk_overlap", opt(overlap)));
+        out.push(("title", c.title.to_string()));
+        out.push(("headings", c.headings.to_string()));
+        let lexical = |out: &mut Vec<(&'static str, String)>, analyzer: &AnalyzerKind, params: &Bm25Params| {
+            out.push(("analyzer", analyzer.to_string()));
+            out.push(("k1", params.k1.to_string()));
+            out.push(("b", params.b.to_string()));
+        };
+        let dense = |out: &mut Vec<(&'static str, String)>, model: &str, index: &DenseIndex| {
+            out.push(("model", model.to_string()));
+            match index {
+                DenseIndex::Exact => out.push(("index", "exact".into())),
+                DenseIndex::Hnsw { m, ef_construction, ef_search } => {
+                    out.push(("index", "hnsw".into()));
+                    out.push(("m", m.to_string()));
+                    out.push(("ef_construction", ef_construction.to_string()));
+                    out.push(("ef_search", ef_search.to_string()));
+                }
+            }
+        };
+        match &self.retriever {
+            RetrieverSpec::Bm25 { analyzer, params } => {
+                out.push(("retriever", "bm25".into()));
+                lexical(&mut out, analyzer, params);
+            }
+            RetrieverSpec::Dense { model, index } => {
+                out.push(("retriever", "dense".into()));
+                dense(&mut out, model, index);
+            }
+            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => {
+                out.push(("retriever", "hybrid".into()));
+                lexical(&mut out, &l.analyzer, &l.params);
+                dense(&mut out, &d.model, &d.index);
+                let (method, k, alpha, norm) = match fusion {
+                    Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
+                    Fusion::Convex { alpha, norm } => {
+                        ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
+                    }
+                    Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
+                };
+                out.push(("fusion", method.into()));
+                out.push(("rrf_k", k));
+                out.push(("alpha", alpha));
+                out.push(("norm", norm));
+                out.push(("candidates", candidates.to_string()));
+            }
+        }
+        out.push(("filter", self.filter.to_string()));
+        out.push(("abstain_below", self.abstain.map(|a| a.to_string()).unwrap_or_default()));
+        out
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    pub file: PathBuf,
+    /// blake3 of the experiment file's bytes.
+    pub config_hash: String,
+    pub unit: Unit,
+    /// Cut-offs, ascending, without duplicates.
+    pub k: Vec<usize>,
+    pub metrics: Vec<Metric>,
+    pub seed: u64,
+    pub reserved_fraction: f64,
+    /// The metric that picks the best cell on the tuning split.
+    pub select: Option<MetricAt>,
+    /// Cases in each cell's timed latency pass (0: no timed pass).
+    pub latency_cases: usize,
+    pub corpus_path: PathBuf,
+    pub corpus_format: Option<CorpusFormat>,
+    pub golden: GoldenSource,
+    pub default_groups: Vec<String>,
+    pub synthetic_acl: Option<SyntheticAcl>,
+    pub prices: Prices,
+    /// Counts the context tokens sent to a model: `"words"` or an installed model id.
+    pub cost_tokenizer: String,
+    pub cells: Vec<Cell>,
+    /// Per cell id: the first earlier cell of the whole grid sharing its embeddings, its indexes.
+    pub shared: HashMap<String, (Option<String>, Option<String>)>,
+    /// `(i, n)` when this run covers shard i of n.
+    pub shard: Option<(usize, usize)>,
+}
+
+impl Experiment {
+    /// For each cell, the first earlier cell of the whole grid whose embeddings and whose
+    /// indexes it shares (work done once, not redone). Depends only on the grid, so sharded and
+    /// unsharded runs report the same.
+    fn shared_stages(cells: &[Cell]) -> HashMap<String, (Option<String>, Option<String>)> {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                let earlier = &cells[..i];
+                let embeddings = cell.model().and_then(|m| {
+                    earlier.iter().find(|c| c.chunker == cell.chunker && c.model() == Some(m)).map(|c| c.id.clone())
+                });
+                let identity = cell.index_identity();
+                let index = earlier.iter().find(|c| c.index_identity() == identity).map(|c| c.id.clone());
+                (cell.id.clone(), (embeddings, index))
+            })
+            .collect()
+    }
+
+    /// Keeps the cells of shard `i` of `n` (1-based): every n-th cell, by grid order.
+    pub fn keep_shard(&mut self, i: usize, n: usize) {
+        let mut ordinal = 0;
+        self.cells.retain(|_| {
+            ordinal += 1;
+            (ordinal - 1) % n == i - 1
+        });
+        self.shard = Some((i, n));
+    }
+
+    /// The matrix's metric columns: every metric at every k.
+    pub fn columns(&self) -> Vec<MetricAt> {
+        self.metrics.iter().flat_map(|&metric| self.k.iter().map(move |&k| MetricAt { metric, k })).collect()
+    }
+
+    pub fn max_k(&self) -> usize {
+        *self.k.last().expect("k is validated non-empty")
+    }
+
+    pub fn load(path: &Path) -> Result<Experiment> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        Experiment::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Experiment> {
+        let at = |span: Range<usize>| Location::at_offset(path, text, span.start);
+        let raw: RawExperiment = toml::from_str(text).map_err(|e| {
+            let loc = e.span().map_or_else(|| Location::file(path), &at);
+            Error::input(loc, e.message().to_string())
+        })?;
+        let bad = |span: Range<usize>, msg: String| Error::input(at(span), msg);
+
+        let name = raw.name.get_ref().trim().to_string();
+        if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+            return Err(bad(raw.name.span(), "`name` must be non-empty, without slashes or a leading dot".into()));
+        }
+        let mut k = raw.k.get_ref().clone();
+        if k.is_empty() || k.contains(&0) {
+            return Err(bad(raw.k.span(), "`k` needs at least one cut-off, each at least 1".into()));
+        }
+        k.sort_unstable();
+        k.dedup();
+        let reserved_fraction = match &raw.reserved_fraction {
+            Some(f) if !(0.0..=1.0).contains(f.get_ref()) => {
+                return Err(bad(f.span(), "`reserved_fraction` must be between 0 and 1".into()))
+            }
+            Some(f) => *f.get_ref(),
+            None => 0.3,
+        };
+        let mut metrics = raw.metrics.unwrap_or_else(|| Metric::ALL.to_vec());
+        metrics.dedup();
+        let select = match &raw.select {
+            None => None,
+            Some(s) => {
+                let m: MetricAt = s.get_ref().parse().map_err(|e: String| bad(s.span(), e))?;
+                if !metrics.contains(&m.metric) || !k.contains(&m.k) {
+                    return Err(bad(
+                        s.span(),
+                        format!("`select = \"{m}\"` needs {} in `metrics` and {} in `k`", m.metric, m.k),
+                    ));
+                }
+                Some(m)
+            }
+        };
+
+        let base = path.parent().unwrap_or(Path::new("."));
+        let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
+        let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
+        let filters = match &raw.filter {
+            None => vec![Filter::None],
+            Some(v) => {
+                let items: Vec<&Value> = match v.get_ref() {
+                    Value::Array(a) => a.iter().collect(),
+                    one => vec![one],
+                };
+                let mut out = Vec::new();
+                for item in items {
+                    out.push(match item.as_str() {
+                        Some("none") => Filter::None,
+                        Some("in_query") => Filter::InQuery,
+                        Some("post") => Filter::Post,
+                        _ => {
+                            return Err(bad(
+                                v.span(),
+                                format!("`filter` takes \"none\", \"in_query\" or \"post\", found {item}"),
+                            ))
+                        }
+                    });
+                }
+                out
+            }
+        };
+        let synthetic_acl = match raw.permissions.synthetic_groups {
+            Some(0) => {
+                return Err(Error::input(Location::file(path), "`permissions.synthetic_groups` must be at least 1"))
+            }
+            Some(groups) => Some(SyntheticAcl { groups, seed: raw.permissions.synthetic_seed }),
+            None => None,
+        };
+        let mut cells = Vec::new();
+        for c in &chunkers {
+            for r in &retrievers {
+                for &filter in &filters {
+                    let (retriever, abstain) = r.clone();
+                    cells.push(Cell { id: String::new(), chunker: c.clone(), retriever, filter, abstain });
+                }
+            }
+        }
+        let width = cells.len().to_string().len().max(2);
+        for (i, cell) in cells.iter_mut().enumerate() {
+            cell.id = format!("c{:0width$}", i + 1);
+        }
+        if cells.is_empty() {
+            return Err(Error::input(
+                Location::file(path),
+                "the grid is empty: declare [[chunkers]] and [[retrievers]]",
+            ));
+        }
+        Ok(Experiment {
+            name,
+            description: raw.description,
+            file: path.to_path_buf(),
+            config_hash: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
+            unit: raw.unit,
+            k,
+            metrics,
+            seed: raw.seed,
+            reserved_fraction,
+            select,
+            latency_cases: raw.latency_cases.unwrap_or(LATENCY_CASES),
+            corpus_path: base.join(raw.corpus.path.get_ref()),
+            corpus_format: raw.corpus.format,
+            golden: GoldenSource {
+                path: base.join(raw.golden.path.get_ref()),
+                format: raw.golden.format,
+                tuning: raw.golden.tuning,
+                reserved: raw.golden.reserved,
+            },
+            default_groups: raw.permissions.default_groups,
+            synthetic_acl,
+            prices: Prices {
+                embedding_usd_per_1m_tokens: raw.cost.embedding_usd_per_1m_tokens,
+                llm_usd_per_1m_input_tokens: raw.cost.llm_usd_per_1m_input_tokens,
+            },
+            cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| "words".into()),
+            shared: Experiment::shared_stages(&cells),
+            shard: None,
+            cells,
+        })
+    }
+}
+
+/// One combination of a grid table's axes: parameter name → (value, where it was written).
+struct Combo<'a> {
+    values: BTreeMap<&'a str, (&'a Value, Range<usize>)>,
+    kind: (&'a str, Range<usize>),
+}
+
+impl Combo<'_> {
+    fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
+        self.values.get(key).map(|(v, s)| (*v, s.clone()))
+    }
+}
+
+type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
+
+fn expand_all<T>(tables: &[GridTable], section: &str, text: &str, path: &Path, build: Builder<T>) -> Result<Vec<T>> {
+    let bad = |span: Range<usize>, msg: String| Error::input(Location::at_offset(path, text, span.start), msg);
+    if tables.is_empty() {
+        return Err(Error::input(Location::file(path), format!("declare at least one [[{section}]] table")));
+    }
+    let mut out = Vec::new();
+    for table in tables {
+        let table_start = table.keys().map(|k| k.span().start).min().unwrap_or(0);
+        let table_span = table_start..table_start;
+        let kind = table
+            .iter()
+            .find(|(k, _)| k.get_ref() == "kind")
+            .ok_or_else(|| bad(table_span.clone(), format!("a [[{section}]] table needs `kind`")))?;
+        let kind_str = kind.1.get_ref().as_str().ok_or_else(|| bad(kind.1.span(), "`kind` must be a string".into()))?;
+        let mut axes: Vec<(&str, Vec<&Value>, Range<usize>)> = Vec::new();
+        for (key, value) in table.iter().filter(|(k, _)| k.get_ref() != "kind") {
+            let values: Vec<&Value> = match value.get_ref() {
+                Value::Array(items) if items.is_empty() => {
+                    return Err(bad(value.span(), format!("`{}` is an empty list", key.get_ref())))
+                }
+                Value::Array(items) => items.iter().collect(),
+                v => vec![v],
+            };
+            axes.push((key.get_ref().as_str(), values, value.span()));
+        }
+        let mut combos: Vec<BTreeMap<&str, (&Value, Range<usize>)>> = vec![BTreeMap::new()];
+        for (key, values, span) in &axes {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(*key, (*v, span.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for values in combos {
+            let combo = Combo { values, kind: (kind_str, kind.1.span()) };
+            out.push(build(&combo, &bad)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that the combo only uses `allowed` keys.
+fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
+    for (key, (_, span)) in &combo.values {
+        if !allowed.contains(key) {
+            return Err(bad(
+                span.clone(),
+                format!(
+                    "unknown parameter `{key}` for kind {:?} (expected one of: {})",
+                    combo.kind.0,
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn int(
+    combo: &Combo<'_>,
+    key: &str,
+    default: Option<usize>,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<usize> {
+    match combo.get(key) {
+        Some((Value::Integer(i), _)) if *i >= 0 => Ok(*i as usize),
+        Some((v, span)) => Err(bad(
+            span,
+            format!("`{key}` must be a non-negative integer (or a list of them), found {}", v.type_str()),
+        )),
+        None => default.ok_or_else(|| bad(combo.kind.1.clone(), format!("kind {:?} needs `{key}`", combo.kind.0))),
+    }
+}
+
+fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<f64> {
+    match combo.get(key) {
+        Some((Value::Float(f), _)) => Ok(*f),
+        Some((Value::Integer(i), _)) => Ok(*i as f64),
+        Some((v, span)) => {
+            Err(bad(span, format!("`{key}` must be a number (or a list of them), found {}", v.type_str())))
+        }
+        None => Ok(default),
+    }
+}
+
+/// One of a fixed set of named values, `default` when absent.
+fn choice<T: Copy>(
+    combo: &Combo<'_>,
+    key: &str,
+    default: T,
+    options: &[(&str, T)],
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<T> {
+    let names = || options.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    match combo.get(key) {
+        None => Ok(default),
+        Some((Value::String(s), span)) => options
+            .iter()
+            .find(|(n, _)| n == s)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| bad(span, format!("unknown {key} {s:?} (expected {})", names()))),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be one of {}, found {}", names(), v.type_str()))),
+    }
+}
+
+fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
+    match combo.get(key) {
+        Some((Value::Boolean(b), _)) => Ok(*b),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be true or false, found {}", v.type_str()))),
+        None => Ok(false),
+    }
+}
+
+fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<ChunkerSpec> {
+    let sized = |size_key: &str| -> Result<(usize, usize)> {
+        only(combo, &[size_key, "overlap", "title", "headings"], bad)?;
+        let size = int(combo, size_key, None, bad)?;
+        let overlap = int(combo, "overlap", Some(0), bad)?;
+        if size == 0 {
+            return Err(bad(combo.get(size_key).unwrap().1, format!("`{size_key}` must be at least 1")));
+        }
+        Ok((size, overlap))
+    };
+    let kind = match combo.kind.0 {
+        "none" => {
+            only(combo, &["title", "headings"], bad)?;
+            ChunkerKind::None
+        }
+        "fixed" => {
+            let (size, overlap) = sized("size")?;
+            if overlap >= size {
+                return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
+            }
+            ChunkerKind::Fixed { size, overlap }
+        }
+        "sentence" => {
+            let (max_chars, overlap) = sized("max_chars")?;
+            ChunkerKind::Sentence { max_chars, overlap }
+        }
+        "recursive" => {
+            let (size, overlap) = sized("size")?;
+            if overlap >= size {
+                return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
+            }
+            ChunkerKind::Recursive { size, overlap }
+        }
+        "markdown" => {
+            only(combo, &["max_chars", "title", "headings"], bad)?;
+            let max_chars = combo.get("max_chars").map(|_| int(combo, "max_chars", None, bad)).transpose()?;
+            ChunkerKind::Markdown { max_chars }
+        }
+        other => {
+            return Err(bad(
+                combo.kind.1.clone(),
+                format!("unknown chunker kind {other:?} (expected none, fixed, sentence, recursive, markdown)"),
+            ))
+        }
+    };
+    Ok(ChunkerSpec { kind, title: boolean(combo, "title", bad)?, headings: boolean(combo, "headings", bad)? })
+}
+
+const LEXICAL_KEYS: [&str; 3] = ["analyzer", "k1", "b"];
+const DENSE_KEYS: [&str; 5] = ["model", "index", "m", "ef_construction", "ef_search"];
+
+fn lexical_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
+    let analyzer = choice(
+        combo,
+        "analyzer",
+        AnalyzerKind::En,
+        &[("en", AnalyzerKind::En), ("pt", AnalyzerKind::Pt), ("simple", AnalyzerKind::Simple)],
+        bad,
+    )?;
+    let k1 = float(combo, "k1", 0.9, bad)?;
+    let b = float(combo, "b", 0.4, bad)?;
+    if k1 < 0.0 {
+        return Err(bad(combo.get("k1").unwrap().1, "`k1` must be non-negative".into()));
+    }
+    if !(0.0..=1.0).contains(&b) {
+        return Err(bad(combo.get("b").unwrap().1, "`b` must be between 0 and 1".into()));
+    }
+    Ok(LexicalSpec { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 } })
+}
+
+fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<DenseSpec> {
+    let model = match combo.get("model") {
+        Some((Value::String(s), _)) => s.clone(),
+        Some((v, span)) => return Err(bad(span, format!("`model` must be a string, found {}", v.type_str()))),
+        None => {
+            return Err(bad(
+                combo.kind.1.clone(),
+                format!("kind {:?} needs `model` (e.g. \"minilm-l6\")", combo.kind.0),
+            ))
+        }
+    };
+    let hnsw = choice(combo, "index", false, &[("exact", false), ("hnsw", true)], bad)?;
+    let index = if !hnsw {
+        for key in ["m", "ef_construction", "ef_search"] {
+            if let Some((_, span)) = combo.get(key) {
+                return Err(bad(span, format!("`{key}` only applies to index = \"hnsw\"")));
+            }
+        }
+        DenseIndex::Exact
+    } else {
+        let (m, efc, ef) = HNSW_DEFAULTS;
+        let m = int(combo, "m", Some(m), bad)?;
+        if !(2..=255).contains(&m) {
+            return Err(bad(
+                combo.get("m").map_or(combo.kind.1.clone(), |g| g.1),
+                "`m` must be between 2 and 255".into(),
+            ));
+        }
+        DenseIndex::Hnsw {
+            m,
+            ef_construction: int(combo, "ef_construction", Some(efc), bad)?,
+            ef_search: int(combo, "ef_search", Some(ef), bad)?,
+        }
+    };
+    Ok(DenseSpec { model, index })
+}
+
+fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<Fusion> {
+    let (method, span) = match combo.get("fusion") {
+        Some((Value::String(s), span)) => (s.as_str(), span),
+        Some((v, span)) => return Err(bad(span, format!("`fusion` must be a string, found {}", v.type_str()))),
+        None => return Err(bad(combo.kind.1.clone(), "kind \"hybrid\" needs `fusion` (rrf, convex or dbsf)".into())),
+    };
+    let forbid = |keys: &[&str]| -> Result<()> {
+        for key in keys {
+            if let Some((_, span)) = combo.get(key) {
+                return Err(bad(span, format!("`{key}` does not apply to fusion = {method:?}")));
+            }
+        }
+        Ok(())
+    };
+    Ok(match method {
+        "rrf" => {
+            forbid(&["alpha", "norm"])?;
+            let k = float(combo, "k", 60.0, bad)?;
+            if k <= 0.0 {
+                return Err(bad(combo.get("k").unwrap().1, "`k` must be positive".into()));
+            }
+            Fusion::Rrf { k: k as f32 }
+        }
+        "convex" => {
+            forbid(&["k"])?;
+            let alpha = float(combo, "alpha", 0.5, bad)?;
+            if !(0.0..=1.0).contains(&alpha) {
+                return Err(bad(combo.get("alpha").unwrap().1, "`alpha` must be between 0 and 1".into()));
+            }
+            let norm = choice(
+                combo,
+                "norm",
+                Norm::MinMax,
+                &[("minmax", Norm::MinMax), ("zscore", Norm::ZScore), ("none", Norm::None)],
+                bad,
+            )?;
+            Fusion::Convex { alpha: alpha as f32, norm }
+        }
+        "dbsf" => {
+            forbid(&["k", "alpha", "norm"])?;
+            Fusion::Dbsf
+        }
+        other => return Err(bad(span, format!("unknown fusion {other:?} (expected rrf, convex, dbsf)"))),
+    })
+}
+
+/// A retriever and its `abstain_below` floor (a number or `"calibrate"`), which any
+/// retriever kind may sweep.
+fn retriever_cell_from(
+    combo: &Combo<'_>,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<(RetrieverSpec, Option<Abstain>)> {
+    let abstain = match combo.get("abstain_below") {
+        None => None,
+        Some((Value::Float(f), _)) => Some(Abstain::Below(*f)),
+        Some((Value::Integer(i), _)) => Some(Abstain::Below(*i as f64)),
+        Some((Value::String(s), _)) if s == "calibrate" => Some(Abstain::Calibrate),
+        Some((v, span)) => {
+            return Err(bad(span, format!("`abstain_below` takes a score or \"calibrate\", found {v}")));
+        }
+    };
+    let mut rest = Combo { values: combo.values.clone(), kind: combo.kind.clone() };
+    rest.values.remove("abstain_below");
+    Ok((retriever_from(&rest, bad)?, abstain))
+}
+
+fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {
+    match combo.kind.0 {
+        "bm25" => {
+            only(combo, &LEXICAL_KEYS, bad)?;
+            let LexicalSpec { analyzer, params } = lexical_from(combo, bad)?;
+            Ok(RetrieverSpec::Bm25 { analyzer, params })
+        }
+        "dense" => {
+            only(combo, &DENSE_KEYS, bad)?;
+            let DenseSpec { model, index } = dense_from(combo, bad)?;
+            Ok(RetrieverSpec::Dense { model, index })
+        }
+        "hybrid" => {
+            let mut keys: Vec<&str> = LEXICAL_KEYS.iter().chain(&DENSE_KEYS).copied().collect();
+            keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
+            only(combo, &keys, bad)?;
+            let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
+            if candidates == 0 {
+                return Err(bad(combo.get("candidates").unwrap().1, "`candidates` must be at least 1".into()));
+            }
+            Ok(RetrieverSpec::Hybrid {
+                lexical: lexical_from(combo, bad)?,
+                dense: dense_from(combo, bad)?,
+                fusion: fusion_from(combo, bad)?,
+                candidates,
+            })
+        }
+        other => {
+            Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25, dense, hybrid)")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+name = "t"
+k = [10, 1, 10]
+[corpus]
+path = "c"
+[golden]
+path = "g.json"
+"#;
+
+    fn parse(extra: &str) -> Result<Experiment> {
+        Experiment::parse(Path::new("exp.toml"), &format!("{BASE}{extra}"))
+    }
+
+    #[test]
+    fn lists_expand_to_a_grid() {
+        let e = parse(
+            "[[chunkers]]\nkind = \"none\"\n[[chunkers]]\nkind = \"fixed\"\nsize = 200\noverlap = 20\n\
+             [[retrievers]]\nkind = \"bm25\"\nk1 = [0.6, 0.9, 1.2]\nb = [0.4, 0.75]\n",
+        )
+        .unwrap();
+        assert_eq!(e.cells.len(), 12);
+        assert_eq!(e.k, [1, 10]);
+        assert_eq!(e.cells[0].id, "c01");
+        assert_eq!(e.cells[11].label(), "fixed(200,20) bm25(en,k1=1.2,b=0.75)");
+        assert_eq!(e.corpus_path, Path::new("c"));
+    }
+
+    #[test]
+    fn unknown_top_level_key_has_line_and_column() {
+        let err =
+            Experiment::parse(Path::new("exp.toml"), "name = \"t\"\nk = [1]\nbogus = 3\n").unwrap_err().to_string();
+        assert!(err.starts_with("exp.toml:3:1"), "{err}");
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_in_grid_points_at_the_value() {
+        let err = parse("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nk1 = [0.9, \"x\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("exp.toml:12:6"), "{err}");
+        assert!(err.contains("`k1` must be a number"), "{err}");
+    }
+
+    #[test]
+    fn dense_retrievers_take_model_and_index_parameters() {
+        let e = parse(
+            "[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\n\
+             [[retrievers]]\nkind = \"dense\"\nmodel = \"e5-small\"\nindex = \"hnsw\"\nef_search = [32, 256]\n",
+        )
+        .unwrap();
+        let labels: Vec<_> = e.cells.iter().map(|c| c.retriever.to_string()).collect();
+        assert_eq!(
+            labels,
+            [
+                "dense(minilm-l6,exact)",
+                "dense(e5-small,hnsw,m=16,efc=200,ef=32)",
+                "dense(e5-small,hnsw,m=16,efc=200,ef=256)"
+            ]
+        );
+        let err = parse("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"x\"\nm = 8\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only applies to index = \"hnsw\""), "{err}");
+    }
+
+    #[test]
+    fn hybrid_and_filter_axes() {
+        let text = format!(
+            "filter = [\"none\", \"in_query\", \"post\"]\n{BASE}[permissions]\nsynthetic_groups = 10\n\
+             [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"hybrid\"\nmodel = \"minilm-l6\"\n\
+             fusion = \"convex\"\nalpha = [0.3, 0.7]\n[[retrievers]]\nkind = \"hybrid\"\nmodel = \"m\"\nfusion = \"rrf\"\nk = 10\n"
+        );
+        let e = Experiment::parse(Path::new("exp.toml"), &text);
+        let e = e.unwrap();
+        assert_eq!(e.cells.len(), 3 * 3);
+        assert_eq!(e.synthetic_acl.unwrap().groups, 10);
+        assert_eq!(
+            e.cells[0].label(),
+            "none hybrid(convex(alpha=0.3,minmax),n=100; bm25(en,k1=0.9,b=0.4) + dense(minilm-l6,exact))"
+        );
+        assert!(e.cells[1].label().ends_with("filter=in_query"));
+        let err = parse("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"hybrid\"\nmodel = \"m\"\nfusion = \"rrf\"\nalpha = 0.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`alpha` does not apply to fusion = \"rrf\""), "{err}");
+    }
+
+    #[test]
+    fn unknown_grid_parameter_is_named() {
+        let err = parse("[[chunkers]]\nkind = \"fixed\"\nsize = 10\nsise = 3\n[[retrievers]]\nkind = \"bm25\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exp.toml:11:8") && err.contains("unknown parameter `sise`"), "{err}");
+    }
+}

@@ -1,0 +1,362 @@
+//! Documents and their labelled sections, and the readers that load them (SPEC §1).
+//!
+//! Readers stream their input and report bad lines with file and line. A corpus is
+//! identified by a content hash, so every later stage can be keyed by it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Location, Result};
+use crate::input::frontmatter;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub id: String,
+    pub title: Option<String>,
+    pub text: String,
+    pub meta: BTreeMap<String, String>,
+    /// `None`: visible to everyone. `Some(groups)`: visible to members of any group.
+    pub acl: Option<Vec<String>>,
+    pub sections: Vec<Section>,
+}
+
+/// A labelled span `[start, end)` of a document's text, from a Markdown heading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    /// `DOC#label`.
+    pub id: String,
+    pub label: String,
+    pub level: u8,
+    pub start: usize,
+    pub end: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CorpusFormat {
+    Beir,
+    Jsonl,
+    Folder,
+}
+
+#[derive(Debug)]
+pub struct Corpus {
+    pub docs: Vec<Document>,
+    pub source: PathBuf,
+    /// blake3 over every document's content, in order.
+    pub hash: String,
+    by_id: HashMap<String, usize>,
+    sections: HashMap<String, (usize, usize)>,
+}
+
+/// What a label names: a whole document, or one of its sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Doc(usize),
+    Section { doc: usize, section: usize },
+}
+
+impl Corpus {
+    pub fn from_docs(docs: Vec<Document>, source: PathBuf) -> Result<Self> {
+        let mut by_id = HashMap::with_capacity(docs.len());
+        let mut sections = HashMap::new();
+        let mut hasher = blake3::Hasher::new();
+        for (i, doc) in docs.iter().enumerate() {
+            if by_id.insert(doc.id.clone(), i).is_some() {
+                return Err(Error::input(Location::file(&source), format!("duplicate document id {:?}", doc.id)));
+            }
+            for (j, s) in doc.sections.iter().enumerate() {
+                sections.entry(s.id.clone()).or_insert((i, j));
+            }
+            hash_doc(&mut hasher, doc);
+        }
+        Ok(Corpus { docs, source, hash: hasher.finalize().to_hex()[..16].to_string(), by_id, sections })
+    }
+
+    /// Loads a corpus, detecting its format when `format` is `None`:
+    /// a folder holding `corpus.jsonl` is BEIR, a file is JSONL, any other folder is
+    /// a folder of `.md`/`.txt` documents.
+    pub fn load(path: &Path, format: Option<CorpusFormat>) -> Result<Self> {
+        let format = match format {
+            Some(f) => f,
+            None => detect_format(path)?,
+        };
+        let docs = match format {
+            CorpusFormat::Beir => read_jsonl(&path.join("corpus.jsonl"))?,
+            CorpusFormat::Jsonl => read_jsonl(path)?,
+            CorpusFormat::Folder => read_folder(path)?,
+        };
+        Corpus::from_docs(docs, path.to_path_buf())
+    }
+
+    pub fn doc_index(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    /// Resolves a label id: a document id, or a section id `DOC#label`.
+    pub fn target(&self, id: &str) -> Option<Target> {
+        if let Some(d) = self.doc_index(id) {
+            return Some(Target::Doc(d));
+        }
+        self.sections.get(id).map(|&(doc, section)| Target::Section { doc, section })
+    }
+}
+
+fn hash_doc(hasher: &mut blake3::Hasher, doc: &Document) {
+    for part in [doc.id.as_str(), doc.title.as_deref().unwrap_or(""), &doc.text] {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part.as_bytes());
+    }
+    if let Some(acl) = &doc.acl {
+        hasher.update(b"acl");
+        for g in acl {
+            hasher.update(g.as_bytes());
+            hasher.update(b"\0");
+        }
+    }
+    for (k, v) in &doc.meta {
+        hasher.update(k.as_bytes());
+        hasher.update(b"=");
+        hasher.update(v.as_bytes());
+        hasher.update(b"\0");
+    }
+}
+
+fn detect_format(path: &Path) -> Result<CorpusFormat> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    Ok(if meta.is_file() {
+        CorpusFormat::Jsonl
+    } else if path.join("corpus.jsonl").is_file() {
+        CorpusFormat::Beir
+    } else {
+        CorpusFormat::Folder
+    })
+}
+
+/// A JSON id may be a string or a number (BEIR ids are sometimes written as numbers).
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(crate) enum JsonId {
+    Str(String),
+    Int(i64),
+}
+
+impl JsonId {
+    pub(crate) fn into_string(self) -> String {
+        match self {
+            JsonId::Str(s) => s,
+            JsonId::Int(i) => i.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct JsonDoc {
+    #[serde(alias = "_id")]
+    id: JsonId,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(alias = "contents", alias = "body")]
+    text: String,
+    #[serde(default, alias = "metadata")]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    acl: Option<Vec<String>>,
+}
+
+/// Opens a file for line-by-line streaming.
+pub(crate) fn open_lines(path: &Path) -> Result<std::io::Lines<BufReader<File>>> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    Ok(BufReader::with_capacity(1 << 20, file).lines())
+}
+
+/// Parses one JSON line, turning a syntax error into a located input error.
+pub(crate) fn parse_json_line<T: serde::de::DeserializeOwned>(path: &Path, line_no: usize, line: &str) -> Result<T> {
+    serde_json::from_str(line).map_err(|e| {
+        Error::input(
+            Location { path: path.to_path_buf(), line: line_no, column: e.column() },
+            format!("invalid JSON: {e}"),
+        )
+    })
+}
+
+fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
+    let mut docs = Vec::new();
+    for (i, line) in open_lines(path)?.enumerate() {
+        let line = line.map_err(|e| Error::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let raw: JsonDoc = parse_json_line(path, i + 1, &line)?;
+        let meta = raw
+            .meta
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => (k, s),
+                other => (k, other.to_string()),
+            })
+            .collect();
+        let id = raw.id.into_string();
+        let title = raw.title.filter(|t| !t.is_empty());
+        let sections = markdown_sections(&id, &raw.text);
+        docs.push(Document { id, title, text: raw.text, meta, acl: raw.acl, sections });
+    }
+    Ok(docs)
+}
+
+fn read_folder(root: &Path) -> Result<Vec<Document>> {
+    let mut files = Vec::new();
+    collect_files(root, &mut files)?;
+    files.sort();
+    let mut docs = Vec::with_capacity(files.len());
+    for path in files {
+        let raw = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
+        let id = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let (front, text) = frontmatter::split(&path, &raw)?;
+        let text = text.to_string();
+        let sections = markdown_sections(&id, &text);
+        docs.push(Document { id, title: front.title, text, meta: front.meta, acl: front.acl, sections });
+    }
+    if docs.is_empty() {
+        return Err(Error::input(Location::file(root), "no .md or .txt documents in this folder"));
+    }
+    Ok(docs)
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with('.') {
+            continue;
+        }
+        if path.is_dir() {
+            collect_files(&path, out)?;
+        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("md" | "txt")) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// ATX headings outside fenced code: (line start, level, trimmed text).
+pub fn markdown_headings(text: &str) -> Vec<(usize, u8, &str)> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        let trimmed = line.trim_end_matches(['\n', '\r']);
+        let body = trimmed.trim_start_matches(' ');
+        if trimmed.len() - body.len() > 3 {
+            continue;
+        }
+        if body.starts_with("```") || body.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let level = body.bytes().take_while(|&b| b == b'#').count();
+        if !(1..=6).contains(&level) {
+            continue;
+        }
+        let rest = &body[level..];
+        if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
+            continue;
+        }
+        let label = rest.trim().trim_end_matches('#').trim();
+        if !label.is_empty() {
+            out.push((start, level as u8, label));
+        }
+    }
+    out
+}
+
+/// Sections from Markdown headings: each spans from its heading to the next heading of
+/// the same or a higher level (SPEC §1).
+pub fn markdown_sections(doc_id: &str, text: &str) -> Vec<Section> {
+    let headings = markdown_headings(text);
+    headings
+        .iter()
+        .enumerate()
+        .map(|(i, &(start, level, label))| {
+            let end = headings[i + 1..].iter().find(|h| h.1 <= level).map_or(text.len(), |h| h.0);
+            Section { id: format!("{doc_id}#{label}"), label: label.to_string(), level, start, end }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_end_at_same_or_higher_heading() {
+        let text = "intro\n## Art. 1\nuno\n### § 1\nsub\n## Art. 2\ndos\n";
+        let s = markdown_sections("lei", text);
+        let ids: Vec<_> = s.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["lei#Art. 1", "lei#§ 1", "lei#Art. 2"]);
+        assert_eq!(&text[s[0].start..s[0].end], "## Art. 1\nuno\n### § 1\nsub\n");
+        assert_eq!(&text[s[1].start..s[1].end], "### § 1\nsub\n");
+        assert_eq!(&text[s[2].start..s[2].end], "## Art. 2\ndos\n");
+    }
+
+    #[test]
+    fn headings_inside_code_fences_are_ignored() {
+        let text = "```\n# not a heading\n```\n# Real\n";
+        let s = markdown_sections("d", text);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].id, "d#Real");
+    }
+
+    #[test]
+    fn broken_json_line_is_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        std::fs::write(&p, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\": \"b\", \"text\": }\n").unwrap();
+        let err = Corpus::load(&p, None).unwrap_err().to_string();
+        assert!(err.contains("c.jsonl:2:"), "{err}");
+    }
+
+    #[test]
+    fn numeric_ids_and_duplicate_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        std::fs::write(&p, "{\"_id\":7,\"title\":\"\",\"text\":\"x\"}\n").unwrap();
+        let c = Corpus::load(&p, None).unwrap();
+        assert_eq!(c.docs[0].id, "7");
+        assert_eq!(c.docs[0].title, None);
+        std::fs::write(&p, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"a\",\"text\":\"y\"}\n").unwrap();
+        assert!(Corpus::load(&p, None).unwrap_err().to_string().contains("duplicate"));
+    }
+
+    #[test]
+    fn folder_ids_are_relative_paths_and_front_matter_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rh")).unwrap();
+        std::fs::write(
+            dir.path().join("rh/ferias.md"),
+            "---\ntitle: Férias\nacl: [rh, diretoria]\narea: pessoas\n---\n# Férias\ntexto\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("a.txt"), "plain").unwrap();
+        let c = Corpus::load(dir.path(), None).unwrap();
+        let ids: Vec<_> = c.docs.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(ids, ["a", "rh/ferias"]);
+        let d = &c.docs[1];
+        assert_eq!(d.title.as_deref(), Some("Férias"));
+        assert_eq!(d.acl.as_deref(), Some(&["rh".to_string(), "diretoria".to_string()][..]));
+        assert_eq!(d.meta.get("area").map(String::as_str), Some("pessoas"));
+        assert_eq!(d.text, "# Férias\ntexto\n");
+        assert_eq!(c.target("rh/ferias#Férias"), Some(Target::Section { doc: 1, section: 0 }));
+    }
+}

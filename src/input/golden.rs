@@ -1,0 +1,475 @@
+//! Golden cases (questions with labels saying where the answer is) and their readers.
+//!
+//! Labels name documents, sections or evidence spans, never chunks (SPEC §1). Every
+//! label is checked against the corpus when loaded, so a typo in a golden set is an
+//! error with its file and line, not a silently unwinnable question.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::analyze::normalize;
+use crate::error::{Error, Location, Result};
+use crate::input::corpus::{open_lines, parse_json_line, Corpus, JsonId};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    Tuning,
+    Reserved,
+}
+
+impl Split {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Tuning => "tuning",
+            Split::Reserved => "reserved",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Label {
+    pub id: String,
+    pub grade: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    pub text: String,
+    pub doc: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoldenCase {
+    pub id: String,
+    pub question: String,
+    pub split: Option<Split>,
+    pub answerable: bool,
+    pub groups: Vec<String>,
+    pub relevant: Vec<Label>,
+    pub evidence: Vec<Evidence>,
+    /// The golden set's own slice names.
+    pub tags: Vec<String>,
+    /// Free data for the golden set's authors, carried to `cases.jsonl`.
+    pub meta: Option<serde_json::Value>,
+}
+
+impl GoldenCase {
+    /// Labelled, yet unanswerable: the answer exists, but not for this user (SPEC §1).
+    pub fn is_restricted(&self) -> bool {
+        !self.answerable && self.has_labels()
+    }
+
+    pub fn has_labels(&self) -> bool {
+        self.relevant.iter().any(|l| l.grade > 0) || !self.evidence.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GoldenFormat {
+    Beir,
+    Json,
+}
+
+/// How to read a golden set; BEIR folders need to know which qrels files make which split.
+#[derive(Debug, Clone, Default)]
+pub struct GoldenSource {
+    pub path: PathBuf,
+    pub format: Option<GoldenFormat>,
+    /// BEIR qrels names (`qrels/<name>.tsv`) whose queries are tuning cases.
+    pub tuning: Vec<String>,
+    /// BEIR qrels names whose queries are reserved cases.
+    pub reserved: Vec<String>,
+}
+
+pub fn load(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
+    let format = match source.format {
+        Some(f) => f,
+        None if source.path.is_dir() => GoldenFormat::Beir,
+        None => GoldenFormat::Json,
+    };
+    match format {
+        GoldenFormat::Beir => read_beir(source, corpus),
+        GoldenFormat::Json => read_json(&source.path, corpus),
+    }
+}
+
+#[derive(Deserialize)]
+struct BeirQuery {
+    #[serde(rename = "_id", alias = "id")]
+    id: JsonId,
+    text: String,
+}
+
+fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
+    let root = &source.path;
+    if source.tuning.is_empty() && source.reserved.is_empty() {
+        return Err(Error::input(
+            Location::file(root),
+            "a BEIR golden set needs `tuning` and/or `reserved` qrels names (e.g. reserved = [\"test\"])",
+        ));
+    }
+    // query id -> (split, labels)
+    let mut judged: BTreeMap<String, (Split, Vec<Label>)> = BTreeMap::new();
+    let named =
+        source.tuning.iter().map(|n| (n, Split::Tuning)).chain(source.reserved.iter().map(|n| (n, Split::Reserved)));
+    for (name, split) in named {
+        let path = root.join("qrels").join(format!("{name}.tsv"));
+        for (i, line) in open_lines(&path)?.enumerate() {
+            let line = line.map_err(|e| Error::io(&path, e))?;
+            let at = || Location::line(&path, i + 1);
+            let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
+            if line.trim().is_empty() || (i == 0 && fields.first() == Some(&"query-id")) {
+                continue;
+            }
+            // BEIR: qid doc score; TREC: qid 0 doc score.
+            let (qid, doc, grade) = match fields.as_slice() {
+                [q, d, g] => (*q, *d, *g),
+                [q, _, d, g] => (*q, *d, *g),
+                _ => return Err(Error::input(at(), "expected `query-id<TAB>corpus-id<TAB>score`")),
+            };
+            let grade: i64 =
+                grade.parse().map_err(|_| Error::input(at(), format!("score {grade:?} is not an integer")))?;
+            if corpus.target(doc).is_none() {
+                return Err(Error::input(at(), format!("unknown document {doc:?}")));
+            }
+            let entry = judged.entry(qid.to_string()).or_insert((split, Vec::new()));
+            if entry.0 != split {
+                return Err(Error::input(at(), format!("query {qid:?} is in both tuning and reserved qrels")));
+            }
+            entry.1.push(Label { id: doc.to_string(), grade: grade.max(0) as u32 });
+        }
+    }
+    let queries_path = root.join("queries.jsonl");
+    let mut cases = Vec::with_capacity(judged.len());
+    for (i, line) in open_lines(&queries_path)?.enumerate() {
+        let line = line.map_err(|e| Error::io(&queries_path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: BeirQuery = parse_json_line(&queries_path, i + 1, &line)?;
+        let id = q.id.into_string();
+        if let Some((split, relevant)) = judged.remove(&id) {
+            let answerable = relevant.iter().any(|l| l.grade > 0);
+            cases.push(GoldenCase {
+                id,
+                question: q.text,
+                split: Some(split),
+                answerable,
+                groups: Vec::new(),
+                relevant,
+                evidence: Vec::new(),
+                tags: Vec::new(),
+                meta: None,
+            });
+        }
+    }
+    if let Some(missing) = judged.keys().next() {
+        return Err(Error::input(
+            Location::file(&queries_path),
+            format!("qrels name query {missing:?}, which is not in queries.jsonl"),
+        ));
+    }
+    Ok(cases)
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawLabel {
+    Id(String),
+    Graded {
+        id: String,
+        #[serde(default = "one")]
+        grade: u32,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawEvidence {
+    Text(String),
+    Located {
+        #[serde(alias = "trecho")]
+        text: String,
+        #[serde(default, alias = "documento")]
+        doc: Option<String>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    fn into_vec(self) -> Vec<T> {
+        match self {
+            OneOrMany::One(t) => vec![t],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    #[serde(default, alias = "_id")]
+    id: Option<JsonId>,
+    #[serde(alias = "pergunta")]
+    question: String,
+    #[serde(default)]
+    split: Option<Split>,
+    #[serde(default, alias = "respondivel")]
+    answerable: Option<bool>,
+    #[serde(default, alias = "grupos")]
+    groups: Vec<String>,
+    #[serde(default, alias = "relevantes")]
+    relevant: Option<OneOrMany<RawLabel>>,
+    #[serde(default, alias = "trecho", alias = "trechos")]
+    evidence: Option<OneOrMany<RawEvidence>>,
+    /// Default document for evidence spans that do not name one.
+    #[serde(default, alias = "documento")]
+    doc: Option<String>,
+    /// Free text for the golden set's authors; read so it is accepted, never used.
+    #[serde(default, rename = "notes", alias = "notas")]
+    _notes: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    meta: Option<serde_json::Value>,
+}
+
+/// Adds to serde's "unknown field" message where extra fields belong.
+fn hint_meta(message: String) -> String {
+    if message.contains("unknown field") {
+        format!("{message}; put fields of your own under `meta`")
+    } else {
+        message
+    }
+}
+
+/// Reads a JSON array (or JSONL) of cases, checking every label against the corpus.
+fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut located: Vec<(Location, RawCase)> = Vec::new();
+    if text.trim_start().starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(&text).map_err(|e| {
+            Error::input(
+                Location { path: path.to_path_buf(), line: e.line(), column: e.column() },
+                format!("invalid JSON: {e}"),
+            )
+        })?;
+        for raw in items {
+            let offset = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+            let at = Location::at_offset(path, &text, offset);
+            let case = serde_json::from_str(raw.get())
+                .map_err(|e| Error::input(at.clone(), hint_meta(format!("invalid case: {e}"))))?;
+            located.push((at, case));
+        }
+    } else {
+        for (i, line) in text.lines().enumerate() {
+            if !line.trim().is_empty() {
+                let case = parse_json_line(path, i + 1, line).map_err(|e| match e {
+                    Error::Input { at, message } => Error::Input { at, message: hint_meta(message) },
+                    other => other,
+                })?;
+                located.push((Location::line(path, i + 1), case));
+            }
+        }
+    }
+
+    let mut normalized_docs: Option<Vec<String>> = None;
+    let mut seen: HashMap<String, Location> = HashMap::new();
+    let mut cases = Vec::with_capacity(located.len());
+    for (at, raw) in located {
+        let bad = |msg: String| Error::input(at.clone(), msg);
+        let id = match raw.id {
+            Some(id) => id.into_string(),
+            // Stable across file order: derived from the question itself.
+            None => format!("q-{}", &blake3::hash(raw.question.trim().as_bytes()).to_hex()[..10]),
+        };
+        if let Some(first) = seen.insert(id.clone(), at.clone()) {
+            return Err(bad(format!("duplicate case id {id:?} (first at {first})")));
+        }
+        let relevant: Vec<Label> = raw
+            .relevant
+            .map(OneOrMany::into_vec)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| match l {
+                RawLabel::Id(id) => Label { id, grade: 1 },
+                RawLabel::Graded { id, grade } => Label { id, grade },
+            })
+            .collect();
+        for label in &relevant {
+            if corpus.target(&label.id).is_none() {
+                return Err(bad(format!("case {id:?} names unknown document or section {:?}", label.id)));
+            }
+        }
+        let evidence: Vec<Evidence> = raw
+            .evidence
+            .map(OneOrMany::into_vec)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| match e {
+                RawEvidence::Text(text) => Evidence { text, doc: raw.doc.clone() },
+                RawEvidence::Located { text, doc } => Evidence { text, doc: doc.or_else(|| raw.doc.clone()) },
+            })
+            .collect();
+        for ev in &evidence {
+            let needle = normalize(&ev.text);
+            if needle.is_empty() {
+                return Err(bad(format!("case {id:?} has an empty evidence span")));
+            }
+            let found = match &ev.doc {
+                Some(doc) => {
+                    let d = corpus
+                        .doc_index(doc)
+                        .ok_or_else(|| bad(format!("case {id:?} names unknown document {doc:?}")))?;
+                    normalize(&corpus.docs[d].text).contains(&needle)
+                }
+                None => normalized_docs
+                    .get_or_insert_with(|| corpus.docs.iter().map(|d| normalize(&d.text)).collect())
+                    .iter()
+                    .any(|t| t.contains(&needle)),
+            };
+            if !found {
+                return Err(bad(format!(
+                    "case {id:?}: evidence {:?} does not occur in {}",
+                    ev.text,
+                    ev.doc.as_deref().map_or("the corpus".to_string(), |d| format!("document {d:?}"))
+                )));
+            }
+        }
+        let has_labels = relevant.iter().any(|l| l.grade > 0) || !evidence.is_empty();
+        let answerable = raw.answerable.unwrap_or(has_labels);
+        if let Some(meta) = raw.meta.as_ref().filter(|m| !m.is_object()) {
+            return Err(bad(format!("case {id:?}: `meta` must be a JSON object, found {meta}")));
+        }
+        cases.push(GoldenCase {
+            id,
+            question: raw.question,
+            split: raw.split,
+            answerable,
+            groups: raw.groups,
+            relevant,
+            evidence,
+            tags: raw.tags,
+            meta: raw.meta,
+        });
+    }
+    Ok(cases)
+}
+
+/// Gives every case without a split one, by a stable hash of its id and the seed (SPEC §6).
+pub fn assign_splits(cases: &mut [GoldenCase], seed: u64, reserved_fraction: f64) {
+    for case in cases.iter_mut().filter(|c| c.split.is_none()) {
+        let mut h = blake3::Hasher::new();
+        h.update(&seed.to_le_bytes());
+        h.update(case.id.as_bytes());
+        let bytes: [u8; 8] = h.finalize().as_bytes()[..8].try_into().unwrap();
+        let u = (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64;
+        case.split = Some(if u < reserved_fraction { Split::Reserved } else { Split::Tuning });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::corpus::Document;
+
+    fn corpus() -> Corpus {
+        let text = "## Art. 1\nO prazo é de 30 dias.\n## Art. 2\nMulta de 2%.\n".to_string();
+        let doc = Document {
+            id: "lei".into(),
+            title: None,
+            sections: crate::input::corpus::markdown_sections("lei", &text),
+            text,
+            meta: Default::default(),
+            acl: None,
+        };
+        Corpus::from_docs(vec![doc], "mem".into()).unwrap()
+    }
+
+    fn load_str(json: &str) -> Result<Vec<GoldenCase>> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("g.json");
+        std::fs::write(&p, json).unwrap();
+        read_json(&p, &corpus())
+    }
+
+    #[test]
+    fn short_form_and_aliases() {
+        let cases = load_str(
+            r#"[{"pergunta": "qual o prazo?", "trecho": "prazo é de  30 DIAS"},
+            {"id": "u1", "question": "quem é o CEO?", "answerable": false}]"#,
+        )
+        .unwrap();
+        assert_eq!(cases[0].evidence[0].text, "prazo é de  30 DIAS");
+        assert!(cases[0].answerable);
+        assert!(cases[0].id.starts_with("q-"));
+        assert!(!cases[1].answerable);
+    }
+
+    #[test]
+    fn unknown_label_is_located() {
+        let err = load_str("[\n {\"id\": \"a\", \"question\": \"x\", \"relevant\": [\"lei#Art. 1\"]},\n {\"id\": \"b\", \"question\": \"y\", \"relevant\": [\"lei#Art. 9\"]}\n]")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("g.json:3:2"), "{err}");
+        assert!(err.contains("lei#Art. 9"), "{err}");
+    }
+
+    #[test]
+    fn evidence_missing_from_its_document_is_an_error() {
+        let err = load_str(r#"[{"question": "x", "evidence": {"text": "multa de 3%", "doc": "lei"}}]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not occur"), "{err}");
+    }
+
+    #[test]
+    fn graded_labels() {
+        let c = load_str(r#"[{"question": "x", "relevant": [{"id": "lei", "grade": 2}, "lei#Art. 2"]}]"#).unwrap();
+        assert_eq!(
+            c[0].relevant,
+            vec![Label { id: "lei".into(), grade: 2 }, Label { id: "lei#Art. 2".into(), grade: 1 }]
+        );
+    }
+
+    #[test]
+    fn split_assignment_is_stable_and_order_free() {
+        let mk = |id: &str| GoldenCase {
+            id: id.into(),
+            question: String::new(),
+            split: None,
+            answerable: true,
+            groups: vec![],
+            relevant: vec![],
+            evidence: vec![],
+            tags: vec![],
+            meta: None,
+        };
+        let mut a: Vec<_> = (0..400).map(|i| mk(&format!("c{i}"))).collect();
+        let mut b: Vec<_> = a.iter().rev().cloned().collect();
+        assign_splits(&mut a, 7, 0.25);
+        assign_splits(&mut b, 7, 0.25);
+        b.reverse();
+        assert_eq!(a, b);
+        let reserved = a.iter().filter(|c| c.split == Some(Split::Reserved)).count();
+        assert!((70..130).contains(&reserved), "{reserved}");
+        let mut fixed = vec![GoldenCase { split: Some(Split::Tuning), ..mk("x") }];
+        assign_splits(&mut fixed, 7, 1.0);
+        assert_eq!(fixed[0].split, Some(Split::Tuning));
+    }
+}

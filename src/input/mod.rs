@@ -1,0 +1,6 @@
+//! What a run reads: the corpus (BEIR, JSONL, Markdown folders with front matter) and the
+//! golden set.
+
+pub mod corpus;
+pub mod frontmatter;
+pub mod golden;

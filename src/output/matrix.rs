@@ -1,0 +1,299 @@
+//! The result matrix in every format, from one column table: CSV writes every column,
+//! Markdown picks columns from the same table by name, JSON is the typed [`Matrix`]. A
+//! header and its values are defined together, so they cannot disagree.
+
+use std::io::{self, Write};
+
+use crate::evaluate::metrics::MetricAt;
+use crate::results::{Matrix, Row, RunResult, Selection};
+use crate::retrieve::access::Filter;
+use crate::runner::headline;
+
+/// One value of a matrix cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field {
+    Text(String),
+    Int(u64),
+    /// A number with its decimals; `None` is empty.
+    Num(Option<f64>, usize),
+}
+
+impl Field {
+    fn render(&self) -> String {
+        match self {
+            Field::Text(s) => s.clone(),
+            Field::Int(n) => n.to_string(),
+            Field::Num(Some(v), d) => format!("{v:.d$}"),
+            Field::Num(None, _) => String::new(),
+        }
+    }
+
+    fn num(&self) -> Option<f64> {
+        match *self {
+            Field::Num(v, _) => v,
+            Field::Int(n) => Some(n as f64),
+            Field::Text(_) => None,
+        }
+    }
+}
+
+/// A column: its header and how a row fills it.
+pub struct Column {
+    pub name: String,
+    value: Box<dyn Fn(&Row) -> Field>,
+}
+
+impl Column {
+    fn new(name: impl Into<String>, value: impl Fn(&Row) -> Field + 'static) -> Column {
+        Column { name: name.into(), value: Box::new(value) }
+    }
+
+    pub fn value(&self, row: &Row) -> Field {
+        (self.value)(row)
+    }
+}
+
+/// Timing columns: they differ between runs.
+pub const LATENCY_COLUMNS: [&str; 7] = ["p50_ms", "p95_ms", "p99_ms", "mean_ms", "embed_ms", "search_ms", "fuse_ms"];
+
+/// Every column of the matrix, in order.
+pub fn columns(run: &RunResult) -> Vec<Column> {
+    let ks: Vec<usize> = run.manifest.experiment.k.clone();
+    let mut names: Vec<String> = Vec::new();
+    for row in &run.rows {
+        for key in row.config.keys() {
+            if !names.iter().any(|n| n == key) {
+                names.push(key.to_string());
+            }
+        }
+    }
+    let text = |s: &str| Field::Text(s.to_string());
+    let mut cols = vec![Column::new("cell", move |r| text(&r.cell)), Column::new("label", move |r| text(&r.label))];
+    for name in names {
+        let key = name.clone();
+        cols.push(Column::new(name, move |r| text(r.config.get(&key).map_or("", String::as_str))));
+    }
+    cols.push(Column::new("split", move |r| text(r.split.as_str())));
+    cols.push(Column::new("cases", |r| Field::Int(r.cases as u64)));
+    cols.push(Column::new("unanswerable", |r| Field::Int(r.unanswerable as u64)));
+    cols.push(Column::new("leaks", |r| Field::Int(r.leaks as u64)));
+    cols.push(Column::new("restricted_hits", |r| Field::Int(r.restricted_hits as u64)));
+    for (i, k) in ks.iter().enumerate() {
+        cols.push(Column::new(format!("short_lists@{k}"), move |r| Field::Int(*r.short_lists.at(i) as u64)));
+    }
+    for (i, c) in run.columns.iter().enumerate() {
+        cols.push(Column::new(c.to_string(), move |r| Field::Num(r.metrics.at(i).value, 6)));
+        cols.push(Column::new(format!("{c}_n"), move |r| Field::Int(r.metrics.at(i).n as u64)));
+        cols.push(Column::new(format!("{c}_lo"), move |r| Field::Num(r.metrics.at(i).ci.map(|c| c.lo), 6)));
+        cols.push(Column::new(format!("{c}_hi"), move |r| Field::Num(r.metrics.at(i).ci.map(|c| c.hi), 6)));
+    }
+    cols.push(Column::new("abstain_floor", |r| Field::Num(r.abstain.map(|a| a.floor), 6)));
+    cols.push(Column::new("abstain_ok", |r| Field::Num(r.abstain.and_then(|a| a.rates.ok), 6)));
+    cols.push(Column::new("abstain_wrong", |r| Field::Num(r.abstain.and_then(|a| a.rates.wrong), 6)));
+    let latency: [fn(&crate::results::Latency) -> f64; 7] =
+        [|l| l.p50_ms, |l| l.p95_ms, |l| l.p99_ms, |l| l.mean_ms, |l| l.embed_ms, |l| l.search_ms, |l| l.fuse_ms];
+    for (name, get) in LATENCY_COLUMNS.iter().zip(latency) {
+        cols.push(Column::new(*name, move |r| Field::Num(r.latency.as_ref().map(get), 3)));
+    }
+    cols.push(Column::new("chunks", |r| Field::Int(r.cost.chunks as u64)));
+    cols.push(Column::new("tokens_embedded", |r| Field::Int(r.cost.tokens_embedded)));
+    cols.push(Column::new("usd_index", |r| Field::Num(Some(r.cost.usd_index), 6)));
+    cols.push(Column::new("embed_s", |r| Field::Num(Some(r.cost.embed_s), 3)));
+    cols.push(Column::new("index_s", |r| Field::Num(Some(r.cost.index_s), 3)));
+    cols.push(Column::new("index_bytes", |r| Field::Int(r.cost.index_bytes)));
+    cols.push(Column::new("reused_texts", |r| Field::Int(r.cost.reused_texts as u64)));
+    cols.push(Column::new("shared_embeddings", move |r| text(r.cost.shared_embeddings.as_deref().unwrap_or(""))));
+    cols.push(Column::new("shared_index", move |r| text(r.cost.shared_index.as_deref().unwrap_or(""))));
+    for (i, k) in ks.iter().enumerate() {
+        cols.push(Column::new(format!("ctx_tokens@{k}"), move |r| Field::Num(Some(*r.ctx_tokens.at(i)), 1)));
+        cols.push(Column::new(format!("usd_per_1k_queries@{k}"), move |r| {
+            Field::Num(Some(*r.usd_per_1k_queries.at(i)), 6)
+        }));
+    }
+    cols
+}
+
+/// A matrix format.
+pub trait Exporter {
+    /// File name under the run directory.
+    fn file_name(&self) -> &'static str;
+    fn write(&self, run: &RunResult, out: &mut dyn Write) -> io::Result<()>;
+}
+
+pub struct Csv;
+pub struct Json;
+pub struct Markdown {
+    /// Only the headline columns (nDCG, recall, MRR) when true.
+    pub compact: bool,
+}
+
+impl Exporter for Csv {
+    fn file_name(&self) -> &'static str {
+        "matrix.csv"
+    }
+
+    fn write(&self, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let cols = columns(run);
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(cols.iter().map(|c| c.name.as_str()))?;
+        for row in &run.rows {
+            w.write_record(cols.iter().map(|c| c.value(row).render()))?;
+        }
+        w.flush()
+    }
+}
+
+/// The typed `matrix.json` document of a run.
+pub fn matrix(run: &RunResult) -> Matrix {
+    let selection = run
+        .manifest
+        .shard
+        .is_none()
+        .then(|| selection_metric(run))
+        .flatten()
+        .and_then(|m| crate::evaluate::selection::select(&run.rows, m));
+    Matrix {
+        experiment: run.manifest.experiment.name.clone(),
+        unit: run.manifest.experiment.unit.clone(),
+        selection,
+        columns: run.columns.iter().map(MetricAt::to_string).collect(),
+        rows: run.rows.clone(),
+        slices: run.slices.clone(),
+    }
+}
+
+fn selection_metric(run: &RunResult) -> Option<MetricAt> {
+    run.manifest.experiment.select.as_deref().and_then(|s| s.parse().ok())
+}
+
+impl Exporter for Json {
+    fn file_name(&self) -> &'static str {
+        "matrix.json"
+    }
+
+    fn write(&self, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &matrix(run))?;
+        writeln!(out)
+    }
+}
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "matrix.md"
+    }
+
+    fn write(&self, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
+        let table = columns(run);
+        let col = |name: &str| table.iter().find(|c| c.name == name).expect("a column of the table");
+        let max_k = run.manifest.experiment.k.last().copied().unwrap_or(0);
+        let filtered = run.rows.iter().any(|r| r.filter != Filter::None);
+        let restricted = run.rows.iter().any(|r| r.restricted_hits > 0);
+        let timed = run.rows.iter().any(|r| r.latency.is_some());
+        let abstains = run.rows.iter().any(|r| r.abstain.is_some());
+        let metrics: Vec<usize> = if self.compact { headline(&run.columns) } else { (0..run.columns.len()).collect() };
+        // (header, how a row shows it, right-aligned)
+        type Show<'t> = Box<dyn Fn(&Row) -> String + 't>;
+        let plain = |name: &'static str| -> Show<'_> { Box::new(move |r| col(name).value(r).render()) };
+        let mut shown: Vec<(String, Show<'_>, bool)> = vec![
+            ("cell".into(), plain("cell"), false),
+            ("configuration".into(), plain("label"), false),
+            ("split".into(), plain("split"), false),
+        ];
+        let n_of = metrics.clone();
+        shown.push((
+            "n".into(),
+            Box::new(move |r| n_of.iter().map(|&i| r.metrics.at(i).n).max().unwrap_or(0).to_string()),
+            true,
+        ));
+        if filtered {
+            shown.push(("leaks".into(), plain("leaks"), true));
+            let short = format!("short_lists@{max_k}");
+            shown.push((format!("short@{max_k}"), Box::new(move |r| col(&short).value(r).render()), true));
+        }
+        if restricted {
+            shown.push(("restricted hits".into(), plain("restricted_hits"), true));
+        }
+        for &i in &metrics {
+            let name = run.columns[i].to_string();
+            let (v, lo, hi) = (name.clone(), format!("{name}_lo"), format!("{name}_hi"));
+            shown.push((
+                name,
+                Box::new(move |r| match (col(&v).value(r).num(), col(&lo).value(r).num(), col(&hi).value(r).num()) {
+                    (Some(v), Some(lo), Some(hi)) => format!("{v:.4} ({lo:.2}–{hi:.2})"),
+                    (Some(v), _, _) => format!("{v:.4}"),
+                    (None, _, _) => "–".into(),
+                }),
+                true,
+            ));
+        }
+        let number = |name: &'static str, decimals: usize| -> Show<'_> {
+            Box::new(move |r| col(name).value(r).num().map_or("–".into(), |v| format!("{v:.decimals$}")))
+        };
+        if abstains {
+            shown.push(("abstain floor".into(), number("abstain_floor", 4), true));
+            shown.push(("abstain ok".into(), number("abstain_ok", 2), true));
+            shown.push(("abstain wrong".into(), number("abstain_wrong", 2), true));
+        }
+        if timed {
+            shown.push(("p50 ms".into(), number("p50_ms", 2), true));
+            shown.push(("p95 ms".into(), number("p95_ms", 2), true));
+        }
+        let line = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
+        writeln!(out, "{}", line(shown.iter().map(|(h, _, _)| h.clone()).collect()))?;
+        writeln!(
+            out,
+            "|{}|",
+            shown.iter().map(|(_, _, right)| if *right { "---:" } else { "---" }).collect::<Vec<_>>().join("|")
+        )?;
+        for row in &run.rows {
+            writeln!(out, "{}", line(shown.iter().map(|(_, show, _)| show(row)).collect()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The selection summary as Markdown lines, with the cells that were not eligible.
+pub fn selection_summary(s: &Selection) -> String {
+    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.4}"));
+    let mut out = format!(
+        "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {}) · optimism {} · Kendall tau (tuning vs reserved ranking) {}\n",
+        s.metric,
+        s.cell,
+        s.label,
+        s.tuning,
+        f(s.reserved),
+        s.reserved_rank.map_or("–".into(), |r| r.to_string()),
+        s.cells,
+        f(s.optimism),
+        f(s.kendall_tau),
+    );
+    if !s.excluded.is_empty() {
+        let list: Vec<String> = s.excluded.iter().map(|(c, why)| format!("{c} ({why})")).collect();
+        out.push_str(&format!(
+            "  {} eligible cells; not eligible because they leaked beside filtered cells: {}\n",
+            s.cells,
+            list.join(", ")
+        ));
+    }
+    out
+}
+
+/// `slices.csv`: each cell × split × slice of cases (exact-term cases, the others, each tag)
+/// with every metric's mean, n and interval.
+pub fn slices_csv(run: &RunResult) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = ["cell", "split", "slice", "cases"].map(String::from).to_vec();
+    for c in &run.columns {
+        header.extend([c.to_string(), format!("{c}_n"), format!("{c}_lo"), format!("{c}_hi")]);
+    }
+    w.write_record(&header).expect("memory");
+    let num = |v: Option<f64>| Field::Num(v, 6).render();
+    for s in &run.slices {
+        let mut rec = vec![s.cell.clone(), s.split.as_str().to_string(), s.slice.clone(), s.cases.to_string()];
+        for m in s.metrics.values() {
+            rec.extend([num(m.value), m.n.to_string(), num(m.ci.map(|c| c.lo)), num(m.ci.map(|c| c.hi))]);
+        }
+        w.write_record(&rec).expect("memory");
+    }
+    w.into_inner().expect("memory")
+}

@@ -1,0 +1,222 @@
+//! The run directory: what a run writes, where, and how (atomically, streamed per cell).
+//!
+//! A run is written into a hidden staging directory, every file through a temporary
+//! name, and the directory is renamed into place at the end: a crashed or failed run
+//! leaves no half-written results behind.
+
+pub mod matrix;
+pub mod trec;
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::atomic::write_atomic;
+use crate::error::{Error, Result};
+use crate::evaluate::metrics::MetricAt;
+use crate::experiment::Experiment;
+use crate::results::{
+    CaseLine, CaseResult, CellEntry, CorpusInfo, CostInfo, ExperimentInfo, GoldenInfo, Manifest, ModelEntry, RunResult,
+    ShardInfo,
+};
+use crate::runner::{Outcome, Prepared};
+use matrix::Exporter;
+
+/// `cases.jsonl`: each case once, with its question, exact terms, tags and meta.
+pub fn cases_jsonl(run: &RunResult) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in &run.case_info {
+        serde_json::to_writer(&mut out, c).expect("json");
+        out.push(b'\n');
+    }
+    out
+}
+
+fn render(f: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    f(&mut buf).expect("writing to memory cannot fail");
+    buf
+}
+
+/// The manifest of a finished run of `exp`.
+pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id: &str) -> Manifest {
+    Manifest {
+        ragsweep_version: env!("CARGO_PKG_VERSION").into(),
+        run_id: run_id.into(),
+        shard: exp.shard.map(|(index, of)| ShardInfo { index, of }),
+        experiment: experiment_info(exp),
+        corpus: CorpusInfo {
+            path: exp.corpus_path.clone(),
+            hash: prepared.corpus.hash.clone(),
+            documents: prepared.corpus.docs.len(),
+            public_documents: prepared.corpus.docs.iter().filter(|d| d.acl.is_none()).count(),
+        },
+        golden: GoldenInfo {
+            path: exp.golden.path.clone(),
+            hash: crate::runner::golden_hash(&prepared.cases),
+            tuning_qrels: exp.golden.tuning.clone(),
+            reserved_qrels: exp.golden.reserved.clone(),
+            default_groups: exp.default_groups.clone(),
+            synthetic_acl: exp.synthetic_acl,
+            cases_per_split: outcome.split_counts.clone(),
+        },
+        models: prepared
+            .models
+            .iter()
+            .map(|m| ModelEntry {
+                id: m.id.clone(),
+                description: m.description.clone(),
+                file_hash: m.file_hash.clone(),
+                dim: m.dim,
+                max_length: m.max_length,
+                query_prefix: m.query_prefix.clone(),
+                passage_prefix: m.passage_prefix.clone(),
+            })
+            .collect(),
+        cells: cell_entries(exp),
+        cost: CostInfo { prices: exp.prices, counting_tokenizer: prepared.counter.name() },
+        stages: outcome.stages.clone(),
+        wall_seconds: outcome.wall_seconds,
+    }
+}
+
+pub fn experiment_info(exp: &Experiment) -> ExperimentInfo {
+    ExperimentInfo {
+        name: exp.name.clone(),
+        description: exp.description.clone(),
+        file: exp.file.clone(),
+        config_hash: exp.config_hash.clone(),
+        unit: exp.unit.as_str().into(),
+        k: exp.k.clone(),
+        metrics: exp.metrics.iter().map(|m| m.to_string()).collect(),
+        seed: exp.seed,
+        reserved_fraction: exp.reserved_fraction,
+        select: exp.select.map(|m| m.to_string()),
+    }
+}
+
+pub fn cell_entries(exp: &Experiment) -> Vec<CellEntry> {
+    exp.cells
+        .iter()
+        .map(|c| CellEntry {
+            cell: c.id.clone(),
+            label: c.label(),
+            chunker: serde_json::to_value(&c.chunker).expect("json"),
+            retriever: serde_json::to_value(&c.retriever).expect("json"),
+        })
+        .collect()
+}
+
+/// A finished run, ready to write.
+pub fn result(exp: &Experiment, prepared: &Prepared, outcome: Outcome, run_id: &str) -> RunResult {
+    let manifest = manifest(exp, prepared, &outcome, run_id);
+    RunResult {
+        columns: exp.columns(),
+        rows: outcome.rows,
+        slices: outcome.slices,
+        case_info: outcome.case_info,
+        manifest,
+    }
+}
+
+/// A run identifier: UTC time of the run and the experiment's config hash.
+pub fn run_id(exp: &Experiment, now: std::time::SystemTime) -> String {
+    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    format!("{}-{}", utc_stamp(secs), &exp.config_hash[..8])
+}
+
+/// `YYYYMMDDTHHMMSSZ` for seconds since the Unix epoch.
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// A run directory being written. Per-case files stream in as cells finish
+/// (`per_query.jsonl`, `runs/<cell>.trec`), so a run never holds every cell's rankings;
+/// the matrices and manifest come last. Everything goes into a hidden staging directory that
+/// is renamed into place only when complete, so a crash never leaves a run that looks finished.
+pub struct RunWriter {
+    dir: PathBuf,
+    staging: PathBuf,
+    per_query: io::BufWriter<fs::File>,
+}
+
+impl RunWriter {
+    /// Starts writing the run that will appear at `dir` (which must not exist yet).
+    pub fn create(dir: &Path) -> Result<RunWriter> {
+        let parent = dir.parent().expect("run dir has a parent");
+        let name = dir.file_name().expect("run dir has a name").to_string_lossy();
+        let staging = parent.join(format!(".{name}.partial"));
+        if staging.exists() {
+            fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        }
+        let runs = staging.join("runs");
+        fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, e))?;
+        let path = staging.join("per_query.jsonl");
+        let file = fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(RunWriter { dir: dir.to_path_buf(), staging, per_query: io::BufWriter::new(file) })
+    }
+
+    /// One cell's case results: their `per_query.jsonl` lines and the cell's TREC run.
+    pub fn add_cell(&mut self, columns: &[MetricAt], results: &[CaseResult]) -> Result<()> {
+        let Some(first) = results.first() else { return Ok(()) };
+        let mut lines = Vec::new();
+        for r in results {
+            serde_json::to_writer(&mut lines, &CaseLine::of(columns, r)).expect("json");
+            lines.push(b'\n');
+        }
+        self.add_raw(&first.cell, &lines, &trec::trec_run(results))
+    }
+
+    /// A cell's already rendered files (from a shard being merged).
+    pub fn add_raw(&mut self, cell: &str, per_query: &[u8], trec: &[u8]) -> Result<()> {
+        let path = self.staging.join("per_query.jsonl");
+        self.per_query.write_all(per_query).map_err(|e| Error::io(&path, e))?;
+        write_atomic(&self.staging.join("runs").join(format!("{cell}.trec")), trec)
+    }
+
+    /// Writes the matrices, slices, cases and manifest, and moves the run into place.
+    pub fn finish(self, run: &RunResult) -> Result<PathBuf> {
+        let RunWriter { dir, staging, per_query } = self;
+        let path = staging.join("per_query.jsonl");
+        per_query
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?
+            .sync_all()
+            .map_err(|e| Error::io(&path, e))?;
+        let exporters: [&dyn Exporter; 3] = [&matrix::Csv, &matrix::Json, &matrix::Markdown { compact: false }];
+        for e in exporters {
+            write_atomic(&staging.join(e.file_name()), &render(|b| e.write(run, b)))?;
+        }
+        write_atomic(&staging.join("slices.csv"), &matrix::slices_csv(run))?;
+        write_atomic(&staging.join("cases.jsonl"), &cases_jsonl(run))?;
+        let mut manifest = serde_json::to_vec_pretty(&run.manifest).expect("json");
+        manifest.push(b'\n');
+        write_atomic(&staging.join("manifest.json"), &manifest)?;
+        fs::rename(&staging, &dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+        assert_eq!(utc_stamp(1_795_964_461), "20261129T150101Z");
+    }
+}

@@ -1,0 +1,223 @@
+//! The plan: an experiment's grid turned into the distinct work it needs, as data.
+//!
+//! Chunk sets, models, embedding jobs and indexes are each listed once (cells that need the
+//! same work share it), and every cell says which of them it reads through typed ids. The
+//! runner builds what the plan lists and never has to guess which position holds what.
+
+use crate::analyze::AnalyzerKind;
+use crate::experiment::{DenseIndex, DenseSpec, Experiment, LexicalSpec, RetrieverSpec};
+use crate::retrieve::fusion::Fusion;
+use crate::retrieve::{Bm25Params, HnswParams};
+use crate::stages::chunk::ChunkerSpec;
+
+macro_rules! id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub usize);
+    };
+}
+
+id!(
+    /// A chunk set: one per distinct chunker.
+    ChunkSetId
+);
+id!(
+    /// An embedding model, by its position in [`Plan::models`].
+    ModelId
+);
+id!(
+    /// Passage vectors of one chunk set by one model.
+    EmbeddingId
+);
+id!(
+    /// An index over a chunk set.
+    IndexId
+);
+
+/// Passage vectors to compute: one chunk set embedded by one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddingJob {
+    pub chunks: ChunkSetId,
+    pub model: ModelId,
+}
+
+/// What an index is built from; query-time parameters are not part of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexSpec {
+    Bm25 { chunks: ChunkSetId, analyzer: AnalyzerKind },
+    Exact { embedding: EmbeddingId },
+    Hnsw { embedding: EmbeddingId, params: HnswParams },
+}
+
+/// Query-time parameters of one source.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QueryParams {
+    Bm25(Bm25Params),
+    Exact,
+    Hnsw { ef_search: usize },
+}
+
+/// One ranking source of a cell: an index and how it is queried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SourcePlan {
+    pub index: IndexId,
+    pub query: QueryParams,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RetrieverPlan {
+    Single(SourcePlan),
+    Hybrid { lexical: SourcePlan, dense: SourcePlan, fusion: Fusion, candidates: usize },
+}
+
+impl RetrieverPlan {
+    pub fn sources(&self) -> Vec<SourcePlan> {
+        match *self {
+            RetrieverPlan::Single(s) => vec![s],
+            RetrieverPlan::Hybrid { lexical, dense, .. } => vec![lexical, dense],
+        }
+    }
+}
+
+/// What one cell reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellPlan {
+    pub chunks: ChunkSetId,
+    /// The model that embeds the cell's queries, if it has a dense side.
+    pub model: Option<ModelId>,
+    pub embedding: Option<EmbeddingId>,
+    pub retriever: RetrieverPlan,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub chunkers: Vec<ChunkerSpec>,
+    /// Model ids as the experiment names them.
+    pub models: Vec<String>,
+    pub embeddings: Vec<EmbeddingJob>,
+    pub indexes: Vec<IndexSpec>,
+    /// One per experiment cell, in grid order.
+    pub cells: Vec<CellPlan>,
+}
+
+/// The position of `item` in `list`, appending it when new.
+fn intern<T: PartialEq>(list: &mut Vec<T>, item: T) -> usize {
+    match list.iter().position(|x| *x == item) {
+        Some(i) => i,
+        None => {
+            list.push(item);
+            list.len() - 1
+        }
+    }
+}
+
+impl Plan {
+    pub fn new(exp: &Experiment) -> Plan {
+        let mut plan = Plan {
+            chunkers: Vec::new(),
+            models: Vec::new(),
+            embeddings: Vec::new(),
+            indexes: Vec::new(),
+            cells: Vec::new(),
+        };
+        for cell in &exp.cells {
+            let chunks = ChunkSetId(intern(&mut plan.chunkers, cell.chunker.clone()));
+            let planned = match &cell.retriever {
+                RetrieverSpec::Bm25 { analyzer, params } => {
+                    let lexical = plan.lexical(chunks, &LexicalSpec { analyzer: *analyzer, params: *params });
+                    CellPlan { chunks, model: None, embedding: None, retriever: RetrieverPlan::Single(lexical) }
+                }
+                RetrieverSpec::Dense { model, index } => {
+                    let (dense, model, embedding) =
+                        plan.dense(chunks, &DenseSpec { model: model.clone(), index: *index });
+                    CellPlan {
+                        chunks,
+                        model: Some(model),
+                        embedding: Some(embedding),
+                        retriever: RetrieverPlan::Single(dense),
+                    }
+                }
+                RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
+                    let lexical = plan.lexical(chunks, lexical);
+                    let (dense, model, embedding) = plan.dense(chunks, dense);
+                    CellPlan {
+                        chunks,
+                        model: Some(model),
+                        embedding: Some(embedding),
+                        retriever: RetrieverPlan::Hybrid { lexical, dense, fusion: *fusion, candidates: *candidates },
+                    }
+                }
+            };
+            plan.cells.push(planned);
+        }
+        plan
+    }
+
+    fn lexical(&mut self, chunks: ChunkSetId, spec: &LexicalSpec) -> SourcePlan {
+        let index = IndexId(intern(&mut self.indexes, IndexSpec::Bm25 { chunks, analyzer: spec.analyzer }));
+        SourcePlan { index, query: QueryParams::Bm25(spec.params) }
+    }
+
+    fn dense(&mut self, chunks: ChunkSetId, spec: &DenseSpec) -> (SourcePlan, ModelId, EmbeddingId) {
+        let model = ModelId(intern(&mut self.models, spec.model.clone()));
+        let embedding = EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model }));
+        let (index, query) = match spec.index {
+            DenseIndex::Exact => (IndexSpec::Exact { embedding }, QueryParams::Exact),
+            DenseIndex::Hnsw { m, ef_construction, ef_search } => (
+                IndexSpec::Hnsw { embedding, params: HnswParams { m, ef_construction } },
+                QueryParams::Hnsw { ef_search },
+            ),
+        };
+        (SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }, model, embedding)
+    }
+
+    pub fn embedding(&self, id: EmbeddingId) -> EmbeddingJob {
+        self.embeddings[id.0]
+    }
+
+    /// The chunk set an index is built over.
+    pub fn index_chunks(&self, id: IndexId) -> ChunkSetId {
+        match self.indexes[id.0] {
+            IndexSpec::Bm25 { chunks, .. } => chunks,
+            IndexSpec::Exact { embedding } | IndexSpec::Hnsw { embedding, .. } => self.embedding(embedding).chunks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn plan(toml: &str) -> Plan {
+        let exp = Experiment::parse(Path::new("e.toml"), toml).unwrap();
+        Plan::new(&exp)
+    }
+
+    const HEAD: &str = "name = \"p\"\nk = [1, 5]\n[corpus]\npath = \"c\"\n[golden]\npath = \"g.json\"\n";
+
+    #[test]
+    fn a_hybrid_alone_plans_its_model_embedding_and_both_indexes() {
+        let p = plan(&format!(
+            "{HEAD}[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"hybrid\"\nanalyzer = \"pt\"\nmodel = \"e5-small\"\nfusion = \"rrf\"\n"
+        ));
+        assert_eq!(p.models, vec!["e5-small".to_string()]);
+        assert_eq!(p.embeddings.len(), 1);
+        assert_eq!(p.indexes.len(), 2);
+        let RetrieverPlan::Hybrid { lexical, dense, .. } = p.cells[0].retriever else { panic!("hybrid") };
+        assert!(matches!(p.indexes[lexical.index.0], IndexSpec::Bm25 { .. }));
+        assert!(matches!(p.indexes[dense.index.0], IndexSpec::Exact { .. }));
+        assert_eq!(p.cells[0].model, Some(ModelId(0)));
+    }
+
+    #[test]
+    fn query_time_parameters_share_one_index() {
+        let p = plan(&format!(
+            "{HEAD}[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\nk1 = [0.9, 1.2]\nb = [0.4, 0.75]\n"
+        ));
+        assert_eq!(p.cells.len(), 4);
+        assert_eq!(p.indexes.len(), 1);
+        assert!(p.cells.iter().all(|c| c.retriever.sources()[0].index == IndexId(0)));
+    }
+}

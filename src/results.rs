@@ -1,0 +1,449 @@
+//! The result schema: what a run writes and what `compare`, `check` and `merge` read back.
+//!
+//! Every type here is `Serialize + Deserialize`, so the writer and the readers share one
+//! definition and nothing travels to disk as untyped JSON. Maps keep their order on disk
+//! ([`Ordered`]), so a row read back and written again is byte-identical.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::evaluate::abstention::Rates;
+use crate::evaluate::exact_terms::ExactTerm;
+use crate::evaluate::metrics::{Mean, MetricAt};
+use crate::input::golden::Split;
+use crate::retrieve::access::{Filter, SyntheticAcl};
+use crate::stages::cost::Prices;
+use crate::stages::embed::EmbedStats;
+
+/// A map that keeps its insertion order on disk and when read back.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ordered<V>(pub Vec<(String, V)>);
+
+impl<V> Ordered<V> {
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.iter().map(|(_, v)| v)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_str())
+    }
+
+    /// The i-th value.
+    pub fn at(&self, i: usize) -> &V {
+        &self.0[i].1
+    }
+
+    /// `{"@k": value}` for each cut-off.
+    pub fn at_k(ks: &[usize], values: impl IntoIterator<Item = V>) -> Self {
+        Ordered(ks.iter().map(|k| format!("@{k}")).zip(values).collect())
+    }
+}
+
+impl<V: Serialize> Serialize for Ordered<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for Entries<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered<V>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(Entries(PhantomData))
+    }
+}
+
+/// Per-case latency of a cell's whole retrieval call, in milliseconds (SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub n: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    /// Means of the call's parts: query embedding, index search, fusion.
+    pub embed_ms: f64,
+    pub search_ms: f64,
+    pub fuse_ms: f64,
+}
+
+/// The nearest-rank percentile `p` (0..1) of ascending `sorted` values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    sorted[((n as f64 * p).ceil() as usize).clamp(1, n) - 1]
+}
+
+impl Latency {
+    /// From per-case [total, embed, search, fuse] seconds.
+    pub fn of(timings: &[[f64; 4]]) -> Latency {
+        let mut totals: Vec<f64> = timings.iter().map(|t| t[0] * 1e3).collect();
+        totals.sort_by(f64::total_cmp);
+        let n = totals.len();
+        let mean = |i: usize| timings.iter().map(|t| t[i] * 1e3).sum::<f64>() / n as f64;
+        Latency {
+            n,
+            p50_ms: percentile(&totals, 0.50),
+            p95_ms: percentile(&totals, 0.95),
+            p99_ms: percentile(&totals, 0.99),
+            mean_ms: mean(0),
+            embed_ms: mean(1),
+            search_ms: mean(2),
+            fuse_ms: mean(3),
+        }
+    }
+}
+
+/// The build cost of a cell: its chunk set, embeddings and indexes (SPEC §8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CellCost {
+    pub chunks: usize,
+    /// Passage tokens embedded for the cell's vectors (model tokenizer, truncated as the model does).
+    pub tokens_embedded: u64,
+    /// `tokens_embedded` at the declared embedding price.
+    pub usd_index: f64,
+    pub embed_s: f64,
+    pub index_s: f64,
+    pub index_bytes: u64,
+    /// Texts whose vectors came from the cache (or repeated) instead of being embedded now.
+    pub reused_texts: usize,
+    /// The first earlier cell that uses the same indexes (work shared, not redone).
+    pub shared_index: Option<String>,
+    /// The first earlier cell that uses the same embeddings (work shared, not redone).
+    pub shared_embeddings: Option<String>,
+    /// Mean tokens of an embedded query (dense retrieval).
+    pub query_tokens: f64,
+}
+
+/// A cell's abstention on one split (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AbstainRow {
+    /// The floor used; calibrated on the tuning split when `calibrated`.
+    pub floor: f64,
+    pub calibrated: bool,
+    pub rates: Rates,
+}
+
+/// One row of the result matrix: a cell on one split.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub cell: String,
+    pub label: String,
+    /// Named configuration values (chunker, retriever, filter, …), in a fixed order.
+    pub config: Ordered<String>,
+    pub filter: Filter,
+    pub split: Split,
+    pub cases: usize,
+    pub unanswerable: usize,
+    /// Returned chunks the asking users may not see, summed over cases.
+    pub leaks: usize,
+    /// Restricted-answer cases (SPEC §1) whose list held a labelled unit the user may not see.
+    pub restricted_hits: usize,
+    pub latency: Option<Latency>,
+    pub cost: CellCost,
+    /// Per cut-off: mean tokens of the top k chunks a model would be sent.
+    pub ctx_tokens: Ordered<f64>,
+    /// Per cut-off: context sent to the model plus the query embedding, per 1,000 queries.
+    pub usd_per_1k_queries: Ordered<f64>,
+    /// Per cut-off: cases that got fewer than k results.
+    pub short_lists: Ordered<usize>,
+    pub abstain: Option<AbstainRow>,
+    /// Every metric column's mean, n and interval, in column order.
+    pub metrics: Ordered<Mean>,
+}
+
+/// Means of one slice of a cell's cases on one split (exact-term cases, a golden tag, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SliceRow {
+    pub cell: String,
+    pub split: Split,
+    pub slice: String,
+    pub cases: usize,
+    pub metrics: Ordered<Mean>,
+}
+
+/// What a case is, once per run: its question, the exact terms it hinges on, its tags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseInfo {
+    pub case: String,
+    pub question: String,
+    pub split: Split,
+    pub answerable: bool,
+    /// A restricted-answer case: labelled, but invisible to its user (SPEC §1).
+    #[serde(default)]
+    pub restricted: bool,
+    pub exact_terms: Vec<ExactTerm>,
+    /// The golden set's own tags (slices beside the exact-term tags).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The golden case's free `meta` object, carried as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Value>,
+}
+
+/// What one case got in one cell, in memory.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub cell: String,
+    pub case: String,
+    pub split: Split,
+    pub answerable: bool,
+    /// One value per metric column; `None` when undefined or unanswerable.
+    pub values: Vec<Option<f64>>,
+    /// The judged list's items (keys and scores), up to the deepest k.
+    pub ranking: Vec<(String, f32)>,
+    /// Per cut-off: whether the case got fewer than k results.
+    pub short: Vec<bool>,
+    /// Returned chunks the asking user may not see.
+    pub leaks: usize,
+    /// A restricted-answer case whose list held a labelled unit.
+    pub restricted_hit: bool,
+    /// Per cut-off: tokens of the top k returned chunks (what a model would be sent).
+    pub ctx_tokens: Vec<u32>,
+    /// 1-based rank of the first relevant item in the judged list (deepest k), if any.
+    pub first_relevant: Option<u32>,
+    /// The score of the list's first item, which abstention compares with its floor.
+    pub top_score: Option<f32>,
+    /// Chunks fetched by the last search call of the deepest list (what latency times too).
+    pub depth: usize,
+}
+
+/// Items listed per case in `per_query.jsonl`.
+pub const PER_QUERY_TOP: usize = 10;
+
+/// One line of `per_query.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseLine {
+    pub cell: String,
+    pub case: String,
+    pub split: Split,
+    pub answerable: bool,
+    pub metrics: Ordered<Option<f64>>,
+    #[serde(default)]
+    pub first_relevant: Option<u32>,
+    #[serde(default)]
+    pub top_score: Option<f32>,
+    #[serde(default)]
+    pub top: Vec<String>,
+    #[serde(default)]
+    pub leaks: usize,
+    #[serde(default)]
+    pub restricted_hit: bool,
+    #[serde(default)]
+    pub depth: usize,
+}
+
+impl CaseLine {
+    pub fn of(columns: &[MetricAt], r: &CaseResult) -> CaseLine {
+        CaseLine {
+            cell: r.cell.clone(),
+            case: r.case.clone(),
+            split: r.split,
+            answerable: r.answerable,
+            metrics: Ordered(columns.iter().map(|c| c.to_string()).zip(r.values.iter().copied()).collect()),
+            first_relevant: r.first_relevant,
+            top_score: r.top_score,
+            top: r.ranking.iter().take(PER_QUERY_TOP).map(|(k, _)| k.clone()).collect(),
+            leaks: r.leaks,
+            restricted_hit: r.restricted_hit,
+            depth: r.depth,
+        }
+    }
+}
+
+/// The configuration chosen on the tuning split and how it did on the reserved one (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    pub metric: String,
+    /// The eligible cell with the best tuning score (ties: the first cell).
+    pub cell: String,
+    pub label: String,
+    pub tuning: f64,
+    pub reserved: Option<f64>,
+    /// 1-based rank of the selected cell among the eligible cells by reserved score.
+    pub reserved_rank: Option<usize>,
+    /// Eligible cells with a tuning score.
+    pub cells: usize,
+    /// Tuning minus reserved score of the selected cell.
+    pub optimism: Option<f64>,
+    /// Kendall's tau-b between the eligible cells' tuning and reserved scores.
+    pub kendall_tau: Option<f64>,
+    /// Cells that could not be selected, and why.
+    #[serde(default)]
+    pub excluded: Vec<(String, String)>,
+}
+
+/// `matrix.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub experiment: String,
+    pub unit: String,
+    pub selection: Option<Selection>,
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+    pub slices: Vec<SliceRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageReport {
+    pub stage: String,
+    pub key: String,
+    pub seconds: f64,
+    pub chunks: usize,
+    pub bytes: u64,
+    /// True when the stage was read from the on-disk stage cache instead of built.
+    #[serde(default)]
+    pub reused: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<EmbedStats>,
+}
+
+impl StageReport {
+    pub fn new(stage: &str, key: String, seconds: f64) -> Self {
+        StageReport { stage: stage.into(), key, seconds, chunks: 0, bytes: 0, reused: false, embedding: None }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub index: usize,
+    pub of: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentInfo {
+    pub name: String,
+    pub description: Option<String>,
+    pub file: std::path::PathBuf,
+    pub config_hash: String,
+    pub unit: String,
+    pub k: Vec<usize>,
+    pub metrics: Vec<String>,
+    pub seed: u64,
+    pub reserved_fraction: f64,
+    /// The metric `select` picks the configuration by, if any.
+    #[serde(default)]
+    pub select: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorpusInfo {
+    pub path: std::path::PathBuf,
+    pub hash: String,
+    pub documents: usize,
+    /// Documents visible to everyone (no ACL).
+    #[serde(default)]
+    pub public_documents: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoldenInfo {
+    pub path: std::path::PathBuf,
+    pub hash: String,
+    pub tuning_qrels: Vec<String>,
+    pub reserved_qrels: Vec<String>,
+    pub default_groups: Vec<String>,
+    pub synthetic_acl: Option<SyntheticAcl>,
+    pub cases_per_split: BTreeMap<Split, usize>,
+}
+
+/// A model as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelEntry {
+    pub id: String,
+    pub description: Option<String>,
+    pub file_hash: String,
+    pub dim: usize,
+    pub max_length: usize,
+    pub query_prefix: String,
+    pub passage_prefix: String,
+}
+
+/// A cell as the manifest records it; chunker and retriever as the experiment spelled them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellEntry {
+    pub cell: String,
+    pub label: String,
+    pub chunker: serde_json::Value,
+    pub retriever: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostInfo {
+    pub prices: Prices,
+    pub counting_tokenizer: String,
+}
+
+/// `manifest.json`: what was run, on what, and what each stage cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub ragsweep_version: String,
+    pub run_id: String,
+    pub shard: Option<ShardInfo>,
+    pub experiment: ExperimentInfo,
+    pub corpus: CorpusInfo,
+    pub golden: GoldenInfo,
+    pub models: Vec<ModelEntry>,
+    pub cells: Vec<CellEntry>,
+    pub cost: CostInfo,
+    pub stages: Vec<StageReport>,
+    pub wall_seconds: f64,
+}
+
+/// Everything a run produced apart from the streamed per-case files: the matrix, slices,
+/// cases and manifest, ready to write (by a run or by `merge`).
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub columns: Vec<MetricAt>,
+    pub rows: Vec<Row>,
+    pub slices: Vec<SliceRow>,
+    pub case_info: Vec<CaseInfo>,
+    pub manifest: Manifest,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordered_maps_keep_their_order_through_json() {
+        let m = Ordered(vec![("z".to_string(), 1), ("a".to_string(), 2), ("@10".to_string(), 3)]);
+        let text = serde_json::to_string(&m).unwrap();
+        assert_eq!(text, r#"{"z":1,"a":2,"@10":3}"#);
+        let back: Ordered<i32> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 50.0);
+        assert_eq!(percentile(&v, 0.95), 95.0);
+        assert_eq!(percentile(&v, 0.0), 1.0);
+        assert_eq!(percentile(&[7.0], 0.99), 7.0);
+    }
+}

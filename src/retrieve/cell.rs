@@ -1,0 +1,213 @@
+//! One retriever per cell, and the one retrieval call that scoring, the timed latency pass
+//! and the benchmarks all make.
+//!
+//! [`retrieve`] owns the depth rule (fetch more chunks until the judged list holds max k
+//! items) and the filter modes (SPEC §5): `in_query` passes the allowed set into the search,
+//! `post` takes the list filter `none` returns at each cut-off (deepened exactly as `none`
+//! is) and drops what the user may not see without refilling it.
+
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::evaluate::label::Judged;
+use crate::retrieve::access::Access;
+use crate::retrieve::fusion::{self, Fusion};
+use crate::retrieve::{Allowed, Bm25Index, Bm25Params, ExactIndex, Hit, HnswIndex};
+
+/// One ranking source: an index and its query-time parameters.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    Bm25 { index: &'a Bm25Index, params: Bm25Params },
+    Exact { index: &'a ExactIndex },
+    Hnsw { index: &'a HnswIndex, ef_search: usize },
+}
+
+impl Source<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, allowed: Option<&Allowed>) -> Result<Vec<Hit>> {
+        Ok(match *self {
+            Source::Bm25 { index, params } => index.search(query.text, params, depth, allowed)?,
+            Source::Exact { index } => index.search(query.vector, depth, allowed),
+            Source::Hnsw { index, ef_search } => index.search(query.vector, depth, ef_search, allowed),
+        })
+    }
+}
+
+/// What a cell retrieves with.
+#[derive(Clone, Copy)]
+pub enum CellRetriever<'a> {
+    Single(Source<'a>),
+    /// Each side fetches `candidates` chunks (more when a deeper list is asked for), and the
+    /// fused list is cut at the asked depth.
+    Hybrid {
+        lexical: Source<'a>,
+        dense: Source<'a>,
+        fusion: Fusion,
+        candidates: usize,
+    },
+}
+
+/// A question as a retriever takes it: its text (lexical) and its vector (dense; empty when
+/// the cell has no dense side).
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'q> {
+    pub text: &'q str,
+    pub vector: &'q [f32],
+}
+
+/// Seconds spent in index searches and in fusion, added up over one call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    pub search_s: f64,
+    pub fuse_s: f64,
+}
+
+impl CellRetriever<'_> {
+    /// The top `depth` chunks for `query`, restricted in the search to `allowed` when given.
+    pub fn search(
+        &self,
+        query: &Query<'_>,
+        depth: usize,
+        allowed: Option<&Allowed>,
+        timing: &mut Timing,
+    ) -> Result<Vec<Hit>> {
+        match self {
+            CellRetriever::Single(source) => {
+                let t = Instant::now();
+                let hits = source.search(query, depth, allowed)?;
+                timing.search_s += t.elapsed().as_secs_f64();
+                Ok(hits)
+            }
+            CellRetriever::Hybrid { lexical, dense, fusion, candidates } => {
+                let side_depth = (*candidates).max(depth);
+                let t = Instant::now();
+                let lex = lexical.search(query, side_depth, allowed)?;
+                let den = dense.search(query, side_depth, allowed)?;
+                timing.search_s += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let fused = fusion::fuse(&lex, &den, *fusion, depth);
+                timing.fuse_s += t.elapsed().as_secs_f64();
+                Ok(fused)
+            }
+        }
+    }
+}
+
+/// How a cell's hits become judged lists, and how deep it starts.
+pub struct Judge<'j> {
+    /// Builds the judged list of at most `k` items from ranked hits.
+    pub judge: &'j (dyn Fn(&[Hit], usize) -> Judged + Sync),
+    /// Chunks fetched by the first search call.
+    pub first_depth: usize,
+    /// Chunks in the index: deepening stops there.
+    pub chunks: usize,
+}
+
+/// Chunks fetched first: more than `max_k` when chunks collapse into documents or sections.
+pub fn first_depth(collapses: bool, max_k: usize) -> usize {
+    if collapses {
+        max_k * 4
+    } else {
+        max_k
+    }
+}
+
+/// The lists one case gets from one cell.
+#[derive(Debug, Clone)]
+pub struct Retrieval {
+    /// The list at the deepest cut-off.
+    pub deepest: Judged,
+    /// Under `post`, each cut-off's own list (in the order of the cut-offs); empty otherwise,
+    /// where every cut-off reads a prefix of `deepest`.
+    pub per_k: Vec<Judged>,
+    /// Chunks asked of the last search call.
+    pub depth: usize,
+}
+
+impl Retrieval {
+    /// The list scored at the i-th cut-off.
+    pub fn list(&self, i: usize) -> &Judged {
+        self.per_k.get(i).unwrap_or(&self.deepest)
+    }
+}
+
+/// Retrieves one case for one cell at cut-offs `ks` (ascending): the one code path of
+/// scoring and latency.
+pub fn retrieve(
+    retriever: &CellRetriever<'_>,
+    query: &Query<'_>,
+    access: Access<'_>,
+    ks: &[usize],
+    judge: &Judge<'_>,
+    timing: &mut Timing,
+) -> Result<Retrieval> {
+    let max_k = *ks.last().expect("at least one cut-off");
+    let mut depth = judge.first_depth;
+    let (hits, deepest) = loop {
+        let hits = retriever.search(query, depth, access.in_query(), timing)?;
+        let judged = (judge.judge)(&hits, max_k);
+        if judged.items.len() >= max_k || hits.len() < depth || depth >= judge.chunks {
+            break (hits, judged);
+        }
+        depth *= 4;
+    };
+    let Access::Post(allowed) = access else {
+        return Ok(Retrieval { deepest, per_k: Vec::new(), depth });
+    };
+    let per_k: Vec<Judged> = ks
+        .iter()
+        .map(|&k| {
+            let unfiltered = (judge.judge)(&hits, k).returned.len();
+            let visible: Vec<Hit> = hits[..unfiltered].iter().filter(|h| allowed.contains(h.chunk)).copied().collect();
+            (judge.judge)(&visible, k)
+        })
+        .collect();
+    let deepest = per_k.last().expect("at least one cut-off").clone();
+    Ok(Retrieval { deepest, per_k, depth })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::label::Item;
+
+    /// Chunks 0..n; chunk i belongs to document i / 2; the judged list collapses to
+    /// documents; document 0 is relevant.
+    fn collapse(hits: &[Hit], k: usize) -> Judged {
+        let mut items: Vec<Item> = Vec::new();
+        let mut returned = Vec::new();
+        for h in hits {
+            if items.len() >= k {
+                break;
+            }
+            returned.push(h.chunk);
+            let key = format!("d{}", h.chunk / 2);
+            if !items.iter().any(|i| i.key == key) {
+                let gain = f64::from(u8::from(h.chunk / 2 == 0));
+                items.push(Item { key, score: h.score, gain, new: gain as u32 });
+            }
+        }
+        Judged { items, relevant: 1, ideal: vec![1.0], returned }
+    }
+
+    #[test]
+    fn post_drops_from_the_unfiltered_list_and_never_refills() {
+        let vectors: Vec<f32> = (0..8).flat_map(|i| [1.0 - i as f32 * 0.1, 0.0]).collect();
+        let index = ExactIndex::new(2, vectors);
+        let retriever = CellRetriever::Single(Source::Exact { index: &index });
+        let query = Query { text: "", vector: &[1.0, 0.0] };
+        // Document 0 (chunks 0 and 1) is the best match and invisible.
+        let allowed = Allowed::from_fn(8, |i| i >= 2);
+        let judge = Judge { judge: &collapse, first_depth: first_depth(true, 2), chunks: 8 };
+        let mut t = Timing::default();
+        let ks = [1, 2];
+        let post = retrieve(&retriever, &query, Access::Post(&allowed), &ks, &judge, &mut t).unwrap();
+        assert!(post.list(0).items.is_empty(), "the unfiltered top 1 was invisible: nothing is left");
+        assert_eq!(post.list(1).items.len(), 1, "d1 survives, d0 is dropped, nothing refills");
+        let in_query = retrieve(&retriever, &query, Access::InQuery(&allowed), &ks, &judge, &mut t).unwrap();
+        assert_eq!(in_query.list(1).items.len(), 2);
+        assert!(in_query.deepest.returned.iter().all(|&c| c >= 2));
+        let open = retrieve(&retriever, &query, Access::Open, &ks, &judge, &mut t).unwrap();
+        assert_eq!(open.depth, post.depth, "post is deepened exactly as none is");
+        assert_eq!(open.deepest.items[0].key, "d0");
+    }
+}

@@ -1,0 +1,169 @@
+//! Fusion of a lexical and a dense ranking into one (hybrid retrieval).
+//!
+//! Fusion only reads component rankings, so a sweep over `alpha` or the RRF `k` reuses
+//! the same two searches. A chunk missing from one list contributes nothing from that side.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::retrieve::{top_hits, Hit};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    MinMax,
+    ZScore,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "method", rename_all = "lowercase")]
+pub enum Fusion {
+    /// Reciprocal rank fusion: Σ 1 / (k + rank).
+    Rrf { k: f32 },
+    /// `alpha · dense + (1 − alpha) · lexical`, each normalised first.
+    Convex { alpha: f32, norm: Norm },
+    /// Distribution-based score fusion: each list mapped by (s − (μ − 3σ)) / 6σ, then summed.
+    Dbsf,
+}
+
+impl fmt::Display for Fusion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fusion::Rrf { k } => write!(f, "rrf(k={k})"),
+            Fusion::Convex { alpha, norm } => {
+                let norm = match norm {
+                    Norm::MinMax => "minmax",
+                    Norm::ZScore => "zscore",
+                    Norm::None => "none",
+                };
+                write!(f, "convex(alpha={alpha},{norm})")
+            }
+            Fusion::Dbsf => write!(f, "dbsf"),
+        }
+    }
+}
+
+fn mean_std(hits: &[Hit]) -> (f32, f32) {
+    let n = hits.len() as f32;
+    let mean = hits.iter().map(|h| h.score).sum::<f32>() / n;
+    let var = hits.iter().map(|h| (h.score - mean).powi(2)).sum::<f32>() / n;
+    (mean, var.sqrt())
+}
+
+/// The list's scores mapped by `norm`.
+fn normalized(hits: &[Hit], norm: Norm) -> Vec<f32> {
+    if hits.is_empty() {
+        return Vec::new();
+    }
+    match norm {
+        Norm::None => hits.iter().map(|h| h.score).collect(),
+        Norm::MinMax => {
+            let max = hits.iter().map(|h| h.score).fold(f32::NEG_INFINITY, f32::max);
+            let min = hits.iter().map(|h| h.score).fold(f32::INFINITY, f32::min);
+            let range = max - min;
+            hits.iter().map(|h| if range > 0.0 { (h.score - min) / range } else { 1.0 }).collect()
+        }
+        Norm::ZScore => {
+            let (mean, std) = mean_std(hits);
+            hits.iter().map(|h| if std > 0.0 { (h.score - mean) / std } else { 0.0 }).collect()
+        }
+    }
+}
+
+fn dbsf_scores(hits: &[Hit]) -> Vec<f32> {
+    if hits.is_empty() {
+        return Vec::new();
+    }
+    let (mean, std) = mean_std(hits);
+    let lo = mean - 3.0 * std;
+    hits.iter().map(|h| if std > 0.0 { (h.score - lo) / (6.0 * std) } else { 0.5 }).collect()
+}
+
+/// Fuses two rankings (each sorted best first) and keeps the best `depth`.
+pub fn fuse(lexical: &[Hit], dense: &[Hit], fusion: Fusion, depth: usize) -> Vec<Hit> {
+    let mut fused: HashMap<u32, f32> = HashMap::with_capacity(lexical.len() + dense.len());
+    let mut add = |hits: &[Hit], scores: &[f32]| {
+        for (h, s) in hits.iter().zip(scores) {
+            *fused.entry(h.chunk).or_insert(0.0) += s;
+        }
+    };
+    match fusion {
+        Fusion::Rrf { k } => {
+            for hits in [lexical, dense] {
+                let scores: Vec<f32> = (0..hits.len()).map(|r| 1.0 / (k + r as f32 + 1.0)).collect();
+                add(hits, &scores);
+            }
+        }
+        Fusion::Convex { alpha, norm } => {
+            let lex: Vec<f32> = normalized(lexical, norm).iter().map(|s| (1.0 - alpha) * s).collect();
+            let den: Vec<f32> = normalized(dense, norm).iter().map(|s| alpha * s).collect();
+            add(lexical, &lex);
+            add(dense, &den);
+        }
+        Fusion::Dbsf => {
+            add(lexical, &dbsf_scores(lexical));
+            add(dense, &dbsf_scores(dense));
+        }
+    }
+    top_hits(fused.into_iter().map(|(chunk, score)| Hit { chunk, score }).collect(), depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(list: &[(u32, f32)]) -> Vec<Hit> {
+        list.iter().map(|&(chunk, score)| Hit { chunk, score }).collect()
+    }
+
+    fn order(h: &[Hit]) -> Vec<u32> {
+        h.iter().map(|h| h.chunk).collect()
+    }
+
+    #[test]
+    fn rrf_by_hand() {
+        // lexical: 1, 2, 3; dense: 3, 1. k = 60.
+        let lex = hits(&[(1, 9.0), (2, 5.0), (3, 1.0)]);
+        let den = hits(&[(3, 0.9), (1, 0.8)]);
+        let f = fuse(&lex, &den, Fusion::Rrf { k: 60.0 }, 10);
+        assert_eq!(order(&f), [1, 3, 2]);
+        assert!((f[0].score - (1.0 / 61.0 + 1.0 / 62.0)).abs() < 1e-7);
+        assert!((f[1].score - (1.0 / 63.0 + 1.0 / 61.0)).abs() < 1e-7);
+        assert!((f[2].score - 1.0 / 62.0).abs() < 1e-7);
+    }
+
+    #[test]
+    fn convex_minmax_by_hand() {
+        let lex = hits(&[(1, 10.0), (2, 6.0), (3, 2.0)]); // 1.0, 0.5, 0.0
+        let den = hits(&[(3, 0.9), (2, 0.5)]); // 1.0, 0.0
+        let f = fuse(&lex, &den, Fusion::Convex { alpha: 0.7, norm: Norm::MinMax }, 10);
+        // 1: 0.3·1 = 0.3; 2: 0.3·0.5 + 0.7·0 = 0.15; 3: 0.3·0 + 0.7·1 = 0.7
+        assert_eq!(order(&f), [3, 1, 2]);
+        assert!((f[0].score - 0.7).abs() < 1e-6 && (f[1].score - 0.3).abs() < 1e-6 && (f[2].score - 0.15).abs() < 1e-6);
+        // alpha 0 is the lexical ranking, alpha 1 the dense one (then lexical-only items).
+        assert_eq!(order(&fuse(&lex, &den, Fusion::Convex { alpha: 0.0, norm: Norm::MinMax }, 3)), [1, 2, 3]);
+        assert_eq!(order(&fuse(&lex, &den, Fusion::Convex { alpha: 1.0, norm: Norm::MinMax }, 2)), [3, 1]);
+    }
+
+    #[test]
+    fn zscore_and_dbsf_by_hand() {
+        let lex = hits(&[(1, 3.0), (2, 1.0)]); // mean 2, std 1: +1, -1
+        let den = hits(&[(2, 0.8), (1, 0.4)]); // mean 0.6, std 0.2: +1, -1
+        let z = fuse(&lex, &den, Fusion::Convex { alpha: 0.5, norm: Norm::ZScore }, 10);
+        assert!(z.iter().all(|h| h.score.abs() < 1e-6), "{z:?}");
+        // dbsf: (s - (μ - 3σ)) / 6σ → 4/6 and 2/6 on each side.
+        let d = fuse(&lex, &den, Fusion::Dbsf, 10);
+        assert!(d.iter().all(|h| (h.score - 1.0).abs() < 1e-6), "{d:?}");
+    }
+
+    #[test]
+    fn empty_sides_and_depth() {
+        let lex = hits(&[(4, 2.0), (5, 1.0)]);
+        assert_eq!(order(&fuse(&lex, &[], Fusion::Dbsf, 1)), [4]);
+        assert_eq!(order(&fuse(&[], &lex, Fusion::Rrf { k: 10.0 }, 5)), [4, 5]);
+        assert!(fuse(&[], &[], Fusion::Convex { alpha: 0.5, norm: Norm::None }, 5).is_empty());
+    }
+}

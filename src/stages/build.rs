@@ -1,0 +1,338 @@
+//! Builds what a [`Plan`] lists, each thing once: chunk sets, passage and query vectors,
+//! token counts and indexes, from the on-disk stage cache when built before. Reports each
+//! stage (time, size, reused or built) and what each cell's build cost (SPEC §8).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+use rayon::prelude::*;
+
+use crate::analyze::Analyzer;
+use crate::error::{Error, Result};
+use crate::experiment::Experiment;
+use crate::input::corpus::Corpus;
+use crate::input::golden::GoldenCase;
+use crate::plan::QueryParams;
+use crate::plan::{CellPlan, ChunkSetId, EmbeddingId, IndexId, IndexSpec, ModelId, Plan};
+use crate::results::{CellCost, StageReport};
+use crate::retrieve::cell::{CellRetriever, Source};
+use crate::retrieve::{Bm25Index, ExactIndex, HnswIndex};
+use crate::stages::cache::{self, Cached, StageCache};
+use crate::stages::chunk::ChunkSet;
+use crate::stages::cost::Counter;
+use crate::stages::embed::{self, EmbedStats, Embedding, ModelInfo, Role, VectorCache};
+
+const EMBED_BATCH: usize = 32;
+
+/// What build stages read.
+pub struct BuildContext<'a, 'e> {
+    pub corpus: &'a Corpus,
+    pub cases: &'a [GoldenCase],
+    pub models: &'a [ModelInfo],
+    /// Loads (once) the embedder of a model.
+    pub embedder: &'a (dyn Fn(ModelId) -> Result<&'e dyn Embedding> + Sync),
+    pub store: &'a StageCache,
+    pub cache_dir: &'a std::path::Path,
+    /// Makes a progress bar of a length and a name.
+    pub bar: &'a dyn Fn(usize, &str) -> ProgressBar,
+}
+
+pub enum BuiltIndex {
+    Bm25(Bm25Index),
+    Exact(ExactIndex),
+    Hnsw(HnswIndex),
+}
+
+impl BuiltIndex {
+    pub fn size_bytes(&self) -> u64 {
+        match self {
+            BuiltIndex::Bm25(i) => i.size_bytes(),
+            BuiltIndex::Exact(i) => i.size_bytes(),
+            BuiltIndex::Hnsw(i) => i.size_bytes(),
+        }
+    }
+}
+
+/// What one embedding job produced and cost.
+pub struct Vectors {
+    pub passages: Arc<Vec<f32>>,
+    pub stats: EmbedStats,
+    /// Passage tokens the model embedded (for cost).
+    pub tokens: u64,
+}
+
+/// Every built stage of a plan.
+pub struct Built {
+    pub sets: Vec<ChunkSet>,
+    /// Per chunk set: the content key of the texts it indexes.
+    text_keys: Vec<[u8; 32]>,
+    pub vectors: Vec<Vectors>,
+    /// Per model: every case's query vector (flat), and mean tokens of a query.
+    pub queries: Vec<(Vec<f32>, f64)>,
+    /// Per index: the index, and what building it cost (when built before, its recorded cost).
+    pub indexes: Vec<(BuiltIndex, f64)>,
+}
+
+impl Built {
+    pub fn set(&self, id: ChunkSetId) -> &ChunkSet {
+        &self.sets[id.0]
+    }
+
+    pub fn built_index(&self, id: IndexId) -> &BuiltIndex {
+        &self.indexes[id.0].0
+    }
+
+    /// Case `case`'s query vector for `model`.
+    pub fn query_vector(&self, models: &[ModelInfo], model: ModelId, case: usize) -> &[f32] {
+        let dim = models[model.0].dim;
+        &self.queries[model.0].0[case * dim..(case + 1) * dim]
+    }
+
+    /// The retriever a cell searches with.
+    pub fn retriever(&self, cell: &CellPlan) -> CellRetriever<'_> {
+        let source = |s: crate::plan::SourcePlan| match (self.built_index(s.index), s.query) {
+            (BuiltIndex::Bm25(index), QueryParams::Bm25(params)) => Source::Bm25 { index, params },
+            (BuiltIndex::Exact(index), QueryParams::Exact) => Source::Exact { index },
+            (BuiltIndex::Hnsw(index), QueryParams::Hnsw { ef_search }) => Source::Hnsw { index, ef_search },
+            _ => unreachable!("the plan pairs query parameters with their index kind"),
+        };
+        match cell.retriever {
+            crate::plan::RetrieverPlan::Single(s) => CellRetriever::Single(source(s)),
+            crate::plan::RetrieverPlan::Hybrid { lexical, dense, fusion, candidates } => {
+                CellRetriever::Hybrid { lexical: source(lexical), dense: source(dense), fusion, candidates }
+            }
+        }
+    }
+
+    /// What building a cell's stages cost; shared work is named by the experiment.
+    pub fn cost(&self, exp: &Experiment, cell: usize, planned: &CellPlan) -> CellCost {
+        let mut cost = CellCost { chunks: self.set(planned.chunks).len(), ..Default::default() };
+        for source in planned.retriever.sources() {
+            let (index, seconds) = &self.indexes[source.index.0];
+            cost.index_s += seconds;
+            cost.index_bytes += index.size_bytes();
+        }
+        if let (Some(embedding), Some(model)) = (planned.embedding, planned.model) {
+            let v = &self.vectors[embedding.0];
+            cost.tokens_embedded += v.tokens;
+            cost.embed_s += v.stats.seconds;
+            cost.reused_texts += v.stats.reused;
+            cost.query_tokens += self.queries[model.0].1;
+        }
+        (cost.shared_embeddings, cost.shared_index) = exp.shared[&exp.cells[cell].id].clone();
+        cost.usd_index = crate::stages::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
+        cost
+    }
+}
+
+/// Builds every stage of `plan`, appending a report per stage to `stages`.
+pub fn build(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Built> {
+    let (sets, text_keys) = chunk_stage(plan, ctx, stages)?;
+    let mut built = Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new() };
+    embed_stage(plan, ctx, &mut built, stages)?;
+    index_stage(plan, ctx, &mut built, stages)?;
+    Ok(built)
+}
+
+/// One chunk set per distinct chunker, and the content key of the texts each set indexes.
+fn chunk_stage(
+    plan: &Plan,
+    ctx: &BuildContext<'_, '_>,
+    stages: &mut Vec<StageReport>,
+) -> Result<(Vec<ChunkSet>, Vec<[u8; 32]>)> {
+    let corpus = ctx.corpus;
+    let pb = (ctx.bar)(plan.chunkers.len(), "chunk");
+    let cached: Vec<(Cached<ChunkSet>, f64)> = plan
+        .chunkers
+        .par_iter()
+        .map(|spec| {
+            let t = Instant::now();
+            let key = cache::key("chunks", &[corpus.hash.as_bytes(), format!("{spec:?}").as_bytes()]);
+            let set = ctx.store.get_or_build(
+                "chunks",
+                &key,
+                |dir| ChunkSet::build(corpus, spec).write(dir),
+                |dir| ChunkSet::open(dir, spec),
+            )?;
+            pb.inc(1);
+            Ok((set, t.elapsed().as_secs_f64()))
+        })
+        .collect::<Result<_>>()?;
+    pb.finish_and_clear();
+    let sets: Vec<ChunkSet> = cached
+        .into_iter()
+        .map(|(set, secs)| {
+            let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
+            r.chunks = set.value.len();
+            r.reused = set.reused;
+            stages.push(r);
+            set.value
+        })
+        .collect();
+    let text_keys = sets
+        .iter()
+        .map(|set| {
+            let mut h = blake3::Hasher::new();
+            for i in 0..set.len() {
+                let text = set.indexed_text(corpus, i);
+                h.update(&(text.len() as u64).to_le_bytes());
+                h.update(text.as_bytes());
+            }
+            *h.finalize().as_bytes()
+        })
+        .collect();
+    Ok((sets, text_keys))
+}
+
+/// Passage vectors once per (chunk set, model), query vectors once per model.
+fn embed_stage(
+    plan: &Plan,
+    ctx: &BuildContext<'_, '_>,
+    built: &mut Built,
+    stages: &mut Vec<StageReport>,
+) -> Result<()> {
+    let corpus = ctx.corpus;
+    for (m, info) in ctx.models.iter().enumerate() {
+        let model = ModelId(m);
+        let mut cache = VectorCache::open(ctx.cache_dir, info)?;
+        let load = || (ctx.embedder)(model);
+        let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
+        let (vectors, stats) = embed::embed_all(&questions, Role::Query, &mut cache, EMBED_BATCH, &load, &|_, _| {})?;
+        let prefixed: Vec<String> = questions.iter().map(|q| info.prefixed(Role::Query, q)).collect();
+        let counts = Counter::for_model(info)?.count(&prefixed)?;
+        let mean_tokens = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / counts.len().max(1) as f64;
+        let mut r = StageReport::new("embed", format!("{} queries", info.id), stats.seconds);
+        r.embedding = Some(stats);
+        stages.push(r);
+        built.queries.push((vectors, mean_tokens));
+    }
+    for job in &plan.embeddings {
+        let info = &ctx.models[job.model.0];
+        let mut cache = VectorCache::open(ctx.cache_dir, info)?;
+        let set = &built.sets[job.chunks.0];
+        let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
+        let pb = (ctx.bar)(0, "embed");
+        pb.set_message(format!("{} passages with {}", texts.len(), info.id));
+        let load = || (ctx.embedder)(job.model);
+        let (vectors, stats) = embed::embed_all(&texts, Role::Passage, &mut cache, EMBED_BATCH, &load, &|done, of| {
+            pb.set_length(of as u64);
+            pb.set_position(done as u64);
+        })?;
+        pb.finish_and_clear();
+        let counting = Instant::now();
+        let counted = ctx.store.get_or_build(
+            "tokens",
+            &cache::key("tokens", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
+            |dir| {
+                let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
+                let tokens: u64 = Counter::for_model(info)?.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
+                let path = dir.join("tokens");
+                std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
+            },
+            |dir| {
+                let path = dir.join("tokens");
+                let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+                text.trim().parse::<u64>().map_err(|e| Error::Other(format!("{}: {e}", path.display())))
+            },
+        )?;
+        let mut r = StageReport::new(
+            "count",
+            format!("{} tokens of {} passages", info.id, set.spec),
+            counting.elapsed().as_secs_f64(),
+        );
+        r.reused = counted.reused;
+        stages.push(r);
+        let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
+        r.chunks = set.len();
+        r.embedding = Some(stats.clone());
+        stages.push(r);
+        built.vectors.push(Vectors { passages: Arc::new(vectors), stats, tokens: counted.value });
+    }
+    Ok(())
+}
+
+/// Every planned index, from the stage cache when its content was built before. Exact
+/// indexes are the vectors themselves: nothing to build.
+fn index_stage(
+    plan: &Plan,
+    ctx: &BuildContext<'_, '_>,
+    built: &mut Built,
+    stages: &mut Vec<StageReport>,
+) -> Result<()> {
+    let (corpus, models, store) = (ctx.corpus, ctx.models, ctx.store);
+    let exact = |embedding: EmbeddingId| {
+        let job = plan.embedding(embedding);
+        ExactIndex::new(models[job.model.0].dim, built.vectors[embedding.0].passages.clone())
+    };
+    let pb = (ctx.bar)(plan.indexes.len(), "index");
+    let indexes: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = plan
+        .indexes
+        .par_iter()
+        .map(|spec| {
+            let t = Instant::now();
+            let (index, cached) = match *spec {
+                IndexSpec::Bm25 { chunks, analyzer } => {
+                    let set = &built.sets[chunks.0];
+                    let analyzer = Analyzer::new(analyzer);
+                    let key = cache::key("bm25", &[format!("{analyzer:?}").as_bytes(), &built.text_keys[chunks.0]]);
+                    let c = store.get_or_build(
+                        "bm25",
+                        &key,
+                        |dir| Bm25Index::write(dir, &analyzer, (0..set.len()).map(|i| set.indexed_text(corpus, i))),
+                        |dir| Bm25Index::open(dir, &analyzer),
+                    )?;
+                    let (index, record) = c.into_parts();
+                    (BuiltIndex::Bm25(index), Some(record))
+                }
+                IndexSpec::Exact { embedding } => (BuiltIndex::Exact(exact(embedding)), None),
+                IndexSpec::Hnsw { embedding, params } => {
+                    let job = plan.embedding(embedding);
+                    let exact = exact(embedding);
+                    let key = cache::key(
+                        "hnsw",
+                        &[
+                            models[job.model.0].key().as_bytes(),
+                            &built.text_keys[job.chunks.0],
+                            &(params.m as u64).to_le_bytes(),
+                            &(params.ef_construction as u64).to_le_bytes(),
+                        ],
+                    );
+                    let c = store.get_or_build(
+                        "hnsw",
+                        &key,
+                        |dir| HnswIndex::build(exact.clone(), params).write(dir),
+                        |dir| HnswIndex::open(dir, exact.clone()),
+                    )?;
+                    let (index, record) = c.into_parts();
+                    (BuiltIndex::Hnsw(index), Some(record))
+                }
+            };
+            pb.inc(1);
+            Ok((index, t.elapsed().as_secs_f64(), cached))
+        })
+        .collect::<Result<_>>()?;
+    pb.finish_and_clear();
+    for (i, (index, secs, cached)) in indexes.into_iter().enumerate() {
+        let chunks = plan.index_chunks(IndexId(i));
+        let name = match plan.indexes[i] {
+            IndexSpec::Bm25 { analyzer, .. } => format!("bm25({analyzer})"),
+            IndexSpec::Exact { embedding } => format!("exact({})", models[plan.embedding(embedding).model.0].id),
+            IndexSpec::Hnsw { embedding, params } => format!(
+                "hnsw({},m={},efc={})",
+                models[plan.embedding(embedding).model.0].id,
+                params.m,
+                params.ef_construction
+            ),
+        };
+        let mut r = StageReport::new("index", format!("{name} on {}", plan.chunkers[chunks.0]), secs);
+        r.chunks = built.sets[chunks.0].len();
+        r.bytes = index.size_bytes();
+        r.reused = cached.as_ref().is_some_and(|c| c.reused);
+        stages.push(r);
+        // A cached index costs what building it cost when it was built.
+        let cost = cached.as_ref().map_or(secs, |c| c.build.seconds);
+        built.indexes.push((index, cost));
+    }
+    Ok(())
+}

