@@ -7,8 +7,36 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use common::{repo, run_dir, without_timing};
 
-fn ragsweep() -> Command {
-    Command::cargo_bin("ragsweep").unwrap()
+/// The binary with the installed models and a cache of its own (never the working tree's).
+fn ragsweep(cache: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("ragsweep").unwrap();
+    cmd.env("RAGSWEEP_MODELS", repo().join("models")).env("RAGSWEEP_CACHE", cache);
+    cmd
+}
+
+/// A JSON file without what depends on the moment it was made: run ids, timings, cache reuse.
+fn stable_json(dir: &Path, file: &str) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                map.retain(|k, _| {
+                    !(k.ends_with("_ms")
+                        || k.ends_with("_s")
+                        || k == "seconds"
+                        || k == "wall_seconds"
+                        || k == "run_id"
+                        || k == "stages"
+                        || k == "reused_texts")
+                });
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_str(&read(dir, file)).unwrap();
+    strip(&mut v);
+    v
 }
 
 fn read(dir: &Path, file: &str) -> String {
@@ -18,6 +46,8 @@ fn read(dir: &Path, file: &str) -> String {
 #[test]
 fn three_shards_merge_into_the_unsharded_run() {
     let experiment = repo().join("tests/fixtures/sweep.toml");
+    let cache = tempfile::tempdir().unwrap();
+    let ragsweep = || ragsweep(cache.path());
     let whole = tempfile::tempdir().unwrap();
     ragsweep().args(["run", "-q", "--out"]).arg(whole.path()).arg(&experiment).assert().success();
     let whole = run_dir(whole.path(), "sweep");
@@ -64,4 +94,36 @@ fn three_shards_merge_into_the_unsharded_run() {
         assert_eq!(read(&merged, &f), read(&whole, &f), "{f}");
     }
     assert_eq!(read(&merged, "matrix.md"), read(&whole, "matrix.md"));
+    assert_eq!(read(&merged, "slices.csv"), read(&whole, "slices.csv"));
+    assert_eq!(read(&merged, "cases.jsonl"), read(&whole, "cases.jsonl"));
+    assert_eq!(stable_json(&merged, "matrix.json"), stable_json(&whole, "matrix.json"));
+    assert_eq!(stable_json(&merged, "manifest.json"), stable_json(&whole, "manifest.json"));
+
+    // The same shard twice is refused, and leaves nothing behind.
+    let twice = tempfile::tempdir().unwrap();
+    ragsweep()
+        .arg("merge")
+        .arg(&experiment)
+        .args([&shards[0], &shards[0], &shards[1], &shards[2]])
+        .arg("--out")
+        .arg(twice.path())
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("given twice"));
+    let left: Vec<_> = walk(twice.path());
+    assert!(left.is_empty(), "a refused merge leaves nothing: {left:?}");
+}
+
+/// Every file under `dir`, hidden ones included.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

@@ -187,14 +187,11 @@ impl RunWriter {
     }
 
     /// Writes the matrices, slices, cases and manifest, and moves the run into place.
-    pub fn finish(self, run: &RunResult) -> Result<PathBuf> {
-        let RunWriter { dir, staging, per_query } = self;
+    pub fn finish(mut self, run: &RunResult) -> Result<PathBuf> {
+        let (dir, staging) = (self.dir.clone(), self.staging.clone());
         let path = staging.join("per_query.jsonl");
-        per_query
-            .into_inner()
-            .map_err(|e| Error::io(&path, e.into_error()))?
-            .sync_all()
-            .map_err(|e| Error::io(&path, e))?;
+        self.per_query.flush().map_err(|e| Error::io(&path, e))?;
+        self.per_query.get_ref().sync_all().map_err(|e| Error::io(&path, e))?;
         let exporters: [&dyn Exporter; 3] = [&matrix::Csv, &matrix::Json, &matrix::Markdown { compact: false }];
         for e in exporters {
             write_atomic(&staging.join(e.file_name()), &render(|b| e.write(run, b)))?;
@@ -206,6 +203,15 @@ impl RunWriter {
         write_atomic(&staging.join("manifest.json"), &manifest)?;
         fs::rename(&staging, &dir).map_err(|e| Error::io(&dir, e))?;
         Ok(dir)
+    }
+}
+
+/// A run or merge that failed before `finish` leaves no staging directory behind.
+impl Drop for RunWriter {
+    fn drop(&mut self) {
+        if self.staging.exists() {
+            let _ = fs::remove_dir_all(&self.staging);
+        }
     }
 }
 
