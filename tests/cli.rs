@@ -4,13 +4,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-use common::{repo, run_dir, run_experiment, without_timing};
+use common::{ragsweep, repo, run_dir, run_experiment, without_timing};
 use predicates::prelude::*;
-
-fn ragsweep() -> Command {
-    Command::cargo_bin("ragsweep").unwrap()
-}
 
 #[test]
 fn quickstart_writes_every_output() {
@@ -38,7 +33,7 @@ fn quickstart_writes_every_output() {
     assert_eq!(rows.len(), 30, "15 cells x 2 splits");
     let n: u64 =
         rows.iter().filter(|r| r["cell"] == "c01").map(|r| r["metrics"]["ndcg@10"]["n"].as_u64().unwrap()).sum();
-    assert_eq!(n, 39, "46 cases, 7 unanswerable ones left out of retrieval metrics");
+    assert_eq!(n, 39, "51 cases, 12 unanswerable ones left out of retrieval metrics");
     for row in rows {
         let a = &row["abstain"];
         assert_eq!(a["calibrated"], true, "abstain_below = \"calibrate\" in quickstart.toml");
@@ -50,7 +45,7 @@ fn quickstart_writes_every_output() {
     let slices = std::fs::read_to_string(dir.join("slices.csv")).unwrap();
     assert!(slices.lines().any(|l| l.starts_with("c01,reserved,exact_term,")), "{slices}");
     let per_query = std::fs::read_to_string(dir.join("per_query.jsonl")).unwrap();
-    assert_eq!(per_query.lines().count(), 15 * 46);
+    assert_eq!(per_query.lines().count(), 15 * 51);
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["corpus"]["documents"], 24);
@@ -83,7 +78,7 @@ fn k1_b_and_chunker_sweep_gives_twelve_rows_and_repeats_exactly() {
             .assert()
             .success();
         let csv = std::fs::read_to_string(run_dir(out.path(), "sweep").join("matrix.csv")).unwrap();
-        assert_eq!(csv.lines().count(), 1 + 12, "{csv}");
+        assert_eq!(csv.lines().count(), 1 + 12 * 2, "12 cells × 2 splits: {csv}");
         csvs.push(csv);
     }
     assert_eq!(without_timing(&csvs[0]), without_timing(&csvs[1]), "two runs give identical matrices");
@@ -193,7 +188,7 @@ fn validate_command_summarises_without_writing() {
         .arg(repo().join("experiments/quickstart.toml"))
         .assert()
         .success()
-        .stdout(predicate::str::contains("15 cells, 24 documents, 46 cases (7 unanswerable)"));
+        .stdout(predicate::str::contains("15 cells, 24 documents, 51 cases (12 unanswerable)"));
 }
 
 /// The demo's selected cell as the baseline: the same configuration passes the gate, a

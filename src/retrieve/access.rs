@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::input::corpus::{Corpus, Document};
 use crate::input::golden::GoldenCase;
-use crate::retrieve::Allowed;
+use crate::retrieve::hits::Allowed;
 use crate::stages::chunk::ChunkSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED};
 use tantivy::{DocSet, Index, IndexReader, Searcher, TantivyDocument, Term, TERMINATED};
 
-use super::{top_hits, Allowed, Hit};
 use crate::analyze::{Analyzer, TantivyTokenizer};
 use crate::error::Result;
+use crate::retrieve::hits::{top_hits, Allowed, Hit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Params {

@@ -11,8 +11,10 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::evaluate::label::Judged;
 use crate::retrieve::access::Access;
+use crate::retrieve::bm25::{Bm25Index, Bm25Params};
+use crate::retrieve::dense::{ExactIndex, HnswIndex};
 use crate::retrieve::fusion::{self, Fusion};
-use crate::retrieve::{Allowed, Bm25Index, Bm25Params, ExactIndex, Hit, HnswIndex};
+use crate::retrieve::hits::{Allowed, Hit};
 
 /// One ranking source: an index and its query-time parameters.
 #[derive(Clone, Copy)]

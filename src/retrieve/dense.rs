@@ -10,7 +10,7 @@ use hnsw_rs::prelude::{DistDot, Hnsw};
 
 use crate::error::{Error, Result};
 
-use super::{top_hits, Allowed, Hit};
+use crate::retrieve::hits::{top_hits, Allowed, Hit};
 
 /// Exact search: a scan of every (allowed) vector.
 #[derive(Clone)]

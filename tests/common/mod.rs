@@ -55,3 +55,12 @@ pub fn without_timing(text: &str) -> Vec<Vec<String>> {
     assert!(keep.len() < rows[0].len(), "the matrix has timing columns");
     rows.iter().map(|r| keep.iter().map(|&i| r[i].clone()).collect()).collect()
 }
+
+/// The binary with the installed models and a cache outside the working tree (one per test
+/// process), so no test writes inside the repository.
+pub fn ragsweep() -> Command {
+    let mut cmd = Command::cargo_bin("ragsweep").unwrap();
+    let cache = std::env::temp_dir().join(format!("ragsweep-test-cache-{}", std::process::id()));
+    cmd.env("RAGSWEEP_MODELS", repo().join("models")).env("RAGSWEEP_CACHE", cache);
+    cmd
+}

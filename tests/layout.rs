@@ -1,0 +1,103 @@
+//! No module imports a module that imports it back: the source tree is read, every
+//! `crate::…` and `super::…` path is resolved to the module file that defines it, and the
+//! graph of those edges must have no cycle. Data flows one way.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Module path (`retrieve::bm25`) of every source file of the library.
+fn modules(dir: &Path, prefix: &str, out: &mut BTreeMap<String, String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let name = if prefix.is_empty() { stem.clone() } else { format!("{prefix}::{stem}") };
+        if path.is_dir() {
+            modules(&path, &name, out);
+        } else if path.extension().is_some_and(|e| e == "rs") && stem != "main" {
+            let module = if stem == "mod" {
+                prefix.to_string()
+            } else if stem == "lib" {
+                String::new()
+            } else {
+                name
+            };
+            out.insert(module, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+/// The longest known module that `segments` starts with.
+fn resolve(known: &BTreeMap<String, String>, segments: &[&str]) -> Option<String> {
+    (1..=segments.len()).rev().map(|n| segments[..n].join("::")).find(|m| known.contains_key(m))
+}
+
+fn edges(known: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in known {
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (start, _) in code.match_indices("crate::").chain(code.match_indices("super::")) {
+            let rest = &code[start..];
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
+            let mut segments: Vec<&str> = rest[..end].split("::").filter(|s| !s.is_empty()).collect();
+            let base: Vec<&str> = if segments[0] == "super" {
+                segments.remove(0);
+                let mut parent: Vec<&str> = module.split("::").collect();
+                parent.pop();
+                parent
+            } else {
+                segments.remove(0);
+                Vec::new()
+            };
+            let full: Vec<&str> = base.into_iter().chain(segments).collect();
+            if let Some(target) = resolve(known, &full) {
+                if !target.is_empty() && &target != module {
+                    out.entry(module.clone()).or_default().insert(target);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_module_imports_a_module_that_imports_it_back() {
+    let mut known = BTreeMap::new();
+    modules(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), "", &mut known);
+    assert!(known.contains_key("retrieve::cell") && known.contains_key("runner"), "{:?}", known.keys());
+    let graph = edges(&known);
+    // Depth-first search for a back edge, reporting the cycle it closes.
+    fn visit<'g>(
+        node: &'g str,
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'g str>,
+        done: &mut BTreeSet<&'g str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| *n == node) {
+            return Some(path[at..].iter().map(|s| s.to_string()).chain([node.to_string()]).collect());
+        }
+        if !done.insert(node) {
+            return None;
+        }
+        path.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    for module in known.keys() {
+        if let Some(cycle) = visit(module, &graph, &mut Vec::new(), &mut done) {
+            panic!("import cycle: {}", cycle.join(" → "));
+        }
+    }
+}
