@@ -27,7 +27,7 @@ fn second_run_embeds_nothing_and_models_retrieve_sensibly() {
     let cache = tempfile::tempdir().unwrap();
     let (out1, out2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (first, matrix) = run(out1.path(), cache.path());
-    assert!(first.contains("46 texts, 0 reused, 46 embedded"), "first run embeds the 46 questions:\n{first}");
+    assert!(first.contains("51 texts, 0 reused, 51 embedded"), "first run embeds the 51 questions:\n{first}");
     let (second, matrix2) = run(out2.path(), cache.path());
     for line in second.lines().filter(|l| l.starts_with("embed ")) {
         assert!(line.contains(", 0 embedded"), "second run must embed nothing: {line}");

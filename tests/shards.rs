@@ -69,7 +69,7 @@ fn three_shards_merge_into_the_unsharded_run() {
     };
     assert_eq!(shards.len(), 3);
     let shard_rows = read(&shards[0], "matrix.csv").lines().count() - 1;
-    assert_eq!(shard_rows, 4, "12 cells over 3 shards");
+    assert_eq!(shard_rows, 4 * 2, "12 cells over 3 shards, 2 splits each");
 
     // Two shards are not the whole grid.
     let partial = tempfile::tempdir().unwrap();

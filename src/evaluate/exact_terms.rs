@@ -60,8 +60,12 @@ pub struct Rarity {
     docs: usize,
 }
 
-/// A word is rare when at most this fraction of documents holds it (and at least one does).
+/// A word is rare when at most this fraction of documents holds it, or a single document
+/// when that fraction is under one (and at least one does).
 pub const RARE_MAX_DF_FRACTION: f64 = 0.005;
+
+/// Below this many documents no word is called rare: one document in a handful says nothing.
+pub const RARE_MIN_DOCS: usize = 20;
 
 fn fold(word: &str) -> String {
     fold_accents(&word.nfc().collect::<String>().to_lowercase())
@@ -87,7 +91,8 @@ impl Rarity {
 
     pub fn is_rare(&self, word: &str) -> bool {
         let df = self.df.get(&fold(word)).copied().unwrap_or(0);
-        df > 0 && f64::from(df) <= self.docs as f64 * RARE_MAX_DF_FRACTION
+        let max_df = (self.docs as f64 * RARE_MAX_DF_FRACTION).max(1.0);
+        self.docs >= RARE_MIN_DOCS && df > 0 && f64::from(df) <= max_df
     }
 }
 
@@ -256,6 +261,20 @@ mod tests {
         assert!(!rarity.is_rare("unseen"), "a word in no document cannot be matched and is not tagged");
         let terms = tag("does osteopontin recruit macrophage cells", &rarity, "Osteopontin recruits");
         assert_eq!(terms, [ExactTerm { text: "osteopontin".into(), tags: vec![Tag::Rare], in_evidence: true }]);
+    }
+
+    #[test]
+    fn rare_words_on_small_corpora_are_those_of_one_document() {
+        let mut docs: Vec<String> = (0..24).map(|i| format!("política de férias {i}")).collect();
+        docs[3].push_str(" teletrabalho");
+        docs[4].push_str(" reembolso");
+        docs[5].push_str(" reembolso");
+        let rarity = Rarity::of(docs.iter().map(String::as_str));
+        assert!(rarity.is_rare("teletrabalho"), "in 1 of 24 documents");
+        assert!(!rarity.is_rare("reembolso"), "in 2 of 24 documents");
+        assert!(!rarity.is_rare("férias"));
+        let few = Rarity::of(docs[..10].iter().map(String::as_str));
+        assert!(!few.is_rare("teletrabalho"), "under 20 documents nothing is rare");
     }
 
     #[test]

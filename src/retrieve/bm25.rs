@@ -108,10 +108,6 @@ impl Bm25Index {
         Ok(Bm25Index { analyzer: analyzer.clone(), reader, text, ordinals, num_chunks })
     }
 
-    pub fn analyzer(&self) -> &Analyzer {
-        &self.analyzer
-    }
-
     pub fn num_chunks(&self) -> usize {
         self.num_chunks
     }
