@@ -211,7 +211,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
             }
-            let mut writer = report::RunWriter::create(&runner::run_dir(&out, &exp, &run_id))?;
+            let mut writer = report::RunWriter::create(&report::run_dir(&out, &exp, &run_id))?;
             let columns = exp.columns();
             let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
             print_stage_work(&outcome.stages);
@@ -258,7 +258,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Merge { experiment, shards, out } => {
             let exp = Experiment::load(&experiment)?;
             let run_id = format!("{}-merged", report::run_id(&exp, std::time::SystemTime::now()));
-            let mut writer = report::RunWriter::create(&runner::run_dir(&out, &exp, &run_id))?;
+            let mut writer = report::RunWriter::create(&report::run_dir(&out, &exp, &run_id))?;
             let mut run = ragsweep::compare::merge::merge(&exp, &shards, &mut writer)?;
             run.manifest.run_id = run_id;
             let dir = writer.finish(&run)?;
@@ -342,8 +342,8 @@ fn print_matrix(run: &ragsweep::results::RunResult, compact: bool) -> anyhow::Re
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     Markdown { compact }.write(run, &mut stdout)?;
-    if let Some(s) = report::matrix::matrix(run).selection {
-        writeln!(stdout, "\n{}", report::matrix::selection_summary(&s))?;
+    if let Some(s) = &run.selection {
+        writeln!(stdout, "\n{}", report::matrix::selection_summary(s))?;
     }
     Ok(())
 }
@@ -356,6 +356,7 @@ fn warn_if_golden_differs(a: &RunData, b: &RunData) {
 
 fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
     use ragsweep::experiment::{DenseIndex, RetrieverSpec};
+    use ragsweep::results::percentile;
     use ragsweep::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
     use ragsweep::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
     use std::time::Instant;
@@ -401,8 +402,8 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         let mean = micros.iter().sum::<f64>() / micros.len() as f64;
         println!(
             "| 100% | graph, no filter | {mean:.0} | {:.0} | {:.0} | – |",
-            micros[micros.len() / 2],
-            micros[micros.len() * 95 / 100]
+            percentile(&micros, 0.5),
+            percentile(&micros, 0.95)
         );
     }
     for fraction in [0.01, 0.10, 0.50, 0.90] {
@@ -434,13 +435,12 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
             }
             micros.sort_by(f64::total_cmp);
             let mean = micros.iter().sum::<f64>() / micros.len() as f64;
-            let at = |p: f64| micros[((micros.len() as f64 - 1.0) * p).round() as usize];
             let wanted: usize = truth.iter().map(Vec::len).sum();
             println!(
                 "| {:.0}% | {name} | {mean:.0} | {:.0} | {:.0} | {:.4} |",
                 fraction * 100.0,
-                at(0.5),
-                at(0.95),
+                percentile(&micros, 0.5),
+                percentile(&micros, 0.95),
                 found as f64 / wanted.max(1) as f64
             );
         }

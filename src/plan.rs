@@ -84,8 +84,7 @@ impl RetrieverPlan {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CellPlan {
     pub chunks: ChunkSetId,
-    /// The model that embeds the cell's queries, if it has a dense side.
-    pub model: Option<ModelId>,
+    /// The passage vectors of the cell's dense side, if it has one.
     pub embedding: Option<EmbeddingId>,
     pub retriever: RetrieverPlan,
 }
@@ -126,24 +125,17 @@ impl Plan {
             let planned = match &cell.retriever {
                 RetrieverSpec::Bm25 { analyzer, params } => {
                     let lexical = plan.lexical(chunks, &LexicalSpec { analyzer: *analyzer, params: *params });
-                    CellPlan { chunks, model: None, embedding: None, retriever: RetrieverPlan::Single(lexical) }
+                    CellPlan { chunks, embedding: None, retriever: RetrieverPlan::Single(lexical) }
                 }
                 RetrieverSpec::Dense { model, index } => {
-                    let (dense, model, embedding) =
-                        plan.dense(chunks, &DenseSpec { model: model.clone(), index: *index });
-                    CellPlan {
-                        chunks,
-                        model: Some(model),
-                        embedding: Some(embedding),
-                        retriever: RetrieverPlan::Single(dense),
-                    }
+                    let (dense, embedding) = plan.dense(chunks, &DenseSpec { model: model.clone(), index: *index });
+                    CellPlan { chunks, embedding: Some(embedding), retriever: RetrieverPlan::Single(dense) }
                 }
                 RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
                     let lexical = plan.lexical(chunks, lexical);
-                    let (dense, model, embedding) = plan.dense(chunks, dense);
+                    let (dense, embedding) = plan.dense(chunks, dense);
                     CellPlan {
                         chunks,
-                        model: Some(model),
                         embedding: Some(embedding),
                         retriever: RetrieverPlan::Hybrid { lexical, dense, fusion: *fusion, candidates: *candidates },
                     }
@@ -159,7 +151,7 @@ impl Plan {
         SourcePlan { index, query: QueryParams::Bm25(spec.params) }
     }
 
-    fn dense(&mut self, chunks: ChunkSetId, spec: &DenseSpec) -> (SourcePlan, ModelId, EmbeddingId) {
+    fn dense(&mut self, chunks: ChunkSetId, spec: &DenseSpec) -> (SourcePlan, EmbeddingId) {
         let model = ModelId(intern(&mut self.models, spec.model.clone()));
         let embedding = EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model }));
         let (index, query) = match spec.index {
@@ -169,11 +161,16 @@ impl Plan {
                 QueryParams::Hnsw { ef_search },
             ),
         };
-        (SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }, model, embedding)
+        (SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }, embedding)
     }
 
     pub fn embedding(&self, id: EmbeddingId) -> EmbeddingJob {
         self.embeddings[id.0]
+    }
+
+    /// The model that embeds a cell's queries, if it has a dense side.
+    pub fn cell_model(&self, cell: &CellPlan) -> Option<ModelId> {
+        cell.embedding.map(|e| self.embedding(e).model)
     }
 
     /// The chunk set an index is built over.
@@ -208,7 +205,7 @@ mod tests {
         let RetrieverPlan::Hybrid { lexical, dense, .. } = p.cells[0].retriever else { panic!("hybrid") };
         assert!(matches!(p.indexes[lexical.index.0], IndexSpec::Bm25 { .. }));
         assert!(matches!(p.indexes[dense.index.0], IndexSpec::Exact { .. }));
-        assert_eq!(p.cells[0].model, Some(ModelId(0)));
+        assert_eq!(p.cell_model(&p.cells[0]), Some(ModelId(0)));
     }
 
     #[test]

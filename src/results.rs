@@ -422,6 +422,8 @@ pub struct RunResult {
     pub rows: Vec<Row>,
     pub slices: Vec<SliceRow>,
     pub case_info: Vec<CaseInfo>,
+    /// The configuration `select` chose (none for a shard, which sees part of the grid).
+    pub selection: Option<Selection>,
     pub manifest: Manifest,
 }
 

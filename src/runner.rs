@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::evaluate::aggregate;
 use crate::evaluate::label::{Truth, Unit};
-use crate::evaluate::metrics::{Metric, MetricAt};
+use crate::evaluate::metrics::MetricAt;
 use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
@@ -176,7 +176,22 @@ pub fn run_with<'e>(
         plan_started.elapsed().as_secs_f64(),
     ));
 
-    let scoring = Scoring { exp, corpus, cases, built: &built, truths: &truths, allowed_sets: &allowed_sets };
+    let columns: Vec<(usize, MetricAt)> = exp
+        .columns()
+        .into_iter()
+        .map(|c| (exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k"), c))
+        .collect();
+    let sample = latency_sample(cases, exp.latency_cases);
+    let scoring = Scoring {
+        exp,
+        corpus,
+        cases,
+        built: &built,
+        truths: &truths,
+        allowed_sets: &allowed_sets,
+        columns: &columns,
+        chunk_tokens: &chunk_tokens,
+    };
     let retrieve_started = Instant::now();
     let (mut aggregate_seconds, mut latency_seconds) = (0.0, 0.0);
     let mut rows: Vec<Row> = Vec::new();
@@ -184,31 +199,35 @@ pub fn run_with<'e>(
     let pb = bar(opts.progress, exp.cells.len() * cases.len(), "retrieve");
     for (c, (cell, planned)) in exp.cells.iter().zip(&plan.cells).enumerate() {
         pb.set_message(cell.id.clone());
-        let retriever = built.retriever(planned);
+        let this = CellRun {
+            cell,
+            chunks: planned.chunks.0,
+            retriever: built.retriever(planned),
+            model: plan.cell_model(planned),
+        };
         let results: Vec<CaseResult> = (0..cases.len())
             .into_par_iter()
             .map(|ci| {
-                let vector = planned.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
-                let retrieval =
-                    scoring.retrieve(cell, planned.chunks.0, &retriever, ci, vector, &mut Timing::default())?;
+                let vector = this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
+                let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
                 pb.inc(1);
-                Ok(scoring.score(cell, ci, &retrieval, planned.chunks.0, &chunk_tokens[planned.chunks.0]))
+                Ok(scoring.score(&this, ci, &retrieval))
             })
             .collect::<Result<_>>()?;
         let t = Instant::now();
-        let cost = built.cost(exp, c, planned);
-        let (cell_rows, cell_slices) = aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &cost);
-        rows.extend(cell_rows);
-        slices.extend(cell_slices);
+        let cost = built.cost(exp, plan, c, planned);
+        let (mut cell_rows, cell_slices) =
+            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &cost);
         aggregate_seconds += t.elapsed().as_secs_f64();
-        let depths: Vec<usize> = results.iter().map(|r| r.depth).collect();
         on_cell(&results)?;
         let t = Instant::now();
-        let latency = scoring.time_cell(cell, planned, embedder, &depths, opts.progress)?;
+        let latency = scoring.time_cell(&this, &sample, embedder, &results, opts.progress)?;
         latency_seconds += t.elapsed().as_secs_f64();
-        for row in rows.iter_mut().filter(|r| r.cell == cell.id) {
+        for row in &mut cell_rows {
             row.latency = latency;
         }
+        rows.extend(cell_rows);
+        slices.extend(cell_slices);
     }
     pb.finish_and_clear();
     let retrieve_seconds = retrieve_started.elapsed().as_secs_f64() - aggregate_seconds - latency_seconds;
@@ -219,11 +238,7 @@ pub fn run_with<'e>(
     ));
     stages.push(StageReport::new(
         "latency",
-        format!(
-            "timed pass: {} cells × {} cases, one at a time",
-            exp.cells.len(),
-            latency_sample(cases, exp.latency_cases).len()
-        ),
+        format!("timed pass: {} cells × {} cases, one at a time", exp.cells.len(), sample.len()),
         latency_seconds,
     ));
     stages.push(StageReport::new(
@@ -246,6 +261,19 @@ struct Scoring<'a> {
     built: &'a Built,
     truths: &'a [Truth],
     allowed_sets: &'a HashMap<(usize, &'a [String]), Allowed>,
+    /// Each metric column with the position of its cut-off in the experiment's k.
+    columns: &'a [(usize, MetricAt)],
+    /// Per chunk set: the tokens of each chunk a model would be sent.
+    chunk_tokens: &'a [Vec<u32>],
+}
+
+/// One cell as the scoring loop and the timed pass see it.
+struct CellRun<'a> {
+    cell: &'a Cell,
+    chunks: usize,
+    retriever: CellRetriever<'a>,
+    /// The model that embeds the cell's queries, if any.
+    model: Option<ModelId>,
 }
 
 impl Scoring<'_> {
@@ -254,39 +282,30 @@ impl Scoring<'_> {
     }
 
     /// The one retrieval call of a case in a cell: what is scored, and what is timed.
-    fn retrieve(
-        &self,
-        cell: &Cell,
-        chunks: usize,
-        retriever: &CellRetriever<'_>,
-        case: usize,
-        vector: &[f32],
-        timing: &mut Timing,
-    ) -> Result<Retrieval> {
-        let set = &self.built.sets[chunks];
+    fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
+        let set = &self.built.sets[run.chunks];
         let (truth, corpus) = (&self.truths[case], self.corpus);
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
-        let collapses = self.exp.unit != Unit::Evidence && cell.chunker.kind != ChunkerKind::None;
+        let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
         let judge =
             Judge { judge: &judge, first_depth: cell::first_depth(collapses, self.exp.max_k()), chunks: set.len() };
         let query = Query { text: &self.cases[case].question, vector };
-        let access = Access::of(cell.filter, self.allowed(chunks, case));
-        cell::retrieve(retriever, &query, access, &self.exp.k, &judge, timing)
+        let access = Access::of(run.cell.filter, self.allowed(run.chunks, case));
+        cell::retrieve(&run.retriever, &query, access, &self.exp.k, &judge, timing)
     }
 
-    fn score(&self, cell: &Cell, ci: usize, r: &Retrieval, chunks: usize, chunk_tokens: &[u32]) -> CaseResult {
+    fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> CaseResult {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
-        let k_index = |k: usize| ks.iter().position(|&x| x == k).expect("columns use the experiment's k");
+        let chunk_tokens = &self.chunk_tokens[run.chunks];
         let values = self
-            .exp
-            .columns()
+            .columns
             .iter()
-            .map(|c| if case.answerable { c.metric.at(r.list(k_index(c.k)), c.k) } else { None })
+            .map(|&(i, c)| if case.answerable { c.metric.at(r.list(i), c.k) } else { None })
             .collect();
-        let leaks = match self.allowed(chunks, ci) {
+        let leaks = match self.allowed(run.chunks, ci) {
             Some(a) => {
-                let mut returned: Vec<u32> = (0..ks.len()).flat_map(|i| r.list(i).returned.iter().copied()).collect();
+                let mut returned: Vec<u32> = r.lists().iter().flat_map(|j| j.returned.iter().copied()).collect();
                 returned.sort_unstable();
                 returned.dedup();
                 returned.into_iter().filter(|&c| !a.contains(c)).count()
@@ -295,7 +314,7 @@ impl Scoring<'_> {
         };
         let deepest = &r.deepest;
         CaseResult {
-            cell: cell.id.clone(),
+            cell: run.cell.id.clone(),
             case: case.id.clone(),
             split: case.split.unwrap_or(Split::Tuning),
             answerable: case.answerable,
@@ -320,35 +339,33 @@ impl Scoring<'_> {
     /// depth each timed call reached is checked against the scored call's.
     fn time_cell<'e>(
         &self,
-        cell: &Cell,
-        planned: &crate::plan::CellPlan,
+        run: &CellRun<'_>,
+        sample: &[usize],
         embedder: &'e (dyn Fn(ModelId) -> Result<&'e dyn Embedding> + Sync),
-        scored_depths: &[usize],
+        scored: &[CaseResult],
         progress: bool,
     ) -> Result<Option<Latency>> {
-        let sample = latency_sample(self.cases, self.exp.latency_cases);
         if sample.is_empty() {
             return Ok(None);
         }
         let pb = bar(progress, sample.len(), "latency");
-        pb.set_message(cell.id.clone());
-        let retriever = self.built.retriever(planned);
+        pb.set_message(run.cell.id.clone());
         let warm_up = sample.len().min(LATENCY_WARM_UP);
         let mut timings: Vec<[f64; 4]> = Vec::with_capacity(sample.len());
-        for &ci in sample[..warm_up].iter().chain(&sample) {
+        for &ci in sample[..warm_up].iter().chain(sample) {
             let mut timing = Timing::default();
             let started = Instant::now();
-            let vector = match planned.model {
+            let vector = match run.model {
                 Some(m) => embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?.remove(0),
                 None => Vec::new(),
             };
             let embed_s = started.elapsed().as_secs_f64();
-            let r = self.retrieve(cell, planned.chunks.0, &retriever, ci, &vector, &mut timing)?;
+            let r = self.retrieve(run, ci, &vector, &mut timing)?;
             let total = started.elapsed().as_secs_f64();
-            if r.depth != scored_depths[ci] {
+            if r.depth != scored[ci].depth {
                 return Err(Error::Other(format!(
                     "cell {}: the timed call for case {} searched {} chunks, the scored call {}",
-                    cell.id, self.cases[ci].id, r.depth, scored_depths[ci]
+                    run.cell.id, self.cases[ci].id, r.depth, scored[ci].depth
                 )));
             }
             std::hint::black_box(&r);
@@ -357,41 +374,5 @@ impl Scoring<'_> {
         }
         pb.finish_and_clear();
         Ok(Some(Latency::of(&timings[warm_up..])))
-    }
-}
-
-/// The hash of a golden set's content as a run sees it: ids, questions, labels.
-pub fn golden_hash(cases: &[GoldenCase]) -> String {
-    let mut h = blake3::Hasher::new();
-    for c in cases {
-        h.update(c.id.as_bytes());
-        h.update(b"\0");
-        h.update(c.question.as_bytes());
-        h.update(b"\0");
-        for l in &c.relevant {
-            h.update(l.id.as_bytes());
-            h.update(&l.grade.to_le_bytes());
-        }
-        for e in &c.evidence {
-            h.update(e.text.as_bytes());
-            h.update(b"\0");
-        }
-    }
-    h.finalize().to_hex()[..16].to_string()
-}
-
-/// The directory a run writes to: `<out>/<name>/<run-id>`.
-pub fn run_dir(out: &Path, exp: &Experiment, run_id: &str) -> PathBuf {
-    out.join(&exp.name).join(run_id)
-}
-
-/// Metric columns shown by default in printed tables: nDCG, recall and MRR when present.
-pub fn headline(columns: &[MetricAt]) -> Vec<usize> {
-    let preferred = [Metric::Ndcg, Metric::Recall, Metric::Mrr];
-    let picked: Vec<usize> = (0..columns.len()).filter(|&i| preferred.contains(&columns[i].metric)).collect();
-    if picked.is_empty() {
-        (0..columns.len()).collect()
-    } else {
-        picked
     }
 }

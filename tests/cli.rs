@@ -4,7 +4,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{ragsweep, repo, run_dir, run_experiment, without_timing};
+use common::{ragsweep, repo, run_dir, run_experiment, walk, without_timing};
 use predicates::prelude::*;
 
 #[test]
@@ -52,18 +52,6 @@ fn quickstart_writes_every_output() {
     assert!(manifest["experiment"]["config_hash"].as_str().unwrap().len() == 16);
     let leftovers: Vec<_> = walk(out.path()).into_iter().filter(|p| p.to_string_lossy().contains("tmp-")).collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        }
-        out.push(p);
-    }
-    out
 }
 
 #[test]

@@ -4,15 +4,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
-use common::{repo, run_dir, without_timing};
-
-/// The binary with the installed models and a cache of its own (never the working tree's).
-fn ragsweep(cache: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("ragsweep").unwrap();
-    cmd.env("RAGSWEEP_MODELS", repo().join("models")).env("RAGSWEEP_CACHE", cache);
-    cmd
-}
+use common::{ragsweep, repo, run_dir, walk, without_timing};
 
 /// A JSON file without what depends on the moment it was made: run ids, timings, cache reuse.
 fn stable_json(dir: &Path, file: &str) -> serde_json::Value {
@@ -46,8 +38,6 @@ fn read(dir: &Path, file: &str) -> String {
 #[test]
 fn three_shards_merge_into_the_unsharded_run() {
     let experiment = repo().join("tests/fixtures/sweep.toml");
-    let cache = tempfile::tempdir().unwrap();
-    let ragsweep = || ragsweep(cache.path());
     let whole = tempfile::tempdir().unwrap();
     ragsweep().args(["run", "-q", "--out"]).arg(whole.path()).arg(&experiment).assert().success();
     let whole = run_dir(whole.path(), "sweep");
@@ -112,18 +102,4 @@ fn three_shards_merge_into_the_unsharded_run() {
         .stderr(predicates::str::contains("given twice"));
     let left: Vec<_> = walk(twice.path());
     assert!(left.is_empty(), "a refused merge leaves nothing: {left:?}");
-}
-
-/// Every file under `dir`, hidden ones included.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }

@@ -7,31 +7,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::{json, jsonl};
 use crate::error::{Error, Location, Result};
 use crate::experiment::Experiment;
 use crate::output::RunWriter;
 use crate::plan::Plan;
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, ModelEntry, Row, RunResult, SliceRow};
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        Error::input(Location { path: path.to_path_buf(), line: e.line(), column: e.column() }, e.to_string())
-    })
-}
-
-fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<(String, T)>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            let value =
-                serde_json::from_str(l).map_err(|e| Error::input(Location::line(path, i + 1), e.to_string()))?;
-            Ok((l.to_string(), value))
-        })
-        .collect()
-}
 
 /// Reads shard run directories of `exp`, streams each cell's per-case files into `out` in
 /// grid order, and returns the merged result.
@@ -46,7 +27,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
     let mut seen_shards: BTreeMap<usize, PathBuf> = BTreeMap::new();
     for dir in shards {
         let manifest_path = dir.join("manifest.json");
-        let manifest: Manifest = read_json(&manifest_path)?;
+        let manifest: Manifest = json(&manifest_path, "run manifest")?;
         if manifest.experiment.config_hash != exp.config_hash {
             return Err(bad(
                 &manifest_path,
@@ -75,7 +56,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
             ));
         }
         let matrix_path = dir.join("matrix.json");
-        let matrix: Matrix = read_json(&matrix_path)?;
+        let matrix: Matrix = json(&matrix_path, "matrix")?;
         for row in matrix.rows {
             if !exp.cells.iter().any(|c| c.id == row.cell) {
                 return Err(bad(&matrix_path, format!("cell {:?} is not in the experiment", row.cell)));
@@ -86,9 +67,14 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
             slices_by_cell.entry(slice.cell.clone()).or_default().push(slice);
         }
         if case_info.is_empty() {
-            case_info = jsonl::<CaseInfo>(&dir.join("cases.jsonl"))?.into_iter().map(|(_, c)| c).collect();
+            case_info = jsonl(&dir.join("cases.jsonl"))?;
         }
-        for (line, record) in jsonl::<CaseLine>(&dir.join("per_query.jsonl"))? {
+        // Each line is checked against the schema and kept as written, byte for byte.
+        let path = dir.join("per_query.jsonl");
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let record: CaseLine =
+                serde_json::from_str(line).map_err(|e| Error::input(Location::line(&path, i + 1), e.to_string()))?;
             let buf = per_query_by_cell.entry(record.cell).or_default();
             buf.extend_from_slice(line.as_bytes());
             buf.push(b'\n');
@@ -145,5 +131,6 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         let merged = manifest.golden.cases_per_split.entry(*split).or_insert(*n);
         *merged = (*merged).max(*n);
     }
-    Ok(RunResult { columns: exp.columns(), rows, slices, case_info, manifest })
+    let selection = crate::evaluate::selection::select_for(exp, &rows);
+    Ok(RunResult { columns: exp.columns(), rows, slices, case_info, selection, manifest })
 }

@@ -17,9 +17,6 @@ use crate::stages::cost::Counter;
 
 pub mod merge;
 
-/// One line of `per_query.jsonl`.
-pub type CaseRecord = CaseLine;
-
 /// A cell of a run, as its manifest describes it.
 #[derive(Debug, Clone)]
 pub struct CellInfo {
@@ -56,7 +53,7 @@ impl CellInfo {
 pub struct RunData {
     pub dir: PathBuf,
     pub cells: Vec<CellInfo>,
-    pub records: Vec<CaseRecord>,
+    pub records: Vec<CaseLine>,
     pub cases: HashMap<String, CaseInfo>,
     /// The cell chosen by the experiment's `select`, if any.
     pub selected: Option<String>,
@@ -145,7 +142,7 @@ impl RunData {
         self.records.iter().any(|r| r.split == Split::Reserved).then_some(Split::Reserved)
     }
 
-    pub fn records_of<'r>(&'r self, cell: &'r str, split: Option<Split>) -> impl Iterator<Item = &'r CaseRecord> {
+    pub fn records_of<'r>(&'r self, cell: &'r str, split: Option<Split>) -> impl Iterator<Item = &'r CaseLine> {
         self.records.iter().filter(move |r| r.cell == cell && split.is_none_or(|s| r.split == s))
     }
 
@@ -488,7 +485,7 @@ mod tests {
             cells: vec![CellInfo { id: cell.into(), label: format!("label {cell}"), retriever: Value::Null }],
             records: values
                 .iter()
-                .map(|(case, v, rank)| CaseRecord {
+                .map(|(case, v, rank)| CaseLine {
                     cell: cell.into(),
                     case: (*case).into(),
                     split: Split::Reserved,

@@ -2,16 +2,22 @@
 //! the tuning split only, then judged on the reserved split it never saw.
 
 use crate::evaluate::metrics::MetricAt;
+use crate::experiment::Experiment;
 use crate::input::golden::Split;
 use crate::results::{Row, Selection};
 use crate::retrieve::access::Filter;
 
 /// Why a cell may not be selected, if it may not: a cell that leaked is never eligible when
 /// the grid has a filtered cell (SPEC §5).
-fn ineligible(rows: &[Row], cell: &str) -> Option<String> {
-    let filtered = rows.iter().any(|r| r.filter != Filter::None);
+fn ineligible(rows: &[Row], filtered: bool, cell: &str) -> Option<String> {
     let leaks: usize = rows.iter().filter(|r| r.cell == cell).map(|r| r.leaks).sum();
     (filtered && leaks > 0).then(|| format!("{leaks} leaked chunks"))
+}
+
+/// The selection an experiment asks for over `rows`: none without `select`, and none for a
+/// shard, which sees only part of the grid.
+pub fn select_for(exp: &Experiment, rows: &[Row]) -> Option<Selection> {
+    exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m))
 }
 
 /// Selects on tuning among the eligible cells; `None` when no eligible cell has a tuning
@@ -27,8 +33,9 @@ pub fn select(rows: &[Row], metric: MetricAt) -> Option<Selection> {
             cells.push((&r.cell, &r.label));
         }
     }
+    let filtered = rows.iter().any(|r| r.filter != Filter::None);
     let excluded: Vec<(String, String)> =
-        cells.iter().filter_map(|&(c, _)| ineligible(rows, c).map(|why| (c.to_string(), why))).collect();
+        cells.iter().filter_map(|&(c, _)| ineligible(rows, filtered, c).map(|why| (c.to_string(), why))).collect();
     let scored: Vec<(&str, &str, f64, Option<f64>)> = cells
         .iter()
         .filter(|(c, _)| !excluded.iter().any(|(e, _)| e == c))

@@ -383,6 +383,26 @@ pub fn assign_splits(cases: &mut [GoldenCase], seed: u64, reserved_fraction: f64
     }
 }
 
+/// The hash of a golden set's content as a run sees it: ids, questions, labels.
+pub fn golden_hash(cases: &[GoldenCase]) -> String {
+    let mut h = blake3::Hasher::new();
+    for c in cases {
+        h.update(c.id.as_bytes());
+        h.update(b"\0");
+        h.update(c.question.as_bytes());
+        h.update(b"\0");
+        for l in &c.relevant {
+            h.update(l.id.as_bytes());
+            h.update(&l.grade.to_le_bytes());
+        }
+        for e in &c.evidence {
+            h.update(e.text.as_bytes());
+            h.update(b"\0");
+        }
+    }
+    h.finalize().to_hex()[..16].to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,10 +4,9 @@
 
 use std::io::{self, Write};
 
-use crate::evaluate::metrics::MetricAt;
+use crate::evaluate::metrics::{Metric, MetricAt};
 use crate::results::{Matrix, Row, RunResult, Selection};
 use crate::retrieve::access::Filter;
-use crate::runner::headline;
 
 /// One value of a matrix cell.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,6 +112,17 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
     cols
 }
 
+/// Metric columns shown by default in printed tables: nDCG, recall and MRR when present.
+pub fn headline(columns: &[MetricAt]) -> Vec<usize> {
+    let preferred = [Metric::Ndcg, Metric::Recall, Metric::Mrr];
+    let picked: Vec<usize> = (0..columns.len()).filter(|&i| preferred.contains(&columns[i].metric)).collect();
+    if picked.is_empty() {
+        (0..columns.len()).collect()
+    } else {
+        picked
+    }
+}
+
 /// A matrix format.
 pub trait Exporter {
     /// File name under the run directory.
@@ -145,25 +155,14 @@ impl Exporter for Csv {
 
 /// The typed `matrix.json` document of a run.
 pub fn matrix(run: &RunResult) -> Matrix {
-    let selection = run
-        .manifest
-        .shard
-        .is_none()
-        .then(|| selection_metric(run))
-        .flatten()
-        .and_then(|m| crate::evaluate::selection::select(&run.rows, m));
     Matrix {
         experiment: run.manifest.experiment.name.clone(),
         unit: run.manifest.experiment.unit.clone(),
-        selection,
+        selection: run.selection.clone(),
         columns: run.columns.iter().map(MetricAt::to_string).collect(),
         rows: run.rows.clone(),
         slices: run.slices.clone(),
     }
-}
-
-fn selection_metric(run: &RunResult) -> Option<MetricAt> {
-    run.manifest.experiment.select.as_deref().and_then(|s| s.parse().ok())
 }
 
 impl Exporter for Json {
@@ -177,6 +176,36 @@ impl Exporter for Json {
     }
 }
 
+/// How a Markdown column shows fields of the column table (by position).
+enum Show {
+    Plain(usize),
+    /// A number with its decimals, `–` when empty.
+    Number(usize, usize),
+    /// A mean with its interval: value, low, high.
+    Mean(usize, usize, usize),
+    /// The largest of several counts.
+    MaxOf(Vec<usize>),
+}
+
+impl Show {
+    fn render(&self, fields: &[Field]) -> String {
+        let number = |i: usize, decimals: usize| fields[i].num().map_or("–".into(), |v| format!("{v:.decimals$}"));
+        match self {
+            Show::Plain(i) => fields[*i].render(),
+            Show::Number(i, decimals) => number(*i, *decimals),
+            Show::Mean(v, lo, hi) => match (fields[*v].num(), fields[*lo].num(), fields[*hi].num()) {
+                (Some(v), Some(lo), Some(hi)) => format!("{v:.4} ({lo:.2}–{hi:.2})"),
+                (Some(v), _, _) => format!("{v:.4}"),
+                (None, _, _) => "–".into(),
+            },
+            Show::MaxOf(ids) => {
+                let count = |i: usize| if let Field::Int(n) = fields[i] { n } else { 0 };
+                ids.iter().map(|&i| count(i)).max().unwrap_or(0).to_string()
+            }
+        }
+    }
+}
+
 impl Exporter for Markdown {
     fn file_name(&self) -> &'static str {
         "matrix.md"
@@ -184,69 +213,48 @@ impl Exporter for Markdown {
 
     fn write(&self, run: &RunResult, out: &mut dyn Write) -> io::Result<()> {
         let table = columns(run);
-        let col = |name: &str| table.iter().find(|c| c.name == name).expect("a column of the table");
+        let at = |name: &str| table.iter().position(|c| c.name == name).expect("a column of the table");
         let max_k = run.manifest.experiment.k.last().copied().unwrap_or(0);
-        let filtered = run.rows.iter().any(|r| r.filter != Filter::None);
-        let restricted = run.rows.iter().any(|r| r.restricted_hits > 0);
-        let timed = run.rows.iter().any(|r| r.latency.is_some());
-        let abstains = run.rows.iter().any(|r| r.abstain.is_some());
-        let metrics: Vec<usize> = if self.compact { headline(&run.columns) } else { (0..run.columns.len()).collect() };
-        // (header, how a row shows it, right-aligned)
-        type Show<'t> = Box<dyn Fn(&Row) -> String + 't>;
-        let plain = |name: &'static str| -> Show<'_> { Box::new(move |r| col(name).value(r).render()) };
-        let mut shown: Vec<(String, Show<'_>, bool)> = vec![
-            ("cell".into(), plain("cell"), false),
-            ("configuration".into(), plain("label"), false),
-            ("split".into(), plain("split"), false),
-        ];
-        let n_of = metrics.clone();
-        shown.push((
-            "n".into(),
-            Box::new(move |r| n_of.iter().map(|&i| r.metrics.at(i).n).max().unwrap_or(0).to_string()),
-            true,
-        ));
-        if filtered {
-            shown.push(("leaks".into(), plain("leaks"), true));
-            let short = format!("short_lists@{max_k}");
-            shown.push((format!("short@{max_k}"), Box::new(move |r| col(&short).value(r).render()), true));
-        }
-        if restricted {
-            shown.push(("restricted hits".into(), plain("restricted_hits"), true));
-        }
-        for &i in &metrics {
-            let name = run.columns[i].to_string();
-            let (v, lo, hi) = (name.clone(), format!("{name}_lo"), format!("{name}_hi"));
-            shown.push((
-                name,
-                Box::new(move |r| match (col(&v).value(r).num(), col(&lo).value(r).num(), col(&hi).value(r).num()) {
-                    (Some(v), Some(lo), Some(hi)) => format!("{v:.4} ({lo:.2}–{hi:.2})"),
-                    (Some(v), _, _) => format!("{v:.4}"),
-                    (None, _, _) => "–".into(),
-                }),
-                true,
-            ));
-        }
-        let number = |name: &'static str, decimals: usize| -> Show<'_> {
-            Box::new(move |r| col(name).value(r).num().map_or("–".into(), |v| format!("{v:.decimals$}")))
+        let any = |f: fn(&Row) -> bool| run.rows.iter().any(f);
+        let metrics: Vec<String> = if self.compact {
+            headline(&run.columns).into_iter().map(|i| run.columns[i].to_string()).collect()
+        } else {
+            run.columns.iter().map(MetricAt::to_string).collect()
         };
-        if abstains {
-            shown.push(("abstain floor".into(), number("abstain_floor", 4), true));
-            shown.push(("abstain ok".into(), number("abstain_ok", 2), true));
-            shown.push(("abstain wrong".into(), number("abstain_wrong", 2), true));
+        // (header, what it shows, right-aligned)
+        let mut shown: Vec<(String, Show, bool)> = vec![
+            ("cell".into(), Show::Plain(at("cell")), false),
+            ("configuration".into(), Show::Plain(at("label")), false),
+            ("split".into(), Show::Plain(at("split")), false),
+            ("n".into(), Show::MaxOf(metrics.iter().map(|m| at(&format!("{m}_n"))).collect()), true),
+        ];
+        if any(|r| r.filter != Filter::None) {
+            shown.push(("leaks".into(), Show::Plain(at("leaks")), true));
+            shown.push((format!("short@{max_k}"), Show::Plain(at(&format!("short_lists@{max_k}"))), true));
         }
-        if timed {
-            shown.push(("p50 ms".into(), number("p50_ms", 2), true));
-            shown.push(("p95 ms".into(), number("p95_ms", 2), true));
+        if any(|r| r.restricted_hits > 0) {
+            shown.push(("restricted hits".into(), Show::Plain(at("restricted_hits")), true));
+        }
+        for m in &metrics {
+            let mean = Show::Mean(at(m), at(&format!("{m}_lo")), at(&format!("{m}_hi")));
+            shown.push((m.clone(), mean, true));
+        }
+        if any(|r| r.abstain.is_some()) {
+            shown.push(("abstain floor".into(), Show::Number(at("abstain_floor"), 4), true));
+            shown.push(("abstain ok".into(), Show::Number(at("abstain_ok"), 2), true));
+            shown.push(("abstain wrong".into(), Show::Number(at("abstain_wrong"), 2), true));
+        }
+        if any(|r| r.latency.is_some()) {
+            shown.push(("p50 ms".into(), Show::Number(at("p50_ms"), 2), true));
+            shown.push(("p95 ms".into(), Show::Number(at("p95_ms"), 2), true));
         }
         let line = |cells: Vec<String>| format!("| {} |", cells.join(" | "));
         writeln!(out, "{}", line(shown.iter().map(|(h, _, _)| h.clone()).collect()))?;
-        writeln!(
-            out,
-            "|{}|",
-            shown.iter().map(|(_, _, right)| if *right { "---:" } else { "---" }).collect::<Vec<_>>().join("|")
-        )?;
+        let align: Vec<&str> = shown.iter().map(|(_, _, right)| if *right { "---:" } else { "---" }).collect();
+        writeln!(out, "|{}|", align.join("|"))?;
         for row in &run.rows {
-            writeln!(out, "{}", line(shown.iter().map(|(_, show, _)| show(row)).collect()))?;
+            let fields: Vec<Field> = table.iter().map(|c| c.value(row)).collect();
+            writeln!(out, "{}", line(shown.iter().map(|(_, show, _)| show.render(&fields)).collect()))?;
         }
         Ok(())
     }

@@ -53,7 +53,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
         },
         golden: GoldenInfo {
             path: exp.golden.path.clone(),
-            hash: crate::runner::golden_hash(&prepared.cases),
+            hash: crate::input::golden::golden_hash(&prepared.cases),
             tuning_qrels: exp.golden.tuning.clone(),
             reserved_qrels: exp.golden.reserved.clone(),
             default_groups: exp.default_groups.clone(),
@@ -112,11 +112,17 @@ pub fn result(exp: &Experiment, prepared: &Prepared, outcome: Outcome, run_id: &
     let manifest = manifest(exp, prepared, &outcome, run_id);
     RunResult {
         columns: exp.columns(),
+        selection: crate::evaluate::selection::select_for(exp, &outcome.rows),
         rows: outcome.rows,
         slices: outcome.slices,
         case_info: outcome.case_info,
         manifest,
     }
+}
+
+/// The directory a run writes to: `<out>/<name>/<run-id>`.
+pub fn run_dir(out: &Path, exp: &Experiment, run_id: &str) -> PathBuf {
+    out.join(&exp.name).join(run_id)
 }
 
 /// A run identifier: UTC time of the run and the experiment's config hash.

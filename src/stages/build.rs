@@ -106,19 +106,19 @@ impl Built {
     }
 
     /// What building a cell's stages cost; shared work is named by the experiment.
-    pub fn cost(&self, exp: &Experiment, cell: usize, planned: &CellPlan) -> CellCost {
+    pub fn cost(&self, exp: &Experiment, plan: &Plan, cell: usize, planned: &CellPlan) -> CellCost {
         let mut cost = CellCost { chunks: self.set(planned.chunks).len(), ..Default::default() };
         for source in planned.retriever.sources() {
             let (index, seconds) = &self.indexes[source.index.0];
             cost.index_s += seconds;
             cost.index_bytes += index.size_bytes();
         }
-        if let (Some(embedding), Some(model)) = (planned.embedding, planned.model) {
+        if let Some(embedding) = planned.embedding {
             let v = &self.vectors[embedding.0];
-            cost.tokens_embedded += v.tokens;
-            cost.embed_s += v.stats.seconds;
-            cost.reused_texts += v.stats.reused;
-            cost.query_tokens += self.queries[model.0].1;
+            cost.tokens_embedded = v.tokens;
+            cost.embed_s = v.stats.seconds;
+            cost.reused_texts = v.stats.reused;
+            cost.query_tokens = self.queries[plan.embedding(embedding).model.0].1;
         }
         (cost.shared_embeddings, cost.shared_index) = exp.shared[&exp.cells[cell].id].clone();
         cost.usd_index = crate::stages::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
@@ -193,12 +193,12 @@ fn embed_stage(
     stages: &mut Vec<StageReport>,
 ) -> Result<()> {
     let corpus = ctx.corpus;
-    for (m, info) in ctx.models.iter().enumerate() {
-        let model = ModelId(m);
-        let mut cache = VectorCache::open(ctx.cache_dir, info)?;
-        let load = || (ctx.embedder)(model);
-        let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
-        let (vectors, stats) = embed::embed_all(&questions, Role::Query, &mut cache, EMBED_BATCH, &load, &|_, _| {})?;
+    let mut caches: Vec<VectorCache> =
+        ctx.models.iter().map(|info| VectorCache::open(ctx.cache_dir, info)).collect::<Result<_>>()?;
+    let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
+    for (m, (info, cache)) in ctx.models.iter().zip(&mut caches).enumerate() {
+        let load = || (ctx.embedder)(ModelId(m));
+        let (vectors, stats) = embed::embed_all(&questions, Role::Query, cache, EMBED_BATCH, &load, &|_, _| {})?;
         let prefixed: Vec<String> = questions.iter().map(|q| info.prefixed(Role::Query, q)).collect();
         let counts = Counter::for_model(info)?.count(&prefixed)?;
         let mean_tokens = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / counts.len().max(1) as f64;
@@ -209,13 +209,13 @@ fn embed_stage(
     }
     for job in &plan.embeddings {
         let info = &ctx.models[job.model.0];
-        let mut cache = VectorCache::open(ctx.cache_dir, info)?;
+        let cache = &mut caches[job.model.0];
         let set = &built.sets[job.chunks.0];
         let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
         let pb = (ctx.bar)(0, "embed");
         pb.set_message(format!("{} passages with {}", texts.len(), info.id));
         let load = || (ctx.embedder)(job.model);
-        let (vectors, stats) = embed::embed_all(&texts, Role::Passage, &mut cache, EMBED_BATCH, &load, &|done, of| {
+        let (vectors, stats) = embed::embed_all(&texts, Role::Passage, cache, EMBED_BATCH, &load, &|done, of| {
             pb.set_length(of as u64);
             pb.set_position(done as u64);
         })?;

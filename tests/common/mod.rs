@@ -64,3 +64,17 @@ pub fn ragsweep() -> Command {
     cmd.env("RAGSWEEP_MODELS", repo().join("models")).env("RAGSWEEP_CACHE", cache);
     cmd
 }
+
+/// Every file under `dir`, hidden ones included.
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
