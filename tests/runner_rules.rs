@@ -223,3 +223,34 @@ fn restricted_answer_cases_are_unanswerable_and_counted_when_returned() {
     );
     f.cmd().args(["validate", "exp.toml"]).assert().failure().stderr(predicates::str::contains("under `meta`"));
 }
+
+#[test]
+fn rare_words_are_tagged_from_twenty_documents_and_meta_must_be_an_object() {
+    let docs: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            let extra = if i == 7 { " O teletrabalho exige aprovação do gestor." } else { "" };
+            (format!("d{i:02}.md"), format!("## Política {i}\nRegras gerais da empresa número {i}.{extra}\n"))
+        })
+        .collect();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let golden = r#"[{"id": "q1", "question": "quem aprova o teletrabalho?", "relevant": ["d07"]}]"#;
+    let experiment = "name = \"rare\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n";
+    let fixture = Fixture::new(&docs, golden, experiment);
+    let run = fixture.run();
+    let cases: Value =
+        serde_json::from_str(std::fs::read_to_string(run.join("cases.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let terms = cases["exact_terms"].as_array().unwrap();
+    assert!(
+        terms.iter().any(|t| t["text"] == "teletrabalho" && t["tags"].as_array().unwrap().contains(&"rare".into())),
+        "{cases}"
+    );
+    let slices = std::fs::read_to_string(run.join("slices.csv")).unwrap();
+    assert!(slices.lines().any(|l| l.starts_with("c01,tuning,rare,1,")), "{slices}");
+
+    let not_object = r#"[{"id": "q1", "question": "teletrabalho", "relevant": ["d07"], "meta": "ana"}]"#;
+    let f = Fixture::new(&docs, not_object, experiment);
+    f.cmd().args(["validate", "exp.toml"]).assert().failure().stderr(
+        predicates::str::contains("golden.json:1:").and(predicates::str::contains("`meta` must be a JSON object")),
+    );
+}

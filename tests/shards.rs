@@ -103,3 +103,63 @@ fn three_shards_merge_into_the_unsharded_run() {
     let left: Vec<_> = walk(twice.path());
     assert!(left.is_empty(), "a refused merge leaves nothing: {left:?}");
 }
+
+/// Runs `sweep.toml` as shard `i` of `n` into `out` and returns the shard's run directory.
+fn shard(out: &Path, i: usize, n: usize) -> PathBuf {
+    let experiment = repo().join("tests/fixtures/sweep.toml");
+    let before: Vec<PathBuf> =
+        std::fs::read_dir(out.join("sweep")).map_or(Vec::new(), |d| d.map(|e| e.unwrap().path()).collect());
+    ragsweep()
+        .args(["run", "-q", "--shard", &format!("{i}/{n}"), "--out"])
+        .arg(out)
+        .arg(&experiment)
+        .assert()
+        .success();
+    std::fs::read_dir(out.join("sweep")).unwrap().map(|e| e.unwrap().path()).find(|p| !before.contains(p)).unwrap()
+}
+
+/// A copy of a shard directory, to damage.
+fn copy(dir: &Path, to: &Path) -> PathBuf {
+    let target = to.join(dir.file_name().unwrap());
+    for file in walk(dir) {
+        let dest = target.join(file.strip_prefix(dir).unwrap());
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &dest).unwrap();
+    }
+    target
+}
+
+#[test]
+fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
+    let experiment = repo().join("tests/fixtures/sweep.toml");
+    let runs = tempfile::tempdir().unwrap();
+    let whole: Vec<PathBuf> = (1..=2).map(|i| shard(runs.path(), i, 2)).collect();
+    let other_n = shard(runs.path(), 1, 3);
+    let damaged = tempfile::tempdir().unwrap();
+
+    let no_trec = copy(&whole[1], damaged.path());
+    let trec = walk(&no_trec.join("runs")).into_iter().next().unwrap();
+    std::fs::remove_file(trec).unwrap();
+
+    let other_corpus = copy(&whole[1], &damaged.path().join("corpus"));
+    let manifest_path = other_corpus.join("manifest.json");
+    let mut manifest: serde_json::Value = serde_json::from_str(&read(&other_corpus, "manifest.json")).unwrap();
+    manifest["corpus"]["hash"] = "0000".into();
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+
+    for (second, message) in
+        [(&other_n, "beside shards of 2"), (&no_trec, "no shard has the TREC run"), (&other_corpus, "another corpus")]
+    {
+        let out = tempfile::tempdir().unwrap();
+        ragsweep()
+            .arg("merge")
+            .arg(&experiment)
+            .args([&whole[0], second])
+            .arg("--out")
+            .arg(out.path())
+            .assert()
+            .failure()
+            .stderr(predicates::str::contains(message));
+        assert!(walk(out.path()).is_empty(), "a refused merge leaves nothing: {message}");
+    }
+}
