@@ -376,3 +376,6 @@ impl Scoring<'_> {
         Ok(Some(Latency::of(&timings[warm_up..])))
     }
 }
+
+#[cfg(test)]
+mod tests;
