@@ -218,6 +218,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let run = report::result(&exp, &prepared, outcome, &run_id);
             let dir = writer.finish(&run)?;
             print_matrix(&run, !all_columns)?;
+            eprintln!("\n{}", prepared.access_summary(&exp));
             eprintln!(
                 "\n{} cells × {} cases in {:.1}s; results in {}",
                 exp.cells.len(),
@@ -332,6 +333,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 prepared.cases.len(),
                 prepared.cases.iter().filter(|c| !c.answerable).count()
             );
+            println!("{}", prepared.access_summary(&exp));
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -460,6 +462,7 @@ fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
             ("chunk", _) => eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds),
             ("index", _) if stage.key.starts_with("exact") => {}
             ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
+            ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),
             _ => {}
         }
     }

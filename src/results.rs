@@ -16,7 +16,7 @@ use crate::evaluate::abstention::Rates;
 use crate::evaluate::exact_terms::ExactTerm;
 use crate::evaluate::metrics::{Mean, MetricAt};
 use crate::input::golden::Split;
-use crate::retrieve::access::{Filter, SyntheticAcl};
+use crate::retrieve::access::{Filter, MissingAcl, SyntheticAcl};
 use crate::stages::cost::Prices;
 use crate::stages::embed::EmbedStats;
 
@@ -368,6 +368,9 @@ pub struct GoldenInfo {
     pub reserved_qrels: Vec<String>,
     pub default_groups: Vec<String>,
     pub synthetic_acl: Option<SyntheticAcl>,
+    /// What a document without an ACL meant in this run.
+    #[serde(default)]
+    pub missing_acl: MissingAcl,
     pub cases_per_split: BTreeMap<Split, usize>,
 }
 

@@ -52,16 +52,43 @@ pub struct Prepared {
     pub counter: Counter,
 }
 
+impl Prepared {
+    /// Documents visible to every user (no ACL once the experiment's permissions apply).
+    pub fn public_documents(&self) -> usize {
+        self.corpus.docs.iter().filter(|d| d.acl.is_none()).count()
+    }
+
+    /// One line on who may see the corpus, for the terminal.
+    pub fn access_summary(&self, exp: &Experiment) -> String {
+        let policy = match exp.missing_acl {
+            crate::retrieve::access::MissingAcl::Public => "documents without `acl` are public",
+            crate::retrieve::access::MissingAcl::Deny => "documents without `acl` are visible to no one",
+        };
+        format!("access: {} of {} documents public ({policy})", self.public_documents(), self.corpus.docs.len())
+    }
+}
+
 pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     let plan = Plan::new(exp);
     let mut corpus = Corpus::load(&exp.corpus_path, exp.corpus_format)?;
     let mut cases = golden::load(&exp.golden, &corpus)?;
     golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
     if let Some(synthetic) = exp.synthetic_acl {
+        if let Some(doc) = corpus.docs.iter().find(|d| d.acl.is_some()) {
+            return Err(Error::input(
+                exp.synthetic_acl_at.clone(),
+                format!(
+                    "`synthetic_groups` is for corpora without ACLs, but document {:?} has one: \
+                     remove `synthetic_groups` to evaluate the corpus's own ACLs",
+                    doc.id
+                ),
+            ));
+        }
         synthetic.apply(&mut corpus, &mut cases);
     }
-    for case in cases.iter_mut().filter(|c| c.groups.is_empty()) {
-        case.groups = exp.default_groups.clone();
+    exp.missing_acl.apply(&mut corpus);
+    for case in cases.iter_mut().filter(|c| c.groups.is_none()) {
+        case.groups = Some(exp.default_groups.clone());
     }
     for case in cases.iter().filter(|c| c.is_restricted()) {
         if let Some(visible) = access::visible_label(&corpus, case) {
@@ -70,7 +97,8 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
                 format!(
                     "case {:?} is unanswerable but its label {visible:?} is visible to its groups {:?}: \
                      a restricted-answer case labels what its user may not see",
-                    case.id, case.groups
+                    case.id,
+                    case.user_groups()
                 ),
             ));
         }
@@ -162,8 +190,8 @@ pub fn run_with<'e>(
         for (s, set) in built.sets.iter().enumerate() {
             for case in cases {
                 allowed_sets
-                    .entry((s, case.groups.as_slice()))
-                    .or_insert_with(|| access::allowed(corpus, set, &case.groups));
+                    .entry((s, case.user_groups()))
+                    .or_insert_with(|| access::allowed(corpus, set, case.user_groups()));
             }
         }
     }
@@ -278,7 +306,7 @@ struct CellRun<'a> {
 
 impl Scoring<'_> {
     fn allowed(&self, chunks: usize, case: usize) -> Option<&Allowed> {
-        self.allowed_sets.get(&(chunks, self.cases[case].groups.as_slice()))
+        self.allowed_sets.get(&(chunks, self.cases[case].user_groups()))
     }
 
     /// The one retrieval call of a case in a cell: what is scored, and what is timed.

@@ -108,3 +108,89 @@ proptest! {
         }
     }
 }
+
+/// One front matter line (or block) and the groups it names if it is an access list.
+fn front_matter_entry() -> impl Strategy<Value = (String, Option<Vec<String>>)> {
+    let groups = prop::sample::subsequence(vec!["rh", "ti", "dpo", "vendas"], 1..=3)
+        .prop_map(|g| g.into_iter().map(String::from).collect::<Vec<String>>());
+    let comment = prop_oneof![Just(String::new()), Just(" # nota".to_string()), Just("  #x".to_string())];
+    let acl_key = prop_oneof![Just("acl"), Just("ACL"), Just("acls"), Just("Acl"), Just("groups"), Just("permissions")];
+    let acl =
+        (acl_key, groups, 0..4u8, comment.clone(), any::<bool>()).prop_map(|(key, groups, form, comment, quoted)| {
+            let q = |g: &String| if quoted { format!("'{g}'") } else { g.clone() };
+            let text = match form {
+                0 => format!("{key}: [{}]{comment}", groups.iter().map(q).collect::<Vec<_>>().join(", ")),
+                1 => format!(
+                    "{key}:{comment}\n{}",
+                    groups.iter().map(|g| format!("  - {}{comment}", q(g))).collect::<Vec<_>>().join("\n")
+                ),
+                2 => format!("{key}: {}{comment}", q(&groups[0])),
+                _ => format!("{key}: {}", groups.join(", ")),
+            };
+            let named = if form == 2 { vec![groups[0].clone()] } else { groups };
+            (text, Some(named))
+        });
+    prop_oneof![
+        acl,
+        comment.prop_map(|c| (format!("title: Título qualquer{c}"), None)),
+        Just(("meta:\n  area: rh\n  dono: ti".to_string(), None)),
+        Just(("# só um comentário".to_string(), None)),
+        Just(("".to_string(), None)),
+        Just(("autor: ana".to_string(), None)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// A document is visible only to the groups its access lines name, or its file is
+    /// rejected; front matter never becomes text, and a document without any access line
+    /// is public.
+    #[test]
+    fn front_matter_never_opens_a_document(
+        blank_before in 0..3usize,
+        open in prop_oneof![Just("---"), Just("--- "), Just("---\t"), Just("---  ")],
+        close in prop_oneof![Just("---"), Just("..."), Just("--- "), Just("")],
+        crlf in any::<bool>(),
+        entries in prop::collection::vec(front_matter_entry(), 0..4),
+        user in prop::sample::subsequence(vec!["rh", "ti", "dpo", "vendas", "outro"], 0..=3),
+    ) {
+        let mut text = "\n".repeat(blank_before);
+        text.push_str(open);
+        text.push('\n');
+        for (line, _) in &entries {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text.push_str(close);
+        text.push_str("\nCorpo do documento.\n");
+        if crlf {
+            text = text.replace('\n', "\r\n");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("doc.md"), &text).unwrap();
+        let named: Option<Vec<String>> = entries.iter().filter_map(|(_, g)| g.clone()).reduce(|mut a, b| {
+            a.extend(b);
+            a
+        });
+        let user: Vec<String> = user.into_iter().map(String::from).collect();
+        match Corpus::load(dir.path(), None) {
+            Err(e) => prop_assert!(e.to_string().contains("doc.md:"), "an error without a line: {e}"),
+            Ok(corpus) => {
+                let doc = &corpus.docs[0];
+                prop_assert!(!close.is_empty(), "an unclosed front matter was accepted: {text:?}");
+                prop_assert!(!doc.text.contains("---") && !doc.text.contains(": "), "front matter in the text: {:?}", doc.text);
+                let visible = ragsweep::retrieve::access::visible(doc, &user);
+                match &named {
+                    None => prop_assert!(visible && doc.acl.is_none(), "{text:?}"),
+                    Some(groups) => {
+                        prop_assert!(doc.acl.is_some(), "an access line was ignored: {text:?}");
+                        if visible {
+                            prop_assert!(user.iter().any(|u| groups.contains(u)), "{text:?} visible to {user:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -5,74 +5,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
-use assert_cmd::Command;
-use common::repo;
+use common::{matrix, row, Fixture};
 use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
-
-/// A folder with `docs/` (Markdown files), `golden.json` and `exp.toml`.
-struct Fixture {
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new(docs: &[(&str, &str)], golden: &str, experiment: &str) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-        for (name, text) in docs {
-            std::fs::write(dir.path().join("docs").join(name), text).unwrap();
-        }
-        std::fs::write(dir.path().join("golden.json"), golden).unwrap();
-        std::fs::write(
-            dir.path().join("exp.toml"),
-            // Top-level keys first, then the corpus and golden tables, then the grids.
-            match experiment.split_once("[[") {
-                Some((top, grids)) => {
-                    format!("{top}[corpus]\npath = \"docs\"\n[golden]\npath = \"golden.json\"\n[[{grids}")
-                }
-                None => format!("{experiment}[corpus]\npath = \"docs\"\n[golden]\npath = \"golden.json\"\n"),
-            },
-        )
-        .unwrap();
-        Fixture { dir }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut cmd = Command::cargo_bin("ragsweep").unwrap();
-        cmd.current_dir(self.dir.path());
-        cmd
-    }
-
-    /// Runs the experiment and returns its run directory.
-    fn run(&self) -> PathBuf {
-        self.cmd()
-            .args(["run", "-q", "--models"])
-            .arg(repo().join("models"))
-            .arg("--cache")
-            .arg(self.dir.path().join("cache"))
-            .arg("--out")
-            .arg(self.dir.path().join("out"))
-            .arg("exp.toml")
-            .assert()
-            .success();
-        let out = self.dir.path().join("out");
-        let name = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
-        let runs: Vec<PathBuf> = std::fs::read_dir(name).unwrap().map(|e| e.unwrap().path()).collect();
-        assert_eq!(runs.len(), 1);
-        runs[0].clone()
-    }
-}
-
-fn matrix(run: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap()
-}
-
-/// The row of a cell whose configuration has `key = value`.
-fn row<'m>(m: &'m Value, key: &str, value: &str) -> &'m Value {
-    m["rows"].as_array().unwrap().iter().find(|r| r["config"][key] == value).unwrap()
-}
 
 const SALARY_DOCS: [(&str, &str); 2] = [
     (

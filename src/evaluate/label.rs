@@ -228,7 +228,7 @@ mod tests {
             question: "?".into(),
             split: None,
             answerable: true,
-            groups: vec![],
+            groups: None,
             relevant: relevant.iter().map(|(id, g)| Label { id: id.to_string(), grade: *g }).collect(),
             evidence: evidence.iter().map(|t| Evidence { text: t.to_string(), doc: None }).collect(),
             tags: vec![],

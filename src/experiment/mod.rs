@@ -18,7 +18,7 @@ use crate::evaluate::label::Unit;
 use crate::evaluate::metrics::{Metric, MetricAt};
 use crate::input::corpus::CorpusFormat;
 use crate::input::golden::{GoldenFormat, GoldenSource};
-use crate::retrieve::access::{Filter, SyntheticAcl};
+use crate::retrieve::access::{Filter, MissingAcl, SyntheticAcl};
 use crate::retrieve::fusion::{Fusion, Norm};
 use crate::retrieve::Bm25Params;
 use crate::stages::chunk::{ChunkerKind, ChunkerSpec};
@@ -75,7 +75,10 @@ struct RawPermissions {
     default_groups: Vec<String>,
     /// Synthetic ACLs for corpora without any: each document in one of this many groups.
     #[serde(default)]
-    synthetic_groups: Option<usize>,
+    synthetic_groups: Option<Spanned<usize>>,
+    /// What a document without an ACL means.
+    #[serde(default)]
+    missing_acl: MissingAcl,
     #[serde(default)]
     synthetic_seed: u64,
 }
@@ -336,6 +339,9 @@ pub struct Experiment {
     pub golden: GoldenSource,
     pub default_groups: Vec<String>,
     pub synthetic_acl: Option<SyntheticAcl>,
+    /// Where `synthetic_groups` is set, for errors about it.
+    pub synthetic_acl_at: Location,
+    pub missing_acl: MissingAcl,
     pub prices: Prices,
     /// Counts the context tokens sent to a model: `"words"` or an installed model id.
     pub cost_tokenizer: String,
@@ -458,10 +464,10 @@ impl Experiment {
                 out
             }
         };
-        let synthetic_acl = match raw.permissions.synthetic_groups {
-            Some(0) => {
-                return Err(Error::input(Location::file(path), "`permissions.synthetic_groups` must be at least 1"))
-            }
+        let synthetic_acl_at =
+            raw.permissions.synthetic_groups.as_ref().map_or_else(|| Location::file(path), |g| at(g.span()));
+        let synthetic_acl = match raw.permissions.synthetic_groups.map(|g| g.into_inner()) {
+            Some(0) => return Err(Error::input(synthetic_acl_at, "`permissions.synthetic_groups` must be at least 1")),
             Some(groups) => Some(SyntheticAcl { groups, seed: raw.permissions.synthetic_seed }),
             None => None,
         };
@@ -506,6 +512,8 @@ impl Experiment {
             },
             default_groups: raw.permissions.default_groups,
             synthetic_acl,
+            synthetic_acl_at,
+            missing_acl: raw.permissions.missing_acl,
             prices: Prices {
                 embedding_usd_per_1m_tokens: raw.cost.embedding_usd_per_1m_tokens,
                 llm_usd_per_1m_input_tokens: raw.cost.llm_usd_per_1m_input_tokens,

@@ -166,6 +166,9 @@ struct JsonDoc {
     meta: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
     acl: Option<Vec<String>>,
+    /// Fields ragsweep does not read; one that looks like an access list is refused.
+    #[serde(flatten)]
+    other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Opens a file for line-by-line streaming.
@@ -192,6 +195,12 @@ fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
             continue;
         }
         let raw: JsonDoc = parse_json_line(path, i + 1, &line)?;
+        if let Some(key) = raw.other.keys().find(|k| frontmatter::looks_like_acl(k)) {
+            return Err(Error::input(
+                Location::line(path, i + 1),
+                format!("field {key:?} is not read: a document's access list is its `acl` field"),
+            ));
+        }
         let meta = raw
             .meta
             .unwrap_or_default()
@@ -340,12 +349,25 @@ mod tests {
     }
 
     #[test]
+    fn a_jsonl_field_that_looks_like_an_acl_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        std::fs::write(
+            &p,
+            "{\"id\":\"a\",\"text\":\"x\",\"url\":\"u\"}\n{\"id\":\"b\",\"text\":\"y\",\"ACL\":[\"rh\"]}\n",
+        )
+        .unwrap();
+        let err = Corpus::load(&p, None).unwrap_err().to_string();
+        assert!(err.contains("c.jsonl:2: field \"ACL\""), "{err}");
+    }
+
+    #[test]
     fn folder_ids_are_relative_paths_and_front_matter_is_read() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("rh")).unwrap();
         std::fs::write(
             dir.path().join("rh/ferias.md"),
-            "---\ntitle: Férias\nacl: [rh, diretoria]\narea: pessoas\n---\n# Férias\ntexto\n",
+            "---\ntitle: Férias\nacl: [rh, diretoria]\nmeta:\n  area: pessoas\n---\n# Férias\ntexto\n",
         )
         .unwrap();
         std::fs::write(dir.path().join("a.txt"), "plain").unwrap();

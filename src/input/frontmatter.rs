@@ -1,8 +1,9 @@
 //! Front matter of Markdown/text documents: a `---` fenced block of flat YAML.
 //!
 //! Only the subset documents need is read: `key: value` scalars (plain or quoted),
-//! flow lists `[a, b]`, block lists (`- a` lines), and one nested map level under
-//! `meta:`. `title` and `acl` have their own meaning; every other key lands in `meta`.
+//! flow lists `[a, b]`, block lists (`- a` lines), `# comments`, and one nested map level
+//! under `meta:`. The keys are `title`, `acl` and `meta`; any other key is an error, since
+//! a misspelt `acl` ignored would make a restricted document public.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,34 +23,73 @@ enum Value {
     Map(Vec<(String, String)>),
 }
 
-/// Splits `raw` into its front matter and the document text after it.
-pub fn split<'a>(path: &Path, raw: &'a str) -> Result<(FrontMatter, &'a str)> {
-    let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
-    let Some(after_open) = raw.strip_prefix("---\n").or_else(|| raw.strip_prefix("---\r\n")) else {
-        return Ok((FrontMatter::default(), raw));
-    };
-    let mut offset = raw.len() - after_open.len();
-    let mut lines = Vec::new();
-    let mut body_start = None;
-    for line in after_open.split_inclusive('\n') {
-        offset += line.len();
-        let l = line.trim_end_matches(['\n', '\r']);
-        if l == "---" || l == "..." {
-            body_start = Some(offset);
-            break;
-        }
-        lines.push(l);
-    }
-    let body_start = body_start
-        .ok_or_else(|| Error::input(Location::line(path, 1), "front matter opened with --- is never closed"))?;
-    Ok((parse(path, &lines)?, &raw[body_start..]))
+/// The keys front matter may have (SPEC §1); anything else is refused, never ignored.
+pub const KEYS: [&str; 3] = ["title", "acl", "meta"];
+
+/// A field name that is probably a misspelt `acl` (`ACL`, `acls`, `groups`, …).
+pub fn looks_like_acl(key: &str) -> bool {
+    let k = key.to_lowercase();
+    key != "acl" && (k.contains("acl") || k.contains("group") || k.contains("permission"))
 }
 
-fn parse(path: &Path, lines: &[&str]) -> Result<FrontMatter> {
+/// Splits `raw` into its front matter and the document text after it.
+///
+/// The first line that is not blank decides: a `---` fence (trailing whitespace allowed)
+/// opens front matter, which must close with `---` or `...`. Front matter is never body
+/// text: a misspelt key or an unclosed fence is an error, so a typo cannot make a
+/// restricted document public.
+pub fn split<'a>(path: &Path, raw: &'a str) -> Result<(FrontMatter, &'a str)> {
+    let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
+    let mut lines = raw.split_inclusive('\n').enumerate().skip_while(|(_, l)| l.trim().is_empty());
+    let Some((open_index, open)) = lines.next() else {
+        return Ok((FrontMatter::default(), raw));
+    };
+    match open.trim_end() {
+        "---" => {}
+        "+++" => {
+            return Err(Error::input(
+                Location::line(path, open_index + 1),
+                "TOML front matter (+++) is not read: write YAML between --- fences",
+            ))
+        }
+        _ => return Ok((FrontMatter::default(), raw)),
+    }
+    let mut offset: usize = raw.split_inclusive('\n').take(open_index + 1).map(str::len).sum();
+    let mut body = Vec::new();
+    for (_, line) in lines {
+        offset += line.len();
+        let l = line.trim_end();
+        if l == "---" || l == "..." {
+            return Ok((parse(path, open_index + 2, &body)?, &raw[offset..]));
+        }
+        body.push(l);
+    }
+    Err(Error::input(Location::line(path, open_index + 1), "front matter opened with --- is never closed"))
+}
+
+/// `line` without a YAML comment: `#` at the start or after whitespace, outside quotes.
+fn strip_comment(line: &str) -> &str {
+    let mut quote = None;
+    let mut prev_space = true;
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '#' && prev_space => return line[..i].trim_end(),
+            None => {}
+        }
+        prev_space = c.is_whitespace();
+    }
+    line
+}
+
+fn parse(path: &Path, first_line: usize, lines: &[&str]) -> Result<FrontMatter> {
     let mut entries: Vec<(String, Value, usize)> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let line_no = i + 2;
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+        let line_no = first_line + i;
+        let line = strip_comment(line);
+        if line.trim().is_empty() {
             continue;
         }
         let bad = |msg: &str| Error::input(Location::line(path, line_no), msg.to_string());
@@ -78,6 +118,17 @@ fn parse(path: &Path, lines: &[&str]) -> Result<FrontMatter> {
             continue;
         }
         let (key, value) = line.split_once(':').ok_or_else(|| bad("expected `key: value`"))?;
+        let key = unquote(key.trim());
+        if !KEYS.contains(&key.as_str()) {
+            return Err(bad(&format!(
+                "unknown front matter key `{key}`: the keys are `title`, `acl` and `meta` \
+                 (other fields go under `meta:`){}",
+                if looks_like_acl(&key) { "; access lists are written `acl: [group, ...]`" } else { "" }
+            )));
+        }
+        if let Some((_, _, first)) = entries.iter().find(|(k, _, _)| *k == key) {
+            return Err(bad(&format!("`{key}` is given twice (first on line {first})")));
+        }
         let value = value.trim();
         let parsed = if let Some(inner) = value.strip_prefix('[') {
             let inner = inner
@@ -87,7 +138,7 @@ fn parse(path: &Path, lines: &[&str]) -> Result<FrontMatter> {
         } else {
             Value::Scalar(unquote(value))
         };
-        entries.push((key.trim().to_string(), parsed, line_no));
+        entries.push((key, parsed, line_no));
     }
 
     let mut fm = FrontMatter::default();
@@ -96,16 +147,13 @@ fn parse(path: &Path, lines: &[&str]) -> Result<FrontMatter> {
         match (key.as_str(), value) {
             ("title", Value::Scalar(s)) => fm.title = Some(s).filter(|s| !s.is_empty()),
             ("acl", Value::List(groups)) => fm.acl = Some(groups),
-            ("acl", Value::Scalar(g)) if !g.is_empty() => fm.acl = Some(vec![g]),
-            ("title" | "acl", _) => return Err(bad(format!("`{key}` has the wrong shape"))),
+            ("acl", Value::Scalar(g)) if !g.is_empty() && !g.contains(',') => fm.acl = Some(vec![g]),
             ("meta", Value::Map(pairs)) => fm.meta.extend(pairs),
-            (_, Value::Scalar(s)) => {
-                fm.meta.insert(key, s);
+            ("meta", Value::Scalar(s)) if s.is_empty() => {}
+            ("acl", _) => {
+                return Err(bad("`acl` takes a group or a list of groups: `acl: [rh]` or `- rh` lines".into()))
             }
-            (_, Value::List(items)) => {
-                fm.meta.insert(key, items.join(","));
-            }
-            (_, Value::Map(_)) => return Err(bad(format!("nested maps are only read under `meta`, not `{key}`"))),
+            _ => return Err(bad(format!("`{key}` has the wrong shape"))),
         }
     }
     Ok(fm)
@@ -132,9 +180,10 @@ mod tests {
 
     #[test]
     fn reads_scalars_lists_and_meta() {
-        let f =
-            fm("---\ntitle: \"LGPD: Cap. I\"\nacl:\n  - rh\n  - 'dpo'\nmeta:\n  area: jurídico\nversao: 2\n---\nbody")
-                .unwrap();
+        let f = fm(
+            "---\ntitle: \"LGPD: Cap. I\"\nacl:\n  - rh\n  - 'dpo'\nmeta:\n  area: jurídico\n  versao: 2\n---\nbody",
+        )
+        .unwrap();
         assert_eq!(f.title.as_deref(), Some("LGPD: Cap. I"));
         assert_eq!(f.acl, Some(vec!["rh".into(), "dpo".into()]));
         assert_eq!(f.meta.get("area").unwrap(), "jurídico");
@@ -153,5 +202,34 @@ mod tests {
         let err = fm("---\ntitle: x\nacl: [rh\n---\n").unwrap_err().to_string();
         assert!(err.starts_with("d.md:3:"), "{err}");
         assert!(fm("---\ntitle: x\n").unwrap_err().to_string().contains("never closed"));
+    }
+
+    #[test]
+    fn unknown_or_repeated_keys_are_located_errors() {
+        for (text, line) in [
+            ("---\nACL: [rh]\n---\n", 2),
+            ("---\ntitle: x\nacls: [rh]\n---\n", 3),
+            ("\n\n---\ngroups: [rh]\n---\n", 4),
+            ("---\nacl: [rh]\nacl: [ti]\n---\n", 3),
+            ("---\nacl: rh, ti\n---\n", 2),
+            ("---\nacl:\n---\n", 2),
+        ] {
+            let err = fm(text).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("d.md:{line}:")), "{text:?}: {err}");
+        }
+        assert!(fm("---\nACL: [rh]\n---\n").unwrap_err().to_string().contains("`acl: [group, ...]`"));
+        assert!(fm("+++\nacl = [\"rh\"]\n+++\n").unwrap_err().to_string().contains("TOML front matter"));
+    }
+
+    #[test]
+    fn blank_lines_fence_whitespace_and_comments_are_tolerated() {
+        let (f, body) =
+            split(Path::new("d.md"), "\n  \n---  \r\nacl: [rh] # só RH\n# nota\ntitle: 'A # B'\n--- \nTexto\n")
+                .unwrap();
+        assert_eq!(f.acl, Some(vec!["rh".to_string()]));
+        assert_eq!(f.title.as_deref(), Some("A # B"));
+        assert_eq!(body, "Texto\n");
+        assert_eq!(fm("---\nacl:\n  - rh  # comentário\n---\n").unwrap().acl, Some(vec!["rh".to_string()]));
+        assert_eq!(fm("---\nacl: []\n---\n").unwrap().acl, Some(vec![]), "an empty list: visible to no one");
     }
 }

@@ -48,7 +48,9 @@ pub struct GoldenCase {
     pub question: String,
     pub split: Option<Split>,
     pub answerable: bool,
-    pub groups: Vec<String>,
+    /// The asking user's groups; `None` when the case names none (the experiment's
+    /// default or synthetic groups then apply; an explicit `[]` is a user in no group).
+    pub groups: Option<Vec<String>>,
     pub relevant: Vec<Label>,
     pub evidence: Vec<Evidence>,
     /// The golden set's own slice names.
@@ -61,6 +63,11 @@ impl GoldenCase {
     /// Labelled, yet unanswerable: the answer exists, but not for this user (SPEC §1).
     pub fn is_restricted(&self) -> bool {
         !self.answerable && self.has_labels()
+    }
+
+    /// The asking user's groups, once the experiment's defaults are applied.
+    pub fn user_groups(&self) -> &[String] {
+        self.groups.as_deref().unwrap_or(&[])
     }
 
     pub fn has_labels(&self) -> bool {
@@ -160,7 +167,7 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
                 question: q.text,
                 split: Some(split),
                 answerable,
-                groups: Vec::new(),
+                groups: None,
                 relevant,
                 evidence: Vec::new(),
                 tags: Vec::new(),
@@ -232,7 +239,7 @@ struct RawCase {
     #[serde(default, alias = "respondivel")]
     answerable: Option<bool>,
     #[serde(default, alias = "grupos")]
-    groups: Vec<String>,
+    groups: Option<Vec<String>>,
     #[serde(default, alias = "relevantes")]
     relevant: Option<OneOrMany<RawLabel>>,
     #[serde(default, alias = "trecho", alias = "trechos")]
@@ -474,7 +481,7 @@ mod tests {
             question: String::new(),
             split: None,
             answerable: true,
-            groups: vec![],
+            groups: None,
             relevant: vec![],
             evidence: vec![],
             tags: vec![],

@@ -49,7 +49,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             path: exp.corpus_path.clone(),
             hash: prepared.corpus.hash.clone(),
             documents: prepared.corpus.docs.len(),
-            public_documents: prepared.corpus.docs.iter().filter(|d| d.acl.is_none()).count(),
+            public_documents: prepared.public_documents(),
         },
         golden: GoldenInfo {
             path: exp.golden.path.clone(),
@@ -58,6 +58,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             reserved_qrels: exp.golden.reserved.clone(),
             default_groups: exp.default_groups.clone(),
             synthetic_acl: exp.synthetic_acl,
+            missing_acl: exp.missing_acl,
             cases_per_split: outcome.split_counts.clone(),
         },
         models: prepared

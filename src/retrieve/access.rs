@@ -78,7 +78,7 @@ pub fn visible(doc: &Document, groups: &[String]) -> bool {
 /// The first label of a case that its own user may see (a restricted-answer case must have
 /// none), as the golden set names it.
 pub fn visible_label(corpus: &Corpus, case: &GoldenCase) -> Option<String> {
-    let groups = &case.groups;
+    let groups = case.user_groups();
     let doc_visible = |d: usize| visible(&corpus.docs[d], groups);
     for label in case.relevant.iter().filter(|l| l.grade > 0) {
         let doc = match corpus.target(&label.id)? {
@@ -114,6 +114,26 @@ fn unit_hash(seed: u64, text: &str) -> u64 {
     u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
 }
 
+/// What a document without an ACL means: visible to everyone (`public`, the default) or
+/// to no one (`deny`, for corpora where every document must name its readers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissingAcl {
+    #[default]
+    Public,
+    Deny,
+}
+
+impl MissingAcl {
+    pub fn apply(self, corpus: &mut Corpus) {
+        if self == MissingAcl::Deny {
+            for doc in corpus.docs.iter_mut().filter(|d| d.acl.is_none()) {
+                doc.acl = Some(Vec::new());
+            }
+        }
+    }
+}
+
 /// Synthetic ACLs for corpora that have none: every document joins one of `groups` groups
 /// (`g0`, `g1`, …) by a stable hash of its id, so a user in one group sees about
 /// 1/`groups` of the corpus. Each case without groups is asked by a user in the groups of
@@ -131,7 +151,7 @@ impl SyntheticAcl {
                 doc.acl = Some(vec![format!("g{}", unit_hash(self.seed, &doc.id) % self.groups as u64)]);
             }
         }
-        for case in cases.iter_mut().filter(|c| c.groups.is_empty()) {
+        for case in cases.iter_mut().filter(|c| c.groups.is_none()) {
             let mut groups: Vec<String> =
                 case.relevant
                     .iter()
@@ -151,7 +171,7 @@ impl SyntheticAcl {
             }
             groups.sort();
             groups.dedup();
-            case.groups = groups;
+            case.groups = Some(groups);
         }
     }
 }
@@ -191,15 +211,15 @@ mod tests {
             question: "?".into(),
             split: None,
             answerable: true,
-            groups: vec![],
+            groups: None,
             relevant: vec![Label { id: "d7".into(), grade: 1 }],
             evidence: vec![],
             tags: vec![],
             meta: None,
         }];
         SyntheticAcl { groups: 10, seed: 3 }.apply(&mut corpus, &mut cases);
-        let seen = corpus.docs.iter().filter(|d| visible(d, &cases[0].groups)).count();
+        let seen = corpus.docs.iter().filter(|d| visible(d, cases[0].user_groups())).count();
         assert!((60..140).contains(&seen), "a one-group user sees about 10%: {seen}");
-        assert!(visible(&corpus.docs[7], &cases[0].groups));
+        assert!(visible(&corpus.docs[7], cases[0].user_groups()));
     }
 }

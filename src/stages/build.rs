@@ -132,7 +132,15 @@ pub fn build(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageRepo
     let mut built = Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new() };
     embed_stage(plan, ctx, &mut built, stages)?;
     index_stage(plan, ctx, &mut built, stages)?;
+    let (repairs, seconds) = ctx.store.checks();
+    report_checks(stages, "checksums of the stage entries read", repairs, seconds);
     Ok(built)
+}
+
+/// A `verify` report with the seconds checks took, and a `repair` report per entry rebuilt.
+fn report_checks(stages: &mut Vec<StageReport>, what: &str, repairs: Vec<String>, seconds: f64) {
+    stages.push(StageReport::new("verify", what.into(), seconds));
+    stages.extend(repairs.into_iter().map(|why| StageReport::new("repair", why, 0.0)));
 }
 
 /// One chunk set per distinct chunker, and the content key of the texts each set indexes.
@@ -195,6 +203,10 @@ fn embed_stage(
     let corpus = ctx.corpus;
     let mut caches: Vec<VectorCache> =
         ctx.models.iter().map(|info| VectorCache::open(ctx.cache_dir, info)).collect::<Result<_>>()?;
+    for (info, cache) in ctx.models.iter().zip(&mut caches) {
+        let what = format!("checksums and norms of the {} vector segments", info.id);
+        report_checks(stages, &what, std::mem::take(&mut cache.repairs), cache.verify_seconds);
+    }
     let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
     for (m, (info, cache)) in ctx.models.iter().zip(&mut caches).enumerate() {
         let load = || (ctx.embedder)(ModelId(m));

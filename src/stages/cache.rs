@@ -5,11 +5,15 @@
 //! An entry is a directory `<root>/<kind>/<key>/`. It is written under a temporary name and
 //! renamed into place, so a crash never leaves a half-written entry, and two processes that
 //! build the same entry at once both end up reading one complete copy. Each entry records
-//! what building it cost (`build.json`), so reused work is reported as reused, not as free.
+//! what building it cost (`build.json`), so reused work is reported as reused, not as free,
+//! and the blake3 of every file it wrote: an entry whose files do not match (edited, flipped
+//! bytes, truncated) or that has no record is reported, discarded and rebuilt, never read.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -17,13 +21,21 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// Bump when the on-disk layout of any stage changes.
-const FORMAT: &str = "ragsweep-stage-v1";
+const FORMAT: &str = "ragsweep-stage-v2";
 const RECORD: &str = "build.json";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuildRecord {
     /// Seconds the build took when it ran.
     pub seconds: f64,
+}
+
+/// `build.json`: the build's cost and the blake3 of each file (path relative to the entry).
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    #[serde(flatten)]
+    build: BuildRecord,
+    files: BTreeMap<String, String>,
 }
 
 /// A stage's value and where it came from.
@@ -42,9 +54,13 @@ impl<T> Cached<T> {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct StageCache {
     root: PathBuf,
+    /// Entries found broken and rebuilt, with why.
+    repairs: Mutex<Vec<String>>,
+    /// Seconds spent checking entries' checksums.
+    verify_seconds: Mutex<f64>,
 }
 
 /// A content key: blake3 over the stage format, the stage kind and the given parts.
@@ -64,7 +80,17 @@ static TEMP: AtomicUsize = AtomicUsize::new(0);
 
 impl StageCache {
     pub fn new(root: &Path) -> Self {
-        StageCache { root: root.join("stages") }
+        StageCache { root: root.join("stages"), repairs: Mutex::default(), verify_seconds: Mutex::default() }
+    }
+
+    /// What was found broken and rebuilt, and the seconds spent verifying entries.
+    pub fn checks(&self) -> (Vec<String>, f64) {
+        (self.repairs.lock().expect("repairs").clone(), *self.verify_seconds.lock().expect("verify time"))
+    }
+
+    fn repaired(&self, dir: &Path, why: &str) -> Result<()> {
+        self.repairs.lock().expect("repairs").push(format!("{}: {why}; rebuilt", dir.display()));
+        remove(dir)
     }
 
     pub fn entry(&self, kind: &str, key: &str) -> PathBuf {
@@ -81,10 +107,16 @@ impl StageCache {
         open: impl Fn(&Path) -> Result<T>,
     ) -> Result<Cached<T>> {
         let dir = self.entry(kind, key);
-        if let Some(build) = read_record(&dir) {
-            match open(&dir) {
-                Ok(value) => return Ok(Cached { value, build, reused: true }),
-                Err(_) => remove(&dir)?,
+        if dir.exists() {
+            let started = Instant::now();
+            let checked = verify(&dir);
+            *self.verify_seconds.lock().expect("verify time") += started.elapsed().as_secs_f64();
+            match checked {
+                Ok(build) => match open(&dir) {
+                    Ok(value) => return Ok(Cached { value, build, reused: true }),
+                    Err(e) => self.repaired(&dir, &format!("could not be opened ({e})"))?,
+                },
+                Err(why) => self.repaired(&dir, &why)?,
             }
         }
         let parent = dir.parent().expect("entries have a parent");
@@ -101,7 +133,7 @@ impl StageCache {
         if fs::rename(&temp, &dir).is_err() {
             // Another process finished the same entry first; theirs is as good as ours.
             let _ = fs::remove_dir_all(&temp);
-            if read_record(&dir).is_none() {
+            if verify(&dir).is_err() {
                 return Err(Error::Other(format!("{}: could not move the built stage into place", dir.display())));
             }
         }
@@ -110,12 +142,52 @@ impl StageCache {
     }
 }
 
-fn read_record(dir: &Path) -> Option<BuildRecord> {
+fn read_record(dir: &Path) -> Option<Record> {
     serde_json::from_slice(&fs::read(dir.join(RECORD)).ok()?).ok()
 }
 
-fn write_record(dir: &Path, record: BuildRecord) -> Result<()> {
+/// The entry's build record, once every file it lists has its recorded checksum.
+fn verify(dir: &Path) -> Result<BuildRecord, String> {
+    let record = read_record(dir).ok_or_else(|| format!("no readable {RECORD}"))?;
+    for (name, want) in &record.files {
+        let got = file_hash(&dir.join(name)).map_err(|e| format!("{name}: {e}"))?;
+        if &got != want {
+            return Err(format!("{name} does not match its checksum"));
+        }
+    }
+    Ok(record.build)
+}
+
+fn file_hash(path: &Path) -> std::io::Result<String> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_mmap(path)?;
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// Every file under `dir`, relative to it, but lock files (empty, and touched by readers).
+fn files_under(dir: &Path, prefix: &str, out: &mut Vec<String>) -> std::io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        if entry.file_type()?.is_dir() {
+            files_under(&entry.path(), &format!("{name}/"), out)?;
+        } else if !name.ends_with(".lock") {
+            out.push(name);
+        }
+    }
+    Ok(())
+}
+
+fn write_record(dir: &Path, build: BuildRecord) -> Result<()> {
+    let mut names = Vec::new();
+    files_under(dir, "", &mut names).map_err(|e| Error::io(dir, e))?;
+    let mut files = BTreeMap::new();
+    for name in names {
+        let path = dir.join(&name);
+        files.insert(name, file_hash(&path).map_err(|e| Error::io(&path, e))?);
+    }
     let path = dir.join(RECORD);
+    let record = Record { build, files };
     fs::write(&path, serde_json::to_vec(&record).expect("serializable")).map_err(|e| Error::io(&path, e))
 }
 

@@ -244,25 +244,38 @@ pub fn text_key(role: Role, text: &str) -> Key {
     h.finalize().as_bytes()[..16].try_into().expect("16 bytes")
 }
 
-const MAGIC: &[u8; 8] = b"RSVEC01\0";
-const HEADER: usize = 16;
+const MAGIC: &[u8; 8] = b"RSVEC02\0";
+const HEADER: usize = 48;
 
 /// One model's cached vectors: immutable, memory-mapped segment files.
 ///
-/// Segment layout (little-endian): magic `RSVEC01\0`, u32 dim, u32 count, `count` 16-byte
-/// keys, then `count × dim` f32 values.
+/// Segment layout (little-endian): magic `RSVEC02\0`, u32 dim, u32 count, the 32-byte blake3
+/// of everything after it, `count` 16-byte keys, then `count × dim` f32 values. A segment
+/// whose checksum does not match, or holding a vector that is not finite and of unit length,
+/// is reported and deleted when the cache opens; its texts are embedded again.
 pub struct VectorCache {
     dir: PathBuf,
     dim: usize,
     segments: Vec<Mmap>,
     index: HashMap<Key, (u32, u32)>,
+    /// Segments found broken and deleted, with why.
+    pub repairs: Vec<String>,
+    /// Seconds spent verifying segments when the cache opened.
+    pub verify_seconds: f64,
 }
 
 impl VectorCache {
     pub fn open(root: &Path, model: &ModelInfo) -> Result<VectorCache> {
         let dir = root.join("embeddings").join(model.key());
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let mut cache = VectorCache { dir: dir.clone(), dim: model.dim, segments: Vec::new(), index: HashMap::new() };
+        let mut cache = VectorCache {
+            dir: dir.clone(),
+            dim: model.dim,
+            segments: Vec::new(),
+            index: HashMap::new(),
+            repairs: Vec::new(),
+            verify_seconds: 0.0,
+        };
         let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
             .map_err(|e| Error::io(&dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -270,31 +283,58 @@ impl VectorCache {
             .collect();
         paths.sort();
         for p in paths {
-            cache.map_segment(&p)?;
+            let map = cache.map(&p)?;
+            let started = Instant::now();
+            let checked = cache.check(&map);
+            cache.verify_seconds += started.elapsed().as_secs_f64();
+            match checked {
+                Ok(()) => cache.add_segment(map),
+                Err(why) => {
+                    drop(map);
+                    fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                    cache.repairs.push(format!("{}: {why}; deleted, its texts are embedded again", p.display()));
+                }
+            }
         }
         Ok(cache)
     }
 
-    fn map_segment(&mut self, path: &Path) -> Result<()> {
+    fn map(&self, path: &Path) -> Result<Mmap> {
         let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
         // SAFETY: segments are never modified after they are renamed into place.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let bad = || Error::Other(format!("{}: not a ragsweep vector segment (delete it)", path.display()));
+        unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))
+    }
+
+    /// Why a segment cannot be trusted, if it cannot: layout, checksum, finite unit vectors.
+    fn check(&self, map: &[u8]) -> Result<(), String> {
         if map.len() < HEADER || &map[..8] != MAGIC {
-            return Err(bad());
+            return Err("not a vector segment of this ragsweep version".into());
         }
         let dim = u32::from_le_bytes(map[8..12].try_into().unwrap()) as usize;
         let count = u32::from_le_bytes(map[12..16].try_into().unwrap()) as usize;
         if dim != self.dim || map.len() != HEADER + count * 16 + count * dim * 4 {
-            return Err(bad());
+            return Err(format!("size does not match {count} vectors of dimension {}", self.dim));
         }
+        if blake3::hash(&map[HEADER..]).as_bytes() != &map[16..48] {
+            return Err("contents do not match the checksum".into());
+        }
+        for (i, v) in floats(&map[HEADER + count * 16..]).chunks_exact(dim.max(1)).enumerate() {
+            let norm2: f32 = v.iter().map(|x| x * x).sum();
+            if !norm2.is_finite() || (norm2 != 0.0 && (norm2 - 1.0).abs() > 1e-3) {
+                return Err(format!("vector {i} is not finite and of unit length (squared norm {norm2})"));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_segment(&mut self, map: Mmap) {
+        let count = u32::from_le_bytes(map[12..16].try_into().unwrap()) as usize;
         let seg = self.segments.len() as u32;
         for i in 0..count {
             let key: Key = map[HEADER + i * 16..HEADER + (i + 1) * 16].try_into().unwrap();
             self.index.insert(key, (seg, i as u32));
         }
         self.segments.push(map);
-        Ok(())
     }
 
     pub fn len(&self) -> usize {
@@ -310,11 +350,7 @@ impl VectorCache {
         let map = &self.segments[seg as usize];
         let count = u32::from_le_bytes(map[12..16].try_into().unwrap()) as usize;
         let start = HEADER + count * 16 + i as usize * self.dim * 4;
-        let bytes = &map[start..start + self.dim * 4];
-        // SAFETY: the mapping is page-aligned and `start` is a multiple of 4; f32 has no invalid bit patterns.
-        let (head, floats, tail) = unsafe { bytes.align_to::<f32>() };
-        debug_assert!(head.is_empty() && tail.is_empty());
-        Some(floats)
+        Some(floats(&map[start..start + self.dim * 4]))
     }
 
     /// Writes `entries` as a new segment and maps it.
@@ -326,6 +362,7 @@ impl VectorCache {
         buf.extend_from_slice(MAGIC);
         buf.extend_from_slice(&(self.dim as u32).to_le_bytes());
         buf.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&[0; 32]);
         for (k, _) in entries {
             buf.extend_from_slice(k);
         }
@@ -335,12 +372,25 @@ impl VectorCache {
                 buf.extend_from_slice(&x.to_le_bytes());
             }
         }
+        let checksum = blake3::hash(&buf[HEADER..]);
+        buf[16..48].copy_from_slice(checksum.as_bytes());
         let stamp =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let path = self.dir.join(format!("{stamp:032}-{}.seg", std::process::id()));
         crate::atomic::write_atomic(&path, &buf)?;
-        self.map_segment(&path)
+        let map = self.map(&path)?;
+        self.add_segment(map);
+        Ok(())
     }
+}
+
+/// The f32 values of a segment's bytes.
+fn floats(bytes: &[u8]) -> &[f32] {
+    // SAFETY: segment mappings are page-aligned and every offset into them is a multiple of 4;
+    // f32 has no invalid bit patterns.
+    let (head, floats, tail) = unsafe { bytes.align_to::<f32>() };
+    assert!(head.is_empty() && tail.is_empty(), "segment floats are 4-byte aligned");
+    floats
 }
 
 /// What an embedding pass did.
@@ -392,6 +442,12 @@ pub fn embed_all<'m>(
                         v.len()
                     )));
                 }
+                if v.iter().any(|x| !x.is_finite()) {
+                    return Err(Error::Other(format!(
+                        "the model gave a vector with NaN or infinite values for {:?}",
+                        texts[i].chars().take(80).collect::<String>()
+                    )));
+                }
                 pending.push((keys[i], v));
             }
             stats.embedded += batch.len();
@@ -438,25 +494,45 @@ mod tests {
         let k1 = text_key(Role::Passage, "a");
         let k2 = text_key(Role::Query, "a");
         assert_ne!(k1, k2, "role is part of the key");
-        c.insert(&[(k1, vec![1.0, 2.0, 3.0])]).unwrap();
-        c.insert(&[(k2, vec![4.0, 5.0, 6.0])]).unwrap();
+        c.insert(&[(k1, vec![0.6, 0.8, 0.0])]).unwrap();
+        c.insert(&[(k2, vec![0.0, 0.0, 1.0])]).unwrap();
         let c = VectorCache::open(root.path(), &m).unwrap();
         assert_eq!(c.len(), 2);
-        assert_eq!(c.get(&k1).unwrap(), &[1.0, 2.0, 3.0]);
-        assert_eq!(c.get(&k2).unwrap(), &[4.0, 5.0, 6.0]);
+        assert!(c.repairs.is_empty());
+        assert_eq!(c.get(&k1).unwrap(), &[0.6, 0.8, 0.0]);
+        assert_eq!(c.get(&k2).unwrap(), &[0.0, 0.0, 1.0]);
     }
 
-    #[test]
-    fn a_truncated_segment_is_reported() {
+    /// Opens a cache holding one segment changed by `spoil`: the segment is reported and gone.
+    fn spoiled(vector: Vec<f32>, spoil: impl Fn(&mut Vec<u8>)) -> String {
         let root = tempfile::tempdir().unwrap();
         let m = info(2);
         let mut c = VectorCache::open(root.path(), &m).unwrap();
-        c.insert(&[(text_key(Role::Passage, "x"), vec![1.0, 0.0])]).unwrap();
+        c.insert(&[(text_key(Role::Passage, "x"), vector)]).unwrap();
         let seg = fs::read_dir(root.path().join("embeddings").join(m.key())).unwrap().next().unwrap().unwrap().path();
-        let bytes = fs::read(&seg).unwrap();
-        fs::write(&seg, &bytes[..bytes.len() - 1]).unwrap();
-        let err = VectorCache::open(root.path(), &m).err().unwrap().to_string();
-        assert!(err.contains("not a ragsweep vector segment"), "{err}");
+        let mut bytes = fs::read(&seg).unwrap();
+        spoil(&mut bytes);
+        fs::write(&seg, &bytes).unwrap();
+        let c = VectorCache::open(root.path(), &m).unwrap();
+        assert!(c.is_empty() && !seg.exists());
+        assert_eq!(c.repairs.len(), 1);
+        c.repairs[0].clone()
+    }
+
+    #[test]
+    fn a_broken_segment_is_reported_deleted_and_never_read() {
+        let truncated = spoiled(vec![1.0, 0.0], |b| {
+            b.pop();
+        });
+        assert!(truncated.contains("size does not match"), "{truncated}");
+        let flipped = spoiled(vec![1.0, 0.0], |b| b[HEADER + 16 + 3] ^= 0x40);
+        assert!(flipped.contains("do not match the checksum"), "{flipped}");
+        let old = spoiled(vec![1.0, 0.0], |b| b[6] = b'1');
+        assert!(old.contains("not a vector segment of this ragsweep version"), "{old}");
+        let long = spoiled(vec![3.0, 4.0], |_| {});
+        assert!(long.contains("vector 0 is not finite and of unit length"), "{long}");
+        let nan = spoiled(vec![f32::NAN, 0.0], |_| {});
+        assert!(nan.contains("not finite"), "{nan}");
     }
 
     #[test]
