@@ -47,8 +47,9 @@ impl fmt::Display for Location {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    /// The OS error is part of the message, not a `source`, so `{:#}` does not repeat it.
+    #[error("{}: {}", path.display(), cause)]
+    Io { path: PathBuf, cause: std::io::Error },
 
     /// Bad input data: a corpus, golden set or experiment file that cannot be used.
     #[error("{at}: {message}")]
@@ -62,8 +63,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
-        Error::Io { path: path.to_path_buf(), source }
+    pub fn io(path: &Path, cause: std::io::Error) -> Self {
+        Error::Io { path: path.to_path_buf(), cause }
     }
 
     pub fn input(at: Location, message: impl Into<String>) -> Self {

@@ -133,7 +133,7 @@ enum Command {
         #[arg(long, default_value = "ndcg@10")]
         metric: String,
         /// The largest drop of the mean that still passes.
-        #[arg(long, default_value_t = 0.01)]
+        #[arg(long, default_value_t = 0.01, value_parser = parse_margin)]
         margin: f64,
         /// tuning, reserved or all (default: reserved when the run has reserved cases).
         #[arg(long, value_parser = parse_split)]
@@ -149,6 +149,13 @@ enum Command {
 
 #[derive(Clone, Copy)]
 struct SplitChoice(Option<Split>);
+
+fn parse_margin(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if m.is_finite() && m >= 0.0 => Ok(m),
+        _ => Err(format!("{s:?} is not a finite number ≥ 0")),
+    }
+}
 
 fn parse_split(s: &str) -> Result<SplitChoice, String> {
     match s {
@@ -304,6 +311,15 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let (sa, sb) = (Side { run: &base, cell: base_cell }, Side { run: &current, cell });
             let c = compare::compare(&sa, &sb, &metric, split)?;
             print!("{}", c.render(&sa, &sb));
+            if !c.only_a.is_empty() || !c.only_b.is_empty() {
+                let list = |cases: &[String]| if cases.is_empty() { "none".to_string() } else { cases.join(", ") };
+                println!(
+                    "\nNOT COMPARABLE: the runs do not score the same cases on this split.\n  only in the baseline: {}\n  only in the run: {}",
+                    list(&c.only_a),
+                    list(&c.only_b)
+                );
+                return Ok(ExitCode::from(2));
+            }
             let drop = c.mean_a - c.mean_b;
             if drop > margin {
                 println!(
@@ -334,6 +350,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 prepared.cases.iter().filter(|c| !c.answerable).count()
             );
             println!("{}", prepared.access_summary(&exp));
+            for info in &prepared.models {
+                ragsweep::stages::embed::Embedder::check(&dirs.models, info)?;
+                println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -70,6 +70,16 @@ impl Prepared {
 
 pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     let plan = Plan::new(exp);
+    for (key, path, at) in
+        [("corpus.path", &exp.corpus_path, &exp.corpus_path_at), ("golden.path", &exp.golden.path, &exp.golden_path_at)]
+    {
+        if !path.exists() {
+            return Err(Error::input(
+                at.clone(),
+                format!("`{key}` points to {}, which does not exist", path.display()),
+            ));
+        }
+    }
     let mut corpus = Corpus::load(&exp.corpus_path, exp.corpus_format)?;
     let mut cases = golden::load(&exp.golden, &corpus)?;
     golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);

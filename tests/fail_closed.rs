@@ -175,3 +175,189 @@ fn a_corrupted_cache_is_reported_and_rebuilt_never_read() {
     let (stderr, _) = rerun();
     assert!(!stderr.contains("warning"), "{stderr}");
 }
+
+const ONE_DOC: [(&str, &str); 1] = [BENEFITS];
+const ONE_CASE: &str = r#"[{"id": "q1", "question": "vale refeição", "relevant": ["beneficios"]}]"#;
+const BM25: &str =
+    "name = \"inputs\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n";
+
+/// The run is refused, stderr matching `pattern` (a regex), and nothing is written.
+fn refused_matching(f: &Fixture, pattern: &str) {
+    f.run_cmd().assert().failure().code(2).stderr(predicate::str::is_match(pattern).unwrap());
+    let out = f.path().join("out");
+    assert!(!out.exists() || common::walk(&out).is_empty());
+}
+
+#[test]
+fn numbers_that_mean_nothing_are_located_errors() {
+    for (change, pattern) in [
+        ("kind = \"bm25\"\nk1 = nan\n", r"exp\.toml:\d+:6: `k1` must be a finite number, found NaN"),
+        ("kind = \"bm25\"\nb = inf\n", r"exp\.toml:\d+:5: `b` must be a finite number, found inf"),
+        ("kind = \"bm25\"\nk1 = -1.0\n", r"exp\.toml:\d+:6: `k1` must be non-negative"),
+        ("kind = \"bm25\"\nabstain_below = nan\n", r"exp\.toml:\d+:\d+: `abstain_below` must be a finite score"),
+        (
+            "kind = \"hybrid\"\nmodel = \"minilm-l6\"\nfusion = \"convex\"\nalpha = nan\n",
+            r"exp\.toml:\d+:9: `alpha` must be a finite number",
+        ),
+        ("kind = \"hybrid\"\nmodel = \"minilm-l6\"\nfusion = \"rrf\"\nk = nan\n", r"`k` must be a finite number"),
+    ] {
+        let f = Fixture::new(&ONE_DOC, ONE_CASE, &BM25.replace("kind = \"bm25\"\n", change));
+        refused_matching(&f, pattern);
+    }
+    let price = BM25.replace("latency_cases = 0\n", "latency_cases = 0\n[cost]\nllm_usd_per_1m_input_tokens = -0.5\n");
+    refused_matching(
+        &Fixture::new(&ONE_DOC, ONE_CASE, &price),
+        r"exp\.toml:5:31: `cost.llm_usd_per_1m_input_tokens` must be a finite number ≥ 0, found -0.5",
+    );
+    let markdown = BM25.replace("kind = \"none\"", "kind = \"markdown\"\nmax_chars = 0");
+    refused_matching(&Fixture::new(&ONE_DOC, ONE_CASE, &markdown), r"exp\.toml:\d+:13: `max_chars` must be at least 1");
+    let no_filter = BM25.replace("latency_cases = 0\n", "latency_cases = 0\nfilter = []\n");
+    refused_matching(&Fixture::new(&ONE_DOC, ONE_CASE, &no_filter), r"exp\.toml:4:10: `filter` is an empty list");
+}
+
+#[test]
+fn empty_or_ambiguous_golden_sets_and_corpora_are_located_errors() {
+    for (golden, pattern) in [
+        ("[]", r"golden\.json: the golden set has no cases"),
+        (r#"[{"id": "q1", "question": "  "}]"#, r#"golden\.json:1:2: case "q1" has an empty question"#),
+        (
+            r#"[{"id": "q1", "question": "a"}, {"id": "q2", "question": "b", "relevant": []}]"#,
+            r#"golden\.json:1:33: case "q2" names no relevant document: say `"answerable": false`"#,
+        ),
+        (
+            r#"[{"id": "q1", "question": "a", "relevant": [{"id": "beneficios", "grade": -1}]}]"#,
+            r#"case "q1": the grade of "beneficios" must be a non-negative integer, found -1"#,
+        ),
+        (
+            r#"[{"id": "q1", "question": "a", "relevant": [{"id": "beneficios", "grade": "alta"}]}]"#,
+            r#"must be a non-negative integer, found "alta""#,
+        ),
+    ] {
+        refused_matching(&Fixture::new(&ONE_DOC, golden, BM25), pattern);
+    }
+    let f = Fixture::new(&ONE_DOC, ONE_CASE, BM25);
+    std::fs::write(f.path().join("corpus.jsonl"), "\n").unwrap();
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(f.path().join("exp.toml"), exp.replace("path = \"docs\"", "path = \"corpus.jsonl\"")).unwrap();
+    refused_matching(&f, r"corpus\.jsonl: the corpus has no documents");
+    std::fs::write(
+        f.path().join("corpus.jsonl"),
+        "{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"a\", \"text\": \"y\"}\n",
+    )
+    .unwrap();
+    refused_matching(&f, r#"corpus\.jsonl:2: duplicate document id "a" \(first on line 1\)"#);
+}
+
+#[test]
+fn messages_name_the_place_once() {
+    let f = Fixture::new(&ONE_DOC, ONE_CASE, BM25);
+    std::fs::write(f.path().join("docs/beneficios.md"), b"# Beneficios\nol\xe1 vale\n").unwrap();
+    refused_matching(&f, r"docs/beneficios\.md:2:3: byte 0xe1 is not UTF-8");
+
+    std::fs::write(f.path().join("docs/beneficios.txt"), "vale").unwrap();
+    std::fs::write(f.path().join("docs/beneficios.md"), "# Benefícios\nvale\n").unwrap();
+    refused_matching(&f, r#"document id "beneficios" is also the id of .*beneficios\.md"#);
+    std::fs::remove_file(f.path().join("docs/beneficios.txt")).unwrap();
+
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(f.path().join("exp.toml"), exp.replace("path = \"docs\"", "path = \"documentos\"")).unwrap();
+    refused_matching(&f, r"exp\.toml:\d+:8: `corpus.path` points to .*documentos, which does not exist");
+
+    let missing = f.cmd().args(["run", "nada.toml"]).assert().failure();
+    let stderr = String::from_utf8(missing.get_output().stderr.clone()).unwrap();
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_loops_in_a_markdown_corpus_neither_repeat_documents_nor_hang() {
+    let f = Fixture::new(&ONE_DOC, ONE_CASE, BM25);
+    let docs = f.path().join("docs");
+    std::fs::create_dir(docs.join("sub")).unwrap();
+    std::fs::write(docs.join("sub/ferias.md"), "# Férias\nTrinta dias.\n").unwrap();
+    std::os::unix::fs::symlink(&docs, docs.join("sub/loop")).unwrap();
+    std::os::unix::fs::symlink(docs.join("sub"), docs.join("sub/loop2")).unwrap();
+    std::os::unix::fs::symlink(docs.join("beneficios.md"), docs.join("copia.md")).unwrap();
+    f.cmd()
+        .args(["validate", "--models"])
+        .arg(common::repo().join("models"))
+        .arg("exp.toml")
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 documents"));
+}
+
+#[cfg(unix)]
+#[test]
+fn validate_loads_the_model_and_onnx_runtime_that_run_would_load() {
+    let dense = BM25.replace("kind = \"bm25\"", "kind = \"dense\"\nmodel = \"minilm-l6\"");
+    let f = Fixture::new(&ONE_DOC, ONE_CASE, &dense);
+    let installed = common::repo().join("models");
+    let validate = |models: &std::path::Path| {
+        let mut cmd = f.cmd();
+        cmd.env_remove("ORT_DYLIB_PATH").args(["validate", "--models"]).arg(models).arg("exp.toml");
+        cmd.assert()
+    };
+    validate(&installed)
+        .success()
+        .stdout(predicate::str::contains("model minilm-l6: loaded with ONNX Runtime, 384 dimensions"));
+
+    // The model files are there, ONNX Runtime is not.
+    let models = f.path().join("models");
+    std::fs::create_dir_all(models.join("minilm-l6")).unwrap();
+    for entry in std::fs::read_dir(installed.join("minilm-l6")).unwrap() {
+        let entry = entry.unwrap();
+        std::os::unix::fs::symlink(entry.path(), models.join("minilm-l6").join(entry.file_name())).unwrap();
+    }
+    validate(&models).failure().stderr(predicate::str::contains("ONNX Runtime is not installed"));
+
+    // ONNX Runtime is there, the ONNX file is not a model.
+    std::os::unix::fs::symlink(installed.join("onnxruntime"), models.join("onnxruntime")).unwrap();
+    std::fs::remove_file(models.join("minilm-l6/model.onnx")).unwrap();
+    std::fs::write(models.join("minilm-l6/model.onnx"), b"not an onnx file").unwrap();
+    validate(&models).failure().stderr(predicate::str::contains("loading model minilm-l6"));
+}
+
+#[test]
+fn check_refuses_runs_that_do_not_score_the_same_reserved_cases() {
+    let golden = |n: usize| {
+        let cases: Vec<String> = (1..=n)
+            .map(|i| format!(r#"{{"id": "q{i}", "question": "vale refeição {i}", "relevant": ["beneficios"], "split": "reserved"}}"#))
+            .collect();
+        format!("[{}]", cases.join(","))
+    };
+    let base = Fixture::new(&ONE_DOC, &golden(3), BM25);
+    let base_run = base.run();
+    let fewer = Fixture::new(&ONE_DOC, &golden(2), BM25);
+    let fewer_run = fewer.run();
+    let check = |run: &std::path::Path, margin: &str| {
+        let mut cmd = base.cmd();
+        cmd.arg("check").arg(run).arg("--baseline").arg(&base_run).args([
+            "--metric",
+            "ndcg@1",
+            &format!("--margin={margin}"),
+        ]);
+        cmd.assert()
+    };
+    check(&base_run, "0.01").code(0).stdout(predicate::str::contains("PASS"));
+    check(&fewer_run, "0.01")
+        .code(2)
+        .stdout(predicate::str::contains("NOT COMPARABLE"))
+        .stdout(predicate::str::contains("only in the baseline: q3"))
+        .stdout(predicate::str::contains("PASS").not());
+
+    // Lines removed from a finished run's per_query.jsonl.
+    let edited = Fixture::new(&ONE_DOC, &golden(3), BM25);
+    let edited_run = edited.run();
+    let per_query = edited_run.join("per_query.jsonl");
+    let text = std::fs::read_to_string(&per_query).unwrap();
+    std::fs::write(&per_query, text.lines().take(1).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    check(&edited_run, "0.01")
+        .code(2)
+        .stderr(predicate::str::contains("per_query.jsonl has 1 cases of cell c01 on reserved, matrix.json says 3"));
+
+    for margin in ["nan", "inf", "-0.1"] {
+        check(&base_run, margin).code(2).stderr(predicate::str::contains("is not a finite number ≥ 0"));
+    }
+}

@@ -93,10 +93,27 @@ impl RunData {
             .collect();
         let cases_path = dir.join("cases.jsonl");
         let cases: Vec<CaseInfo> = if cases_path.exists() { jsonl(&cases_path)? } else { Vec::new() };
+        let records: Vec<CaseLine> = jsonl(&dir.join("per_query.jsonl"))?;
+        let mut counts: HashMap<(&str, Split), usize> = HashMap::new();
+        for r in &records {
+            *counts.entry((r.cell.as_str(), r.split)).or_default() += 1;
+        }
+        for row in &matrix.rows {
+            let found = counts.get(&(row.cell.as_str(), row.split)).copied().unwrap_or(0);
+            if found != row.cases {
+                return Err(Error::Other(format!(
+                    "{}: per_query.jsonl has {found} cases of cell {} on {}, matrix.json says {}: the run is incomplete or edited",
+                    dir.display(),
+                    row.cell,
+                    row.split.as_str(),
+                    row.cases
+                )));
+            }
+        }
         Ok(RunData {
             dir: dir.to_path_buf(),
             cells,
-            records: jsonl(&dir.join("per_query.jsonl"))?,
+            records,
             cases: cases.into_iter().map(|c| (c.case.clone(), c)).collect(),
             selected: matrix.selection.map(|s| s.cell),
             golden_hash: manifest.golden.hash,
@@ -174,6 +191,9 @@ pub struct Comparison {
     pub split: Option<Split>,
     /// Cases scored by both sides.
     pub n: usize,
+    /// Cases only side A (B) has on the compared split: the sides are not comparable.
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
     pub mean_a: f64,
     pub mean_b: f64,
     pub ci_a: Option<Interval>,
@@ -222,6 +242,17 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
         Ok(out)
     };
     let (va, vb) = (values(a)?, values(b)?);
+    let listed = |side: &Side<'r>| -> Vec<&'r str> {
+        side.run.records_of(&side.cell.id, split).map(|r| r.case.as_str()).collect()
+    };
+    let (listed_a, listed_b) = (listed(a), listed(b));
+    let only = |mine: &[&str], theirs: &[&str]| -> Vec<String> {
+        let theirs: std::collections::HashSet<&str> = theirs.iter().copied().collect();
+        let mut out: Vec<String> = mine.iter().filter(|c| !theirs.contains(*c)).map(|c| c.to_string()).collect();
+        out.sort();
+        out
+    };
+    let (only_a, only_b) = (only(&listed_a, &listed_b), only(&listed_b, &listed_a));
     let mut cases: Vec<&str> = va.keys().filter(|c| vb.contains_key(*c)).copied().collect();
     cases.sort();
     if cases.is_empty() {
@@ -243,6 +274,8 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
         metric: metric.to_string(),
         split,
         n: cases.len(),
+        only_a,
+        only_b,
         mean_a: mean(&a_values),
         mean_b: mean(&b_values),
         ci_a: stats::bootstrap_mean(&a_values, stats::BOOTSTRAP_RESAMPLES, stats::SEED),

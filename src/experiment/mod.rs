@@ -59,9 +59,9 @@ struct RawExperiment {
 #[serde(deny_unknown_fields)]
 struct RawCost {
     #[serde(default)]
-    embedding_usd_per_1m_tokens: f64,
+    embedding_usd_per_1m_tokens: Option<Spanned<f64>>,
     #[serde(default)]
-    llm_usd_per_1m_input_tokens: f64,
+    llm_usd_per_1m_input_tokens: Option<Spanned<f64>>,
     /// `"words"` or an installed model id whose tokenizer counts context tokens.
     #[serde(default)]
     tokenizer: Option<String>,
@@ -335,6 +335,9 @@ pub struct Experiment {
     /// Cases in each cell's timed latency pass (0: no timed pass).
     pub latency_cases: usize,
     pub corpus_path: PathBuf,
+    /// Where `corpus.path` and `golden.path` are written, for errors about them.
+    pub corpus_path_at: Location,
+    pub golden_path_at: Location,
     pub corpus_format: Option<CorpusFormat>,
     pub golden: GoldenSource,
     pub default_groups: Vec<String>,
@@ -392,7 +395,7 @@ impl Experiment {
     }
 
     pub fn load(path: &Path) -> Result<Experiment> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::input::text::read(path)?;
         Experiment::parse(path, &text)
     }
 
@@ -444,6 +447,12 @@ impl Experiment {
             None => vec![Filter::None],
             Some(v) => {
                 let items: Vec<&Value> = match v.get_ref() {
+                    Value::Array(a) if a.is_empty() => {
+                        return Err(bad(
+                            v.span(),
+                            "`filter` is an empty list: name at least one of \"none\", \"in_query\", \"post\"".into(),
+                        ))
+                    }
                     Value::Array(a) => a.iter().collect(),
                     one => vec![one],
                 };
@@ -462,6 +471,15 @@ impl Experiment {
                     });
                 }
                 out
+            }
+        };
+        let price = |value: Option<Spanned<f64>>, key: &str| -> Result<f64> {
+            match value {
+                None => Ok(0.0),
+                Some(v) if v.get_ref().is_finite() && *v.get_ref() >= 0.0 => Ok(*v.get_ref()),
+                Some(v) => {
+                    Err(bad(v.span(), format!("`cost.{key}` must be a finite number ≥ 0, found {}", v.get_ref())))
+                }
             }
         };
         let synthetic_acl_at =
@@ -503,6 +521,8 @@ impl Experiment {
             select,
             latency_cases: raw.latency_cases.unwrap_or(LATENCY_CASES),
             corpus_path: base.join(raw.corpus.path.get_ref()),
+            corpus_path_at: at(raw.corpus.path.span()),
+            golden_path_at: at(raw.golden.path.span()),
             corpus_format: raw.corpus.format,
             golden: GoldenSource {
                 path: base.join(raw.golden.path.get_ref()),
@@ -515,8 +535,14 @@ impl Experiment {
             synthetic_acl_at,
             missing_acl: raw.permissions.missing_acl,
             prices: Prices {
-                embedding_usd_per_1m_tokens: raw.cost.embedding_usd_per_1m_tokens,
-                llm_usd_per_1m_input_tokens: raw.cost.llm_usd_per_1m_input_tokens,
+                embedding_usd_per_1m_tokens: price(
+                    raw.cost.embedding_usd_per_1m_tokens,
+                    "embedding_usd_per_1m_tokens",
+                )?,
+                llm_usd_per_1m_input_tokens: price(
+                    raw.cost.llm_usd_per_1m_input_tokens,
+                    "llm_usd_per_1m_input_tokens",
+                )?,
             },
             cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| "words".into()),
             shared: Experiment::shared_stages(&cells),
@@ -621,6 +647,9 @@ fn int(
 
 fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<f64> {
     match combo.get(key) {
+        Some((Value::Float(f), span)) if !f.is_finite() => {
+            Err(bad(span, format!("`{key}` must be a finite number, found {f}")))
+        }
         Some((Value::Float(f), _)) => Ok(*f),
         Some((Value::Integer(i), _)) => Ok(*i as f64),
         Some((v, span)) => {
@@ -694,6 +723,9 @@ fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) 
         "markdown" => {
             only(combo, &["max_chars", "title", "headings"], bad)?;
             let max_chars = combo.get("max_chars").map(|_| int(combo, "max_chars", None, bad)).transpose()?;
+            if max_chars == Some(0) {
+                return Err(bad(combo.get("max_chars").unwrap().1, "`max_chars` must be at least 1".into()));
+            }
             ChunkerKind::Markdown { max_chars }
         }
         other => {
@@ -819,6 +851,9 @@ fn retriever_cell_from(
 ) -> Result<(RetrieverSpec, Option<Abstain>)> {
     let abstain = match combo.get("abstain_below") {
         None => None,
+        Some((Value::Float(f), span)) if !f.is_finite() => {
+            return Err(bad(span, format!("`abstain_below` must be a finite score, found {f}")));
+        }
         Some((Value::Float(f), _)) => Some(Abstain::Below(*f)),
         Some((Value::Integer(i), _)) => Some(Abstain::Below(*i as f64)),
         Some((Value::String(s), _)) if s == "calibrate" => Some(Abstain::Calibrate),

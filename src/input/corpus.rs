@@ -4,14 +4,12 @@
 //! identified by a content hash, so every later stage can be keyed by it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
-use crate::input::frontmatter;
+use crate::input::{frontmatter, text};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
@@ -171,12 +169,6 @@ struct JsonDoc {
     other: serde_json::Map<String, serde_json::Value>,
 }
 
-/// Opens a file for line-by-line streaming.
-pub(crate) fn open_lines(path: &Path) -> Result<std::io::Lines<BufReader<File>>> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    Ok(BufReader::with_capacity(1 << 20, file).lines())
-}
-
 /// Parses one JSON line, turning a syntax error into a located input error.
 pub(crate) fn parse_json_line<T: serde::de::DeserializeOwned>(path: &Path, line_no: usize, line: &str) -> Result<T> {
     serde_json::from_str(line).map_err(|e| {
@@ -189,15 +181,16 @@ pub(crate) fn parse_json_line<T: serde::de::DeserializeOwned>(path: &Path, line_
 
 fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
     let mut docs = Vec::new();
-    for (i, line) in open_lines(path)?.enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
+    let mut first_line: HashMap<String, usize> = HashMap::new();
+    for line in text::lines(path)? {
+        let (line_no, line) = line?;
         if line.trim().is_empty() {
             continue;
         }
-        let raw: JsonDoc = parse_json_line(path, i + 1, &line)?;
+        let raw: JsonDoc = parse_json_line(path, line_no, &line)?;
         if let Some(key) = raw.other.keys().find(|k| frontmatter::looks_like_acl(k)) {
             return Err(Error::input(
-                Location::line(path, i + 1),
+                Location::line(path, line_no),
                 format!("field {key:?} is not read: a document's access list is its `acl` field"),
             ));
         }
@@ -211,22 +204,40 @@ fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
             })
             .collect();
         let id = raw.id.into_string();
+        if let Some(first) = first_line.insert(id.clone(), line_no) {
+            return Err(Error::input(
+                Location::line(path, line_no),
+                format!("duplicate document id {id:?} (first on line {first})"),
+            ));
+        }
         let title = raw.title.filter(|t| !t.is_empty());
         let sections = markdown_sections(&id, &raw.text);
         docs.push(Document { id, title, text: raw.text, meta, acl: raw.acl, sections });
+    }
+    if docs.is_empty() {
+        return Err(Error::input(Location::file(path), "the corpus has no documents"));
     }
     Ok(docs)
 }
 
 fn read_folder(root: &Path) -> Result<Vec<Document>> {
     let mut files = Vec::new();
-    collect_files(root, &mut files)?;
+    let canonical = root.canonicalize().map_err(|e| Error::io(root, e))?;
+    let mut seen_dirs = std::collections::HashSet::from([canonical.clone()]);
+    collect_files(&canonical, root, &mut seen_dirs, &mut files)?;
     files.sort();
     let mut docs = Vec::with_capacity(files.len());
+    let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     for path in files {
-        let raw = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let raw = text::read(&path)?;
         let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
         let id = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        if let Some(first) = first_file.insert(id.clone(), path.clone()) {
+            return Err(Error::input(
+                Location::file(&path),
+                format!("document id {id:?} is also the id of {} (ids are paths without extension)", first.display()),
+            ));
+        }
         let (front, text) = frontmatter::split(&path, &raw)?;
         let text = text.to_string();
         let sections = markdown_sections(&id, &text);
@@ -238,15 +249,34 @@ fn read_folder(root: &Path) -> Result<Vec<Document>> {
     Ok(docs)
 }
 
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// The `.md`/`.txt` files under `dir`. A symbolic link that points inside the corpus is
+/// skipped (its target is read once, under its own path); a directory is entered once, so a
+/// link loop cannot repeat documents or hang.
+fn collect_files(
+    root: &Path,
+    dir: &Path,
+    seen_dirs: &mut std::collections::HashSet<PathBuf>,
+    out: &mut Vec<PathBuf>,
+) -> Result<()> {
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let path = entry.map_err(|e| Error::io(dir, e))?.path();
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name.starts_with('.') {
             continue;
         }
+        let file_type = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if file_type.is_symlink() {
+            let target = path.canonicalize().map_err(|e| Error::io(&path, e))?;
+            if target.starts_with(root) {
+                continue;
+            }
+        }
         if path.is_dir() {
-            collect_files(&path, out)?;
+            let canonical = path.canonicalize().map_err(|e| Error::io(&path, e))?;
+            if seen_dirs.insert(canonical) {
+                collect_files(root, &path, seen_dirs, out)?;
+            }
         } else if matches!(path.extension().and_then(|e| e.to_str()), Some("md" | "txt")) {
             out.push(path);
         }

@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::analyze::normalize;
 use crate::error::{Error, Location, Result};
-use crate::input::corpus::{open_lines, parse_json_line, Corpus, JsonId};
+use crate::input::corpus::{parse_json_line, Corpus, JsonId};
+use crate::input::text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -99,10 +101,14 @@ pub fn load(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
         None if source.path.is_dir() => GoldenFormat::Beir,
         None => GoldenFormat::Json,
     };
-    match format {
-        GoldenFormat::Beir => read_beir(source, corpus),
-        GoldenFormat::Json => read_json(&source.path, corpus),
+    let cases = match format {
+        GoldenFormat::Beir => read_beir(source, corpus)?,
+        GoldenFormat::Json => read_json(&source.path, corpus)?,
+    };
+    if cases.is_empty() {
+        return Err(Error::input(Location::file(&source.path), "the golden set has no cases"));
     }
+    Ok(cases)
 }
 
 #[derive(Deserialize)]
@@ -126,11 +132,11 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
         source.tuning.iter().map(|n| (n, Split::Tuning)).chain(source.reserved.iter().map(|n| (n, Split::Reserved)));
     for (name, split) in named {
         let path = root.join("qrels").join(format!("{name}.tsv"));
-        for (i, line) in open_lines(&path)?.enumerate() {
-            let line = line.map_err(|e| Error::io(&path, e))?;
-            let at = || Location::line(&path, i + 1);
+        for line in text::lines(&path)? {
+            let (line_no, line) = line?;
+            let at = || Location::line(&path, line_no);
             let fields: Vec<&str> = line.split('\t').map(str::trim).collect();
-            if line.trim().is_empty() || (i == 0 && fields.first() == Some(&"query-id")) {
+            if line.trim().is_empty() || (line_no == 1 && fields.first() == Some(&"query-id")) {
                 continue;
             }
             // BEIR: qid doc score; TREC: qid 0 doc score.
@@ -153,12 +159,12 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
     }
     let queries_path = root.join("queries.jsonl");
     let mut cases = Vec::with_capacity(judged.len());
-    for (i, line) in open_lines(&queries_path)?.enumerate() {
-        let line = line.map_err(|e| Error::io(&queries_path, e))?;
+    for line in text::lines(&queries_path)? {
+        let (line_no, line) = line?;
         if line.trim().is_empty() {
             continue;
         }
-        let q: BeirQuery = parse_json_line(&queries_path, i + 1, &line)?;
+        let q: BeirQuery = parse_json_line(&queries_path, line_no, &line)?;
         let id = q.id.into_string();
         if let Some((split, relevant)) = judged.remove(&id) {
             let answerable = relevant.iter().any(|l| l.grade > 0);
@@ -184,46 +190,60 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
     Ok(cases)
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawLabel {
-    Id(String),
-    Graded {
-        id: String,
-        #[serde(default = "one")]
-        grade: u32,
-    },
+/// One item or a list of them, as JSON.
+fn items(value: Option<Value>) -> Vec<Value> {
+    match value {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(one) => vec![one],
+    }
 }
 
-fn one() -> u32 {
-    1
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum RawEvidence {
-    Text(String),
-    Located {
-        #[serde(alias = "trecho")]
-        text: String,
-        #[serde(default, alias = "documento")]
-        doc: Option<String>,
-    },
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum OneOrMany<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T> OneOrMany<T> {
-    fn into_vec(self) -> Vec<T> {
-        match self {
-            OneOrMany::One(t) => vec![t],
-            OneOrMany::Many(v) => v,
+/// A label: `"DOC"`, `"DOC#section"` or `{"id": …, "grade": n}` with n a non-negative integer.
+fn label(value: Value) -> Result<Label, String> {
+    match value {
+        Value::String(id) => Ok(Label { id, grade: 1 }),
+        Value::Object(mut map) => {
+            let id = match map.remove("id") {
+                Some(Value::String(id)) => id,
+                _ => return Err("a graded label needs a string `id`".into()),
+            };
+            let grade = match map.remove("grade") {
+                None => 1,
+                Some(g) => g
+                    .as_u64()
+                    .and_then(|g| u32::try_from(g).ok())
+                    .ok_or_else(|| format!("the grade of {id:?} must be a non-negative integer, found {g}"))?,
+            };
+            if let Some(key) = map.keys().next() {
+                return Err(format!("label {id:?} has unknown field `{key}` (a label has `id` and `grade`)"));
+            }
+            Ok(Label { id, grade })
         }
+        other => Err(format!("a label is a document or section id, or {{\"id\", \"grade\"}}; found {other}")),
+    }
+}
+
+/// An evidence span: its text, or `{"text": …, "doc": …}`.
+fn evidence(value: Value, default_doc: &Option<String>) -> Result<Evidence, String> {
+    match value {
+        Value::String(text) => Ok(Evidence { text, doc: default_doc.clone() }),
+        Value::Object(mut map) => {
+            let text = match map.remove("text").or_else(|| map.remove("trecho")) {
+                Some(Value::String(t)) => t,
+                _ => return Err("an evidence span needs a string `text`".into()),
+            };
+            let doc = match map.remove("doc").or_else(|| map.remove("documento")) {
+                None | Some(Value::Null) => default_doc.clone(),
+                Some(Value::String(d)) => Some(d),
+                Some(other) => return Err(format!("an evidence span's `doc` must be a string, found {other}")),
+            };
+            if let Some(key) = map.keys().next() {
+                return Err(format!("evidence has unknown field `{key}` (it has `text` and `doc`)"));
+            }
+            Ok(Evidence { text, doc })
+        }
+        other => Err(format!("evidence is a text, or {{\"text\", \"doc\"}}; found {other}")),
     }
 }
 
@@ -241,9 +261,9 @@ struct RawCase {
     #[serde(default, alias = "grupos")]
     groups: Option<Vec<String>>,
     #[serde(default, alias = "relevantes")]
-    relevant: Option<OneOrMany<RawLabel>>,
+    relevant: Option<Value>,
     #[serde(default, alias = "trecho", alias = "trechos")]
-    evidence: Option<OneOrMany<RawEvidence>>,
+    evidence: Option<Value>,
     /// Default document for evidence spans that do not name one.
     #[serde(default, alias = "documento")]
     doc: Option<String>,
@@ -267,7 +287,7 @@ fn hint_meta(message: String) -> String {
 
 /// Reads a JSON array (or JSONL) of cases, checking every label against the corpus.
 fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = text::read(path)?;
     let mut located: Vec<(Location, RawCase)> = Vec::new();
     if text.trim_start().starts_with('[') {
         let items: Vec<&RawValue> = serde_json::from_str(&text).map_err(|e| {
@@ -308,31 +328,25 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
         if let Some(first) = seen.insert(id.clone(), at.clone()) {
             return Err(bad(format!("duplicate case id {id:?} (first at {first})")));
         }
-        let relevant: Vec<Label> = raw
-            .relevant
-            .map(OneOrMany::into_vec)
-            .unwrap_or_default()
+        if raw.question.trim().is_empty() {
+            return Err(bad(format!("case {id:?} has an empty question")));
+        }
+        let relevant_given = raw.relevant.is_some();
+        let relevant: Vec<Label> = items(raw.relevant)
             .into_iter()
-            .map(|l| match l {
-                RawLabel::Id(id) => Label { id, grade: 1 },
-                RawLabel::Graded { id, grade } => Label { id, grade },
-            })
-            .collect();
+            .map(label)
+            .collect::<Result<_, String>>()
+            .map_err(|e| bad(format!("case {id:?}: {e}")))?;
         for label in &relevant {
             if corpus.target(&label.id).is_none() {
                 return Err(bad(format!("case {id:?} names unknown document or section {:?}", label.id)));
             }
         }
-        let evidence: Vec<Evidence> = raw
-            .evidence
-            .map(OneOrMany::into_vec)
-            .unwrap_or_default()
+        let evidence: Vec<Evidence> = items(raw.evidence)
             .into_iter()
-            .map(|e| match e {
-                RawEvidence::Text(text) => Evidence { text, doc: raw.doc.clone() },
-                RawEvidence::Located { text, doc } => Evidence { text, doc: doc.or_else(|| raw.doc.clone()) },
-            })
-            .collect();
+            .map(|e| evidence(e, &raw.doc))
+            .collect::<Result<_, String>>()
+            .map_err(|e| bad(format!("case {id:?}: {e}")))?;
         for ev in &evidence {
             let needle = normalize(&ev.text);
             if needle.is_empty() {
@@ -359,6 +373,15 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             }
         }
         let has_labels = relevant.iter().any(|l| l.grade > 0) || !evidence.is_empty();
+        if !has_labels && relevant_given && raw.answerable != Some(false) {
+            return Err(bad(format!(
+                "case {id:?} names no relevant document: say `\"answerable\": false` if no answer exists, \
+                 or label where the answer is"
+            )));
+        }
+        if !has_labels && raw.answerable == Some(true) {
+            return Err(bad(format!("case {id:?} is answerable but names no relevant document or evidence")));
+        }
         let answerable = raw.answerable.unwrap_or(has_labels);
         if let Some(meta) = raw.meta.as_ref().filter(|m| !m.is_object()) {
             return Err(bad(format!("case {id:?}: `meta` must be a JSON object, found {meta}")));
@@ -374,6 +397,9 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             tags: raw.tags,
             meta: raw.meta,
         });
+    }
+    if cases.is_empty() {
+        return Err(Error::input(Location::file(path), "the golden set has no cases"));
     }
     Ok(cases)
 }

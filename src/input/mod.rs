@@ -4,3 +4,4 @@
 pub mod corpus;
 pub mod frontmatter;
 pub mod golden;
+pub mod text;

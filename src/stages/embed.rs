@@ -199,6 +199,21 @@ impl Embedder {
         Ok(Embedder { info: info.clone(), model: Mutex::new(model) })
     }
 
+    /// Loads the model with ONNX Runtime and embeds one text, checking the dimension
+    /// `model.toml` declares: what `validate` runs so that `run` cannot fail on the model.
+    pub fn check(models: &Path, info: &ModelInfo) -> Result<()> {
+        let vector = Embedder::load(models, info, 1)?.embed_batch(&["ragsweep validate"], Role::Query)?.remove(0);
+        if vector.len() != info.dim {
+            return Err(Error::Other(format!(
+                "model {} gives {}-dimensional vectors; its model.toml says {}",
+                info.id,
+                vector.len(),
+                info.dim
+            )));
+        }
+        Ok(())
+    }
+
     /// Embeds one batch (prefixes added here), L2-normalised.
     pub fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
         Embedding::embed_batch(self, texts, role)

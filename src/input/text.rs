@@ -1,0 +1,62 @@
+//! Reading input files as UTF-8 text. Bytes that are not UTF-8 are an error located at
+//! file, line and column, never replaced or skipped.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use crate::error::{Error, Location, Result};
+
+/// The whole file as text.
+pub fn read(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let bad = e.utf8_error().valid_up_to();
+        let line_start = bytes[..bad].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = bytes[..bad].iter().filter(|&&b| b == b'\n').count() + 1;
+        not_utf8(path, line, &bytes[line_start..], bad - line_start)
+    })
+}
+
+/// The file's lines, numbered from 1, without their line ends.
+pub fn lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>> + '_> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    Ok(BufReader::with_capacity(1 << 20, file).split(b'\n').enumerate().map(move |(i, bytes)| {
+        let mut bytes = bytes.map_err(|e| Error::io(path, e))?;
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        String::from_utf8(bytes)
+            .map(|s| (i + 1, s))
+            .map_err(|e| not_utf8(path, i + 1, e.as_bytes(), e.utf8_error().valid_up_to()))
+    }))
+}
+
+/// `line` holds a byte that is not UTF-8 at `bad`.
+fn not_utf8(path: &Path, line: usize, line_bytes: &[u8], bad: usize) -> Error {
+    let column = String::from_utf8_lossy(&line_bytes[..bad]).chars().count() + 1;
+    Error::input(
+        Location { path: path.to_path_buf(), line, column },
+        format!("byte 0x{:02x} is not UTF-8: input files must be UTF-8 text", line_bytes[bad]),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.txt");
+        std::fs::write(&p, b"ok\nol\xe1 mundo\n").unwrap();
+        let err = read(&p).unwrap_err().to_string();
+        assert!(err.ends_with("f.txt:2:3: byte 0xe1 is not UTF-8: input files must be UTF-8 text"), "{err}");
+        let err = lines(&p).unwrap().find_map(|l| l.err()).unwrap().to_string();
+        assert!(err.contains("f.txt:2:3:"), "{err}");
+        std::fs::write(&p, "a\r\nção\n").unwrap();
+        let got: Vec<(usize, String)> = lines(&p).unwrap().map(|l| l.unwrap()).collect();
+        assert_eq!(got, [(1, "a".to_string()), (2, "ção".to_string())]);
+    }
+}
