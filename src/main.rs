@@ -218,7 +218,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
             }
-            let mut writer = report::RunWriter::create(&report::run_dir(&out, &exp, &run_id))?;
+            let mut writer = create_writer(&out, &exp, &run_id)?;
             let columns = exp.columns();
             let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
             print_stage_work(&outcome.stages);
@@ -266,7 +266,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Merge { experiment, shards, out } => {
             let exp = Experiment::load(&experiment)?;
             let run_id = format!("{}-merged", report::run_id(&exp, std::time::SystemTime::now()));
-            let mut writer = report::RunWriter::create(&report::run_dir(&out, &exp, &run_id))?;
+            let mut writer = create_writer(&out, &exp, &run_id)?;
             let mut run = ragsweep::compare::merge::merge(&exp, &shards, &mut writer)?;
             run.manifest.run_id = run_id;
             let dir = writer.finish(&run)?;
@@ -357,6 +357,15 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The run's writer, saying which stale staging directories it removed.
+fn create_writer(out: &std::path::Path, exp: &Experiment, run_id: &str) -> anyhow::Result<report::RunWriter> {
+    let writer = report::RunWriter::create(&report::run_dir(out, exp, run_id))?;
+    for stale in writer.removed_stale() {
+        eprintln!("removed {}: left by a run killed more than a day ago", stale.display());
+    }
+    Ok(writer)
 }
 
 /// The matrix as Markdown on standard output, and the selection when there is one.

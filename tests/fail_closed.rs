@@ -361,3 +361,45 @@ fn check_refuses_runs_that_do_not_score_the_same_reserved_cases() {
         check(&base_run, margin).code(2).stderr(predicate::str::contains("is not a finite number ≥ 0"));
     }
 }
+
+#[test]
+fn two_runs_started_together_into_one_folder_both_finish() {
+    let f = Fixture::new(&ONE_DOC, ONE_CASE, BM25);
+    let spawn = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+            .current_dir(f.path())
+            .args(["run", "-q", "--cache", "cache", "--out", "out", "exp.toml"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    for child in [a, b] {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let runs: Vec<_> = std::fs::read_dir(f.path().join("out/inputs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in runs {
+        assert!(run.join("matrix.json").is_file(), "{}", run.display());
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn staging_left_by_a_killed_run_is_removed_after_a_day_and_said() {
+    let f = Fixture::new(&ONE_DOC, ONE_CASE, BM25);
+    let folder = f.path().join("out/inputs");
+    let (old, young) = (folder.join(".20250101T000000Z-0000-000000.partial"), folder.join(".recent.partial"));
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::create_dir_all(&young).unwrap();
+    let two_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 24 * 3600);
+    std::fs::File::open(&old).unwrap().set_modified(two_days_ago).unwrap();
+    f.run_cmd().assert().success().stderr(predicate::str::contains(format!(
+        "removed {}: left by a run killed more than a day ago",
+        old.display()
+    )));
+    assert!(!old.exists());
+    assert!(young.exists(), "a staging directory touched within a day may belong to a live run");
+}

@@ -52,19 +52,52 @@ pub fn split<'a>(path: &Path, raw: &'a str) -> Result<(FrontMatter, &'a str)> {
                 "TOML front matter (+++) is not read: write YAML between --- fences",
             ))
         }
-        _ => return Ok((FrontMatter::default(), raw)),
+        _ => {
+            check_no_acl_in_text(path, 1, raw)?;
+            return Ok((FrontMatter::default(), raw));
+        }
     }
     let mut offset: usize = raw.split_inclusive('\n').take(open_index + 1).map(str::len).sum();
-    let mut body = Vec::new();
+    let mut body: Vec<&str> = Vec::new();
     for (_, line) in lines {
         offset += line.len();
         let l = line.trim_end();
         if l == "---" || l == "..." {
-            return Ok((parse(path, open_index + 2, &body)?, &raw[offset..]));
+            if body.iter().all(|l: &&str| strip_comment(l).trim().is_empty()) {
+                return Err(Error::input(
+                    Location::line(path, open_index + 1),
+                    "empty front matter: put `title`, `acl` or `meta` between the --- lines, or remove them",
+                ));
+            }
+            let text = &raw[offset..];
+            check_no_acl_in_text(path, open_index + body.len() + 3, text)?;
+            return Ok((parse(path, open_index + 2, &body)?, text));
         }
         body.push(l);
     }
     Err(Error::input(Location::line(path, open_index + 1), "front matter opened with --- is never closed"))
+}
+
+/// A line of the text that starts like an access list (`acl:`) was meant for front matter
+/// (a fence mistyped, or closed too early); read as text, it would leave the document public.
+fn check_no_acl_in_text(path: &Path, first_line: usize, text: &str) -> Result<()> {
+    for (i, line) in text.lines().enumerate() {
+        if starts_like_acl(line) {
+            let key = line.split(':').next().unwrap_or("").trim();
+            return Err(Error::input(
+                Location::line(path, first_line + i),
+                format!("`{key}:` after the front matter has closed: access lists go between the --- lines"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `acl:` or `acls:` (any case), after any punctuation or spaces: a line meant for front matter.
+pub fn starts_like_acl(line: &str) -> bool {
+    let Some((key, _)) = line.split_once(':') else { return false };
+    let key = key.trim_start_matches(|c: char| !c.is_alphanumeric()).trim_end();
+    matches!(key.to_lowercase().as_str(), "acl" | "acls")
 }
 
 /// `line` without a YAML comment: `#` at the start or after whitespace, outside quotes.
@@ -218,6 +251,16 @@ mod tests {
             assert!(err.starts_with(&format!("d.md:{line}:")), "{text:?}: {err}");
         }
         assert!(fm("---\nACL: [rh]\n---\n").unwrap_err().to_string().contains("`acl: [group, ...]`"));
+        // Found by fuzzing: a doubled or mistyped fence leaves the access list in the text.
+        for (text, at) in [
+            ("---\n---\ntitle: x\nacl: [rh]\n---\nTexto\n", "d.md:1: empty front matter"),
+            ("---\ntitle: x\n---\nacl: [rh]\n---\nTexto\n", "d.md:4: `acl:` after the front matter"),
+            ("--\ntitle: x\nacl: [rh]\n---\nTexto\n", "d.md:3: `acl:` after the front matter"),
+            ("[\n---\n [acls: rh\n---\n", "d.md:3: `[acls:` after the front matter"),
+        ] {
+            let err = fm(text).unwrap_err().to_string();
+            assert!(err.starts_with(at), "{text:?}: {err}");
+        }
         assert!(fm("+++\nacl = [\"rh\"]\n+++\n").unwrap_err().to_string().contains("TOML front matter"));
     }
 

@@ -127,9 +127,15 @@ pub fn run_dir(out: &Path, exp: &Experiment, run_id: &str) -> PathBuf {
 }
 
 /// A run identifier: UTC time of the run and the experiment's config hash.
+///
+/// `STAMP-CONFIG-UNIQUE`: the UTC second, the experiment file's hash, and 6 hex digits of
+/// this process and instant, so two runs started in the same second never share an id.
 pub fn run_id(exp: &Experiment, now: std::time::SystemTime) -> String {
-    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    format!("{}-{}", utc_stamp(secs), &exp.config_hash[..8])
+    let since = now.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let mut unique = blake3::Hasher::new();
+    unique.update(&std::process::id().to_le_bytes());
+    unique.update(&since.as_nanos().to_le_bytes());
+    format!("{}-{}-{}", utc_stamp(since.as_secs()), &exp.config_hash[..8], &unique.finalize().to_hex()[..6])
 }
 
 /// `YYYYMMDDTHHMMSSZ` for seconds since the Unix epoch.
@@ -157,22 +163,70 @@ pub struct RunWriter {
     dir: PathBuf,
     staging: PathBuf,
     per_query: io::BufWriter<fs::File>,
+    removed_stale: Vec<PathBuf>,
+}
+
+/// Staging directories (`.NAME.partial`) are stale once untouched for this long.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Removes the staging directories in `parent` that no run has touched for a day.
+fn remove_stale_staging(parent: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(parent).map_err(|e| Error::io(parent, e))?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with('.') && name.ends_with(".partial")) {
+            continue;
+        }
+        let path = entry.path();
+        // A live run touches its per-query file and runs/ folder as each cell finishes.
+        let touched = [path.clone(), path.join("runs"), path.join("per_query.jsonl")]
+            .iter()
+            .filter_map(|p| fs::metadata(p).and_then(|m| m.modified()).ok())
+            .max();
+        if touched.and_then(|t| t.elapsed().ok()).is_some_and(|age| age > STALE_AFTER) {
+            fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
 }
 
 impl RunWriter {
     /// Starts writing the run that will appear at `dir` (which must not exist yet).
+    ///
+    /// The staging directory is created exclusively: a run never writes into, or removes,
+    /// another run's. Staging directories left by killed runs more than a day ago are removed
+    /// (see [`RunWriter::removed_stale`]).
     pub fn create(dir: &Path) -> Result<RunWriter> {
         let parent = dir.parent().expect("run dir has a parent");
         let name = dir.file_name().expect("run dir has a name").to_string_lossy();
-        let staging = parent.join(format!(".{name}.partial"));
-        if staging.exists() {
-            fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+        fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        let removed_stale = remove_stale_staging(parent)?;
+        if dir.exists() {
+            return Err(Error::Other(format!("{}: a run with this id already exists", dir.display())));
         }
-        let runs = staging.join("runs");
-        fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, e))?;
-        let path = staging.join("per_query.jsonl");
-        let file = fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(RunWriter { dir: dir.to_path_buf(), staging, per_query: io::BufWriter::new(file) })
+        let staging = parent.join(format!(".{name}.partial"));
+        fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;
+        let open = || -> Result<fs::File> {
+            let runs = staging.join("runs");
+            fs::create_dir(&runs).map_err(|e| Error::io(&runs, e))?;
+            let path = staging.join("per_query.jsonl");
+            fs::File::create_new(&path).map_err(|e| Error::io(&path, e))
+        };
+        match open() {
+            Ok(file) => {
+                Ok(RunWriter { dir: dir.to_path_buf(), staging, per_query: io::BufWriter::new(file), removed_stale })
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(&staging);
+                Err(e)
+            }
+        }
+    }
+
+    /// Staging directories of killed runs, older than a day, that `create` removed.
+    pub fn removed_stale(&self) -> &[PathBuf] {
+        &self.removed_stale
     }
 
     /// One cell's case results: their `per_query.jsonl` lines and the cell's TREC run.
