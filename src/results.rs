@@ -174,6 +174,13 @@ pub struct Row {
     pub abstain: Option<AbstainRow>,
     /// Every metric column's mean, n and interval, in column order.
     pub metrics: Ordered<Mean>,
+    /// Holm-adjusted p-value of the paired test against the best eligible cell of this split
+    /// on the decision metric (SPEC §7); 1 for the best cell itself.
+    #[serde(default)]
+    pub p_vs_best: Option<f64>,
+    /// Not significantly worse than the best cell at α = 0.05.
+    #[serde(default)]
+    pub tied_with_best: Option<bool>,
 }
 
 /// Means of one slice of a cell's cases on one split (exact-term cases, a golden tag, …).
@@ -295,6 +302,18 @@ pub struct Selection {
     /// Cells that could not be selected, and why.
     #[serde(default)]
     pub excluded: Vec<(String, String)>,
+    /// What chose among the cells tied with the best.
+    #[serde(default)]
+    pub prefer: crate::experiment::Prefer,
+    /// The cell with the best tuning score (the selected one unless `prefer` chose another).
+    #[serde(default)]
+    pub best: String,
+    /// Eligible cells not significantly worse than the best on tuning (SPEC §7), best first.
+    #[serde(default)]
+    pub tied: Vec<String>,
+    /// Share of eligible cells whose optimism is below the selected cell's.
+    #[serde(default)]
+    pub optimism_percentile: Option<f64>,
 }
 
 /// `matrix.json`.
@@ -372,6 +391,9 @@ pub struct GoldenInfo {
     #[serde(default)]
     pub missing_acl: MissingAcl,
     pub cases_per_split: BTreeMap<Split, usize>,
+    /// Golden-set health warnings (too few cases, repeated questions, long labels).
+    #[serde(default)]
+    pub health: Vec<String>,
 }
 
 /// A model as the manifest records it.

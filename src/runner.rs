@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::evaluate::aggregate;
 use crate::evaluate::label::{Truth, Unit};
 use crate::evaluate::metrics::MetricAt;
+use crate::evaluate::ties::{self, CellValues};
 use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
@@ -56,6 +57,11 @@ impl Prepared {
     /// Documents visible to every user (no ACL once the experiment's permissions apply).
     pub fn public_documents(&self) -> usize {
         self.corpus.docs.iter().filter(|d| d.acl.is_none()).count()
+    }
+
+    /// What the golden set holds and what makes its numbers weak.
+    pub fn health(&self) -> crate::input::health::Health {
+        crate::input::health::health(&self.cases, &self.corpus)
     }
 
     /// One line on who may see the corpus, for the terminal.
@@ -219,6 +225,9 @@ pub fn run_with<'e>(
         .into_iter()
         .map(|c| (exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k"), c))
         .collect();
+    let decision = exp.decision_metric();
+    let decision_column = columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
+    let mut decision_values: Vec<CellValues> = Vec::with_capacity(exp.cells.len());
     let sample = latency_sample(cases, exp.latency_cases);
     let scoring = Scoring {
         exp,
@@ -258,6 +267,10 @@ pub fn run_with<'e>(
             aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &cost);
         aggregate_seconds += t.elapsed().as_secs_f64();
         on_cell(&results)?;
+        decision_values.push(CellValues {
+            cell: cell.id.clone(),
+            values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
+        });
         let t = Instant::now();
         let latency = scoring.time_cell(&this, &sample, embedder, &results, opts.progress)?;
         latency_seconds += t.elapsed().as_secs_f64();
@@ -268,6 +281,11 @@ pub fn run_with<'e>(
         slices.extend(cell_slices);
     }
     pb.finish_and_clear();
+    let t = Instant::now();
+    if exp.shard.is_none() {
+        ties::mark(&mut rows, &decision_values, &decision.to_string());
+    }
+    aggregate_seconds += t.elapsed().as_secs_f64();
     let retrieve_seconds = retrieve_started.elapsed().as_secs_f64() - aggregate_seconds - latency_seconds;
     stages.push(StageReport::new(
         "retrieve",
@@ -281,7 +299,7 @@ pub fn run_with<'e>(
     ));
     stages.push(StageReport::new(
         "aggregate",
-        "means with bootstrap intervals, slices, abstention".into(),
+        "means with bootstrap intervals, slices, abstention, ties with the best".into(),
         aggregate_seconds,
     ));
     let mut split_counts = BTreeMap::new();

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::{json, jsonl};
 use crate::error::{Error, Location, Result};
+use crate::evaluate::ties::{self, CellValues};
 use crate::experiment::Experiment;
 use crate::output::RunWriter;
 use crate::plan::Plan;
@@ -94,6 +95,8 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
     }
     let mut rows = Vec::new();
     let mut slices = Vec::new();
+    let decision = exp.decision_metric().to_string();
+    let mut decision_values = Vec::with_capacity(exp.cells.len());
     for cell in &exp.cells {
         let cell_rows = rows_by_cell.remove(&cell.id).ok_or_else(|| {
             Error::Other(format!("no shard has cell {} ({}): merge needs every shard", cell.id, cell.label()))
@@ -104,7 +107,15 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
             Error::Other(format!("no shard has the TREC run of cell {} (runs/{}.trec)", cell.id, cell.id))
         })?;
         let trec = std::fs::read(&trec_path).map_err(|e| Error::io(&trec_path, e))?;
-        out.add_raw(&cell.id, &per_query_by_cell.remove(&cell.id).unwrap_or_default(), &trec)?;
+        let per_query = per_query_by_cell.remove(&cell.id).unwrap_or_default();
+        let mut values = Vec::new();
+        for line in per_query.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let line: CaseLine = serde_json::from_slice(line)
+                .map_err(|e| Error::Other(format!("cell {}: a per_query.jsonl line cannot be read: {e}", cell.id)))?;
+            values.push((line.split, line.metrics.get(&decision).copied().flatten()));
+        }
+        decision_values.push(CellValues { cell: cell.id.clone(), values });
+        out.add_raw(&cell.id, &per_query, &trec)?;
     }
     // Models in the order an unsharded run lists them: the whole grid's plan order.
     let models: Vec<ModelEntry> = Plan::new(exp)
@@ -131,6 +142,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         let merged = manifest.golden.cases_per_split.entry(*split).or_insert(*n);
         *merged = (*merged).max(*n);
     }
+    ties::mark(&mut rows, &decision_values, &decision);
     let selection = crate::evaluate::selection::select_for(exp, &rows);
     Ok(RunResult { columns: exp.columns(), rows, slices, case_info, selection, manifest })
 }

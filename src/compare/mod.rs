@@ -15,7 +15,9 @@ use crate::input::golden::Split;
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
 use crate::stages::cost::Counter;
 
+pub mod gate;
 pub mod merge;
+pub mod power;
 
 /// A cell of a run, as its manifest describes it.
 #[derive(Debug, Clone)]
@@ -218,29 +220,36 @@ pub const SUBSET_DRAWS: usize = 1000;
 
 /// Compares `metric` (e.g. `hit@3`) between A and B over the cases both score on `split`
 /// (all splits when `None`).
+/// Each scored case's value of `metric` on a side (and the rank of its first relevant item).
+pub fn case_values<'r>(
+    side: &Side<'r>,
+    metric: &str,
+    split: Option<Split>,
+) -> Result<HashMap<&'r str, (f64, Option<u32>)>> {
+    let mut out = HashMap::new();
+    let mut seen_metric = false;
+    for r in side.run.records_of(&side.cell.id, split) {
+        let Some(v) = r.metrics.get(metric) else { continue };
+        seen_metric = true;
+        if let Some(v) = v {
+            out.insert(r.case.as_str(), (*v, r.first_relevant));
+        }
+    }
+    if !seen_metric {
+        let mut known: Vec<&str> = side.run.records.first().map(|r| r.metrics.keys().collect()).unwrap_or_default();
+        known.sort();
+        return Err(Error::Other(format!(
+            "{}: cell {} has no metric {metric:?} on this split (metrics: {})",
+            side.run.dir.display(),
+            side.cell.id,
+            known.join(", ")
+        )));
+    }
+    Ok(out)
+}
+
 pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split>) -> Result<Comparison> {
-    let values = |side: &Side<'r>| -> Result<HashMap<&'r str, (f64, Option<u32>)>> {
-        let mut out = HashMap::new();
-        let mut seen_metric = false;
-        for r in side.run.records_of(&side.cell.id, split) {
-            let Some(v) = r.metrics.get(metric) else { continue };
-            seen_metric = true;
-            if let Some(v) = v {
-                out.insert(r.case.as_str(), (*v, r.first_relevant));
-            }
-        }
-        if !seen_metric {
-            let mut known: Vec<&str> = side.run.records.first().map(|r| r.metrics.keys().collect()).unwrap_or_default();
-            known.sort();
-            return Err(Error::Other(format!(
-                "{}: cell {} has no metric {metric:?} on this split (metrics: {})",
-                side.run.dir.display(),
-                side.cell.id,
-                known.join(", ")
-            )));
-        }
-        Ok(out)
-    };
+    let values = |side: &Side<'r>| case_values(side, metric, split);
     let (va, vb) = (values(a)?, values(b)?);
     let listed = |side: &Side<'r>| -> Vec<&'r str> {
         side.run.records_of(&side.cell.id, split).map(|r| r.case.as_str()).collect()

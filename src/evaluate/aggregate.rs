@@ -120,6 +120,8 @@ pub fn aggregate_cell(
             unanswerable: mine.iter().filter(|r| !r.answerable).count(),
             leaks: mine.iter().map(|r| r.leaks).sum(),
             restricted_hits: mine.iter().filter(|r| r.restricted_hit).count(),
+            p_vs_best: None,
+            tied_with_best: None,
             latency: None,
             cost: cost.clone(),
             ctx_tokens: Ordered::at_k(ks, ctx_tokens),

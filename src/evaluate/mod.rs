@@ -1,5 +1,5 @@
 //! Judging and scoring: relevance units, metrics, statistics, abstention, exact-term tags
-//! and selection on the tuning split.
+//! selection on the tuning split, and which cells are tied with the best.
 
 pub mod abstention;
 pub mod aggregate;
@@ -8,3 +8,4 @@ pub mod label;
 pub mod metrics;
 pub mod selection;
 pub mod stats;
+pub mod ties;

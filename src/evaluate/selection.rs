@@ -2,27 +2,38 @@
 //! the tuning split only, then judged on the reserved split it never saw.
 
 use crate::evaluate::metrics::MetricAt;
-use crate::experiment::Experiment;
+use crate::experiment::{Experiment, Prefer};
 use crate::input::golden::Split;
 use crate::results::{Row, Selection};
 use crate::retrieve::access::Filter;
 
-/// Why a cell may not be selected, if it may not: a cell that leaked is never eligible when
-/// the grid has a filtered cell (SPEC §5).
-fn ineligible(rows: &[Row], filtered: bool, cell: &str) -> Option<String> {
-    let leaks: usize = rows.iter().filter(|r| r.cell == cell).map(|r| r.leaks).sum();
-    (filtered && leaks > 0).then(|| format!("{leaks} leaked chunks"))
+/// The cells that may not be selected, and why: a cell that leaked is never eligible when the
+/// grid has a filtered cell (SPEC §5).
+pub fn excluded(rows: &[Row]) -> Vec<(String, String)> {
+    let filtered = rows.iter().any(|r| r.filter != Filter::None);
+    let mut out: Vec<(String, String)> = Vec::new();
+    for r in rows {
+        if out.iter().any(|(c, _)| *c == r.cell) {
+            continue;
+        }
+        let leaks: usize = rows.iter().filter(|o| o.cell == r.cell).map(|o| o.leaks).sum();
+        if filtered && leaks > 0 {
+            out.push((r.cell.clone(), format!("{leaks} leaked chunks")));
+        }
+    }
+    out
 }
 
 /// The selection an experiment asks for over `rows`: none without `select`, and none for a
 /// shard, which sees only part of the grid.
 pub fn select_for(exp: &Experiment, rows: &[Row]) -> Option<Selection> {
-    exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m))
+    exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer))
 }
 
-/// Selects on tuning among the eligible cells; `None` when no eligible cell has a tuning
-/// score for `metric`.
-pub fn select(rows: &[Row], metric: MetricAt) -> Option<Selection> {
+/// Selects on tuning among the eligible cells: the best score, or with `prefer` the fastest
+/// or cheapest of the cells tied with it; `None` when no eligible cell has a tuning score
+/// for `metric`.
+pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selection> {
     let name = metric.to_string();
     let score = |cell: &str, split: Split| {
         rows.iter().find(|r| r.cell == cell && r.split == split).and_then(|r| r.metrics.get(&name)?.value)
@@ -33,9 +44,7 @@ pub fn select(rows: &[Row], metric: MetricAt) -> Option<Selection> {
             cells.push((&r.cell, &r.label));
         }
     }
-    let filtered = rows.iter().any(|r| r.filter != Filter::None);
-    let excluded: Vec<(String, String)> =
-        cells.iter().filter_map(|&(c, _)| ineligible(rows, filtered, c).map(|why| (c.to_string(), why))).collect();
+    let excluded = excluded(rows);
     let scored: Vec<(&str, &str, f64, Option<f64>)> = cells
         .iter()
         .filter(|(c, _)| !excluded.iter().any(|(e, _)| e == c))
@@ -45,19 +54,51 @@ pub fn select(rows: &[Row], metric: MetricAt) -> Option<Selection> {
         Some(b) if b.2 >= s.2 => Some(b),
         _ => Some(s),
     })?;
-    let reserved_rank = best.3.map(|mine| 1 + scored.iter().filter(|s| s.3.is_some_and(|r| r > mine)).count());
+    let tuning_row = |cell: &str| rows.iter().find(|r| r.cell == cell && r.split == Split::Tuning);
+    let mut tied: Vec<&(&str, &str, f64, Option<f64>)> = scored
+        .iter()
+        .filter(|s| s.0 == best.0 || tuning_row(s.0).and_then(|r| r.tied_with_best) == Some(true))
+        .collect();
+    tied.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let price = |cell: &str| -> Option<f64> {
+        let r = tuning_row(cell)?;
+        match prefer {
+            Prefer::Quality => None,
+            Prefer::Latency => r.latency.as_ref().map(|l| l.p50_ms),
+            Prefer::Cost => r.usd_per_1k_queries.get(&format!("@{}", metric.k)).copied(),
+        }
+    };
+    // The cheapest tied cell by the preference; the best when nothing is priced.
+    let chosen = tied
+        .iter()
+        .filter_map(|s| price(s.0).map(|p| (p, *s)))
+        .fold(None::<(f64, &(&str, &str, f64, Option<f64>))>, |c, (p, s)| match c {
+            Some((cp, _)) if cp <= p => c,
+            _ => Some((p, s)),
+        })
+        .map_or(best, |(_, s)| s);
+    let reserved_rank = chosen.3.map(|mine| 1 + scored.iter().filter(|s| s.3.is_some_and(|r| r > mine)).count());
     let pairs: Vec<(f64, f64)> = scored.iter().filter_map(|s| s.3.map(|r| (s.2, r))).collect();
+    let optimism = chosen.3.map(|r| chosen.2 - r);
+    let optimisms: Vec<f64> = pairs.iter().map(|(t, r)| t - r).collect();
+    let optimism_percentile = optimism
+        .filter(|_| optimisms.len() > 1)
+        .map(|mine| optimisms.iter().filter(|&&o| o < mine).count() as f64 / optimisms.len() as f64);
     Some(Selection {
         metric: name,
-        cell: best.0.to_string(),
-        label: best.1.to_string(),
-        tuning: best.2,
-        reserved: best.3,
+        cell: chosen.0.to_string(),
+        label: chosen.1.to_string(),
+        tuning: chosen.2,
+        reserved: chosen.3,
         reserved_rank,
         cells: scored.len(),
-        optimism: best.3.map(|r| best.2 - r),
+        optimism,
         kendall_tau: kendall_tau_b(&pairs),
         excluded,
+        prefer,
+        best: best.0.to_string(),
+        tied: tied.iter().map(|s| s.0.to_string()).collect(),
+        optimism_percentile,
     })
 }
 
@@ -116,6 +157,8 @@ mod tests {
             unanswerable: 0,
             leaks: 0,
             restricted_hits: 0,
+            p_vs_best: None,
+            tied_with_best: None,
             latency: None,
             cost: Default::default(),
             ctx_tokens: Ordered::default(),
@@ -137,7 +180,7 @@ mod tests {
             row("c3", Split::Reserved, 0.65),
         ];
         let m = MetricAt { metric: Metric::Ndcg, k: 10 };
-        let s = select(&rows, m).unwrap();
+        let s = select(&rows, m, Prefer::Quality).unwrap();
         assert_eq!(s.cell, "c2");
         assert_eq!(s.reserved, Some(0.55));
         assert_eq!(s.reserved_rank, Some(3));
@@ -152,11 +195,11 @@ mod tests {
         rows[0].leaks = 3;
         rows[1].filter = Filter::InQuery;
         let m = MetricAt { metric: Metric::Ndcg, k: 10 };
-        let s = select(&rows, m).unwrap();
+        let s = select(&rows, m, Prefer::Quality).unwrap();
         assert_eq!(s.cell, "c2");
         assert_eq!(s.excluded, vec![("c1".to_string(), "3 leaked chunks".to_string())]);
         // Without a filtered cell, leaks are only measured: every cell is eligible.
         rows[1].filter = Filter::None;
-        assert_eq!(select(&rows, m).unwrap().cell, "c1");
+        assert_eq!(select(&rows, m, Prefer::Quality).unwrap().cell, "c1");
     }
 }

@@ -82,12 +82,89 @@ pub fn paired_randomization(diffs: &[f64], flips: usize, seed: u64) -> f64 {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut at_least = 0usize;
     for _ in 0..flips {
-        let sum: f64 = diffs.iter().map(|&d| if rng.random::<bool>() { d } else { -d }).sum();
+        // One random bit per difference, 64 at a time.
+        let mut sum = 0.0;
+        for block in diffs.chunks(64) {
+            let bits: u64 = rng.random();
+            for (i, &d) in block.iter().enumerate() {
+                sum += if bits >> i & 1 == 1 { d } else { -d };
+            }
+        }
         if sum.abs() >= observed - tolerance {
             at_least += 1;
         }
     }
     (at_least + 1) as f64 / (flips + 1) as f64
+}
+
+/// Holm–Bonferroni adjusted p-values, in the input's order: the i-th smallest p becomes
+/// max over j ≤ i of min(1, (m − j + 1)·p_(j)). Reject at α where the adjusted p ≤ α.
+pub fn holm(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running = 0.0f64;
+    for (j, &i) in order.iter().enumerate() {
+        running = running.max(((m - j) as f64 * p[i]).min(1.0));
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
+/// The standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9).
+pub fn normal_quantile(p: f64) -> f64 {
+    assert!(p > 0.0 && p < 1.0, "a quantile needs 0 < p < 1");
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.38357751867269e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] =
+        [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < 0.02425 {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - 0.02425 {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
+/// Cases needed to detect a mean paired difference of `delta` with a two-sided test at
+/// `alpha` and the given power, when paired differences have standard deviation `sd`:
+/// n = ⌈((z₁₋α/₂ + z_power)·sd/δ)²⌉ (the normal approximation).
+pub fn cases_needed(sd: f64, delta: f64, alpha: f64, power: f64) -> usize {
+    let z = normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power);
+    ((z * sd / delta).powi(2)).ceil().max(1.0) as usize
+}
+
+/// Sample standard deviation (n − 1); 0 for fewer than two values.
+pub fn sd(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (values.len() - 1) as f64).sqrt()
 }
 
 /// What a metric's mean looked like on random subsets of a few questions.
@@ -128,6 +205,29 @@ pub fn subset_ranges(values: &[f64], sizes: &[usize], draws: usize, seed: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holm_by_hand() {
+        // m = 4: sorted 0.01, 0.02, 0.03, 0.5 → 0.04, max(0.04, 0.06), max(0.06, 0.06), max(0.06, 0.5).
+        let adjusted = holm(&[0.03, 0.5, 0.01, 0.02]);
+        let want = [0.06, 0.5, 0.04, 0.06];
+        for (a, w) in adjusted.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{adjusted:?}");
+        }
+        assert_eq!(holm(&[0.4, 0.3]), vec![0.6, 0.6]);
+        assert_eq!(holm(&[0.9, 0.8]), vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn normal_quantiles_and_the_textbook_sample_size() {
+        assert!((normal_quantile(0.975) - 1.959_963_985).abs() < 1e-8);
+        assert!((normal_quantile(0.8) - 0.841_621_234).abs() < 1e-8);
+        assert!((normal_quantile(0.01) + 2.326_347_874).abs() < 1e-8);
+        // Chow, Shao & Wang, Sample Size Calculations in Clinical Research, §3.1 (one-sample
+        // mean, two-sided α = 0.05, power 80%, effect δ/σ = 0.5): n = (1.96 + 0.84)² / 0.25 ≈ 31.4 → 32.
+        assert_eq!(cases_needed(1.0, 0.5, 0.05, 0.8), 32);
+        assert_eq!(cases_needed(0.2, 0.02, 0.05, 0.8), 785);
+    }
 
     #[test]
     fn nearest_rank_quantiles() {

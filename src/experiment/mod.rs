@@ -42,6 +42,8 @@ struct RawExperiment {
     #[serde(default)]
     select: Option<Spanned<String>>,
     #[serde(default)]
+    prefer: Prefer,
+    #[serde(default)]
     latency_cases: Option<usize>,
     #[serde(default)]
     filter: Option<Spanned<Value>>,
@@ -317,6 +319,19 @@ impl Cell {
     }
 }
 
+/// Which cell of those tied with the best on tuning the selection names (SPEC §7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prefer {
+    /// The best tuning score.
+    #[default]
+    Quality,
+    /// The lowest median latency.
+    Latency,
+    /// The lowest cost per 1,000 queries at the selection's k.
+    Cost,
+}
+
 #[derive(Debug, Clone)]
 pub struct Experiment {
     pub name: String,
@@ -332,6 +347,8 @@ pub struct Experiment {
     pub reserved_fraction: f64,
     /// The metric that picks the best cell on the tuning split.
     pub select: Option<MetricAt>,
+    /// Among the cells tied with the best on tuning, which one to select.
+    pub prefer: Prefer,
     /// Cases in each cell's timed latency pass (0: no timed pass).
     pub latency_cases: usize,
     pub corpus_path: PathBuf,
@@ -390,6 +407,11 @@ impl Experiment {
         self.metrics.iter().flat_map(|&metric| self.k.iter().map(move |&k| MetricAt { metric, k })).collect()
     }
 
+    /// The metric cells are compared on: `select`, else the first metric at the first k.
+    pub fn decision_metric(&self) -> MetricAt {
+        self.select.unwrap_or(MetricAt { metric: self.metrics[0], k: self.k[0] })
+    }
+
     pub fn max_k(&self) -> usize {
         *self.k.last().expect("k is validated non-empty")
     }
@@ -426,6 +448,9 @@ impl Experiment {
         };
         let mut metrics = raw.metrics.unwrap_or_else(|| Metric::ALL.to_vec());
         metrics.dedup();
+        if metrics.is_empty() {
+            return Err(Error::input(Location::file(path), "`metrics` is an empty list: name at least one metric"));
+        }
         let select = match &raw.select {
             None => None,
             Some(s) => {
@@ -519,6 +544,7 @@ impl Experiment {
             seed: raw.seed,
             reserved_fraction,
             select,
+            prefer: raw.prefer,
             latency_cases: raw.latency_cases.unwrap_or(LATENCY_CASES),
             corpus_path: base.join(raw.corpus.path.get_ref()),
             corpus_path_at: at(raw.corpus.path.span()),

@@ -4,4 +4,5 @@
 pub mod corpus;
 pub mod frontmatter;
 pub mod golden;
+pub mod health;
 pub mod text;

@@ -86,6 +86,14 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
         cols.push(Column::new(format!("{c}_lo"), move |r| Field::Num(r.metrics.at(i).ci.map(|c| c.lo), 6)));
         cols.push(Column::new(format!("{c}_hi"), move |r| Field::Num(r.metrics.at(i).ci.map(|c| c.hi), 6)));
     }
+    cols.push(Column::new("p_vs_best", |r| Field::Num(r.p_vs_best, 6)));
+    cols.push(Column::new("tied_with_best", move |r| {
+        text(match r.tied_with_best {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "",
+        })
+    }));
     cols.push(Column::new("abstain_floor", |r| Field::Num(r.abstain.map(|a| a.floor), 6)));
     cols.push(Column::new("abstain_ok", |r| Field::Num(r.abstain.and_then(|a| a.rates.ok), 6)));
     cols.push(Column::new("abstain_wrong", |r| Field::Num(r.abstain.and_then(|a| a.rates.wrong), 6)));
@@ -239,6 +247,10 @@ impl Exporter for Markdown {
             let mean = Show::Mean(at(m), at(&format!("{m}_lo")), at(&format!("{m}_hi")));
             shown.push((m.clone(), mean, true));
         }
+        if any(|r| r.p_vs_best.is_some()) {
+            shown.push(("tied".into(), Show::Plain(at("tied_with_best")), false));
+            shown.push(("p vs best".into(), Show::Number(at("p_vs_best"), 3), true));
+        }
         if any(|r| r.abstain.is_some()) {
             shown.push(("abstain floor".into(), Show::Number(at("abstain_floor"), 4), true));
             shown.push(("abstain ok".into(), Show::Number(at("abstain_ok"), 2), true));
@@ -261,6 +273,14 @@ impl Exporter for Markdown {
 }
 
 /// The selection summary as Markdown lines, with the cells that were not eligible.
+fn preference(p: crate::experiment::Prefer) -> &'static str {
+    match p {
+        crate::experiment::Prefer::Quality => "best scoring",
+        crate::experiment::Prefer::Latency => "fastest",
+        crate::experiment::Prefer::Cost => "cheapest",
+    }
+}
+
 pub fn selection_summary(s: &Selection) -> String {
     let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.4}"));
     let mut out = format!(
@@ -275,6 +295,27 @@ pub fn selection_summary(s: &Selection) -> String {
         f(s.optimism),
         f(s.kendall_tau),
     );
+    let others = s.tied.iter().filter(|c| **c != s.cell).count();
+    out.push_str(&format!(
+        "  {} of {} eligible cells are tied with the best ({}) on tuning (Holm-corrected paired test, α = 0.05){}\n",
+        s.tied.len(),
+        s.cells,
+        s.best,
+        match (s.prefer, s.cell == s.best) {
+            (crate::experiment::Prefer::Quality, _) => String::new(),
+            (p, true) => format!("; prefer = {p:?}: the best is also the {}", preference(p)),
+            (p, false) => format!("; prefer = {p:?}: {} is the {} of them", s.cell, preference(p)),
+        }
+    ));
+    if others > 0 && s.tied.len() * 2 > s.cells && s.prefer == crate::experiment::Prefer::Quality {
+        out.push_str("  the data cannot separate most of the grid: consider `prefer = \"latency\"` or `\"cost\"`, or more tuning cases\n");
+    }
+    if let Some(p) = s.optimism_percentile.filter(|&p| p > 0.9) {
+        out.push_str(&format!(
+            "  warning: the selected cell's optimism is larger than {:.0}% of cells': its tuning score is likely inflated by selection\n",
+            100.0 * p
+        ));
+    }
     if !s.excluded.is_empty() {
         let list: Vec<String> = s.excluded.iter().map(|(c, why)| format!("{c} ({why})")).collect();
         out.push_str(&format!(

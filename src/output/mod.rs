@@ -60,6 +60,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             synthetic_acl: exp.synthetic_acl,
             missing_acl: exp.missing_acl,
             cases_per_split: outcome.split_counts.clone(),
+            health: prepared.health().warnings,
         },
         models: prepared
             .models

@@ -1,0 +1,184 @@
+//! The regression gate behind `check` (SPEC §7): it fails only on a drop larger than its
+//! margin that is also significant at its alpha, and refuses runs that are not comparable
+//! (another golden set, or other cases on the compared split).
+
+use std::fmt::Write as _;
+
+use super::{compare, Side};
+use crate::error::Result;
+use crate::input::golden::Split;
+
+/// One metric the gate watches, with the largest drop of its mean that still passes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    pub metric: String,
+    pub margin: f64,
+}
+
+/// `ndcg@10:0.01,recall@5:0.02`.
+pub fn parse_gates(s: &str) -> Result<Vec<Gate>, String> {
+    s.split(',')
+        .map(|part| {
+            let (metric, margin) =
+                part.trim().split_once(':').ok_or_else(|| format!("{part:?}: expected METRIC@K:MARGIN"))?;
+            let margin: f64 = margin.parse().map_err(|_| format!("{part:?}: the margin is not a number"))?;
+            if !margin.is_finite() || margin < 0.0 {
+                return Err(format!("{part:?}: the margin must be a finite number ≥ 0"));
+            }
+            Ok(Gate { metric: metric.trim().to_string(), margin })
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    NotComparable,
+}
+
+impl Verdict {
+    /// 0 pass, 1 fail, 2 not comparable.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            Verdict::NotComparable => 2,
+        }
+    }
+}
+
+/// What the gate printed and decided.
+pub struct Outcome {
+    pub verdict: Verdict,
+    pub report: String,
+}
+
+/// Gates `current` against `baseline` on each metric at `alpha` (1 keeps any drop beyond the
+/// margin a failure).
+pub fn check(
+    baseline: &Side<'_>,
+    current: &Side<'_>,
+    gates: &[Gate],
+    split: Option<Split>,
+    alpha: f64,
+) -> Result<Outcome> {
+    let mut report = String::new();
+    let mut verdict = Verdict::Pass;
+    for gate in gates {
+        let c = compare(baseline, current, &gate.metric, split)?;
+        report.push_str(&c.render(baseline, current));
+        if !c.only_a.is_empty() || !c.only_b.is_empty() {
+            let list = |cases: &[String]| if cases.is_empty() { "none".to_string() } else { cases.join(", ") };
+            let _ = writeln!(
+                report,
+                "\nNOT COMPARABLE: the runs do not score the same cases on this split.\n  only in the baseline: {}\n  only in the run: {}",
+                list(&c.only_a),
+                list(&c.only_b)
+            );
+            verdict = Verdict::NotComparable;
+            continue;
+        }
+        let drop = c.mean_a - c.mean_b;
+        let (from, to) = (c.mean_a, c.mean_b);
+        let line = if drop > gate.margin && c.p_value <= alpha {
+            if verdict == Verdict::Pass {
+                verdict = Verdict::Fail;
+            }
+            format!(
+                "FAIL: {} fell {drop:.4} (from {from:.4} to {to:.4}), more than the margin {} and significant (p = {:.4} ≤ α {alpha}); {} questions broke",
+                gate.metric,
+                gate.margin,
+                c.p_value,
+                c.broke.len()
+            )
+        } else if drop > gate.margin {
+            format!(
+                "PASS: {} fell {drop:.4} (from {from:.4} to {to:.4}), more than the margin {}, but p = {:.4} > α {alpha}: not a significant drop on {} cases",
+                gate.metric, gate.margin, c.p_value, c.n
+            )
+        } else {
+            format!("PASS: {} {from:.4} → {to:.4} (change {:+.4}, margin {})", gate.metric, to - from, gate.margin)
+        };
+        let _ = writeln!(report, "\n{line}");
+    }
+    if baseline.run.golden_hash != current.run.golden_hash {
+        let _ = writeln!(
+            report,
+            "\nNOT COMPARABLE: the runs used different golden sets (hash {} vs {})",
+            baseline.run.golden_hash, current.run.golden_hash
+        );
+        verdict = Verdict::NotComparable;
+    }
+    Ok(Outcome { verdict, report })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{CellInfo, RunData};
+    use crate::results::{CaseLine, Ordered};
+
+    fn run(golden: &str, values: &[(&str, f64)]) -> RunData {
+        RunData {
+            dir: "run".into(),
+            cells: vec![CellInfo { id: "c01".into(), label: "bm25".into(), retriever: serde_json::Value::Null }],
+            records: values
+                .iter()
+                .map(|&(case, v)| CaseLine {
+                    cell: "c01".into(),
+                    case: case.into(),
+                    split: Split::Reserved,
+                    answerable: true,
+                    metrics: Ordered(vec![("hit@1".into(), Some(v))]),
+                    first_relevant: None,
+                    top_score: None,
+                    top: vec![],
+                    leaks: 0,
+                    restricted_hit: false,
+                    depth: 10,
+                })
+                .collect(),
+            cases: Default::default(),
+            selected: None,
+            golden_hash: golden.into(),
+        }
+    }
+
+    fn verdict(base: &RunData, current: &RunData, margin: f64, alpha: f64) -> Verdict {
+        let sides = (Side { run: base, cell: &base.cells[0] }, Side { run: current, cell: &current.cells[0] });
+        let gates = [Gate { metric: "hit@1".into(), margin }];
+        check(&sides.0, &sides.1, &gates, Some(Split::Reserved), alpha).unwrap().verdict
+    }
+
+    #[test]
+    fn exit_codes_follow_margin_significance_and_comparability() {
+        let cases: Vec<String> = (0..40).map(|i| format!("q{i:02}")).collect();
+        let all = |v: f64| cases.iter().map(|c| (c.as_str(), v)).collect::<Vec<_>>();
+        let base = run("g", &all(1.0));
+        assert_eq!(verdict(&base, &run("g", &all(1.0)), 0.01, 0.05), Verdict::Pass);
+        // 20 of 40 cases broke: a drop of 0.5, significant.
+        let broke: Vec<(&str, f64)> = cases.iter().enumerate().map(|(i, c)| (c.as_str(), (i % 2) as f64)).collect();
+        assert_eq!(verdict(&base, &run("g", &broke), 0.01, 0.05), Verdict::Fail);
+        assert_eq!(verdict(&base, &run("g", &broke), 0.6, 0.05), Verdict::Pass, "within the margin");
+        // 2 of 40 broke: a drop of 0.05 beyond the margin 0.01, but p ≈ 0.5.
+        let two: Vec<(&str, f64)> =
+            cases.iter().enumerate().map(|(i, c)| (c.as_str(), if i < 2 { 0.0 } else { 1.0 })).collect();
+        assert_eq!(verdict(&base, &run("g", &two), 0.01, 0.05), Verdict::Pass, "not significant at 0.05");
+        assert_eq!(verdict(&base, &run("g", &two), 0.01, 1.0), Verdict::Fail, "α = 1: any drop beyond the margin");
+        // Another golden set, or a case missing from the run.
+        assert_eq!(verdict(&base, &run("h", &all(1.0)), 0.01, 0.05), Verdict::NotComparable);
+        assert_eq!(verdict(&base, &run("g", &all(1.0)[1..]), 0.01, 0.05), Verdict::NotComparable);
+    }
+
+    #[test]
+    fn gates_parse_with_their_margins() {
+        assert_eq!(
+            parse_gates("ndcg@10:0.01, recall@5:0.02").unwrap(),
+            [Gate { metric: "ndcg@10".into(), margin: 0.01 }, Gate { metric: "recall@5".into(), margin: 0.02 }]
+        );
+        assert!(parse_gates("ndcg@10").is_err());
+        assert!(parse_gates("ndcg@10:nan").is_err());
+        assert!(parse_gates("ndcg@10:-1").is_err());
+    }
+}

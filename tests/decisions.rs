@@ -1,0 +1,109 @@
+//! Decisions you can defend (issue 13), through the real binary: cells tied with the best,
+//! selection by preference among them, `plan`, the gate's alpha and several gates at once,
+//! and golden-set health.
+
+mod common;
+
+use common::{matrix, Fixture};
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// 40 documents, one per question; BM25 on `pt` finds each, `simple` on a stop-word-heavy
+/// variant of the question too, and a bad `b` misses a few.
+fn fixture(prefer: &str) -> Fixture {
+    let docs: Vec<(String, String)> = (0..40)
+        .map(|i| {
+            (
+                format!("d{i:02}.md"),
+                format!("# Documento {i}\nO código NV-{i:03} trata da regra número {i} e do prazo {i}.\n"),
+            )
+        })
+        .collect();
+    let cases: Vec<String> = (0..40)
+        .map(|i| {
+            format!(
+                r#"{{"id": "q{i:02}", "question": "regra número {i} código NV-{i:03}", "relevant": ["d{i:02}"], "split": "{}"}}"#,
+                if i < 30 { "tuning" } else { "reserved" }
+            )
+        })
+        .collect();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    Fixture::new(
+        &docs,
+        &format!("[{}]", cases.join(",\n")),
+        &format!(
+            "name = \"decide\"\nunit = \"doc\"\nk = [1, 5]\nmetrics = [\"hit\", \"ndcg\"]\nselect = \"ndcg@5\"\nprefer = \"{prefer}\"\nlatency_cases = 5\n\
+             [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = [\"pt\", \"simple\"]\nb = [0.4, 0.75]\n\
+             [[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\n"
+        ),
+    )
+}
+
+#[test]
+fn every_row_says_whether_it_is_tied_with_the_best_and_prefer_picks_among_the_tied() {
+    let f = fixture("latency");
+    let run = f.run();
+    let m = matrix(&run);
+    let rows = m["rows"].as_array().unwrap();
+    for r in rows {
+        let p = r["p_vs_best"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&p), "{r}");
+        assert_eq!(r["tied_with_best"].as_bool().unwrap(), p > 0.05, "{r}");
+    }
+    let s = &m["selection"];
+    let tied: Vec<&str> = s["tied"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(tied.contains(&s["best"].as_str().unwrap()));
+    assert!(tied.contains(&s["cell"].as_str().unwrap()), "the selected cell is one of the tied");
+    // Latency preference: no tied cell has a lower tuning p50 than the selected one.
+    let p50 = |cell: &str| -> f64 {
+        rows.iter().find(|r| r["cell"] == cell && r["split"] == "tuning").unwrap()["latency"]["p50_ms"]
+            .as_f64()
+            .unwrap()
+    };
+    let chosen = p50(s["cell"].as_str().unwrap());
+    assert!(tied.iter().all(|c| p50(c) >= chosen), "{s}");
+    assert_eq!(s["prefer"], "latency");
+    let csv = std::fs::read_to_string(run.join("matrix.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains(",p_vs_best,tied_with_best,"), "{csv}");
+    let md = std::fs::read_to_string(run.join("matrix.md")).unwrap();
+    assert!(md.lines().next().unwrap().contains("| tied | p vs best |"), "{md}");
+}
+
+#[test]
+fn plan_check_alpha_fail_on_and_health() {
+    let f = fixture("quality");
+    f.cmd()
+        .args(["validate", "--models"])
+        .arg(common::repo().join("models"))
+        .arg("exp.toml")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("golden set: 40 cases: tuning 30 (30 answerable, 0 unanswerable) · reserved 10 (10 answerable, 0 unanswerable)"))
+        .stdout(predicate::str::contains("warning: reserved: 10 answerable cases (fewer than 30): a mean's 95% interval can be ±0.31 wide"))
+        .stdout(predicate::str::contains("warning: tuning: 0 unanswerable cases"));
+    let run = f.run();
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest["golden"]["health"].as_array().unwrap().len() >= 3);
+
+    f.cmd()
+        .arg("plan")
+        .arg(&run)
+        .args(["--metric", "hit@1", "--delta", "0.1", "--split", "all", "--cell", "c01", "--vs", "c05"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("hit@1 on all splits, cell c01"))
+        .stdout(predicate::str::is_match(r"\| c05 \| [^|]+ \| 40 \| [-+]\d\.\d{4} \| \d\.\d{3} \| \d+ \| ").unwrap())
+        .stdout(predicate::str::contains("width of a mean's 95% interval"));
+
+    let check = |extra: &[&str]| {
+        let mut cmd = f.cmd();
+        cmd.arg("check").arg(&run).arg("--baseline").arg(&run).args(extra);
+        cmd.assert()
+    };
+    check(&["--fail-on", "ndcg@5:0.01,hit@1:0.02"])
+        .code(0)
+        .stdout(predicate::str::contains("PASS: ndcg@5"))
+        .stdout(predicate::str::contains("PASS: hit@1"));
+    check(&["--fail-on", "ndcg@5"]).code(2).stderr(predicate::str::contains("expected METRIC@K:MARGIN"));
+    check(&["--alpha", "0"]).code(2);
+}
