@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod input;
 pub mod output;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod retrieve;
 pub mod runner;

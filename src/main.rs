@@ -11,8 +11,8 @@ use clap::{Parser, Subcommand};
 use ragsweep::compare::{self, RunData, Side};
 use ragsweep::experiment::Experiment;
 use ragsweep::input::golden::Split;
+use ragsweep::output;
 use ragsweep::output::matrix::{Exporter, Markdown};
-use ragsweep::output::{self as report};
 use ragsweep::runner::{self, RunOptions};
 
 #[derive(Parser)]
@@ -41,7 +41,7 @@ enum Command {
         /// No progress bars.
         #[arg(long, short = 'q')]
         quiet: bool,
-        /// Print every metric column, not only nDCG, recall and MRR.
+        /// Print the whole matrix (every metric column) instead of the 100-column summary.
         #[arg(long)]
         all_columns: bool,
         /// Run only shard I of N of the grid's cells (every N-th cell); `merge` combines shards.
@@ -125,6 +125,13 @@ enum Command {
         dirs: Dirs,
     },
     /// CI gate: exit 1 when a cell fell more than --margin below the baseline, listing what broke.
+    /// Write report.html and summary.md into a run directory (for runs written before them)
+    Report {
+        run: PathBuf,
+        /// Another run to compare with: its fixed and broke lists and paired test go in the page.
+        #[arg(long)]
+        vs: Option<PathBuf>,
+    },
     /// How many questions the golden set needs, from the spread of this run's per-case scores
     Plan {
         run: PathBuf,
@@ -246,7 +253,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             let prepared = runner::prepare(&exp, &dirs.models)?;
             let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
-            let mut run_id = report::run_id(&exp, std::time::SystemTime::now());
+            let mut run_id = output::run_id(&exp, std::time::SystemTime::now());
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
             }
@@ -254,9 +261,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let columns = exp.columns();
             let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
             print_stage_work(&outcome.stages);
-            let run = report::result(&exp, &prepared, outcome, &run_id);
-            let dir = writer.finish(&run)?;
-            print_matrix(&run, !all_columns)?;
+            let run = output::result(&exp, &prepared, outcome, &run_id);
+            let dir = writer.finish(&run, |staging| ragsweep::report::write(staging, None))?;
+            print_summary(&run, &dir, all_columns)?;
             eprintln!("\n{}", prepared.access_summary(&exp));
             print_health(&prepared.health(), true);
             eprintln!(
@@ -298,12 +305,12 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::Merge { experiment, shards, out } => {
             let exp = Experiment::load(&experiment)?;
-            let run_id = format!("{}-merged", report::run_id(&exp, std::time::SystemTime::now()));
+            let run_id = format!("{}-merged", output::run_id(&exp, std::time::SystemTime::now()));
             let mut writer = create_writer(&out, &exp, &run_id)?;
             let mut run = ragsweep::compare::merge::merge(&exp, &shards, &mut writer)?;
             run.manifest.run_id = run_id;
-            let dir = writer.finish(&run)?;
-            print_matrix(&run, true)?;
+            let dir = writer.finish(&run, |staging| ragsweep::report::write(staging, None))?;
+            print_summary(&run, &dir, false)?;
             eprintln!("merged {} shards ({} cells); results in {}", shards.len(), exp.cells.len(), dir.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -349,6 +356,11 @@ fn real_main() -> anyhow::Result<ExitCode> {
             print!("{}", outcome.report);
             Ok(ExitCode::from(outcome.verdict.exit_code()))
         }
+        Command::Report { run, vs } => {
+            ragsweep::report::write(&run, vs.as_deref())?;
+            println!("{}", run.join("report.html").display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Plan { run, metric, delta, split, cell, vs } => {
             let data = RunData::load(&run)?;
             let cell = data.cell_or_default(cell.as_deref())?.id.clone();
@@ -392,21 +404,26 @@ fn print_health(health: &ragsweep::input::health::Health, to_stderr: bool) {
 }
 
 /// The run's writer, saying which stale staging directories it removed.
-fn create_writer(out: &std::path::Path, exp: &Experiment, run_id: &str) -> anyhow::Result<report::RunWriter> {
-    let writer = report::RunWriter::create(&report::run_dir(out, exp, run_id))?;
+fn create_writer(out: &std::path::Path, exp: &Experiment, run_id: &str) -> anyhow::Result<output::RunWriter> {
+    let writer = output::RunWriter::create(&output::run_dir(out, exp, run_id))?;
     for stale in writer.removed_stale() {
         eprintln!("removed {}: left by a run killed more than a day ago", stale.display());
     }
     Ok(writer)
 }
 
-/// The matrix as Markdown on standard output, and the selection when there is one.
-fn print_matrix(run: &ragsweep::results::RunResult, compact: bool) -> anyhow::Result<()> {
+/// The run's summary on standard output (100 columns), or with `all_columns` the whole
+/// matrix as Markdown and the selection.
+fn print_summary(run: &ragsweep::results::RunResult, dir: &std::path::Path, all_columns: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    Markdown { compact }.write(run, &mut stdout)?;
-    if let Some(s) = &run.selection {
-        writeln!(stdout, "\n{}", report::matrix::selection_summary(s))?;
+    if all_columns {
+        Markdown { compact: false }.write(run, &mut stdout)?;
+        if let Some(s) = &run.selection {
+            writeln!(stdout, "\n{}", output::matrix::selection_summary(s))?;
+        }
+    } else {
+        write!(stdout, "{}", output::summary::terminal(&output::matrix::matrix(run), &run.manifest, dir))?;
     }
     Ok(())
 }

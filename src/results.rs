@@ -321,6 +321,9 @@ pub struct Selection {
 pub struct Matrix {
     pub experiment: String,
     pub unit: String,
+    /// The metric cells are compared and tied on (`select`, else the first column).
+    #[serde(default)]
+    pub decision_metric: Option<String>,
     pub selection: Option<Selection>,
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
@@ -444,6 +447,8 @@ pub struct Manifest {
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub columns: Vec<MetricAt>,
+    /// The metric cells are compared and tied on.
+    pub decision_metric: MetricAt,
     pub rows: Vec<Row>,
     pub slices: Vec<SliceRow>,
     pub case_info: Vec<CaseInfo>,

@@ -11,9 +11,9 @@ use predicates::prelude::*;
 fn quickstart_writes_every_output() {
     let out = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    run_experiment("experiments/quickstart.toml", out.path(), cache.path()).stdout(predicate::str::contains(
-        "| c01 | markdown+title+headings bm25(pt,k1=1.2,b=0.4) abstain_below=calibrate | tuning |",
-    ));
+    run_experiment("experiments/quickstart.toml", out.path(), cache.path())
+        .stdout(predicate::str::contains("quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning"))
+        .stdout(predicate::str::is_match(r"\n1  c01   markdown\+title\+headings bm… 0\.9423 \(").unwrap());
     let dir = run_dir(out.path(), "quickstart");
     for f in [
         "matrix.csv",
@@ -23,6 +23,8 @@ fn quickstart_writes_every_output() {
         "slices.csv",
         "cases.jsonl",
         "manifest.json",
+        "report.html",
+        "summary.md",
         "runs/c01.trec",
         "runs/c15.trec",
     ] {

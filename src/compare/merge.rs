@@ -144,5 +144,13 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
     }
     ties::mark(&mut rows, &decision_values, &decision);
     let selection = crate::evaluate::selection::select_for(exp, &rows);
-    Ok(RunResult { columns: exp.columns(), rows, slices, case_info, selection, manifest })
+    Ok(RunResult {
+        columns: exp.columns(),
+        decision_metric: exp.decision_metric(),
+        rows,
+        slices,
+        case_info,
+        selection,
+        manifest,
+    })
 }

@@ -166,6 +166,7 @@ pub fn matrix(run: &RunResult) -> Matrix {
     Matrix {
         experiment: run.manifest.experiment.name.clone(),
         unit: run.manifest.experiment.unit.clone(),
+        decision_metric: Some(run.decision_metric.to_string()),
         selection: run.selection.clone(),
         columns: run.columns.iter().map(MetricAt::to_string).collect(),
         rows: run.rows.clone(),

@@ -5,6 +5,7 @@
 //! leaves no half-written results behind.
 
 pub mod matrix;
+pub mod summary;
 pub mod trec;
 
 use std::fs;
@@ -114,6 +115,7 @@ pub fn result(exp: &Experiment, prepared: &Prepared, outcome: Outcome, run_id: &
     let manifest = manifest(exp, prepared, &outcome, run_id);
     RunResult {
         columns: exp.columns(),
+        decision_metric: exp.decision_metric(),
         selection: crate::evaluate::selection::select_for(exp, &outcome.rows),
         rows: outcome.rows,
         slices: outcome.slices,
@@ -249,7 +251,10 @@ impl RunWriter {
     }
 
     /// Writes the matrices, slices, cases and manifest, and moves the run into place.
-    pub fn finish(mut self, run: &RunResult) -> Result<PathBuf> {
+    ///
+    /// `also` writes what is built from the finished files (the report) into the staging
+    /// directory before it moves into place.
+    pub fn finish(mut self, run: &RunResult, also: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
         let (dir, staging) = (self.dir.clone(), self.staging.clone());
         let path = staging.join("per_query.jsonl");
         self.per_query.flush().map_err(|e| Error::io(&path, e))?;
@@ -263,6 +268,7 @@ impl RunWriter {
         let mut manifest = serde_json::to_vec_pretty(&run.manifest).expect("json");
         manifest.push(b'\n');
         write_atomic(&staging.join("manifest.json"), &manifest)?;
+        also(&staging)?;
         fs::rename(&staging, &dir).map_err(|e| Error::io(&dir, e))?;
         Ok(dir)
     }

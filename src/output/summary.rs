@@ -1,0 +1,223 @@
+//! The summary of a run that fits a terminal (100 columns) and a pull-request comment
+//! (`summary.md`): the top cells on the decision metric with intervals, latency and cost,
+//! the selection, and where the full table and the report are. The full matrix stays in
+//! `matrix.md`.
+
+use std::path::Path;
+
+use crate::evaluate::metrics::Mean;
+use crate::input::golden::Split;
+use crate::output::matrix::selection_summary;
+use crate::results::{Manifest, Matrix, Row};
+
+/// Cells listed in a summary.
+pub const TOP: usize = 10;
+/// Printed lines are at most this wide.
+pub const WIDTH: usize = 100;
+
+/// One listed cell.
+struct Line<'a> {
+    cell: &'a str,
+    label: &'a str,
+    tuning: Option<&'a Mean>,
+    reserved: Option<&'a Mean>,
+    tied: Option<bool>,
+    p50_ms: Option<f64>,
+    usd_per_1k: Option<f64>,
+}
+
+fn decision(m: &Matrix) -> String {
+    m.decision_metric.clone().or_else(|| m.columns.first().cloned()).unwrap_or_default()
+}
+
+/// The top cells by tuning score on the decision metric (reserved when there is no tuning).
+fn top<'a>(m: &'a Matrix, metric: &str) -> (Vec<Line<'a>>, usize) {
+    let k = metric.split_once('@').map_or("", |(_, k)| k);
+    let row = |cell: &str, split: Split| m.rows.iter().find(|r| r.cell == cell && r.split == split);
+    let mut cells: Vec<&Row> = Vec::new();
+    for r in &m.rows {
+        if !cells.iter().any(|c| c.cell == r.cell) {
+            cells.push(r);
+        }
+    }
+    let total = cells.len();
+    let score = |cell: &str| {
+        let on = |s: Split| row(cell, s).and_then(|r| r.metrics.get(metric)?.value);
+        on(Split::Tuning).or_else(|| on(Split::Reserved)).unwrap_or(f64::NEG_INFINITY)
+    };
+    cells.sort_by(|a, b| score(&b.cell).total_cmp(&score(&a.cell)));
+    let lines = cells
+        .into_iter()
+        .take(TOP)
+        .map(|r| {
+            let tuning = row(&r.cell, Split::Tuning);
+            let main = tuning.or(row(&r.cell, Split::Reserved)).unwrap_or(r);
+            Line {
+                cell: &r.cell,
+                label: &r.label,
+                tuning: tuning.and_then(|t| t.metrics.get(metric)),
+                reserved: row(&r.cell, Split::Reserved).and_then(|t| t.metrics.get(metric)),
+                tied: main.tied_with_best,
+                p50_ms: main.latency.as_ref().map(|l| l.p50_ms),
+                usd_per_1k: main.usd_per_1k_queries.get(&format!("@{k}")).copied(),
+            }
+        })
+        .collect();
+    (lines, total)
+}
+
+fn mean(m: Option<&Mean>) -> String {
+    match m {
+        Some(Mean { value: Some(v), ci: Some(ci), .. }) => format!("{v:.4} ({:.2}–{:.2})", ci.lo, ci.hi),
+        Some(Mean { value: Some(v), .. }) => format!("{v:.4}"),
+        _ => "–".into(),
+    }
+}
+
+/// Milliseconds with three significant digits (BM25 answers in microseconds).
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn tied(t: Option<bool>) -> &'static str {
+    match t {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "",
+    }
+}
+
+fn truncate(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `text` wrapped at `width` columns, continuation lines indented by `indent` spaces.
+fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    for para in text.lines() {
+        let lead = para.len() - para.trim_start().len();
+        let mut line = para[..lead].to_string();
+        for word in para.split_whitespace() {
+            let len = line.chars().count();
+            if len > lead && len + 1 + word.chars().count() > width {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = " ".repeat(lead + indent);
+            } else if len > lead {
+                line.push(' ');
+            }
+            line.push_str(&truncate(word, width - lead - indent));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String {
+    let splits: Vec<String> =
+        manifest.golden.cases_per_split.iter().map(|(s, n)| format!("{} {n}", s.as_str())).collect();
+    format!("{}: {total} cells · {} · ranked by {metric} on tuning", m.experiment, splits.join(" / "))
+}
+
+/// The terminal summary; every line fits [`WIDTH`] columns.
+pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
+    let metric = decision(m);
+    let (lines, total) = top(m, &metric);
+    let mut out = wrap(&header(m, manifest, &metric, total), WIDTH, 2);
+    // cell 5, tuning/reserved 18, tied 4, p50 8, $/1k 9, spaces 7: the label gets the rest.
+    let label_width = WIDTH - (3 + 5 + 18 + 18 + 4 + 8 + 9 + 8);
+    out.push_str(&format!(
+        "{:<3}{:<5} {:<label_width$} {:>18} {:>18} {:>4} {:>8} {:>9}\n",
+        "#", "cell", "configuration", "tuning", "reserved", "tied", "p50 ms", "$/1k q"
+    ));
+    for (i, l) in lines.iter().enumerate() {
+        out.push_str(&format!(
+            "{:<3}{:<5} {:<label_width$} {:>18} {:>18} {:>4} {:>8} {:>9}\n",
+            i + 1,
+            truncate(l.cell, 5),
+            truncate(l.label, label_width),
+            mean(l.tuning),
+            mean(l.reserved),
+            tied(l.tied),
+            l.p50_ms.map_or("–".into(), ms),
+            l.usd_per_1k.map_or("–".into(), |v| format!("{v:.4}")),
+        ));
+    }
+    if total > lines.len() {
+        out.push_str(&format!("… and {} more cells\n", total - lines.len()));
+    }
+    if let Some(s) = &m.selection {
+        out.push('\n');
+        out.push_str(&wrap(&selection_summary(s), WIDTH, 4));
+    }
+    out.push('\n');
+    out.push_str(&wrap(
+        &format!("full table: {} · report: {}", dir.join("matrix.md").display(), dir.join("report.html").display()),
+        WIDTH,
+        2,
+    ));
+    out
+}
+
+/// `summary.md`: the same content as Markdown, for a pull-request comment.
+pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
+    let metric = decision(m);
+    let (lines, total) = top(m, &metric);
+    let mut out = format!("### {}\n\n", header(m, manifest, &metric, total));
+    out.push_str(&format!(
+        "| # | cell | configuration | {metric} tuning | {metric} reserved | tied with best | p50 ms | $ / 1k queries |\n"
+    ));
+    out.push_str("|---:|---|---|---:|---:|---|---:|---:|\n");
+    for (i, l) in lines.iter().enumerate() {
+        out.push_str(&format!(
+            "| {} | {} | `{}` | {} | {} | {} | {} | {} |\n",
+            i + 1,
+            l.cell,
+            l.label,
+            mean(l.tuning),
+            mean(l.reserved),
+            tied(l.tied),
+            l.p50_ms.map_or("–".into(), ms),
+            l.usd_per_1k.map_or("–".into(), |v| format!("{v:.4}")),
+        ));
+    }
+    if total > lines.len() {
+        out.push_str(&format!("\n… and {} more cells (`matrix.md` has them all).\n", total - lines.len()));
+    }
+    if let Some(s) = &m.selection {
+        out.push_str(&format!("\n```\n{}```\n", selection_summary(s)));
+    }
+    if !manifest.golden.health.is_empty() {
+        out.push_str("\nGolden set:\n");
+        for w in &manifest.golden.health {
+            out.push_str(&format!("- {w}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_keeps_every_line_within_the_width() {
+        let text = "Selected on tuning by ndcg@10: c01 (markdown+title+headings bm25(pt,k1=1.2,b=0.4) abstain_below=calibrate)\n  tuning 0.9423 · reserved 0.8895";
+        let wrapped = wrap(text, 40, 4);
+        assert!(wrapped.lines().all(|l| l.chars().count() <= 40), "{wrapped}");
+        assert!(wrapped.lines().nth(1).unwrap().starts_with("    "), "{wrapped}");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+}

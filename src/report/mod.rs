@@ -1,0 +1,221 @@
+//! The run report: one self-contained HTML page per run (`report.html`) and the summary for
+//! pull requests (`summary.md`), both built from the files of a finished run directory, so a
+//! run, a merge and `ragsweep report` on an old run take the same path.
+//!
+//! The page inlines its data (JSON), style and script: it opens from `file://` and makes no
+//! network request (its Content-Security-Policy forbids any).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::atomic::write_atomic;
+use crate::compare::{self, RunData, Side};
+use crate::error::{Error, Result};
+use crate::input::golden::Split;
+use crate::output::summary;
+use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, Row};
+
+const STYLE: &str = include_str!("report.css");
+const SCRIPT: &str = include_str!("report.js");
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::Other(format!(
+            "{}: not readable by this ragsweep ({e}); it needs a run from ragsweep 0.1 or later",
+            path.display()
+        ))
+    })
+}
+
+fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| Error::Other(format!("{}: {e}", path.display()))))
+        .collect()
+}
+
+/// A mean as `[value, lo, hi]` (nulls where missing), rounded for the page.
+fn triple(m: &crate::evaluate::metrics::Mean) -> Value {
+    let r = |v: Option<f64>| v.map(|v| (v * 1e4).round() / 1e4);
+    json!([r(m.value), r(m.ci.map(|c| c.lo)), r(m.ci.map(|c| c.hi))])
+}
+
+fn row_data(r: &Row) -> Value {
+    let metrics: serde_json::Map<String, Value> = r.metrics.0.iter().map(|(k, m)| (k.clone(), triple(m))).collect();
+    json!({
+        "cell": r.cell,
+        "split": r.split.as_str(),
+        "filter": r.filter.to_string(),
+        "cases": r.cases,
+        "leaks": r.leaks,
+        "restricted_hits": r.restricted_hits,
+        "short": r.short_lists,
+        "metrics": metrics,
+        "p50": r.latency.as_ref().map(|l| l.p50_ms),
+        "p95": r.latency.as_ref().map(|l| l.p95_ms),
+        "usd": r.usd_per_1k_queries,
+        "tied": r.tied_with_best,
+        "p": r.p_vs_best,
+    })
+}
+
+/// The page's data: everything the script draws.
+#[derive(Serialize)]
+struct Data {
+    experiment: String,
+    unit: String,
+    run_id: String,
+    corpus: Value,
+    golden_hash: String,
+    cases_per_split: Value,
+    decision: String,
+    columns: Vec<String>,
+    ks: Vec<usize>,
+    selection: Value,
+    warning: Option<String>,
+    health: Vec<String>,
+    cells: Vec<Value>,
+    rows: Vec<Value>,
+    slices: Vec<Value>,
+    cases: Vec<Value>,
+    /// Per cell (in `cells` order), per case (in `cases` order): the rank of the first
+    /// relevant item in the judged list, 0 when none, -1 when the case is not scored.
+    first: Vec<Vec<i64>>,
+    table: Value,
+    vs: Option<String>,
+}
+
+/// The plain-language warning when the reserved split cannot separate the top cells: the
+/// selected cell's 95% interval overlaps the next best one's.
+fn reserved_warning(m: &Matrix) -> Option<String> {
+    let metric = m.selection.as_ref()?.metric.clone();
+    let mut reserved: Vec<(&str, f64, f64, f64)> = m
+        .rows
+        .iter()
+        .filter(|r| r.split == Split::Reserved)
+        .filter_map(|r| {
+            let mean = r.metrics.get(&metric)?;
+            let ci = mean.ci?;
+            Some((r.cell.as_str(), mean.value?, ci.lo, ci.hi))
+        })
+        .collect();
+    reserved.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (a, b) = (reserved.first()?, reserved.get(1)?);
+    (a.2 <= b.3).then(|| {
+        format!(
+            "The reserved split is too small to separate the top cells: {} ({:.3}, 95% interval {:.3}–{:.3}) and {} ({:.3}, {:.3}–{:.3}) overlap. Treat their order as unknown.",
+            a.0, a.1, a.2, a.3, b.0, b.1, b.2, b.3
+        )
+    })
+}
+
+fn build(dir: &Path, vs: Option<&Path>) -> Result<(String, String)> {
+    let matrix: Matrix = read_json(&dir.join("matrix.json"))?;
+    let manifest: Manifest = read_json(&dir.join("manifest.json"))?;
+    let lines: Vec<CaseLine> = read_lines(&dir.join("per_query.jsonl"))?;
+    let case_info: Vec<CaseInfo> = read_lines(&dir.join("cases.jsonl"))?;
+    let csv_text = std::fs::read_to_string(dir.join("matrix.csv")).unwrap_or_default();
+    let mut csv = csv::ReaderBuilder::new().has_headers(false).from_reader(csv_text.as_bytes());
+    let table: Vec<Vec<String>> =
+        csv.records().filter_map(|r| r.ok()).map(|r| r.iter().map(str::to_string).collect()).collect();
+
+    let mut cases: Vec<Value> = Vec::new();
+    let mut case_index: HashMap<&str, usize> = HashMap::new();
+    for c in &case_info {
+        case_index.insert(&c.case, cases.len());
+        let terms: Vec<&str> = c.exact_terms.iter().map(|t| t.text.as_str()).collect();
+        cases.push(json!({"id": c.case, "question": c.question, "split": c.split.as_str(), "answerable": c.answerable, "terms": terms, "tags": c.tags}));
+    }
+    for l in &lines {
+        if !case_index.contains_key(l.case.as_str()) {
+            case_index.insert(&l.case, cases.len());
+            cases.push(json!({"id": l.case, "question": "", "split": l.split.as_str(), "answerable": l.answerable, "terms": [], "tags": []}));
+        }
+    }
+    let cells: Vec<Value> = manifest
+        .cells
+        .iter()
+        .map(|c| {
+            let family = c.retriever.get("kind").and_then(Value::as_str).unwrap_or("retriever").to_string();
+            json!({"id": c.cell, "label": c.label, "family": family})
+        })
+        .collect();
+    let cell_index: HashMap<&str, usize> =
+        manifest.cells.iter().enumerate().map(|(i, c)| (c.cell.as_str(), i)).collect();
+    let mut first = vec![vec![-1i64; cases.len()]; cells.len()];
+    for l in &lines {
+        if let (Some(&c), Some(&k)) = (cell_index.get(l.cell.as_str()), case_index.get(l.case.as_str())) {
+            first[c][k] = if l.answerable { l.first_relevant.map_or(0, i64::from) } else { -1 };
+        }
+    }
+    let vs = match vs {
+        None => None,
+        Some(other) => {
+            let (a, b) = (RunData::load(other)?, RunData::load(dir)?);
+            let cell_b = b.cell_or_default(None)?;
+            let cell_a = a.counterpart(cell_b, None)?;
+            let metric = matrix.decision_metric.clone().unwrap_or_else(|| "ndcg@10".into());
+            let (sa, sb) = (Side { run: &a, cell: cell_a }, Side { run: &b, cell: cell_b });
+            let c = compare::compare(&sa, &sb, &metric, b.default_split())?;
+            Some(c.render(&sa, &sb))
+        }
+    };
+    let data = Data {
+        experiment: matrix.experiment.clone(),
+        unit: matrix.unit.clone(),
+        run_id: manifest.run_id.clone(),
+        corpus: json!({"path": manifest.corpus.path, "hash": manifest.corpus.hash, "documents": manifest.corpus.documents, "public": manifest.corpus.public_documents}),
+        golden_hash: manifest.golden.hash.clone(),
+        cases_per_split: serde_json::to_value(&manifest.golden.cases_per_split).expect("json"),
+        decision: matrix.decision_metric.clone().or_else(|| matrix.columns.first().cloned()).unwrap_or_default(),
+        columns: matrix.columns.clone(),
+        ks: manifest.experiment.k.clone(),
+        selection: serde_json::to_value(&matrix.selection).expect("json"),
+        warning: reserved_warning(&matrix),
+        health: manifest.golden.health.clone(),
+        cells,
+        rows: matrix.rows.iter().map(row_data).collect(),
+        slices: matrix
+            .slices
+            .iter()
+            .map(|s| {
+                let metrics: serde_json::Map<String, Value> = s.metrics.0.iter().map(|(k, m)| (k.clone(), triple(m))).collect();
+                json!({"cell": s.cell, "split": s.split.as_str(), "slice": s.slice, "cases": s.cases, "metrics": metrics})
+            })
+            .collect(),
+        cases,
+        first,
+        table: json!(table),
+        vs,
+    };
+    // `</` inside a script element would end it: JSON escapes the slash.
+    let data = serde_json::to_string(&data).expect("json").replace("</", "<\\/");
+    let title = html_escape(&format!("ragsweep · {} · {}", matrix.experiment, manifest.run_id));
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n<style>{STYLE}</style></head>\n\
+         <body><div id=\"app\"></div>\n<script id=\"data\" type=\"application/json\">{data}</script>\n<script>{SCRIPT}</script></body></html>\n"
+    );
+    Ok((html, summary::markdown(&matrix, &manifest)))
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Writes `report.html` and `summary.md` into the run directory `dir` (comparing with the
+/// run `vs` when given).
+pub fn write(dir: &Path, vs: Option<&Path>) -> Result<()> {
+    let (html, summary) = build(dir, vs)?;
+    write_atomic(&dir.join("report.html"), html.as_bytes())?;
+    write_atomic(&dir.join("summary.md"), summary.as_bytes())
+}

@@ -1,0 +1,159 @@
+//! The run report in a real browser: the demo's `report.html` rendered by headless Chromium
+//! (`scripts/install-chromium.sh`), asserted on its DOM: one mark per cell in every plot, the
+//! selected cell marked, a per-question grid of cells × cases, no console message (script
+//! errors and Content-Security-Policy violations land there), no resource loaded. Screenshots
+//! are left in the test's temporary folder (printed with --nocapture).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{ragsweep, repo, run_dir, run_experiment};
+use serde_json::Value;
+
+fn chromium() -> PathBuf {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = Command::new("which").arg(name).output() {
+            if out.status.success() {
+                return PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+            }
+        }
+    }
+    panic!("no chromium on the PATH: run scripts/install-chromium.sh (the report test needs a real browser)");
+}
+
+/// Chromium flags for a quiet, offline, deterministic render.
+const FLAGS: [&str; 11] = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--hide-scrollbars",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--enable-logging=stderr",
+    "--virtual-time-budget=5000",
+];
+
+/// The DOM after the page's script ran, and Chromium's log.
+fn render(page: &Path, profile: &Path) -> (String, String) {
+    let out = Command::new(chromium())
+        .args(FLAGS)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--v=0")
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (String::from_utf8(out.stdout).unwrap(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The markup of the element with `id` (up to its closing tag `</tag>`).
+fn element<'a>(dom: &'a str, tag: &str, id: &str) -> &'a str {
+    let start = dom.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id}"));
+    let end = start + dom[start..].find(&format!("</{tag}>")).unwrap();
+    &dom[start..end]
+}
+
+#[test]
+fn the_demo_report_renders_offline_with_one_mark_per_cell() {
+    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_experiment("experiments/quickstart.toml", out.path(), cache.path());
+    let run = run_dir(out.path(), "quickstart");
+    let page = run.join("report.html");
+    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap();
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let cells = manifest["cells"].as_array().unwrap().len();
+    let reserved = manifest["golden"]["cases_per_split"]["reserved"].as_u64().unwrap() as usize;
+    let selected = matrix["selection"]["cell"].as_str().unwrap().to_string();
+
+    let profile = tempfile::tempdir().unwrap();
+    let (dom, log) = render(&page, profile.path());
+    assert!(dom.contains("data-rendered=\"true\""), "the script did not finish:\n{log}");
+    assert!(dom.contains("data-resources=\"0\""), "the page loaded a resource");
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    for id in ["quality-latency", "quality-cost", "tuning-reserved"] {
+        let svg = element(&dom, "svg", id);
+        assert_eq!(svg.matches("<circle class=\"mark").count(), cells, "#{id}");
+        assert_eq!(svg.matches("class=\"mark selected\"").count(), 1, "#{id}");
+        assert!(svg.contains(&format!("data-cell=\"{selected}\" cx=")), "#{id}");
+    }
+    let curves = element(&dom, "svg", "metric-at-k");
+    assert_eq!(curves.matches("<polyline class=\"mark").count(), cells);
+    assert!(element(&dom, "svg", "quality-latency").contains("class=\"frontier\""));
+    let grid = element(&dom, "svg", "case-grid");
+    assert!(grid.contains(&format!("data-cells=\"{cells}\" data-cases=\"{reserved}\"")), "{}", &grid[..200]);
+    assert_eq!(grid.matches("class=\"entry\"").count(), cells * reserved);
+    assert!(dom.contains("id=\"slices\"") && dom.contains("id=\"matrix\""));
+    assert!(element(&dom, "section", "header").contains(&format!("Selected on tuning by ndcg@10: {selected}")));
+
+    // Screenshots of the page's top and of each section (the page scrolls to the anchor).
+    let shots = tempfile::Builder::new().prefix("ragsweep-report-shots-").tempdir().unwrap().keep();
+    for section in ["header", "plots", "grid", "slices", "matrix"] {
+        let file = shots.join(format!("{section}.png"));
+        let status = Command::new(chromium())
+            .args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("--window-size=1280,1000")
+            .arg(format!("--screenshot={}", file.display()))
+            .arg(format!("file://{}#{section}", page.display()))
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        assert!(std::fs::metadata(&file).unwrap().len() > 10_000, "{section}: an empty screenshot");
+    }
+    println!("screenshots in {}", shots.display());
+}
+
+#[test]
+fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
+    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_experiment("experiments/demo-filters.toml", out.path(), cache.path());
+    let run = run_dir(out.path(), "demo-filters");
+    // What a run of the previous version wrote: no page, no summary, none of the new fields.
+    std::fs::remove_file(run.join("report.html")).unwrap();
+    std::fs::remove_file(run.join("summary.md")).unwrap();
+    let mut matrix: Value = serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap();
+    matrix.as_object_mut().unwrap().remove("decision_metric");
+    for row in matrix["rows"].as_array_mut().unwrap() {
+        row.as_object_mut().unwrap().remove("p_vs_best");
+        row.as_object_mut().unwrap().remove("tied_with_best");
+    }
+    for key in ["prefer", "best", "tied", "optimism_percentile"] {
+        matrix["selection"].as_object_mut().unwrap().remove(key);
+    }
+    std::fs::write(run.join("matrix.json"), serde_json::to_vec(&matrix).unwrap()).unwrap();
+    ragsweep().arg("report").arg(&run).assert().success();
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(page.contains("<script id=\"data\" type=\"application/json\">"));
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(summary.starts_with("### demo-filters:"), "{summary}");
+
+    let profile = tempfile::tempdir().unwrap();
+    let (dom, log) = render(&run.join("report.html"), profile.path());
+    assert!(dom.contains("data-rendered=\"true\""), "{log}");
+    assert!(dom.contains("id=\"filters\""), "the filter modes side by side");
+    assert!(!log.contains("CONSOLE"), "{log}");
+
+    // A directory that is not a run says what it needs.
+    let empty = tempfile::tempdir().unwrap();
+    ragsweep().arg("report").arg(empty.path()).assert().failure().code(2);
+    let _ = repo();
+}
+
+#[test]
+fn the_terminal_summary_fits_100_columns() {
+    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let assert = run_experiment("experiments/quickstart.toml", out.path(), cache.path());
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(stdout.contains("Selected on tuning by ndcg@10"), "{stdout}");
+    assert!(stdout.contains("report.html"), "{stdout}");
+    for line in stdout.lines() {
+        assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+    }
+}
