@@ -12,7 +12,9 @@ fn quickstart_writes_every_output() {
     let out = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     run_experiment("experiments/quickstart.toml", out.path(), cache.path())
-        .stdout(predicate::str::contains("quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning"))
+        .stdout(predicate::str::contains(
+            "quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning",
+        ))
         .stdout(predicate::str::is_match(r"\n1  c01   markdown\+title\+headings bm… 0\.9423 \(").unwrap());
     let dir = run_dir(out.path(), "quickstart");
     for f in [

@@ -63,12 +63,12 @@ function controls(redraw) {
 }
 
 // A scatter or line plot in a 560 × 360 box; `marks` draws into the plot area.
-// A log x axis when the values are positive and span more than two decades (latency).
+// A log x axis when the values are positive and span more than a factor 20 (latency, k).
 function plot(id, title, xLabel, yLabel, xs, ys, marks, note) {
   const W = 560, H = 360, L = 56, R = 16, T = 14, B = 44;
   const finite = (v) => v.filter((x) => x !== null && Number.isFinite(x));
   const fx = finite(xs);
-  const log = fx.length > 1 && Math.min(...fx) > 0 && Math.max(...fx) / Math.min(...fx) > 100;
+  const log = fx.length > 1 && Math.min(...fx) > 0 && Math.max(...fx) / Math.min(...fx) > 20;
   const tx = log ? Math.log10 : (x) => x;
   let [x0, x1] = [Math.min(...fx.map(tx)), Math.max(...fx.map(tx))];
   let [y0, y1] = [Math.min(...finite(ys)), Math.max(...finite(ys))];
@@ -235,4 +235,5 @@ if (table) app.append(table);
 const only = location.hash && document.getElementById(location.hash.slice(1));
 if (only) for (const s of document.querySelectorAll("section")) if (!s.contains(only) && !only.contains(s)) s.style.display = "none";
 document.body.setAttribute("data-resources", String(performance.getEntriesByType("resource").length));
+document.body.setAttribute("data-render-ms", String(Math.round(performance.now())));
 document.body.setAttribute("data-rendered", "true");
