@@ -167,6 +167,10 @@ enum Command {
         /// Several gates at once, e.g. `ndcg@10:0.01,recall@5:0.02` (replaces --metric and --margin).
         #[arg(long)]
         fail_on: Option<String>,
+        /// Append the verdict and the comparison, as Markdown, to this file (e.g. the run's
+        /// summary.md, for a pull-request comment).
+        #[arg(long)]
+        summary: Option<PathBuf>,
         /// tuning, reserved or all (default: reserved when the run has reserved cases).
         #[arg(long, value_parser = parse_split)]
         split: Option<SplitChoice>,
@@ -341,7 +345,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             print!("{}", compare::misses(&x, &y, &metric, split.0, &tokenizers)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { run, baseline, metric, margin, alpha, fail_on, split, cell, baseline_cell } => {
+        Command::Check { run, baseline, metric, margin, alpha, fail_on, summary, split, cell, baseline_cell } => {
             let current = RunData::load(&run)?;
             let base = RunData::load(&baseline)?;
             let cell = current.cell_or_default(cell.as_deref())?;
@@ -354,6 +358,16 @@ fn real_main() -> anyhow::Result<ExitCode> {
             };
             let outcome = compare::gate::check(&sa, &sb, &gates, split, alpha)?;
             print!("{}", outcome.report);
+            if let Some(path) = summary {
+                use std::io::Write;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                write!(file, "{}", compare::gate::markdown(&outcome, &baseline))
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
             Ok(ExitCode::from(outcome.verdict.exit_code()))
         }
         Command::Report { run, vs } => {

@@ -104,6 +104,11 @@ fn plan_check_alpha_fail_on_and_health() {
         .code(0)
         .stdout(predicate::str::contains("PASS: ndcg@5"))
         .stdout(predicate::str::contains("PASS: hit@1"));
+    let summary = run.join("summary.md");
+    check(&["--metric", "ndcg@5", "--summary", summary.to_str().unwrap()]).code(0);
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.starts_with("### decide:"), "the run's summary stays first: {text}");
+    assert!(text.contains("### ragsweep check: PASS") && text.contains("PASS: ndcg@5"), "{text}");
     check(&["--fail-on", "ndcg@5"]).code(2).stderr(predicate::str::contains("expected METRIC@K:MARGIN"));
     check(&["--alpha", "0"]).code(2);
 }

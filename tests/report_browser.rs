@@ -140,6 +140,11 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
     assert!(dom.contains("id=\"filters\""), "the filter modes side by side");
     assert!(!log.contains("CONSOLE"), "{log}");
 
+    // With --vs the page carries the comparison with the other run.
+    ragsweep().arg("report").arg(&run).arg("--vs").arg(&run).assert().success();
+    let (dom, _) = render(&run.join("report.html"), profile.path());
+    assert!(element(&dom, "section", "diff").contains("paired randomisation p = "));
+
     // A directory that is not a run says what it needs.
     let empty = tempfile::tempdir().unwrap();
     ragsweep().arg("report").arg(empty.path()).assert().failure().code(2);

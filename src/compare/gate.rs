@@ -113,6 +113,16 @@ pub fn check(
     Ok(Outcome { verdict, report })
 }
 
+/// The gate's verdict and report as Markdown, for a pull-request comment.
+pub fn markdown(outcome: &Outcome, baseline: &std::path::Path) -> String {
+    let verdict = match outcome.verdict {
+        Verdict::Pass => "PASS",
+        Verdict::Fail => "FAIL",
+        Verdict::NotComparable => "NOT COMPARABLE",
+    };
+    format!("\n### ragsweep check: {verdict}\n\nagainst `{}`\n\n```\n{}```\n", baseline.display(), outcome.report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
