@@ -132,6 +132,31 @@ enum Command {
         #[arg(long)]
         vs: Option<PathBuf>,
     },
+    /// Write contexts.jsonl: what a cell sends a generator at cut-off k, per case
+    Contexts {
+        run: PathBuf,
+        #[arg(long)]
+        cell: String,
+        #[arg(long)]
+        k: usize,
+        /// tuning or reserved (default: every case).
+        #[arg(long, value_parser = parse_split)]
+        split: Option<SplitChoice>,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+    /// Score generated answers (answers.jsonl) against the contexts sent
+    Answers {
+        run: PathBuf,
+        answers: PathBuf,
+        /// The contexts the answers were generated from (default: RUN/contexts.jsonl).
+        #[arg(long)]
+        contexts: Option<PathBuf>,
+        /// A phrase that marks a refusal when an answer has no `refused` (repeatable; replaces
+        /// the Portuguese and English defaults).
+        #[arg(long)]
+        refusal: Vec<String>,
+    },
     /// How many questions the golden set needs, from the spread of this run's per-case scores
     Plan {
         run: PathBuf,
@@ -153,8 +178,17 @@ enum Command {
     Check {
         run: PathBuf,
         /// The run to compare against.
+        /// The run to compare against (not needed with only --require).
         #[arg(long)]
-        baseline: PathBuf,
+        baseline: Option<PathBuf>,
+        /// Gate the scored answers (`ragsweep answers`) of both runs: their columns join the
+        /// metrics (e.g. --fail-on citation_relevant:0.05), on the cells their contexts came from.
+        #[arg(long)]
+        answers: bool,
+        /// A hard requirement on the run's answers, e.g. `citation_valid=1`: fails (exit 1)
+        /// when the column's mean is below the value, listing the cases below it (repeatable).
+        #[arg(long)]
+        require: Vec<String>,
         #[arg(long, default_value = "ndcg@10")]
         metric: String,
         /// The largest drop of the mean that still passes.
@@ -345,9 +379,29 @@ fn real_main() -> anyhow::Result<ExitCode> {
             print!("{}", compare::misses(&x, &y, &metric, split.0, &tokenizers)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { run, baseline, metric, margin, alpha, fail_on, summary, split, cell, baseline_cell } => {
-            let current = RunData::load(&run)?;
-            let base = RunData::load(&baseline)?;
+        Command::Check {
+            run,
+            baseline,
+            require,
+            answers,
+            metric,
+            margin,
+            alpha,
+            fail_on,
+            summary,
+            split,
+            cell,
+            baseline_cell,
+        } => {
+            let unmet = check_requirements(&run, &require)?;
+            let Some(baseline) = baseline else {
+                anyhow::ensure!(!require.is_empty(), "--baseline is needed (or only --require)");
+                return Ok(ExitCode::from(if unmet { 1 } else { 0 }));
+            };
+            let mut current = RunData::load(&run)?;
+            let mut base = RunData::load(&baseline)?;
+            let (cell, baseline_cell) =
+                if answers { (Some(current.add_answers()?), Some(base.add_answers()?)) } else { (cell, baseline_cell) };
             let cell = current.cell_or_default(cell.as_deref())?;
             let base_cell = base.counterpart(cell, baseline_cell.as_deref())?;
             let split = split.map_or_else(|| current.default_split(), |s| s.0);
@@ -368,11 +422,85 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 write!(file, "{}", compare::gate::markdown(&outcome, &baseline))
                     .with_context(|| format!("writing {}", path.display()))?;
             }
-            Ok(ExitCode::from(outcome.verdict.exit_code()))
+            let code = outcome.verdict.exit_code();
+            Ok(ExitCode::from(if code == 0 && unmet { 1 } else { code }))
         }
         Command::Report { run, vs } => {
             ragsweep::report::write(&run, vs.as_deref())?;
             println!("{}", run.join("report.html").display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Contexts { run, cell, k, split, dirs } => {
+            let manifest: ragsweep::results::Manifest = serde_json::from_str(
+                &std::fs::read_to_string(run.join("manifest.json"))
+                    .with_context(|| format!("{} is not a run directory", run.display()))?,
+            )?;
+            let exp = Experiment::load(&manifest.experiment.file)
+                .with_context(|| format!("the run's experiment file {}", manifest.experiment.file.display()))?;
+            anyhow::ensure!(
+                exp.config_hash == manifest.experiment.config_hash,
+                "{} changed since the run (config hash {} ≠ {}): rerun it first",
+                exp.file.display(),
+                exp.config_hash,
+                manifest.experiment.config_hash
+            );
+            let prepared = runner::prepare(&exp, &dirs.models)?;
+            anyhow::ensure!(prepared.corpus.hash == manifest.corpus.hash, "the corpus changed since the run");
+            let progress = std::io::stderr().is_terminal();
+            let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
+            let mut lines = runner::contexts(&exp, &prepared, &options, &cell, k)?;
+            if let Some(SplitChoice(Some(s))) = split {
+                lines.retain(|l| l.split == s);
+            }
+            let mut out = Vec::new();
+            for l in &lines {
+                serde_json::to_writer(&mut out, l)?;
+                out.push(b'\n');
+            }
+            let path = run.join("contexts.jsonl");
+            ragsweep::atomic::write_atomic(&path, &out)?;
+            eprintln!("{} cases: the top {k} of cell {cell} in {}", lines.len(), path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Answers { run, answers, contexts, refusal } => {
+            use ragsweep::evaluate::answers as scoring;
+            let contexts_path = contexts.unwrap_or_else(|| run.join("contexts.jsonl"));
+            let text = std::fs::read_to_string(&contexts_path)
+                .with_context(|| format!("{} (write it with `ragsweep contexts`)", contexts_path.display()))?;
+            let lines: Vec<ragsweep::results::ContextLine> = text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(serde_json::from_str)
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("{} is not a contexts file", contexts_path.display()))?;
+            let phrases: Vec<String> = if refusal.is_empty() {
+                scoring::REFUSAL_PHRASES.iter().map(|p| p.to_string()).collect()
+            } else {
+                refusal.iter().map(|p| p.to_lowercase()).collect()
+            };
+            let scored = scoring::score(&answers, &lines, &phrases)?;
+            let tags: std::collections::HashMap<String, Vec<String>> = std::fs::read_to_string(run.join("cases.jsonl"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<ragsweep::results::CaseInfo>(l).ok())
+                .map(|c| (c.case, c.tags))
+                .collect();
+            let rows = scoring::aggregate(&scored, &tags);
+            let mut jsonl = Vec::new();
+            for a in &scored {
+                serde_json::to_writer(&mut jsonl, a)?;
+                jsonl.push(b'\n');
+            }
+            ragsweep::atomic::write_atomic(&run.join("answers.jsonl"), &jsonl)?;
+            ragsweep::atomic::write_atomic(&run.join("answers.csv"), &scoring::csv(&rows))?;
+            for r in rows.iter().filter(|r| r.slice == "all") {
+                println!("{} ({} answers)", r.split, r.answers);
+                for (c, m) in &r.columns {
+                    let ci = m.ci.map_or(String::new(), |ci| format!(" ({:.2}–{:.2})", ci.lo, ci.hi));
+                    println!("  {c:<26} {}{ci}  n = {}", m.value.map_or("–".into(), |v| format!("{v:.4}")), m.n);
+                }
+            }
+            eprintln!("wrote {} and answers.csv", run.join("answers.jsonl").display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { run, metric, delta, split, cell, vs } => {
@@ -415,6 +543,56 @@ fn print_health(health: &ragsweep::input::health::Health, to_stderr: bool) {
             println!("{line}");
         }
     }
+}
+
+/// Checks `COLUMN=VALUE` requirements on the run's scored answers: prints each, with the
+/// cases below the value; true when one is unmet.
+fn check_requirements(run: &std::path::Path, require: &[String]) -> anyhow::Result<bool> {
+    if require.is_empty() {
+        return Ok(false);
+    }
+    let path = run.join("answers.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("{} (score answers with `ragsweep answers`)", path.display()))?;
+    let scored: Vec<ragsweep::evaluate::answers::ScoredAnswer> =
+        text.lines().filter(|l| !l.trim().is_empty()).map(serde_json::from_str).collect::<Result<_, _>>()?;
+    let mut unmet = false;
+    for r in require {
+        let (column, want) = r.split_once('=').context("--require takes COLUMN=VALUE, e.g. citation_valid=1")?;
+        anyhow::ensure!(
+            ragsweep::evaluate::answers::COLUMNS.contains(&column),
+            "--require: unknown column {column:?} (columns: {})",
+            ragsweep::evaluate::answers::COLUMNS.join(", ")
+        );
+        let want: f64 = want.parse().with_context(|| format!("--require {r}: not a number"))?;
+        let values: Vec<(&str, f64)> =
+            scored.iter().filter_map(|a| Some((a.case.as_str(), a.values[column]?))).collect();
+        let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len().max(1) as f64;
+        let below: Vec<String> = values
+            .iter()
+            .filter(|v| v.1 < want)
+            .map(|(case, v)| {
+                let invalid =
+                    scored.iter().find(|a| a.case == *case).map(|a| a.invalid_citations.join(", ")).unwrap_or_default();
+                if column == "citation_valid" {
+                    format!("{case} ({invalid})")
+                } else {
+                    format!("{case} ({v:.3})")
+                }
+            })
+            .collect();
+        if mean < want {
+            unmet = true;
+            println!(
+                "FAIL: {column} = {mean:.4} < {want} over {} answers; below it: {}",
+                values.len(),
+                below.join("; ")
+            );
+        } else {
+            println!("PASS: {column} = {mean:.4} ≥ {want} over {} answers", values.len());
+        }
+    }
+    Ok(unmet)
 }
 
 /// The run's writer, saying which stale staging directories it removed.

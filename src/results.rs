@@ -442,6 +442,33 @@ pub struct Manifest {
     pub wall_seconds: f64,
 }
 
+/// One context item a generator would receive: a returned chunk, in rank order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextItem {
+    /// 1-based position in the context (what inline markers like `[1]` name).
+    pub rank: usize,
+    pub chunk: String,
+    pub doc: String,
+    /// The unit the chunk is judged as (document, section or chunk id), and whether that
+    /// unit is labelled relevant for the case. Evaluation data: not for the generator.
+    pub unit: String,
+    pub relevant: bool,
+    pub score: f32,
+    pub text: String,
+}
+
+/// `contexts.jsonl`: per case, what a cell sends a generator at cut-off `k`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextLine {
+    pub case: String,
+    pub question: String,
+    pub split: Split,
+    pub answerable: bool,
+    pub cell: String,
+    pub k: usize,
+    pub items: Vec<ContextItem>,
+}
+
 /// Everything a run produced apart from the streamed per-case files: the matrix, slices,
 /// cases and manifest, ready to write (by a run or by `merge`).
 #[derive(Debug, Clone)]

@@ -21,7 +21,7 @@ use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
 use crate::plan::{ModelId, Plan};
-use crate::results::{CaseInfo, CaseResult, Latency, Row, SliceRow, StageReport};
+use crate::results::{CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Row, SliceRow, StageReport};
 use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Timing};
 use crate::retrieve::Allowed;
@@ -307,6 +307,115 @@ pub fn run_with<'e>(
         *split_counts.entry(case.split.unwrap_or(Split::Tuning)).or_insert(0) += 1;
     }
     Ok(Outcome { rows, slices, case_info, stages, split_counts, wall_seconds: started.elapsed().as_secs_f64() })
+}
+
+/// The context `cell` of `exp` sends a generator for each case at cut-off `k` (one of the
+/// experiment's), through the same retrieval call and permission filter as the run.
+pub fn contexts(
+    exp: &Experiment,
+    prepared: &Prepared,
+    opts: &RunOptions,
+    cell_id: &str,
+    k: usize,
+) -> Result<Vec<ContextLine>> {
+    let ki = exp
+        .k
+        .iter()
+        .position(|&x| x == k)
+        .ok_or_else(|| Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)))?;
+    let position = exp.cells.iter().position(|c| c.id == cell_id).ok_or_else(|| {
+        let ids: Vec<&str> = exp.cells.iter().map(|c| c.id.as_str()).collect();
+        Error::Other(format!("no cell {cell_id:?} in {} (cells: {})", exp.file.display(), ids.join(", ")))
+    })?;
+    let mut one = exp.clone();
+    one.cells = vec![exp.cells[position].clone()];
+    let plan = Plan::new(&one);
+    let Prepared { corpus, cases, models, .. } = prepared;
+    let threads = rayon::current_num_threads();
+    let embedders: Vec<LazyEmbedder> = models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, threads)).collect();
+    let embedder = |m: ModelId| -> Result<&dyn Embedding> { Ok(embedders[m.0].get()? as &dyn Embedding) };
+    let store = StageCache::new(&opts.cache_dir);
+    let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
+    let ctx = BuildContext {
+        corpus,
+        cases,
+        models,
+        embedder: &embedder,
+        store: &store,
+        cache_dir: &opts.cache_dir,
+        bar: &make_bar,
+    };
+    let plan_models: Vec<ModelInfo> =
+        plan.models.iter().map(|id| models.iter().find(|m| &m.id == id).cloned().expect("prepared models")).collect();
+    let ctx = BuildContext { models: &plan_models, ..ctx };
+    let built = build::build(&plan, &ctx, &mut Vec::new())?;
+    let planned = &plan.cells[0];
+    let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
+    let mut allowed_sets: HashMap<(usize, &[String]), Allowed> = HashMap::new();
+    if corpus.docs.iter().any(|d| d.acl.is_some()) {
+        for case in cases {
+            allowed_sets
+                .entry((planned.chunks.0, case.user_groups()))
+                .or_insert_with(|| access::allowed(corpus, built.set(planned.chunks), case.user_groups()));
+        }
+    }
+    let scoring = Scoring {
+        exp,
+        corpus,
+        cases,
+        built: &built,
+        truths: &truths,
+        allowed_sets: &allowed_sets,
+        columns: &[],
+        chunk_tokens: &[],
+    };
+    let run = CellRun {
+        cell: &one.cells[0],
+        chunks: planned.chunks.0,
+        retriever: built.retriever(planned),
+        model: plan.cell_model(planned),
+    };
+    let set = built.set(planned.chunks);
+    (0..cases.len())
+        .into_par_iter()
+        .map(|ci| {
+            let vector = run.model.map_or(&[][..], |m| built.query_vector(&plan_models, m, ci));
+            let r = scoring.retrieve(&run, ci, vector, &mut Timing::default())?;
+            let list = r.list(ki);
+            let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
+            let items = list
+                .returned
+                .iter()
+                .take(k)
+                .enumerate()
+                .map(|(rank, &c)| {
+                    let hit = [crate::retrieve::Hit { chunk: c, score: 0.0 }];
+                    let judged = truths[ci].judge(&hit, set, corpus, 1);
+                    let first = judged.items.first();
+                    let chunk = &set.chunks[c as usize];
+                    ContextItem {
+                        rank: rank + 1,
+                        chunk: chunk.id.clone(),
+                        doc: corpus.docs[chunk.doc as usize].id.clone(),
+                        unit: first.map_or_else(|| chunk.id.clone(), |i| i.key.clone()),
+                        relevant: cases[ci].answerable && first.is_some_and(|i| i.gain > 0.0),
+                        score: first.and_then(|i| scores.get(i.key.as_str()).copied()).unwrap_or(0.0),
+                        text: set.text(corpus, c as usize).to_string(),
+                    }
+                })
+                .collect();
+            let case = &cases[ci];
+            Ok(ContextLine {
+                case: case.id.clone(),
+                question: case.question.clone(),
+                split: case.split.unwrap_or(Split::Tuning),
+                answerable: case.answerable,
+                cell: cell_id.to_string(),
+                k,
+                items,
+            })
+        })
+        .collect()
 }
 
 /// What retrieving and scoring a case reads.

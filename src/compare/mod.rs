@@ -155,6 +155,27 @@ impl RunData {
         }
     }
 
+    /// Adds the scored answers (`answers.jsonl`, from `ragsweep answers`) to the records of the
+    /// cell their contexts came from, as metric columns, so `diff` and `check` compare them
+    /// like retrieval metrics; returns that cell's id.
+    pub fn add_answers(&mut self) -> Result<String> {
+        let contexts: Vec<crate::results::ContextLine> = jsonl(&self.dir.join("contexts.jsonl"))?;
+        let scored: Vec<crate::evaluate::answers::ScoredAnswer> = jsonl(&self.dir.join("answers.jsonl"))?;
+        let cell = contexts
+            .first()
+            .map(|c| c.cell.clone())
+            .ok_or_else(|| Error::Other(format!("{}: contexts.jsonl is empty", self.dir.display())))?;
+        let by_case: HashMap<&str, &crate::evaluate::answers::ScoredAnswer> =
+            scored.iter().map(|a| (a.case.as_str(), a)).collect();
+        for r in self.records.iter_mut().filter(|r| r.cell == cell) {
+            for column in crate::evaluate::answers::COLUMNS {
+                let value = by_case.get(r.case.as_str()).and_then(|a| a.values[column]);
+                r.metrics.0.push((column.to_string(), value));
+            }
+        }
+        Ok(cell)
+    }
+
     /// The split a gate compares when none is named: reserved when the run has reserved
     /// cases, else all of them.
     pub fn default_split(&self) -> Option<Split> {

@@ -3,6 +3,7 @@
 
 pub mod abstention;
 pub mod aggregate;
+pub mod answers;
 pub mod exact_terms;
 pub mod label;
 pub mod metrics;
