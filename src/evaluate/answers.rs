@@ -307,6 +307,13 @@ mod tests {
         assert_eq!(all.columns["citation_valid"].value, Some(2.0 / 3.0));
         assert_eq!(all.columns["citation_relevant"].n, 1);
         assert_eq!(all.columns["refusal_ok"].value, Some(1.0));
+        // Without unanswerable cases, citations or claims the columns are undefined, not 0.
+        let only_b = aggregate(&s[1..2], &HashMap::from([("b".to_string(), vec!["x".to_string()])]));
+        let tag = only_b.iter().find(|r| r.slice == "tag:x" && r.split == "tuning").unwrap();
+        for column in ["refusal_ok", "citation_relevant", "faithfulness_manual", "refusal_wrong"] {
+            assert_eq!((tag.columns[column].value, tag.columns[column].n), (None, 0), "{column}");
+        }
+        assert_eq!(tag.columns["answered_without_evidence"].value, Some(1.0));
     }
 
     #[test]
