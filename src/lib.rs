@@ -13,6 +13,7 @@ pub mod compare;
 pub mod error;
 pub mod evaluate;
 pub mod experiment;
+pub mod init;
 pub mod input;
 pub mod output;
 pub mod plan;

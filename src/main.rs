@@ -132,6 +132,18 @@ enum Command {
         #[arg(long)]
         vs: Option<PathBuf>,
     },
+    /// Start an experiment for your own documents: experiment.toml and golden.jsonl stubs
+    Init {
+        /// Your documents: a folder of .md/.txt files, a JSONL file, or a BEIR folder.
+        corpus: PathBuf,
+        /// Where to write experiment.toml and golden.jsonl.
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
+    /// Print shell completions (bash, zsh, fish, elvish, powershell)
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff)
+    Man,
     /// Write contexts.jsonl: what a cell sends a generator at cut-off k, per case
     Contexts {
         run: PathBuf,
@@ -428,6 +440,21 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Report { run, vs } => {
             ragsweep::report::write(&run, vs.as_deref())?;
             println!("{}", run.join("report.html").display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Init { corpus, out } => {
+            let done = ragsweep::init::init(&corpus, &out)?;
+            print!("{}", ragsweep::init::guide(&done));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "ragsweep", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Contexts { run, cell, k, split, dirs } => {

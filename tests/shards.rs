@@ -163,3 +163,52 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
         assert!(walk(out.path()).is_empty(), "a refused merge leaves nothing: {message}");
     }
 }
+
+/// Three shards started together, as a job array would, on one fresh cache they all fill at
+/// once (chunk sets, BM25 indexes and e5 vectors), merge into the unsharded run.
+#[test]
+fn three_concurrent_shards_on_one_fresh_cache_merge_into_the_unsharded_run() {
+    let experiment = repo().join("experiments/demo-filters.toml");
+    let (whole_out, whole_cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    ragsweep()
+        .args(["run", "-q", "--out"])
+        .arg(whole_out.path())
+        .arg("--cache")
+        .arg(whole_cache.path())
+        .arg(&experiment)
+        .assert()
+        .success();
+    let whole = run_dir(whole_out.path(), "demo-filters");
+
+    let (sharded, shared_cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let children: Vec<std::process::Child> = (1..=3)
+        .map(|i| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+                .args(["run", "-q", "--shard", &format!("{i}/3"), "--models"])
+                .arg(repo().join("models"))
+                .arg("--cache")
+                .arg(shared_cache.path())
+                .arg("--out")
+                .arg(sharded.path())
+                .arg(&experiment)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let mut shards: Vec<PathBuf> =
+        std::fs::read_dir(sharded.path().join("demo-filters")).unwrap().map(|e| e.unwrap().path()).collect();
+    shards.sort();
+    assert_eq!(shards.len(), 3);
+    let merged = tempfile::tempdir().unwrap();
+    ragsweep().arg("merge").arg(&experiment).args(&shards).arg("--out").arg(merged.path()).assert().success();
+    let merged = run_dir(merged.path(), "demo-filters");
+    assert_eq!(read(&merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
+    assert_eq!(stable_json(&merged, "matrix.json"), stable_json(&whole, "matrix.json"));
+    assert_eq!(without_timing(&read(&merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
+}

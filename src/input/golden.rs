@@ -318,6 +318,8 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
     let mut normalized_docs: Option<Vec<String>> = None;
     let mut seen: HashMap<String, Location> = HashMap::new();
     let mut cases = Vec::with_capacity(located.len());
+    // Cases without a question (e.g. stubs from `ragsweep init`), all reported at once.
+    let mut empty: Vec<(Location, String)> = Vec::new();
     for (at, raw) in located {
         let bad = |msg: String| Error::input(at.clone(), msg);
         let id = match raw.id {
@@ -329,7 +331,8 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             return Err(bad(format!("duplicate case id {id:?} (first at {first})")));
         }
         if raw.question.trim().is_empty() {
-            return Err(bad(format!("case {id:?} has an empty question")));
+            empty.push((at.clone(), id));
+            continue;
         }
         let relevant_given = raw.relevant.is_some();
         let relevant: Vec<Label> = items(raw.relevant)
@@ -398,8 +401,19 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             meta: raw.meta,
         });
     }
-    if cases.is_empty() {
-        return Err(Error::input(Location::file(path), "the golden set has no cases"));
+    if let Some((at, first)) = empty.first() {
+        let more = if empty.len() > 1 {
+            let rest: Vec<&str> = empty[1..].iter().map(|(_, id)| id.as_str()).collect();
+            format!(", and {} more: {}", rest.len(), rest.join(", "))
+        } else {
+            String::new()
+        };
+        return Err(Error::input(
+            at.clone(),
+            format!(
+                "case {first:?} has an empty question{more} (write each question the way your users would type it)"
+            ),
+        ));
     }
     Ok(cases)
 }

@@ -1,0 +1,183 @@
+//! `ragsweep init`: a starting experiment for a user's own documents. It reads the corpus
+//! (detecting its format), guesses the language for BM25, and writes `experiment.toml` with
+//! a small grid and `golden.jsonl` with stub cases spread across documents and sections, for
+//! the user to fill with questions typed the way their users type them.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::analyze::AnalyzerKind;
+use crate::error::{Error, Result};
+use crate::input::corpus::Corpus;
+
+/// Stub cases written, of which this many are unanswerable.
+pub const STUBS: usize = 30;
+pub const UNANSWERABLE_STUBS: usize = 4;
+
+const PT_WORDS: [&str; 12] = ["de", "que", "não", "para", "com", "uma", "os", "do", "da", "em", "é", "são"];
+const EN_WORDS: [&str; 12] = ["the", "of", "and", "to", "is", "in", "that", "for", "with", "are", "this", "be"];
+
+/// Portuguese or English, by which language's common words the corpus uses more.
+pub fn language(corpus: &Corpus) -> AnalyzerKind {
+    let (mut pt, mut en) = (0usize, 0usize);
+    for doc in corpus.docs.iter().take(500) {
+        for word in doc.text.split(|c: char| !c.is_alphanumeric()).take(2000) {
+            let w = word.to_lowercase();
+            pt += usize::from(PT_WORDS.contains(&w.as_str()));
+            en += usize::from(EN_WORDS.contains(&w.as_str()));
+        }
+    }
+    if pt > en {
+        AnalyzerKind::Pt
+    } else {
+        AnalyzerKind::En
+    }
+}
+
+/// What `init` wrote and found.
+pub struct Initialised {
+    pub experiment: PathBuf,
+    pub golden: PathBuf,
+    pub documents: usize,
+    pub sections: usize,
+    pub language: AnalyzerKind,
+    pub stubs: usize,
+}
+
+fn snippet(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: String = flat.chars().take(160).collect();
+    if flat.chars().count() > 160 {
+        out.push('…');
+    }
+    out
+}
+
+/// Writes `experiment.toml` and `golden.jsonl` into `out` for the corpus at `corpus_path`;
+/// never overwrites a file.
+pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
+    let corpus = Corpus::load(corpus_path, None)?;
+    let experiment = out.join("experiment.toml");
+    let golden = out.join("golden.jsonl");
+    for f in [&experiment, &golden] {
+        if f.exists() {
+            return Err(Error::Other(format!(
+                "{} exists: init never overwrites (remove it or pick another folder)",
+                f.display()
+            )));
+        }
+    }
+    let sections: usize = corpus.docs.iter().map(|d| d.sections.len()).sum();
+    let by_section = sections >= corpus.docs.len();
+    let lang = language(&corpus);
+    // Labels spread across the corpus: every document's first section (or the document,
+    // without headings) in turn, then every document's second section, and so on; with more
+    // documents than stubs, evenly spaced documents.
+    let wanted = STUBS - UNANSWERABLE_STUBS;
+    let target = |d: usize, r: usize| -> Option<(String, String)> {
+        let doc = &corpus.docs[d];
+        if by_section {
+            doc.sections.get(r).map(|s| (s.id.clone(), snippet(&doc.text[s.start..s.end])))
+        } else {
+            (r == 0).then(|| (doc.id.clone(), snippet(&doc.text)))
+        }
+    };
+    let n = corpus.docs.len();
+    let targets: Vec<(String, String)> = if n >= wanted {
+        (0..wanted).filter_map(|i| target(i * n / wanted, 0).or_else(|| target(i * n / wanted, 1))).collect()
+    } else {
+        let rounds = corpus.docs.iter().map(|d| d.sections.len().max(1)).max().unwrap_or(1);
+        (0..rounds).flat_map(|r| (0..n).map(move |d| (d, r))).filter_map(|(d, r)| target(d, r)).take(wanted).collect()
+    };
+    let mut lines = String::new();
+    for (i, (label, text)) in targets.iter().enumerate() {
+        let case =
+            json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label], "meta": {"snippet": text}});
+        let _ = writeln!(lines, "{case}");
+    }
+    for i in 0..UNANSWERABLE_STUBS {
+        let case = json!({"id": format!("u{:02}", i + 1), "question": "", "answerable": false,
+            "meta": {"hint": "a question your users ask that these documents do not answer"}});
+        let _ = writeln!(lines, "{case}");
+    }
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let corpus_ref = pathdiff(corpus_path, out);
+    let unit = if by_section { "section" } else { "doc" };
+    let chunker = if by_section {
+        "[[chunkers]]\nkind = \"markdown\"\ntitle = true\nheadings = true\n\n[[chunkers]]\nkind = \"recursive\"\nsize = 800\noverlap = 100\ntitle = true\n"
+    } else {
+        "[[chunkers]]\nkind = \"none\"\ntitle = true\n\n[[chunkers]]\nkind = \"recursive\"\nsize = 800\noverlap = 100\ntitle = true\n"
+    };
+    let analyzer = match lang {
+        AnalyzerKind::Pt => "pt",
+        _ => "en",
+    };
+    let toml = format!(
+        "# Written by `ragsweep init` for {corpus} ({docs} documents, {sections} sections).\n\
+         # Fill golden.jsonl with questions, then: ragsweep validate experiment.toml && ragsweep run experiment.toml\n\
+         name = \"my-retrieval\"\nunit = \"{unit}\"\nk = [1, 3, 5, 10]\nselect = \"ndcg@10\"\nreserved_fraction = 0.3\n\n\
+         [corpus]\npath = {corpus_toml}\n\n[golden]\npath = \"golden.jsonl\"\n\n{chunker}\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"{analyzer}\"\n\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"e5-small\"\n\n\
+         [[retrievers]]\nkind = \"hybrid\"\nanalyzer = \"{analyzer}\"\nmodel = \"e5-small\"\nfusion = \"rrf\"\n",
+        corpus = corpus_path.display(),
+        docs = corpus.docs.len(),
+        corpus_toml = toml::Value::String(corpus_ref.display().to_string()),
+    );
+    crate::atomic::write_atomic(&experiment, toml.as_bytes())?;
+    crate::atomic::write_atomic(&golden, lines.as_bytes())?;
+    Ok(Initialised {
+        experiment,
+        golden,
+        documents: corpus.docs.len(),
+        sections,
+        language: lang,
+        stubs: targets.len() + UNANSWERABLE_STUBS,
+    })
+}
+
+/// `path` as seen from `base` (absolute when they share nothing).
+fn pathdiff(path: &Path, base: &Path) -> PathBuf {
+    match (path.canonicalize(), base.canonicalize()) {
+        (Ok(p), Ok(b)) => {
+            let common = p.components().zip(b.components()).take_while(|(x, y)| x == y).count();
+            if common <= 1 {
+                return p;
+            }
+            let mut rel = PathBuf::new();
+            for _ in b.components().skip(common) {
+                rel.push("..");
+            }
+            for c in p.components().skip(common) {
+                rel.push(c);
+            }
+            rel
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The guide printed after `init`.
+pub fn guide(i: &Initialised) -> String {
+    format!(
+        "wrote {} and {} ({} stubs) for {} documents ({} sections), BM25 analyzer {:?}\n\n\
+         Next:\n\
+         1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
+         \x20  without the document's words), not the way the document phrases it. Its label says where the\n\
+         \x20  answer is (meta.snippet shows the text); keep it, or point it at the right section.\n\
+         2. The u* stubs are unanswerable: questions users ask that your documents do not answer. They measure\n\
+         \x20  whether retrieval (and your model) knows when to say nothing.\n\
+         3. Why 30: below about 30 answerable cases a mean's 95% interval is wider than ±0.18, too wide to\n\
+         \x20  tell configurations apart; add more where you can (see `ragsweep plan` after a first run).\n\
+         4. ragsweep validate experiment.toml   (it lists the stubs still empty)\n\
+         5. ragsweep run experiment.toml\n",
+        i.experiment.display(),
+        i.golden.display(),
+        i.stubs,
+        i.documents,
+        i.sections,
+        i.language
+    )
+}

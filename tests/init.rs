@@ -1,0 +1,162 @@
+//! `ragsweep init` on a folder of documents that is not the demo: it writes a starting
+//! experiment and golden stubs, `validate` lists the stubs still empty, and once the stubs are
+//! filled the experiment runs end to end.
+
+mod common;
+
+use common::{ragsweep, repo};
+use predicates::prelude::*;
+use serde_json::Value;
+
+const TOPICS: [(&str, [&str; 3]); 6] = [
+    (
+        "emprestimo",
+        [
+            "Prazo de devolução é de quinze dias corridos",
+            "Renovação pode ser feita pelo site duas vezes",
+            "Multa diária de um real por livro atrasado",
+        ],
+    ),
+    (
+        "cadastro",
+        [
+            "Documento com foto e comprovante de residência",
+            "Menores de idade precisam de um responsável",
+            "A carteirinha fica pronta em sete dias",
+        ],
+    ),
+    (
+        "acervo",
+        [
+            "São quarenta mil livros e três mil periódicos",
+            "Obras raras ficam na sala de consulta local",
+            "Doações passam por uma triagem da equipe",
+        ],
+    ),
+    (
+        "horarios",
+        [
+            "Abre de segunda a sexta das oito às vinte",
+            "Aos sábados funciona das nove às treze",
+            "Fecha nos feriados municipais e nacionais",
+        ],
+    ),
+    (
+        "eventos",
+        [
+            "Clube de leitura toda primeira quarta do mês",
+            "Oficinas de escrita para adolescentes em julho",
+            "Contação de histórias aos domingos pela manhã",
+        ],
+    ),
+    (
+        "digital",
+        [
+            "O catálogo online mostra a disponibilidade",
+            "Livros digitais podem ser emprestados por sete dias",
+            "O wifi da biblioteca é gratuito para sócios",
+        ],
+    ),
+];
+
+#[test]
+fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for (name, sections) in TOPICS {
+        let mut text = format!("# Biblioteca: {name}\n\nRegras da biblioteca municipal sobre {name}.\n");
+        for (i, s) in sections.iter().enumerate() {
+            text.push_str(&format!("\n## Regra {}\n\n{s}, conforme o regulamento de 2024 que não mudou.\n", i + 1));
+        }
+        std::fs::write(docs.join(format!("{name}.md")), text).unwrap();
+    }
+    let project = dir.path().join("projeto");
+    let cmd = |args: &[&str]| {
+        let mut c = ragsweep();
+        c.current_dir(dir.path()).args(args);
+        c
+    };
+    cmd(&["init", "docs", "--out", "projeto"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("for 6 documents (24 sections), BM25 analyzer Pt"))
+        .stdout(predicate::str::contains("Why 30"));
+    let toml = std::fs::read_to_string(project.join("experiment.toml")).unwrap();
+    assert!(
+        toml.contains("analyzer = \"pt\"")
+            && toml.contains("path = \"../docs\"")
+            && toml.contains("unit = \"section\""),
+        "{toml}"
+    );
+    let stubs: Vec<Value> = std::fs::read_to_string(project.join("golden.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(stubs.len(), 24 + 4, "every section once, and 4 unanswerable stubs");
+    let labelled_docs: std::collections::BTreeSet<String> = stubs
+        .iter()
+        .filter_map(|s| s["relevant"][0].as_str())
+        .map(|l| l.split('#').next().unwrap().to_string())
+        .collect();
+    assert_eq!(labelled_docs.len(), 6, "stubs spread over every document");
+
+    let models = repo().join("models");
+    let validate = || {
+        let mut c = cmd(&["validate", "--models"]);
+        c.arg(&models).arg("projeto/experiment.toml");
+        c.assert()
+    };
+    validate().code(2).stderr(predicate::str::contains("case \"q01\" has an empty question, and 27 more: q02,"));
+    // Fill the stubs as a user would: a few words of the labelled text; unanswerable ones by hand.
+    let filled: Vec<String> = stubs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            let question = match s["meta"]["snippet"].as_str() {
+                Some(snippet) => {
+                    snippet.split_whitespace().skip(1).take(6).collect::<Vec<_>>().join(" ").to_lowercase()
+                }
+                None => {
+                    ["tem estacionamento?", "vende café?", "aceita cartão de crédito?", "qual o telefone do prefeito?"]
+                        [i % 4]
+                        .to_string()
+                }
+            };
+            s["question"] = Value::String(question);
+            s.to_string()
+        })
+        .collect();
+    std::fs::write(project.join("golden.jsonl"), filled.join("\n") + "\n").unwrap();
+    validate().success().stdout(predicate::str::contains("28 cases (4 unanswerable)"));
+    let mut run = cmd(&["run", "-q", "--models"]);
+    run.arg(&models)
+        .arg("--cache")
+        .arg(dir.path().join("cache"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("projeto/experiment.toml");
+    run.assert().success().stdout(predicate::str::contains("Selected on tuning by ndcg@10"));
+    let out = common::run_dir(&dir.path().join("out"), "my-retrieval");
+    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
+    assert_eq!(matrix["rows"].as_array().unwrap().len(), 12, "2 chunkers × 3 retrievers × 2 splits");
+
+    cmd(&["init", "docs", "--out", "projeto"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("init never overwrites"));
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli_definition() {
+    ragsweep()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("contexts"))
+        .stdout(predicate::str::contains("--fail-on"));
+    ragsweep().args(["completions", "zsh"]).assert().success().stdout(predicate::str::contains("#compdef ragsweep"));
+    ragsweep().arg("man").assert().success().stdout(predicate::str::contains(".TH ragsweep 1"));
+}
