@@ -523,68 +523,20 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Contexts { run, cell, k, split, dirs } => {
-            let manifest: ragsweep::results::Manifest = serde_json::from_str(
-                &std::fs::read_to_string(run.join("manifest.json"))
-                    .with_context(|| format!("{} is not a run directory", run.display()))?,
-            )?;
-            let exp = Experiment::load(&manifest.experiment.file)
-                .with_context(|| format!("the run's experiment file {}", manifest.experiment.file.display()))?;
-            anyhow::ensure!(
-                exp.config_hash == manifest.experiment.config_hash,
-                "{} changed since the run (config hash {} ≠ {}): rerun it first",
-                exp.file.display(),
-                exp.config_hash,
-                manifest.experiment.config_hash
-            );
-            let prepared = runner::prepare(&exp, &dirs.models())?;
-            anyhow::ensure!(prepared.corpus.hash == manifest.corpus.hash, "the corpus changed since the run");
             let progress = std::io::stderr().is_terminal();
             let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
-            let mut lines = runner::contexts(&exp, &prepared, &options, &cell, k)?;
-            if let Some(SplitChoice(Some(s))) = split {
-                lines.retain(|l| l.split == s);
-            }
-            let mut out = Vec::new();
-            for l in &lines {
-                serde_json::to_writer(&mut out, l)?;
-                out.push(b'\n');
-            }
-            let path = run.join("contexts.jsonl");
-            ragsweep::atomic::write_atomic(&path, &out)?;
-            eprintln!("{} cases: the top {k} of cell {cell} in {}", lines.len(), path.display());
+            let split = split.and_then(|s| s.0);
+            let (path, n) = runner::write_contexts(&run, &cell, k, split, &options)?;
+            eprintln!("{n} cases: the top {k} of cell {cell} in {}", path.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Answers { run, answers, contexts, refusal } => {
-            use ragsweep::evaluate::answers as scoring;
-            let contexts_path = contexts.unwrap_or_else(|| run.join("contexts.jsonl"));
-            let text = std::fs::read_to_string(&contexts_path)
-                .with_context(|| format!("{} (write it with `ragsweep contexts`)", contexts_path.display()))?;
-            let lines: Vec<ragsweep::results::ContextLine> = text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(serde_json::from_str)
-                .collect::<Result<_, _>>()
-                .with_context(|| format!("{} is not a contexts file", contexts_path.display()))?;
             let phrases: Vec<String> = if refusal.is_empty() {
-                scoring::REFUSAL_PHRASES.iter().map(|p| p.to_string()).collect()
+                ragsweep::evaluate::answers::REFUSAL_PHRASES.iter().map(|p| p.to_string()).collect()
             } else {
                 refusal.iter().map(|p| p.to_lowercase()).collect()
             };
-            let scored = scoring::score(&answers, &lines, &phrases)?;
-            let tags: std::collections::HashMap<String, Vec<String>> = std::fs::read_to_string(run.join("cases.jsonl"))
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| serde_json::from_str::<ragsweep::results::CaseInfo>(l).ok())
-                .map(|c| (c.case, c.tags))
-                .collect();
-            let rows = scoring::aggregate(&scored, &tags);
-            let mut jsonl = Vec::new();
-            for a in &scored {
-                serde_json::to_writer(&mut jsonl, a)?;
-                jsonl.push(b'\n');
-            }
-            ragsweep::atomic::write_atomic(&run.join("answers.jsonl"), &jsonl)?;
-            ragsweep::atomic::write_atomic(&run.join("answers.csv"), &scoring::csv(&rows))?;
+            let rows = ragsweep::evaluate::answers::score_run(&run, &answers, contexts.as_deref(), &phrases)?;
             for r in rows.iter().filter(|r| r.slice == "all") {
                 println!("{} ({} answers)", r.split, r.answers);
                 for (c, m) in &r.columns {
@@ -637,52 +589,14 @@ fn print_health(health: &ragsweep::input::health::Health, to_stderr: bool) {
     }
 }
 
-/// Checks `COLUMN=VALUE` requirements on the run's scored answers: prints each, with the
-/// cases below the value; true when one is unmet.
+/// Checks `COLUMN=VALUE` requirements on the run's scored answers, printing each; true when
+/// one is unmet.
 fn check_requirements(run: &std::path::Path, require: &[String]) -> anyhow::Result<bool> {
-    if require.is_empty() {
-        return Ok(false);
-    }
-    let path = run.join("answers.jsonl");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("{} (score answers with `ragsweep answers`)", path.display()))?;
-    let scored: Vec<ragsweep::evaluate::answers::ScoredAnswer> =
-        text.lines().filter(|l| !l.trim().is_empty()).map(serde_json::from_str).collect::<Result<_, _>>()?;
     let mut unmet = false;
     for r in require {
-        let (column, want) = r.split_once('=').context("--require takes COLUMN=VALUE, e.g. citation_valid=1")?;
-        anyhow::ensure!(
-            ragsweep::evaluate::answers::COLUMNS.contains(&column),
-            "--require: unknown column {column:?} (columns: {})",
-            ragsweep::evaluate::answers::COLUMNS.join(", ")
-        );
-        let want: f64 = want.parse().with_context(|| format!("--require {r}: not a number"))?;
-        let values: Vec<(&str, f64)> =
-            scored.iter().filter_map(|a| Some((a.case.as_str(), a.values[column]?))).collect();
-        let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len().max(1) as f64;
-        let below: Vec<String> = values
-            .iter()
-            .filter(|v| v.1 < want)
-            .map(|(case, v)| {
-                let invalid =
-                    scored.iter().find(|a| a.case == *case).map(|a| a.invalid_citations.join(", ")).unwrap_or_default();
-                if column == "citation_valid" {
-                    format!("{case} ({invalid})")
-                } else {
-                    format!("{case} ({v:.3})")
-                }
-            })
-            .collect();
-        if mean < want {
-            unmet = true;
-            println!(
-                "FAIL: {column} = {mean:.4} < {want} over {} answers; below it: {}",
-                values.len(),
-                below.join("; ")
-            );
-        } else {
-            println!("PASS: {column} = {mean:.4} ≥ {want} over {} answers", values.len());
-        }
+        let (line, met) = ragsweep::evaluate::answers::requirement(run, r)?;
+        println!("{line}");
+        unmet |= !met;
     }
     Ok(unmet)
 }

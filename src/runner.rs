@@ -331,23 +331,27 @@ pub fn contexts(
     one.cells = vec![exp.cells[position].clone()];
     let plan = Plan::new(&one);
     let Prepared { corpus, cases, models, .. } = prepared;
+    // The one-cell plan numbers its own models: embedders follow that order.
+    let plan_models: Vec<ModelInfo> = plan
+        .models
+        .iter()
+        .map(|id| models.iter().find(|m| &m.id == id).cloned().expect("prepared for the whole plan"))
+        .collect();
     let threads = rayon::current_num_threads();
-    let embedders: Vec<LazyEmbedder> = models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, threads)).collect();
+    let embedders: Vec<LazyEmbedder> =
+        plan_models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, threads)).collect();
     let embedder = |m: ModelId| -> Result<&dyn Embedding> { Ok(embedders[m.0].get()? as &dyn Embedding) };
     let store = StageCache::new(&opts.cache_dir);
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
     let ctx = BuildContext {
         corpus,
         cases,
-        models,
+        models: &plan_models,
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
         bar: &make_bar,
     };
-    let plan_models: Vec<ModelInfo> =
-        plan.models.iter().map(|id| models.iter().find(|m| &m.id == id).cloned().expect("prepared models")).collect();
-    let ctx = BuildContext { models: &plan_models, ..ctx };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
@@ -416,6 +420,46 @@ pub fn contexts(
             })
         })
         .collect()
+}
+
+/// `contexts` for a finished run directory: reloads its experiment (refusing one whose
+/// config or corpus changed since), and writes `RUN/contexts.jsonl` with the cases of `split`
+/// (all when `None`); returns the file and its number of lines.
+pub fn write_contexts(
+    run: &Path,
+    cell: &str,
+    k: usize,
+    split: Option<Split>,
+    opts: &RunOptions,
+) -> Result<(PathBuf, usize)> {
+    let manifest_path = run.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest_path)
+        .map_err(|_| Error::Other(format!("{} is not a run directory (no manifest.json)", run.display())))?;
+    let manifest: crate::results::Manifest = serde_json::from_str(&text)
+        .map_err(|e| Error::Other(format!("{}: not a ragsweep manifest: {e}", manifest_path.display())))?;
+    let exp = Experiment::load(&manifest.experiment.file)?;
+    if exp.config_hash != manifest.experiment.config_hash {
+        return Err(Error::Other(format!(
+            "{} changed since the run (config hash {} ≠ {}): rerun it first",
+            exp.file.display(),
+            exp.config_hash,
+            manifest.experiment.config_hash
+        )));
+    }
+    let prepared = prepare(&exp, &opts.models_dir)?;
+    if prepared.corpus.hash != manifest.corpus.hash {
+        return Err(Error::Other("the corpus changed since the run: rerun it first".into()));
+    }
+    let mut lines = contexts(&exp, &prepared, opts, cell, k)?;
+    lines.retain(|l| split.is_none_or(|s| l.split == s));
+    let mut out = Vec::new();
+    for l in &lines {
+        serde_json::to_writer(&mut out, l).expect("json");
+        out.push(b'\n');
+    }
+    let path = run.join("contexts.jsonl");
+    crate::atomic::write_atomic(&path, &out)?;
+    Ok((path, lines.len()))
 }
 
 /// What retrieving and scoring a case reads.

@@ -120,3 +120,56 @@ fn bad_answer_lines_are_located_and_nothing_is_written() {
         assert!(!run.join("answers.jsonl").exists() && !run.join("answers.csv").exists());
     }
 }
+
+/// The context of a cell is the list the run scored, even for a cell whose model comes second
+/// in the grid and on a fresh cache (where the query and passages must be embedded again).
+#[test]
+fn contexts_repeat_the_scored_list_of_any_cell() {
+    let docs: Vec<(String, String)> = (0..12)
+        .map(|i| {
+            (
+                format!("d{i:02}.md"),
+                format!("# Tema {i}\nTexto sobre o assunto número {i}, com detalhes do tema {i}.\n"),
+            )
+        })
+        .collect();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let golden: Vec<String> = (0..6)
+        .map(|i| format!(r#"{{"id": "q{i}", "question": "assunto número {i}", "relevant": ["d{i:02}"]}}"#))
+        .collect();
+    let f = common::Fixture::new(
+        &docs,
+        &format!("[{}]", golden.join(",")),
+        "name = \"ctx\"\nunit = \"doc\"\nk = [3]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = [\"minilm-l6\", \"e5-small\"]\n",
+    );
+    let run = f.run();
+    let fresh = f.path().join("fresh-cache");
+    for cell in ["c01", "c02"] {
+        ragsweep()
+            .current_dir(f.path())
+            .arg("contexts")
+            .arg(&run)
+            .args(["--cell", cell, "--k", "3", "--cache"])
+            .arg(&fresh)
+            .assert()
+            .success();
+        let contexts: Vec<serde_json::Value> = std::fs::read_to_string(run.join("contexts.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let per_query: Vec<serde_json::Value> = std::fs::read_to_string(run.join("per_query.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["cell"] == cell)
+            .collect();
+        for line in per_query {
+            let ctx = contexts.iter().find(|c| c["case"] == line["case"]).unwrap();
+            let units: Vec<&str> =
+                ctx["items"].as_array().unwrap().iter().map(|i| i["unit"].as_str().unwrap()).collect();
+            let top: Vec<&str> = line["top"].as_array().unwrap().iter().take(3).map(|t| t.as_str().unwrap()).collect();
+            assert_eq!(units, top, "{cell} {}", line["case"]);
+        }
+    }
+}

@@ -213,6 +213,85 @@ pub fn aggregate(scored: &[ScoredAnswer], tags: &HashMap<String, Vec<String>>) -
         .collect()
 }
 
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    for line in text::lines(path)? {
+        let (line_no, line) = line?;
+        if !line.trim().is_empty() {
+            out.push(
+                serde_json::from_str(&line)
+                    .map_err(|e| Error::input(Location::line(path, line_no), format!("not {what}: {e}")))?,
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Scores `answers` against the run's contexts (`contexts` or `RUN/contexts.jsonl`), then
+/// writes `RUN/answers.jsonl` and `RUN/answers.csv`; nothing is written when a line is bad.
+pub fn score_run(run: &Path, answers: &Path, contexts: Option<&Path>, phrases: &[String]) -> Result<Vec<AnswerRow>> {
+    let contexts_path = contexts.map_or_else(|| run.join("contexts.jsonl"), Path::to_path_buf);
+    if !contexts_path.is_file() {
+        return Err(Error::Other(format!("{} is missing: write it with `ragsweep contexts`", contexts_path.display())));
+    }
+    let contexts: Vec<ContextLine> = read_jsonl(&contexts_path, "a contexts line")?;
+    let scored = score(answers, &contexts, phrases)?;
+    let cases: Vec<crate::results::CaseInfo> =
+        if run.join("cases.jsonl").is_file() { read_jsonl(&run.join("cases.jsonl"), "a case")? } else { Vec::new() };
+    let tags: HashMap<String, Vec<String>> = cases.into_iter().map(|c| (c.case, c.tags)).collect();
+    let rows = aggregate(&scored, &tags);
+    let mut jsonl = Vec::new();
+    for a in &scored {
+        serde_json::to_writer(&mut jsonl, a).expect("json");
+        jsonl.push(b'\n');
+    }
+    crate::atomic::write_atomic(&run.join("answers.jsonl"), &jsonl)?;
+    crate::atomic::write_atomic(&run.join("answers.csv"), &csv(&rows))?;
+    Ok(rows)
+}
+
+/// A hard requirement `COLUMN=VALUE` on the run's scored answers: a line saying whether the
+/// column's mean reaches the value (listing the cases below it), and whether it does.
+pub fn requirement(run: &Path, spec: &str) -> Result<(String, bool)> {
+    let (column, want) = spec
+        .split_once('=')
+        .ok_or_else(|| Error::Other(format!("--require {spec}: expected COLUMN=VALUE, e.g. citation_valid=1")))?;
+    if !COLUMNS.contains(&column) {
+        return Err(Error::Other(format!("--require: unknown column {column:?} (columns: {})", COLUMNS.join(", "))));
+    }
+    let want: f64 = want.parse().map_err(|_| Error::Other(format!("--require {spec}: {want:?} is not a number")))?;
+    let path = run.join("answers.jsonl");
+    if !path.is_file() {
+        return Err(Error::Other(format!("{} is missing: score answers with `ragsweep answers`", path.display())));
+    }
+    let scored: Vec<ScoredAnswer> = read_jsonl(&path, "a scored answer")?;
+    let values: Vec<(&ScoredAnswer, f64)> = scored.iter().filter_map(|a| Some((a, a.values[column]?))).collect();
+    let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len().max(1) as f64;
+    let below: Vec<String> = values
+        .iter()
+        .filter(|v| v.1 < want)
+        .map(|(a, v)| {
+            if column == "citation_valid" {
+                format!("{} ({})", a.case, a.invalid_citations.join(", "))
+            } else {
+                format!("{} ({v:.3})", a.case)
+            }
+        })
+        .collect();
+    Ok(if mean < want {
+        (
+            format!(
+                "FAIL: {column} = {mean:.4} < {want} over {} answers; below it: {}",
+                values.len(),
+                below.join("; ")
+            ),
+            false,
+        )
+    } else {
+        (format!("PASS: {column} = {mean:.4} ≥ {want} over {} answers", values.len()), true)
+    })
+}
+
 /// `answers.csv`: one row per split × slice, each column's mean, n and interval.
 pub fn csv(rows: &[AnswerRow]) -> Vec<u8> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
