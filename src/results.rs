@@ -321,7 +321,7 @@ pub struct Selection {
 pub struct Matrix {
     pub experiment: String,
     pub unit: String,
-    /// The metric cells are compared and tied on (`select`, else the first column).
+    /// The metric cells are compared and tied on (`select`, else the first metric at k = 10 or the largest k).
     #[serde(default)]
     pub decision_metric: Option<String>,
     pub selection: Option<Selection>,

@@ -407,9 +407,11 @@ impl Experiment {
         self.metrics.iter().flat_map(|&metric| self.k.iter().map(move |&k| MetricAt { metric, k })).collect()
     }
 
-    /// The metric cells are compared on: `select`, else the first metric at the first k.
+    /// The metric cells are compared on: `select`, else the first metric at k = 10 (the
+    /// largest k when 10 is not one).
     pub fn decision_metric(&self) -> MetricAt {
-        self.select.unwrap_or(MetricAt { metric: self.metrics[0], k: self.k[0] })
+        let k = if self.k.contains(&10) { 10 } else { self.max_k() };
+        self.select.unwrap_or(MetricAt { metric: self.metrics[0], k })
     }
 
     pub fn max_k(&self) -> usize {

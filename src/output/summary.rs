@@ -128,7 +128,8 @@ fn wrap(text: &str, width: usize, indent: usize) -> String {
 fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String {
     let splits: Vec<String> =
         manifest.golden.cases_per_split.iter().map(|(s, n)| format!("{} {n}", s.as_str())).collect();
-    format!("{}: {total} cells · {} · ranked by {metric} on tuning", m.experiment, splits.join(" / "))
+    let cells = if total == 1 { "1 cell".to_string() } else { format!("{total} cells") };
+    format!("{}: {cells} · {} · ranked by {metric} on tuning", m.experiment, splits.join(" / "))
 }
 
 /// The terminal summary; every line fits [`WIDTH`] columns.
