@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{ragsweep, repo, run_dir, run_experiment};
+use common::{ragsweep, run_dir, run_experiment};
 use serde_json::Value;
 
 fn chromium() -> PathBuf {
@@ -148,7 +148,6 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
     // A directory that is not a run says what it needs.
     let empty = tempfile::tempdir().unwrap();
     ragsweep().arg("report").arg(empty.path()).assert().failure().code(2);
-    let _ = repo();
 }
 
 #[test]
