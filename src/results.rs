@@ -183,6 +183,33 @@ pub struct Row {
     pub tied_with_best: Option<bool>,
 }
 
+#[cfg(test)]
+impl Row {
+    /// A row with one metric's mean over `n` cases and nothing else, for tests.
+    pub(crate) fn of_mean(cell: &str, split: Split, metric: &str, value: f64, n: usize) -> Row {
+        Row {
+            cell: cell.into(),
+            label: format!("label {cell}"),
+            config: Ordered::default(),
+            filter: Filter::None,
+            split,
+            cases: n,
+            unanswerable: 0,
+            leaks: 0,
+            restricted_hits: 0,
+            latency: None,
+            cost: Default::default(),
+            ctx_tokens: Ordered::default(),
+            usd_per_1k_queries: Ordered::default(),
+            short_lists: Ordered::default(),
+            abstain: None,
+            metrics: Ordered(vec![(metric.into(), Mean { value: Some(value), n, ci: None })]),
+            p_vs_best: None,
+            tied_with_best: None,
+        }
+    }
+}
+
 /// Means of one slice of a cell's cases on one split (exact-term cases, a golden tag, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SliceRow {

@@ -158,11 +158,32 @@ pub fn run(
     opts: &RunOptions,
     on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Outcome> {
-    let threads = rayon::current_num_threads();
-    let embedders: Vec<LazyEmbedder> =
-        prepared.models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, threads)).collect();
+    let embedders = lazy_embedders(&prepared.models, opts);
     let embedder = |m: ModelId| -> Result<&dyn Embedding> { Ok(embedders[m.0].get()? as &dyn Embedding) };
     run_with(exp, prepared, opts, &embedder, on_cell)
+}
+
+/// One embedder per model, loaded on first use.
+fn lazy_embedders<'m>(models: &'m [ModelInfo], opts: &'m RunOptions) -> Vec<LazyEmbedder<'m>> {
+    let threads = rayon::current_num_threads();
+    models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, threads)).collect()
+}
+
+/// Who may see what: one allowed set per (chunk set, user groups), when the corpus has ACLs.
+fn allowed_sets<'c>(
+    corpus: &Corpus,
+    cases: &'c [GoldenCase],
+    sets: &[crate::stages::chunk::ChunkSet],
+) -> HashMap<(usize, &'c [String]), Allowed> {
+    let mut out = HashMap::new();
+    if corpus.docs.iter().any(|d| d.acl.is_some()) {
+        for (s, set) in sets.iter().enumerate() {
+            for case in cases {
+                out.entry((s, case.user_groups())).or_insert_with(|| access::allowed(corpus, set, case.user_groups()));
+            }
+        }
+    }
+    out
 }
 
 /// What a run produced, before it is written: rows, slices, cases, and what each stage did.
@@ -199,18 +220,7 @@ pub fn run_with<'e>(
         .iter()
         .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
         .collect::<Result<_>>()?;
-    // Who may see what: one allowed set per (chunk set, user groups), when the corpus has ACLs.
-    let has_acl = corpus.docs.iter().any(|d| d.acl.is_some());
-    let mut allowed_sets: HashMap<(usize, &[String]), Allowed> = HashMap::new();
-    if has_acl {
-        for (s, set) in built.sets.iter().enumerate() {
-            for case in cases {
-                allowed_sets
-                    .entry((s, case.user_groups()))
-                    .or_insert_with(|| access::allowed(corpus, set, case.user_groups()));
-            }
-        }
-    }
+    let allowed_sets = allowed_sets(corpus, cases, &built.sets);
     let case_info = aggregate::case_info(cases, corpus);
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
@@ -337,9 +347,7 @@ pub fn contexts(
         .iter()
         .map(|id| models.iter().find(|m| &m.id == id).cloned().expect("prepared for the whole plan"))
         .collect();
-    let threads = rayon::current_num_threads();
-    let embedders: Vec<LazyEmbedder> =
-        plan_models.iter().map(|m| LazyEmbedder::new(&opts.models_dir, m, threads)).collect();
+    let embedders = lazy_embedders(&plan_models, opts);
     let embedder = |m: ModelId| -> Result<&dyn Embedding> { Ok(embedders[m.0].get()? as &dyn Embedding) };
     let store = StageCache::new(&opts.cache_dir);
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
@@ -355,14 +363,7 @@ pub fn contexts(
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
     let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
-    let mut allowed_sets: HashMap<(usize, &[String]), Allowed> = HashMap::new();
-    if corpus.docs.iter().any(|d| d.acl.is_some()) {
-        for case in cases {
-            allowed_sets
-                .entry((planned.chunks.0, case.user_groups()))
-                .or_insert_with(|| access::allowed(corpus, built.set(planned.chunks), case.user_groups()));
-        }
-    }
+    let allowed_sets = allowed_sets(corpus, cases, &built.sets);
     let scoring = Scoring {
         exp,
         corpus,
@@ -433,10 +434,10 @@ pub fn write_contexts(
     opts: &RunOptions,
 ) -> Result<(PathBuf, usize)> {
     let manifest_path = run.join("manifest.json");
-    let text = std::fs::read_to_string(&manifest_path)
-        .map_err(|_| Error::Other(format!("{} is not a run directory (no manifest.json)", run.display())))?;
-    let manifest: crate::results::Manifest = serde_json::from_str(&text)
-        .map_err(|e| Error::Other(format!("{}: not a ragsweep manifest: {e}", manifest_path.display())))?;
+    if !manifest_path.is_file() {
+        return Err(Error::Other(format!("{} is not a run directory (no manifest.json)", run.display())));
+    }
+    let manifest: crate::results::Manifest = crate::input::text::json(&manifest_path, "run manifest")?;
     let exp = Experiment::load(&manifest.experiment.file)?;
     if exp.config_hash != manifest.experiment.config_hash {
         return Err(Error::Other(format!(

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{json, jsonl};
 use crate::error::{Error, Location, Result};
 use crate::evaluate::ties::{self, CellValues};
 use crate::experiment::Experiment;
+use crate::input::text::{json, jsonl};
 use crate::output::RunWriter;
 use crate::plan::Plan;
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, ModelEntry, Row, RunResult, SliceRow};

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::analyze::{Analyzer, AnalyzerKind};
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Result};
 use crate::evaluate::stats::{self, Interval, SubsetRange};
 use crate::input::golden::Split;
+use crate::input::text::{json, jsonl};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
 use crate::stages::cost::Counter;
 
@@ -60,28 +61,6 @@ pub struct RunData {
     /// The cell chosen by the experiment's `select`, if any.
     pub selected: Option<String>,
     pub golden_hash: String,
-}
-
-fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
-}
-
-fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    read(path)?
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| Error::input(Location::line(path, i + 1), e.to_string())))
-        .collect()
-}
-
-fn json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    serde_json::from_str(&read(path)?).map_err(|e| {
-        Error::input(
-            Location { path: path.to_path_buf(), line: e.line(), column: e.column() },
-            format!("not a ragsweep {what}: {e}"),
-        )
-    })
 }
 
 impl RunData {

@@ -213,20 +213,6 @@ pub fn aggregate(scored: &[ScoredAnswer], tags: &HashMap<String, Vec<String>>) -
         .collect()
 }
 
-fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    for line in text::lines(path)? {
-        let (line_no, line) = line?;
-        if !line.trim().is_empty() {
-            out.push(
-                serde_json::from_str(&line)
-                    .map_err(|e| Error::input(Location::line(path, line_no), format!("not {what}: {e}")))?,
-            );
-        }
-    }
-    Ok(out)
-}
-
 /// Scores `answers` against the run's contexts (`contexts` or `RUN/contexts.jsonl`), then
 /// writes `RUN/answers.jsonl` and `RUN/answers.csv`; nothing is written when a line is bad.
 pub fn score_run(run: &Path, answers: &Path, contexts: Option<&Path>, phrases: &[String]) -> Result<Vec<AnswerRow>> {
@@ -234,10 +220,10 @@ pub fn score_run(run: &Path, answers: &Path, contexts: Option<&Path>, phrases: &
     if !contexts_path.is_file() {
         return Err(Error::Other(format!("{} is missing: write it with `ragsweep contexts`", contexts_path.display())));
     }
-    let contexts: Vec<ContextLine> = read_jsonl(&contexts_path, "a contexts line")?;
+    let contexts: Vec<ContextLine> = text::jsonl(&contexts_path)?;
     let scored = score(answers, &contexts, phrases)?;
     let cases: Vec<crate::results::CaseInfo> =
-        if run.join("cases.jsonl").is_file() { read_jsonl(&run.join("cases.jsonl"), "a case")? } else { Vec::new() };
+        if run.join("cases.jsonl").is_file() { text::jsonl(&run.join("cases.jsonl"))? } else { Vec::new() };
     let tags: HashMap<String, Vec<String>> = cases.into_iter().map(|c| (c.case, c.tags)).collect();
     let rows = aggregate(&scored, &tags);
     let mut jsonl = Vec::new();
@@ -264,7 +250,7 @@ pub fn requirement(run: &Path, spec: &str) -> Result<(String, bool)> {
     if !path.is_file() {
         return Err(Error::Other(format!("{} is missing: score answers with `ragsweep answers`", path.display())));
     }
-    let scored: Vec<ScoredAnswer> = read_jsonl(&path, "a scored answer")?;
+    let scored: Vec<ScoredAnswer> = text::jsonl(&path)?;
     let values: Vec<(&ScoredAnswer, f64)> = scored.iter().filter_map(|a| Some((a, a.values[column]?))).collect();
     let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len().max(1) as f64;
     let below: Vec<String> = values

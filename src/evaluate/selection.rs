@@ -130,8 +130,7 @@ pub fn kendall_tau_b(pairs: &[(f64, f64)]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::metrics::{Mean, Metric};
-    use crate::results::Ordered;
+    use crate::evaluate::metrics::Metric;
 
     #[test]
     fn tau_by_hand() {
@@ -147,26 +146,7 @@ mod tests {
     }
 
     fn row(cell: &str, split: Split, v: f64) -> Row {
-        Row {
-            cell: cell.into(),
-            label: format!("label {cell}"),
-            config: Ordered::default(),
-            filter: Filter::None,
-            split,
-            cases: 10,
-            unanswerable: 0,
-            leaks: 0,
-            restricted_hits: 0,
-            p_vs_best: None,
-            tied_with_best: None,
-            latency: None,
-            cost: Default::default(),
-            ctx_tokens: Ordered::default(),
-            usd_per_1k_queries: Ordered::default(),
-            short_lists: Ordered::default(),
-            abstain: None,
-            metrics: Ordered(vec![("ndcg@10".into(), Mean { value: Some(v), n: 10, ci: None })]),
-        }
+        Row::of_mean(cell, split, "ndcg@10", v, 10)
     }
 
     #[test]

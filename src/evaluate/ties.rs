@@ -66,31 +66,10 @@ pub fn mark(rows: &mut [Row], cells: &[CellValues], metric: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::metrics::Mean;
-    use crate::results::Ordered;
 
     fn row(cell: &str, values: &[f64]) -> Row {
         let mean = values.iter().sum::<f64>() / values.len() as f64;
-        Row {
-            cell: cell.into(),
-            label: cell.into(),
-            config: Ordered::default(),
-            filter: crate::retrieve::access::Filter::None,
-            split: Split::Tuning,
-            cases: values.len(),
-            unanswerable: 0,
-            leaks: 0,
-            restricted_hits: 0,
-            latency: None,
-            cost: Default::default(),
-            ctx_tokens: Ordered::default(),
-            usd_per_1k_queries: Ordered::default(),
-            short_lists: Ordered::default(),
-            abstain: None,
-            metrics: Ordered(vec![("hit@1".into(), Mean { value: Some(mean), n: values.len(), ci: None })]),
-            p_vs_best: None,
-            tied_with_best: None,
-        }
+        Row::of_mean(cell, Split::Tuning, "hit@1", mean, values.len())
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Reading input files as UTF-8 text. Bytes that are not UTF-8 are an error located at
-//! file, line and column, never replaced or skipped.
+//! Reading input files as UTF-8 text (and JSON / JSON Lines read from it). Bytes that are
+//! not UTF-8 are an error located at file, line and column, never replaced or skipped.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -31,6 +31,30 @@ pub fn lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>
             .map(|s| (i + 1, s))
             .map_err(|e| not_utf8(path, i + 1, e.as_bytes(), e.utf8_error().valid_up_to()))
     }))
+}
+
+/// A JSON document of type `T` (`what` names it in the error, located at line and column).
+pub fn json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    serde_json::from_str(&read(path)?).map_err(|e| {
+        Error::input(
+            Location { path: path.to_path_buf(), line: e.line(), column: e.column() },
+            format!("not a ragsweep {what}: {e}"),
+        )
+    })
+}
+
+/// One `T` per non-blank line; a bad line is an error at its line.
+pub fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    for line in lines(path)? {
+        let (line_no, line) = line?;
+        if !line.trim().is_empty() {
+            out.push(
+                serde_json::from_str(&line).map_err(|e| Error::input(Location::line(path, line_no), e.to_string()))?,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// `line` holds a byte that is not UTF-8 at `bad`.

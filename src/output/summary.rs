@@ -15,15 +15,12 @@ pub const TOP: usize = 10;
 /// Printed lines are at most this wide.
 pub const WIDTH: usize = 100;
 
-/// One listed cell.
+/// One listed cell, its values rendered once for both formats: tuning and reserved means,
+/// tied with the best, p50 ms, $ per 1k queries.
 struct Line<'a> {
     cell: &'a str,
     label: &'a str,
-    tuning: Option<&'a Mean>,
-    reserved: Option<&'a Mean>,
-    tied: Option<bool>,
-    p50_ms: Option<f64>,
-    usd_per_1k: Option<f64>,
+    values: [String; 5],
 }
 
 fn decision(m: &Matrix) -> String {
@@ -55,11 +52,13 @@ fn top<'a>(m: &'a Matrix, metric: &str) -> (Vec<Line<'a>>, usize) {
             Line {
                 cell: &r.cell,
                 label: &r.label,
-                tuning: tuning.and_then(|t| t.metrics.get(metric)),
-                reserved: row(&r.cell, Split::Reserved).and_then(|t| t.metrics.get(metric)),
-                tied: main.tied_with_best,
-                p50_ms: main.latency.as_ref().map(|l| l.p50_ms),
-                usd_per_1k: main.usd_per_1k_queries.get(&format!("@{k}")).copied(),
+                values: [
+                    mean(tuning.and_then(|t| t.metrics.get(metric))),
+                    mean(row(&r.cell, Split::Reserved).and_then(|t| t.metrics.get(metric))),
+                    tied(main.tied_with_best).to_string(),
+                    main.latency.as_ref().map_or("–".into(), |l| ms(l.p50_ms)),
+                    main.usd_per_1k_queries.get(&format!("@{k}")).map_or("–".into(), |v| format!("{v:.4}")),
+                ],
             }
         })
         .collect();
@@ -144,16 +143,12 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         "#", "cell", "configuration", "tuning", "reserved", "tied", "p50 ms", "$/1k q"
     ));
     for (i, l) in lines.iter().enumerate() {
+        let [tuning, reserved, tied, p50, usd] = &l.values;
         out.push_str(&format!(
-            "{:<3}{:<5} {:<label_width$} {:>18} {:>18} {:>4} {:>8} {:>9}\n",
+            "{:<3}{:<5} {:<label_width$} {tuning:>18} {reserved:>18} {tied:>4} {p50:>8} {usd:>9}\n",
             i + 1,
             truncate(l.cell, 5),
             truncate(l.label, label_width),
-            mean(l.tuning),
-            mean(l.reserved),
-            tied(l.tied),
-            l.p50_ms.map_or("–".into(), ms),
-            l.usd_per_1k.map_or("–".into(), |v| format!("{v:.4}")),
         ));
     }
     if total > lines.len() {
@@ -182,17 +177,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
     ));
     out.push_str("|---:|---|---|---:|---:|---|---:|---:|\n");
     for (i, l) in lines.iter().enumerate() {
-        out.push_str(&format!(
-            "| {} | {} | `{}` | {} | {} | {} | {} | {} |\n",
-            i + 1,
-            l.cell,
-            l.label,
-            mean(l.tuning),
-            mean(l.reserved),
-            tied(l.tied),
-            l.p50_ms.map_or("–".into(), ms),
-            l.usd_per_1k.map_or("–".into(), |v| format!("{v:.4}")),
-        ));
+        out.push_str(&format!("| {} | {} | `{}` | {} |\n", i + 1, l.cell, l.label, l.values.join(" | ")));
     }
     if total > lines.len() {
         out.push_str(&format!("\n… and {} more cells (`matrix.md` has them all).\n", total - lines.len()));

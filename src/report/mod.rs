@@ -13,33 +13,22 @@ use serde_json::{json, Value};
 
 use crate::atomic::write_atomic;
 use crate::compare::{self, RunData, Side};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::input::golden::Split;
+use crate::input::text;
 use crate::output::summary;
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, Row};
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
 
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_str(&text).map_err(|e| {
-        Error::Other(format!(
-            "{}: not readable by this ragsweep ({e}); it needs a run from ragsweep 0.1 or later",
-            path.display()
-        ))
-    })
-}
-
-fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    if !path.exists() {
-        return Ok(Vec::new());
+/// The JSON lines of `path`, none when the file does not exist (older runs lack some).
+fn lines_if_any<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
+    if path.exists() {
+        text::jsonl(path)
+    } else {
+        Ok(Vec::new())
     }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).map_err(|e| Error::Other(format!("{}: {e}", path.display()))))
-        .collect()
 }
 
 /// A mean as `[value, lo, hi]` (nulls where missing), rounded for the page.
@@ -118,10 +107,10 @@ fn reserved_warning(m: &Matrix) -> Option<String> {
 }
 
 fn build(dir: &Path, vs: Option<&Path>) -> Result<(String, String)> {
-    let matrix: Matrix = read_json(&dir.join("matrix.json"))?;
-    let manifest: Manifest = read_json(&dir.join("manifest.json"))?;
-    let lines: Vec<CaseLine> = read_lines(&dir.join("per_query.jsonl"))?;
-    let case_info: Vec<CaseInfo> = read_lines(&dir.join("cases.jsonl"))?;
+    let matrix: Matrix = text::json(&dir.join("matrix.json"), "matrix")?;
+    let manifest: Manifest = text::json(&dir.join("manifest.json"), "run manifest")?;
+    let lines: Vec<CaseLine> = lines_if_any(&dir.join("per_query.jsonl"))?;
+    let case_info: Vec<CaseInfo> = lines_if_any(&dir.join("cases.jsonl"))?;
     let csv_text = std::fs::read_to_string(dir.join("matrix.csv")).unwrap_or_default();
     let mut csv = csv::ReaderBuilder::new().has_headers(false).from_reader(csv_text.as_bytes());
     let table: Vec<Vec<String>> =
