@@ -37,8 +37,13 @@ fn triple(m: &crate::evaluate::metrics::Mean) -> Value {
     json!([r(m.value), r(m.ci.map(|c| c.lo)), r(m.ci.map(|c| c.hi))])
 }
 
+/// Every metric column as `name: [value, lo, hi]`.
+fn triples(metrics: &crate::results::Ordered<crate::evaluate::metrics::Mean>) -> serde_json::Map<String, Value> {
+    metrics.0.iter().map(|(k, m)| (k.clone(), triple(m))).collect()
+}
+
 fn row_data(r: &Row) -> Value {
-    let metrics: serde_json::Map<String, Value> = r.metrics.0.iter().map(|(k, m)| (k.clone(), triple(m))).collect();
+    let metrics = triples(&r.metrics);
     json!({
         "cell": r.cell,
         "split": r.split.as_str(),
@@ -176,7 +181,7 @@ fn build(dir: &Path, vs: Option<&Path>) -> Result<(String, String)> {
             .slices
             .iter()
             .map(|s| {
-                let metrics: serde_json::Map<String, Value> = s.metrics.0.iter().map(|(k, m)| (k.clone(), triple(m))).collect();
+                let metrics = triples(&s.metrics);
                 json!({"cell": s.cell, "split": s.split.as_str(), "slice": s.slice, "cases": s.cases, "metrics": metrics})
             })
             .collect(),
