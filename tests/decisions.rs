@@ -112,3 +112,20 @@ fn plan_check_alpha_fail_on_and_health() {
     check(&["--fail-on", "ndcg@5"]).code(2).stderr(predicate::str::contains("expected METRIC@K:MARGIN"));
     check(&["--alpha", "0"]).code(2);
 }
+
+#[test]
+fn unknown_prefer_and_missing_acl_values_are_located_errors() {
+    for (key, line) in [("prefer = \"speed\"\n", 7), ("[permissions]\nmissing_acl = \"maybe\"\n", 8)] {
+        let f = fixture("quality");
+        let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+        let exp = exp.replace("prefer = \"quality\"\n", "").replacen("[corpus]", &format!("{key}[corpus]"), 1);
+        std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+        f.cmd()
+            .args(["validate", "--models"])
+            .arg(common::repo().join("models"))
+            .arg("exp.toml")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::is_match(format!(r"exp\.toml:{line}:\d+: unknown variant")).unwrap());
+    }
+}
