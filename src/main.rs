@@ -344,8 +344,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let columns = exp.columns();
             let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
             print_stage_work(&outcome.stages);
-            let run = output::result(&exp, &prepared, outcome, &run_id);
-            let dir = writer.finish(&run, |staging| ragsweep::report::write(staging, None))?;
+            let mut run = output::result(&exp, &prepared, outcome, &run_id);
+            let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
             print_summary(&run, &dir, all_columns)?;
             eprintln!("\n{}", prepared.access_summary(&exp));
             print_health(&prepared.health(), true);
@@ -392,7 +392,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let mut writer = create_writer(&out, &exp, &run_id)?;
             let mut run = ragsweep::compare::merge::merge(&exp, &shards, &mut writer)?;
             run.manifest.run_id = run_id;
-            let dir = writer.finish(&run, |staging| ragsweep::report::write(staging, None))?;
+            let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
             print_summary(&run, &dir, false)?;
             eprintln!("merged {} shards ({} cells); results in {}", shards.len(), exp.cells.len(), dir.display());
             Ok(ExitCode::SUCCESS)

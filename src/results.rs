@@ -13,6 +13,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::evaluate::abstention::Rates;
+use crate::evaluate::causes::Miss;
 use crate::evaluate::exact_terms::ExactTerm;
 use crate::evaluate::metrics::{Mean, MetricAt};
 use crate::input::golden::Split;
@@ -181,6 +182,9 @@ pub struct Row {
     /// Not significantly worse than the best cell at α = 0.05.
     #[serde(default)]
     pub tied_with_best: Option<bool>,
+    /// Per cut-off (`@k`): missed answerable cases by first cause (`evaluate::causes`).
+    #[serde(default)]
+    pub misses: Ordered<Ordered<usize>>,
 }
 
 #[cfg(test)]
@@ -206,6 +210,7 @@ impl Row {
             metrics: Ordered(vec![(metric.into(), Mean { value: Some(value), n, ci: None })]),
             p_vs_best: None,
             tied_with_best: None,
+            misses: Ordered::default(),
         }
     }
 }
@@ -264,6 +269,8 @@ pub struct CaseResult {
     pub top_score: Option<f32>,
     /// Chunks fetched by the last search call of the deepest list (what latency times too).
     pub depth: usize,
+    /// Each cut-off at which the case (answerable) had no relevant item, with its cause.
+    pub misses: Vec<Miss>,
 }
 
 /// Items listed per case in `per_query.jsonl`.
@@ -289,6 +296,9 @@ pub struct CaseLine {
     pub restricted_hit: bool,
     #[serde(default)]
     pub depth: usize,
+    /// The cut-offs at which the case was missed, each with its cause (`evaluate::causes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub misses: Vec<Miss>,
 }
 
 impl CaseLine {
@@ -305,6 +315,7 @@ impl CaseLine {
             leaks: r.leaks,
             restricted_hit: r.restricted_hit,
             depth: r.depth,
+            misses: r.misses.clone(),
         }
     }
 }

@@ -267,8 +267,10 @@ pub fn run_with<'e>(
             .map(|ci| {
                 let vector = this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
+                let mut result = scoring.score(&this, ci, &retrieval);
+                result.misses = scoring.diagnose(&this, ci, vector, &retrieval)?;
                 pb.inc(1);
-                Ok(scoring.score(&this, ci, &retrieval))
+                Ok(result)
             })
             .collect::<Result<_>>()?;
         let t = Instant::now();
@@ -493,15 +495,31 @@ impl Scoring<'_> {
 
     /// The one retrieval call of a case in a cell: what is scored, and what is timed.
     fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
+        let access = Access::of(run.cell.filter, self.allowed(run.chunks, case));
+        self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, timing)
+    }
+
+    /// The cell's retrieval call with another retriever, access or cut-offs (`ks` ascending):
+    /// what diagnosing a miss compares the cell with.
+    #[allow(clippy::too_many_arguments)]
+    fn retrieve_as(
+        &self,
+        run: &CellRun<'_>,
+        retriever: &CellRetriever<'_>,
+        access: Access<'_>,
+        ks: &[usize],
+        case: usize,
+        vector: &[f32],
+        timing: &mut Timing,
+    ) -> Result<Retrieval> {
         let set = &self.built.sets[run.chunks];
         let (truth, corpus) = (&self.truths[case], self.corpus);
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
         let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
-        let judge =
-            Judge { judge: &judge, first_depth: cell::first_depth(collapses, self.exp.max_k()), chunks: set.len() };
+        let max_k = *ks.last().expect("at least one cut-off");
+        let judge = Judge { judge: &judge, first_depth: cell::first_depth(collapses, max_k), chunks: set.len() };
         let query = Query { text: &self.cases[case].question, vector };
-        let access = Access::of(run.cell.filter, self.allowed(run.chunks, case));
-        cell::retrieve(&run.retriever, &query, access, &self.exp.k, &judge, timing)
+        cell::retrieve(retriever, &query, access, ks, &judge, timing)
     }
 
     fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> CaseResult {
@@ -541,6 +559,7 @@ impl Scoring<'_> {
             first_relevant: deepest.items.iter().position(|i| i.gain > 0.0).map(|p| p as u32 + 1),
             top_score: deepest.items.first().map(|i| i.score),
             depth: r.depth,
+            misses: Vec::new(),
         }
     }
 
@@ -587,5 +606,6 @@ impl Scoring<'_> {
     }
 }
 
+mod diagnose;
 #[cfg(test)]
 mod tests;

@@ -147,6 +147,7 @@ mod tests {
                     leaks: 0,
                     restricted_hit: false,
                     depth: 10,
+                    misses: vec![],
                 })
                 .collect(),
             cases: Default::default(),

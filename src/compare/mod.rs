@@ -539,6 +539,7 @@ mod tests {
                     leaks: 0,
                     restricted_hit: false,
                     depth: 0,
+                    misses: Vec::new(),
                 })
                 .collect(),
             cases: HashMap::new(),

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::evaluate::abstention::{self, Outcome};
+use crate::evaluate::causes::{Cause, Miss};
 use crate::evaluate::exact_terms::{self, Rarity, Tag};
 use crate::evaluate::metrics::{Mean, MetricAt};
 use crate::evaluate::stats;
@@ -55,6 +56,34 @@ pub fn golden_tags(info: &[CaseInfo]) -> Vec<String> {
     tags
 }
 
+/// Per cut-off (`@k`), the cell's misses on one split by cause (every cause, in order).
+pub fn miss_counts<'m>(ks: &[usize], misses: impl Iterator<Item = &'m Miss>) -> Ordered<Ordered<usize>> {
+    let mut n: HashMap<(usize, Cause), usize> = HashMap::new();
+    for m in misses {
+        *n.entry((m.k, m.cause)).or_insert(0) += 1;
+    }
+    Ordered::at_k(
+        ks,
+        ks.iter().map(|&k| {
+            Ordered(
+                Cause::ALL.iter().map(|c| (c.as_str().to_string(), n.get(&(k, *c)).copied().unwrap_or(0))).collect(),
+            )
+        }),
+    )
+}
+
+/// Each column's mean with its bootstrap interval, from the column's per-case values.
+pub fn means(names: &[String], values: &[Vec<Option<f64>>]) -> Ordered<Mean> {
+    let cis = stats::bootstrap_means(values, stats::BOOTSTRAP_RESAMPLES, stats::SEED);
+    Ordered(
+        names
+            .iter()
+            .cloned()
+            .zip(values.iter().zip(cis).map(|(c, ci)| Mean { ci, ..Mean::of(c.iter().copied()) }))
+            .collect(),
+    )
+}
+
 /// A cell's matrix rows (one per split) and slice rows; latency is filled in after the timed pass.
 pub fn aggregate_cell(
     exp: &Experiment,
@@ -67,16 +96,7 @@ pub fn aggregate_cell(
     let columns = exp.columns();
     let names: Vec<String> = columns.iter().map(MetricAt::to_string).collect();
     let means_of = |mine: &[&CaseResult]| -> Ordered<Mean> {
-        let values: Vec<Vec<Option<f64>>> =
-            (0..columns.len()).map(|i| mine.iter().map(|r| r.values[i]).collect()).collect();
-        let cis = stats::bootstrap_means(&values, stats::BOOTSTRAP_RESAMPLES, stats::SEED);
-        Ordered(
-            names
-                .iter()
-                .cloned()
-                .zip(values.iter().zip(cis).map(|(c, ci)| Mean { ci, ..Mean::of(c.iter().copied()) }))
-                .collect(),
-        )
+        means(&names, &(0..columns.len()).map(|i| mine.iter().map(|r| r.values[i]).collect()).collect::<Vec<_>>())
     };
     let outcomes = |split: Split| -> Vec<Outcome> {
         results
@@ -122,6 +142,7 @@ pub fn aggregate_cell(
             restricted_hits: mine.iter().filter(|r| r.restricted_hit).count(),
             p_vs_best: None,
             tied_with_best: None,
+            misses: miss_counts(ks, mine.iter().flat_map(|r| &r.misses)),
             latency: None,
             cost: cost.clone(),
             ctx_tokens: Ordered::at_k(ks, ctx_tokens),
@@ -157,4 +178,22 @@ pub fn aggregate_cell(
         }
     }
     (rows, slices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn miss(k: usize, cause: Cause) -> Miss {
+        Miss { k, cause, rank: None, evidence: String::new() }
+    }
+
+    #[test]
+    fn miss_counts_list_every_cause_at_every_cut_off() {
+        let misses = [miss(1, Cause::Cutoff), miss(1, Cause::Cutoff), miss(5, Cause::Ranking)];
+        let c = miss_counts(&[1, 5], misses.iter());
+        assert_eq!(c.get("@1").unwrap().get("cutoff"), Some(&2));
+        assert_eq!(c.get("@5").unwrap().get("ranking"), Some(&1));
+        assert_eq!(c.get("@5").unwrap().0.len(), Cause::ALL.len());
+    }
 }

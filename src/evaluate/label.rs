@@ -40,6 +40,8 @@ pub struct Item {
     pub gain: f64,
     /// How many members of R this item adds to |R ∩ L| (for recall).
     pub new: u32,
+    /// The chunk that placed the item (its best-ranked chunk).
+    pub chunk: u32,
 }
 
 /// The judged list of one case, and what it is judged against.
@@ -149,7 +151,7 @@ impl Truth {
                     if seen.insert(doc) {
                         let gain = grades.get(&doc).copied().unwrap_or(0) as f64;
                         let key = corpus.docs[doc as usize].id.clone();
-                        items.push(Item { key, score: h.score, gain, new: u32::from(gain > 0.0) });
+                        items.push(Item { key, score: h.score, gain, new: u32::from(gain > 0.0), chunk: h.chunk });
                     }
                 }
             }
@@ -175,11 +177,12 @@ impl Truth {
                         if !seen[i] && items.len() < max_items {
                             seen[i] = true;
                             let gain = s.grade as f64;
-                            items.push(Item { key: s.key.clone(), score: h.score, gain, new: u32::from(gain > 0.0) });
+                            let new = u32::from(gain > 0.0);
+                            items.push(Item { key: s.key.clone(), score: h.score, gain, new, chunk: h.chunk });
                         }
                     }
                     if !counted {
-                        items.push(Item { key: c.id.clone(), score: h.score, gain: 0.0, new: 0 });
+                        items.push(Item { key: c.id.clone(), score: h.score, gain: 0.0, new: 0, chunk: h.chunk });
                     }
                 }
             }
@@ -196,7 +199,8 @@ impl Truth {
                         }
                     }
                     let key = chunks.chunks[h.chunk as usize].id.clone();
-                    items.push(Item { key, score: h.score, gain: f64::from(u8::from(new > 0)), new });
+                    let gain = f64::from(u8::from(new > 0));
+                    items.push(Item { key, score: h.score, gain, new, chunk: h.chunk });
                 }
             }
         }

@@ -144,7 +144,7 @@ mod tests {
             items: gains
                 .iter()
                 .enumerate()
-                .map(|(i, &g)| Item { key: format!("d{i}"), score: 0.0, gain: g, new: u32::from(g > 0.0) })
+                .map(|(i, &g)| Item { key: format!("d{i}"), score: 0.0, gain: g, new: u32::from(g > 0.0), chunk: 0 })
                 .collect(),
             relevant,
             ideal: ideal.to_vec(),

@@ -4,6 +4,7 @@
 pub mod abstention;
 pub mod aggregate;
 pub mod answers;
+pub mod causes;
 pub mod exact_terms;
 pub mod label;
 pub mod metrics;

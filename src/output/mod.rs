@@ -5,9 +5,11 @@
 //! leaves no half-written results behind.
 
 pub mod matrix;
+pub mod misses;
 pub mod summary;
 pub mod trec;
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -254,11 +256,15 @@ impl RunWriter {
     ///
     /// `also` writes what is built from the finished files (the report) into the staging
     /// directory before it moves into place.
-    pub fn finish(mut self, run: &RunResult, also: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
+    ///
+    /// The misses files and the slices by the best cell's miss causes are built from the
+    /// finished `per_query.jsonl`, streamed, and added to `run`.
+    pub fn finish(mut self, run: &mut RunResult, also: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
         let (dir, staging) = (self.dir.clone(), self.staging.clone());
         let path = staging.join("per_query.jsonl");
         self.per_query.flush().map_err(|e| Error::io(&path, e))?;
         self.per_query.get_ref().sync_all().map_err(|e| Error::io(&path, e))?;
+        write_misses(&staging, run)?;
         let exporters: [&dyn Exporter; 3] = [&matrix::Csv, &matrix::Json, &matrix::Markdown { compact: false }];
         for e in exporters {
             write_atomic(&staging.join(e.file_name()), &render(|b| e.write(run, b)))?;
@@ -272,6 +278,52 @@ impl RunWriter {
         fs::rename(&staging, &dir).map_err(|e| Error::io(&dir, e))?;
         Ok(dir)
     }
+}
+
+/// Calls `f` with each line of a `per_query.jsonl`, in order.
+fn each_case_line(path: &Path, mut f: impl FnMut(CaseLine)) -> Result<()> {
+    for line in crate::input::text::lines(path)? {
+        let (n, line) = line?;
+        if !line.trim().is_empty() {
+            f(serde_json::from_str(&line).map_err(|e| Error::input(crate::Location::line(path, n), e.to_string()))?);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `misses.csv` and `miss_causes.csv`, and adds to `run` the slices of every cell by
+/// the causes of the best cell's misses at the decision metric's k (a shard has no best cell).
+fn write_misses(staging: &Path, run: &mut RunResult) -> Result<()> {
+    let path = staging.join("per_query.jsonl");
+    let best = run.selection.as_ref().map(|s| s.best.clone());
+    let k = run.decision_metric.k;
+    let mut csv = misses::MissesCsv::default();
+    let mut best_causes = HashMap::new();
+    each_case_line(&path, |line| {
+        csv.add(&line);
+        if best.as_ref() == Some(&line.cell) {
+            if let Some(m) = line.misses.iter().find(|m| m.k == k) {
+                best_causes.insert(line.case.clone(), m.cause);
+            }
+        }
+    })?;
+    write_atomic(&staging.join("misses.csv"), &csv.finish())?;
+    write_atomic(&staging.join("miss_causes.csv"), &misses::causes_csv(&run.rows))?;
+    if best_causes.is_empty() {
+        return Ok(());
+    }
+    let mut cell: Vec<CaseLine> = Vec::new();
+    let mut slices = Vec::new();
+    each_case_line(&path, |line| {
+        if cell.last().is_some_and(|l| l.cell != line.cell) {
+            slices.extend(misses::cause_slices(&cell, &best_causes));
+            cell.clear();
+        }
+        cell.push(line);
+    })?;
+    slices.extend(misses::cause_slices(&cell, &best_causes));
+    run.slices.extend(slices);
+    Ok(())
 }
 
 /// A run or merge that failed before `finish` leaves no staging directory behind.

@@ -108,6 +108,11 @@ impl Bm25Index {
         Ok(Bm25Index { analyzer: analyzer.clone(), reader, text, ordinals, num_chunks })
     }
 
+    /// The analyzer the index was built and is queried with.
+    pub fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
     pub fn num_chunks(&self) -> usize {
         self.num_chunks
     }

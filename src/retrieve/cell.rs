@@ -194,7 +194,7 @@ mod tests {
             let key = format!("d{}", h.chunk / 2);
             if !items.iter().any(|i| i.key == key) {
                 let gain = f64::from(u8::from(h.chunk / 2 == 0));
-                items.push(Item { key, score: h.score, gain, new: gain as u32 });
+                items.push(Item { key, score: h.score, gain, new: gain as u32, chunk: h.chunk });
             }
         }
         Judged { items, relevant: 1, ideal: vec![1.0], returned }

@@ -146,6 +146,11 @@ impl HnswIndex {
         Ok(HnswIndex { graph, exact })
     }
 
+    /// The vectors the graph was built over, as an exact index.
+    pub fn exact(&self) -> &ExactIndex {
+        &self.exact
+    }
+
     pub fn size_bytes(&self) -> u64 {
         // Vectors plus up to 2·m neighbour ids per point on layer 0.
         self.exact.size_bytes() + (self.exact.len() * 2 * self.graph.get_max_nb_connection() as usize * 8) as u64

@@ -1,0 +1,104 @@
+//! Why a cell missed a case: the first pipeline stage that lost the evidence.
+//!
+//! A miss is an answerable case with no relevant item in a cell's top k. Each miss gets
+//! exactly one cause, the first that holds in pipeline order (chunking, visibility, the
+//! analyzer, the ANN graph, fusion, a late filter, the cut-off, the ranking itself), with
+//! the evidence that decided it. The runner gathers the evidence (`runner::diagnose`); this
+//! module names the causes; `output::misses` writes them out.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// No chunk of the cell's chunker counts as a relevant unit: the evidence was cut.
+    Chunking,
+    /// Every relevant unit is invisible to the case's groups.
+    NotVisible,
+    /// BM25: no query term, after the cell's analyzer, occurs in the relevant text.
+    LexicalMismatch,
+    /// HNSW: the exact scan over the same vectors ranks a relevant unit within k.
+    Approximation,
+    /// Hybrid: a component ranks a relevant unit within k, the fused list does not.
+    Fusion,
+    /// `post`: the in-query filter ranks a relevant unit within k; dropping invisible items
+    /// from the unfiltered list left the list short of it.
+    FilterLate,
+    /// A relevant unit is retrieved below k, within the diagnostic depth.
+    Cutoff,
+    /// No relevant unit within the diagnostic depth, for none of the reasons above.
+    Ranking,
+    /// The evidence cannot decide (e.g. an evidence span that occurs in no document).
+    Undecided,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 9] = [
+        Cause::Chunking,
+        Cause::NotVisible,
+        Cause::LexicalMismatch,
+        Cause::Approximation,
+        Cause::Fusion,
+        Cause::FilterLate,
+        Cause::Cutoff,
+        Cause::Ranking,
+        Cause::Undecided,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Chunking => "chunking",
+            Cause::NotVisible => "not_visible",
+            Cause::LexicalMismatch => "lexical_mismatch",
+            Cause::Approximation => "approximation",
+            Cause::Fusion => "fusion",
+            Cause::FilterLate => "filter_late",
+            Cause::Cutoff => "cutoff",
+            Cause::Ranking => "ranking",
+            Cause::Undecided => "undecided",
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Items the diagnostic search of a miss reads before calling it `ranking`: a relevant unit
+/// ranked within this depth (and below k) is a `cutoff`.
+pub fn diagnostic_depth(max_k: usize) -> usize {
+    (10 * max_k).max(100)
+}
+
+/// One miss of one case in one cell at cut-off `k`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Miss {
+    pub k: usize,
+    pub cause: Cause,
+    /// The rank that decided the cause (of the relevant unit in the list the evidence names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// What decided it, in words a user can check against the text.
+    pub evidence: String,
+}
+
+/// The slice name of cases whose first cause in the best cell is `cause`.
+pub fn slice_name(cause: Cause) -> String {
+    format!("miss:{cause}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_serialise_in_snake_case() {
+        for c in Cause::ALL {
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{c}\""));
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Gathers the evidence for each miss of a case in a cell and gives it its first cause
+//! (`evaluate::causes`), in pipeline order. Every rank it reads comes from the cell's own
+//! retrieval call (`retrieve_as`), with one thing changed: the exact scan in place of the
+//! graph, one side of a hybrid alone, the in-query filter in place of `post`, or a deeper
+//! cut-off.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use super::{CellRun, Scoring};
+use crate::analyze::{fold_accents, normalize};
+use crate::error::Result;
+use crate::evaluate::causes::{diagnostic_depth, Cause, Miss};
+use crate::evaluate::label::{Judged, Truth};
+use crate::input::corpus::Target;
+use crate::retrieve::access::{Access, Filter};
+use crate::retrieve::cell::{CellRetriever, Retrieval, Source, Timing};
+use crate::retrieve::Hit;
+use crate::stages::chunk::ChunkSet;
+
+/// 1-based rank of the first relevant item among the first `k` of `list`.
+pub fn first_relevant(list: &Judged, k: usize) -> Option<u32> {
+    list.items.iter().take(k).position(|i| i.gain > 0.0).map(|p| p as u32 + 1)
+}
+
+/// Ranks of the first relevant item in one variant of the cell: per cut-off of the
+/// experiment (within k), then within the diagnostic depth.
+struct Ranks {
+    at_k: Vec<Option<u32>>,
+    deep: Option<u32>,
+}
+
+/// Shortens `text` to about `max` characters for a CSV cell.
+fn clip(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
+}
+
+fn rank_text(r: Option<u32>) -> String {
+    r.map_or_else(|| "none within the diagnostic depth".into(), |r| format!("rank {r}"))
+}
+
+impl Scoring<'_> {
+    /// The misses of case `ci` in `run` (one per cut-off without a relevant item), each with
+    /// its first cause; none for unanswerable cases.
+    pub(super) fn diagnose(&self, run: &CellRun<'_>, ci: usize, vector: &[f32], r: &Retrieval) -> Result<Vec<Miss>> {
+        let case = &self.cases[ci];
+        let ks = &self.exp.k;
+        let missed: Vec<usize> = (0..ks.len()).filter(|&i| first_relevant(r.list(i), ks[i]).is_none()).collect();
+        if !case.answerable || missed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let every = |cause: Cause, evidence: String| -> Vec<Miss> {
+            missed.iter().map(|&i| Miss { k: ks[i], cause, rank: None, evidence: evidence.clone() }).collect()
+        };
+        let set = &self.built.sets[run.chunks];
+        let relevant = self.relevant_chunks(set, ci);
+        if relevant.is_empty() {
+            let (cause, evidence) = self.unreachable(set, ci, run);
+            return Ok(every(cause, evidence));
+        }
+        let allowed = self.allowed(run.chunks, ci).filter(|_| run.cell.filter != Filter::None);
+        let visible: Vec<u32> = relevant.iter().copied().filter(|&c| allowed.is_none_or(|a| a.contains(c))).collect();
+        if visible.is_empty() {
+            return Ok(every(Cause::NotVisible, self.invisible(set, &relevant, ci)));
+        }
+        if let CellRetriever::Single(Source::Bm25 { index, .. }) = run.retriever {
+            if let Some(evidence) = self.lexical_mismatch(index, set, &visible, ci) {
+                return Ok(every(Cause::LexicalMismatch, evidence));
+            }
+        }
+
+        let max_k = *ks.last().expect("at least one cut-off");
+        let mut deep_ks = ks.clone();
+        deep_ks.push(diagnostic_depth(max_k));
+        let access = crate::retrieve::access::Access::of(run.cell.filter, self.allowed(run.chunks, ci));
+        let ranks = |retriever: &CellRetriever<'_>, access: Access<'_>| -> Result<Ranks> {
+            let got = self.retrieve_as(run, retriever, access, &deep_ks, ci, vector, &mut Timing::default())?;
+            Ok(Ranks {
+                at_k: ks.iter().enumerate().map(|(i, &k)| first_relevant(got.list(i), k)).collect(),
+                deep: first_relevant(got.list(ks.len()), usize::MAX),
+            })
+        };
+        let exact = match exact_in_place_of_graph(&run.retriever) {
+            Some((retriever, ef_search)) => Some((ranks(&retriever, access)?, ef_search)),
+            None => None,
+        };
+        let sides = match run.retriever {
+            CellRetriever::Hybrid { lexical, dense, .. } => {
+                Some((ranks(&CellRetriever::Single(lexical), access)?, ranks(&CellRetriever::Single(dense), access)?))
+            }
+            CellRetriever::Single(_) => None,
+        };
+        let in_query = match access {
+            Access::Post(a) => Some(ranks(&run.retriever, Access::InQuery(a))?),
+            _ => None,
+        };
+        let cell = ranks(&run.retriever, access)?;
+        Ok(missed
+            .iter()
+            .map(|&i| {
+                let k = ks[i];
+                let within = |rank: Option<u32>| rank.filter(|&r| r as usize <= k);
+                if let Some(rank) = exact.as_ref().and_then(|(e, _)| within(e.at_k[i])) {
+                    let ef = exact.as_ref().map_or(0, |(_, ef)| *ef);
+                    let evidence = format!("the exact scan over the same vectors ranks it {rank}; the graph (ef_search = {ef}) does not within {k}");
+                    return Miss { k, cause: Cause::Approximation, rank: Some(rank), evidence };
+                }
+                if let Some((lex, den)) = &sides {
+                    if let Some(rank) = within(lex.at_k[i]).or(within(den.at_k[i])) {
+                        let evidence = format!(
+                            "lexical side alone: {}; dense side alone: {}; fused: {}",
+                            rank_text(lex.deep),
+                            rank_text(den.deep),
+                            rank_text(cell.deep)
+                        );
+                        return Miss { k, cause: Cause::Fusion, rank: Some(rank), evidence };
+                    }
+                }
+                if let Some(rank) = in_query.as_ref().and_then(|q| within(q.at_k[i])) {
+                    let held = r.list(i).items.len();
+                    let evidence = format!(
+                        "the in-query filter ranks it {rank}; dropping what the user may not see from the unfiltered top {k} left {held} of {k} items"
+                    );
+                    return Miss { k, cause: Cause::FilterLate, rank: Some(rank), evidence };
+                }
+                match cell.deep {
+                    Some(rank) => Miss {
+                        k,
+                        cause: Cause::Cutoff,
+                        rank: Some(rank),
+                        evidence: format!("retrieved at rank {rank}, below k = {k}"),
+                    },
+                    None => Miss {
+                        k,
+                        cause: Cause::Ranking,
+                        rank: None,
+                        evidence: format!("no relevant unit in the first {} items", deep_ks[ks.len()]),
+                    },
+                }
+            })
+            .collect())
+    }
+
+    /// The chunks of `set` that count as a relevant unit of case `ci` on their own.
+    fn relevant_chunks(&self, set: &ChunkSet, ci: usize) -> Vec<u32> {
+        let truth = &self.truths[ci];
+        let mut out = Vec::new();
+        for range in self.candidate_chunks(set, ci) {
+            for c in range {
+                let judged = truth.judge(&[Hit { chunk: c as u32, score: 0.0 }], set, self.corpus, 1);
+                if judged.items.first().is_some_and(|i| i.gain > 0.0) {
+                    out.push(c as u32);
+                }
+            }
+        }
+        out
+    }
+
+    /// Chunk ranges that can hold the case's relevant units: the chunks of its labelled
+    /// documents (every chunk for evidence labels without documents).
+    fn candidate_chunks(&self, set: &ChunkSet, ci: usize) -> Vec<Range<usize>> {
+        let docs = self.labelled_docs(ci);
+        if docs.is_empty() {
+            return std::iter::once(0..set.len()).collect();
+        }
+        docs.into_iter().map(|d| doc_chunks(set, d)).collect()
+    }
+
+    /// Documents the case's labels and evidence name.
+    fn labelled_docs(&self, ci: usize) -> BTreeSet<usize> {
+        let case = &self.cases[ci];
+        let mut docs = BTreeSet::new();
+        for label in &case.relevant {
+            match self.corpus.target(&label.id) {
+                Some(Target::Doc(d)) | Some(Target::Section { doc: d, .. }) => {
+                    docs.insert(d);
+                }
+                None => {}
+            }
+        }
+        for e in &case.evidence {
+            if let Some(d) = e.doc.as_deref().and_then(|id| self.corpus.doc_index(id)) {
+                docs.insert(d);
+            }
+        }
+        docs
+    }
+
+    /// Why no chunk of `set` counts as a relevant unit: the chunker cut it, or (evidence
+    /// found in no document) nothing can be decided.
+    fn unreachable(&self, set: &ChunkSet, ci: usize, run: &CellRun<'_>) -> (Cause, String) {
+        let chunker = run.cell.chunker.to_string();
+        let corpus = self.corpus;
+        match &self.truths[ci] {
+            Truth::Doc(grades) => {
+                let docs: Vec<&str> =
+                    grades.iter().filter(|(_, &g)| g > 0).map(|(&d, _)| corpus.docs[d as usize].id.as_str()).collect();
+                (Cause::Chunking, format!("{chunker} gives no chunk of the relevant document(s) {docs:?} (empty text)"))
+            }
+            Truth::Section(_) => {
+                let labels: Vec<&str> = self.cases[ci].relevant.iter().map(|l| l.id.as_str()).collect();
+                (
+                    Cause::Chunking,
+                    format!(
+                        "no chunk of {chunker} lies at least half inside or covers at least half of {labels:?}: \
+                         the section is spread over chunks"
+                    ),
+                )
+            }
+            Truth::Evidence(spans) => {
+                let docs = self.labelled_docs(ci);
+                let searched: Vec<usize> =
+                    if docs.is_empty() { (0..corpus.docs.len()).collect() } else { docs.into_iter().collect() };
+                for span in spans {
+                    let holder = searched.iter().find(|&&d| normalize(&corpus.docs[d].text).contains(span.as_str()));
+                    if let Some(&d) = holder {
+                        let cut: Vec<String> = set.chunks[doc_chunks(set, d)]
+                            .iter()
+                            .filter(|c| {
+                                let text = normalize(&corpus.docs[d].text[c.span()]);
+                                span.split(' ').take(3).any(|w| text.contains(w))
+                            })
+                            .map(|c| c.id.clone())
+                            .take(4)
+                            .collect();
+                        return (
+                            Cause::Chunking,
+                            format!(
+                                "no chunk of {chunker} holds the evidence \"{}\" whole; document {} has it, cut across chunks {}",
+                                clip(span, 80),
+                                corpus.docs[d].id,
+                                cut.join(", ")
+                            ),
+                        );
+                    }
+                }
+                let first = spans.first().map(|s| clip(s, 80)).unwrap_or_default();
+                (
+                    Cause::Undecided,
+                    format!("the evidence \"{first}\" occurs in no document (after normalising case and spaces): check the label"),
+                )
+            }
+        }
+    }
+
+    /// Which documents hold the relevant chunks and who may see them.
+    fn invisible(&self, set: &ChunkSet, relevant: &[u32], ci: usize) -> String {
+        let mut docs: Vec<&str> =
+            relevant.iter().map(|&c| self.corpus.docs[set.chunks[c as usize].doc as usize].id.as_str()).collect();
+        docs.dedup();
+        let acl: Vec<String> = docs
+            .iter()
+            .filter_map(|id| self.corpus.doc_index(id))
+            .map(|d| format!("{}: {:?}", self.corpus.docs[d].id, self.corpus.docs[d].acl.clone().unwrap_or_default()))
+            .collect();
+        format!(
+            "the relevant text is visible only to other groups ({}); the case's groups are {:?}",
+            acl.join("; "),
+            self.cases[ci].user_groups()
+        )
+    }
+
+    /// BM25 only: when no query term, after the index's analyzer, occurs in any visible
+    /// relevant chunk, both sides' terms (the relevant side's nearest ones first).
+    fn lexical_mismatch(
+        &self,
+        index: &crate::retrieve::Bm25Index,
+        set: &ChunkSet,
+        visible: &[u32],
+        ci: usize,
+    ) -> Option<String> {
+        let query: Vec<String> = index.query_terms(&self.cases[ci].question).into_keys().collect();
+        let mut relevant: BTreeSet<String> = BTreeSet::new();
+        for &c in visible {
+            index.analyzer().for_each_term(&set.indexed_text(self.corpus, c as usize), |t| {
+                relevant.insert(t.text);
+            });
+        }
+        if query.iter().any(|q| relevant.contains(q)) {
+            return None;
+        }
+        let folded = |s: &str| fold_accents(s).to_lowercase();
+        let near = |t: &str| {
+            let t = folded(t);
+            query.iter().any(|q| {
+                let q = folded(q);
+                (q.len() >= 2 && t.contains(&q))
+                    || (t.len() >= 2 && q.contains(&t))
+                    || (q.chars().count() >= 4 && t.chars().take(4).eq(q.chars().take(4)))
+            })
+        };
+        let mut shown: Vec<&str> = relevant.iter().map(String::as_str).filter(|t| near(t)).take(12).collect();
+        let label = if shown.is_empty() {
+            shown = relevant.iter().map(String::as_str).take(12).collect();
+            "its first terms"
+        } else {
+            "its nearest terms"
+        };
+        Some(format!(
+            "{} analyzer: query terms [{}] occur nowhere in the relevant text; {label}: [{}]",
+            index.analyzer().kind(),
+            query.join(", "),
+            shown.join(", ")
+        ))
+    }
+}
+
+/// The chunks of document `d` (a chunk set lists each document's chunks together, in order).
+fn doc_chunks(set: &ChunkSet, d: usize) -> Range<usize> {
+    set.chunks.partition_point(|c| (c.doc as usize) < d)..set.chunks.partition_point(|c| (c.doc as usize) <= d)
+}
+
+/// The cell's retriever with the exact scan over the same vectors in place of each HNSW
+/// graph, and the graph's `ef_search`; `None` when the cell has no graph.
+fn exact_in_place_of_graph<'a>(retriever: &CellRetriever<'a>) -> Option<(CellRetriever<'a>, usize)> {
+    let swap = |s: Source<'a>| match s {
+        Source::Hnsw { index, ef_search } => (Source::Exact { index: index.exact() }, Some(ef_search)),
+        other => (other, None),
+    };
+    match *retriever {
+        CellRetriever::Single(s) => {
+            let (s, ef) = swap(s);
+            ef.map(|ef| (CellRetriever::Single(s), ef))
+        }
+        CellRetriever::Hybrid { lexical, dense, fusion, candidates } => {
+            let (dense, ef) = swap(dense);
+            ef.map(|ef| (CellRetriever::Hybrid { lexical, dense, fusion, candidates }, ef))
+        }
+    }
+}
