@@ -162,6 +162,24 @@ enum Command {
         #[command(flatten)]
         dirs: Dirs,
     },
+    /// Why a cell ranked what it ranked for one case: BM25 term contributions, cosines and
+    /// exact-scan ranks, each hybrid side's share, and the case's miss causes
+    Explain {
+        run: PathBuf,
+        #[arg(long)]
+        cell: String,
+        /// A case id (repeatable: one explanation per case).
+        #[arg(long, required = true)]
+        case: Vec<String>,
+        /// Also explain this document or unit (ranked or not).
+        #[arg(long)]
+        doc: Option<String>,
+        /// Print JSON Lines (one explanation per case) instead of tables.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
     /// Score generated answers (answers.jsonl) against the contexts sent
     Answers {
         run: PathBuf,
@@ -528,6 +546,18 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let split = split.and_then(|s| s.0);
             let (path, n) = runner::write_contexts(&run, &cell, k, split, &options)?;
             eprintln!("{n} cases: the top {k} of cell {cell} in {}", path.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { run, cell, case, doc, json, dirs } => {
+            let progress = std::io::stderr().is_terminal();
+            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
+            for (i, e) in runner::explain_cases(&run, &cell, &case, doc.as_deref(), &options)?.iter().enumerate() {
+                if json {
+                    println!("{}", serde_json::to_string(e)?);
+                } else {
+                    print!("{}{}", if i > 0 { "\n" } else { "" }, runner::render_explanation(e));
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Answers { run, answers, contexts, refusal } => {

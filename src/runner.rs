@@ -31,6 +31,8 @@ use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
 use crate::stages::embed::{self, Embedding, LazyEmbedder, ModelInfo, Role};
 
+pub use explain::{render as render_explanation, Explanation};
+
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Show progress bars (they also hide themselves when stderr is not a terminal).
@@ -321,20 +323,15 @@ pub fn run_with<'e>(
     Ok(Outcome { rows, slices, case_info, stages, split_counts, wall_seconds: started.elapsed().as_secs_f64() })
 }
 
-/// The context `cell` of `exp` sends a generator for each case at cut-off `k` (one of the
-/// experiment's), through the same retrieval call and permission filter as the run.
-pub fn contexts(
+/// Builds what cell `cell_id` of `exp` needs (from the cache when built before) and calls `f`
+/// with the scoring context, the cell, and each case's query vector.
+fn with_cell<T>(
     exp: &Experiment,
     prepared: &Prepared,
     opts: &RunOptions,
     cell_id: &str,
-    k: usize,
-) -> Result<Vec<ContextLine>> {
-    let ki = exp
-        .k
-        .iter()
-        .position(|&x| x == k)
-        .ok_or_else(|| Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)))?;
+    f: impl for<'b> FnOnce(&Scoring<'b>, &CellRun<'b>, &'b (dyn Fn(usize) -> &'b [f32] + Sync)) -> Result<T>,
+) -> Result<T> {
     let position = exp.cells.iter().position(|c| c.id == cell_id).ok_or_else(|| {
         let ids: Vec<&str> = exp.cells.iter().map(|c| c.id.as_str()).collect();
         Error::Other(format!("no cell {cell_id:?} in {} (cells: {})", exp.file.display(), ids.join(", ")))
@@ -382,59 +379,72 @@ pub fn contexts(
         retriever: built.retriever(planned),
         model: plan.cell_model(planned),
     };
-    let set = built.set(planned.chunks);
-    (0..cases.len())
-        .into_par_iter()
-        .map(|ci| {
-            let vector = run.model.map_or(&[][..], |m| built.query_vector(&plan_models, m, ci));
-            let r = scoring.retrieve(&run, ci, vector, &mut Timing::default())?;
-            let list = r.list(ki);
-            let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
-            let items = list
-                .returned
-                .iter()
-                .take(k)
-                .enumerate()
-                .map(|(rank, &c)| {
-                    let hit = [crate::retrieve::Hit { chunk: c, score: 0.0 }];
-                    let judged = truths[ci].judge(&hit, set, corpus, 1);
-                    let first = judged.items.first();
-                    let chunk = &set.chunks[c as usize];
-                    ContextItem {
-                        rank: rank + 1,
-                        chunk: chunk.id.clone(),
-                        doc: corpus.docs[chunk.doc as usize].id.clone(),
-                        unit: first.map_or_else(|| chunk.id.clone(), |i| i.key.clone()),
-                        relevant: cases[ci].answerable && first.is_some_and(|i| i.gain > 0.0),
-                        score: first.and_then(|i| scores.get(i.key.as_str()).copied()).unwrap_or(0.0),
-                        text: set.text(corpus, c as usize).to_string(),
-                    }
-                })
-                .collect();
-            let case = &cases[ci];
-            Ok(ContextLine {
-                case: case.id.clone(),
-                question: case.question.clone(),
-                split: case.split.unwrap_or(Split::Tuning),
-                answerable: case.answerable,
-                cell: cell_id.to_string(),
-                k,
-                items,
-            })
-        })
-        .collect()
+    let vector = |ci: usize| run.model.map_or(&[][..], |m| built.query_vector(&plan_models, m, ci));
+    f(&scoring, &run, &vector)
 }
 
-/// `contexts` for a finished run directory: reloads its experiment (refusing one whose
-/// config or corpus changed since), and writes `RUN/contexts.jsonl` with the cases of `split`
-/// (all when `None`); returns the file and its number of lines.
-pub fn write_contexts(
-    run: &Path,
-    cell: &str,
-    k: usize,
-    split: Option<Split>,
+/// The context `cell` of `exp` sends a generator for each case at cut-off `k` (one of the
+/// experiment's), through the same retrieval call and permission filter as the run.
+pub fn contexts(
+    exp: &Experiment,
+    prepared: &Prepared,
     opts: &RunOptions,
-) -> Result<(PathBuf, usize)> {
+    cell_id: &str,
+    k: usize,
+) -> Result<Vec<ContextLine>> {
+    let ki = exp
+        .k
+        .iter()
+        .position(|&x| x == k)
+        .ok_or_else(|| Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)))?;
+    with_cell(exp, prepared, opts, cell_id, |scoring, run, vector| {
+        let Scoring { corpus, cases, truths, .. } = *scoring;
+        let set = &scoring.built.sets[run.chunks];
+        (0..cases.len())
+            .into_par_iter()
+            .map(|ci| {
+                let r = scoring.retrieve(run, ci, vector(ci), &mut Timing::default())?;
+                let list = r.list(ki);
+                let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
+                let items = list
+                    .returned
+                    .iter()
+                    .take(k)
+                    .enumerate()
+                    .map(|(rank, &c)| {
+                        let hit = [crate::retrieve::Hit { chunk: c, score: 0.0 }];
+                        let judged = truths[ci].judge(&hit, set, corpus, 1);
+                        let first = judged.items.first();
+                        let chunk = &set.chunks[c as usize];
+                        ContextItem {
+                            rank: rank + 1,
+                            chunk: chunk.id.clone(),
+                            doc: corpus.docs[chunk.doc as usize].id.clone(),
+                            unit: first.map_or_else(|| chunk.id.clone(), |i| i.key.clone()),
+                            relevant: cases[ci].answerable && first.is_some_and(|i| i.gain > 0.0),
+                            score: first.and_then(|i| scores.get(i.key.as_str()).copied()).unwrap_or(0.0),
+                            text: set.text(corpus, c as usize).to_string(),
+                        }
+                    })
+                    .collect();
+                let case = &cases[ci];
+                Ok(ContextLine {
+                    case: case.id.clone(),
+                    question: case.question.clone(),
+                    split: case.split.unwrap_or(Split::Tuning),
+                    answerable: case.answerable,
+                    cell: cell_id.to_string(),
+                    k,
+                    items,
+                })
+            })
+            .collect()
+    })
+}
+
+/// Reloads the experiment of a finished run directory, refusing one whose config or corpus
+/// changed since the run.
+pub fn load_run(run: &Path, opts: &RunOptions) -> Result<(Experiment, Prepared)> {
     let manifest_path = run.join("manifest.json");
     if !manifest_path.is_file() {
         return Err(Error::Other(format!("{} is not a run directory (no manifest.json)", run.display())));
@@ -453,6 +463,34 @@ pub fn write_contexts(
     if prepared.corpus.hash != manifest.corpus.hash {
         return Err(Error::Other("the corpus changed since the run: rerun it first".into()));
     }
+    Ok((exp, prepared))
+}
+
+/// Explains each of `cases` in cell `cell` of a finished run (see [`explain::Explanation`]);
+/// `doc` adds a document or unit of the user's choosing.
+pub fn explain_cases(
+    run: &Path,
+    cell: &str,
+    cases: &[String],
+    doc: Option<&str>,
+    opts: &RunOptions,
+) -> Result<Vec<Explanation>> {
+    let (exp, prepared) = load_run(run, opts)?;
+    with_cell(&exp, &prepared, opts, cell, |scoring, run, vector| {
+        cases.iter().map(|case| scoring.explain(run, case, doc, vector)).collect()
+    })
+}
+
+/// `contexts` for a finished run directory: writes `RUN/contexts.jsonl` with the cases of
+/// `split` (all when `None`); returns the file and its number of lines.
+pub fn write_contexts(
+    run: &Path,
+    cell: &str,
+    k: usize,
+    split: Option<Split>,
+    opts: &RunOptions,
+) -> Result<(PathBuf, usize)> {
+    let (exp, prepared) = load_run(run, opts)?;
     let mut lines = contexts(&exp, &prepared, opts, cell, k)?;
     lines.retain(|l| split.is_none_or(|s| l.split == s));
     let mut out = Vec::new();
@@ -607,5 +645,6 @@ impl Scoring<'_> {
 }
 
 mod diagnose;
+mod explain;
 #[cfg(test)]
 mod tests;

@@ -57,3 +57,71 @@ fn scifact_run_scores_match_pytrec_eval_to_1e6() {
     assert_eq!(checked, 300 * 5);
     assert!(measures.values().any(|c| c.as_str().unwrap().starts_with(Metric::Ap.name())));
 }
+
+/// `ragsweep explain` on a SciFact BM25 run: for 20 cases, each explained item's score (the
+/// sum of its term contributions, added as the ranker adds them) equals the score the TREC
+/// file gives it, and the contributions add up to it.
+#[test]
+fn scifact_bm25_explanations_add_up_to_the_trec_scores() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpora/scifact");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("exp.toml"),
+        format!(
+            "name = \"explain\"\nunit = \"doc\"\nk = [10, 100]\nlatency_cases = 0\n[corpus]\npath = {shared:?}\n[golden]\npath = {shared:?}\ntuning = [\"test\"]\n[[chunkers]]\nkind = \"none\"\ntitle = true\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n"
+        ),
+    )
+    .unwrap();
+    let run_cmd = |args: &[&str]| {
+        let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
+        cmd.current_dir(dir.path()).args(args).arg("--cache").arg(dir.path().join("cache"));
+        cmd
+    };
+    run_cmd(&["run", "-q", "--out", "out", "exp.toml"]).assert().success();
+    let run = std::fs::read_dir(dir.path().join("out/explain")).unwrap().next().unwrap().unwrap().path();
+    let trec = std::fs::read_to_string(run.join("runs/c01.trec")).unwrap();
+    let mut scores: HashMap<(String, String), (u32, f64)> = HashMap::new();
+    let mut cases: Vec<String> = Vec::new();
+    for line in trec.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if !cases.iter().any(|c| c == f[0]) {
+            cases.push(f[0].to_string());
+        }
+        scores.insert((f[0].to_string(), f[2].to_string()), (f[3].parse().unwrap(), f[4].parse().unwrap()));
+    }
+    let mut args: Vec<String> = vec!["explain".into(), run.display().to_string(), "--cell".into(), "c01".into()];
+    for case in cases.iter().take(20) {
+        args.extend(["--case".into(), case.clone()]);
+    }
+    args.push("--json".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_cmd(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (mut compared, mut relevant) = (0, 0);
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        for item in e["items"].as_array().unwrap() {
+            let b = &item["bm25"];
+            let score = b["score"].as_f64().unwrap();
+            let sum: f64 = b["terms"].as_array().unwrap().iter().map(|t| t["contribution"].as_f64().unwrap()).sum();
+            assert!((sum - score).abs() <= 1e-6 * score.max(1.0), "{item}");
+            let Some(&(rank, trec_score)) =
+                scores.get(&(e["case"].as_str().unwrap().into(), item["key"].as_str().unwrap().into()))
+            else {
+                continue; // ranked below the TREC file's depth
+            };
+            // Rank 1 is written as scored; a tie run below it is stepped down by ≤ 1e-6 per
+            // place (trec::trec_run).
+            let allowed = 1e-6 * f64::from(rank);
+            assert!(
+                (trec_score - score).abs() <= allowed,
+                "{} {}: explain {score} vs TREC {trec_score}",
+                e["case"],
+                item["key"]
+            );
+            compared += 1;
+            relevant += usize::from(item["relevant"] == true);
+        }
+    }
+    assert!(compared >= 25 && relevant >= 15, "{compared} items compared, {relevant} relevant");
+}

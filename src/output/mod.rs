@@ -292,10 +292,14 @@ fn each_case_line(path: &Path, mut f: impl FnMut(CaseLine)) -> Result<()> {
 }
 
 /// Writes `misses.csv` and `miss_causes.csv`, and adds to `run` the slices of every cell by
-/// the causes of the best cell's misses at the decision metric's k (a shard has no best cell).
+/// the causes of the best cell's misses (on tuning, by the decision metric) at the decision
+/// metric's k. A shard sees part of the grid, so it has no best cell.
 fn write_misses(staging: &Path, run: &mut RunResult) -> Result<()> {
     let path = staging.join("per_query.jsonl");
-    let best = run.selection.as_ref().map(|s| s.best.clone());
+    let best = match run.manifest.shard {
+        Some(_) => None,
+        None => crate::evaluate::selection::select(&run.rows, run.decision_metric, Default::default()).map(|s| s.best),
+    };
     let k = run.decision_metric.k;
     let mut csv = misses::MissesCsv::default();
     let mut best_causes = HashMap::new();

@@ -32,6 +32,39 @@ impl Default for Bm25Params {
     }
 }
 
+/// `ln(1 + (N − df + 0.5) / (df + 0.5))`, as Lucene and Anserini compute it.
+fn idf(total_docs: u64, doc_freq: u64) -> f32 {
+    (1.0 + ((total_docs - doc_freq) as f32 + 0.5) / (doc_freq as f32 + 0.5)).ln()
+}
+
+/// One query term's part of a chunk's BM25 score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TermScore {
+    pub term: String,
+    /// Times the term occurs in the query (each occurrence counts).
+    pub query_count: u32,
+    /// Chunks that contain the term.
+    pub doc_freq: u64,
+    pub idf: f32,
+    /// Occurrences in the chunk.
+    pub tf: u32,
+    /// `query_count · idf · (k1 + 1) · tf / (tf + k1 · (1 − b + b · length / avg_length))`.
+    pub contribution: f32,
+}
+
+/// Why a chunk scored what it scored under BM25.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bm25Explanation {
+    pub k1: f32,
+    pub b: f32,
+    pub avg_length: f32,
+    /// The chunk's length in terms as the index stores it (Lucene's one-byte norm).
+    pub length: u32,
+    pub terms: Vec<TermScore>,
+    /// The sum of the contributions: the chunk's score.
+    pub score: f32,
+}
+
 pub struct Bm25Index {
     analyzer: Analyzer,
     /// Keeps the (in-memory) index alive and serves searchers.
@@ -155,29 +188,14 @@ impl Bm25Index {
         allowed: Option<&Allowed>,
         mut add: impl FnMut(u32, f32),
     ) -> Result<()> {
-        let mut total_docs = 0u64;
-        let mut total_tokens = 0u64;
-        for seg in searcher.segment_readers() {
-            total_docs += u64::from(seg.max_doc());
-            total_tokens += seg.inverted_index(self.text)?.total_num_tokens();
-        }
-        if total_docs == 0 {
-            return Ok(());
-        }
-        let avg_len = total_tokens as f32 / total_docs as f32;
-        let mut norm_cache = [0f32; 256];
-        for (id, slot) in norm_cache.iter_mut().enumerate() {
-            let len = FieldNormReader::id_to_fieldnorm(id as u8) as f32;
-            *slot = params.k1 * (1.0 - params.b + params.b * len / avg_len);
-        }
+        let Some((total_docs, norms)) = self.collection(searcher, params)? else { return Ok(()) };
         for (term_text, &count) in terms {
             let term = Term::from_field_text(self.text, term_text);
             let doc_freq = searcher.doc_freq(&term)?;
             if doc_freq == 0 {
                 continue;
             }
-            let idf = (1.0 + ((total_docs - doc_freq) as f32 + 0.5) / (doc_freq as f32 + 0.5)).ln();
-            let weight = count as f32 * idf * (1.0 + params.k1);
+            let weight = count as f32 * idf(total_docs, doc_freq) * (1.0 + params.k1);
             for (s, seg) in searcher.segment_readers().iter().enumerate() {
                 let inverted = seg.inverted_index(self.text)?;
                 let Some(mut postings) =
@@ -185,20 +203,93 @@ impl Bm25Index {
                 else {
                     continue;
                 };
-                let norms = seg.get_fieldnorms_reader(self.text)?;
+                let field_norms = seg.get_fieldnorms_reader(self.text)?;
                 let ords = &self.ordinals[s];
                 let mut doc = postings.doc();
                 while doc != TERMINATED {
                     let ord = ords[doc as usize];
                     if allowed.is_none_or(|a| a.contains(ord)) {
                         let tf = postings.term_freq() as f32;
-                        add(ord, weight * tf / (tf + norm_cache[norms.fieldnorm_id(doc) as usize]));
+                        add(ord, weight * tf / (tf + norms[field_norms.fieldnorm_id(doc) as usize]));
                     }
                     doc = postings.advance();
                 }
             }
         }
         Ok(())
+    }
+
+    /// The number of chunks, and per one-byte field norm the length term
+    /// `k1 · (1 − b + b · len / avg_len)`; `None` for an empty index.
+    fn collection(&self, searcher: &Searcher, params: Bm25Params) -> Result<Option<(u64, [f32; 256])>> {
+        let mut total_docs = 0u64;
+        let mut total_tokens = 0u64;
+        for seg in searcher.segment_readers() {
+            total_docs += u64::from(seg.max_doc());
+            total_tokens += seg.inverted_index(self.text)?.total_num_tokens();
+        }
+        if total_docs == 0 {
+            return Ok(None);
+        }
+        let avg_len = total_tokens as f32 / total_docs as f32;
+        let mut norms = [0f32; 256];
+        for (id, slot) in norms.iter_mut().enumerate() {
+            let len = FieldNormReader::id_to_fieldnorm(id as u8) as f32;
+            *slot = params.k1 * (1.0 - params.b + params.b * len / avg_len);
+        }
+        Ok(Some((total_docs, norms)))
+    }
+
+    /// Each query term's share of chunk `chunk`'s score, computed as [`Bm25Index::search`]
+    /// computes it (same order of additions, so `score` equals the ranked score exactly).
+    pub fn explain(&self, query: &str, params: Bm25Params, chunk: u32) -> Result<Bm25Explanation> {
+        let searcher = self.reader.searcher();
+        let (s, doc) = self
+            .ordinals
+            .iter()
+            .enumerate()
+            .find_map(|(s, ords)| ords.iter().position(|&o| o == chunk).map(|d| (s, d as u32)))
+            .ok_or_else(|| crate::error::Error::Other(format!("chunk {chunk} is not in the index")))?;
+        let seg = &searcher.segment_readers()[s];
+        let field_norms = seg.get_fieldnorms_reader(self.text)?;
+        let norm_id = field_norms.fieldnorm_id(doc);
+        let mut total_tokens = 0u64;
+        for seg in searcher.segment_readers() {
+            total_tokens += seg.inverted_index(self.text)?.total_num_tokens();
+        }
+        let (total_docs, norms) = self.collection(&searcher, params)?.expect("the index holds the chunk");
+        let inverted = seg.inverted_index(self.text)?;
+        let mut terms = Vec::new();
+        let mut score = 0f32;
+        for (text, count) in self.query_terms(query) {
+            let term = Term::from_field_text(self.text, &text);
+            let doc_freq = searcher.doc_freq(&term)?;
+            let mut tf = 0;
+            if let Some(mut postings) =
+                inverted.read_postings(&term, IndexRecordOption::WithFreqs).map_err(tantivy::TantivyError::from)?
+            {
+                if postings.doc() <= doc && postings.seek(doc) == doc {
+                    tf = postings.term_freq();
+                }
+            }
+            let idf = if doc_freq == 0 { 0.0 } else { idf(total_docs, doc_freq) };
+            let mut contribution = 0f32;
+            if tf > 0 {
+                let weight = count as f32 * idf * (1.0 + params.k1);
+                let tf = tf as f32;
+                contribution = weight * tf / (tf + norms[norm_id as usize]);
+                score += contribution;
+            }
+            terms.push(TermScore { term: text, query_count: count, doc_freq, idf, tf, contribution });
+        }
+        Ok(Bm25Explanation {
+            k1: params.k1,
+            b: params.b,
+            avg_length: total_tokens as f32 / total_docs as f32,
+            length: FieldNormReader::id_to_fieldnorm(norm_id),
+            terms,
+            score,
+        })
     }
 
     /// tantivy's own BM25 (k1 = 1.2, b = 0.75) for the same query, to check this scorer.
@@ -263,6 +354,24 @@ mod tests {
         let expected = 2f32.ln() * 1.9 * 1.0 / (1.0 + 0.9 * (1.0 - 0.4 + 0.4 * 2.0 / avg));
         assert_eq!(hits.len(), 1);
         assert!((hits[0].score - expected).abs() < 1e-6, "{hits:?} vs {expected}");
+    }
+
+    #[test]
+    fn explanations_add_up_to_the_ranked_scores_exactly() {
+        let idx = index(DOCS);
+        let p = Bm25Params { k1: 0.9, b: 0.4 };
+        for q in ["vitamin deficiency bone", "iron iron supplements", "bone bone density trial", "nothing"] {
+            for hit in idx.search(q, p, 10, None).unwrap() {
+                let e = idx.explain(q, p, hit.chunk).unwrap();
+                assert_eq!(e.score, hit.score, "{q}: chunk {}", hit.chunk);
+                assert_eq!(e.terms.len(), idx.query_terms(q).len());
+            }
+        }
+        let e = idx.explain("iron iron bone", p, 3).unwrap();
+        let iron = e.terms.iter().find(|t| t.term == "iron").unwrap();
+        assert_eq!((iron.query_count, iron.tf, iron.doc_freq), (2, 2, 1));
+        let bone = e.terms.iter().find(|t| t.term == "bone").unwrap();
+        assert_eq!((bone.tf, bone.contribution), (0, 0.0));
     }
 
     #[test]

@@ -82,30 +82,24 @@ fn dbsf_scores(hits: &[Hit]) -> Vec<f32> {
     hits.iter().map(|h| if std > 0.0 { (h.score - lo) / (6.0 * std) } else { 0.5 }).collect()
 }
 
+/// What each hit of one side's ranking (sorted best first) adds to its fused score.
+pub fn contributions(hits: &[Hit], fusion: Fusion, dense_side: bool) -> Vec<f32> {
+    match fusion {
+        Fusion::Rrf { k } => (0..hits.len()).map(|r| 1.0 / (k + r as f32 + 1.0)).collect(),
+        Fusion::Convex { alpha, norm } => {
+            let weight = if dense_side { alpha } else { 1.0 - alpha };
+            normalized(hits, norm).iter().map(|s| weight * s).collect()
+        }
+        Fusion::Dbsf => dbsf_scores(hits),
+    }
+}
+
 /// Fuses two rankings (each sorted best first) and keeps the best `depth`.
 pub fn fuse(lexical: &[Hit], dense: &[Hit], fusion: Fusion, depth: usize) -> Vec<Hit> {
     let mut fused: HashMap<u32, f32> = HashMap::with_capacity(lexical.len() + dense.len());
-    let mut add = |hits: &[Hit], scores: &[f32]| {
-        for (h, s) in hits.iter().zip(scores) {
+    for (hits, dense_side) in [(lexical, false), (dense, true)] {
+        for (h, s) in hits.iter().zip(contributions(hits, fusion, dense_side)) {
             *fused.entry(h.chunk).or_insert(0.0) += s;
-        }
-    };
-    match fusion {
-        Fusion::Rrf { k } => {
-            for hits in [lexical, dense] {
-                let scores: Vec<f32> = (0..hits.len()).map(|r| 1.0 / (k + r as f32 + 1.0)).collect();
-                add(hits, &scores);
-            }
-        }
-        Fusion::Convex { alpha, norm } => {
-            let lex: Vec<f32> = normalized(lexical, norm).iter().map(|s| (1.0 - alpha) * s).collect();
-            let den: Vec<f32> = normalized(dense, norm).iter().map(|s| alpha * s).collect();
-            add(lexical, &lex);
-            add(dense, &den);
-        }
-        Fusion::Dbsf => {
-            add(lexical, &dbsf_scores(lexical));
-            add(dense, &dbsf_scores(dense));
         }
     }
     top_hits(fused.into_iter().map(|(chunk, score)| Hit { chunk, score }).collect(), depth)

@@ -128,6 +128,10 @@ impl Scoring<'_> {
                     );
                     return Miss { k, cause: Cause::FilterLate, rank: Some(rank), evidence };
                 }
+                if let Some(rank) = within(cell.at_k[i]) {
+                    let evidence = format!("the diagnostic search ranks it {rank} where the scored list did not: the retriever is not deterministic here");
+                    return Miss { k, cause: Cause::Undecided, rank: Some(rank), evidence };
+                }
                 match cell.deep {
                     Some(rank) => Miss {
                         k,
@@ -171,24 +175,25 @@ impl Scoring<'_> {
         docs.into_iter().map(|d| doc_chunks(set, d)).collect()
     }
 
-    /// Documents the case's labels and evidence name.
+    /// Documents that can hold the case's relevant units: those its labels name, or for
+    /// evidence spans the documents they name (every document when one names none).
     fn labelled_docs(&self, ci: usize) -> BTreeSet<usize> {
         let case = &self.cases[ci];
-        let mut docs = BTreeSet::new();
-        for label in &case.relevant {
-            match self.corpus.target(&label.id) {
-                Some(Target::Doc(d)) | Some(Target::Section { doc: d, .. }) => {
-                    docs.insert(d);
-                }
-                None => {}
-            }
+        if let Truth::Evidence(_) = self.truths[ci] {
+            return case
+                .evidence
+                .iter()
+                .map(|e| e.doc.as_deref().and_then(|id| self.corpus.doc_index(id)))
+                .collect::<Option<_>>()
+                .unwrap_or_default();
         }
-        for e in &case.evidence {
-            if let Some(d) = e.doc.as_deref().and_then(|id| self.corpus.doc_index(id)) {
-                docs.insert(d);
-            }
-        }
-        docs
+        case.relevant
+            .iter()
+            .filter_map(|label| match self.corpus.target(&label.id) {
+                Some(Target::Doc(d)) | Some(Target::Section { doc: d, .. }) => Some(d),
+                None => None,
+            })
+            .collect()
     }
 
     /// Why no chunk of `set` counts as a relevant unit: the chunker cut it, or (evidence
@@ -317,7 +322,7 @@ fn doc_chunks(set: &ChunkSet, d: usize) -> Range<usize> {
 
 /// The cell's retriever with the exact scan over the same vectors in place of each HNSW
 /// graph, and the graph's `ef_search`; `None` when the cell has no graph.
-fn exact_in_place_of_graph<'a>(retriever: &CellRetriever<'a>) -> Option<(CellRetriever<'a>, usize)> {
+pub(super) fn exact_in_place_of_graph<'a>(retriever: &CellRetriever<'a>) -> Option<(CellRetriever<'a>, usize)> {
     let swap = |s: Source<'a>| match s {
         Source::Hnsw { index, ef_search } => (Source::Exact { index: index.exact() }, Some(ef_search)),
         other => (other, None),
