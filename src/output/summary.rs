@@ -124,6 +124,28 @@ fn wrap(text: &str, width: usize, indent: usize) -> String {
     out
 }
 
+/// The first-listed cell's misses at the decision metric's k by cause (tuning, else reserved).
+fn misses_line(m: &Matrix, metric: &str, cell: &str) -> Option<String> {
+    let k = metric.split_once('@').map(|(_, k)| format!("@{k}"))?;
+    let row = [Split::Tuning, Split::Reserved]
+        .iter()
+        .find_map(|&s| m.rows.iter().find(|r| r.cell == cell && r.split == s && r.misses.get(&k).is_some()))?;
+    let counts = row.misses.get(&k)?;
+    let total: usize = counts.values().sum();
+    let causes: Vec<String> = {
+        let mut c: Vec<(&str, usize)> =
+            counts.0.iter().filter(|(_, n)| *n > 0).map(|(c, n)| (c.as_str(), *n)).collect();
+        c.sort_by(|a, b| b.1.cmp(&a.1));
+        c.into_iter().map(|(c, n)| format!("{c} {n}")).collect()
+    };
+    let what = match total {
+        0 => "no misses".to_string(),
+        1 => format!("1 miss: {}", causes.join(" · ")),
+        n => format!("{n} misses: {}", causes.join(" · ")),
+    };
+    Some(format!("{cell} at {k} ({}): {what} (each with its evidence in misses.csv)", row.split.as_str()))
+}
+
 fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String {
     let splits: Vec<String> =
         manifest.golden.cases_per_split.iter().map(|(s, n)| format!("{} {n}", s.as_str())).collect();
@@ -154,6 +176,9 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     if total > lines.len() {
         out.push_str(&format!("… and {} more cells\n", total - lines.len()));
     }
+    if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
+        out.push_str(&wrap(&line, WIDTH, 2));
+    }
     if let Some(s) = &m.selection {
         out.push('\n');
         out.push_str(&wrap(&selection_summary(s), WIDTH, 4));
@@ -181,6 +206,9 @@ pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
     }
     if total > lines.len() {
         out.push_str(&format!("\n… and {} more cells (`matrix.md` has them all).\n", total - lines.len()));
+    }
+    if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
+        out.push_str(&format!("\n{line}\n"));
     }
     if let Some(s) = &m.selection {
         out.push_str(&format!("\n```\n{}```\n", selection_summary(s)));

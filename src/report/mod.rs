@@ -58,6 +58,7 @@ fn row_data(r: &Row) -> Value {
         "usd": r.usd_per_1k_queries,
         "tied": r.tied_with_best,
         "p": r.p_vs_best,
+        "misses": r.misses,
     })
 }
 

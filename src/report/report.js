@@ -181,10 +181,20 @@ function slices() {
   const names = [...new Set(rows.map((s) => s.slice))];
   if (!names.length) return null;
   const at = (cell, name) => rows.find((s) => s.cell === cell && s.slice === name);
-  return el("section", { id: "slices" }, el("h2", {}, `Slices: ${column()} (${state.split}) by exact-term tag and golden tag, with cases`),
+  return el("section", { id: "slices" }, el("h2", {}, `Slices: ${column()} (${state.split}) by exact-term tag, golden tag and the best cell's miss cause, with cases`),
     el("div", { class: "scroll" }, el("table", {}, el("tr", {}, el("th", { class: "text" }, "cell"), names.map((n) => el("th", {}, n))),
       D.cells.map((c) => el("tr", { class: c.id === selected ? "selected" : "" }, el("td", { class: "text" }, c.id),
         names.map((n) => { const s = at(c.id, n); return el("td", {}, s ? `${mean(s.metrics[column()])} · ${s.cases}` : "–"); }))))));
+}
+
+function causes() {
+  const rows = D.rows.filter((r) => r.split === state.split && r.misses && r.misses["@" + state.k]);
+  const names = rows.length ? Object.keys(rows[0].misses["@" + state.k]).filter((n) => rows.some((r) => r.misses["@" + state.k][n] > 0)) : [];
+  if (!names.length) return null;
+  return el("section", { id: "causes" }, el("h2", {}, `Why cells missed (${state.split}, k = ${state.k}): answerable cases without a relevant item, by first cause (misses.csv has each one with its evidence)`),
+    el("div", { class: "scroll" }, el("table", {}, el("tr", {}, el("th", { class: "text" }, "cell"), el("th", {}, "misses"), names.map((n) => el("th", {}, n))),
+      rows.map((r) => { const m = r.misses["@" + state.k]; return el("tr", { class: r.cell === selected ? "selected" : "" }, el("td", { class: "text" }, r.cell),
+        el("td", {}, String(Object.values(m).reduce((a, b) => a + b, 0))), names.map((n) => el("td", {}, String(m[n])))); }))));
 }
 
 function filters() {
@@ -224,7 +234,7 @@ function redraw() {
       tradeoff("quality-cost", "Quality against cost", `$ per 1k queries at ${state.k}`, (c) => { const r = rowOf(c, state.split); return r && r.usd ? r.usd["@" + state.k] : null; }),
       curves(),
       tuningReserved())),
-    ...[grid(), slices(), filters()].filter(Boolean));
+    ...[grid(), causes(), slices(), filters()].filter(Boolean));
 }
 app.append(header(), controls(redraw), views);
 redraw();
