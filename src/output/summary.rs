@@ -135,7 +135,7 @@ fn misses_line(m: &Matrix, metric: &str, cell: &str) -> Option<String> {
     let causes: Vec<String> = {
         let mut c: Vec<(&str, usize)> =
             counts.0.iter().filter(|(_, n)| *n > 0).map(|(c, n)| (c.as_str(), *n)).collect();
-        c.sort_by(|a, b| b.1.cmp(&a.1));
+        c.sort_by_key(|x| std::cmp::Reverse(x.1));
         c.into_iter().map(|(c, n)| format!("{c} {n}")).collect()
     };
     let what = match total {
