@@ -250,6 +250,7 @@ pub fn run_with<'e>(
         allowed_sets: &allowed_sets,
         columns: &columns,
         chunk_tokens: &chunk_tokens,
+        doc_chunks: &doc_chunks(corpus, &built.sets),
     };
     let retrieve_started = Instant::now();
     let (mut aggregate_seconds, mut latency_seconds) = (0.0, 0.0);
@@ -372,6 +373,7 @@ fn with_cell<T>(
         allowed_sets: &allowed_sets,
         columns: &[],
         chunk_tokens: &[],
+        doc_chunks: &doc_chunks(corpus, &built.sets),
     };
     let run = CellRun {
         cell: &one.cells[0],
@@ -515,6 +517,21 @@ struct Scoring<'a> {
     columns: &'a [(usize, MetricAt)],
     /// Per chunk set: the tokens of each chunk a model would be sent.
     chunk_tokens: &'a [Vec<u32>],
+    /// Per chunk set, per document: its chunks' ordinals.
+    doc_chunks: &'a [Vec<Vec<u32>>],
+}
+
+/// Per chunk set, per document: the ordinals of its chunks.
+fn doc_chunks(corpus: &Corpus, sets: &[crate::stages::chunk::ChunkSet]) -> Vec<Vec<Vec<u32>>> {
+    sets.iter()
+        .map(|set| {
+            let mut by_doc = vec![Vec::new(); corpus.docs.len()];
+            for (c, chunk) in set.chunks.iter().enumerate() {
+                by_doc[chunk.doc as usize].push(c as u32);
+            }
+            by_doc
+        })
+        .collect()
 }
 
 /// One cell as the scoring loop and the timed pass see it.

@@ -30,7 +30,8 @@ pub enum Cause {
     Cutoff,
     /// No relevant unit within the diagnostic depth, for none of the reasons above.
     Ranking,
-    /// The evidence cannot decide (e.g. an evidence span that occurs in no document).
+    /// The evidence cannot decide: an evidence span found in none of the documents its
+    /// labels name (the golden-set loader makes this rare).
     Undecided,
 }
 
@@ -68,8 +69,8 @@ impl fmt::Display for Cause {
     }
 }
 
-/// Items the diagnostic search of a miss reads before calling it `ranking`: a relevant unit
-/// ranked within this depth (and below k) is a `cutoff`.
+/// Items the diagnostic search of a miss reads when the scored list (max k items) holds no
+/// relevant unit, before calling the miss `ranking`.
 pub fn diagnostic_depth(max_k: usize) -> usize {
     (10 * max_k).max(100)
 }

@@ -5,7 +5,6 @@
 //! cut-off.
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 
 use super::{CellRun, Scoring};
 use crate::analyze::{fold_accents, normalize};
@@ -24,10 +23,10 @@ pub fn first_relevant(list: &Judged, k: usize) -> Option<u32> {
 }
 
 /// Ranks of the first relevant item in one variant of the cell: per cut-off of the
-/// experiment (within k), then within the diagnostic depth.
+/// experiment (within k), and in its deepest list.
 struct Ranks {
     at_k: Vec<Option<u32>>,
-    deep: Option<u32>,
+    deepest: Option<u32>,
 }
 
 /// Shortens `text` to about `max` characters for a CSV cell.
@@ -38,10 +37,6 @@ fn clip(text: &str, max: usize) -> String {
     } else {
         format!("{}…", flat.chars().take(max).collect::<String>())
     }
-}
-
-fn rank_text(r: Option<u32>) -> String {
-    r.map_or_else(|| "none within the diagnostic depth".into(), |r| format!("rank {r}"))
 }
 
 impl Scoring<'_> {
@@ -58,7 +53,7 @@ impl Scoring<'_> {
             missed.iter().map(|&i| Miss { k: ks[i], cause, rank: None, evidence: evidence.clone() }).collect()
         };
         let set = &self.built.sets[run.chunks];
-        let relevant = self.relevant_chunks(set, ci);
+        let relevant = self.relevant_chunks(run.chunks, ci);
         if relevant.is_empty() {
             let (cause, evidence) = self.unreachable(set, ci, run);
             return Ok(every(cause, evidence));
@@ -75,14 +70,14 @@ impl Scoring<'_> {
         }
 
         let max_k = *ks.last().expect("at least one cut-off");
-        let mut deep_ks = ks.clone();
-        deep_ks.push(diagnostic_depth(max_k));
-        let access = crate::retrieve::access::Access::of(run.cell.filter, self.allowed(run.chunks, ci));
+        let access = Access::of(run.cell.filter, self.allowed(run.chunks, ci));
+        // Each variant makes the scored call (same cut-offs, so the same depths) with one
+        // thing changed.
         let ranks = |retriever: &CellRetriever<'_>, access: Access<'_>| -> Result<Ranks> {
-            let got = self.retrieve_as(run, retriever, access, &deep_ks, ci, vector, &mut Timing::default())?;
+            let got = self.retrieve_as(run, retriever, access, ks, ci, vector, &mut Timing::default())?;
             Ok(Ranks {
                 at_k: ks.iter().enumerate().map(|(i, &k)| first_relevant(got.list(i), k)).collect(),
-                deep: first_relevant(got.list(ks.len()), usize::MAX),
+                deepest: first_relevant(&got.deepest, usize::MAX),
             })
         };
         let exact = match exact_in_place_of_graph(&run.retriever) {
@@ -99,7 +94,18 @@ impl Scoring<'_> {
             Access::Post(a) => Some(ranks(&run.retriever, Access::InQuery(a))?),
             _ => None,
         };
-        let cell = ranks(&run.retriever, access)?;
+        // Below k: in the scored list, else in a search to the diagnostic depth.
+        let depth = diagnostic_depth(max_k);
+        let below = match first_relevant(&r.deepest, usize::MAX) {
+            Some(rank) => Some((rank, String::new())),
+            None => {
+                let deep =
+                    self.retrieve_as(run, &run.retriever, access, &[depth], ci, vector, &mut Timing::default())?;
+                first_relevant(&deep.deepest, usize::MAX).map(|rank| (rank, format!(" of a search to depth {depth}")))
+            }
+        };
+        let side_text =
+            |r: &Ranks| r.deepest.map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
         Ok(missed
             .iter()
             .map(|&i| {
@@ -107,16 +113,19 @@ impl Scoring<'_> {
                 let within = |rank: Option<u32>| rank.filter(|&r| r as usize <= k);
                 if let Some(rank) = exact.as_ref().and_then(|(e, _)| within(e.at_k[i])) {
                     let ef = exact.as_ref().map_or(0, |(_, ef)| *ef);
-                    let evidence = format!("the exact scan over the same vectors ranks it {rank}; the graph (ef_search = {ef}) does not within {k}");
+                    let evidence = format!(
+                        "the exact scan over the same vectors ranks it {rank}; the graph (ef_search = {ef}) does not within {k}"
+                    );
                     return Miss { k, cause: Cause::Approximation, rank: Some(rank), evidence };
                 }
                 if let Some((lex, den)) = &sides {
                     if let Some(rank) = within(lex.at_k[i]).or(within(den.at_k[i])) {
+                        let fused = first_relevant(&r.deepest, usize::MAX)
+                            .map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
                         let evidence = format!(
-                            "lexical side alone: {}; dense side alone: {}; fused: {}",
-                            rank_text(lex.deep),
-                            rank_text(den.deep),
-                            rank_text(cell.deep)
+                            "lexical side alone: {}; dense side alone: {}; fused: {fused}",
+                            side_text(lex),
+                            side_text(den)
                         );
                         return Miss { k, cause: Cause::Fusion, rank: Some(rank), evidence };
                     }
@@ -128,51 +137,41 @@ impl Scoring<'_> {
                     );
                     return Miss { k, cause: Cause::FilterLate, rank: Some(rank), evidence };
                 }
-                if let Some(rank) = within(cell.at_k[i]) {
-                    let evidence = format!("the diagnostic search ranks it {rank} where the scored list did not: the retriever is not deterministic here");
-                    return Miss { k, cause: Cause::Undecided, rank: Some(rank), evidence };
-                }
-                match cell.deep {
-                    Some(rank) => Miss {
+                match &below {
+                    Some((rank, of)) => Miss {
                         k,
                         cause: Cause::Cutoff,
-                        rank: Some(rank),
-                        evidence: format!("retrieved at rank {rank}, below k = {k}"),
+                        rank: Some(*rank),
+                        evidence: format!("retrieved at rank {rank}{of}, below k = {k}"),
                     },
                     None => Miss {
                         k,
                         cause: Cause::Ranking,
                         rank: None,
-                        evidence: format!("no relevant unit in the first {} items", deep_ks[ks.len()]),
+                        evidence: format!("no relevant unit in the first {depth} items"),
                     },
                 }
             })
             .collect())
     }
 
-    /// The chunks of `set` that count as a relevant unit of case `ci` on their own.
-    fn relevant_chunks(&self, set: &ChunkSet, ci: usize) -> Vec<u32> {
-        let truth = &self.truths[ci];
-        let mut out = Vec::new();
-        for range in self.candidate_chunks(set, ci) {
-            for c in range {
-                let judged = truth.judge(&[Hit { chunk: c as u32, score: 0.0 }], set, self.corpus, 1);
-                if judged.items.first().is_some_and(|i| i.gain > 0.0) {
-                    out.push(c as u32);
-                }
-            }
-        }
-        out
-    }
-
-    /// Chunk ranges that can hold the case's relevant units: the chunks of its labelled
-    /// documents (every chunk for evidence labels without documents).
-    fn candidate_chunks(&self, set: &ChunkSet, ci: usize) -> Vec<Range<usize>> {
+    /// The chunks of `set` (chunk set `s`) that count as a relevant unit of case `ci` on
+    /// their own, among the chunks of the documents that can hold one.
+    fn relevant_chunks(&self, s: usize, ci: usize) -> Vec<u32> {
+        let set = &self.built.sets[s];
         let docs = self.labelled_docs(ci);
-        if docs.is_empty() {
-            return std::iter::once(0..set.len()).collect();
-        }
-        docs.into_iter().map(|d| doc_chunks(set, d)).collect()
+        let candidates: Vec<u32> = if docs.is_empty() {
+            (0..set.len() as u32).collect()
+        } else {
+            docs.iter().flat_map(|&d| self.doc_chunks[s][d].iter().copied()).collect()
+        };
+        candidates
+            .into_iter()
+            .filter(|&c| {
+                let judged = self.truths[ci].judge(&[Hit { chunk: c, score: 0.0 }], set, self.corpus, 1);
+                judged.items.first().is_some_and(|i| i.gain > 0.0)
+            })
+            .collect()
     }
 
     /// Documents that can hold the case's relevant units: those its labels name, or for
@@ -224,8 +223,9 @@ impl Scoring<'_> {
                 for span in spans {
                     let holder = searched.iter().find(|&&d| normalize(&corpus.docs[d].text).contains(span.as_str()));
                     if let Some(&d) = holder {
-                        let cut: Vec<String> = set.chunks[doc_chunks(set, d)]
+                        let cut: Vec<String> = self.doc_chunks[run.chunks][d]
                             .iter()
+                            .map(|&c| &set.chunks[c as usize])
                             .filter(|c| {
                                 let text = normalize(&corpus.docs[d].text[c.span()]);
                                 span.split(' ').take(3).any(|w| text.contains(w))
@@ -313,11 +313,6 @@ impl Scoring<'_> {
             shown.join(", ")
         ))
     }
-}
-
-/// The chunks of document `d` (a chunk set lists each document's chunks together, in order).
-fn doc_chunks(set: &ChunkSet, d: usize) -> Range<usize> {
-    set.chunks.partition_point(|c| (c.doc as usize) < d)..set.chunks.partition_point(|c| (c.doc as usize) <= d)
 }
 
 /// The cell's retriever with the exact scan over the same vectors in place of each HNSW
