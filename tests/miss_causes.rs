@@ -326,3 +326,22 @@ fn slices_group_every_cell_by_the_best_cells_miss_causes() {
         m["slices"].as_array().unwrap().iter().filter(|s| s["slice"].as_str().unwrap().starts_with("miss:")).collect();
     assert_eq!(in_json.len(), 4, "two causes × two cells");
 }
+
+#[test]
+fn documents_whose_chunk_ids_sort_out_of_document_order_are_found() {
+    // Documents load as a, a0 (by path); their chunk ids sort as a0@…, a@… ('0' < '@').
+    let docs = [
+        ("a.md", "# A\nO prazo de entrega é curto.\n\nOutro parágrafo sobre entrega.\n"),
+        ("a0.md", "# A0\nEntrega, entrega e entrega: o prazo de entrega.\n\nMais texto.\n"),
+    ];
+    let golden = r#"[{"id": "q1", "question": "prazo de entrega", "relevant": ["a"]}]"#;
+    let f = Fixture::new(
+        &docs,
+        golden,
+        "name = \"order\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"recursive\"\nsize = 30\noverlap = 0\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let miss = only_miss(&misses(&run), "c01", "q1", 1).clone();
+    assert_eq!((miss.cause.as_str(), miss.rank), ("cutoff", Some(2)), "{miss:?}");
+    assert!(miss.evidence.contains("of a search to depth 100"), "the scored list held 1 item: {miss:?}");
+}
