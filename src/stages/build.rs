@@ -23,7 +23,15 @@ use crate::stages::chunk::ChunkSet;
 use crate::stages::cost::Counter;
 use crate::stages::embed::{self, EmbedStats, Embedding, ModelInfo, Role, VectorCache};
 
-const EMBED_BATCH: usize = 32;
+/// Tokens the model sees for the texts at given indices (its prefix added, truncated).
+pub fn token_counts<'a>(
+    counter: &'a Counter,
+    info: &'a ModelInfo,
+    role: Role,
+    texts: &'a [String],
+) -> impl Fn(&[usize]) -> Result<Vec<u32>> + 'a {
+    move |indices: &[usize]| counter.count(&indices.iter().map(|&i| info.prefixed(role, &texts[i])).collect::<Vec<_>>())
+}
 
 /// What build stages read.
 pub struct BuildContext<'a, 'e> {
@@ -210,9 +218,11 @@ fn embed_stage(
     let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
     for (m, (info, cache)) in ctx.models.iter().zip(&mut caches).enumerate() {
         let load = || (ctx.embedder)(ModelId(m));
-        let (vectors, stats) = embed::embed_all(&questions, Role::Query, cache, EMBED_BATCH, &load, &|_, _| {})?;
+        let counter = Counter::for_model(info)?;
+        let counts = token_counts(&counter, info, Role::Query, &questions);
+        let (vectors, stats) = embed::embed_all(&questions, Role::Query, cache, &counts, &load, &|_, _| {})?;
         let prefixed: Vec<String> = questions.iter().map(|q| info.prefixed(Role::Query, q)).collect();
-        let counts = Counter::for_model(info)?.count(&prefixed)?;
+        let counts = counter.count(&prefixed)?;
         let mean_tokens = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / counts.len().max(1) as f64;
         let mut r = StageReport::new("embed", format!("{} queries", info.id), stats.seconds);
         r.embedding = Some(stats);
@@ -227,7 +237,9 @@ fn embed_stage(
         let pb = (ctx.bar)(0, "embed");
         pb.set_message(format!("{} passages with {}", texts.len(), info.id));
         let load = || (ctx.embedder)(job.model);
-        let (vectors, stats) = embed::embed_all(&texts, Role::Passage, cache, EMBED_BATCH, &load, &|done, of| {
+        let counter = Counter::for_model(info)?;
+        let counts = token_counts(&counter, info, Role::Passage, &texts);
+        let (vectors, stats) = embed::embed_all(&texts, Role::Passage, cache, &counts, &load, &|done, of| {
             pb.set_length(of as u64);
             pb.set_position(done as u64);
         })?;

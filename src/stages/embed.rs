@@ -416,19 +416,55 @@ pub struct EmbedStats {
     pub reused: usize,
     pub embedded: usize,
     pub seconds: f64,
+    /// Tokens of the embedded texts (special tokens included, truncated as the model does).
+    #[serde(default)]
+    pub tokens: u64,
+    /// Tokens the model ran on: each batch is padded to its longest text.
+    #[serde(default)]
+    pub padded_tokens: u64,
+}
+
+impl EmbedStats {
+    /// Real tokens over padded tokens (1 = no padding); `None` when nothing was embedded.
+    pub fn padding_efficiency(&self) -> Option<f64> {
+        (self.padded_tokens > 0).then(|| self.tokens as f64 / self.padded_tokens as f64)
+    }
+}
+
+/// Padded tokens per batch: batches grow while batch size × longest text stays within this.
+/// Small batches of similar length beat 32 texts a batch on SciFact with 2 threads (e5-small
+/// int8: 12.0 passages/s at 32 texts, 15.9 at 2048 tokens, 16.8 at 1024; `bench-embed`).
+pub const TOKEN_BUDGET: usize = 1024;
+/// Texts per batch at most, however short.
+pub const MAX_BATCH: usize = 256;
+
+/// Batch sizes for texts of `lengths` tokens (sorted longest first): each batch takes texts
+/// while its size × its longest text (the first) stays within `budget`, at least one text
+/// and at most `max_batch`.
+pub fn token_batches(lengths: &[u32], budget: usize, max_batch: usize) -> Vec<usize> {
+    let mut sizes = Vec::new();
+    let mut start = 0;
+    while start < lengths.len() {
+        let longest = lengths[start].max(1) as usize;
+        let size = (budget / longest).clamp(1, max_batch).min(lengths.len() - start);
+        sizes.push(size);
+        start += size;
+    }
+    sizes
 }
 
 /// New vectors are written to the cache every this many texts.
 const FLUSH_EVERY: usize = 2048;
 
 /// Vectors for `texts` (flat, `texts.len() × dim`), from the cache where possible; missing
-/// ones are embedded in length-sorted batches by the embedder `load` returns (only called
-/// when something is missing) and added to the cache.
+/// ones are embedded by the embedder `load` returns (only called when something is missing)
+/// in batches of about [`TOKEN_BUDGET`] padded tokens, longest first (`token_counts` gives
+/// the tokens of the texts at the given indices), and added to the cache.
 pub fn embed_all<'m>(
     texts: &[String],
     role: Role,
     cache: &mut VectorCache,
-    batch_size: usize,
+    token_counts: &dyn Fn(&[usize]) -> Result<Vec<u32>>,
     load: &dyn Fn() -> Result<&'m dyn Embedding>,
     progress: &dyn Fn(usize, usize),
 ) -> Result<(Vec<f32>, EmbedStats)> {
@@ -445,9 +481,18 @@ pub fn embed_all<'m>(
     let mut stats = EmbedStats { texts: texts.len(), reused: texts.len() - missing.len(), ..Default::default() };
     if !missing.is_empty() {
         let embedder = load()?;
-        missing.sort_by_key(|&i| std::cmp::Reverse(texts[i].len()));
+        let counts = token_counts(&missing)?;
+        let mut order: Vec<(u32, usize)> = counts.into_iter().zip(missing.iter().copied()).collect();
+        order.sort_by_key(|&(n, i)| (std::cmp::Reverse(n), i));
+        let lengths: Vec<u32> = order.iter().map(|&(n, _)| n).collect();
+        let missing: Vec<usize> = order.iter().map(|&(_, i)| i).collect();
         let mut pending: Vec<(Key, Vec<f32>)> = Vec::new();
-        for batch in missing.chunks(batch_size.max(1)) {
+        let mut start = 0;
+        for size in token_batches(&lengths, TOKEN_BUDGET, MAX_BATCH) {
+            let batch = &missing[start..start + size];
+            stats.tokens += lengths[start..start + size].iter().map(|&n| u64::from(n)).sum::<u64>();
+            stats.padded_tokens += size as u64 * u64::from(lengths[start]);
+            start += size;
             let refs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
             let vectors = embedder.embed_batch(&refs, role)?;
             for (&i, v) in batch.iter().zip(vectors) {
@@ -499,6 +544,14 @@ mod tests {
             passage_prefix: "passage: ".into(),
             file_hash: "0123456789abcdef".into(),
         }
+    }
+
+    #[test]
+    fn token_batches_fill_the_budget_longest_first() {
+        assert_eq!(token_batches(&[100, 90, 50, 50, 10, 10, 10], 200, 4), [2, 4, 1]);
+        assert_eq!(token_batches(&[900, 5], 200, 4), [1, 1], "a text over budget goes alone");
+        assert_eq!(token_batches(&[1; 10], 200, 4), [4, 4, 2], "short texts stop at max_batch");
+        assert!(token_batches(&[], 200, 4).is_empty());
     }
 
     #[test]
@@ -559,7 +612,8 @@ mod tests {
             .unwrap();
         let texts = vec!["b".to_string(), "a".to_string(), "b".to_string()];
         let load = || -> Result<&dyn Embedding> { panic!("nothing to embed") };
-        let (v, stats) = embed_all(&texts, Role::Passage, &mut c, 32, &load, &|_, _| {}).unwrap();
+        let (v, stats) =
+            embed_all(&texts, Role::Passage, &mut c, &|i: &[usize]| Ok(vec![3; i.len()]), &load, &|_, _| {}).unwrap();
         assert_eq!(v, [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
         assert_eq!((stats.reused, stats.embedded), (3, 0));
     }
