@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# ragsweep against its peers, back to back on the same data and machine, written to
+# BENCHMARKS.md as ratios (absolute times depend on the machine; the ratios are the claims):
+#
+#   - BM25 on SciFact and NFCorpus test queries: ragsweep (its timed pass, one query at a
+#     time, one thread) against bm25s (one thread), queries/s and nDCG@10;
+#   - the embedder: ragsweep (fastembed + ONNX Runtime) against Python onnxruntime on the
+#     same ONNX file, the same texts in the same token-budget batches, 2 threads.
+#
+# A throw-away virtualenv from PyPI holds the peers. usage: scripts/bench-peers.sh [N_DOCS]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+models="${RAGSWEEP_MODELS:-$root/models}"
+shared="$root/../shared/corpora"
+n_docs="${1:-500}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check bm25s PyStemmer numpy
+cargo build --release --quiet
+out="$root/BENCHMARKS.md"
+{
+  echo "# Benchmarks"
+  echo
+  echo "Written by \`scripts/bench-peers.sh $*\` on $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
+  echo "Ratios are the claims; absolute numbers depend on the machine."
+  echo
+  echo "## BM25 against bm25s (test queries, one thread)"
+  echo
+  echo "| corpus | ragsweep q/s | bm25s q/s | ratio | ragsweep nDCG@10 | bm25s nDCG@10 |"
+  echo "|---|---:|---:|---:|---:|---:|"
+} > "$out.tmp"
+for corpus in scifact nfcorpus; do
+  exp="$work/$corpus.toml"
+  cat > "$exp" <<EOF
+name = "peers-$corpus"
+unit = "doc"
+k = [10]
+metrics = ["ndcg"]
+latency_cases = 100000
+[corpus]
+path = "$shared/$corpus"
+[golden]
+path = "$shared/$corpus"
+reserved = ["test"]
+[[chunkers]]
+kind = "none"
+title = true
+[[retrievers]]
+kind = "bm25"
+analyzer = "en"
+k1 = 0.9
+b = 0.4
+EOF
+  RAYON_NUM_THREADS=1 ./target/release/ragsweep run -q "$exp" --out "$work/out" --cache "$work/cache" > /dev/null 2>&1
+  ours=$(python3 - "$work/out/peers-$corpus"/*/matrix.json <<'PY'
+import json, sys
+row = json.load(open(sys.argv[1]))["rows"][0]
+print(f'{1000 / row["latency"]["mean_ms"]:.0f} {row["metrics"]["ndcg@10"]["value"]:.4f}')
+PY
+)
+  theirs=$("$work/venv/bin/python" - "$shared/$corpus" <<'PY'
+import json, math, sys, time
+import bm25s, Stemmer
+d = sys.argv[1]
+docs, ids = [], []
+for line in open(f"{d}/corpus.jsonl"):
+    r = json.loads(line); ids.append(r["_id"]); docs.append((r.get("title") or "") + " " + r["text"])
+qrels = {}
+for line in list(open(f"{d}/qrels/test.tsv"))[1:]:
+    q, doc, g = line.split("\t"); qrels.setdefault(q, {})[doc] = int(g)
+queries = {json.loads(l)["_id"]: json.loads(l)["text"] for l in open(f"{d}/queries.jsonl")}
+qs = [q for q in qrels if q in queries]
+stem = Stemmer.Stemmer("english")
+retriever = bm25s.BM25(k1=0.9, b=0.4)
+retriever.index(bm25s.tokenize(docs, stopwords="en", stemmer=stem, show_progress=False), show_progress=False)
+tokens = bm25s.tokenize([queries[q] for q in qs], stopwords="en", stemmer=stem, show_progress=False)
+started = time.perf_counter()
+results, _ = retriever.retrieve(tokens, k=10, n_threads=1, show_progress=False)
+qps = len(qs) / (time.perf_counter() - started)
+def ndcg(q, ranked):
+    g = qrels[q]
+    dcg = sum(g.get(ids[i], 0) / math.log2(r + 2) for r, i in enumerate(ranked))
+    ideal = sum(v / math.log2(r + 2) for r, v in enumerate(sorted(g.values(), reverse=True)[:10]))
+    return dcg / ideal if ideal else 0.0
+print(f"{qps:.0f} {sum(ndcg(q, results[i]) for i, q in enumerate(qs)) / len(qs):.4f}")
+PY
+)
+  read -r our_qps our_ndcg <<< "$ours"
+  read -r their_qps their_ndcg <<< "$theirs"
+  ratio=$(python3 -c "print(f'{$our_qps / $their_qps:.1f}x')")
+  echo "| $corpus | $our_qps | $their_qps | $ratio | $our_ndcg | $their_ndcg |" >> "$out.tmp"
+done
+{
+  echo
+  echo "ragsweep's q/s is its timed pass (one query at a time: analysis, search and judging the"
+  echo "list) over every test query; bm25s's is \`retrieve\` on pre-tokenized queries (tokenizing"
+  echo "not timed). Both use k1 = 0.9, b = 0.4 on title + text."
+  echo
+  echo "## Embedding against Python onnxruntime (SciFact, first $n_docs documents, 2 threads)"
+  echo
+  echo "| model | ragsweep passages/s | Python onnxruntime passages/s | ratio |"
+  echo "|---|---:|---:|---:|"
+} >> "$out.tmp"
+for model in minilm-l6 minilm-l6-int8 e5-small e5-small-int8; do
+  line=$(scripts/bench-embed.sh "$model" "$n_docs" 2 tokens)
+  ours=$(echo "$line" | sed -n 's/^ragsweep .*passages_per_s=\([0-9.]*\).*/\1/p')
+  theirs=$(echo "$line" | sed -n 's/^python .*passages_per_s=\([0-9.]*\).*/\1/p')
+  ratio=$(python3 -c "print(f'{$ours / $theirs:.2f}x')")
+  echo "| $model | $ours | $theirs | $ratio |" >> "$out.tmp"
+done
+{
+  echo
+  echo "Both sides embed the same texts in the same batches: token counts from the model's"
+  echo "tokenizer, longest first, each batch's size × longest text within 1,024 tokens."
+} >> "$out.tmp"
+mv "$out.tmp" "$out"
+cat "$out"
