@@ -170,6 +170,8 @@ fn models_list_shows_what_is_installed_and_install_refuses_unknown_models() {
         .success()
         .stdout(predicate::str::is_match(r"minilm-l6\s+\d+\.\d MB  Apache-2\.0").unwrap())
         .stdout(predicate::str::is_match(r"e5-small\s+\d+\.\d MB  MIT").unwrap())
+        .stdout(predicate::str::is_match(r"e5-small-int8\s+\d+\.\d MB  MIT").unwrap())
+        .stdout(predicate::str::is_match(r"minilm-l6-fp32\s+\d+\.\d MB  Apache-2\.0").unwrap())
         .stdout(predicate::str::contains("onnxruntime"));
     let empty = tempfile::tempdir().unwrap();
     ragsweep()
@@ -183,5 +185,5 @@ fn models_list_shows_what_is_installed_and_install_refuses_unknown_models() {
         .arg(empty.path())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown model \"bert\": the models are minilm-l6 and e5-small"));
+        .stderr(predicate::str::contains("unknown model \"bert\": the models are minilm-l6, e5-small, minilm-l6-fp32, minilm-l6-int8, e5-small-fused, e5-small-int8"));
 }
