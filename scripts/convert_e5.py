@@ -149,16 +149,17 @@ def build_graph(cfg, tensors) -> onnx.ModelProto:
     x = node("Add", [x, node("Gather", [type_table, "token_type_ids"], "emb.type.g")], "emb.sum2")
     x = layer_norm(x, "emb.ln.w", "emb.ln.b", "emb.ln")
 
-    # Additive attention mask: 0 where attended, -1e9 where padded; shape [B, 1, 1, S].
-    maskf = node("Cast", ["attention_mask"], "mask.f", to=TensorProto.FLOAT)
-    inv = node("Sub", ["c.f1", maskf], "mask.inv")
-    bias = node("Mul", [inv, "c.neg"], "mask.bias2")
-    const("c.axes12", np.array([1, 2], dtype=np.int64))
-    bias = node("Unsqueeze", [bias, "c.axes12"], "mask.bias")
-
     fused = cfg.get("fused_attention", False)
     if fused:
         mask32 = node("Cast", ["attention_mask"], "mask.i32", to=TensorProto.INT32)
+    else:
+        # Additive attention mask: 0 where attended, -1e9 where padded; shape [B, 1, 1, S].
+        maskf = node("Cast", ["attention_mask"], "mask.f", to=TensorProto.FLOAT)
+        inv = node("Sub", ["c.f1", maskf], "mask.inv")
+        bias = node("Mul", [inv, "c.neg"], "mask.bias2")
+        const("c.axes12", np.array([1, 2], dtype=np.int64))
+        bias = node("Unsqueeze", [bias, "c.axes12"], "mask.bias")
+
     for l in range(L):
         p = f"l{l}"
         if fused:
@@ -171,23 +172,14 @@ def build_graph(cfg, tensors) -> onnx.ModelProto:
             nodes.append(helper.make_node("Attention", [x, p + ".qkv.w", p + ".qkv.b", mask32], [p + ".ctx.r"],
                                           name=p + ".attention", domain="com.microsoft", num_heads=NH))
             ctx = p + ".ctx.r"
-            const(p + ".aln.w", weight(tensors, p + ".aln.w", H))
-            const(p + ".aln.b", weight(tensors, p + ".aln.b", H))
-            x = layer_norm(node("Add", [x, linear(ctx, p + ".ao", H, H)], p + ".res1"), p + ".aln.w", p + ".aln.b", p + ".aln")
-            h = linear(x, p + ".fi", FF, H)
-            erf = node("Erf", [node("Div", [h, "c.sqrt2"], p + ".gelu.d")], p + ".gelu.erf")
-            h = node("Mul", [node("Mul", [h, "c.half"], p + ".gelu.h"), node("Add", [erf, "c.f1"], p + ".gelu.p")], p + ".gelu")
-            const(p + ".oln.w", weight(tensors, p + ".oln.w", H))
-            const(p + ".oln.b", weight(tensors, p + ".oln.b", H))
-            x = layer_norm(node("Add", [x, linear(h, p + ".fo", H, FF)], p + ".res2"), p + ".oln.w", p + ".oln.b", p + ".oln")
-            continue
-        q = node("Transpose", [node("Reshape", [linear(x, p + ".q", H, H), "c.heads"], p + ".q.r")], p + ".q.t", perm=[0, 2, 1, 3])
-        k = node("Transpose", [node("Reshape", [linear(x, p + ".k", H, H), "c.heads"], p + ".k.r")], p + ".k.t", perm=[0, 2, 3, 1])
-        v = node("Transpose", [node("Reshape", [linear(x, p + ".v", H, H), "c.heads"], p + ".v.r")], p + ".v.t", perm=[0, 2, 1, 3])
-        scores = node("Mul", [node("MatMul", [q, k], p + ".qk"), "c.scale"], p + ".qk.s")
-        probs = node("Softmax", [node("Add", [scores, bias], p + ".qk.m")], p + ".probs", axis=-1)
-        ctx = node("Transpose", [node("MatMul", [probs, v], p + ".ctx")], p + ".ctx.t", perm=[0, 2, 1, 3])
-        ctx = node("Reshape", [ctx, "c.merge"], p + ".ctx.r")
+        else:
+            q = node("Transpose", [node("Reshape", [linear(x, p + ".q", H, H), "c.heads"], p + ".q.r")], p + ".q.t", perm=[0, 2, 1, 3])
+            k = node("Transpose", [node("Reshape", [linear(x, p + ".k", H, H), "c.heads"], p + ".k.r")], p + ".k.t", perm=[0, 2, 3, 1])
+            v = node("Transpose", [node("Reshape", [linear(x, p + ".v", H, H), "c.heads"], p + ".v.r")], p + ".v.t", perm=[0, 2, 1, 3])
+            scores = node("Mul", [node("MatMul", [q, k], p + ".qk"), "c.scale"], p + ".qk.s")
+            probs = node("Softmax", [node("Add", [scores, bias], p + ".qk.m")], p + ".probs", axis=-1)
+            ctx = node("Transpose", [node("MatMul", [probs, v], p + ".ctx")], p + ".ctx.t", perm=[0, 2, 1, 3])
+            ctx = node("Reshape", [ctx, "c.merge"], p + ".ctx.r")
         const(p + ".aln.w", weight(tensors, p + ".aln.w", H))
         const(p + ".aln.b", weight(tensors, p + ".aln.b", H))
         x = layer_norm(node("Add", [x, linear(ctx, p + ".ao", H, H)], p + ".res1"), p + ".aln.w", p + ".aln.b", p + ".aln")

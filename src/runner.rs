@@ -216,13 +216,17 @@ pub fn run_with<'e>(
     let built = build::build(plan, &ctx, &mut stages)?;
 
     let plan_started = Instant::now();
-    let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
     let chunk_tokens: Vec<Vec<u32>> = built
         .sets
         .iter()
         .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
         .collect::<Result<_>>()?;
-    let allowed_sets = allowed_sets(corpus, cases, &built.sets);
+    let columns: Vec<(usize, MetricAt)> = exp
+        .columns()
+        .into_iter()
+        .map(|c| (exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k"), c))
+        .collect();
+    let scoring = Scoring::new(exp, corpus, cases, &built, &columns, &chunk_tokens);
     let case_info = aggregate::case_info(cases, corpus);
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
@@ -232,26 +236,10 @@ pub fn run_with<'e>(
         plan_started.elapsed().as_secs_f64(),
     ));
 
-    let columns: Vec<(usize, MetricAt)> = exp
-        .columns()
-        .into_iter()
-        .map(|c| (exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k"), c))
-        .collect();
     let decision = exp.decision_metric();
     let decision_column = columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
     let mut decision_values: Vec<CellValues> = Vec::with_capacity(exp.cells.len());
     let sample = latency_sample(cases, exp.latency_cases);
-    let scoring = Scoring {
-        exp,
-        corpus,
-        cases,
-        built: &built,
-        truths: &truths,
-        allowed_sets: &allowed_sets,
-        columns: &columns,
-        chunk_tokens: &chunk_tokens,
-        doc_chunks: &doc_chunks(corpus, &built.sets),
-    };
     let retrieve_started = Instant::now();
     let (mut aggregate_seconds, mut latency_seconds) = (0.0, 0.0);
     let mut rows: Vec<Row> = Vec::new();
@@ -362,19 +350,7 @@ fn with_cell<T>(
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
-    let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
-    let allowed_sets = allowed_sets(corpus, cases, &built.sets);
-    let scoring = Scoring {
-        exp,
-        corpus,
-        cases,
-        built: &built,
-        truths: &truths,
-        allowed_sets: &allowed_sets,
-        columns: &[],
-        chunk_tokens: &[],
-        doc_chunks: &doc_chunks(corpus, &built.sets),
-    };
+    let scoring = Scoring::new(exp, corpus, cases, &built, &[], &[]);
     let run = CellRun {
         cell: &one.cells[0],
         chunks: planned.chunks.0,
@@ -400,7 +376,7 @@ pub fn contexts(
         .position(|&x| x == k)
         .ok_or_else(|| Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)))?;
     with_cell(exp, prepared, opts, cell_id, |scoring, run, vector| {
-        let Scoring { corpus, cases, truths, .. } = *scoring;
+        let (corpus, cases, truths) = (scoring.corpus, scoring.cases, &scoring.truths);
         let set = &scoring.built.sets[run.chunks];
         (0..cases.len())
             .into_par_iter()
@@ -511,14 +487,14 @@ struct Scoring<'a> {
     corpus: &'a Corpus,
     cases: &'a [GoldenCase],
     built: &'a Built,
-    truths: &'a [Truth],
-    allowed_sets: &'a HashMap<(usize, &'a [String]), Allowed>,
+    truths: Vec<Truth>,
+    allowed_sets: HashMap<(usize, &'a [String]), Allowed>,
     /// Each metric column with the position of its cut-off in the experiment's k.
     columns: &'a [(usize, MetricAt)],
     /// Per chunk set: the tokens of each chunk a model would be sent.
     chunk_tokens: &'a [Vec<u32>],
     /// Per chunk set, per document: its chunks' ordinals.
-    doc_chunks: &'a [Vec<Vec<u32>>],
+    doc_chunks: Vec<Vec<Vec<u32>>>,
 }
 
 /// Per chunk set, per document: the ordinals of its chunks.
@@ -541,6 +517,30 @@ struct CellRun<'a> {
     retriever: CellRetriever<'a>,
     /// The model that embeds the cell's queries, if any.
     model: Option<ModelId>,
+}
+
+impl<'a> Scoring<'a> {
+    /// The cases' truths, who may see what, and each document's chunks, for `built`'s sets.
+    fn new(
+        exp: &'a Experiment,
+        corpus: &'a Corpus,
+        cases: &'a [GoldenCase],
+        built: &'a Built,
+        columns: &'a [(usize, MetricAt)],
+        chunk_tokens: &'a [Vec<u32>],
+    ) -> Self {
+        Scoring {
+            exp,
+            corpus,
+            cases,
+            built,
+            truths: cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect(),
+            allowed_sets: allowed_sets(corpus, cases, &built.sets),
+            columns,
+            chunk_tokens,
+            doc_chunks: doc_chunks(corpus, &built.sets),
+        }
+    }
 }
 
 impl Scoring<'_> {

@@ -188,7 +188,7 @@ impl Bm25Index {
         allowed: Option<&Allowed>,
         mut add: impl FnMut(u32, f32),
     ) -> Result<()> {
-        let Some((total_docs, norms)) = self.collection(searcher, params)? else { return Ok(()) };
+        let Some((total_docs, _, norms)) = self.collection(searcher, params)? else { return Ok(()) };
         for (term_text, &count) in terms {
             let term = Term::from_field_text(self.text, term_text);
             let doc_freq = searcher.doc_freq(&term)?;
@@ -219,9 +219,9 @@ impl Bm25Index {
         Ok(())
     }
 
-    /// The number of chunks, and per one-byte field norm the length term
-    /// `k1 · (1 − b + b · len / avg_len)`; `None` for an empty index.
-    fn collection(&self, searcher: &Searcher, params: Bm25Params) -> Result<Option<(u64, [f32; 256])>> {
+    /// The number of chunks, their average length, and per one-byte field norm the length
+    /// term `k1 · (1 − b + b · len / avg_len)`; `None` for an empty index.
+    fn collection(&self, searcher: &Searcher, params: Bm25Params) -> Result<Option<(u64, f32, [f32; 256])>> {
         let mut total_docs = 0u64;
         let mut total_tokens = 0u64;
         for seg in searcher.segment_readers() {
@@ -237,7 +237,7 @@ impl Bm25Index {
             let len = FieldNormReader::id_to_fieldnorm(id as u8) as f32;
             *slot = params.k1 * (1.0 - params.b + params.b * len / avg_len);
         }
-        Ok(Some((total_docs, norms)))
+        Ok(Some((total_docs, avg_len, norms)))
     }
 
     /// Each query term's share of chunk `chunk`'s score, computed as [`Bm25Index::search`]
@@ -253,11 +253,7 @@ impl Bm25Index {
         let seg = &searcher.segment_readers()[s];
         let field_norms = seg.get_fieldnorms_reader(self.text)?;
         let norm_id = field_norms.fieldnorm_id(doc);
-        let mut total_tokens = 0u64;
-        for seg in searcher.segment_readers() {
-            total_tokens += seg.inverted_index(self.text)?.total_num_tokens();
-        }
-        let (total_docs, norms) = self.collection(&searcher, params)?.expect("the index holds the chunk");
+        let (total_docs, avg_length, norms) = self.collection(&searcher, params)?.expect("the index holds the chunk");
         let inverted = seg.inverted_index(self.text)?;
         let mut terms = Vec::new();
         let mut score = 0f32;
@@ -285,7 +281,7 @@ impl Bm25Index {
         Ok(Bm25Explanation {
             k1: params.k1,
             b: params.b,
-            avg_length: total_tokens as f32 / total_docs as f32,
+            avg_length,
             length: FieldNormReader::id_to_fieldnorm(norm_id),
             terms,
             score,

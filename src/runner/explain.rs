@@ -121,8 +121,12 @@ impl Scoring<'_> {
         }
         chosen.dedup_by(|b, a| a.1.key == b.1.key && b.0 != "asked");
 
-        let exact = exact_in_place_of_graph(&run.retriever).map(|(r, _)| r).unwrap_or(run.retriever);
-        let exact_list = self.retrieve_as(run, &exact, access, &[depth], ci, q, &mut Timing::default())?;
+        // Without a graph the cell's own list is the exact one.
+        let swapped = match exact_in_place_of_graph(&run.retriever) {
+            Some((exact, _)) => Some(self.retrieve_as(run, &exact, access, &[depth], ci, q, &mut Timing::default())?),
+            None => None,
+        };
+        let exact_list = swapped.as_ref().unwrap_or(&deep);
         let items = chosen
             .into_iter()
             .map(|(role, item)| {

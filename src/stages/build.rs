@@ -250,7 +250,7 @@ fn embed_stage(
             &cache::key("tokens", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
             |dir| {
                 let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
-                let tokens: u64 = Counter::for_model(info)?.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
+                let tokens: u64 = counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
                 let path = dir.join("tokens");
                 std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
             },
