@@ -345,3 +345,28 @@ fn documents_whose_chunk_ids_sort_out_of_document_order_are_found() {
     assert_eq!((miss.cause.as_str(), miss.rank), ("cutoff", Some(2)), "{miss:?}");
     assert!(miss.evidence.contains("of a search to depth 100"), "the scored list held 1 item: {miss:?}");
 }
+
+#[test]
+fn explain_refuses_an_unknown_case_cell_or_document_and_writes_nothing() {
+    let docs = [("vale.md", "# Vale\nO vale-refeição é de R$ 1.100,00 por mês.\n")];
+    let golden = r#"[{"id": "vr", "question": "vale-refeição", "relevant": ["vale"]}]"#;
+    let f = Fixture::new(
+        &docs,
+        golden,
+        "name = \"bad\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let before = common::walk(&run);
+    let cases: [(&[&str], &str); 3] = [
+        (&["--cell", "c01", "--case", "nope"], "no case \"nope\""),
+        (&["--cell", "c09", "--case", "vr"], "no cell \"c09\""),
+        (&["--cell", "c01", "--case", "vr", "--doc", "ghost"], "no document or section \"ghost\""),
+    ];
+    for (args, message) in cases {
+        let out =
+            f.cmd().arg("explain").arg(&run).args(args).arg("--cache").arg(f.path().join("cache")).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(message), "{args:?}: {stderr}");
+    }
+    assert_eq!(common::walk(&run), before, "explain writes nothing into the run");
+}
