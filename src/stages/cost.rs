@@ -35,7 +35,11 @@ impl Counter {
     }
 
     /// The model's own tokenizer, truncating where the model truncates.
+    /// (Unicode words for a random model, which has no tokenizer.)
     pub fn for_model(info: &ModelInfo) -> Result<Counter> {
+        if info.kind == crate::stages::embed::ModelKind::Random {
+            return Ok(Counter::Words);
+        }
         let path = info.dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&path)
             .map_err(|e| Error::Other(format!("{}: cannot read tokenizer: {e}", path.display())))?;

@@ -5,6 +5,10 @@
 //! `./models`), each with a `model.toml` saying how to use it. ONNX Runtime is loaded
 //! dynamically from the same directory; nothing is ever downloaded at run time.
 //!
+//! A `kind = "random"` model needs no files: each text becomes a unit vector drawn from the
+//! hash of the text. It is a chance-level floor for a dense cell, and a stand-in that costs
+//! nothing to embed when benchmarks measure indexes at sizes no model could embed in time.
+//!
 //! Vectors are cached by (model id, model file hash, role, text hash), so a text is embedded
 //! once per model across all experiments and runs. The cache is a folder of immutable
 //! segment files, each written whole through a temporary name: a crash loses at most the
@@ -36,10 +40,12 @@ pub enum Role {
 #[serde(deny_unknown_fields)]
 struct ModelToml {
     id: String,
+    #[serde(default)]
+    kind: KindToml,
     description: Option<String>,
-    pooling: String,
-    max_length: usize,
-    dim: usize,
+    pooling: Option<toml::Spanned<String>>,
+    max_length: Option<toml::Spanned<usize>>,
+    dim: toml::Spanned<usize>,
     #[serde(default)]
     query_prefix: String,
     #[serde(default)]
@@ -52,19 +58,36 @@ fn default_onnx() -> String {
     "model.onnx".into()
 }
 
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum KindToml {
+    #[default]
+    Onnx,
+    Random,
+}
+
+/// What turns a model's texts into vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelKind {
+    /// An ONNX graph run by ONNX Runtime, pooled over tokens.
+    Onnx { file: PathBuf, mean_pooling: bool },
+    /// A unit vector drawn from the hash of the (prefixed) text: no meaning, no cost.
+    Random,
+}
+
 /// An installed model, as described by its `model.toml`.
 #[derive(Debug, Clone)]
 pub struct ModelInfo {
     pub id: String,
     pub description: Option<String>,
     pub dir: PathBuf,
-    pub onnx: PathBuf,
-    pub mean_pooling: bool,
+    pub kind: ModelKind,
+    /// Tokens the model reads (0 for a random model, which reads none).
     pub max_length: usize,
     pub dim: usize,
     pub query_prefix: String,
     pub passage_prefix: String,
-    /// blake3 of the ONNX file, first 16 hex digits.
+    /// blake3 of the ONNX file (of the generator's name for a random model), first 16 hex digits.
     pub file_hash: String,
 }
 
@@ -94,25 +117,63 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
             e.span().map_or_else(|| Location::file(&toml_path), |s| Location::at_offset(&toml_path, &text, s.start));
         Error::input(at, e.message().to_string())
     })?;
-    let mean_pooling = match raw.pooling.as_str() {
-        "mean" => true,
-        "cls" => false,
-        other => return Err(Error::input(Location::file(&toml_path), format!("unknown pooling {other:?}"))),
+    let at = |span: std::ops::Range<usize>| Location::at_offset(&toml_path, &text, span.start);
+    let (kind, max_length, file_hash) = match raw.kind {
+        KindToml::Random => {
+            if let Some(span) = raw.pooling.as_ref().map(|p| p.span()).or(raw.max_length.as_ref().map(|m| m.span())) {
+                return Err(Error::input(
+                    at(span),
+                    "a random model reads no tokens: it takes no pooling or max_length",
+                ));
+            }
+            (ModelKind::Random, 0, blake3::hash(RANDOM_GENERATOR.as_bytes()).to_hex()[..16].to_string())
+        }
+        KindToml::Onnx => {
+            let missing = |key: &str| Error::input(Location::file(&toml_path), format!("missing `{key}`"));
+            let pooling = raw.pooling.ok_or_else(|| missing("pooling"))?;
+            let mean_pooling = match pooling.get_ref().as_str() {
+                "mean" => true,
+                "cls" => false,
+                other => {
+                    return Err(Error::input(at(pooling.span()), format!("unknown pooling {other:?} (mean or cls)")))
+                }
+            };
+            let max_length = raw.max_length.ok_or_else(|| missing("max_length"))?.into_inner();
+            let file = dir.join(&raw.onnx);
+            let bytes = fs::read(&file).map_err(|e| Error::io(&file, e))?;
+            let hash = blake3::hash(&bytes).to_hex()[..16].to_string();
+            (ModelKind::Onnx { file, mean_pooling }, max_length, hash)
+        }
     };
-    let onnx = dir.join(&raw.onnx);
-    let bytes = fs::read(&onnx).map_err(|e| Error::io(&onnx, e))?;
+    if *raw.dim.get_ref() == 0 {
+        return Err(Error::input(at(raw.dim.span()), "dim must be at least 1"));
+    }
     Ok(ModelInfo {
         id: raw.id,
         description: raw.description,
         dir,
-        onnx,
-        mean_pooling,
-        max_length: raw.max_length,
-        dim: raw.dim,
+        kind,
+        max_length,
+        dim: raw.dim.into_inner(),
         query_prefix: raw.query_prefix,
         passage_prefix: raw.passage_prefix,
-        file_hash: blake3::hash(&bytes).to_hex()[..16].to_string(),
+        file_hash,
     })
+}
+
+/// Names the random model's generator; part of its cache key, so a change to how vectors are
+/// drawn must change this name.
+const RANDOM_GENERATOR: &str = "blake3-chacha8-normal-v1";
+
+/// The random model's vector for a (prefixed) text: standard normal components from a
+/// ChaCha8 stream seeded by the text's blake3, normalised, so uniform on the sphere.
+pub fn random_unit_vector(text: &str, dim: usize) -> Vec<f32> {
+    use rand::SeedableRng;
+    use rand_distr::Distribution;
+    let mut rng = rand_chacha::ChaCha8Rng::from_seed(*blake3::hash(text.as_bytes()).as_bytes());
+    let mut v: Vec<f32> = rand_distr::StandardNormal.sample_iter(&mut rng).take(dim).collect();
+    normalize(&mut v);
+    v
 }
 
 /// The ONNX Runtime library: `$ORT_DYLIB_PATH`, else the one installed beside the models.
@@ -171,11 +232,15 @@ impl<'a> LazyEmbedder<'a> {
 /// A loaded model. Embedding runs one batch at a time (ONNX Runtime uses the threads).
 pub struct Embedder {
     pub info: ModelInfo,
-    model: Mutex<TextEmbedding>,
+    /// The ONNX Runtime session; `None` for a random model.
+    session: Option<Mutex<TextEmbedding>>,
 }
 
 impl Embedder {
     pub fn load(models: &Path, info: &ModelInfo, threads: usize) -> Result<Embedder> {
+        let ModelKind::Onnx { file, mean_pooling } = &info.kind else {
+            return Ok(Embedder { info: info.clone(), session: None });
+        };
         let environment = ort_environment(models)?;
         let read = |name: &str| {
             let p = info.dir.join(name);
@@ -187,8 +252,8 @@ impl Embedder {
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
-        let pooling = if info.mean_pooling { Pooling::Mean } else { Pooling::Cls };
-        let model = UserDefinedEmbeddingModel::new(fs::read(&info.onnx).map_err(|e| Error::io(&info.onnx, e))?, files)
+        let pooling = if *mean_pooling { Pooling::Mean } else { Pooling::Cls };
+        let model = UserDefinedEmbeddingModel::new(fs::read(file).map_err(|e| Error::io(file, e))?, files)
             .with_pooling(pooling);
         let options = InitOptionsUserDefined::new()
             .with_environment(environment)
@@ -196,7 +261,7 @@ impl Embedder {
             .with_intra_threads(threads.max(1));
         let model = TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| Error::Other(format!("loading model {}: {e}", info.id)))?;
-        Ok(Embedder { info: info.clone(), model: Mutex::new(model) })
+        Ok(Embedder { info: info.clone(), session: Some(Mutex::new(model)) })
     }
 
     /// Loads the model with ONNX Runtime and embeds one text, checking the dimension
@@ -229,7 +294,10 @@ pub trait Embedding: Sync {
 impl Embedding for Embedder {
     fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
         let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
-        let mut model = self.model.lock().expect("embedder lock");
+        let Some(session) = &self.session else {
+            return Ok(prefixed.iter().map(|t| random_unit_vector(t, self.info.dim)).collect());
+        };
+        let mut model = session.lock().expect("embedder lock");
         let mut out = model
             .embed(&prefixed, Some(prefixed.len().max(1)))
             .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?;
@@ -530,14 +598,14 @@ pub fn embed_all<'m>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::retrieve::dense::dot;
 
     fn info(dim: usize) -> ModelInfo {
         ModelInfo {
             id: "toy".into(),
             description: None,
             dir: PathBuf::new(),
-            onnx: PathBuf::new(),
-            mean_pooling: true,
+            kind: ModelKind::Onnx { file: PathBuf::new(), mean_pooling: true },
             max_length: 8,
             dim,
             query_prefix: "query: ".into(),
@@ -616,6 +684,41 @@ mod tests {
             embed_all(&texts, Role::Passage, &mut c, &|i: &[usize]| Ok(vec![3; i.len()]), &load, &|_, _| {}).unwrap();
         assert_eq!(v, [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
         assert_eq!((stats.reused, stats.embedded), (3, 0));
+    }
+
+    fn write_model(toml: &str) -> (tempfile::TempDir, Result<ModelInfo>) {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir(root.path().join("m")).unwrap();
+        fs::write(root.path().join("m/model.toml"), toml).unwrap();
+        let info = find_model(root.path(), "m");
+        (root, info)
+    }
+
+    #[test]
+    fn a_random_model_needs_no_files_and_gives_the_same_unit_vector_for_the_same_text() {
+        let (root, info) = write_model("id = \"m\"\nkind = \"random\"\ndim = 64\nquery_prefix = \"q: \"\n");
+        let info = info.unwrap();
+        assert_eq!((info.kind.clone(), info.dim, info.max_length), (ModelKind::Random, 64, 0));
+        let e = Embedder::load(root.path(), &info, 1).unwrap();
+        let a = e.embed_batch(&["contrato", "contrato", "contratos"], Role::Passage).unwrap();
+        assert_eq!(a[0], a[1]);
+        assert_ne!(a[0], a[2]);
+        assert!(a.iter().all(|v| v.len() == 64 && (v.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-5));
+        let q = e.embed_batch(&["contrato"], Role::Query).unwrap();
+        assert_eq!(q[0], random_unit_vector("q: contrato", 64), "the prefix is part of the text");
+        assert!(dot(&q[0], &a[0]).abs() < 0.5, "independent texts are nearly orthogonal");
+    }
+
+    #[test]
+    fn model_toml_errors_point_at_the_line() {
+        let (_root, info) = write_model("id = \"m\"\nkind = \"random\"\ndim = 8\npooling = \"mean\"\n");
+        let err = info.unwrap_err().to_string();
+        assert!(err.contains("model.toml:4:") && err.contains("reads no tokens"), "{err}");
+        let (_root, info) = write_model("id = \"m\"\ndim = 8\npooling = \"max\"\nmax_length = 8\n");
+        let err = info.unwrap_err().to_string();
+        assert!(err.contains("model.toml:3:") && err.contains("unknown pooling"), "{err}");
+        let (_root, info) = write_model("id = \"m\"\nkind = \"random\"\ndim = 0\n");
+        assert!(info.unwrap_err().to_string().contains("model.toml:3:"));
     }
 
     #[test]
