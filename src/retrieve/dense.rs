@@ -1,12 +1,13 @@
 //! Dense indexes over L2-normalised vectors: an exact dot-product scan and an HNSW graph.
 //! Scores are cosine similarities (dot products of unit vectors).
 
+use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
-use hnsw_rs::prelude::{DistDot, Hnsw};
+use hnsw_rs::prelude::{Distance, Hnsw};
 
 use crate::error::{Error, Result};
 
@@ -106,9 +107,41 @@ pub struct HnswParams {
 
 const GRAPH_FILE: &str = "graph";
 
+/// Names how graphs are built; part of their cache key, so a change to the distance or the
+/// build must change it.
+pub const GRAPH_VERSION: &str = "ordinals-unit-dot-v3";
+
+/// The graph point that stands for the query being searched on the current thread.
+const QUERY_POINT: u32 = u32::MAX;
+
+thread_local! {
+    static QUERY: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The graph's distance, 1 − cosine with [`dot`]'s eight accumulators (hnsw_rs's `DistDot`
+/// adds one product at a time). Graph points are chunk ordinals, not vectors: the distance
+/// reads the vectors from the exact index, so hnsw_rs keeps no second copy of them (1.5 GB
+/// at a million 384-d chunks). The query is the point [`QUERY_POINT`], whose vector
+/// [`HnswIndex::search_with`] puts in a thread-local slot (hnsw_rs searches on the calling
+/// thread).
+#[derive(Clone)]
+pub struct OrdinalDot {
+    exact: ExactIndex,
+}
+
+impl Distance<u32> for OrdinalDot {
+    fn eval(&self, a: &[u32], b: &[u32]) -> f32 {
+        let similarity = match (a[0], b[0]) {
+            (QUERY_POINT, o) | (o, QUERY_POINT) => QUERY.with_borrow(|q| dot(q, self.exact.vector(o as usize))),
+            (x, y) => dot(self.exact.vector(x as usize), self.exact.vector(y as usize)),
+        };
+        (1.0 - similarity).max(0.0)
+    }
+}
+
 /// Approximate search on an HNSW graph (hnsw_rs).
 pub struct HnswIndex {
-    graph: Hnsw<'static, f32, DistDot>,
+    graph: Hnsw<'static, u32, OrdinalDot>,
     exact: ExactIndex,
 }
 
@@ -118,10 +151,10 @@ impl HnswIndex {
         let n = exact.len().max(1);
         // hnsw_rs only writes graphs built with its maximum of 16 layers; levels are drawn
         // with scale 1/ln(m), so upper layers stay empty on any realistic corpus.
-        let graph = Hnsw::new(params.m, n, 16, params.ef_construction, DistDot {});
-        let data: Vec<(&[f32], usize)> = (0..exact.len()).map(|i| (exact.vector(i), i)).collect();
+        let mut graph = Hnsw::new(params.m, n, 16, params.ef_construction, OrdinalDot { exact: exact.clone() });
+        let ordinals: Vec<u32> = (0..exact.len() as u32).collect();
+        let data: Vec<(&[u32], usize)> = ordinals.iter().map(|o| (std::slice::from_ref(o), *o as usize)).collect();
         graph.parallel_insert_slice(&data);
-        let mut graph = graph;
         graph.set_searching_mode(true);
         HnswIndex { graph, exact }
     }
@@ -137,8 +170,9 @@ impl HnswIndex {
         // hnsw_rs ties a loaded graph's lifetime to its loader. Without mmap the graph owns
         // its data, so the (small) loader is leaked to give the graph a 'static lifetime.
         let io: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(dir, GRAPH_FILE)));
-        let mut graph: Hnsw<'static, f32, DistDot> =
-            io.load_hnsw().map_err(|e| Error::Other(format!("{}: {e}", dir.display())))?;
+        let mut graph: Hnsw<'static, u32, OrdinalDot> = io
+            .load_hnsw_with_dist(OrdinalDot { exact: exact.clone() })
+            .map_err(|e| Error::Other(format!("{}: {e}", dir.display())))?;
         if graph.get_nb_point() != exact.len() {
             return Err(Error::Other(format!("{}: the graph does not match the vectors", dir.display())));
         }
@@ -169,8 +203,12 @@ impl HnswIndex {
         strategy: FilteredSearch,
     ) -> Vec<Hit> {
         let ef = ef_search.max(depth);
+        QUERY.with_borrow_mut(|q| {
+            q.clear();
+            q.extend_from_slice(query);
+        });
         let neighbours = match allowed {
-            None => self.graph.search(query, depth, ef),
+            None => self.graph.search(&[QUERY_POINT], depth, ef),
             Some(a) => {
                 let fraction = a.count() as f64 / self.exact.len().max(1) as f64;
                 let scan = match strategy {
@@ -182,7 +220,7 @@ impl HnswIndex {
                     return self.exact.search(query, depth, Some(a));
                 }
                 let filter = |id: &usize| a.contains(*id as u32);
-                let found = self.graph.search_filter(query, depth, ef, Some(&filter));
+                let found = self.graph.search_filter(&[QUERY_POINT], depth, ef, Some(&filter));
                 if found.len() < depth.min(a.count()) {
                     // The graph could not reach enough allowed points: never return a short list.
                     return self.exact.search(query, depth, Some(a));
@@ -285,6 +323,20 @@ mod tests {
         let opened = HnswIndex::open(dir.path(), exact).unwrap();
         for q in random_vectors(10, dim, 3).chunks_exact(dim) {
             assert_eq!(built.search(q, 10, 16, None), opened.search(q, 10, 16, None));
+        }
+    }
+
+    #[test]
+    fn searches_on_many_threads_at_once_each_use_their_own_query() {
+        use rayon::prelude::*;
+        let (n, dim) = (1000, 16);
+        let hnsw =
+            HnswIndex::build(ExactIndex::new(dim, random_vectors(n, dim, 5)), HnswParams { m: 8, ef_construction: 64 });
+        let queries = random_vectors(64, dim, 11);
+        let alone: Vec<Vec<Hit>> = queries.chunks_exact(dim).map(|q| hnsw.search(q, 10, 32, None)).collect();
+        for _ in 0..4 {
+            let together: Vec<Vec<Hit>> = queries.par_chunks_exact(dim).map(|q| hnsw.search(q, 10, 32, None)).collect();
+            assert_eq!(alone, together);
         }
     }
 }

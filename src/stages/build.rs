@@ -209,71 +209,77 @@ fn embed_stage(
     stages: &mut Vec<StageReport>,
 ) -> Result<()> {
     let corpus = ctx.corpus;
-    let mut caches: Vec<VectorCache> =
-        ctx.models.iter().map(|info| VectorCache::open(ctx.cache_dir, info)).collect::<Result<_>>()?;
-    for (info, cache) in ctx.models.iter().zip(&mut caches) {
+    let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
+    let mut passages: Vec<Option<Vectors>> = plan.embeddings.iter().map(|_| None).collect();
+    // One model at a time, its cache closed before the next: a cache maps its whole segment
+    // files, which would otherwise stay resident beside the vectors copied out of them.
+    for (m, info) in ctx.models.iter().enumerate() {
+        let mut cache = VectorCache::open(ctx.cache_dir, info)?;
         let what = format!("checksums and norms of the {} vector segments", info.id);
         report_checks(stages, &what, std::mem::take(&mut cache.repairs), cache.verify_seconds);
-    }
-    let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
-    for (m, (info, cache)) in ctx.models.iter().zip(&mut caches).enumerate() {
         let load = || (ctx.embedder)(ModelId(m));
         let counter = Counter::for_model(info)?;
         let counts = token_counts(&counter, info, Role::Query, &questions);
-        let (vectors, stats) = embed::embed_all(&questions, Role::Query, cache, &counts, &load, &|_, _| {})?;
-        let prefixed: Vec<String> = questions.iter().map(|q| info.prefixed(Role::Query, q)).collect();
-        let counts = counter.count(&prefixed)?;
-        let mean_tokens = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / counts.len().max(1) as f64;
+        let (vectors, stats) = embed::embed_all(&questions, Role::Query, &mut cache, &counts, &load, &|_, _| {})?;
+        let tokens = count_prefixed(&counter, info, Role::Query, &questions)?;
+        let mean_tokens = tokens as f64 / questions.len().max(1) as f64;
         let mut r = StageReport::new("embed", format!("{} queries", info.id), stats.seconds);
         r.embedding = Some(stats);
         stages.push(r);
         built.queries.push((vectors, mean_tokens));
+        for (e, job) in plan.embeddings.iter().enumerate().filter(|(_, job)| job.model.0 == m) {
+            let set = &built.sets[job.chunks.0];
+            let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
+            let pb = (ctx.bar)(0, "embed");
+            pb.set_message(format!("{} passages with {}", texts.len(), info.id));
+            let counts = token_counts(&counter, info, Role::Passage, &texts);
+            let (vectors, stats) = embed::embed_all(&texts, Role::Passage, &mut cache, &counts, &load, &|done, of| {
+                pb.set_length(of as u64);
+                pb.set_position(done as u64);
+            })?;
+            pb.finish_and_clear();
+            let counting = Instant::now();
+            let counted = ctx.store.get_or_build(
+                "tokens",
+                &cache::key("tokens", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
+                |dir| {
+                    let tokens = count_prefixed(&counter, info, Role::Passage, &texts)?;
+                    let path = dir.join("tokens");
+                    std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
+                },
+                |dir| {
+                    let path = dir.join("tokens");
+                    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+                    text.trim().parse::<u64>().map_err(|e| Error::Other(format!("{}: {e}", path.display())))
+                },
+            )?;
+            let mut r = StageReport::new(
+                "count",
+                format!("{} tokens of {} passages", info.id, set.spec),
+                counting.elapsed().as_secs_f64(),
+            );
+            r.reused = counted.reused;
+            stages.push(r);
+            let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
+            r.chunks = set.len();
+            r.embedding = Some(stats.clone());
+            stages.push(r);
+            passages[e] = Some(Vectors { passages: Arc::new(vectors), stats, tokens: counted.value });
+        }
     }
-    for job in &plan.embeddings {
-        let info = &ctx.models[job.model.0];
-        let cache = &mut caches[job.model.0];
-        let set = &built.sets[job.chunks.0];
-        let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
-        let pb = (ctx.bar)(0, "embed");
-        pb.set_message(format!("{} passages with {}", texts.len(), info.id));
-        let load = || (ctx.embedder)(job.model);
-        let counter = Counter::for_model(info)?;
-        let counts = token_counts(&counter, info, Role::Passage, &texts);
-        let (vectors, stats) = embed::embed_all(&texts, Role::Passage, cache, &counts, &load, &|done, of| {
-            pb.set_length(of as u64);
-            pb.set_position(done as u64);
-        })?;
-        pb.finish_and_clear();
-        let counting = Instant::now();
-        let counted = ctx.store.get_or_build(
-            "tokens",
-            &cache::key("tokens", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
-            |dir| {
-                let prefixed: Vec<String> = texts.iter().map(|t| info.prefixed(Role::Passage, t)).collect();
-                let tokens: u64 = counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum();
-                let path = dir.join("tokens");
-                std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
-            },
-            |dir| {
-                let path = dir.join("tokens");
-                let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-                text.trim().parse::<u64>().map_err(|e| Error::Other(format!("{}: {e}", path.display())))
-            },
-        )?;
-        let mut r = StageReport::new(
-            "count",
-            format!("{} tokens of {} passages", info.id, set.spec),
-            counting.elapsed().as_secs_f64(),
-        );
-        r.reused = counted.reused;
-        stages.push(r);
-        let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
-        r.chunks = set.len();
-        r.embedding = Some(stats.clone());
-        stages.push(r);
-        built.vectors.push(Vectors { passages: Arc::new(vectors), stats, tokens: counted.value });
-    }
+    built.vectors = passages.into_iter().map(|v| v.expect("every embedding job belongs to a model")).collect();
     Ok(())
+}
+
+/// Tokens of all `texts` as the model sees them (prefix added), counted a block at a time
+/// so that no second copy of every text is held.
+fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[String]) -> Result<u64> {
+    let mut total = 0u64;
+    for block in texts.chunks(4096) {
+        let prefixed: Vec<String> = block.iter().map(|t| info.prefixed(role, t)).collect();
+        total += counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum::<u64>();
+    }
+    Ok(total)
 }
 
 /// Every planned index, from the stage cache when its content was built before. Exact
@@ -316,6 +322,7 @@ fn index_stage(
                     let key = cache::key(
                         "hnsw",
                         &[
+                            crate::retrieve::dense::GRAPH_VERSION.as_bytes(),
                             models[job.model.0].key().as_bytes(),
                             &built.text_keys[job.chunks.0],
                             &(params.m as u64).to_le_bytes(),
