@@ -4,10 +4,16 @@
 #
 #   - BM25 on SciFact and NFCorpus test queries: ragsweep (its timed pass, one query at a
 #     time, one thread) against bm25s (one thread), queries/s and nDCG@10;
+#   - exact scan and HNSW: ragsweep against faiss-cpu (flat and HNSW) and hnswlib on the same
+#     vectors (SciFact MiniLM vectors, and 100,000 random unit vectors), same m,
+#     ef_construction and ef_search, build on 2 threads, queries one at a time on one thread
+#     (scripts/ann_peers.py);
 #   - the embedder: ragsweep (fastembed + ONNX Runtime) against Python onnxruntime on the
 #     same ONNX file, the same texts in the same token-budget batches, 2 threads.
 #
-# A throw-away virtualenv from PyPI holds the peers. usage: scripts/bench-peers.sh [N_DOCS]
+# A throw-away virtualenv from PyPI holds the peers. The result replaces the "peers" section of
+# BENCHMARKS.md (scripts/bench-scale.sh writes the "scaling" one).
+# usage: scripts/bench-peers.sh [N_DOCS]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -17,12 +23,10 @@ n_docs="${1:-500}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check bm25s PyStemmer numpy
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check bm25s PyStemmer numpy faiss-cpu hnswlib
 cargo build --release --quiet
 out="$root/BENCHMARKS.md"
 {
-  echo "# Benchmarks"
-  echo
   echo "Written by \`scripts/bench-peers.sh $*\` on $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
   echo "Ratios are the claims; absolute numbers depend on the machine."
   echo
@@ -98,6 +102,26 @@ done
   echo "list) over every test query; bm25s's is \`retrieve\` on pre-tokenized queries (tokenizing"
   echo "not timed). Both use k1 = 0.9, b = 0.4 on title + text."
   echo
+  echo "## Exact scan and HNSW against faiss-cpu and hnswlib (same vectors)"
+  echo
+  echo "Build on 2 threads; queries one at a time on one thread (Python calls for the peers); top 10;"
+  echo "HNSW m = 16, ef_construction = 200, ef_search = 128 everywhere. Recall@10 is against each"
+  echo "library's own exact search. The last column is ragsweep's q/s divided by the peer's."
+  echo
+  echo "| vectors | engine | build s | q/s | recall@10 | ragsweep / peer q/s |"
+  echo "|---|---|---:|---:|---:|---:|"
+} >> "$out.tmp"
+RAGSWEEP_CACHE="${RAGSWEEP_CACHE:-$root/cache}" ./target/release/ragsweep vectors experiments/scifact-dense.toml \
+  --out "$work/vectors-scifact" > /dev/null
+"$work/venv/bin/python" scripts/ann_peers.py random "$work/vectors-random"
+for vectors in scifact random; do
+  dir="$work/vectors-$vectors"
+  RAYON_NUM_THREADS=2 ./target/release/ragsweep bench-ann "$dir/passages.npy" "$dir/queries.npy" > "$work/ann-$vectors.jsonl"
+  "$work/venv/bin/python" scripts/ann_peers.py bench "$dir" >> "$work/ann-$vectors.jsonl"
+  python3 scripts/ann_peers.py table "$work/ann-$vectors.jsonl" "$vectors" >> "$out.tmp"
+done
+{
+  echo
   echo "## Embedding against Python onnxruntime (SciFact, first $n_docs documents, 2 threads)"
   echo
   echo "| model | ragsweep passages/s | Python onnxruntime passages/s | ratio |"
@@ -115,5 +139,6 @@ done
   echo "Both sides embed the same texts in the same batches: token counts from the model's"
   echo "tokenizer, longest first, each batch's size × longest text within 1,024 tokens."
 } >> "$out.tmp"
-mv "$out.tmp" "$out"
+python3 scripts/benchmarks_section.py peers "$out" < "$out.tmp"
+rm "$out.tmp"
 cat "$out"

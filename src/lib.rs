@@ -16,6 +16,7 @@ pub mod experiment;
 pub mod init;
 pub mod input;
 pub mod install;
+pub mod npy;
 pub mod output;
 pub mod plan;
 pub mod report;
@@ -23,5 +24,6 @@ pub mod results;
 pub mod retrieve;
 pub mod runner;
 pub mod stages;
+pub mod synth;
 
 pub use error::{Error, Location, Result};

@@ -1,6 +1,11 @@
 //! The `ragsweep` command: a thin layer over the library that turns its errors into
 //! messages and exit codes.
 
+/// mimalloc hands freed memory back to the system: with the default allocator, a graph built
+/// on the worker threads and dropped stayed resident while the run reopened it from the cache.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +94,46 @@ enum Command {
         queries: usize,
         #[command(flatten)]
         dirs: Dirs,
+    },
+    /// Write a synthetic corpus and golden set (BEIR layout) for scaling benchmarks: Zipfian
+    /// pseudo-words, SciFact-like lengths, one relevant document per question.
+    Synth {
+        /// The folder to write (corpus.jsonl, queries.jsonl, qrels/, SOURCE.txt).
+        out: PathBuf,
+        #[arg(long, default_value_t = 10_000)]
+        documents: usize,
+        /// Questions, half train (tuning) and half test (reserved).
+        #[arg(long, default_value_t = 500)]
+        questions: usize,
+        /// Distinct words the Zipfian vocabulary draws from.
+        #[arg(long, default_value_t = 1_000_000)]
+        vocabulary: usize,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Write the passage and query vectors of an experiment's first dense cell as NumPy files
+    /// (passages.npy, queries.npy), embedding what the cache lacks.
+    Vectors {
+        experiment: PathBuf,
+        /// The folder to write.
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+    /// Exact scan and HNSW on given vectors (.npy): build time, queries/s one query at a time on
+    /// one thread, and HNSW recall@k against the scan. Prints one JSON line.
+    BenchAnn {
+        passages: PathBuf,
+        queries: PathBuf,
+        #[arg(long, default_value_t = 16)]
+        m: usize,
+        #[arg(long, default_value_t = 200)]
+        ef_construction: usize,
+        #[arg(long, default_value_t = 128)]
+        ef_search: usize,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
     },
     /// Parse and check an experiment, its corpus, golden set and models, without running it.
     Validate {
@@ -518,6 +563,46 @@ fn real_main() -> anyhow::Result<ExitCode> {
             println!("{}", run.join("report.html").display());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Vectors { experiment, out, dirs } => {
+            let v = dense_vectors(&experiment, usize::MAX, &dirs)?;
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            ragsweep::npy::write_f32(&out.join("passages.npy"), &v.passages, v.dim)?;
+            ragsweep::npy::write_f32(&out.join("queries.npy"), &v.queries, v.dim)?;
+            println!(
+                "{}: passages.npy ({} × {}), queries.npy ({} × {})",
+                out.display(),
+                v.passages.len() / v.dim,
+                v.dim,
+                v.queries.len() / v.dim,
+                v.dim
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::BenchAnn { passages, queries, m, ef_construction, ef_search, k } => {
+            bench_ann(&passages, &queries, m, ef_construction, ef_search, k)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Synth { out, documents, questions, vocabulary, seed } => {
+            let params = ragsweep::synth::SynthParams { documents, questions, vocabulary, seed, ..Default::default() };
+            let pb = if std::io::stderr().is_terminal() {
+                indicatif::ProgressBar::new(documents as u64)
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let started = std::time::Instant::now();
+            let done = ragsweep::synth::write(&out, &params, &|n| pb.set_position(n as u64))?;
+            pb.finish_and_clear();
+            println!(
+                "{}: {} documents ({} words, {:.1} MB), {} questions, in {:.1} s",
+                out.display(),
+                done.documents,
+                done.words,
+                done.bytes as f64 / 1e6,
+                done.questions,
+                started.elapsed().as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Init { corpus, out } => {
             let done = ragsweep::init::init(&corpus, &out)?;
             print!("{}", ragsweep::init::guide(&done));
@@ -687,12 +772,18 @@ fn warn_if_golden_differs(a: &RunData, b: &RunData) {
     }
 }
 
-fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
+/// The passage and query vectors of an experiment's first dense cell (embedding what the
+/// cache lacks), with the cell's HNSW parameters (the defaults for an exact cell).
+struct DenseVectors {
+    dim: usize,
+    passages: Vec<f32>,
+    queries: Vec<f32>,
+    hnsw: (usize, usize, usize),
+}
+
+fn dense_vectors(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<DenseVectors> {
     use ragsweep::experiment::{DenseIndex, RetrieverSpec};
-    use ragsweep::results::percentile;
-    use ragsweep::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
     use ragsweep::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
-    use std::time::Instant;
 
     let exp = Experiment::load(experiment)?;
     let prepared = runner::prepare(&exp, &dirs.models())?;
@@ -702,7 +793,7 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         .find(|c| matches!(c.retriever, RetrieverSpec::Dense { .. }))
         .context("the experiment needs a dense retriever")?;
     let RetrieverSpec::Dense { model, index } = &cell.retriever else { unreachable!() };
-    let (m, efc, ef) = match *index {
+    let hnsw = match *index {
         DenseIndex::Hnsw { m, ef_construction, ef_search } => (m, ef_construction, ef_search),
         DenseIndex::Exact => ragsweep::experiment::HNSW_DEFAULTS,
     };
@@ -715,21 +806,77 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
     let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
     let counter = ragsweep::stages::cost::Counter::for_model(&info)?;
     let passage_counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Passage, &texts);
-    let (vectors, stats) = embed_all(&texts, Role::Passage, &mut cache, &passage_counts, &load, &|_, _| {})?;
+    let (passages, stats) = embed_all(&texts, Role::Passage, &mut cache, &passage_counts, &load, &|_, _| {})?;
     let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
     let query_counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Query, &questions);
-    let (qv, _) = embed_all(&questions, Role::Query, &mut cache, &query_counts, &load, &|_, _| {})?;
-    eprintln!("{} chunks ({} embedded now), {} queries", set.len(), stats.embedded, questions.len());
-    let exact = ExactIndex::new(info.dim, vectors);
+    let (queries, _) = embed_all(&questions, Role::Query, &mut cache, &query_counts, &load, &|_, _| {})?;
+    eprintln!("{} chunks ({} embedded now), {} queries, {}", set.len(), stats.embedded, questions.len(), info.id);
+    Ok(DenseVectors { dim: info.dim, passages, queries, hnsw })
+}
+
+fn bench_ann(
+    passages: &std::path::Path,
+    queries: &std::path::Path,
+    m: usize,
+    ef_construction: usize,
+    ef_search: usize,
+    k: usize,
+) -> anyhow::Result<()> {
+    use ragsweep::retrieve::{ExactIndex, HnswIndex, HnswParams};
+    use std::time::Instant;
+
+    let (vectors, dim) = ragsweep::npy::read_f32(passages)?;
+    let (qv, qdim) = ragsweep::npy::read_f32(queries)?;
+    anyhow::ensure!(qdim == dim, "{} has {qdim} columns, {} has {dim}", queries.display(), passages.display());
+    let unit = |v: &[f32]| (v.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-3;
+    anyhow::ensure!(
+        vectors.chunks_exact(dim).chain(qv.chunks_exact(dim)).all(unit),
+        "every vector must have unit length (scores are dot products)"
+    );
+    let n = vectors.len() / dim;
+    let exact = ExactIndex::new(dim, vectors);
+    let t = Instant::now();
+    let hnsw = HnswIndex::build(exact.clone(), HnswParams { m, ef_construction });
+    let build_s = t.elapsed().as_secs_f64();
+    let timed = |search: &dyn Fn(&[f32]) -> Vec<u32>| {
+        let t = Instant::now();
+        let lists: Vec<Vec<u32>> = qv.chunks_exact(dim).map(search).collect();
+        (lists, qv.len() as f64 / dim as f64 / t.elapsed().as_secs_f64())
+    };
+    let (truth, exact_qps) = timed(&|q| exact.search(q, k, None).iter().map(|h| h.chunk).collect());
+    let (found, hnsw_qps) = timed(&|q| hnsw.search(q, k, ef_search, None).iter().map(|h| h.chunk).collect());
+    let hits: usize = truth.iter().zip(&found).map(|(t, f)| f.iter().filter(|c| t.contains(c)).count()).sum();
+    let wanted: usize = truth.iter().map(Vec::len).sum();
+    println!(
+        "{}",
+        serde_json::json!({
+            "passages": n, "queries": truth.len(), "dim": dim, "k": k, "threads": rayon::current_num_threads(),
+            "m": m, "ef_construction": ef_construction, "ef_search": ef_search,
+            "hnsw_build_s": build_s, "exact_qps": exact_qps, "hnsw_qps": hnsw_qps,
+            "hnsw_recall": hits as f64 / wanted.max(1) as f64,
+        })
+    );
+    Ok(())
+}
+
+fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
+    use ragsweep::results::percentile;
+    use ragsweep::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
+    use std::time::Instant;
+
+    let DenseVectors { dim, passages: vectors, queries: qv, hnsw: (m, efc, ef) } =
+        dense_vectors(experiment, queries, dirs)?;
+    let (n_queries, n_chunks) = (qv.len() / dim, vectors.len() / dim);
+    let exact = ExactIndex::new(dim, vectors);
     let t = Instant::now();
     let hnsw = HnswIndex::build(exact.clone(), HnswParams { m, ef_construction: efc });
     eprintln!("hnsw m={m} ef_construction={efc} built in {:.1}s; ef_search={ef}, k=10", t.elapsed().as_secs_f64());
     println!("| allowed | strategy | mean µs | p50 µs | p95 µs | recall@10 vs exact |");
     println!("|---:|---|---:|---:|---:|---:|");
     {
-        let mut micros: Vec<f64> = (0..questions.len())
+        let mut micros: Vec<f64> = (0..n_queries)
             .map(|q| {
-                let v = &qv[q * info.dim..(q + 1) * info.dim];
+                let v = &qv[q * dim..(q + 1) * dim];
                 let t = Instant::now();
                 std::hint::black_box(hnsw.search(v, 10, ef, None));
                 t.elapsed().as_secs_f64() * 1e6
@@ -744,27 +891,27 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
         );
     }
     for fraction in [0.01, 0.10, 0.50, 0.90] {
-        let allowed: Vec<Allowed> = (0..questions.len())
+        let allowed: Vec<Allowed> = (0..n_queries)
             .map(|q| {
-                Allowed::from_fn(set.len(), |i| {
+                Allowed::from_fn(n_chunks, |i| {
                     let h = blake3::hash(&[(q as u64).to_le_bytes(), (i as u64).to_le_bytes()].concat());
                     (u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap()) as f64 / u64::MAX as f64) < fraction
                 })
             })
             .collect();
-        let truth: Vec<Vec<u32>> = (0..questions.len())
+        let truth: Vec<Vec<u32>> = (0..n_queries)
             .map(|q| {
-                let v = &qv[q * info.dim..(q + 1) * info.dim];
+                let v = &qv[q * dim..(q + 1) * dim];
                 exact.search(v, 10, Some(&allowed[q])).iter().map(|h| h.chunk).collect()
             })
             .collect();
         for (name, strategy) in
             [("graph", FilteredSearch::Graph), ("scan", FilteredSearch::Scan), ("auto", FilteredSearch::Auto)]
         {
-            let mut micros = Vec::with_capacity(questions.len());
+            let mut micros = Vec::with_capacity(n_queries);
             let mut found = 0usize;
-            for q in 0..questions.len() {
-                let v = &qv[q * info.dim..(q + 1) * info.dim];
+            for q in 0..n_queries {
+                let v = &qv[q * dim..(q + 1) * dim];
                 let t = Instant::now();
                 let hits = hnsw.search_with(v, 10, ef, Some(&allowed[q]), strategy);
                 micros.push(t.elapsed().as_secs_f64() * 1e6);
