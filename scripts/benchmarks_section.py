@@ -17,7 +17,7 @@ if pattern.search(text):
     text = pattern.sub(lambda _: block, text)
 else:
     text = text.rstrip("\n") + "\n\n" + block
-tmp = path + ".tmp"
+tmp = path + ".section-tmp"
 with open(tmp, "w") as f:
     f.write(text.rstrip("\n") + "\n")
 os.replace(tmp, path)
