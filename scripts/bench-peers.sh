@@ -13,7 +13,7 @@
 #
 # A throw-away virtualenv from PyPI holds the peers. The result replaces the "peers" section of
 # BENCHMARKS.md (scripts/bench-scale.sh writes the "scaling" one).
-# usage: scripts/bench-peers.sh [N_DOCS]
+# usage: scripts/bench-peers.sh [N_DOCS] ["bm25 ann embed"]   (the parts to run; each writes its own section)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -26,11 +26,21 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install --quiet --disable-pip-version-check bm25s PyStemmer numpy faiss-cpu hnswlib
 cargo build --release --quiet
 out="$root/BENCHMARKS.md"
+parts="${2:-bm25 ann embed}"
+wants() { [[ " $parts " == *" $1 "* ]]; }
+# Writes the part just measured as its own section of BENCHMARKS.md.
+finish() {
+  python3 scripts/benchmarks_section.py "peers-$1" "$out" < "$out.tmp"
+  rm "$out.tmp"
+}
+stamp() {
+  echo "Written by \`scripts/bench-peers.sh $n_docs $1\` on $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
+}
+if wants bm25; then
 {
-  echo "Written by \`scripts/bench-peers.sh $*\` on $(date -u +%Y-%m-%d), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))."
-  echo "Ratios are the claims; absolute numbers depend on the machine."
-  echo
   echo "## BM25 against bm25s (test queries, one thread)"
+  echo
+  stamp bm25
   echo
   echo "| corpus | ragsweep q/s | bm25s q/s | ratio | ragsweep nDCG@10 | bm25s nDCG@10 |"
   echo "|---|---:|---:|---:|---:|---:|"
@@ -101,9 +111,15 @@ done
   echo "ragsweep's q/s is its timed pass (one query at a time: analysis, search and judging the"
   echo "list) over every test query; bm25s's is \`retrieve\` on pre-tokenized queries (tokenizing"
   echo "not timed). Both use k1 = 0.9, b = 0.4 on title + text."
-  echo
+
+} >> "$out.tmp"
+finish bm25
+fi
+if wants ann; then
+{
   echo "## Exact scan and HNSW against faiss-cpu and hnswlib (same vectors)"
   echo
+  stamp ann
   echo "Build on 2 threads; queries one at a time on one thread (Python calls for the peers); top 10;"
   echo "HNSW m = 16, ef_construction = 200, ef_search = 128 everywhere. Recall@10 is against each"
   echo "library's own exact search. The last column is ragsweep's q/s divided by the peer's."
@@ -120,9 +136,13 @@ for vectors in scifact random; do
   "$work/venv/bin/python" scripts/ann_peers.py bench "$dir" >> "$work/ann-$vectors.jsonl"
   python3 scripts/ann_peers.py table "$work/ann-$vectors.jsonl" "$vectors" >> "$out.tmp"
 done
+finish ann
+fi
+if wants embed; then
 {
-  echo
   echo "## Embedding against Python onnxruntime (SciFact, first $n_docs documents, 2 threads)"
+  echo
+  stamp embed
   echo
   echo "| model | ragsweep passages/s | Python onnxruntime passages/s | ratio |"
   echo "|---|---:|---:|---:|"
@@ -139,6 +159,7 @@ done
   echo "Both sides embed the same texts in the same batches: token counts from the model's"
   echo "tokenizer, longest first, each batch's size × longest text within 1,024 tokens."
 } >> "$out.tmp"
-python3 scripts/benchmarks_section.py peers "$out" < "$out.tmp"
-rm "$out.tmp"
+finish embed
+fi
 cat "$out"
+

@@ -31,6 +31,11 @@ cargo build --release --quiet
 bin="$root/target/release/ragsweep"
 results="$work/results.jsonl"
 : > "$results"
+# Rewrites the table after every size, so a long run leaves what it measured so far.
+write_table() {
+  python3 "$root/scripts/scale_table.py" "$results" "$(nproc)" | python3 "$root/scripts/benchmarks_section.py" scaling "$root/BENCHMARKS.md"
+  echo "wrote the scaling section of BENCHMARKS.md" >&2
+}
 for n in "${sizes[@]}"; do
   corpus="$work/corpus-$n"
   [ -f "$corpus/SOURCE.txt" ] || "$bin" synth "$corpus" --documents "$n" --questions 500
@@ -113,68 +118,5 @@ print(json.dumps({
 }))
 PY
   tail -1 "$results" >&2
+  write_table
 done
-python3 "$root/scripts/benchmarks_section.py" scaling "$root/BENCHMARKS.md" < <(python3 - "$results" "$*" "$(nproc)" <<'PY'
-import json, math, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-args, cores = sys.argv[2], sys.argv[3]
-def slope(key):
-    have = [r for r in rows if r[key] is not None]
-    xs = [math.log(r["documents"]) for r in have]; ys = [math.log(max(r[key], 1e-9)) for r in have]
-    if len(have) < 2:
-        return None
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return b, my - b * mx
-print("## Scaling with corpus size (synthetic corpus, 12-cell grid, cold run)")
-print()
-print(f"Written by `scripts/bench-scale.sh {args}`, {cores} cores. Corpus: `ragsweep synth` (Zipfian")
-print("pseudo-words over a 1M-word vocabulary, SciFact-like title and body lengths, 500 questions);")
-print("dense cells use `kind = \"random\"` unit vectors (384 dims), so nothing is embedded and the")
-print("vectors have no low-dimensional structure: the hardest case for a graph index. Latencies are")
-print("the run's timed pass (200 questions, one at a time, unfiltered cells); recall@10 is HNSW's")
-print("top 10 against the exact scan's; peak RSS is the whole `ragsweep run` (all 12 cells, BM25 +")
-print("exact + HNSW indexes in memory). HNSW: m = 16, ef_construction = 200, ef_search = 128.")
-print("A size with \"not run\" in the HNSW columns ran 9 cells, without the HNSW retriever.")
-print()
-print("| documents | BM25 build s | BM25 index MB | BM25 p50 / p95 ms | exact p50 / p95 ms | HNSW build s | HNSW p50 / p95 ms | HNSW recall@10 | peak RSS MB | run wall s |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for r in rows:
-    if r["hnsw_build_s"] is None:
-        hnsw = "not run | not run | not run"
-    else:
-        hnsw = f"{r['hnsw_build_s']:.1f} | {r['hnsw_p50_ms']:.2f} / {r['hnsw_p95_ms']:.2f} | {r['hnsw_recall10']:.3f}"
-    print(f"| {r['documents']:,} ({r['cells']} cells) | {r['bm25_build_s']:.1f} | {r['bm25_bytes']/1e6:.0f} | {r['bm25_p50_ms']:.2f} / {r['bm25_p95_ms']:.2f} "
-          f"| {r['exact_p50_ms']:.2f} / {r['exact_p95_ms']:.2f} | {hnsw} | {r['peak_rss_mb']:,.0f} | {r['wall_s']:.0f} |")
-print()
-fits = {}
-if len(rows) >= 2:
-    print("Exponent b of each curve, cost ∝ documents^b (least squares on log–log):")
-    print()
-    print("| curve | b |")
-    print("|---|---:|")
-    for key, name in [("bm25_build_s", "BM25 build time"), ("bm25_bytes", "BM25 index size"), ("bm25_p50_ms", "BM25 p50 latency"),
-                      ("exact_p50_ms", "exact scan p50 latency"), ("hnsw_build_s", "HNSW build time"),
-                      ("hnsw_p50_ms", "HNSW p50 latency"), ("peak_rss_mb", "peak RSS")]:
-        fits[key] = slope(key)
-        if fits[key]:
-            print(f"| {name} | {fits[key][0]:.2f} |")
-    print()
-    (be, ae), (bh, ah) = fits["exact_p50_ms"], fits["hnsw_p50_ms"] or (0, 0)
-    faster = [r["documents"] for r in rows if r["hnsw_p50_ms"] is not None and r["hnsw_p50_ms"] < r["exact_p50_ms"]]
-    if not fits["hnsw_p50_ms"]:
-        print("HNSW ran at fewer than two sizes: no crossover estimate.")
-    elif be > bh:
-        cross = math.exp((ah - ae) / (be - bh))
-        print(f"HNSW beats the exact scan (p50) from about **{cross:,.0f} documents** on (where the two fitted lines cross); "
-              f"measured faster at: {', '.join(f'{d:,}' for d in faster) or 'no measured size'}.")
-    else:
-        print("The exact scan's latency does not grow faster than HNSW's here: no crossover.")
-    print()
-largest = rows[-1]
-dense = "exact and HNSW" if largest["hnsw_build_s"] is not None else "exact scan only"
-print(f"Memory: the {largest['documents']:,}-document run (BM25 + {largest['documents']:,} × 384 dense, {dense}, {largest['cells']} cells) "
-      f"peaked at **{largest['peak_rss_mb']/1024:.2f} GiB** RSS.")
-PY
-)
-echo "wrote the scaling section of BENCHMARKS.md" >&2
