@@ -595,10 +595,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
             println!(
                 "{}: {} documents ({} words, {:.1} MB), {} questions, in {:.1} s",
                 out.display(),
-                done.documents,
+                params.documents,
                 done.words,
                 done.bytes as f64 / 1e6,
-                done.questions,
+                params.questions,
                 started.elapsed().as_secs_f64()
             );
             Ok(ExitCode::SUCCESS)
@@ -866,7 +866,9 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
 
     let DenseVectors { dim, passages: vectors, queries: qv, hnsw: (m, efc, ef) } =
         dense_vectors(experiment, queries, dirs)?;
-    let (n_queries, n_chunks) = (qv.len() / dim, vectors.len() / dim);
+    let n_chunks = vectors.len() / dim;
+    let queries: Vec<&[f32]> = qv.chunks_exact(dim).collect();
+    let n_queries = queries.len();
     let exact = ExactIndex::new(dim, vectors);
     let t = Instant::now();
     let hnsw = HnswIndex::build(exact.clone(), HnswParams { m, ef_construction: efc });
@@ -876,7 +878,7 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
     {
         let mut micros: Vec<f64> = (0..n_queries)
             .map(|q| {
-                let v = &qv[q * dim..(q + 1) * dim];
+                let v = queries[q];
                 let t = Instant::now();
                 std::hint::black_box(hnsw.search(v, 10, ef, None));
                 t.elapsed().as_secs_f64() * 1e6
@@ -901,7 +903,7 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
             .collect();
         let truth: Vec<Vec<u32>> = (0..n_queries)
             .map(|q| {
-                let v = &qv[q * dim..(q + 1) * dim];
+                let v = queries[q];
                 exact.search(v, 10, Some(&allowed[q])).iter().map(|h| h.chunk).collect()
             })
             .collect();
@@ -911,7 +913,7 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
             let mut micros = Vec::with_capacity(n_queries);
             let mut found = 0usize;
             for q in 0..n_queries {
-                let v = &qv[q * dim..(q + 1) * dim];
+                let v = queries[q];
                 let t = Instant::now();
                 let hits = hnsw.search_with(v, 10, ef, Some(&allowed[q]), strategy);
                 micros.push(t.elapsed().as_secs_f64() * 1e6);

@@ -2,6 +2,7 @@
 //! numpy, faiss or hnswlib without a conversion step.
 
 use std::fs;
+use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -17,14 +18,12 @@ pub fn write_f32(path: &Path, values: &[f32], cols: usize) -> Result<()> {
     let padded = (10 + header.len() + 1).div_ceil(64) * 64;
     header.push_str(&" ".repeat(padded - 10 - header.len() - 1));
     header.push('\n');
-    let mut bytes = Vec::with_capacity(padded + values.len() * 4);
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    for v in values {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    crate::atomic::write_atomic(path, &bytes)
+    crate::atomic::write_atomic_with(path, |out| {
+        out.write_all(MAGIC)?;
+        out.write_all(&(header.len() as u16).to_le_bytes())?;
+        out.write_all(header.as_bytes())?;
+        values.iter().try_for_each(|v| out.write_all(&v.to_le_bytes()))
+    })
 }
 
 /// Reads a 2-D little-endian f32 C-order `.npy` file: (values, columns).

@@ -12,7 +12,7 @@
 //! for dense cells that need no embedding.
 
 use std::fs;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
@@ -20,6 +20,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal, Zipf};
 use rayon::prelude::*;
 
+use crate::atomic::{write_atomic, write_atomic_with};
 use crate::error::{Error, Result};
 
 /// What to generate.
@@ -55,11 +56,9 @@ impl Default for SynthParams {
     }
 }
 
-/// What was written.
+/// What the corpus file holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SynthSummary {
-    pub documents: usize,
-    pub questions: usize,
     pub words: u64,
     pub bytes: u64,
 }
@@ -164,8 +163,8 @@ fn sentence(ranks: &[u64]) -> String {
 pub fn write(dir: &Path, params: &SynthParams, progress: &(dyn Fn(usize) + Sync)) -> Result<SynthSummary> {
     let generator = Generator::new(params)?;
     fs::create_dir_all(dir.join("qrels")).map_err(|e| Error::io(dir, e))?;
-    let mut summary = SynthSummary { documents: params.documents, questions: params.questions, words: 0, bytes: 0 };
-    write_streamed(&dir.join("corpus.jsonl"), |out| {
+    let mut summary = SynthSummary { words: 0, bytes: 0 };
+    write_atomic_with(&dir.join("corpus.jsonl"), |out| {
         for start in (0..params.documents).step_by(BLOCK) {
             let end = (start + BLOCK).min(params.documents);
             let lines: Vec<(String, u64)> = (start..end)
@@ -188,14 +187,14 @@ pub fn write(dir: &Path, params: &SynthParams, progress: &(dyn Fn(usize) + Sync)
     })?;
     let questions: Vec<(usize, Vec<u64>)> =
         (0..params.questions).into_par_iter().map(|n| generator.question(n)).collect();
-    write_streamed(&dir.join("queries.jsonl"), |out| {
+    write_atomic_with(&dir.join("queries.jsonl"), |out| {
         for (n, (_, words)) in questions.iter().enumerate() {
             writeln!(out, "{}", serde_json::json!({"_id": format!("q{n}"), "text": sentence(words)}))?;
         }
         Ok(())
     })?;
     for (split, parity) in [("train", 0), ("test", 1)] {
-        write_streamed(&dir.join("qrels").join(format!("{split}.tsv")), |out| {
+        write_atomic_with(&dir.join("qrels").join(format!("{split}.tsv")), |out| {
             writeln!(out, "query-id\tcorpus-id\tscore")?;
             for (n, (doc, _)) in questions.iter().enumerate().filter(|(n, _)| n % 2 == parity) {
                 writeln!(out, "q{n}\td{doc}\t1")?;
@@ -209,20 +208,8 @@ pub fn write(dir: &Path, params: &SynthParams, progress: &(dyn Fn(usize) + Sync)
         env!("CARGO_PKG_VERSION"),
         toml::to_string(params).expect("parameters serialize")
     );
-    crate::atomic::write_atomic(&dir.join("SOURCE.txt"), source.as_bytes())?;
+    write_atomic(&dir.join("SOURCE.txt"), source.as_bytes())?;
     Ok(summary)
-}
-
-/// Streams a file through a temporary name in the same directory, renamed when complete.
-fn write_streamed(path: &Path, body: impl FnOnce(&mut BufWriter<fs::File>) -> std::io::Result<()>) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let file = fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    let mut out = BufWriter::with_capacity(1 << 20, file);
-    body(&mut out)
-        .and_then(|_| out.into_inner().map_err(|e| e.into_error()))
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(&tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
 #[cfg(test)]

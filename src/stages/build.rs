@@ -274,10 +274,11 @@ fn embed_stage(
 /// Tokens of all `texts` as the model sees them (prefix added), counted a block at a time
 /// so that no second copy of every text is held.
 fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[String]) -> Result<u64> {
+    let count = token_counts(counter, info, role, texts);
+    let indices: Vec<usize> = (0..texts.len()).collect();
     let mut total = 0u64;
-    for block in texts.chunks(4096) {
-        let prefixed: Vec<String> = block.iter().map(|t| info.prefixed(role, t)).collect();
-        total += counter.count(&prefixed)?.iter().map(|&n| u64::from(n)).sum::<u64>();
+    for block in indices.chunks(4096) {
+        total += count(block)?.iter().map(|&n| u64::from(n)).sum::<u64>();
     }
     Ok(total)
 }
