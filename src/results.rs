@@ -299,10 +299,16 @@ pub struct CaseLine {
     /// The cut-offs at which the case was missed, each with its cause (`evaluate::causes`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub misses: Vec<Miss>,
+    /// Per cut-off: tokens of the top k returned chunks.
+    #[serde(default)]
+    pub ctx_tokens: Ordered<u32>,
+    /// Per cut-off: whether the case got fewer than k results.
+    #[serde(default)]
+    pub short: Ordered<bool>,
 }
 
 impl CaseLine {
-    pub fn of(columns: &[MetricAt], r: &CaseResult) -> CaseLine {
+    pub fn of(columns: &[MetricAt], ks: &[usize], r: &CaseResult) -> CaseLine {
         CaseLine {
             cell: r.cell.clone(),
             case: r.case.clone(),
@@ -316,7 +322,32 @@ impl CaseLine {
             restricted_hit: r.restricted_hit,
             depth: r.depth,
             misses: r.misses.clone(),
+            ctx_tokens: Ordered::at_k(ks, r.ctx_tokens.iter().copied()),
+            short: Ordered::at_k(ks, r.short.iter().copied()),
         }
+    }
+
+    /// The case result this line was written from, as far as aggregation reads it (the ranking
+    /// beyond `top` is not kept). `None` when the line lacks a column or a cut-off of `columns`.
+    pub fn to_result(&self, columns: &[MetricAt], ks: &[usize]) -> Option<CaseResult> {
+        let values = columns.iter().map(|c| self.metrics.get(&c.to_string()).copied()).collect::<Option<Vec<_>>>()?;
+        let at = |k: &usize| format!("@{k}");
+        Some(CaseResult {
+            cell: self.cell.clone(),
+            case: self.case.clone(),
+            split: self.split,
+            answerable: self.answerable,
+            values,
+            ranking: Vec::new(),
+            short: ks.iter().map(|k| self.short.get(&at(k)).copied()).collect::<Option<_>>()?,
+            leaks: self.leaks,
+            restricted_hit: self.restricted_hit,
+            ctx_tokens: ks.iter().map(|k| self.ctx_tokens.get(&at(k)).copied()).collect::<Option<_>>()?,
+            first_relevant: self.first_relevant,
+            top_score: self.top_score,
+            depth: self.depth,
+            misses: self.misses.clone(),
+        })
     }
 }
 
@@ -352,6 +383,9 @@ pub struct Selection {
     /// Share of eligible cells whose optimism is below the selected cell's.
     #[serde(default)]
     pub optimism_percentile: Option<f64>,
+    /// With `prefer`: the rule that chose the cell among those tied with the best, in words.
+    #[serde(default)]
+    pub rule: Option<String>,
 }
 
 /// `matrix.json`.
@@ -398,7 +432,12 @@ pub struct ShardInfo {
 pub struct ExperimentInfo {
     pub name: String,
     pub description: Option<String>,
+    /// The experiment file, absolute.
     pub file: std::path::PathBuf,
+    /// The experiment file relative to the run directory, so a run moved together with its
+    /// experiment and corpus still finds them.
+    #[serde(default)]
+    pub file_from_run: Option<std::path::PathBuf>,
     pub config_hash: String,
     pub unit: String,
     pub k: Vec<usize>,
@@ -443,6 +482,9 @@ pub struct ModelEntry {
     pub id: String,
     pub description: Option<String>,
     pub file_hash: String,
+    /// The vector-cache key: a hash of the model files and every embedding setting.
+    #[serde(default)]
+    pub key: String,
     pub dim: usize,
     pub max_length: usize,
     pub query_prefix: String,
@@ -491,6 +533,9 @@ pub struct ContextItem {
     /// unit is labelled relevant for the case. Evaluation data: not for the generator.
     pub unit: String,
     pub relevant: bool,
+    /// Whether the asking user may see the chunk. False only in a `filter = none` cell, where
+    /// restricted text reaches the context: an answer citing it is not a valid citation.
+    pub visible_to_user: bool,
     pub score: f32,
     pub text: String,
 }

@@ -383,6 +383,7 @@ pub fn contexts(
             .map(|ci| {
                 let r = scoring.retrieve(run, ci, vector(ci), &mut Timing::default())?;
                 let list = r.list(ki);
+                let allowed = scoring.allowed(run.chunks, ci);
                 let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
                 let items = list
                     .returned
@@ -400,6 +401,7 @@ pub fn contexts(
                             doc: corpus.docs[chunk.doc as usize].id.clone(),
                             unit: first.map_or_else(|| chunk.id.clone(), |i| i.key.clone()),
                             relevant: cases[ci].answerable && first.is_some_and(|i| i.gain > 0.0),
+                            visible_to_user: allowed.is_none_or(|a| a.contains(c)),
                             score: first.and_then(|i| scores.get(i.key.as_str()).copied()).unwrap_or(0.0),
                             text: set.text(corpus, c as usize).to_string(),
                         }
@@ -428,7 +430,18 @@ pub fn load_run(run: &Path, opts: &RunOptions) -> Result<(Experiment, Prepared)>
         return Err(Error::Other(format!("{} is not a run directory (no manifest.json)", run.display())));
     }
     let manifest: crate::results::Manifest = crate::input::text::json(&manifest_path, "run manifest")?;
-    let exp = Experiment::load(&manifest.experiment.file)?;
+    let recorded = &manifest.experiment.file;
+    let beside = manifest.experiment.file_from_run.as_ref().map(|r| run.join(r));
+    let file =
+        [Some(recorded.clone()), beside.clone()].into_iter().flatten().find(|p| p.is_file()).ok_or_else(|| {
+            let also = beside.map_or(String::new(), |b| format!(" nor at {}", b.display()));
+            Error::Other(format!(
+            "the experiment file of run {} is not at {}{also}: restore it (with its corpus and golden set) or rerun",
+            run.display(),
+            recorded.display()
+        ))
+        })?;
+    let exp = Experiment::load(&file)?;
     if exp.config_hash != manifest.experiment.config_hash {
         return Err(Error::Other(format!(
             "{} changed since the run (config hash {} ≠ {}): rerun it first",

@@ -88,7 +88,7 @@ fn the_demo_answers_give_the_hand_computed_aggregates() {
         .args(["--require", "citation_valid=1"])
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("FAIL: citation_valid = 0.8636 < 1 over 22 answers; below it: nv-04 ([6]); nv-10 (rh/beneficios@207-402); nv-44 ([9])"));
+        .stdout(predicate::str::contains("FAIL: citation_valid = 0.8636, required ≥ 1 (higher is better), over 22 answers; on the wrong side: nv-04 ([6]); nv-10 (rh/beneficios@207-402); nv-44 ([9])"));
 }
 
 #[test]

@@ -141,20 +141,53 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
     let trec = walk(&no_trec.join("runs")).into_iter().next().unwrap();
     std::fs::remove_file(trec).unwrap();
 
-    let other_corpus = copy(&whole[1], &damaged.path().join("corpus"));
-    let manifest_path = other_corpus.join("manifest.json");
-    let mut manifest: serde_json::Value = serde_json::from_str(&read(&other_corpus, "manifest.json")).unwrap();
-    manifest["corpus"]["hash"] = "0000".into();
-    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    // A copy of shard 2 with one JSON file edited.
+    let edited = |name: &str, file: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let dir = copy(&whole[1], &damaged.path().join(name));
+        let mut v: serde_json::Value = serde_json::from_str(&read(&dir, file)).unwrap();
+        edit(&mut v);
+        std::fs::write(dir.join(file), serde_json::to_vec(&v).unwrap()).unwrap();
+        dir
+    };
+    let other_corpus = edited("corpus", "manifest.json", &|m| m["corpus"]["hash"] = "0000".into());
+    let other_version = edited("version", "manifest.json", &|m| m["ragsweep_version"] = "0.0.9".into());
+    let metric_edited = edited("metric", "matrix.json", &|m| {
+        let v = &mut m["rows"][0]["metrics"]["ndcg@5"]["value"];
+        *v = (v.as_f64().unwrap() + 0.1).into();
+    });
+    let row_deleted = edited("row", "matrix.json", &|m| {
+        m["rows"].as_array_mut().unwrap().remove(1);
+    });
+    let lines_deleted = copy(&whole[1], &damaged.path().join("lines"));
+    let per_query = read(&lines_deleted, "per_query.jsonl");
+    let kept: Vec<&str> = per_query.lines().skip(10).collect();
+    std::fs::write(lines_deleted.join("per_query.jsonl"), kept.join("\n") + "\n").unwrap();
+    // Two shards whose manifests name the same model with different keys (another model.onnx).
+    let model = |key: &str| serde_json::json!({"id": "m", "description": null, "file_hash": key, "key": key, "dim": 8, "max_length": 16, "query_prefix": "", "passage_prefix": ""});
+    let first_with_model = {
+        let dir = copy(&whole[0], &damaged.path().join("model-a"));
+        let mut v: serde_json::Value = serde_json::from_str(&read(&dir, "manifest.json")).unwrap();
+        v["models"] = serde_json::json!([model("m-aaaa")]);
+        std::fs::write(dir.join("manifest.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+        dir
+    };
+    let other_model = edited("model-b", "manifest.json", &|m| m["models"] = serde_json::json!([model("m-bbbb")]));
 
-    for (second, message) in
-        [(&other_n, "beside shards of 2"), (&no_trec, "no shard has the TREC run"), (&other_corpus, "another corpus")]
-    {
+    for (first, second, message) in [
+        (&whole[0], &other_n, "shard count differs: \"3\" here, \"2\""),
+        (&whole[0], &no_trec, "runs/c"),
+        (&whole[0], &other_corpus, "corpus hash differs"),
+        (&whole[0], &other_version, "ragsweep_version differs: this shard \"0.0.9\""),
+        (&whole[0], &metric_edited, "`metrics.ndcg@5.value` is"),
+        (&whole[0], &row_deleted, "rows here but its case lines give"),
+        (&whole[0], &lines_deleted, "`cases` is"),
+        (&first_with_model, &other_model, "model m key differs: \"m-bbbb\" here, \"m-aaaa\""),
+    ] {
         let out = tempfile::tempdir().unwrap();
         ragsweep()
             .arg("merge")
             .arg(&experiment)
-            .args([&whole[0], second])
+            .args([first, second])
             .arg("--out")
             .arg(out.path())
             .assert()

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::{compare, Side};
 use crate::error::Result;
+use crate::evaluate::columns;
 use crate::input::golden::Split;
 
 /// One metric the gate watches, with the largest drop of its mean that still passes.
@@ -15,17 +16,23 @@ pub struct Gate {
     pub margin: f64,
 }
 
+impl Gate {
+    /// A gate on a known column with a margin inside its range.
+    pub fn new(metric: &str, margin: f64) -> Result<Gate, String> {
+        let column = columns::column(metric).ok_or_else(|| format!("{metric:?} is not a column that can be gated"))?;
+        column.check_margin(margin)?;
+        Ok(Gate { metric: metric.trim().to_string(), margin })
+    }
+}
+
 /// `ndcg@10:0.01,recall@5:0.02`.
 pub fn parse_gates(s: &str) -> Result<Vec<Gate>, String> {
     s.split(',')
         .map(|part| {
             let (metric, margin) =
                 part.trim().split_once(':').ok_or_else(|| format!("{part:?}: expected METRIC@K:MARGIN"))?;
-            let margin: f64 = margin.parse().map_err(|_| format!("{part:?}: the margin is not a number"))?;
-            if !margin.is_finite() || margin < 0.0 {
-                return Err(format!("{part:?}: the margin must be a finite number ≥ 0"));
-            }
-            Ok(Gate { metric: metric.trim().to_string(), margin })
+            let margin: f64 = margin.trim().parse().map_err(|_| format!("{part:?}: the margin is not a number"))?;
+            Gate::new(metric, margin).map_err(|e| format!("{part:?}: {e}"))
         })
         .collect()
 }
@@ -79,23 +86,27 @@ pub fn check(
             verdict = Verdict::NotComparable;
             continue;
         }
-        let drop = c.mean_a - c.mean_b;
+        let column = columns::column(&gate.metric).expect("gates are built on known columns");
         let (from, to) = (c.mean_a, c.mean_b);
+        let drop = column.worsening(from, to);
+        let moved = if to > from { "rose" } else { "fell" };
         let line = if drop > gate.margin && c.p_value <= alpha {
             if verdict == Verdict::Pass {
                 verdict = Verdict::Fail;
             }
             format!(
-                "FAIL: {} fell {drop:.4} (from {from:.4} to {to:.4}), more than the margin {} and significant (p = {:.4} ≤ α {alpha}); {} questions broke",
+                "FAIL: {} {moved} {:.4} (from {from:.4} to {to:.4}; {}), worse by more than the margin {} and significant (p = {:.4} ≤ α {alpha}); {} questions broke",
                 gate.metric,
+                (to - from).abs(),
+                column.direction(),
                 gate.margin,
                 c.p_value,
                 c.broke.len()
             )
         } else if drop > gate.margin {
             format!(
-                "PASS: {} fell {drop:.4} (from {from:.4} to {to:.4}), more than the margin {}, but p = {:.4} > α {alpha}: not a significant drop on {} cases",
-                gate.metric, gate.margin, c.p_value, c.n
+                "PASS: {} {moved} {:.4} (from {from:.4} to {to:.4}; {}), worse by more than the margin {}, but p = {:.4} > α {alpha}: not a significant change on {} cases",
+                gate.metric, (to - from).abs(), column.direction(), gate.margin, c.p_value, c.n
             )
         } else {
             format!("PASS: {} {from:.4} → {to:.4} (change {:+.4}, margin {})", gate.metric, to - from, gate.margin)
@@ -148,6 +159,8 @@ mod tests {
                     restricted_hit: false,
                     depth: 10,
                     misses: vec![],
+                    ctx_tokens: Ordered::default(),
+                    short: Ordered::default(),
                 })
                 .collect(),
             cases: Default::default(),

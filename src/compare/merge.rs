@@ -1,129 +1,246 @@
 //! Merging the outputs of sharded runs (`ragsweep run --shard i/n`) into the run directory an
 //! unsharded run of the same experiment writes, so a grid can be spread over any batch
-//! scheduler. Every cell's row depends only on its own cases, so rows are taken as they are
-//! (through the same typed schema the run wrote them with); the per-case files of each cell
-//! are concatenated in grid order. Shards that do not belong together are refused.
+//! scheduler.
+//!
+//! Nothing a shard says is taken on trust. Every row and slice is recomputed from the shard's
+//! `per_query.jsonl` by the aggregation the run itself uses, and must equal what the shard's
+//! `matrix.json` says (so an edited number, a deleted row or deleted case lines are refused);
+//! only measurements that no per-case line records (latency, build cost) come from the rows.
+//! Shards must share the ragsweep version, experiment, corpus, golden set and model keys.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::error::{Error, Location, Result};
+use crate::evaluate::aggregate;
 use crate::evaluate::ties::{self, CellValues};
 use crate::experiment::Experiment;
 use crate::input::text::{json, jsonl};
 use crate::output::RunWriter;
 use crate::plan::Plan;
-use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, ModelEntry, Row, RunResult, SliceRow};
+use crate::results::{CaseInfo, CaseLine, CaseResult, Manifest, Matrix, ModelEntry, Row, RunResult, SliceRow};
 
-/// Reads shard run directories of `exp`, streams each cell's per-case files into `out` in
-/// grid order, and returns the merged result.
-pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Result<RunResult> {
-    let bad = |path: &Path, msg: String| Error::input(Location::file(path), msg);
-    let mut rows_by_cell: BTreeMap<String, Vec<Row>> = BTreeMap::new();
-    let mut slices_by_cell: BTreeMap<String, Vec<SliceRow>> = BTreeMap::new();
-    let mut per_query_by_cell: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    let mut trec_by_cell: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut case_info: Vec<CaseInfo> = Vec::new();
-    let mut manifests: Vec<Manifest> = Vec::new();
-    let mut seen_shards: BTreeMap<usize, PathBuf> = BTreeMap::new();
-    for dir in shards {
-        let manifest_path = dir.join("manifest.json");
-        let manifest: Manifest = json(&manifest_path, "run manifest")?;
-        if manifest.experiment.config_hash != exp.config_hash {
-            return Err(bad(
-                &manifest_path,
-                format!("this shard ran a different experiment file than {}", exp.file.display()),
-            ));
-        }
-        let Some(shard) = manifest.shard else {
-            return Err(bad(&manifest_path, "not a shard (run with --shard i/n)".into()));
-        };
-        if let Some(first) = manifests.first() {
-            let of = first.shard.map_or(0, |s| s.of);
-            if shard.of != of {
-                return Err(bad(&manifest_path, format!("shard {}/{} beside shards of {of}", shard.index, shard.of)));
-            }
-            if manifest.corpus.hash != first.corpus.hash {
-                return Err(bad(&manifest_path, "this shard ran on another corpus (its hash differs)".into()));
-            }
-            if manifest.golden.hash != first.golden.hash {
-                return Err(bad(&manifest_path, "this shard ran on another golden set (its hash differs)".into()));
-            }
-        }
-        if let Some(other) = seen_shards.insert(shard.index, dir.clone()) {
-            return Err(bad(
-                &manifest_path,
-                format!("shard {} is given twice (also {})", shard.index, other.display()),
-            ));
-        }
-        let matrix_path = dir.join("matrix.json");
-        let matrix: Matrix = json(&matrix_path, "matrix")?;
-        for row in matrix.rows {
-            if !exp.cells.iter().any(|c| c.id == row.cell) {
-                return Err(bad(&matrix_path, format!("cell {:?} is not in the experiment", row.cell)));
-            }
-            rows_by_cell.entry(row.cell.clone()).or_default().push(row);
-        }
-        for slice in matrix.slices {
-            slices_by_cell.entry(slice.cell.clone()).or_default().push(slice);
-        }
-        if case_info.is_empty() {
-            case_info = jsonl(&dir.join("cases.jsonl"))?;
-        }
-        // Each line is checked against the schema and kept as written, byte for byte.
-        let path = dir.join("per_query.jsonl");
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let record: CaseLine =
-                serde_json::from_str(line).map_err(|e| Error::input(Location::line(&path, i + 1), e.to_string()))?;
-            let buf = per_query_by_cell.entry(record.cell).or_default();
-            buf.extend_from_slice(line.as_bytes());
-            buf.push(b'\n');
-        }
-        let runs = dir.join("runs");
-        for entry in std::fs::read_dir(&runs).map_err(|e| Error::io(&runs, e))? {
-            let path = entry.map_err(|e| Error::io(&runs, e))?.path();
-            let cell = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            trec_by_cell.insert(cell, path);
-        }
-        manifests.push(manifest);
+/// One shard directory, read and checked against the experiment.
+struct Shard {
+    dir: PathBuf,
+    manifest: Manifest,
+    rows: Vec<Row>,
+    slices: Vec<SliceRow>,
+    /// Per cell: its `per_query.jsonl` lines as written, and parsed.
+    lines: BTreeMap<String, (Vec<u8>, Vec<CaseLine>)>,
+}
+
+fn bad(path: &Path, msg: String) -> Error {
+    Error::input(Location::file(path), msg)
+}
+
+/// The fields two shards of one run must agree on, with their values for `m`.
+fn identity(m: &Manifest) -> [(&'static str, String); 5] {
+    [
+        ("ragsweep_version", m.ragsweep_version.clone()),
+        ("experiment config hash", m.experiment.config_hash.clone()),
+        ("corpus hash", m.corpus.hash.clone()),
+        ("golden set hash", m.golden.hash.clone()),
+        ("shard count", m.shard.map_or(0, |s| s.of).to_string()),
+    ]
+}
+
+fn read_shard(exp: &Experiment, dir: &Path) -> Result<Shard> {
+    let manifest_path = dir.join("manifest.json");
+    let manifest: Manifest = json(&manifest_path, "run manifest")?;
+    if manifest.experiment.config_hash != exp.config_hash {
+        return Err(bad(
+            &manifest_path,
+            format!("this shard ran a different experiment file than {}", exp.file.display()),
+        ));
     }
-    let first = manifests.first().ok_or_else(|| Error::Other("no shards to merge".into()))?;
-    let of = first.shard.map_or(0, |s| s.of);
-    if let Some(missing) = (1..=of).find(|i| !seen_shards.contains_key(i)) {
+    if manifest.shard.is_none() {
+        return Err(bad(&manifest_path, "not a shard (run with --shard i/n)".into()));
+    }
+    let this_version = env!("CARGO_PKG_VERSION");
+    if manifest.ragsweep_version != this_version {
+        return Err(bad(
+            &manifest_path,
+            format!(
+                "ragsweep_version differs: this shard {:?}, this ragsweep {this_version:?}",
+                manifest.ragsweep_version
+            ),
+        ));
+    }
+    let matrix_path = dir.join("matrix.json");
+    let matrix: Matrix = json(&matrix_path, "matrix")?;
+    for row in &matrix.rows {
+        if !exp.cells.iter().any(|c| c.id == row.cell) {
+            return Err(bad(&matrix_path, format!("cell {:?} is not in the experiment", row.cell)));
+        }
+    }
+    let path = dir.join("per_query.jsonl");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let mut lines: BTreeMap<String, (Vec<u8>, Vec<CaseLine>)> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let record: CaseLine =
+            serde_json::from_str(line).map_err(|e| Error::input(Location::line(&path, i + 1), e.to_string()))?;
+        if !matrix.rows.iter().any(|r| r.cell == record.cell) {
+            return Err(Error::input(
+                Location::line(&path, i + 1),
+                format!("cell {:?} has case lines but no row in {}", record.cell, matrix_path.display()),
+            ));
+        }
+        let (raw, parsed) = lines.entry(record.cell.clone()).or_default();
+        raw.extend_from_slice(line.as_bytes());
+        raw.push(b'\n');
+        parsed.push(record);
+    }
+    Ok(Shard { dir: dir.to_path_buf(), manifest, rows: matrix.rows, slices: matrix.slices, lines })
+}
+
+/// The first field (as a JSON path) where `recomputed` and `written` differ, with both values.
+fn first_difference<T: Serialize>(recomputed: &T, written: &T) -> Option<(String, String, String)> {
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, at: String) -> Option<(String, String, String)> {
+        use serde_json::Value::Object;
+        match (a, b) {
+            (Object(x), Object(y)) => {
+                for key in x.keys().chain(y.keys()) {
+                    let null = serde_json::Value::Null;
+                    let found = walk(x.get(key).unwrap_or(&null), y.get(key).unwrap_or(&null), format!("{at}.{key}"));
+                    if found.is_some() {
+                        return found;
+                    }
+                }
+                None
+            }
+            _ if a == b => None,
+            _ => Some((at.trim_start_matches('.').to_string(), a.to_string(), b.to_string())),
+        }
+    }
+    walk(&serde_json::to_value(recomputed).expect("json"), &serde_json::to_value(written).expect("json"), String::new())
+}
+
+/// Reads shard run directories of `exp`, checks them, streams each cell's per-case files into
+/// `out` in grid order, and returns the merged result, recomputed from the per-case lines.
+pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Result<RunResult> {
+    let mut read: Vec<Shard> = Vec::new();
+    let mut seen: BTreeMap<usize, PathBuf> = BTreeMap::new();
+    for dir in shards {
+        let shard = read_shard(exp, dir)?;
+        let manifest_path = dir.join("manifest.json");
+        for other in &read {
+            let differs = |field: &str, mine: &str, theirs: &str| {
+                bad(&manifest_path, format!("{field} differs: {mine:?} here, {theirs:?} in {}", other.dir.display()))
+            };
+            for ((field, mine), (_, theirs)) in identity(&shard.manifest).into_iter().zip(identity(&other.manifest)) {
+                if mine != theirs {
+                    return Err(differs(field, &mine, &theirs));
+                }
+            }
+            for mine in &shard.manifest.models {
+                if let Some(theirs) = other.manifest.models.iter().find(|m| m.id == mine.id && m.key != mine.key) {
+                    return Err(differs(&format!("model {} key", mine.id), &mine.key, &theirs.key));
+                }
+            }
+        }
+        let index = shard.manifest.shard.map_or(0, |s| s.index);
+        if let Some(other) = seen.insert(index, dir.clone()) {
+            return Err(bad(&manifest_path, format!("shard {index} is given twice (also {})", other.display())));
+        }
+        read.push(shard);
+    }
+    let first = read.first().ok_or_else(|| Error::Other("no shards to merge".into()))?;
+    let of = first.manifest.shard.map_or(0, |s| s.of);
+    if let Some(missing) = (1..=of).find(|i| !seen.contains_key(i)) {
         return Err(Error::Other(format!("shard {missing} of {of} is missing: merge needs every shard")));
     }
+    let case_info: Vec<CaseInfo> = jsonl(&first.dir.join("cases.jsonl"))?;
+    let slices_of = aggregate::case_slices(&case_info);
+    let golden_tags = aggregate::golden_tags(&case_info);
+    let columns = exp.columns();
+    let decision = exp.decision_metric();
+    let decision_column = columns.iter().position(|c| *c == decision).expect("the decision metric is a column");
     let mut rows = Vec::new();
     let mut slices = Vec::new();
-    let decision = exp.decision_metric().to_string();
     let mut decision_values = Vec::with_capacity(exp.cells.len());
     for cell in &exp.cells {
-        let cell_rows = rows_by_cell.remove(&cell.id).ok_or_else(|| {
+        let shard = read.iter().find(|s| s.rows.iter().any(|r| r.cell == cell.id)).ok_or_else(|| {
             Error::Other(format!("no shard has cell {} ({}): merge needs every shard", cell.id, cell.label()))
         })?;
-        rows.extend(cell_rows);
-        slices.extend(slices_by_cell.remove(&cell.id).unwrap_or_default());
-        let trec_path = trec_by_cell.remove(&cell.id).ok_or_else(|| {
-            Error::Other(format!("no shard has the TREC run of cell {} (runs/{}.trec)", cell.id, cell.id))
+        let matrix_path = shard.dir.join("matrix.json");
+        let written: Vec<&Row> = shard.rows.iter().filter(|r| r.cell == cell.id).collect();
+        let (raw, lines) = shard.lines.get(&cell.id).ok_or_else(|| {
+            bad(&shard.dir.join("per_query.jsonl"), format!("cell {} has a row but no case lines", cell.id))
         })?;
-        let trec = std::fs::read(&trec_path).map_err(|e| Error::io(&trec_path, e))?;
-        let per_query = per_query_by_cell.remove(&cell.id).unwrap_or_default();
-        let mut values = Vec::new();
-        for line in per_query.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let line: CaseLine = serde_json::from_slice(line)
-                .map_err(|e| Error::Other(format!("cell {}: a per_query.jsonl line cannot be read: {e}", cell.id)))?;
-            values.push((line.split, line.metrics.get(&decision).copied().flatten()));
+        let results: Vec<CaseResult> = lines
+            .iter()
+            .map(|l| {
+                l.to_result(&columns, &exp.k).ok_or_else(|| {
+                    bad(
+                        &shard.dir.join("per_query.jsonl"),
+                        format!("case {:?} of cell {} lacks a column of the experiment", l.case, cell.id),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?;
+        let (mut recomputed, recomputed_slices) =
+            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
+        if recomputed.len() != written.len() {
+            return Err(bad(
+                &matrix_path,
+                format!(
+                    "cell {} has {} rows here but its case lines give {} (splits)",
+                    cell.id,
+                    written.len(),
+                    recomputed.len()
+                ),
+            ));
         }
-        decision_values.push(CellValues { cell: cell.id.clone(), values });
-        out.add_raw(&cell.id, &per_query, &trec)?;
+        for row in &mut recomputed {
+            let theirs = written.iter().find(|r| r.split == row.split).ok_or_else(|| {
+                bad(
+                    &matrix_path,
+                    format!("cell {} has case lines of split {} but no row for it", cell.id, row.split.as_str()),
+                )
+            })?;
+            row.latency = theirs.latency;
+            row.cost = theirs.cost.clone();
+            if let Some((field, mine, theirs)) = first_difference(row, *theirs) {
+                return Err(bad(
+                    &matrix_path,
+                    format!(
+                        "cell {} ({}): `{field}` is {theirs} here but {mine} from its per_query.jsonl: \
+                         the shard was altered or is incomplete",
+                        cell.id,
+                        row.split.as_str()
+                    ),
+                ));
+            }
+        }
+        let written_slices: Vec<&SliceRow> = shard.slices.iter().filter(|s| s.cell == cell.id).collect();
+        let recomputed_refs: Vec<&SliceRow> = recomputed_slices.iter().collect();
+        if let Some((field, mine, theirs)) = first_difference(&recomputed_refs, &written_slices) {
+            return Err(bad(
+                &matrix_path,
+                format!("cell {}: slice `{field}` is {theirs} here but {mine} from its per_query.jsonl", cell.id),
+            ));
+        }
+        let trec_path = shard.dir.join("runs").join(format!("{}.trec", cell.id));
+        let trec = std::fs::read(&trec_path).map_err(|e| Error::io(&trec_path, e))?;
+        decision_values.push(CellValues {
+            cell: cell.id.clone(),
+            values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
+        });
+        out.add_raw(&cell.id, raw, &trec)?;
+        rows.extend(recomputed);
+        slices.extend(recomputed_slices);
     }
+    let manifests: Vec<&Manifest> = read.iter().map(|s| &s.manifest).collect();
     // Models in the order an unsharded run lists them: the whole grid's plan order.
     let models: Vec<ModelEntry> = Plan::new(exp)
         .models
         .iter()
         .filter_map(|id| manifests.iter().flat_map(|m| &m.models).find(|m| &m.id == id).cloned())
         .collect();
-    let mut manifest = first.clone();
+    let mut manifest = first.manifest.clone();
     manifest.shard = None;
     manifest.models = models;
     manifest.cells = crate::output::cell_entries(exp);
@@ -142,15 +259,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         let merged = manifest.golden.cases_per_split.entry(*split).or_insert(*n);
         *merged = (*merged).max(*n);
     }
-    ties::mark(&mut rows, &decision_values, &decision);
+    ties::mark(&mut rows, &decision_values, &decision.to_string());
     let selection = crate::evaluate::selection::select_for(exp, &rows);
-    Ok(RunResult {
-        columns: exp.columns(),
-        decision_metric: exp.decision_metric(),
-        rows,
-        slices,
-        case_info,
-        selection,
-        manifest,
-    })
+    Ok(RunResult { columns, decision_metric: decision, rows, slices, case_info, selection, manifest })
 }

@@ -126,12 +126,30 @@ impl RunData {
     }
 
     /// The cell to compare with `other` (a cell of another run): the named one, else the one
-    /// with the same label, else as [`RunData::cell_or_default`].
-    pub fn counterpart(&self, other: &CellInfo, name: Option<&str>) -> Result<&CellInfo> {
-        match (name, self.cells.iter().find(|c| c.label == other.label)) {
-            (None, Some(same)) => Ok(same),
-            _ => self.cell_or_default(name),
+    /// with the same configuration (label), whatever its id. Only when `other` is itself the
+    /// other run's default (its selected or only cell, `other_named` false) and no cell here
+    /// has its configuration are the two runs' selected cells compared. Never another
+    /// configuration by position: a named cell with no counterpart is an error naming the
+    /// candidates.
+    pub fn counterpart(&self, other: &CellInfo, name: Option<&str>, other_named: bool) -> Result<&CellInfo> {
+        if let Some(name) = name {
+            return self.cell(name);
         }
+        if let Some(same) = self.cells.iter().find(|c| c.label == other.label) {
+            return Ok(same);
+        }
+        if !other_named {
+            return self.cell_or_default(None);
+        }
+        let known: Vec<String> = self.cells.iter().map(|c| format!("{} ({})", c.id, c.label)).collect();
+        Err(Error::Other(format!(
+            "{}: no cell has the configuration of {} ({}); name the one to compare with \
+             (--baseline-cell) among: {}",
+            self.dir.display(),
+            other.id,
+            other.label,
+            known.join(", ")
+        )))
     }
 
     /// Adds the scored answers (`answers.jsonl`, from `ragsweep answers`) to the records of the
@@ -148,7 +166,7 @@ impl RunData {
             scored.iter().map(|a| (a.case.as_str(), a)).collect();
         for r in self.records.iter_mut().filter(|r| r.cell == cell) {
             for column in crate::evaluate::answers::COLUMNS {
-                let value = by_case.get(r.case.as_str()).and_then(|a| a.values[column]);
+                let value = by_case.get(r.case.as_str()).and_then(|a| a.values.get(column).copied().flatten());
                 r.metrics.0.push((column.to_string(), value));
             }
         }
@@ -249,6 +267,12 @@ pub fn case_values<'r>(
 }
 
 pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split>) -> Result<Comparison> {
+    let direction = crate::evaluate::columns::column(metric).ok_or_else(|| {
+        Error::Other(format!(
+            "{metric:?} is not a column that can be compared (columns: {})",
+            crate::evaluate::columns::TABLE.map(|c| c.name).join(", ")
+        ))
+    })?;
     let values = |side: &Side<'r>| case_values(side, metric, split);
     let (va, vb) = (values(a)?, values(b)?);
     let listed = |side: &Side<'r>| -> Vec<&'r str> {
@@ -291,10 +315,18 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
         ci_b: stats::bootstrap_mean(&b_values, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
         ci_diff: stats::bootstrap_mean(&diffs, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
         p_value: stats::paired_randomization(&diffs, stats::SIGN_FLIPS, stats::SEED),
-        fixed: cases.iter().filter(|c| va[*c].0 == 0.0 && vb[*c].0 > 0.0).map(|c| change(c)).collect(),
-        broke: cases.iter().filter(|c| va[*c].0 > 0.0 && vb[*c].0 == 0.0).map(|c| change(c)).collect(),
-        better: by_change(cases.iter().filter(|c| vb[*c].0 > va[*c].0).map(|c| change(c)).collect()),
-        worse: by_change(cases.iter().filter(|c| vb[*c].0 < va[*c].0).map(|c| change(c)).collect()),
+        fixed: cases
+            .iter()
+            .filter(|c| direction.is_worst(va[*c].0) && !direction.is_worst(vb[*c].0))
+            .map(|c| change(c))
+            .collect(),
+        broke: cases
+            .iter()
+            .filter(|c| !direction.is_worst(va[*c].0) && direction.is_worst(vb[*c].0))
+            .map(|c| change(c))
+            .collect(),
+        better: by_change(cases.iter().filter(|c| direction.improved(va[*c].0, vb[*c].0)).map(|c| change(c)).collect()),
+        worse: by_change(cases.iter().filter(|c| direction.improved(vb[*c].0, va[*c].0)).map(|c| change(c)).collect()),
         subsets_a: stats::subset_ranges(&a_values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED),
         subsets_b: stats::subset_ranges(&b_values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED),
     })
@@ -540,6 +572,8 @@ mod tests {
                     restricted_hit: false,
                     depth: 0,
                     misses: Vec::new(),
+                    ctx_tokens: crate::results::Ordered::default(),
+                    short: crate::results::Ordered::default(),
                 })
                 .collect(),
             cases: HashMap::new(),

@@ -24,9 +24,9 @@ pub struct Pair {
     /// Mean of (other − planned) over the cases both score.
     pub mean_diff: f64,
     pub sd_diff: f64,
-    /// Cases needed to detect `delta`.
-    pub needed: usize,
-    /// Cases needed to detect the observed difference (`None` when it is 0).
+    /// Cases needed to detect `delta` (`None`: more than `stats::CASES_REACHABLE`).
+    pub needed: Option<usize>,
+    /// Cases needed to detect the observed difference (`None` when it is 0 or not reachable).
     pub needed_observed: Option<usize>,
 }
 
@@ -79,7 +79,9 @@ pub fn plan(
             mean_diff,
             sd_diff,
             needed: stats::cases_needed(sd_diff, delta, ALPHA, POWER),
-            needed_observed: (mean_diff != 0.0).then(|| stats::cases_needed(sd_diff, mean_diff.abs(), ALPHA, POWER)),
+            needed_observed: (mean_diff != 0.0)
+                .then(|| stats::cases_needed(sd_diff, mean_diff.abs(), ALPHA, POWER))
+                .flatten(),
         });
     }
     Ok(Plan {
@@ -91,6 +93,11 @@ pub fn plan(
         delta,
         pairs,
     })
+}
+
+/// A case count, or why there is none.
+fn count(n: Option<usize>) -> String {
+    n.map_or_else(|| format!("not reachable (> {} cases)", stats::CASES_REACHABLE), |n| n.to_string())
 }
 
 impl Plan {
@@ -127,17 +134,20 @@ impl Plan {
                 p.cases,
                 p.mean_diff,
                 p.sd_diff,
-                p.needed,
-                p.needed_observed.map_or("–".into(), |n| n.to_string())
+                count(p.needed),
+                if p.mean_diff == 0.0 { "–".into() } else { count(p.needed_observed) }
             );
         }
         if n < 30 {
             let _ = writeln!(out, "  (standard deviations estimated from {n} cases: treat these counts as rough)");
         }
         if self.pairs.len() > 1 {
-            let mut needed: Vec<f64> = self.pairs.iter().map(|p| p.needed as f64).collect();
+            let mut needed: Vec<f64> =
+                self.pairs.iter().map(|p| p.needed.map_or(f64::INFINITY, |n| n as f64)).collect();
             needed.sort_by(f64::total_cmp);
-            let _ = writeln!(out, "  median over cells: {:.0} cases", stats::nearest_rank(&needed, 0.5));
+            let median = stats::nearest_rank(&needed, 0.5);
+            let median = if median.is_finite() { format!("{median:.0} cases") } else { count(None) };
+            let _ = writeln!(out, "  median over cells: {median}");
         }
         let ranges = stats::subset_ranges(&self.values, &SUBSET_SIZES, SUBSET_DRAWS, stats::SEED);
         if !ranges.is_empty() {

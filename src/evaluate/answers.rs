@@ -31,14 +31,15 @@ pub const REFUSAL_PHRASES: [&str; 12] = [
     "not enough information",
 ];
 
-/// The columns, in order.
-pub const COLUMNS: [&str; 6] = [
+/// The columns, in order (their directions are in `evaluate::columns`).
+pub const COLUMNS: [&str; 7] = [
     "citation_valid",
     "citation_relevant",
     "refusal_ok",
     "refusal_wrong",
     "answered_without_evidence",
     "faithfulness_manual",
+    "cited_restricted",
 ];
 
 #[derive(Debug, Clone, Deserialize)]
@@ -131,9 +132,13 @@ pub fn score(answers: &Path, contexts: &[ContextLine], phrases: &[String]) -> Re
         let context =
             by_case.get(raw.id.as_str()).ok_or_else(|| bad(format!("case {:?} is not in the contexts", raw.id)))?;
         let mut invalid = Vec::new();
-        let mut relevant_cited = 0usize;
+        let (mut relevant_cited, mut restricted_cited) = (0usize, 0usize);
         for c in &raw.citations {
             match resolve(c, context).map_err(&bad)? {
+                Some(item) if !item.visible_to_user => {
+                    restricted_cited += 1;
+                    invalid.push(format!("{c} (restricted: the user may not see it)"));
+                }
                 Some(item) => relevant_cited += usize::from(item.relevant),
                 None => invalid.push(c.clone()),
             }
@@ -162,6 +167,7 @@ pub fn score(answers: &Path, contexts: &[ContextLine], phrases: &[String]) -> Re
             ("refusal_wrong", if context.answerable && evidence { flag(is_refused) } else { None }),
             ("answered_without_evidence", if context.answerable && !evidence { flag(!is_refused) } else { None }),
             ("faithfulness_manual", (labelled > 0).then(|| supported as f64 / labelled as f64)),
+            ("cited_restricted", flag(restricted_cited > 0)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -237,25 +243,36 @@ pub fn score_run(run: &Path, answers: &Path, contexts: Option<&Path>, phrases: &
 }
 
 /// A hard requirement `COLUMN=VALUE` on the run's scored answers: a line saying whether the
-/// column's mean reaches the value (listing the cases below it), and whether it does.
+/// column's mean reaches the value in the column's direction (at least it for higher-is-better
+/// columns, at most it for lower-is-better ones), listing the cases on the wrong side.
 pub fn requirement(run: &Path, spec: &str) -> Result<(String, bool)> {
     let (column, want) = spec
         .split_once('=')
         .ok_or_else(|| Error::Other(format!("--require {spec}: expected COLUMN=VALUE, e.g. citation_valid=1")))?;
-    if !COLUMNS.contains(&column) {
+    let column = column.trim();
+    let Some(direction) = crate::evaluate::columns::column(column).filter(|_| COLUMNS.contains(&column)) else {
         return Err(Error::Other(format!("--require: unknown column {column:?} (columns: {})", COLUMNS.join(", "))));
-    }
-    let want: f64 = want.parse().map_err(|_| Error::Other(format!("--require {spec}: {want:?} is not a number")))?;
+    };
+    let want: f64 =
+        want.trim().parse().map_err(|_| Error::Other(format!("--require {spec}: {want:?} is not a number")))?;
+    direction.check_value(want).map_err(|e| Error::Other(format!("--require {spec}: {e}")))?;
     let path = run.join("answers.jsonl");
     if !path.is_file() {
         return Err(Error::Other(format!("{} is missing: score answers with `ragsweep answers`", path.display())));
     }
     let scored: Vec<ScoredAnswer> = text::jsonl(&path)?;
-    let values: Vec<(&ScoredAnswer, f64)> = scored.iter().filter_map(|a| Some((a, a.values[column]?))).collect();
-    let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len().max(1) as f64;
+    let values: Vec<(&ScoredAnswer, f64)> =
+        scored.iter().filter_map(|a| Some((a, a.values.get(column).copied().flatten()?))).collect();
+    if values.is_empty() {
+        return Err(Error::Other(format!(
+            "--require {spec}: no answer has a value for {column} (its denominator is empty): nothing to require"
+        )));
+    }
+    let mean = values.iter().map(|v| v.1).sum::<f64>() / values.len() as f64;
+    let sign = direction.requirement_sign();
     let below: Vec<String> = values
         .iter()
-        .filter(|v| v.1 < want)
+        .filter(|v| !direction.meets(v.1, want))
         .map(|(a, v)| {
             if column == "citation_valid" {
                 format!("{} ({})", a.case, a.invalid_citations.join(", "))
@@ -264,17 +281,18 @@ pub fn requirement(run: &Path, spec: &str) -> Result<(String, bool)> {
             }
         })
         .collect();
-    Ok(if mean < want {
+    Ok(if direction.meets(mean, want) {
+        (format!("PASS: {column} = {mean:.4} {sign} {want} over {} answers", values.len()), true)
+    } else {
         (
             format!(
-                "FAIL: {column} = {mean:.4} < {want} over {} answers; below it: {}",
+                "FAIL: {column} = {mean:.4}, required {sign} {want} ({}), over {} answers; on the wrong side: {}",
+                direction.direction(),
                 values.len(),
                 below.join("; ")
             ),
             false,
         )
-    } else {
-        (format!("PASS: {column} = {mean:.4} ≥ {want} over {} answers", values.len()), true)
     })
 }
 
@@ -309,6 +327,7 @@ mod tests {
             doc: chunk.split('@').next().unwrap().into(),
             unit: chunk.split('@').next().unwrap().into(),
             relevant,
+            visible_to_user: true,
             score: 1.0,
             text: String::new(),
         }

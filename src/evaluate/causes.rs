@@ -26,9 +26,10 @@ pub enum Cause {
     /// `post`: the in-query filter ranks a relevant unit within k; dropping invisible items
     /// from the unfiltered list left the list short of it.
     FilterLate,
-    /// A relevant unit is retrieved below k, within the diagnostic depth.
+    /// A relevant unit is retrieved just below k: at most [`CUTOFF_MARGIN`] ranks past it.
     Cutoff,
-    /// No relevant unit within the diagnostic depth, for none of the reasons above.
+    /// No relevant unit within k + [`CUTOFF_MARGIN`], for none of the reasons above (the
+    /// evidence gives its rank when the diagnostic search found it deeper).
     Ranking,
     /// The evidence cannot decide: an evidence span found in none of the documents its
     /// labels name (the golden-set loader makes this rare).
@@ -68,6 +69,11 @@ impl fmt::Display for Cause {
         f.write_str(self.as_str())
     }
 }
+
+/// A miss is `cutoff` only when the relevant unit is at most this many ranks past k; deeper,
+/// raising k is not the fix, and the miss is `ranking`. A fixed margin, not a share of the
+/// corpus, so the cause means the same on a 300- and a 3-million-document corpus.
+pub const CUTOFF_MARGIN: usize = 10;
 
 /// Items the diagnostic search of a miss reads when the scored list (max k items) holds no
 /// relevant unit, before calling the miss `ranking`.

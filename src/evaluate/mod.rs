@@ -5,6 +5,7 @@ pub mod abstention;
 pub mod aggregate;
 pub mod answers;
 pub mod causes;
+pub mod columns;
 pub mod exact_terms;
 pub mod label;
 pub mod metrics;

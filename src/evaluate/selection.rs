@@ -60,23 +60,28 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
         .filter(|s| s.0 == best.0 || tuning_row(s.0).and_then(|r| r.tied_with_best) == Some(true))
         .collect();
     tied.sort_by(|a, b| b.2.total_cmp(&a.2));
-    let price = |cell: &str| -> Option<f64> {
-        let r = tuning_row(cell)?;
-        match prefer {
-            Prefer::Quality => None,
-            Prefer::Latency => r.latency.as_ref().map(|l| l.p50_ms),
-            Prefer::Cost => r.usd_per_1k_queries.get(&format!("@{}", metric.k)).copied(),
-        }
-    };
-    // The cheapest tied cell by the preference; the best when nothing is priced.
-    let chosen = tied
+    let order = |cell: &str| cells.iter().position(|(c, _)| *c == cell).unwrap_or(usize::MAX);
+    let candidates: Vec<Candidate> = tied
         .iter()
-        .filter_map(|s| price(s.0).map(|p| (p, *s)))
-        .fold(None::<(f64, &(&str, &str, f64, Option<f64>))>, |c, (p, s)| match c {
-            Some((cp, _)) if cp <= p => c,
-            _ => Some((p, s)),
+        .map(|s| {
+            let r = tuning_row(s.0);
+            Candidate {
+                cell: s.0,
+                order: order(s.0),
+                score: s.2,
+                p50_ms: r.and_then(|r| r.latency.as_ref()).map(|l| l.p50_ms),
+                usd: r.and_then(|r| r.usd_per_1k_queries.get(&format!("@{}", metric.k)).copied()),
+            }
         })
-        .map_or(best, |(_, s)| s);
+        .collect();
+    let (chosen_cell, rule) = match prefer {
+        Prefer::Quality => (best.0, None),
+        _ => match prefer_among(&candidates, prefer, &name) {
+            Some((cell, rule)) => (cell, Some(rule)),
+            None => (best.0, Some(format!("no tied cell has a {}: the best scoring cell", preference_measure(prefer)))),
+        },
+    };
+    let chosen = scored.iter().find(|s| s.0 == chosen_cell).expect("the chosen cell is scored");
     let reserved_rank = chosen.3.map(|mine| 1 + scored.iter().filter(|s| s.3.is_some_and(|r| r > mine)).count());
     let pairs: Vec<(f64, f64)> = scored.iter().filter_map(|s| s.3.map(|r| (s.2, r))).collect();
     let optimism = chosen.3.map(|r| chosen.2 - r);
@@ -99,7 +104,83 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
         best: best.0.to_string(),
         tied: tied.iter().map(|s| s.0.to_string()).collect(),
         optimism_percentile,
+        rule,
     })
+}
+
+/// Two median latencies are the same unless they differ by more than this share of the
+/// faster one…
+pub const LATENCY_NOISE_RELATIVE: f64 = 0.10;
+/// …and by more than this many milliseconds. Timer resolution, cache state and scheduling
+/// move a p50 by this much between identical reruns (BM25 p50s of 0.013–0.016 ms, measured).
+pub const LATENCY_NOISE_MS: f64 = 0.05;
+
+/// A cell tied with the best, as `prefer` sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    pub cell: &'a str,
+    /// Position in the grid.
+    pub order: usize,
+    /// Tuning score on the decision metric.
+    pub score: f64,
+    pub p50_ms: Option<f64>,
+    pub usd: Option<f64>,
+}
+
+fn preference_measure(prefer: Prefer) -> &'static str {
+    match prefer {
+        Prefer::Quality => "score",
+        Prefer::Latency => "measured latency",
+        Prefer::Cost => "cost",
+    }
+}
+
+/// The fastest (or cheapest) candidate, where latencies within the timing noise of the fastest
+/// are equal; equal ones are ordered by cost, then by the decision metric, then by grid
+/// position, so identical reruns choose the same cell. Returns the cell and the rule, in words.
+pub fn prefer_among<'a>(candidates: &[Candidate<'a>], prefer: Prefer, metric: &str) -> Option<(&'a str, String)> {
+    let cost = |c: &Candidate<'_>| c.usd.unwrap_or(0.0);
+    let by_cost_score_order = |a: &&Candidate<'_>, b: &&Candidate<'_>| {
+        cost(a).total_cmp(&cost(b)).then(b.score.total_cmp(&a.score)).then(a.order.cmp(&b.order))
+    };
+    match prefer {
+        Prefer::Quality => None,
+        Prefer::Latency => {
+            let timed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.p50_ms.is_some()).collect();
+            let fastest = timed.iter().map(|c| c.p50_ms.unwrap()).min_by(f64::total_cmp)?;
+            let noise = (LATENCY_NOISE_RELATIVE * fastest).max(LATENCY_NOISE_MS);
+            let mut equal: Vec<&Candidate<'_>> =
+                timed.into_iter().filter(|c| c.p50_ms.unwrap() <= fastest + noise).collect();
+            equal.sort_by(by_cost_score_order);
+            let chosen = equal[0];
+            let rule = format!(
+                "prefer = latency: {} of {} tied cells have a p50 within the timing noise of the fastest ({:.3} ms + max({:.0}%, {} ms)); among them the cheapest, then the best tuning {metric}, then the first in the grid: {} (p50 {:.3} ms)",
+                equal.len(),
+                candidates.len(),
+                fastest,
+                100.0 * LATENCY_NOISE_RELATIVE,
+                LATENCY_NOISE_MS,
+                chosen.cell,
+                chosen.p50_ms.unwrap()
+            );
+            Some((chosen.cell, rule))
+        }
+        Prefer::Cost => {
+            let priced: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.usd.is_some()).collect();
+            let cheapest = priced.iter().map(|c| cost(c)).min_by(f64::total_cmp)?;
+            let mut equal: Vec<&Candidate<'_>> =
+                priced.into_iter().filter(|c| cost(c) <= cheapest + 1e-12 * cheapest.abs().max(1.0)).collect();
+            equal.sort_by(by_cost_score_order);
+            let chosen = equal[0];
+            let rule = format!(
+                "prefer = cost: {} of {} tied cells cost the least (${cheapest:.4} per 1k queries); among them the best tuning {metric}, then the first in the grid: {}",
+                equal.len(),
+                candidates.len(),
+                chosen.cell
+            );
+            Some((chosen.cell, rule))
+        }
+    }
 }
 
 /// Kendall's tau-b (ties in either ranking handled); `None` for fewer than two pairs or
@@ -131,6 +212,40 @@ pub fn kendall_tau_b(pairs: &[(f64, f64)]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::evaluate::metrics::Metric;
+
+    fn candidate(cell: &'static str, order: usize, score: f64, p50_ms: f64) -> Candidate<'static> {
+        Candidate { cell, order, score, p50_ms: Some(p50_ms), usd: None }
+    }
+
+    #[test]
+    fn latencies_within_the_noise_are_equal_and_ties_break_by_cost_score_and_order() {
+        // BM25 p50s microseconds apart: all within 0.05 ms, so the best score decides.
+        let close = [candidate("c1", 0, 0.80, 0.016), candidate("c2", 1, 0.82, 0.013), candidate("c3", 2, 0.82, 0.014)];
+        assert_eq!(prefer_among(&close, Prefer::Latency, "ndcg@10").unwrap().0, "c2", "c2 and c3 tie; c2 is first");
+        let mut shuffled = close;
+        shuffled[1].p50_ms = Some(0.015);
+        shuffled[2].p50_ms = Some(0.012);
+        assert_eq!(
+            prefer_among(&shuffled, Prefer::Latency, "ndcg@10").unwrap().0,
+            "c2",
+            "a rerun's jitter changes nothing"
+        );
+        // A real difference (well over 10% and 0.05 ms) picks the faster cell whatever its score.
+        let apart = [candidate("c1", 0, 0.90, 30.0), candidate("c2", 1, 0.80, 0.2)];
+        let (cell, rule) = prefer_among(&apart, Prefer::Latency, "ndcg@10").unwrap();
+        assert_eq!(cell, "c2");
+        assert!(rule.contains("1 of 2 tied cells"), "{rule}");
+        // 10% relative: 10.0 vs 10.9 ms are equal, 10.0 vs 11.5 are not.
+        let within = [candidate("c1", 0, 0.9, 10.9), candidate("c2", 1, 0.8, 10.0)];
+        assert_eq!(prefer_among(&within, Prefer::Latency, "ndcg@10").unwrap().0, "c1");
+        let beyond = [candidate("c1", 0, 0.9, 11.5), candidate("c2", 1, 0.8, 10.0)];
+        assert_eq!(prefer_among(&beyond, Prefer::Latency, "ndcg@10").unwrap().0, "c2");
+        // Equal latency, different cost: the cheaper one.
+        let mut priced = within;
+        priced[0].usd = Some(2.0);
+        priced[1].usd = Some(1.0);
+        assert_eq!(prefer_among(&priced, Prefer::Latency, "ndcg@10").unwrap().0, "c2");
+    }
 
     #[test]
     fn tau_by_hand() {

@@ -153,10 +153,15 @@ pub fn normal_quantile(p: f64) -> f64 {
 /// Cases needed to detect a mean paired difference of `delta` with a two-sided test at
 /// `alpha` and the given power, when paired differences have standard deviation `sd`:
 /// n = ⌈((z₁₋α/₂ + z_power)·sd/δ)²⌉ (the normal approximation).
-pub fn cases_needed(sd: f64, delta: f64, alpha: f64, power: f64) -> usize {
+pub fn cases_needed(sd: f64, delta: f64, alpha: f64, power: f64) -> Option<usize> {
     let z = normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power);
-    ((z * sd / delta).powi(2)).ceil().max(1.0) as usize
+    let n = ((z * sd / delta).powi(2)).ceil().max(1.0);
+    (n <= CASES_REACHABLE as f64).then_some(n as usize)
 }
+
+/// Golden sets larger than this are not a plan anyone can follow: `cases_needed` says so
+/// instead of printing a count.
+pub const CASES_REACHABLE: usize = 1_000_000;
 
 /// Sample standard deviation (n − 1); 0 for fewer than two values.
 pub fn sd(values: &[f64]) -> f64 {
@@ -225,8 +230,9 @@ mod tests {
         assert!((normal_quantile(0.01) + 2.326_347_874).abs() < 1e-8);
         // Chow, Shao & Wang, Sample Size Calculations in Clinical Research, §3.1 (one-sample
         // mean, two-sided α = 0.05, power 80%, effect δ/σ = 0.5): n = (1.96 + 0.84)² / 0.25 ≈ 31.4 → 32.
-        assert_eq!(cases_needed(1.0, 0.5, 0.05, 0.8), 32);
-        assert_eq!(cases_needed(0.2, 0.02, 0.05, 0.8), 785);
+        assert_eq!(cases_needed(1.0, 0.5, 0.05, 0.8), Some(32));
+        assert_eq!(cases_needed(0.5, 1e-12, 0.05, 0.8), None, "a tiny delta is not reachable");
+        assert_eq!(cases_needed(0.2, 0.02, 0.05, 0.8), Some(785));
     }
 
     #[test]

@@ -19,7 +19,8 @@ pub struct CellValues {
     pub values: Vec<(Split, Option<f64>)>,
 }
 
-/// Sets `p_vs_best` and `tied_with_best` on every row of each split that has a best cell.
+/// Sets `p_vs_best` and `tied_with_best` on every row of each split that has a best cell;
+/// cells that may not be selected get a p-value but no `tied_with_best`.
 pub fn mark(rows: &mut [Row], cells: &[CellValues], metric: &str) {
     let excluded: Vec<String> = excluded(rows).into_iter().map(|(cell, _)| cell).collect();
     for split in [Split::Tuning, Split::Reserved] {
@@ -58,7 +59,8 @@ pub fn mark(rows: &mut [Row], cells: &[CellValues], metric: &str) {
                 tested.iter().position(|t| t.0 == row.cell).map(|i| adjusted[i])
             };
             row.p_vs_best = p;
-            row.tied_with_best = p.map(|p| p > ALPHA);
+            // An ineligible (leaking) cell is never "tied": it cannot be chosen.
+            row.tied_with_best = p.map(|p| p > ALPHA).filter(|_| !excluded.contains(&row.cell));
         }
     }
 }

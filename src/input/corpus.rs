@@ -135,12 +135,43 @@ fn detect_format(path: &Path) -> Result<CorpusFormat> {
     })
 }
 
-/// A JSON id may be a string or a number (BEIR ids are sometimes written as numbers).
+/// A JSON id may be a string or a number (BEIR ids are sometimes written as numbers). An
+/// empty id, or one with control characters, is refused where it is read.
 #[derive(Deserialize)]
-#[serde(untagged)]
+#[serde(try_from = "RawJsonId")]
 pub(crate) enum JsonId {
     Str(String),
     Int(i64),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawJsonId {
+    Str(String),
+    Int(i64),
+}
+
+impl TryFrom<RawJsonId> for JsonId {
+    type Error = String;
+
+    fn try_from(raw: RawJsonId) -> Result<Self, String> {
+        match raw {
+            RawJsonId::Str(s) => check_id(&s).map(|()| JsonId::Str(s)),
+            RawJsonId::Int(i) => Ok(JsonId::Int(i)),
+        }
+    }
+}
+
+/// An id must hold a visible character and no control character (ids reach TREC files,
+/// terminals and pages).
+pub(crate) fn check_id(id: &str) -> Result<(), String> {
+    if id.trim().is_empty() {
+        return Err(format!("empty id {id:?}: every document and case needs a non-empty id"));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(format!("id {id:?} contains a control character"));
+    }
+    Ok(())
 }
 
 impl JsonId {

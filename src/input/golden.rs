@@ -147,6 +147,7 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
             };
             let grade: i64 =
                 grade.parse().map_err(|_| Error::input(at(), format!("score {grade:?} is not an integer")))?;
+            crate::input::corpus::check_id(qid).map_err(|e| Error::input(at(), format!("query id: {e}")))?;
             if corpus.target(doc).is_none() {
                 return Err(Error::input(at(), format!("unknown document {doc:?}")));
             }

@@ -304,14 +304,17 @@ pub fn selection_summary(s: &Selection) -> String {
         s.best,
         match (s.prefer, s.cell == s.best) {
             (crate::experiment::Prefer::Quality, _) => String::new(),
-            (p, true) => format!("; prefer = {p:?}: the best is also the {}", preference(p)),
-            (p, false) => format!("; prefer = {p:?}: {} is the {} of them", s.cell, preference(p)),
+            (p, true) => format!("; the best is also the {}", preference(p)),
+            (p, false) => format!("; {} is the {} of them", s.cell, preference(p)),
         }
     ));
+    if let Some(rule) = &s.rule {
+        out.push_str(&format!("  {rule}\n"));
+    }
     if others > 0 && s.tied.len() * 2 > s.cells && s.prefer == crate::experiment::Prefer::Quality {
         out.push_str("  the data cannot separate most of the grid: consider `prefer = \"latency\"` or `\"cost\"`, or more tuning cases\n");
     }
-    if let Some(p) = s.optimism_percentile.filter(|&p| p > 0.9) {
+    if let Some(p) = s.optimism_percentile.filter(|&p| p > 0.9 && s.optimism.is_some_and(|o| o > 0.0)) {
         out.push_str(&format!(
             "  warning: the selected cell's optimism is larger than {:.0}% of cells': its tuning score is likely inflated by selection\n",
             100.0 * p

@@ -72,6 +72,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
                 id: m.id.clone(),
                 description: m.description.clone(),
                 file_hash: m.file_hash.clone(),
+                key: m.key(),
                 dim: m.dim,
                 max_length: m.max_length,
                 query_prefix: m.query_prefix.clone(),
@@ -89,7 +90,8 @@ pub fn experiment_info(exp: &Experiment) -> ExperimentInfo {
     ExperimentInfo {
         name: exp.name.clone(),
         description: exp.description.clone(),
-        file: exp.file.clone(),
+        file: std::path::absolute(&exp.file).unwrap_or_else(|_| exp.file.clone()),
+        file_from_run: None,
         config_hash: exp.config_hash.clone(),
         unit: exp.unit.as_str().into(),
         k: exp.k.clone(),
@@ -169,6 +171,9 @@ pub struct RunWriter {
     staging: PathBuf,
     per_query: io::BufWriter<fs::File>,
     removed_stale: Vec<PathBuf>,
+    /// The `<out>/<name>/` folder, when this run created it: removed again if the run fails
+    /// and leaves it empty.
+    created_parent: Option<PathBuf>,
 }
 
 /// Staging directories (`.NAME.partial`) are stale once untouched for this long.
@@ -205,6 +210,7 @@ impl RunWriter {
     pub fn create(dir: &Path) -> Result<RunWriter> {
         let parent = dir.parent().expect("run dir has a parent");
         let name = dir.file_name().expect("run dir has a name").to_string_lossy();
+        let created_parent = (!parent.exists()).then(|| parent.to_path_buf());
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         let removed_stale = remove_stale_staging(parent)?;
         if dir.exists() {
@@ -219,11 +225,18 @@ impl RunWriter {
             fs::File::create_new(&path).map_err(|e| Error::io(&path, e))
         };
         match open() {
-            Ok(file) => {
-                Ok(RunWriter { dir: dir.to_path_buf(), staging, per_query: io::BufWriter::new(file), removed_stale })
-            }
+            Ok(file) => Ok(RunWriter {
+                dir: dir.to_path_buf(),
+                staging,
+                per_query: io::BufWriter::new(file),
+                removed_stale,
+                created_parent,
+            }),
             Err(e) => {
                 let _ = fs::remove_dir_all(&staging);
+                if let Some(p) = created_parent {
+                    let _ = fs::remove_dir(p);
+                }
                 Err(e)
             }
         }
@@ -235,11 +248,11 @@ impl RunWriter {
     }
 
     /// One cell's case results: their `per_query.jsonl` lines and the cell's TREC run.
-    pub fn add_cell(&mut self, columns: &[MetricAt], results: &[CaseResult]) -> Result<()> {
+    pub fn add_cell(&mut self, columns: &[MetricAt], ks: &[usize], results: &[CaseResult]) -> Result<()> {
         let Some(first) = results.first() else { return Ok(()) };
         let mut lines = Vec::new();
         for r in results {
-            serde_json::to_writer(&mut lines, &CaseLine::of(columns, r)).expect("json");
+            serde_json::to_writer(&mut lines, &CaseLine::of(columns, ks, r)).expect("json");
             lines.push(b'\n');
         }
         self.add_raw(&first.cell, &lines, &trec::trec_run(results))
@@ -265,6 +278,7 @@ impl RunWriter {
         self.per_query.flush().map_err(|e| Error::io(&path, e))?;
         self.per_query.get_ref().sync_all().map_err(|e| Error::io(&path, e))?;
         write_misses(&staging, run)?;
+        run.manifest.experiment.file_from_run = relative_to(&dir, &run.manifest.experiment.file);
         let exporters: [&dyn Exporter; 3] = [&matrix::Csv, &matrix::Json, &matrix::Markdown { compact: false }];
         for e in exporters {
             write_atomic(&staging.join(e.file_name()), &render(|b| e.write(run, b)))?;
@@ -331,10 +345,44 @@ fn write_misses(staging: &Path, run: &mut RunResult) -> Result<()> {
 }
 
 /// A run or merge that failed before `finish` leaves no staging directory behind.
+/// `text` with every control character but line ends and tabs shown as `\u{..}`: ids,
+/// questions and headings come from user data and must not move a terminal's cursor or colour.
+pub fn terminal_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect()
+}
+
+/// `target` as a path relative to the directory `from` (both made absolute), if they share a root.
+fn relative_to(from: &Path, target: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let (from, target) = (std::path::absolute(from).ok()?, std::path::absolute(target).ok()?);
+    fn normal(p: &Path) -> Vec<Component<'_>> {
+        p.components().filter(|c| *c != Component::CurDir).collect()
+    }
+    let (a, b) = (normal(&from), normal(&target));
+    let shared = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if shared == 0 {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for _ in shared..a.len() {
+        out.push("..");
+    }
+    for c in &b[shared..] {
+        out.push(c.as_os_str());
+    }
+    Some(out)
+}
+
 impl Drop for RunWriter {
     fn drop(&mut self) {
         if self.staging.exists() {
             let _ = fs::remove_dir_all(&self.staging);
+            if let Some(parent) = &self.created_parent {
+                // Only when empty: another run may have started beside this one.
+                let _ = fs::remove_dir(parent);
+            }
         }
     }
 }

@@ -3,7 +3,8 @@
 //! run, a merge and `ragsweep report` on an old run take the same path.
 //!
 //! The page inlines its data (JSON), style and script: it opens from `file://` and makes no
-//! network request (its Content-Security-Policy forbids any).
+//! network request (its Content-Security-Policy forbids any, and runs only the page's own
+//! script, by its sha256). The data is escaped so that no text in it can end or reopen a script.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -112,7 +113,15 @@ fn reserved_warning(m: &Matrix) -> Option<String> {
     })
 }
 
-fn build(dir: &Path, vs: Option<&Path>) -> Result<(String, String)> {
+/// Another run to compare a report with.
+#[derive(Debug, Clone, Copy)]
+pub struct Vs<'a> {
+    pub run: &'a Path,
+    /// Compare even when the runs used different golden sets (the page then says so).
+    pub allow_different_golden: bool,
+}
+
+fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
     let matrix: Matrix = text::json(&dir.join("matrix.json"), "matrix")?;
     let manifest: Manifest = text::json(&dir.join("manifest.json"), "run manifest")?;
     let lines: Vec<CaseLine> = lines_if_any(&dir.join("per_query.jsonl"))?;
@@ -153,14 +162,31 @@ fn build(dir: &Path, vs: Option<&Path>) -> Result<(String, String)> {
     }
     let vs = match vs {
         None => None,
-        Some(other) => {
+        Some(Vs { run: other, allow_different_golden }) => {
             let (a, b) = (RunData::load(other)?, RunData::load(dir)?);
+            let banner = if a.golden_hash == b.golden_hash {
+                String::new()
+            } else if allow_different_golden {
+                format!(
+                    "WARNING: the two runs used different golden sets (hash {} vs {}): only cases with the same id are compared, and they may not ask the same question.\n\n",
+                    a.golden_hash, b.golden_hash
+                )
+            } else {
+                return Err(crate::error::Error::Other(format!(
+                    "not comparable: {} and {} used different golden sets (hash {} vs {}); \
+                     pass --allow-different-golden to compare the cases they share anyway",
+                    other.display(),
+                    dir.display(),
+                    a.golden_hash,
+                    b.golden_hash
+                )));
+            };
             let cell_b = b.cell_or_default(None)?;
-            let cell_a = a.counterpart(cell_b, None)?;
+            let cell_a = a.counterpart(cell_b, None, false)?;
             let metric = matrix.decision_metric.clone().unwrap_or_else(|| "ndcg@10".into());
             let (sa, sb) = (Side { run: &a, cell: cell_a }, Side { run: &b, cell: cell_b });
             let c = compare::compare(&sa, &sb, &metric, b.default_split())?;
-            Some(c.render(&sa, &sb))
+            Some(banner + &c.render(&sa, &sb))
         }
     };
     let data = Data {
@@ -191,16 +217,41 @@ fn build(dir: &Path, vs: Option<&Path>) -> Result<(String, String)> {
         table: json!(table),
         vs,
     };
-    // `</` inside a script element would end it: JSON escapes the slash.
-    let data = serde_json::to_string(&data).expect("json").replace("</", "<\\/");
+    let data = script_safe_json(&serde_json::to_string(&data).expect("json"));
     let title = html_escape(&format!("ragsweep · {} · {}", matrix.experiment, manifest.run_id));
+    let script_hash = script_hash(SCRIPT);
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src '{script_hash}'; img-src data:\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n<style>{STYLE}</style></head>\n\
          <body><div id=\"app\"></div>\n<script id=\"data\" type=\"application/json\">{data}</script>\n<script>{SCRIPT}</script></body></html>\n"
     );
     Ok((html, summary::markdown(&matrix, &manifest)))
+}
+
+/// JSON that no byte sequence can take out of a `<script>` element: `<`, `>` and `&` (which
+/// start `</script>`, `<!--` and the parser's escaped-script states) and the line separators
+/// U+2028/U+2029 become `\u` escapes, which the JSON parser reads back unchanged.
+fn script_safe_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The Content-Security-Policy source that allows exactly this inline script.
+fn script_hash(script: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    format!("sha256-{}", base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script.as_bytes())))
 }
 
 fn html_escape(s: &str) -> String {
@@ -208,8 +259,8 @@ fn html_escape(s: &str) -> String {
 }
 
 /// Writes `report.html` and `summary.md` into the run directory `dir` (comparing with the
-/// run `vs` when given).
-pub fn write(dir: &Path, vs: Option<&Path>) -> Result<()> {
+/// run `vs` when given; runs on different golden sets are refused unless allowed).
+pub fn write(dir: &Path, vs: Option<Vs<'_>>) -> Result<()> {
     let (html, summary) = build(dir, vs)?;
     write_atomic(&dir.join("report.html"), html.as_bytes())?;
     write_atomic(&dir.join("summary.md"), summary.as_bytes())

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use super::{CellRun, Scoring};
 use crate::analyze::{fold_accents, normalize};
 use crate::error::Result;
-use crate::evaluate::causes::{diagnostic_depth, Cause, Miss};
+use crate::evaluate::causes::{diagnostic_depth, Cause, Miss, CUTOFF_MARGIN};
 use crate::evaluate::label::{Judged, Truth};
 use crate::input::corpus::Target;
 use crate::retrieve::access::{Access, Filter};
@@ -138,11 +138,19 @@ impl Scoring<'_> {
                     return Miss { k, cause: Cause::FilterLate, rank: Some(rank), evidence };
                 }
                 match &below {
-                    Some((rank, of)) => Miss {
+                    Some((rank, of)) if *rank as usize <= k + CUTOFF_MARGIN => Miss {
                         k,
                         cause: Cause::Cutoff,
                         rank: Some(*rank),
-                        evidence: format!("retrieved at rank {rank}{of}, below k = {k}"),
+                        evidence: format!("retrieved at rank {rank}{of}, just below k = {k}"),
+                    },
+                    Some((rank, of)) => Miss {
+                        k,
+                        cause: Cause::Ranking,
+                        rank: Some(*rank),
+                        evidence: format!(
+                            "retrieved at rank {rank}{of}, more than {CUTOFF_MARGIN} ranks below k = {k}: raising k would not fix the ranking"
+                        ),
                     },
                     None => Miss {
                         k,

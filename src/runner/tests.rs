@@ -59,6 +59,7 @@ fn fake_model(dir: &Path) -> ModelInfo {
         query_prefix: String::new(),
         passage_prefix: String::new(),
         file_hash: "0000000000000000".into(),
+        tokenizer_hash: String::new(),
     }
 }
 

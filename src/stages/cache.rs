@@ -90,7 +90,7 @@ impl StageCache {
 
     fn repaired(&self, dir: &Path, why: &str) -> Result<()> {
         self.repairs.lock().expect("repairs").push(format!("{}: {why}; rebuilt", dir.display()));
-        remove(dir)
+        crate::atomic::discard(dir)
     }
 
     pub fn entry(&self, kind: &str, key: &str) -> PathBuf {
@@ -107,9 +107,9 @@ impl StageCache {
         open: impl Fn(&Path) -> Result<T>,
     ) -> Result<Cached<T>> {
         let dir = self.entry(kind, key);
-        if dir.exists() {
+        if fs::symlink_metadata(&dir).is_ok() {
             let started = Instant::now();
-            let checked = verify(&dir);
+            let checked = if dir.is_dir() { verify(&dir) } else { Err("not a directory".into()) };
             *self.verify_seconds.lock().expect("verify time") += started.elapsed().as_secs_f64();
             match checked {
                 Ok(build) => match open(&dir) {
@@ -121,6 +121,7 @@ impl StageCache {
         }
         let parent = dir.parent().expect("entries have a parent");
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        crate::atomic::remove_stale(parent);
         let temp = parent.join(format!(".tmp-{key}-{}-{}", std::process::id(), TEMP.fetch_add(1, Ordering::Relaxed)));
         fs::create_dir(&temp).map_err(|e| Error::io(&temp, e))?;
         let started = Instant::now();
@@ -189,10 +190,6 @@ fn write_record(dir: &Path, build: BuildRecord) -> Result<()> {
     let path = dir.join(RECORD);
     let record = Record { build, files };
     fs::write(&path, serde_json::to_vec(&record).expect("serializable")).map_err(|e| Error::io(&path, e))
-}
-
-fn remove(dir: &Path) -> Result<()> {
-    fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
 #[cfg(test)]

@@ -9,8 +9,10 @@
 //! hash of the text. It is a chance-level floor for a dense cell, and a stand-in that costs
 //! nothing to embed when benchmarks measure indexes at sizes no model could embed in time.
 //!
-//! Vectors are cached by (model id, model file hash, role, text hash), so a text is embedded
-//! once per model across all experiments and runs. The cache is a folder of immutable
+//! Vectors are cached by (model key, role, text hash), where the model key hashes everything that
+//! changes a vector: the ONNX file, the tokenizer files, pooling, max length, prefixes, dimension,
+//! normalisation and truncation side. A text is embedded once per model across all experiments
+//! and runs. The cache is a folder of immutable
 //! segment files, each written whole through a temporary name: a crash loses at most the
 //! batch in flight.
 
@@ -89,12 +91,35 @@ pub struct ModelInfo {
     pub passage_prefix: String,
     /// blake3 of the ONNX file (of the generator's name for a random model), first 16 hex digits.
     pub file_hash: String,
+    /// blake3 over the tokenizer files, in a fixed order (empty for a random model).
+    pub tokenizer_hash: String,
 }
 
+/// Tokenizer files an ONNX model reads, in the order they are hashed.
+const TOKENIZER_FILES: [&str; 4] =
+    ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
+
 impl ModelInfo {
-    /// The cache key of this exact model file.
+    /// The cache key of this model as it embeds: its id and a hash of every input and setting
+    /// that changes a vector. Vectors cached under one key are never read under another.
     pub fn key(&self) -> String {
-        format!("{}-{}", self.id, self.file_hash)
+        let kind = match &self.kind {
+            ModelKind::Onnx { mean_pooling: true, .. } => "onnx;pooling=mean",
+            ModelKind::Onnx { mean_pooling: false, .. } => "onnx;pooling=cls",
+            ModelKind::Random => "random",
+        };
+        let settings = serde_json::json!({
+            "kind": kind,
+            "file": self.file_hash,
+            "tokenizer": self.tokenizer_hash,
+            "max_length": self.max_length,
+            "dim": self.dim,
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
+            "normalise": "l2",
+            "truncation": "right",
+        });
+        format!("{}-{}", self.id, &blake3::hash(settings.to_string().as_bytes()).to_hex()[..16])
     }
 
     pub fn prefixed(&self, role: Role, text: &str) -> String {
@@ -118,7 +143,7 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
         Error::input(at, e.message().to_string())
     })?;
     let at = |span: std::ops::Range<usize>| Location::at_offset(&toml_path, &text, span.start);
-    let (kind, max_length, file_hash) = match raw.kind {
+    let (kind, max_length, file_hash, tokenizer_hash) = match raw.kind {
         KindToml::Random => {
             if let Some(span) = raw.pooling.as_ref().map(|p| p.span()).or(raw.max_length.as_ref().map(|m| m.span())) {
                 return Err(Error::input(
@@ -126,7 +151,7 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
                     "a random model reads no tokens: it takes no pooling or max_length",
                 ));
             }
-            (ModelKind::Random, 0, blake3::hash(RANDOM_GENERATOR.as_bytes()).to_hex()[..16].to_string())
+            (ModelKind::Random, 0, blake3::hash(RANDOM_GENERATOR.as_bytes()).to_hex()[..16].to_string(), String::new())
         }
         KindToml::Onnx => {
             let missing = |key: &str| Error::input(Location::file(&toml_path), format!("missing `{key}`"));
@@ -142,7 +167,13 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
             let file = dir.join(&raw.onnx);
             let bytes = fs::read(&file).map_err(|e| Error::io(&file, e))?;
             let hash = blake3::hash(&bytes).to_hex()[..16].to_string();
-            (ModelKind::Onnx { file, mean_pooling }, max_length, hash)
+            let mut tokenizer = blake3::Hasher::new();
+            for name in TOKENIZER_FILES {
+                let path = dir.join(name);
+                let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                tokenizer.update(name.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(&bytes);
+            }
+            (ModelKind::Onnx { file, mean_pooling }, max_length, hash, tokenizer.finalize().to_hex()[..16].to_string())
         }
     };
     if *raw.dim.get_ref() == 0 {
@@ -158,6 +189,7 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
         query_prefix: raw.query_prefix,
         passage_prefix: raw.passage_prefix,
         file_hash,
+        tokenizer_hash,
     })
 }
 
@@ -246,11 +278,12 @@ impl Embedder {
             let p = info.dir.join(name);
             fs::read(&p).map_err(|e| Error::io(&p, e))
         };
+        let [tokenizer, config, special_tokens, tokenizer_config] = TOKENIZER_FILES;
         let files = TokenizerFiles {
-            tokenizer_file: read("tokenizer.json")?,
-            config_file: read("config.json")?,
-            special_tokens_map_file: read("special_tokens_map.json")?,
-            tokenizer_config_file: read("tokenizer_config.json")?,
+            tokenizer_file: read(tokenizer)?,
+            config_file: read(config)?,
+            special_tokens_map_file: read(special_tokens)?,
+            tokenizer_config_file: read(tokenizer_config)?,
         };
         let pooling = if *mean_pooling { Pooling::Mean } else { Pooling::Cls };
         let model = UserDefinedEmbeddingModel::new(fs::read(file).map_err(|e| Error::io(file, e))?, files)
@@ -359,6 +392,7 @@ impl VectorCache {
             repairs: Vec::new(),
             verify_seconds: 0.0,
         };
+        crate::atomic::remove_stale(&dir);
         let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
             .map_err(|e| Error::io(&dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -366,15 +400,13 @@ impl VectorCache {
             .collect();
         paths.sort();
         for p in paths {
-            let map = cache.map(&p)?;
             let started = Instant::now();
-            let checked = cache.check(&map);
+            let checked = cache.map(&p).map_err(|e| e.to_string()).and_then(|map| cache.check(&map).map(|()| map));
             cache.verify_seconds += started.elapsed().as_secs_f64();
             match checked {
-                Ok(()) => cache.add_segment(map),
+                Ok(map) => cache.add_segment(map),
                 Err(why) => {
-                    drop(map);
-                    fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                    crate::atomic::discard(&p)?;
                     cache.repairs.push(format!("{}: {why}; deleted, its texts are embedded again", p.display()));
                 }
             }
@@ -611,6 +643,7 @@ mod tests {
             query_prefix: "query: ".into(),
             passage_prefix: "passage: ".into(),
             file_hash: "0123456789abcdef".into(),
+            tokenizer_hash: String::new(),
         }
     }
 
