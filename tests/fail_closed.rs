@@ -404,3 +404,115 @@ fn staging_left_by_a_killed_run_is_removed_after_a_day_and_said() {
     assert!(!old.exists());
     assert!(young.exists(), "a staging directory touched within a day may belong to a live run");
 }
+
+/// A run of `OPEN_AND_FILTERED` on the benefits corpus with `golden` as its golden set.
+fn run_with_golden(golden: &str) -> (Fixture, std::path::PathBuf) {
+    let selecting = OPEN_AND_FILTERED.replacen("latency_cases = 0\n", "latency_cases = 0\nselect = \"hit@1\"\n", 1);
+    let docs = [
+        BENEFITS,
+        ("ferias.md", "# Férias\nTrinta dias de férias.\n"),
+        ("salarios.md", "---\nacl: [rh]\n---\n# Salários\nFérias, férias e férias da diretoria.\n"),
+    ];
+    let f = Fixture::new(&docs, golden, &selecting);
+    let run = f.run();
+    (f, run)
+}
+
+#[test]
+fn report_vs_refuses_runs_on_other_golden_sets_unless_allowed() {
+    let (_a, run_a) = run_with_golden(GOLDEN);
+    let (_b, run_b) = run_with_golden(&GOLDEN.replace("da diretoria", "dos diretores"));
+    let report = || {
+        let mut cmd = common::ragsweep();
+        cmd.arg("report").arg(&run_b).arg("--vs").arg(&run_a);
+        cmd
+    };
+    let before = std::fs::read(run_b.join("report.html")).unwrap();
+    report().assert().code(2).stderr(predicate::str::contains("used different golden sets"));
+    assert_eq!(std::fs::read(run_b.join("report.html")).unwrap(), before, "a refused report writes nothing");
+    report().arg("--allow-different-golden").assert().success();
+    let page = std::fs::read_to_string(run_b.join("report.html")).unwrap();
+    assert!(page.contains("WARNING: the two runs used different golden sets"), "the page says so");
+}
+
+#[test]
+fn empty_ids_are_refused_and_an_empty_list_scores_plus_zero() {
+    let empty_case = r#"[{"id": "", "question": "tabela de benefícios", "relevant": ["beneficios"]}]"#;
+    let f = Fixture::new(&[BENEFITS], empty_case, OPEN_AND_FILTERED);
+    refused(&f, &["golden.json", "empty id"]);
+    let control = r#"[{"id": "q\u001b[31m", "question": "tabela de benefícios", "relevant": ["beneficios"]}]"#;
+    let f = Fixture::new(&[BENEFITS], control, OPEN_AND_FILTERED);
+    refused(&f, &["golden.json", "contains a control character"]);
+
+    let f = Fixture::new(&[BENEFITS], GOLDEN, OPEN_AND_FILTERED);
+    std::fs::remove_dir_all(f.path().join("docs")).unwrap();
+    std::fs::write(f.path().join("docs.jsonl"), "{\"id\": \"\", \"text\": \"tabela\"}\n").unwrap();
+    let exp =
+        std::fs::read_to_string(f.path().join("exp.toml")).unwrap().replace("path = \"docs\"", "path = \"docs.jsonl\"");
+    std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+    refused(&f, &["docs.jsonl:1", "empty id"]);
+
+    // A question that matches nothing: its empty list scores 0, never -0.
+    let (_f, run) = run_with_golden(r#"[{"id": "q1", "question": "zzz yyy", "relevant": ["beneficios"]}]"#);
+    for file in ["per_query.jsonl", "matrix.json", "matrix.csv", "matrix.md"] {
+        let text = std::fs::read_to_string(run.join(file)).unwrap();
+        assert!(!text.contains("-0.0") && !text.contains(":-0,"), "{file}: {text}");
+    }
+}
+
+#[test]
+fn plan_says_a_tiny_delta_is_not_reachable() {
+    let (f, run) = run_with_golden(
+        r#"[{"id": "q1", "question": "tabela de benefícios", "relevant": ["beneficios"]},
+            {"id": "q2", "question": "dias de férias", "relevant": ["ferias"], "groups": ["vendas"]},
+            {"id": "q3", "question": "férias", "relevant": ["ferias"], "groups": ["vendas"]}]"#,
+    );
+    f.cmd()
+        .arg("plan")
+        .arg(&run)
+        .args(["--metric", "hit@1", "--delta", "1e-12", "--split", "all", "--cell", "c01", "--vs", "c02"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("not reachable (> 1000000 cases)"))
+        .stdout(predicate::str::contains("18446744073709551615").not());
+}
+
+#[test]
+fn a_failed_run_leaves_no_empty_output_folder() {
+    let f = Fixture::new(&[BENEFITS], GOLDEN, OPEN_AND_FILTERED);
+    // A retriever that cannot be built once the run has started: a model that is not installed.
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap()
+        + "[[retrievers]]\nkind = \"dense\"\nmodel = \"not-installed\"\n";
+    std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+    f.run_cmd().assert().code(2);
+    assert!(!f.path().join("out").join("acl").exists(), "no empty out/acl/ folder");
+}
+
+#[test]
+fn explain_and_contexts_work_from_another_directory_and_after_a_move() {
+    let (f, run) = run_with_golden(GOLDEN);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let explain = |run: &std::path::Path, cache: &std::path::Path| {
+        let mut cmd = common::ragsweep();
+        cmd.current_dir(elsewhere.path())
+            .arg("explain")
+            .arg(run)
+            .args(["--cell", "c01", "--case", "q1", "--cache"])
+            .arg(cache);
+        cmd.assert()
+    };
+    explain(&run, &f.path().join("cache")).success().stdout(predicate::str::contains("q1"));
+    // The whole fixture (experiment, corpus, golden set and run) moved elsewhere.
+    let moved = tempfile::tempdir().unwrap();
+    let target = moved.path().join("project");
+    std::fs::rename(f.path(), &target).unwrap();
+    let moved_run = target.join(run.strip_prefix(f.path()).unwrap());
+    explain(&moved_run, &target.join("cache")).success().stdout(predicate::str::contains("q1"));
+    // The experiment gone: the error names where it looked.
+    std::fs::remove_file(target.join("exp.toml")).unwrap();
+    explain(&moved_run, &target.join("cache"))
+        .code(2)
+        .stderr(predicate::str::contains("the experiment file of run"))
+        .stderr(predicate::str::contains("exp.toml"));
+    std::fs::rename(&target, f.path()).unwrap();
+}

@@ -161,3 +161,52 @@ fn the_terminal_summary_fits_100_columns() {
         assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
     }
 }
+
+/// Text that tries to leave the page's data script (`<!--<script>`, `</script>`), inject markup
+/// (`<img onerror>`) or split a JavaScript string (U+2028), in every place text reaches the
+/// page and the summary: the page still renders, runs no other script and loads nothing, and
+/// summary.md shows the text inert.
+#[test]
+fn hostile_text_in_the_data_cannot_break_the_page_or_the_summary() {
+    const EVIL: &str = "<!--<script> </script><img src=x onerror=\"document.body.dataset.pwned=1\"> \u{2028}";
+    let docs = [
+        ("ferias.md".to_string(), format!("---\ntitle: \"Férias {EVIL}\"\n---\n# Férias {EVIL}\nTrinta dias de férias por ano.\n## Saldo {EVIL}\nO saldo de férias aparece no portal.\n")),
+        ("ponto.md".to_string(), "# Ponto\nO ponto é registrado no aplicativo.\n".to_string()),
+    ];
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let evil_json = serde_json::to_string(EVIL).unwrap();
+    let golden = format!(
+        r#"[{{"id": "q1 <!--<script>", "question": "dias de férias {q}", "relevant": ["ferias"], "tags": [{e}], "meta": {{"note": {e}}}}},
+            {{"id": "q2</script>", "question": "registrar o ponto", "relevant": ["ponto"], "tags": [{e}]}},
+            {{"id": "q3", "question": "dias de férias", "relevant": ["ferias"]}}]"#,
+        q = EVIL.replace('"', "\\\""),
+        e = evil_json
+    );
+    let f = common::Fixture::new(
+        &docs,
+        &golden,
+        "name = \"evil<!--<script>\"\nunit = \"section\"\nk = [1, 3]\nreserved_fraction = 0.0\nlatency_cases = 2\nselect = \"ndcg@3\"\n\
+         [[chunkers]]\nkind = \"markdown\"\ntitle = true\nheadings = true\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = [\"pt\", \"simple\"]\n",
+    );
+    let run = f.run();
+    let page = run.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = &html[html.find("<script id=\"data\"").unwrap()..];
+    let data = &data[..data.find("</script>").unwrap()];
+    assert!(!data[1..].contains('<') && !data.contains('\u{2028}'), "the inlined data holds no `<` and no U+2028");
+    assert!(html.contains("script-src 'sha256-"), "the CSP allows only the page's own script");
+    assert!(!html.contains("'unsafe-inline'; img") && !html.contains("script-src 'unsafe-inline'"));
+
+    let profile = tempfile::tempdir().unwrap();
+    let (dom, log) = render(&page, profile.path());
+    assert!(dom.contains("data-rendered=\"true\""), "the page's script ran to the end:\n{log}");
+    assert!(dom.contains("data-resources=\"0\""), "nothing was loaded");
+    assert!(!dom.contains("data-pwned"), "no injected handler ran");
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "no CSP violation or script error: {console:#?}");
+    assert!(dom.contains("q1 &lt;!--&lt;script&gt;"), "the case id is shown as text");
+
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(summary.starts_with("### evil&lt;!--&lt;script&gt;:"), "{summary}");
+    assert!(!summary.contains("<script") && !summary.contains("<img") && !summary.contains("<!--"), "{summary}");
+}

@@ -131,7 +131,12 @@ pub fn markdown(outcome: &Outcome, baseline: &std::path::Path) -> String {
         Verdict::Fail => "FAIL",
         Verdict::NotComparable => "NOT COMPARABLE",
     };
-    format!("\n### ragsweep check: {verdict}\n\nagainst `{}`\n\n```\n{}```\n", baseline.display(), outcome.report)
+    let report = crate::output::terminal_safe(&outcome.report);
+    let fence = crate::output::summary::fence(&report);
+    format!(
+        "\n### ragsweep check: {verdict}\n\nagainst {}\n\n{fence}\n{report}{fence}\n",
+        crate::output::summary::md(&baseline.display().to_string())
+    )
 }
 
 #[cfg(test)]

@@ -49,9 +49,11 @@ impl Metric {
         Some(match self {
             Metric::Hit => f64::from(u8::from(first.is_some())),
             Metric::Mrr => first.map_or(0.0, |p| 1.0 / (p + 1) as f64),
-            Metric::Recall => top.iter().map(|i| f64::from(i.new)).sum::<f64>() / r,
+            // Sums fold from +0.0: `Sum` of an empty iterator is -0.0, which would be written.
+            Metric::Recall => top.iter().map(|i| f64::from(i.new)).fold(0.0, |a, b| a + b) / r,
             Metric::Ndcg => {
-                let dcg: f64 = top.iter().enumerate().map(|(i, it)| it.gain / (i as f64 + 2.0).log2()).sum();
+                let dcg =
+                    top.iter().enumerate().map(|(i, it)| it.gain / (i as f64 + 2.0).log2()).fold(0.0, |a, b| a + b);
                 let idcg: f64 = j.ideal.iter().take(k).enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).sum();
                 if idcg > 0.0 {
                     dcg / idcg

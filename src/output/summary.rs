@@ -192,31 +192,62 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     out
 }
 
+/// Text from the data (names, ids, labels, headings) as inert Markdown: HTML-significant
+/// characters become entities and Markdown punctuation is backslash-escaped, so a pull-request
+/// comment shows it as written and runs or links nothing. Line breaks become spaces.
+pub fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' | '\u{2028}' | '\u{2029}' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A code fence longer than any run of backticks in `text`, so `text` cannot close it.
+pub fn fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
+}
+
 /// `summary.md`: the same content as Markdown, for a pull-request comment.
 pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
     let metric = decision(m);
     let (lines, total) = top(m, &metric);
-    let mut out = format!("### {}\n\n", header(m, manifest, &metric, total));
+    let mut out = format!("### {}\n\n", md(&header(m, manifest, &metric, total)));
+    let metric_md = md(&metric);
     out.push_str(&format!(
-        "| # | cell | configuration | {metric} tuning | {metric} reserved | tied with best | p50 ms | $ / 1k queries |\n"
+        "| # | cell | configuration | {metric_md} tuning | {metric_md} reserved | tied with best | p50 ms | $ / 1k queries |\n"
     ));
     out.push_str("|---:|---|---|---:|---:|---|---:|---:|\n");
     for (i, l) in lines.iter().enumerate() {
-        out.push_str(&format!("| {} | {} | `{}` | {} |\n", i + 1, l.cell, l.label, l.values.join(" | ")));
+        out.push_str(&format!("| {} | {} | {} | {} |\n", i + 1, md(l.cell), md(l.label), l.values.join(" | ")));
     }
     if total > lines.len() {
         out.push_str(&format!("\n… and {} more cells (`matrix.md` has them all).\n", total - lines.len()));
     }
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
-        out.push_str(&format!("\n{line}\n"));
+        out.push_str(&format!("\n{}\n", md(&line)));
     }
     if let Some(s) = &m.selection {
-        out.push_str(&format!("\n```\n{}```\n", selection_summary(s)));
+        let text = crate::output::terminal_safe(&selection_summary(s));
+        let fence = fence(&text);
+        out.push_str(&format!("\n{fence}\n{text}{fence}\n"));
     }
     if !manifest.golden.health.is_empty() {
         out.push_str("\nGolden set:\n");
         for w in &manifest.golden.health {
-            out.push_str(&format!("- {w}\n"));
+            out.push_str(&format!("- {}\n", md(w)));
         }
     }
     out
@@ -233,5 +264,13 @@ mod tests {
         assert!(wrapped.lines().all(|l| l.chars().count() <= 40), "{wrapped}");
         assert!(wrapped.lines().nth(1).unwrap().starts_with("    "), "{wrapped}");
         assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn markdown_text_is_inert() {
+        assert_eq!(md("<!--<script>x</script>"), "&lt;!--&lt;script&gt;x&lt;/script&gt;");
+        assert_eq!(md("a|b `c` [d](e)"), "a\\|b \\`c\\` \\[d\\](e)");
+        assert_eq!(fence("plain"), "```");
+        assert_eq!(fence("a ```` b"), "`````");
     }
 }
