@@ -164,15 +164,15 @@ fn completions_and_man_page_come_from_the_cli_definition() {
 #[test]
 fn models_list_shows_what_is_installed_and_install_refuses_unknown_models() {
     ragsweep()
-        .args(["models", "list", "--models"])
+        .args(["models", "list", "--check", "--models"])
         .arg(repo().join("models"))
         .assert()
         .success()
-        .stdout(predicate::str::is_match(r"minilm-l6\s+\d+\.\d MB  Apache-2\.0").unwrap())
-        .stdout(predicate::str::is_match(r"e5-small\s+\d+\.\d MB  MIT").unwrap())
-        .stdout(predicate::str::is_match(r"e5-small-int8\s+\d+\.\d MB  MIT").unwrap())
-        .stdout(predicate::str::is_match(r"minilm-l6-fp32\s+\d+\.\d MB  Apache-2\.0").unwrap())
-        .stdout(predicate::str::contains("onnxruntime"));
+        .stdout(predicate::str::is_match(r"minilm-l6\s+\d+\.\d MB  ok  Apache-2\.0").unwrap())
+        .stdout(predicate::str::is_match(r"e5-small\s+\d+\.\d MB  ok  MIT").unwrap())
+        .stdout(predicate::str::is_match(r"e5-small-int8\s+\d+\.\d MB  ok  MIT").unwrap())
+        .stdout(predicate::str::is_match(r"minilm-l6-fp32\s+\d+\.\d MB  ok  Apache-2\.0").unwrap())
+        .stdout(predicate::str::is_match(r"onnxruntime\s+\d+\.\d MB  ok  MIT").unwrap());
     let empty = tempfile::tempdir().unwrap();
     ragsweep()
         .args(["models", "list", "--models"])

@@ -209,6 +209,34 @@ fn more_than_the_diagnostic_depth_above_the_answer_is_a_ranking_miss() {
     assert!(miss.evidence.contains("first 100 items"), "{miss:?}");
 }
 
+/// On a corpus smaller than the diagnostic depth every relevant item is found somewhere:
+/// only one just past k is `cutoff`; one deeper is `ranking`, with its rank.
+#[test]
+fn on_a_small_corpus_a_deep_answer_is_ranking_and_a_near_one_cutoff() {
+    let mut docs: Vec<(String, String)> =
+        (0..30).map(|i| (format!("d{i:02}.md"), format!("# Doc {i}\nalfa beta gama número {i}.\n"))).collect();
+    docs.push(("resposta.md".into(), format!("# Resposta\nalfa {}\n", "texto longo sem relação ".repeat(40))));
+    docs.push(("perto.md".into(), "# Perto\ndelta épsilon zeta eta teta.\n".into()));
+    docs.push(("outro.md".into(), "# Outro\ndelta épsilon zeta eta teta iota kapa.\n".into()));
+    docs.push(("mais.md".into(), "# Mais\ndelta épsilon zeta.\n".into()));
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let golden = r#"[{"id": "deep", "question": "alfa beta gama", "relevant": ["resposta"]},
+        {"id": "near", "question": "delta épsilon zeta eta teta iota kapa", "relevant": ["perto"]}]"#;
+    let f = Fixture::new(
+        &docs,
+        golden,
+        "name = \"small\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\nreserved_fraction = 0.0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let all = misses(&run);
+    let deep = only_miss(&all, "c01", "deep", 1);
+    assert_eq!(deep.cause, "ranking", "{deep:?}");
+    assert!(deep.rank.is_some_and(|r| r > 11), "its rank is given: {deep:?}");
+    assert!(deep.evidence.contains("more than 10 ranks below k = 1"), "{deep:?}");
+    let near = only_miss(&all, "c01", "near", 1);
+    assert_eq!((near.cause.as_str(), near.rank), ("cutoff", Some(2)), "{near:?}");
+}
+
 #[test]
 fn a_graph_search_that_misses_what_the_exact_scan_finds_is_approximation() {
     // 300 short distinct documents, a question per tenth of them, and a graph built and

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::diagnose::exact_in_place_of_graph;
 use super::{CellRun, Scoring};
 use crate::error::{Error, Result};
-use crate::evaluate::causes::{diagnostic_depth, Miss};
+use crate::evaluate::causes::Miss;
 use crate::evaluate::label::Item;
 use crate::retrieve::access::{Access, Filter};
 use crate::retrieve::bm25::Bm25Explanation;
@@ -28,7 +28,7 @@ pub struct Explanation {
     pub answerable: bool,
     pub groups: Vec<String>,
     pub filter: Filter,
-    /// Items of the cell's list read (the diagnostic depth).
+    /// Items the cell's list holds at most (its largest k).
     pub depth: usize,
     pub items: Vec<ExplainedItem>,
     /// The case's misses in this cell, with their causes.
@@ -44,9 +44,15 @@ pub struct ExplainedItem {
     pub doc: String,
     /// The chunk that placed the item, whose score is explained.
     pub chunk: String,
-    /// 1-based rank in the cell's list; `None` when not within the depth read.
+    /// 1-based rank in the cell's list (the run's list: `per_query.jsonl`, `runs/<cell>.trec`);
+    /// `None` when the list does not hold it.
     pub rank: Option<u32>,
+    /// Labelled for the case and the case is answerable by its user.
     pub relevant: bool,
+    /// Labelled for the case (also in a restricted-answer case, where the user may not see it).
+    pub labelled: bool,
+    /// Whether the asking user may see the chunk; false in a `filter = none` cell is a leak.
+    pub visible_to_user: bool,
     /// The score the cell ranked it by.
     pub score: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,7 +67,12 @@ pub struct ExplainedItem {
 pub struct DenseExplanation {
     /// Cosine of the query and chunk vectors (both unit length).
     pub cosine: f32,
-    /// Rank of the item in the exact scan over the same vectors, same filter.
+    /// Rank of the item in the dense search the cell ran (the cell's list for a dense cell,
+    /// the dense side's own list for a hybrid).
+    pub rank: Option<u32>,
+    /// For a graph (HNSW): the rank in the exact scan over the same vectors, same depth and
+    /// filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exact_rank: Option<u32>,
 }
 
@@ -84,7 +95,9 @@ pub struct HybridExplanation {
 
 impl Scoring<'_> {
     /// Explains case `case_id` in `run`: its top item, its best-ranked relevant item, and
-    /// the unit or document `asked` when given.
+    /// the unit or document `asked` when given. Every rank and score is read from the cell's
+    /// own retrieval call (the run's depth, fusion candidates and filter mode: under `post`,
+    /// the post list), so it equals the run's `per_query.jsonl` and TREC file.
     pub(super) fn explain<'v>(
         &self,
         run: &CellRun<'_>,
@@ -97,12 +110,13 @@ impl Scoring<'_> {
         })?;
         let (case, corpus) = (&self.cases[ci], self.corpus);
         let set = &self.built.sets[run.chunks];
-        let depth = diagnostic_depth(self.exp.max_k());
         let access = Access::of(run.cell.filter, self.allowed(run.chunks, ci));
         let q = vector(ci);
-        let deep = self.retrieve_as(run, &run.retriever, access, &[depth], ci, q, &mut Timing::default())?;
-        let list = deep.list(0);
-        let rank_of = |key: &str| list.items.iter().position(|i| i.key == key).map(|p| p as u32 + 1);
+        let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
+        let list = &scored.deepest;
+        let rank_of = |list: &crate::evaluate::label::Judged, key: &str| {
+            list.items.iter().position(|i| i.key == key).map(|p| p as u32 + 1)
+        };
 
         let mut chosen: Vec<(&'static str, Item)> = Vec::new();
         if let Some(top) = list.items.first() {
@@ -121,17 +135,19 @@ impl Scoring<'_> {
         }
         chosen.dedup_by(|b, a| a.1.key == b.1.key && b.0 != "asked");
 
-        // Without a graph the cell's own list is the exact one.
-        let swapped = match exact_in_place_of_graph(&run.retriever) {
-            Some((exact, _)) => Some(self.retrieve_as(run, &exact, access, &[depth], ci, q, &mut Timing::default())?),
-            None => None,
+        // A single graph cell: the exact scan over the same vectors, same cut-offs and access.
+        let exact_list = match (run.retriever, exact_in_place_of_graph(&run.retriever)) {
+            (CellRetriever::Single(_), Some((exact, _))) => {
+                Some(self.retrieve_as(run, &exact, access, &self.exp.k, ci, q, &mut Timing::default())?.deepest)
+            }
+            _ => None,
         };
-        let exact_list = swapped.as_ref().unwrap_or(&deep);
+        let allowed = self.allowed(run.chunks, ci);
         let items = chosen
             .into_iter()
             .map(|(role, item)| {
                 let chunk = &set.chunks[item.chunk as usize];
-                let ranked = rank_of(&item.key);
+                let ranked = rank_of(list, &item.key);
                 let mut out = ExplainedItem {
                     role,
                     key: item.key.clone(),
@@ -139,43 +155,49 @@ impl Scoring<'_> {
                     chunk: chunk.id.clone(),
                     rank: ranked,
                     relevant: case.answerable && item.gain > 0.0,
+                    labelled: item.gain > 0.0,
+                    visible_to_user: allowed.is_none_or(|a| a.contains(item.chunk)),
                     score: ranked.map(|_| item.score),
                     bm25: None,
                     dense: None,
                     hybrid: None,
                 };
-                let exact_rank = exact_list.list(0).items.iter().position(|i| i.key == item.key).map(|p| p as u32 + 1);
-                let (lexical, dense) = match run.retriever {
-                    CellRetriever::Single(s @ Source::Bm25 { .. }) => (Some(s), None),
-                    CellRetriever::Single(s) => (None, Some(s)),
-                    CellRetriever::Hybrid { lexical, dense, .. } => (Some(lexical), Some(dense)),
-                };
-                if let Some(Source::Bm25 { index, params }) = lexical {
-                    out.bm25 = Some(index.explain(&case.question, params, item.chunk)?);
-                }
-                if let Some(source) = dense {
-                    let cosine = match source {
-                        Source::Exact { index } => dot(q, index.vector(item.chunk as usize)),
-                        Source::Hnsw { index, .. } => dot(q, index.exact().vector(item.chunk as usize)),
-                        Source::Bm25 { .. } => unreachable!("a dense side"),
-                    };
-                    out.dense = Some(DenseExplanation { cosine, exact_rank });
-                }
-                if let CellRetriever::Hybrid { lexical, dense, fusion, candidates } = run.retriever {
-                    out.hybrid = Some(self.hybrid(
-                        ci,
-                        q,
-                        access,
-                        (lexical, dense),
-                        fusion,
-                        candidates.max(deep.depth),
-                        item.chunk,
-                    )?);
+                match run.retriever {
+                    CellRetriever::Single(Source::Bm25 { index, params }) => {
+                        out.bm25 = Some(index.explain(&case.question, params, item.chunk)?);
+                    }
+                    CellRetriever::Single(source) => {
+                        out.dense = Some(DenseExplanation {
+                            cosine: cosine(source, q, item.chunk),
+                            rank: ranked,
+                            exact_rank: exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
+                        });
+                    }
+                    CellRetriever::Hybrid { lexical, dense, fusion, candidates } => {
+                        if let Source::Bm25 { index, params } = lexical {
+                            out.bm25 = Some(index.explain(&case.question, params, item.chunk)?);
+                        }
+                        let side_depth = candidates.max(scored.depth);
+                        let h = self.hybrid(ci, q, access, (lexical, dense), fusion, side_depth, item.chunk)?;
+                        out.dense = Some(DenseExplanation {
+                            cosine: cosine(dense, q, item.chunk),
+                            rank: h.dense.rank,
+                            exact_rank: match exact_in_place_of_graph(&CellRetriever::Single(dense)) {
+                                Some((exact, _)) => {
+                                    let query = crate::retrieve::cell::Query { text: &case.question, vector: q };
+                                    let hits =
+                                        exact.search(&query, side_depth, access.in_query(), &mut Timing::default())?;
+                                    hits.iter().position(|h| h.chunk == item.chunk).map(|p| p as u32 + 1)
+                                }
+                                None => None,
+                            },
+                        });
+                        out.hybrid = Some(h);
+                    }
                 }
                 Ok(out)
             })
             .collect::<Result<Vec<_>>>()?;
-        let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
         Ok(Explanation {
             cell: run.cell.id.clone(),
             label: run.cell.label(),
@@ -184,7 +206,7 @@ impl Scoring<'_> {
             answerable: case.answerable,
             groups: case.user_groups().to_vec(),
             filter: run.cell.filter,
-            depth,
+            depth: list.items.len().max(self.exp.max_k()),
             items,
             misses: self.diagnose(run, ci, q, &scored)?,
         })
@@ -245,8 +267,7 @@ impl Scoring<'_> {
         for c in (0..set.len()).filter(|&c| set.chunks[c].doc as usize == doc) {
             let score = match source {
                 Source::Bm25 { index, params } => index.explain(question, params, c as u32)?.score,
-                Source::Exact { index } => dot(vector, index.vector(c)),
-                Source::Hnsw { index, .. } => dot(vector, index.exact().vector(c)),
+                dense => cosine(dense, vector, c as u32),
             };
             if best.is_none_or(|b| score > b.score) {
                 best = Some(Hit { chunk: c as u32, score });
@@ -255,6 +276,15 @@ impl Scoring<'_> {
         let hit = best.ok_or_else(|| Error::Other(format!("document {asked:?} has no chunk in this cell")))?;
         let judged = self.truths[ci].judge(&[hit], set, corpus, 1);
         Ok(judged.items.into_iter().next().expect("one hit gives one item"))
+    }
+}
+
+/// The cosine of the query with a chunk's vector, by a dense source.
+fn cosine(source: Source<'_>, q: &[f32], chunk: u32) -> f32 {
+    match source {
+        Source::Exact { index } => dot(q, index.vector(chunk as usize)),
+        Source::Hnsw { index, .. } => dot(q, index.exact().vector(chunk as usize)),
+        Source::Bm25 { .. } => f32::NAN,
     }
 }
 
@@ -272,12 +302,21 @@ pub fn render(e: &Explanation) -> String {
         let _ = writeln!(s, "\nthe cell returned nothing for this case");
     }
     if !e.items.iter().any(|i| i.role == "best relevant") && e.answerable {
-        let _ = writeln!(s, "\nno relevant item in the first {} of the list", e.depth);
+        let _ = writeln!(s, "\nno relevant item in the cell's list (its first {})", e.depth);
     }
     for item in &e.items {
-        let rel = if item.relevant { "relevant" } else { "not relevant" };
-        let rank = item.rank.map_or_else(|| format!("not in the first {}", e.depth), |r| format!("#{r}"));
-        let _ = writeln!(s, "\n{} ({rank}, {rel}): {}  [chunk {}]", item.role, item.key, item.chunk);
+        let rel = match (item.relevant, item.labelled) {
+            (true, _) => "relevant",
+            (false, true) => "labelled, but the answer is restricted for this user",
+            _ => "not relevant",
+        };
+        let rank = item.rank.map_or_else(|| format!("not in the cell's list of {}", e.depth), |r| format!("#{r}"));
+        let restricted = match (item.visible_to_user, e.filter) {
+            (true, _) => "",
+            (false, Filter::None) => ", RESTRICTED: the user may not see it (a leak of this filter = none cell)",
+            (false, _) => ", RESTRICTED: the user may not see it",
+        };
+        let _ = writeln!(s, "\n{} ({rank}, {rel}{restricted}): {}  [chunk {}]", item.role, item.key, item.chunk);
         if let Some(score) = item.score {
             let _ = writeln!(s, "  score {score}");
         }
@@ -302,7 +341,8 @@ pub fn render(e: &Explanation) -> String {
             let _ = writeln!(s, "  {:<24} {:>41.6}", "sum", b.score);
         }
         if let Some(d) = &item.dense {
-            let _ = writeln!(s, "  cosine {:.6}; exact-scan rank {}", d.cosine, opt(d.exact_rank));
+            let exact = d.exact_rank.map_or(String::new(), |r| format!("; exact-scan rank {r}"));
+            let _ = writeln!(s, "  cosine {:.6}; dense rank {}{exact}", d.cosine, opt(d.rank));
         }
         if let Some(h) = &item.hybrid {
             let side =

@@ -1,0 +1,143 @@
+//! `explain` reports the run it explains: for every cell of a mixed grid (BM25, exact, HNSW,
+//! convex, rrf and dbsf hybrids; no filter, in-query and post filters) and 20 cases, every
+//! rank and score it prints equals the cell's `per_query.jsonl` and `runs/<cell>.trec`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::fs;
+
+use common::Fixture;
+use serde_json::Value;
+
+fn corpus() -> (Vec<(String, String)>, String) {
+    let topics = ["férias", "salário", "ponto", "benefícios", "viagem", "senha", "contrato", "reembolso"];
+    let mut docs = Vec::new();
+    for (i, topic) in topics.iter().enumerate() {
+        for part in 0..4 {
+            let acl = if part == 3 { "---\nacl: [rh]\n---\n" } else { "" };
+            let text = format!(
+                "{acl}# {topic} {part}\nRegras gerais de {topic} na empresa.\n## Prazo {part}\nO prazo de {topic} é de {} dias úteis.\n## Pedido {part}\nO pedido de {topic} é feito no portal {part}.\n",
+                10 + i * 3 + part
+            );
+            docs.push((format!("{topic}-{part}.md"), text));
+        }
+    }
+    let mut cases = Vec::new();
+    for n in 0..20 {
+        let (topic, part) = (topics[n % topics.len()], n % 4);
+        let (section, question) = if n % 2 == 0 {
+            (format!("Prazo {part}"), format!("qual o prazo de {topic}?"))
+        } else {
+            (format!("Pedido {part}"), format!("onde faço o pedido de {topic}?"))
+        };
+        let groups = if n % 3 == 0 { r#"["rh"]"# } else { r#"["suporte"]"# };
+        let answerable = if part == 3 && n % 3 != 0 { r#", "answerable": false"# } else { "" };
+        cases.push(format!(
+            r#"{{"id": "q{n:02}", "question": "{question}", "relevant": ["{topic}-{part}#{section}"], "groups": {groups}{answerable}}}"#
+        ));
+    }
+    (docs, format!("[{}]", cases.join(",\n")))
+}
+
+#[test]
+fn explain_ranks_and_scores_equal_the_run_for_every_cell_kind_and_filter() {
+    let (docs, golden) = corpus();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let f = Fixture::new(
+        &docs,
+        &golden,
+        "name = \"explain\"\nunit = \"section\"\nk = [1, 3, 5]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         filter = [\"none\", \"in_query\", \"post\"]\n\
+         [[chunkers]]\nkind = \"recursive\"\nsize = 60\noverlap = 0\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-16\"\nindex = [\"exact\", \"hnsw\"]\n\
+         [[retrievers]]\nkind = \"hybrid\"\nmodel = \"random-16\"\nfusion = [\"convex\", \"rrf\", \"dbsf\"]\ncandidates = 8\n",
+    );
+    let models = f.path().join("models");
+    fs::create_dir_all(models.join("random-16")).unwrap();
+    fs::write(models.join("random-16/model.toml"), "id = \"random-16\"\nkind = \"random\"\ndim = 16\n").unwrap();
+    let out = f.path().join("out");
+    f.cmd()
+        .args(["run", "-q", "--models"])
+        .arg(&models)
+        .arg("--cache")
+        .arg(f.path().join("cache"))
+        .arg("--out")
+        .arg(&out)
+        .arg("exp.toml")
+        .assert()
+        .success();
+    let run = fs::read_dir(out.join("explain")).unwrap().next().unwrap().unwrap().path();
+    let manifest: Value = serde_json::from_str(&fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let cells: Vec<String> =
+        manifest["cells"].as_array().unwrap().iter().map(|c| c["cell"].as_str().unwrap().to_string()).collect();
+    assert_eq!(cells.len(), 18);
+    let per_query: Vec<Value> = fs::read_to_string(run.join("per_query.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cases: Vec<String> = (0..20).map(|n| format!("q{n:02}")).collect();
+    let mut checked = 0;
+    for cell in &cells {
+        // (case, rank) → (item, score) from the cell's TREC run.
+        let trec: HashMap<(String, u32), (String, f64)> = fs::read_to_string(run.join(format!("runs/{cell}.trec")))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let key = ragsweep::output::trec::decode_id(f[2]);
+                ((ragsweep::output::trec::decode_id(f[0]), f[3].parse().unwrap()), (key, f[4].parse().unwrap()))
+            })
+            .collect();
+        let mut cmd = f.cmd();
+        cmd.arg("explain").arg(&run).args(["--cell", cell, "--json", "--models"]).arg(&models);
+        cmd.arg("--cache").arg(f.path().join("cache"));
+        for case in &cases {
+            cmd.args(["--case", case]);
+        }
+        let output = cmd.output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        for line in String::from_utf8(output.stdout).unwrap().lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            let case = e["case"].as_str().unwrap();
+            let top: Vec<&str> = per_query.iter().find(|l| l["cell"] == cell.as_str() && l["case"] == case).unwrap()
+                ["top"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap())
+                .collect();
+            let listed = trec.keys().filter(|(c, _)| c == case).count();
+            for item in e["items"].as_array().unwrap() {
+                let key = item["key"].as_str().unwrap();
+                match item["rank"].as_u64() {
+                    Some(rank) => {
+                        let (trec_key, trec_score) = &trec[&(case.to_string(), rank as u32)];
+                        assert_eq!(trec_key, key, "{cell} {case}: rank {rank}");
+                        assert_eq!(top.get(rank as usize - 1).copied(), Some(key), "{cell} {case}: per_query top");
+                        // The TREC file steps tied scores down by at most 1e-6 (see trec.rs).
+                        let score = item["score"].as_f64().unwrap() as f32 as f64;
+                        let gap = score - trec_score;
+                        assert!((0.0..=1e-5).contains(&gap), "{cell} {case} {key}: explain {score}, TREC {trec_score}");
+                        if let Some(dense_rank) = item["dense"]["rank"].as_u64() {
+                            if item["hybrid"].is_null() {
+                                assert_eq!(dense_rank, rank, "{cell} {case}: a dense cell's dense rank is its rank");
+                            }
+                        }
+                        checked += 1;
+                    }
+                    None => assert!(
+                        !trec.iter().any(|((c, _), (k, _))| c == case && k == key) && listed <= 5,
+                        "{cell} {case}: {key} unranked by explain but in the TREC run"
+                    ),
+                }
+                if item["visible_to_user"] == false && e["filter"] != "none" {
+                    assert!(item["rank"].is_null(), "{cell} {case}: a filtered cell ranked a restricted item: {item}");
+                }
+            }
+        }
+    }
+    assert!(checked > 18 * 20, "every cell and case explained: {checked}");
+}
