@@ -433,9 +433,64 @@ pub fn normalize(text: &str) -> String {
     out
 }
 
+/// [`normalize`] with, for each byte of the result, the byte range of `text` it came from, so
+/// a span found in normalised text can be located in the original. Canonical composition
+/// works within a starter and the combining marks after it, so each such cluster is
+/// normalised on its own and its output bytes map to the whole cluster.
+pub fn normalize_mapped(text: &str) -> (String, Vec<(u32, u32)>) {
+    use unicode_normalization::char::canonical_combining_class;
+    let mut out = String::with_capacity(text.len());
+    let mut map: Vec<(u32, u32)> = Vec::with_capacity(text.len());
+    let mut space: Option<(u32, u32)> = None;
+    let mut starts: Vec<usize> =
+        text.char_indices().filter(|(_, c)| canonical_combining_class(*c) == 0).map(|(i, _)| i).collect();
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts.push(text.len());
+    for w in starts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if a == b {
+            continue;
+        }
+        let from = (a as u32, b as u32);
+        for c in text[a..b].nfc().flat_map(char::to_lowercase) {
+            if c.is_whitespace() {
+                if !out.is_empty() && space.is_none() {
+                    space = Some(from);
+                }
+            } else {
+                if let Some(at) = space.take() {
+                    out.push(' ');
+                    map.push(at);
+                }
+                let mut buf = [0u8; 4];
+                out.push_str(c.encode_utf8(&mut buf));
+                map.extend(std::iter::repeat_n(from, c.len_utf8()));
+            }
+        }
+    }
+    (out, map)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mapped_normalisation_equals_normalise_and_points_back() {
+        for text in ["  Prazo  de\n30\tDIAS ", "ac\u{0327}a\u{0303}o e AÇÃO", "Art. 7º, § 1º — dados", "", "   "]
+        {
+            let (norm, map) = normalize_mapped(text);
+            assert_eq!(norm, normalize(text), "{text:?}");
+            assert_eq!(map.len(), norm.len());
+        }
+        let text = "O PRAZO  é de 30 dias.";
+        let (norm, map) = normalize_mapped(text);
+        let at = norm.find("prazo é de").unwrap();
+        let end = at + "prazo é de".len();
+        assert_eq!(&text[map[at].0 as usize..map[end - 1].1 as usize], "PRAZO  é de");
+    }
 
     fn terms(kind: AnalyzerKind, text: &str) -> Vec<String> {
         Analyzer::new(kind).analyze(text).into_iter().map(|t| t.text).collect()

@@ -423,8 +423,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             let mut writer = create_writer(&out, &exp, &run_id)?;
             let columns = exp.columns();
+            let cuts = exp.cut_keys();
             let outcome =
-                runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, &exp.k, results))?;
+                runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, &cuts, results))?;
             print_stage_work(&outcome.stages);
             let mut run = output::result(&exp, &prepared, outcome, &run_id);
             let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;

@@ -47,6 +47,11 @@ impl<V> Ordered<V> {
     pub fn at_k(ks: &[usize], values: impl IntoIterator<Item = V>) -> Self {
         Ordered(ks.iter().map(|k| format!("@{k}")).zip(values).collect())
     }
+
+    /// `{key: value}` for each key (`@5`, `@1024t`: an experiment's `cut_keys`).
+    pub fn of_keys(keys: &[String], values: impl IntoIterator<Item = V>) -> Self {
+        Ordered(keys.iter().cloned().zip(values).collect())
+    }
 }
 
 impl<V: Serialize> Serialize for Ordered<V> {
@@ -255,13 +260,14 @@ pub struct CaseResult {
     pub values: Vec<Option<f64>>,
     /// The judged list's items (keys and scores), up to the deepest k.
     pub ranking: Vec<(String, f32)>,
-    /// Per cut-off: whether the case got fewer than k results.
+    /// Per cut-off (each k, then each budget): whether the case got fewer than k results (at a
+    /// budget: whether the list ran out before the budget was filled).
     pub short: Vec<bool>,
     /// Returned chunks the asking user may not see.
     pub leaks: usize,
     /// A restricted-answer case whose list held a labelled unit.
     pub restricted_hit: bool,
-    /// Per cut-off: tokens of the top k returned chunks (what a model would be sent).
+    /// Per cut-off (each k, then each budget): tokens of the context a model would be sent.
     pub ctx_tokens: Vec<u32>,
     /// 1-based rank of the first relevant item in the judged list (deepest k), if any.
     pub first_relevant: Option<u32>,
@@ -308,7 +314,7 @@ pub struct CaseLine {
 }
 
 impl CaseLine {
-    pub fn of(columns: &[MetricAt], ks: &[usize], r: &CaseResult) -> CaseLine {
+    pub fn of(columns: &[MetricAt], cuts: &[String], r: &CaseResult) -> CaseLine {
         CaseLine {
             cell: r.cell.clone(),
             case: r.case.clone(),
@@ -322,16 +328,15 @@ impl CaseLine {
             restricted_hit: r.restricted_hit,
             depth: r.depth,
             misses: r.misses.clone(),
-            ctx_tokens: Ordered::at_k(ks, r.ctx_tokens.iter().copied()),
-            short: Ordered::at_k(ks, r.short.iter().copied()),
+            ctx_tokens: Ordered::of_keys(cuts, r.ctx_tokens.iter().copied()),
+            short: Ordered::of_keys(cuts, r.short.iter().copied()),
         }
     }
 
     /// The case result this line was written from, as far as aggregation reads it (the ranking
     /// beyond `top` is not kept). `None` when the line lacks a column or a cut-off of `columns`.
-    pub fn to_result(&self, columns: &[MetricAt], ks: &[usize]) -> Option<CaseResult> {
+    pub fn to_result(&self, columns: &[MetricAt], cuts: &[String]) -> Option<CaseResult> {
         let values = columns.iter().map(|c| self.metrics.get(&c.to_string()).copied()).collect::<Option<Vec<_>>>()?;
-        let at = |k: &usize| format!("@{k}");
         Some(CaseResult {
             cell: self.cell.clone(),
             case: self.case.clone(),
@@ -339,10 +344,10 @@ impl CaseLine {
             answerable: self.answerable,
             values,
             ranking: Vec::new(),
-            short: ks.iter().map(|k| self.short.get(&at(k)).copied()).collect::<Option<_>>()?,
+            short: cuts.iter().map(|k| self.short.get(k).copied()).collect::<Option<_>>()?,
             leaks: self.leaks,
             restricted_hit: self.restricted_hit,
-            ctx_tokens: ks.iter().map(|k| self.ctx_tokens.get(&at(k)).copied()).collect::<Option<_>>()?,
+            ctx_tokens: cuts.iter().map(|k| self.ctx_tokens.get(k).copied()).collect::<Option<_>>()?,
             first_relevant: self.first_relevant,
             top_score: self.top_score,
             depth: self.depth,
@@ -441,6 +446,9 @@ pub struct ExperimentInfo {
     pub config_hash: String,
     pub unit: String,
     pub k: Vec<usize>,
+    /// Context budgets in tokens (SPEC §3).
+    #[serde(default)]
+    pub budget: Vec<usize>,
     pub metrics: Vec<String>,
     pub seed: u64,
     pub reserved_fraction: f64,

@@ -14,8 +14,9 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::evaluate::aggregate;
-use crate::evaluate::label::{Truth, Unit};
-use crate::evaluate::metrics::MetricAt;
+use crate::evaluate::context::{self, Overlap, Packed};
+use crate::evaluate::label::{Judged, Truth, Unit};
+use crate::evaluate::metrics::{Metric, MetricAt};
 use crate::evaluate::ties::{self, CellValues};
 use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
@@ -216,17 +217,8 @@ pub fn run_with<'e>(
     let built = build::build(plan, &ctx, &mut stages)?;
 
     let plan_started = Instant::now();
-    let chunk_tokens: Vec<Vec<u32>> = built
-        .sets
-        .iter()
-        .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
-        .collect::<Result<_>>()?;
-    let columns: Vec<(usize, MetricAt)> = exp
-        .columns()
-        .into_iter()
-        .map(|c| (exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k"), c))
-        .collect();
-    let scoring = Scoring::new(exp, corpus, cases, &built, &columns, &chunk_tokens);
+    let columns = cut_columns(exp);
+    let scoring = Scoring::new(exp, corpus, cases, &built, &columns, counter)?;
     let case_info = aggregate::case_info(cases, corpus);
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
@@ -258,7 +250,7 @@ pub fn run_with<'e>(
             .map(|ci| {
                 let vector = this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
-                let mut result = scoring.score(&this, ci, &retrieval);
+                let mut result = scoring.score(&this, ci, &retrieval)?;
                 result.misses = scoring.diagnose(&this, ci, vector, &retrieval)?;
                 pb.inc(1);
                 Ok(result)
@@ -350,7 +342,7 @@ fn with_cell<T>(
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
-    let scoring = Scoring::new(exp, corpus, cases, &built, &[], &[]);
+    let scoring = Scoring::new(exp, corpus, cases, &built, &[], &prepared.counter)?;
     let run = CellRun {
         cell: &one.cells[0],
         chunks: planned.chunks.0,
@@ -502,12 +494,76 @@ struct Scoring<'a> {
     built: &'a Built,
     truths: Vec<Truth>,
     allowed_sets: HashMap<(usize, &'a [String]), Allowed>,
-    /// Each metric column with the position of its cut-off in the experiment's k.
+    /// Each metric column with the position of its cut-off in the experiment's cut keys
+    /// (each k, then each budget).
     columns: &'a [(usize, MetricAt)],
+    /// The cost tokenizer: context tokens, budgets and token-level measures.
+    counter: &'a Counter,
     /// Per chunk set: the tokens of each chunk a model would be sent.
-    chunk_tokens: &'a [Vec<u32>],
+    chunk_tokens: Vec<Vec<u32>>,
     /// Per chunk set, per document: its chunks' ordinals.
     doc_chunks: Vec<Vec<Vec<u32>>>,
+    /// Per case: the relevant text as byte ranges `(doc, start, end)`, for token-level
+    /// measures (section and evidence units with budgets; empty otherwise).
+    relevant_text: Vec<Vec<(u32, usize, usize)>>,
+    /// Per document, once needed: the start byte of each of its cost-tokenizer tokens.
+    doc_token_starts: Vec<std::sync::OnceLock<Vec<u32>>>,
+}
+
+/// The experiment's columns, each with the position of its cut-off among `cut_keys`.
+fn cut_columns(exp: &Experiment) -> Vec<(usize, MetricAt)> {
+    exp.columns()
+        .into_iter()
+        .map(|c| {
+            let i = if c.budget {
+                exp.k.len() + exp.budget.iter().position(|&b| b == c.k).expect("budget columns use the budgets")
+            } else {
+                exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k")
+            };
+            (i, c)
+        })
+        .collect()
+}
+
+/// The relevant text of a case as byte ranges: its labelled sections (section unit), or every
+/// place its evidence spans occur in the documents they name, else in its labelled
+/// documents, else anywhere (evidence unit).
+fn relevant_text(unit: Unit, case: &GoldenCase, truth: &Truth, corpus: &Corpus) -> Vec<(u32, usize, usize)> {
+    match unit {
+        Unit::Doc => Vec::new(),
+        Unit::Section => truth.section_spans(),
+        Unit::Evidence => {
+            let labelled: Vec<usize> = case
+                .relevant
+                .iter()
+                .filter_map(|l| match corpus.target(&l.id)? {
+                    crate::input::corpus::Target::Doc(d) | crate::input::corpus::Target::Section { doc: d, .. } => {
+                        Some(d)
+                    }
+                })
+                .collect();
+            let mut out = Vec::new();
+            for e in &case.evidence {
+                let span = crate::analyze::normalize(&e.text);
+                if span.is_empty() {
+                    continue;
+                }
+                let docs: Vec<usize> = match e.doc.as_deref().and_then(|d| corpus.doc_index(d)) {
+                    Some(d) => vec![d],
+                    None if !labelled.is_empty() => labelled.clone(),
+                    None => (0..corpus.docs.len()).collect(),
+                };
+                for d in docs {
+                    let (norm, map) = crate::analyze::normalize_mapped(&corpus.docs[d].text);
+                    for (at, found) in norm.match_indices(span.as_str()) {
+                        let (start, end) = (map[at].0, map[at + found.len() - 1].1);
+                        out.push((d as u32, start as usize, end as usize));
+                    }
+                }
+            }
+            out
+        }
+    }
 }
 
 /// Per chunk set, per document: the ordinals of its chunks.
@@ -540,19 +596,43 @@ impl<'a> Scoring<'a> {
         cases: &'a [GoldenCase],
         built: &'a Built,
         columns: &'a [(usize, MetricAt)],
-        chunk_tokens: &'a [Vec<u32>],
-    ) -> Self {
-        Scoring {
+        counter: &'a Counter,
+    ) -> Result<Self> {
+        let chunk_tokens: Vec<Vec<u32>> = built
+            .sets
+            .iter()
+            .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
+            .collect::<Result<_>>()?;
+        let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
+        let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
+        let relevant_text = if token_measures {
+            cases.par_iter().zip(&truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus)).collect()
+        } else {
+            vec![Vec::new(); cases.len()]
+        };
+        Ok(Scoring {
             exp,
             corpus,
             cases,
             built,
-            truths: cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect(),
+            truths,
             allowed_sets: allowed_sets(corpus, cases, &built.sets),
             columns,
+            counter,
             chunk_tokens,
             doc_chunks: doc_chunks(corpus, &built.sets),
-        }
+            relevant_text,
+            doc_token_starts: (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect(),
+        })
+    }
+
+    /// Cost-tokenizer tokens of document `doc` that start within `[start, end)`.
+    fn tokens_in(&self, doc: u32, start: usize, end: usize) -> usize {
+        let starts = self.doc_token_starts[doc as usize].get_or_init(|| {
+            let text = &self.corpus.docs[doc as usize].text;
+            self.counter.token_spans(text).map_or_else(|_| Vec::new(), |s| s.iter().map(|t| t.0 as u32).collect())
+        });
+        starts.partition_point(|&s| (s as usize) < end) - starts.partition_point(|&s| (s as usize) < start)
     }
 }
 
@@ -585,23 +665,78 @@ impl Scoring<'_> {
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
         let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
         let max_k = *ks.last().expect("at least one cut-off");
-        let judge = Judge { judge: &judge, first_depth: cell::first_depth(collapses, max_k), chunks: set.len() };
+        let fill = self.exp.budget.last().map(|&b| (&self.chunk_tokens[run.chunks][..], b));
+        let judge = Judge { judge: &judge, first_depth: cell::first_depth(collapses, max_k), chunks: set.len(), fill };
         let query = Query { text: &self.cases[case].question, vector };
         cell::retrieve(retriever, &query, access, ks, &judge, timing)
     }
 
-    fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> CaseResult {
+    /// The context packed into each budget (SPEC §3) from the cell's ranked list; under `post`
+    /// the late filter drops what the user may not see from the packed context, refilling nothing.
+    fn packed(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> Result<Vec<Packed>> {
+        let set = &self.built.sets[run.chunks];
+        let cut = |chunk: u32, tokens: usize| -> Result<usize> {
+            let spans = self.counter.token_spans(set.text(self.corpus, chunk as usize))?;
+            Ok(spans.get(tokens.saturating_sub(1)).map_or(0, |s| if tokens == 0 { 0 } else { s.1 }))
+        };
+        let post = match Access::of(run.cell.filter, self.allowed(run.chunks, ci)) {
+            Access::Post(allowed) => Some(allowed),
+            _ => None,
+        };
+        self.exp
+            .budget
+            .iter()
+            .map(|&b| {
+                let mut packed = context::pack(&r.hits, set, &self.chunk_tokens[run.chunks], b, &cut)?;
+                if let Some(allowed) = post {
+                    packed.pieces.retain(|(p, _)| allowed.contains(p.chunk));
+                }
+                Ok(packed)
+            })
+            .collect()
+    }
+
+    fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> Result<CaseResult> {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
+        let set = &self.built.sets[run.chunks];
         let chunk_tokens = &self.chunk_tokens[run.chunks];
+        let packed = self.packed(run, ci, r)?;
+        let judged_packed: Vec<Judged> = packed
+            .iter()
+            .map(|p| self.truths[ci].judge_pieces(p.pieces.iter().map(|x| x.0), set, self.corpus, usize::MAX))
+            .collect();
+        let overlaps: Vec<Overlap> = packed
+            .iter()
+            .map(|p| {
+                let context: Vec<(u32, usize, usize)> =
+                    p.pieces.iter().map(|(x, _)| (set.chunks[x.chunk as usize].doc, x.start, x.end)).collect();
+                Overlap::of(&self.relevant_text[ci], &context, &|d, s, e| self.tokens_in(d, s, e))
+            })
+            .collect();
         let values = self
             .columns
             .iter()
-            .map(|&(i, c)| if case.answerable { c.metric.at(r.list(i), c.k) } else { None })
+            .map(|&(i, c)| {
+                if !case.answerable {
+                    return None;
+                }
+                if !c.budget {
+                    return c.metric.at(r.list(i), c.k);
+                }
+                let b = i - ks.len();
+                match c.metric {
+                    Metric::TokRecall => overlaps[b].recall(),
+                    Metric::TokPrecision => overlaps[b].precision(),
+                    Metric::TokIou => overlaps[b].iou(),
+                    m => m.at(&judged_packed[b], judged_packed[b].items.len().max(1)),
+                }
+            })
             .collect();
         let leaks = match self.allowed(run.chunks, ci) {
             Some(a) => {
                 let mut returned: Vec<u32> = r.lists().iter().flat_map(|j| j.returned.iter().copied()).collect();
+                returned.extend(packed.iter().flat_map(|p| p.pieces.iter().map(|x| x.0.chunk)));
                 returned.sort_unstable();
                 returned.dedup();
                 returned.into_iter().filter(|&c| !a.contains(c)).count()
@@ -609,26 +744,30 @@ impl Scoring<'_> {
             None => 0,
         };
         let deepest = &r.deepest;
-        CaseResult {
+        let mut ctx_tokens: Vec<u32> = ks
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| r.list(i).returned.iter().take(k).map(|&c| chunk_tokens[c as usize]).sum())
+            .collect();
+        ctx_tokens.extend(packed.iter().map(Packed::tokens));
+        let mut short: Vec<bool> = ks.iter().enumerate().map(|(i, &k)| r.list(i).items.len() < k).collect();
+        short.extend(packed.iter().map(|p| p.short));
+        Ok(CaseResult {
             cell: run.cell.id.clone(),
             case: case.id.clone(),
             split: case.split.unwrap_or(Split::Tuning),
             answerable: case.answerable,
             values,
             ranking: deepest.items.iter().map(|i| (i.key.clone(), i.score)).collect(),
-            short: ks.iter().enumerate().map(|(i, &k)| r.list(i).items.len() < k).collect(),
+            short,
             leaks,
             restricted_hit: case.is_restricted() && deepest.items.iter().any(|i| i.gain > 0.0),
-            ctx_tokens: ks
-                .iter()
-                .enumerate()
-                .map(|(i, &k)| r.list(i).returned.iter().take(k).map(|&c| chunk_tokens[c as usize]).sum())
-                .collect(),
+            ctx_tokens,
             first_relevant: deepest.items.iter().position(|i| i.gain > 0.0).map(|p| p as u32 + 1),
             top_score: deepest.items.first().map(|i| i.score),
             depth: r.depth,
             misses: Vec::new(),
-        }
+        })
     }
 
     /// The timed pass of one cell (SPEC §8): one case at a time after a warm-up, the query

@@ -156,6 +156,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
     let columns = exp.columns();
+    let cuts = exp.cut_keys();
     let decision = exp.decision_metric();
     let decision_column = columns.iter().position(|c| *c == decision).expect("the decision metric is a column");
     let mut rows = Vec::new();
@@ -173,7 +174,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         let results: Vec<CaseResult> = lines
             .iter()
             .map(|l| {
-                l.to_result(&columns, &exp.k).ok_or_else(|| {
+                l.to_result(&columns, &cuts).ok_or_else(|| {
                     bad(
                         &shard.dir.join("per_query.jsonl"),
                         format!("case {:?} of cell {} lacks a column of the experiment", l.case, cell.id),

@@ -112,6 +112,7 @@ pub fn aggregate_cell(
     let empty = (Vec::new(), Vec::new());
     let slices_for = |r: &CaseResult| slices_of.get(&r.case).unwrap_or(&empty);
     let ks = &exp.k;
+    let cuts = exp.cut_keys();
     let mut rows = Vec::new();
     let mut slices = Vec::new();
     for split in [Split::Tuning, Split::Reserved] {
@@ -119,7 +120,7 @@ pub fn aggregate_cell(
         if mine.is_empty() {
             continue;
         }
-        let ctx_tokens: Vec<f64> = (0..ks.len())
+        let ctx_tokens: Vec<f64> = (0..cuts.len())
             .map(|i| mine.iter().map(|r| f64::from(r.ctx_tokens[i])).sum::<f64>() / mine.len() as f64)
             .collect();
         let usd_per_1k: Vec<f64> = ctx_tokens
@@ -145,9 +146,9 @@ pub fn aggregate_cell(
             misses: miss_counts(ks, mine.iter().flat_map(|r| &r.misses)),
             latency: None,
             cost: cost.clone(),
-            ctx_tokens: Ordered::at_k(ks, ctx_tokens),
-            usd_per_1k_queries: Ordered::at_k(ks, usd_per_1k),
-            short_lists: Ordered::at_k(ks, (0..ks.len()).map(|i| mine.iter().filter(|r| r.short[i]).count())),
+            ctx_tokens: Ordered::of_keys(&cuts, ctx_tokens),
+            usd_per_1k_queries: Ordered::of_keys(&cuts, usd_per_1k),
+            short_lists: Ordered::of_keys(&cuts, (0..cuts.len()).map(|i| mine.iter().filter(|r| r.short[i]).count())),
             abstain: floor.map(|(floor, calibrated)| AbstainRow {
                 floor,
                 calibrated,

@@ -137,33 +137,50 @@ impl Truth {
 
     /// Builds L from ranked chunks, stopping once it holds `max_items` items.
     pub fn judge(&self, hits: &[Hit], chunks: &ChunkSet, corpus: &Corpus, max_items: usize) -> Judged {
+        let pieces = hits.iter().map(|h| {
+            let c = &chunks.chunks[h.chunk as usize];
+            Piece { chunk: h.chunk, start: c.start as usize, end: c.end as usize, score: h.score }
+        });
+        self.judge_pieces(pieces, chunks, corpus, max_items)
+    }
+
+    /// Builds L from ranked pieces of chunks (whole chunks, or the last one of a packed context
+    /// cut at the budget), each judged by its own span, stopping once L holds `max_items`.
+    pub fn judge_pieces(
+        &self,
+        pieces: impl IntoIterator<Item = Piece>,
+        chunks: &ChunkSet,
+        corpus: &Corpus,
+        max_items: usize,
+    ) -> Judged {
         let mut items: Vec<Item> = Vec::new();
         let mut returned: Vec<u32> = Vec::new();
+        let mut pieces = pieces.into_iter();
         match self {
             Truth::Doc(grades) => {
                 let mut seen = std::collections::HashSet::new();
-                for h in hits {
+                for p in pieces.by_ref() {
                     if items.len() >= max_items {
                         break;
                     }
-                    returned.push(h.chunk);
-                    let doc = chunks.chunks[h.chunk as usize].doc;
+                    returned.push(p.chunk);
+                    let doc = chunks.chunks[p.chunk as usize].doc;
                     if seen.insert(doc) {
                         let gain = grades.get(&doc).copied().unwrap_or(0) as f64;
                         let key = corpus.docs[doc as usize].id.clone();
-                        items.push(Item { key, score: h.score, gain, new: u32::from(gain > 0.0), chunk: h.chunk });
+                        items.push(Item { key, score: p.score, gain, new: u32::from(gain > 0.0), chunk: p.chunk });
                     }
                 }
             }
             Truth::Section(spans) => {
                 let mut seen = vec![false; spans.len()];
-                for h in hits {
+                for p in pieces.by_ref() {
                     if items.len() >= max_items {
                         break;
                     }
-                    returned.push(h.chunk);
-                    let c = &chunks.chunks[h.chunk as usize];
-                    let (cs, ce) = (c.start as usize, c.end as usize);
+                    returned.push(p.chunk);
+                    let c = &chunks.chunks[p.chunk as usize];
+                    let (cs, ce) = (p.start, p.end);
                     let mut counted = false;
                     for (i, s) in spans.iter().enumerate() {
                         if s.doc != c.doc {
@@ -178,19 +195,20 @@ impl Truth {
                             seen[i] = true;
                             let gain = s.grade as f64;
                             let new = u32::from(gain > 0.0);
-                            items.push(Item { key: s.key.clone(), score: h.score, gain, new, chunk: h.chunk });
+                            items.push(Item { key: s.key.clone(), score: p.score, gain, new, chunk: p.chunk });
                         }
                     }
                     if !counted {
-                        items.push(Item { key: c.id.clone(), score: h.score, gain: 0.0, new: 0, chunk: h.chunk });
+                        items.push(Item { key: c.id.clone(), score: p.score, gain: 0.0, new: 0, chunk: p.chunk });
                     }
                 }
             }
             Truth::Evidence(spans) => {
                 let mut covered = vec![false; spans.len()];
-                for h in hits.iter().take(max_items) {
-                    returned.push(h.chunk);
-                    let text = normalize(chunks.text(corpus, h.chunk as usize));
+                for p in pieces.by_ref().take(max_items) {
+                    returned.push(p.chunk);
+                    let c = &chunks.chunks[p.chunk as usize];
+                    let text = normalize(&corpus.docs[c.doc as usize].text[p.start..p.end]);
                     let mut new = 0;
                     for (i, e) in spans.iter().enumerate() {
                         if !covered[i] && text.contains(e.as_str()) {
@@ -198,14 +216,32 @@ impl Truth {
                             new += 1;
                         }
                     }
-                    let key = chunks.chunks[h.chunk as usize].id.clone();
+                    let key = c.id.clone();
                     let gain = f64::from(u8::from(new > 0));
-                    items.push(Item { key, score: h.score, gain, new, chunk: h.chunk });
+                    items.push(Item { key, score: p.score, gain, new, chunk: p.chunk });
                 }
             }
         }
         Judged { items, relevant: self.relevant(), ideal: self.ideal(), returned }
     }
+
+    /// The relevant text of a section unit: each labelled section's byte span (grade > 0).
+    pub fn section_spans(&self) -> Vec<(u32, usize, usize)> {
+        match self {
+            Truth::Section(spans) => spans.iter().filter(|s| s.grade > 0).map(|s| (s.doc, s.start, s.end)).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A ranked span of one chunk: the whole chunk, or the part of it a budget kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Piece {
+    pub chunk: u32,
+    /// Byte span in the chunk's document.
+    pub start: usize,
+    pub end: usize,
+    pub score: f32,
 }
 
 #[cfg(test)]

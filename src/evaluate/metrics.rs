@@ -18,11 +18,18 @@ pub enum Metric {
     Mrr,
     Ndcg,
     Ap,
+    /// Token-level measures of a packed context against the relevant text (SPEC §3, budgets).
+    TokRecall,
+    TokPrecision,
+    TokIou,
 }
 
 impl Metric {
+    /// The metrics of a judged list, at a cut-off k or a token budget.
     pub const ALL: [Metric; 6] =
         [Metric::Ndcg, Metric::Recall, Metric::Hit, Metric::Mrr, Metric::Ap, Metric::Precision];
+    /// The token-level measures, at a token budget only (section and evidence units).
+    pub const TOKEN: [Metric; 3] = [Metric::TokRecall, Metric::TokPrecision, Metric::TokIou];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -32,7 +39,14 @@ impl Metric {
             Metric::Mrr => "mrr",
             Metric::Ndcg => "ndcg",
             Metric::Ap => "ap",
+            Metric::TokRecall => "tok_recall",
+            Metric::TokPrecision => "tok_precision",
+            Metric::TokIou => "tok_iou",
         }
+    }
+
+    pub fn is_token_level(self) -> bool {
+        Metric::TOKEN.contains(&self)
     }
 
     /// The metric's value at cut-off `k`.
@@ -72,7 +86,9 @@ impl Metric {
                 }
                 sum / r
             }
-            Metric::Precision => unreachable!(),
+            Metric::Precision | Metric::TokRecall | Metric::TokPrecision | Metric::TokIou => {
+                unreachable!("precision returns above; token-level measures are not list metrics")
+            }
         })
     }
 }
@@ -87,23 +103,43 @@ impl FromStr for Metric {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown metric {s:?} (known: hit, recall, precision, mrr, ndcg, ap)"))
+        Metric::ALL.into_iter().chain(Metric::TOKEN).find(|m| m.name() == s).ok_or_else(|| {
+            format!("unknown metric {s:?} (known: hit, recall, precision, mrr, ndcg, ap; at a budget also tok_recall, tok_precision, tok_iou)")
+        })
     }
 }
 
-/// `ndcg@10`-style name of a metric at a cut-off.
+/// `ndcg@10`-style name of a metric at a cut-off, or `recall@1024t` at a token budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MetricAt {
     pub metric: Metric,
+    /// The cut-off k, or the budget in tokens when `budget`.
     pub k: usize,
+    pub budget: bool,
+}
+
+impl MetricAt {
+    pub fn at_k(metric: Metric, k: usize) -> MetricAt {
+        MetricAt { metric, k, budget: false }
+    }
+
+    pub fn at_budget(metric: Metric, tokens: usize) -> MetricAt {
+        MetricAt { metric, k: tokens, budget: true }
+    }
+
+    /// `@10` or `@1024t`: the key of per-cut-off maps (`ctx_tokens`, `short_lists`, …).
+    pub fn cut(&self) -> String {
+        if self.budget {
+            format!("@{}t", self.k)
+        } else {
+            format!("@{}", self.k)
+        }
+    }
 }
 
 impl fmt::Display for MetricAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.metric, self.k)
+        write!(f, "{}{}", self.metric, self.cut())
     }
 }
 
@@ -111,12 +147,20 @@ impl FromStr for MetricAt {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let (m, k) = s.split_once('@').ok_or_else(|| format!("expected metric@k, got {s:?}"))?;
+        let (m, k) = s.split_once('@').ok_or_else(|| format!("expected metric@k or metric@Bt, got {s:?}"))?;
+        let (k, budget) = match k.strip_suffix('t') {
+            Some(tokens) => (tokens, true),
+            None => (k, false),
+        };
         let k: usize = k.parse().map_err(|_| format!("bad cut-off in {s:?}"))?;
         if k == 0 {
             return Err(format!("cut-off must be at least 1 in {s:?}"));
         }
-        Ok(MetricAt { metric: m.parse()?, k })
+        let metric: Metric = m.parse()?;
+        if metric.is_token_level() && !budget {
+            return Err(format!("{metric} is measured at a token budget (e.g. {metric}@1024t), not at k"));
+        }
+        Ok(MetricAt { metric, k, budget })
     }
 }
 
@@ -209,7 +253,10 @@ mod tests {
 
     #[test]
     fn parses_metric_at_k() {
-        assert_eq!("ndcg@10".parse::<MetricAt>().unwrap(), MetricAt { metric: Metric::Ndcg, k: 10 });
+        assert_eq!("ndcg@10".parse::<MetricAt>().unwrap(), MetricAt::at_k(Metric::Ndcg, 10));
+        assert_eq!("recall@1024t".parse::<MetricAt>().unwrap(), MetricAt::at_budget(Metric::Recall, 1024));
+        assert_eq!(MetricAt::at_budget(Metric::TokIou, 512).to_string(), "tok_iou@512t");
+        assert!("tok_recall@5".parse::<MetricAt>().is_err());
         assert!("ndcg@0".parse::<MetricAt>().is_err());
         assert!("foo@3".parse::<MetricAt>().is_err());
     }

@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod answers;
 pub mod causes;
 pub mod columns;
+pub mod context;
 pub mod exact_terms;
 pub mod label;
 pub mod metrics;

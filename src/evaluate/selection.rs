@@ -70,7 +70,7 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
                 order: order(s.0),
                 score: s.2,
                 p50_ms: r.and_then(|r| r.latency.as_ref()).map(|l| l.p50_ms),
-                usd: r.and_then(|r| r.usd_per_1k_queries.get(&format!("@{}", metric.k)).copied()),
+                usd: r.and_then(|r| r.usd_per_1k_queries.get(&metric.cut()).copied()),
             }
         })
         .collect();
@@ -274,7 +274,7 @@ mod tests {
             row("c3", Split::Tuning, 0.60),
             row("c3", Split::Reserved, 0.65),
         ];
-        let m = MetricAt { metric: Metric::Ndcg, k: 10 };
+        let m = MetricAt::at_k(Metric::Ndcg, 10);
         let s = select(&rows, m, Prefer::Quality).unwrap();
         assert_eq!(s.cell, "c2");
         assert_eq!(s.reserved, Some(0.55));
@@ -289,7 +289,7 @@ mod tests {
         let mut rows = vec![row("c1", Split::Tuning, 0.9), row("c2", Split::Tuning, 0.5)];
         rows[0].leaks = 3;
         rows[1].filter = Filter::InQuery;
-        let m = MetricAt { metric: Metric::Ndcg, k: 10 };
+        let m = MetricAt::at_k(Metric::Ndcg, 10);
         let s = select(&rows, m, Prefer::Quality).unwrap();
         assert_eq!(s.cell, "c2");
         assert_eq!(s.excluded, vec![("c1".to_string(), "3 leaked chunks".to_string())]);

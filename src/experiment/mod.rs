@@ -33,6 +33,9 @@ struct RawExperiment {
     #[serde(default)]
     unit: Unit,
     k: Spanned<Vec<usize>>,
+    /// Context budgets in cost-tokenizer tokens (SPEC §3).
+    #[serde(default)]
+    budget: Option<Spanned<Vec<usize>>>,
     #[serde(default)]
     metrics: Option<Vec<Metric>>,
     #[serde(default)]
@@ -64,7 +67,8 @@ struct RawCost {
     embedding_usd_per_1m_tokens: Option<Spanned<f64>>,
     #[serde(default)]
     llm_usd_per_1m_input_tokens: Option<Spanned<f64>>,
-    /// `"words"` or an installed model id whose tokenizer counts context tokens.
+    /// The tokenizer context tokens are counted in: `o200k_base` (default), `cl100k_base`, an
+    /// LLM model id, `"words"`, or an installed model id.
     #[serde(default)]
     tokenizer: Option<String>,
 }
@@ -319,6 +323,16 @@ impl Cell {
     }
 }
 
+/// The metric columns of an experiment (see [`Experiment::columns`]).
+fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> Vec<MetricAt> {
+    let mut out: Vec<MetricAt> = metrics.iter().flat_map(|&m| k.iter().map(move |&k| MetricAt::at_k(m, k))).collect();
+    out.extend(metrics.iter().flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
+    if unit != Unit::Doc {
+        out.extend(Metric::TOKEN.iter().flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
+    }
+    out
+}
+
 /// Which cell of those tied with the best on tuning the selection names (SPEC §7).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -342,6 +356,8 @@ pub struct Experiment {
     pub unit: Unit,
     /// Cut-offs, ascending, without duplicates.
     pub k: Vec<usize>,
+    /// Context budgets in tokens, ascending (SPEC §3); empty when none.
+    pub budget: Vec<usize>,
     pub metrics: Vec<Metric>,
     pub seed: u64,
     pub reserved_fraction: f64,
@@ -403,15 +419,23 @@ impl Experiment {
     }
 
     /// The matrix's metric columns: every metric at every k.
+    /// Every metric column: each metric at each k, then each metric at each budget, then the
+    /// token-level measures at each budget (section and evidence units).
     pub fn columns(&self) -> Vec<MetricAt> {
-        self.metrics.iter().flat_map(|&metric| self.k.iter().map(move |&k| MetricAt { metric, k })).collect()
+        columns_of(&self.metrics, &self.k, &self.budget, self.unit)
     }
 
     /// The metric cells are compared on: `select`, else the first metric at k = 10 (the
     /// largest k when 10 is not one).
     pub fn decision_metric(&self) -> MetricAt {
         let k = if self.k.contains(&10) { 10 } else { self.max_k() };
-        self.select.unwrap_or(MetricAt { metric: self.metrics[0], k })
+        self.select.unwrap_or(MetricAt::at_k(self.metrics[0], k))
+    }
+
+    /// The keys of per-cut-off values: `@k` for each k, then `@Bt` for each budget.
+    pub fn cut_keys(&self) -> Vec<String> {
+        let ks = self.k.iter().map(|k| format!("@{k}"));
+        ks.chain(self.budget.iter().map(|b| format!("@{b}t"))).collect()
     }
 
     pub fn max_k(&self) -> usize {
@@ -448,19 +472,39 @@ impl Experiment {
             Some(f) => *f.get_ref(),
             None => 0.3,
         };
+        let mut budget = match &raw.budget {
+            Some(b) if b.get_ref().contains(&0) => {
+                return Err(bad(b.span(), "`budget` takes token counts, each at least 1".into()))
+            }
+            Some(b) => b.get_ref().clone(),
+            None => Vec::new(),
+        };
+        budget.sort_unstable();
+        budget.dedup();
         let mut metrics = raw.metrics.unwrap_or_else(|| Metric::ALL.to_vec());
         metrics.dedup();
         if metrics.is_empty() {
             return Err(Error::input(Location::file(path), "`metrics` is an empty list: name at least one metric"));
         }
+        if let Some(m) = metrics.iter().find(|m| m.is_token_level()) {
+            return Err(Error::input(
+                Location::file(path),
+                format!(
+                    "`metrics` lists {m}: token-level measures come with every `budget` for section and evidence units"
+                ),
+            ));
+        }
+        let columns = columns_of(&metrics, &k, &budget, raw.unit);
         let select = match &raw.select {
             None => None,
             Some(s) => {
                 let m: MetricAt = s.get_ref().parse().map_err(|e: String| bad(s.span(), e))?;
-                if !metrics.contains(&m.metric) || !k.contains(&m.k) {
+                if !columns.contains(&m) {
+                    let need = if m.budget { "`budget`" } else { "`k`" };
+                    let token = if m.metric.is_token_level() { " (token-level: unit section or evidence)" } else { "" };
                     return Err(bad(
                         s.span(),
-                        format!("`select = \"{m}\"` needs {} in `metrics` and {} in `k`", m.metric, m.k),
+                        format!("`select = \"{m}\"` needs {} in `metrics`{token} and {} in {need}", m.metric, m.k),
                     ));
                 }
                 Some(m)
@@ -542,6 +586,7 @@ impl Experiment {
             config_hash: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
             unit: raw.unit,
             k,
+            budget,
             metrics,
             seed: raw.seed,
             reserved_fraction,
@@ -572,7 +617,7 @@ impl Experiment {
                     "llm_usd_per_1m_input_tokens",
                 )?,
             },
-            cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| "words".into()),
+            cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| crate::stages::cost::DEFAULT_COST_TOKENIZER.into()),
             shared: Experiment::shared_stages(&cells),
             shard: None,
             cells,

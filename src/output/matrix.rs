@@ -57,7 +57,8 @@ pub const LATENCY_COLUMNS: [&str; 7] = ["p50_ms", "p95_ms", "p99_ms", "mean_ms",
 
 /// Every column of the matrix, in order.
 pub fn columns(run: &RunResult) -> Vec<Column> {
-    let ks: Vec<usize> = run.manifest.experiment.k.clone();
+    // Each k, then each budget (`@1024t`), as the rows key them.
+    let cuts: Vec<String> = run.rows.first().map_or_else(Vec::new, |r| r.ctx_tokens.keys().map(String::from).collect());
     let mut names: Vec<String> = Vec::new();
     for row in &run.rows {
         for key in row.config.keys() {
@@ -77,8 +78,8 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
     cols.push(Column::new("unanswerable", |r| Field::Int(r.unanswerable as u64)));
     cols.push(Column::new("leaks", |r| Field::Int(r.leaks as u64)));
     cols.push(Column::new("restricted_hits", |r| Field::Int(r.restricted_hits as u64)));
-    for (i, k) in ks.iter().enumerate() {
-        cols.push(Column::new(format!("short_lists@{k}"), move |r| Field::Int(*r.short_lists.at(i) as u64)));
+    for (i, cut) in cuts.iter().enumerate() {
+        cols.push(Column::new(format!("short_lists{cut}"), move |r| Field::Int(*r.short_lists.at(i) as u64)));
     }
     for (i, c) in run.columns.iter().enumerate() {
         cols.push(Column::new(c.to_string(), move |r| Field::Num(r.metrics.at(i).value, 6)));
@@ -111,9 +112,9 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
     cols.push(Column::new("reused_texts", |r| Field::Int(r.cost.reused_texts as u64)));
     cols.push(Column::new("shared_embeddings", move |r| text(r.cost.shared_embeddings.as_deref().unwrap_or(""))));
     cols.push(Column::new("shared_index", move |r| text(r.cost.shared_index.as_deref().unwrap_or(""))));
-    for (i, k) in ks.iter().enumerate() {
-        cols.push(Column::new(format!("ctx_tokens@{k}"), move |r| Field::Num(Some(*r.ctx_tokens.at(i)), 1)));
-        cols.push(Column::new(format!("usd_per_1k_queries@{k}"), move |r| {
+    for (i, cut) in cuts.iter().enumerate() {
+        cols.push(Column::new(format!("ctx_tokens{cut}"), move |r| Field::Num(Some(*r.ctx_tokens.at(i)), 1)));
+        cols.push(Column::new(format!("usd_per_1k_queries{cut}"), move |r| {
             Field::Num(Some(*r.usd_per_1k_queries.at(i)), 6)
         }));
     }

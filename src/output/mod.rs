@@ -95,6 +95,7 @@ pub fn experiment_info(exp: &Experiment) -> ExperimentInfo {
         config_hash: exp.config_hash.clone(),
         unit: exp.unit.as_str().into(),
         k: exp.k.clone(),
+        budget: exp.budget.clone(),
         metrics: exp.metrics.iter().map(|m| m.to_string()).collect(),
         seed: exp.seed,
         reserved_fraction: exp.reserved_fraction,
@@ -248,11 +249,11 @@ impl RunWriter {
     }
 
     /// One cell's case results: their `per_query.jsonl` lines and the cell's TREC run.
-    pub fn add_cell(&mut self, columns: &[MetricAt], ks: &[usize], results: &[CaseResult]) -> Result<()> {
+    pub fn add_cell(&mut self, columns: &[MetricAt], cuts: &[String], results: &[CaseResult]) -> Result<()> {
         let Some(first) = results.first() else { return Ok(()) };
         let mut lines = Vec::new();
         for r in results {
-            serde_json::to_writer(&mut lines, &CaseLine::of(columns, ks, r)).expect("json");
+            serde_json::to_writer(&mut lines, &CaseLine::of(columns, cuts, r)).expect("json");
             lines.push(b'\n');
         }
         self.add_raw(&first.cell, &lines, &trec::trec_run(results))

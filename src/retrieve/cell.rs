@@ -102,6 +102,9 @@ pub struct Judge<'j> {
     pub first_depth: usize,
     /// Chunks in the index: deepening stops there.
     pub chunks: usize,
+    /// With context budgets: each chunk's tokens and the largest budget, which the ranked list
+    /// must fill (as far as the index allows) besides holding max k items.
+    pub fill: Option<(&'j [u32], usize)>,
 }
 
 /// Chunks fetched first: more than `max_k` when chunks collapse into documents or sections.
@@ -123,6 +126,9 @@ pub struct Retrieval {
     pub per_k: Vec<Judged>,
     /// Chunks asked of the last search call.
     pub depth: usize,
+    /// The ranked chunks of the last search call (unfiltered under `post`): what a context
+    /// budget packs.
+    pub hits: Vec<Hit>,
 }
 
 impl Retrieval {
@@ -153,16 +159,21 @@ pub fn retrieve(
 ) -> Result<Retrieval> {
     let max_k = *ks.last().expect("at least one cut-off");
     let mut depth = judge.first_depth;
+    let filled = |hits: &[Hit]| {
+        judge.fill.is_none_or(|(tokens, budget)| {
+            hits.iter().map(|h| tokens[h.chunk as usize] as usize).sum::<usize>() >= budget
+        })
+    };
     let (hits, deepest) = loop {
         let hits = retriever.search(query, depth, access.in_query(), timing)?;
         let judged = (judge.judge)(&hits, max_k);
-        if judged.items.len() >= max_k || hits.len() < depth || depth >= judge.chunks {
+        if (judged.items.len() >= max_k && filled(&hits)) || hits.len() < depth || depth >= judge.chunks {
             break (hits, judged);
         }
         depth *= 4;
     };
     let Access::Post(allowed) = access else {
-        return Ok(Retrieval { deepest, per_k: Vec::new(), depth });
+        return Ok(Retrieval { deepest, per_k: Vec::new(), depth, hits });
     };
     let per_k: Vec<Judged> = ks
         .iter()
@@ -173,7 +184,7 @@ pub fn retrieve(
         })
         .collect();
     let deepest = per_k.last().expect("at least one cut-off").clone();
-    Ok(Retrieval { deepest, per_k, depth })
+    Ok(Retrieval { deepest, per_k, depth, hits })
 }
 
 #[cfg(test)]
@@ -208,7 +219,7 @@ mod tests {
         let query = Query { text: "", vector: &[1.0, 0.0] };
         // Document 0 (chunks 0 and 1) is the best match and invisible.
         let allowed = Allowed::from_fn(8, |i| i >= 2);
-        let judge = Judge { judge: &collapse, first_depth: first_depth(true, 2), chunks: 8 };
+        let judge = Judge { judge: &collapse, first_depth: first_depth(true, 2), chunks: 8, fill: None };
         let mut t = Timing::default();
         let ks = [1, 2];
         let post = retrieve(&retriever, &query, Access::Post(&allowed), &ks, &judge, &mut t).unwrap();

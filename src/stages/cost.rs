@@ -1,5 +1,7 @@
 //! Cost accounting (SPEC §8): tokens are counted with a named tokenizer and priced with the
-//! experiment's declared prices.
+//! experiment's declared prices. Context is counted by default with a BPE tokenizer that LLM
+//! prices are quoted in (`o200k_base`, `cl100k_base`, shipped inside the `tiktoken-rs` crate:
+//! nothing is downloaded), or with an installed embedding model's tokenizer, or in words.
 
 use std::path::Path;
 
@@ -18,20 +20,42 @@ pub struct Prices {
     pub llm_usd_per_1m_input_tokens: f64,
 }
 
-/// Counts tokens: Unicode words, or the tokenizer of an installed model.
+/// Counts tokens: Unicode words, a BPE of an LLM family, or the tokenizer of an installed model.
 pub enum Counter {
     Words,
+    Bpe { name: String, bpe: &'static tiktoken_rs::CoreBPE },
     Model { id: String, tokenizer: Box<Tokenizer> },
 }
 
+/// The cost tokenizer when an experiment names none.
+pub const DEFAULT_COST_TOKENIZER: &str = "o200k_base";
+
 impl Counter {
-    /// `"words"`, or the id of an installed model whose tokenizer counts.
+    /// The context tokenizer named in `[cost] tokenizer`: `o200k_base`, `cl100k_base`, an LLM
+    /// model id that maps to one of them (`gpt-4o`), `words`, or an installed embedding
+    /// model's id (counting without its truncation: a context is not cut at the model's length).
     pub fn load(name: &str, models: &Path) -> Result<Counter> {
-        if name == "words" {
-            return Ok(Counter::Words);
+        match name {
+            "words" => return Ok(Counter::Words),
+            "o200k_base" => return Ok(Counter::Bpe { name: name.into(), bpe: tiktoken_rs::o200k_base_singleton() }),
+            "cl100k_base" => return Ok(Counter::Bpe { name: name.into(), bpe: tiktoken_rs::cl100k_base_singleton() }),
+            _ => {}
         }
-        let info = crate::stages::embed::find_model(models, name)?;
-        Counter::for_model(&info)
+        if let Some(kind) = tiktoken_rs::tokenizer::get_tokenizer(name) {
+            let bpe =
+                tiktoken_rs::bpe_for_tokenizer(kind).map_err(|e| Error::Other(format!("tokenizer for {name}: {e}")))?;
+            return Ok(Counter::Bpe { name: format!("{name} ({kind:?})"), bpe });
+        }
+        let info = crate::stages::embed::find_model(models, name).map_err(|e| {
+            Error::Other(format!(
+                "[cost] tokenizer = {name:?} is neither o200k_base, cl100k_base, an LLM model id, words, nor an installed model: {e}"
+            ))
+        })?;
+        let mut counter = Counter::for_model(&info)?;
+        if let Counter::Model { tokenizer, .. } = &mut counter {
+            tokenizer.with_truncation(None).map_err(|e| Error::Other(format!("{name}: {e}")))?;
+        }
+        Ok(counter)
     }
 
     /// The model's own tokenizer, truncating where the model truncates.
@@ -53,7 +77,35 @@ impl Counter {
     pub fn name(&self) -> String {
         match self {
             Counter::Words => "words (Unicode word segments)".into(),
+            Counter::Bpe { name, .. } => format!("{name} (tiktoken BPE)"),
             Counter::Model { id, .. } => format!("{id} tokenizer"),
+        }
+    }
+
+    /// The byte span of each token of `text`, in order, without special tokens. Spans tile
+    /// the text where the tokenizer covers every byte (BPE); words and model tokenizers skip
+    /// what they do not turn into tokens.
+    pub fn token_spans(&self, text: &str) -> Result<Vec<(usize, usize)>> {
+        match self {
+            Counter::Words => Ok(unicode_segmentation::UnicodeSegmentation::unicode_word_indices(text)
+                .map(|(at, w)| (at, at + w.len()))
+                .collect()),
+            Counter::Bpe { bpe, .. } => {
+                let mut at = 0;
+                Ok(bpe
+                    ._decode_native_and_split(bpe.encode_ordinary(text))
+                    .map(|bytes| {
+                        let span = (at, at + bytes.len());
+                        at += bytes.len();
+                        span
+                    })
+                    .collect())
+            }
+            Counter::Model { tokenizer, .. } => Ok(tokenizer
+                .encode(text, false)
+                .map_err(|e| Error::Other(format!("tokenizing {text:?}: {e}")))?
+                .get_offsets()
+                .to_vec()),
         }
     }
 
@@ -63,6 +115,10 @@ impl Counter {
             Counter::Words => {
                 Ok(unicode_segmentation::UnicodeSegmentation::unicode_words(text).map(String::from).collect())
             }
+            Counter::Bpe { bpe, .. } => Ok(bpe
+                ._decode_native_and_split(bpe.encode_ordinary(text))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .collect()),
             Counter::Model { tokenizer, .. } => Ok(tokenizer
                 .encode(text, false)
                 .map_err(|e| Error::Other(format!("tokenizing {text:?}: {e}")))?
@@ -78,6 +134,10 @@ impl Counter {
                 .iter()
                 .map(|t| unicode_segmentation::UnicodeSegmentation::unicode_words(t.as_str()).count() as u32)
                 .collect()),
+            Counter::Bpe { bpe, .. } => {
+                use rayon::prelude::*;
+                Ok(texts.par_iter().map(|t| bpe.encode_ordinary(t).len() as u32).collect())
+            }
             Counter::Model { id, tokenizer } => {
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 let encodings = tokenizer
@@ -97,6 +157,19 @@ pub fn usd(tokens: f64, usd_per_1m: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bpe_spans_tile_the_text_and_count_what_count_counts() {
+        let c = Counter::load("o200k_base", Path::new("/nonexistent")).unwrap();
+        let text = "O prazo de férias é de 30 dias (art. 130, §1º).";
+        let spans = c.token_spans(text).unwrap();
+        assert_eq!(spans.len() as u32, c.count(&[text.to_string()]).unwrap()[0]);
+        assert_eq!(spans.first().unwrap().0, 0);
+        assert_eq!(spans.last().unwrap().1, text.len());
+        assert!(spans.windows(2).all(|w| w[0].1 == w[1].0), "{spans:?}");
+        assert!(Counter::load("gpt-4o", Path::new("/nonexistent")).unwrap().name().contains("O200k"));
+        assert!(Counter::load("no-such-tokenizer", Path::new("/nonexistent")).is_err());
+    }
 
     #[test]
     fn words_and_prices() {
