@@ -143,6 +143,12 @@ pub struct CellCost {
     pub shared_embeddings: Option<String>,
     /// Mean tokens of an embedded query (dense retrieval).
     pub query_tokens: f64,
+    /// Share of the cell's chunks longer than its embedding model reads (`max_length`).
+    #[serde(default)]
+    pub truncated_chunks: Option<f64>,
+    /// Share of the chunks' tokens the embedding model never saw.
+    #[serde(default)]
+    pub truncated_tokens: Option<f64>,
 }
 
 /// A cell's abstention on one split (SPEC §4).
@@ -169,6 +175,10 @@ pub struct Row {
     pub leaks: usize,
     /// Restricted-answer cases (SPEC §1) whose list held a labelled unit the user may not see.
     pub restricted_hits: usize,
+    /// Section unit: of the relevant items at the largest k, the share placed by chunks that
+    /// span several labelled sections (credited for each of them); `None` without such items.
+    #[serde(default)]
+    pub spanning_hits: Option<f64>,
     pub latency: Option<Latency>,
     pub cost: CellCost,
     /// Per cut-off: mean tokens of the top k chunks a model would be sent.
@@ -206,6 +216,7 @@ impl Row {
             unanswerable: 0,
             leaks: 0,
             restricted_hits: 0,
+            spanning_hits: None,
             latency: None,
             cost: Default::default(),
             ctx_tokens: Ordered::default(),
@@ -267,6 +278,9 @@ pub struct CaseResult {
     pub leaks: usize,
     /// A restricted-answer case whose list held a labelled unit.
     pub restricted_hit: bool,
+    /// Relevant items at the largest k, and how many came from chunks spanning several
+    /// labelled sections (section unit).
+    pub spanning: (u32, u32),
     /// Per cut-off (each k, then each budget): tokens of the context a model would be sent.
     pub ctx_tokens: Vec<u32>,
     /// 1-based rank of the first relevant item in the judged list (deepest k), if any.
@@ -300,6 +314,10 @@ pub struct CaseLine {
     pub leaks: usize,
     #[serde(default)]
     pub restricted_hit: bool,
+    /// Relevant items at the largest k and how many came from chunks spanning several labelled
+    /// sections.
+    #[serde(default)]
+    pub spanning: (u32, u32),
     #[serde(default)]
     pub depth: usize,
     /// The cut-offs at which the case was missed, each with its cause (`evaluate::causes`).
@@ -326,6 +344,7 @@ impl CaseLine {
             top: r.ranking.iter().take(PER_QUERY_TOP).map(|(k, _)| k.clone()).collect(),
             leaks: r.leaks,
             restricted_hit: r.restricted_hit,
+            spanning: r.spanning,
             depth: r.depth,
             misses: r.misses.clone(),
             ctx_tokens: Ordered::of_keys(cuts, r.ctx_tokens.iter().copied()),
@@ -347,6 +366,7 @@ impl CaseLine {
             short: cuts.iter().map(|k| self.short.get(k).copied()).collect::<Option<_>>()?,
             leaks: self.leaks,
             restricted_hit: self.restricted_hit,
+            spanning: self.spanning,
             ctx_tokens: cuts.iter().map(|k| self.ctx_tokens.get(k).copied()).collect::<Option<_>>()?,
             first_relevant: self.first_relevant,
             top_score: self.top_score,

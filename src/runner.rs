@@ -508,6 +508,8 @@ struct Scoring<'a> {
     relevant_text: Vec<Vec<(u32, usize, usize)>>,
     /// Per document, once needed: the start byte of each of its cost-tokenizer tokens.
     doc_token_starts: Vec<std::sync::OnceLock<Vec<u32>>>,
+    /// Per chunk set, per chunk: whether it counts for several labelled sections (section unit).
+    spanning: Vec<Vec<bool>>,
 }
 
 /// The experiment's columns, each with the position of its cut-off among `cut_keys`.
@@ -564,6 +566,41 @@ fn relevant_text(unit: Unit, case: &GoldenCase, truth: &Truth, corpus: &Corpus) 
             out
         }
     }
+}
+
+/// Per chunk set, per chunk: whether it counts (SPEC §2) for two or more of the sections any
+/// case labels. Such a chunk is credited for each: the bigger the chunk, the more it covers.
+fn spanning_chunks(
+    unit: Unit,
+    cases: &[GoldenCase],
+    corpus: &Corpus,
+    sets: &[crate::stages::chunk::ChunkSet],
+) -> Vec<Vec<bool>> {
+    let mut labelled: Vec<(usize, usize, usize)> = Vec::new();
+    if unit == Unit::Section {
+        for l in cases.iter().flat_map(|c| &c.relevant) {
+            if let Some(crate::input::corpus::Target::Section { doc, section }) = corpus.target(&l.id) {
+                let s = &corpus.docs[doc].sections[section];
+                labelled.push((doc, s.start, s.end));
+            }
+        }
+        labelled.sort_unstable();
+        labelled.dedup();
+    }
+    sets.iter()
+        .map(|set| {
+            set.chunks
+                .par_iter()
+                .map(|c| {
+                    let span = (c.start as usize, c.end as usize);
+                    let counts = |&&(d, s, e): &&(usize, usize, usize)| {
+                        d == c.doc as usize && crate::evaluate::label::counts_for(span, (s, e))
+                    };
+                    labelled.iter().filter(counts).take(2).count() >= 2
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Per chunk set, per document: the ordinals of its chunks.
@@ -623,6 +660,7 @@ impl<'a> Scoring<'a> {
             doc_chunks: doc_chunks(corpus, &built.sets),
             relevant_text,
             doc_token_starts: (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect(),
+            spanning: spanning_chunks(exp.unit, cases, corpus, &built.sets),
         })
     }
 
@@ -762,6 +800,11 @@ impl Scoring<'_> {
             short,
             leaks,
             restricted_hit: case.is_restricted() && deepest.items.iter().any(|i| i.gain > 0.0),
+            spanning: {
+                let relevant: Vec<u32> = deepest.items.iter().filter(|i| i.gain > 0.0).map(|i| i.chunk).collect();
+                let spanning = relevant.iter().filter(|&&c| self.spanning[run.chunks][c as usize]).count();
+                (relevant.len() as u32, spanning as u32)
+            },
             ctx_tokens,
             first_relevant: deepest.items.iter().position(|i| i.gain > 0.0).map(|p| p as u32 + 1),
             top_score: deepest.items.first().map(|i| i.score),

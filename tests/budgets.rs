@@ -79,8 +79,11 @@ fn a_whole_document_wins_at_equal_k_and_loses_at_an_equal_budget() {
 
     // Selecting at the budget picks the Markdown chunker, at k the whole document.
     let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
-    std::fs::write(f.path().join("exp.toml"), exp.replace("latency_cases = 0\n", "latency_cases = 0\nselect = \"recall@15t\"\n"))
-        .unwrap();
+    std::fs::write(
+        f.path().join("exp.toml"),
+        exp.replace("latency_cases = 0\n", "latency_cases = 0\nselect = \"recall@15t\"\n"),
+    )
+    .unwrap();
     f.run_cmd().assert().success();
     let runs: Vec<_> = std::fs::read_dir(f.path().join("out/budgets")).unwrap().map(|e| e.unwrap().path()).collect();
     let newest = runs.iter().max().unwrap();

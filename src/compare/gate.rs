@@ -162,6 +162,7 @@ mod tests {
                     top: vec![],
                     leaks: 0,
                     restricted_hit: false,
+                    spanning: (0, 0),
                     depth: 10,
                     misses: vec![],
                     ctx_tokens: Ordered::default(),

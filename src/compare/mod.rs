@@ -570,6 +570,7 @@ mod tests {
                     top: Vec::new(),
                     leaks: 0,
                     restricted_hit: false,
+                    spanning: (0, 0),
                     depth: 0,
                     misses: Vec::new(),
                     ctx_tokens: crate::results::Ordered::default(),

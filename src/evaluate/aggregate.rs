@@ -141,6 +141,10 @@ pub fn aggregate_cell(
             unanswerable: mine.iter().filter(|r| !r.answerable).count(),
             leaks: mine.iter().map(|r| r.leaks).sum(),
             restricted_hits: mine.iter().filter(|r| r.restricted_hit).count(),
+            spanning_hits: {
+                let (hits, spanning) = mine.iter().fold((0, 0), |(h, s), r| (h + r.spanning.0, s + r.spanning.1));
+                (hits > 0).then(|| f64::from(spanning) / f64::from(hits))
+            },
             p_vs_best: None,
             tied_with_best: None,
             misses: miss_counts(ks, mine.iter().flat_map(|r| &r.misses)),

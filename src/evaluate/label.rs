@@ -186,8 +186,7 @@ impl Truth {
                         if s.doc != c.doc {
                             continue;
                         }
-                        let overlap = ce.min(s.end).saturating_sub(cs.max(s.start));
-                        if overlap == 0 || (2 * overlap < ce - cs && 2 * overlap < s.end - s.start) {
+                        if !counts_for((cs, ce), (s.start, s.end)) {
                             continue;
                         }
                         counted = true;
@@ -232,6 +231,13 @@ impl Truth {
             _ => Vec::new(),
         }
     }
+}
+
+/// SPEC §2: a chunk span counts for a section span when at least half of the chunk's bytes or
+/// half of the section's bytes lie inside the section (both in one document).
+pub fn counts_for((cs, ce): (usize, usize), (ss, se): (usize, usize)) -> bool {
+    let overlap = ce.min(se).saturating_sub(cs.max(ss));
+    overlap > 0 && (2 * overlap >= ce - cs || 2 * overlap >= se - ss)
 }
 
 /// A ranked span of one chunk: the whole chunk, or the part of it a budget kept.

@@ -78,6 +78,7 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
     cols.push(Column::new("unanswerable", |r| Field::Int(r.unanswerable as u64)));
     cols.push(Column::new("leaks", |r| Field::Int(r.leaks as u64)));
     cols.push(Column::new("restricted_hits", |r| Field::Int(r.restricted_hits as u64)));
+    cols.push(Column::new("spanning_hits", |r| Field::Num(r.spanning_hits, 4)));
     for (i, cut) in cuts.iter().enumerate() {
         cols.push(Column::new(format!("short_lists{cut}"), move |r| Field::Int(*r.short_lists.at(i) as u64)));
     }
@@ -109,6 +110,8 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
     cols.push(Column::new("embed_s", |r| Field::Num(Some(r.cost.embed_s), 3)));
     cols.push(Column::new("index_s", |r| Field::Num(Some(r.cost.index_s), 3)));
     cols.push(Column::new("index_bytes", |r| Field::Int(r.cost.index_bytes)));
+    cols.push(Column::new("truncated_chunks", |r| Field::Num(r.cost.truncated_chunks, 4)));
+    cols.push(Column::new("truncated_tokens", |r| Field::Num(r.cost.truncated_tokens, 4)));
     cols.push(Column::new("reused_texts", |r| Field::Int(r.cost.reused_texts as u64)));
     cols.push(Column::new("shared_embeddings", move |r| text(r.cost.shared_embeddings.as_deref().unwrap_or(""))));
     cols.push(Column::new("shared_index", move |r| text(r.cost.shared_index.as_deref().unwrap_or(""))));

@@ -153,6 +153,121 @@ fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String
     format!("{}: {cells} · {} · ranked by {metric} on tuning", m.experiment, splits.join(" / "))
 }
 
+/// The plain-language warning when the reserved split cannot separate the top cells: the
+/// selected cell's 95% interval overlaps the next best one's.
+pub fn reserved_warning(m: &Matrix) -> Option<String> {
+    let metric = m.selection.as_ref()?.metric.clone();
+    let mut reserved: Vec<(&str, f64, f64, f64)> = m
+        .rows
+        .iter()
+        .filter(|r| r.split == Split::Reserved)
+        .filter_map(|r| {
+            let mean = r.metrics.get(&metric)?;
+            let ci = mean.ci?;
+            Some((r.cell.as_str(), mean.value?, ci.lo, ci.hi))
+        })
+        .collect();
+    reserved.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (a, b) = (reserved.first()?, reserved.get(1)?);
+    (a.2 <= b.3).then(|| {
+        format!(
+            "The reserved split is too small to separate the top cells: {} ({:.3}, 95% interval {:.3}–{:.3}) and {} ({:.3}, {:.3}–{:.3}) overlap. Treat their order as unknown.",
+            a.0, a.1, a.2, a.3, b.0, b.1, b.2, b.3
+        )
+    })
+}
+
+/// What a reader of the matrix could be misled by, one line each: truncation by an embedding
+/// model, chunks credited for several labelled sections, a k or budget that reaches everything a
+/// cell can return, short lists of the selected cell, a reserved split too small to separate
+/// the top cells.
+pub fn warnings(m: &Matrix, manifest: &Manifest) -> Vec<String> {
+    let mut out = Vec::new();
+    let first_rows: Vec<&Row> = {
+        let mut seen: Vec<&Row> = Vec::new();
+        for r in &m.rows {
+            if !seen.iter().any(|s| s.cell == r.cell) {
+                seen.push(r);
+            }
+        }
+        seen
+    };
+    let pct = |v: f64| format!("{:.0}%", 100.0 * v);
+    let mut truncated: Vec<(String, Vec<&str>)> = Vec::new();
+    for r in &first_rows {
+        if let (Some(chunks), Some(tokens)) = (r.cost.truncated_chunks, r.cost.truncated_tokens) {
+            if chunks > TRUNCATION_WARNING || tokens > TRUNCATION_WARNING {
+                let what = format!(
+                    "{} of the chunks are longer than the embedding model reads and {} of their tokens are never embedded",
+                    pct(chunks),
+                    pct(tokens)
+                );
+                match truncated.iter_mut().find(|(w, _)| *w == what) {
+                    Some((_, cells)) => cells.push(&r.cell),
+                    None => truncated.push((what, vec![&r.cell])),
+                }
+            }
+        }
+    }
+    for (what, cells) in truncated {
+        out.push(format!("{}: {what}; the dense side is credited for text it never saw", cells.join(", ")));
+    }
+    let spanning: Vec<String> = first_rows
+        .iter()
+        .filter_map(|r| r.spanning_hits.filter(|&s| s >= SPANNING_WARNING).map(|s| format!("{} {}", r.cell, pct(s))))
+        .collect();
+    if !spanning.is_empty() {
+        out.push(format!(
+            "relevant items placed by chunks that span several labelled sections (each counts for every one it covers): {}; compare chunkers at a budget (metric@Bt), not only at k",
+            spanning.join(", ")
+        ));
+    }
+    let max_k = manifest.experiment.k.last().copied().unwrap_or(0);
+    let mut reaching: Vec<&str> =
+        first_rows.iter().filter(|r| r.cost.chunks > 0 && max_k >= r.cost.chunks).map(|r| r.cell.as_str()).collect();
+    if m.unit == "doc" && max_k >= manifest.corpus.documents {
+        reaching = first_rows.iter().map(|r| r.cell.as_str()).collect();
+    }
+    if !reaching.is_empty() {
+        out.push(format!(
+            "k = {max_k} reaches everything {} can return (their whole chunk set, or every document): their scores at that k say little",
+            reaching.join(", ")
+        ));
+    }
+    for &b in &manifest.experiment.budget {
+        let key = format!("@{b}t");
+        let exhausted: Vec<&str> = first_rows
+            .iter()
+            .filter(|r| r.short_lists.get(&key).is_some_and(|&n| n > 0 && n == r.cases))
+            .map(|r| r.cell.as_str())
+            .collect();
+        if !exhausted.is_empty() {
+            out.push(format!(
+                "budget {b}: every list of {} ran out before filling it: the budget holds all the cell returns",
+                exhausted.join(", ")
+            ));
+        }
+    }
+    if let Some(s) = &m.selection {
+        let cut = s.metric.split_once('@').map(|(_, c)| format!("@{c}")).unwrap_or_default();
+        if let Some(r) = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning) {
+            if let Some(&short) = r.short_lists.get(&cut).filter(|&&n| n > 0) {
+                out.push(format!(
+                    "the selected cell {} returned short lists at {cut} for {short} of {} tuning cases (filter {})",
+                    s.cell, r.cases, r.filter
+                ));
+            }
+        }
+    }
+    out.extend(reserved_warning(m));
+    out
+}
+
+/// Truncation above this share of chunks or tokens is warned about.
+pub const TRUNCATION_WARNING: f64 = 0.05;
+/// Relevant items from chunks spanning several labelled sections above this share are warned about.
+pub const SPANNING_WARNING: f64 = 0.25;
+
 /// The terminal summary; every line fits [`WIDTH`] columns.
 pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     let metric = decision(m);
@@ -182,6 +297,9 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     if let Some(s) = &m.selection {
         out.push('\n');
         out.push_str(&wrap(&selection_summary(s), WIDTH, 4));
+    }
+    for w in warnings(m, manifest) {
+        out.push_str(&wrap(&format!("warning: {w}"), WIDTH, 2));
     }
     out.push('\n');
     out.push_str(&wrap(
@@ -243,6 +361,13 @@ pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
         let text = crate::output::terminal_safe(&selection_summary(s));
         let fence = fence(&text);
         out.push_str(&format!("\n{fence}\n{text}{fence}\n"));
+    }
+    let warnings = warnings(m, manifest);
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings:\n");
+        for w in &warnings {
+            out.push_str(&format!("- {}\n", md(w)));
+        }
     }
     if !manifest.golden.health.is_empty() {
         out.push_str("\nGolden set:\n");

@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 use crate::atomic::write_atomic;
 use crate::compare::{self, RunData, Side};
 use crate::error::Result;
-use crate::input::golden::Split;
 use crate::input::text;
 use crate::output::summary;
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, Row};
@@ -87,30 +86,6 @@ struct Data {
     first: Vec<Vec<i64>>,
     table: Value,
     vs: Option<String>,
-}
-
-/// The plain-language warning when the reserved split cannot separate the top cells: the
-/// selected cell's 95% interval overlaps the next best one's.
-fn reserved_warning(m: &Matrix) -> Option<String> {
-    let metric = m.selection.as_ref()?.metric.clone();
-    let mut reserved: Vec<(&str, f64, f64, f64)> = m
-        .rows
-        .iter()
-        .filter(|r| r.split == Split::Reserved)
-        .filter_map(|r| {
-            let mean = r.metrics.get(&metric)?;
-            let ci = mean.ci?;
-            Some((r.cell.as_str(), mean.value?, ci.lo, ci.hi))
-        })
-        .collect();
-    reserved.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (a, b) = (reserved.first()?, reserved.get(1)?);
-    (a.2 <= b.3).then(|| {
-        format!(
-            "The reserved split is too small to separate the top cells: {} ({:.3}, 95% interval {:.3}–{:.3}) and {} ({:.3}, {:.3}–{:.3}) overlap. Treat their order as unknown.",
-            a.0, a.1, a.2, a.3, b.0, b.1, b.2, b.3
-        )
-    })
 }
 
 /// Another run to compare a report with.
@@ -200,7 +175,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         columns: matrix.columns.clone(),
         ks: manifest.experiment.k.clone(),
         selection: serde_json::to_value(&matrix.selection).expect("json"),
-        warning: reserved_warning(&matrix),
+        warning: summary::reserved_warning(&matrix),
         health: manifest.golden.health.clone(),
         cells,
         rows: matrix.rows.iter().map(row_data).collect(),

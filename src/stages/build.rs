@@ -66,8 +66,30 @@ impl BuiltIndex {
 pub struct Vectors {
     pub passages: Arc<Vec<f32>>,
     pub stats: EmbedStats,
-    /// Passage tokens the model embedded (for cost).
-    pub tokens: u64,
+    /// Passage tokens the model embedded (for cost), and what its truncation dropped.
+    pub tokens: PassageTokens,
+}
+
+/// A chunk set's passages as one model reads them: the tokens it embeds (truncated at its
+/// `max_length`), the tokens before truncation, and how many passages were truncated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PassageTokens {
+    pub passages: u64,
+    pub embedded: u64,
+    pub untruncated: u64,
+    pub truncated_passages: u64,
+}
+
+impl PassageTokens {
+    /// Share of passages longer than the model reads; `None` for a model that reads no tokens.
+    pub fn truncated_share(&self) -> Option<f64> {
+        (self.untruncated > 0).then(|| self.truncated_passages as f64 / self.passages.max(1) as f64)
+    }
+
+    /// Share of the passages' tokens the model never saw.
+    pub fn dropped_share(&self) -> Option<f64> {
+        (self.untruncated > 0).then(|| (self.untruncated - self.embedded) as f64 / self.untruncated as f64)
+    }
 }
 
 /// Every built stage of a plan.
@@ -123,7 +145,9 @@ impl Built {
         }
         if let Some(embedding) = planned.embedding {
             let v = &self.vectors[embedding.0];
-            cost.tokens_embedded = v.tokens;
+            cost.tokens_embedded = v.tokens.embedded;
+            cost.truncated_chunks = v.tokens.truncated_share();
+            cost.truncated_tokens = v.tokens.dropped_share();
             cost.embed_s = v.stats.seconds;
             cost.reused_texts = v.stats.reused;
             cost.query_tokens = self.queries[plan.embedding(embedding).model.0].1;
@@ -241,17 +265,13 @@ fn embed_stage(
             let counting = Instant::now();
             let counted = ctx.store.get_or_build(
                 "tokens",
-                &cache::key("tokens", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
+                &cache::key("tokens-v2", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
                 |dir| {
-                    let tokens = count_prefixed(&counter, info, Role::Passage, &texts)?;
-                    let path = dir.join("tokens");
-                    std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
+                    let tokens = count_passages(info, &texts)?;
+                    let path = dir.join("tokens.json");
+                    std::fs::write(&path, serde_json::to_vec(&tokens).expect("json")).map_err(|e| Error::io(&path, e))
                 },
-                |dir| {
-                    let path = dir.join("tokens");
-                    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-                    text.trim().parse::<u64>().map_err(|e| Error::Other(format!("{}: {e}", path.display())))
-                },
+                |dir| crate::input::text::json::<PassageTokens>(&dir.join("tokens.json"), "token counts"),
             )?;
             let mut r = StageReport::new(
                 "count",
@@ -269,6 +289,28 @@ fn embed_stage(
     }
     built.vectors = passages.into_iter().map(|v| v.expect("every embedding job belongs to a model")).collect();
     Ok(())
+}
+
+/// The passages' tokens as the model reads them (prefix added): untruncated, and cut at its
+/// `max_length`, counted a block at a time so that no second copy of every text is held.
+fn count_passages(info: &ModelInfo, texts: &[String]) -> Result<PassageTokens> {
+    let counter = Counter::for_model(info)?.untruncated()?;
+    let count = token_counts(&counter, info, Role::Passage, texts);
+    let indices: Vec<usize> = (0..texts.len()).collect();
+    let mut out = PassageTokens { passages: texts.len() as u64, ..Default::default() };
+    let limit = if info.max_length == 0 { u64::MAX } else { info.max_length as u64 };
+    for block in indices.chunks(4096) {
+        for n in count(block)? {
+            let n = u64::from(n);
+            out.untruncated += n;
+            out.embedded += n.min(limit);
+            out.truncated_passages += u64::from(n > limit);
+        }
+    }
+    if info.max_length == 0 {
+        out.untruncated = 0;
+    }
+    Ok(out)
 }
 
 /// Tokens of all `texts` as the model sees them (prefix added), counted a block at a time

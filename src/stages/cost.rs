@@ -51,11 +51,7 @@ impl Counter {
                 "[cost] tokenizer = {name:?} is neither o200k_base, cl100k_base, an LLM model id, words, nor an installed model: {e}"
             ))
         })?;
-        let mut counter = Counter::for_model(&info)?;
-        if let Counter::Model { tokenizer, .. } = &mut counter {
-            tokenizer.with_truncation(None).map_err(|e| Error::Other(format!("{name}: {e}")))?;
-        }
-        Ok(counter)
+        Counter::for_model(&info)?.untruncated()
     }
 
     /// The model's own tokenizer, truncating where the model truncates.
@@ -72,6 +68,14 @@ impl Counter {
             .with_truncation(Some(TruncationParams { max_length: info.max_length, ..Default::default() }))
             .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
         Ok(Counter::Model { id: info.id.clone(), tokenizer: Box::new(tokenizer) })
+    }
+
+    /// The same tokenizer without truncation (counts what a text is, not what a model reads).
+    pub fn untruncated(mut self) -> Result<Counter> {
+        if let Counter::Model { tokenizer, id } = &mut self {
+            tokenizer.with_truncation(None).map_err(|e| Error::Other(format!("{id}: {e}")))?;
+        }
+        Ok(self)
     }
 
     pub fn name(&self) -> String {
