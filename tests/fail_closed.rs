@@ -516,3 +516,29 @@ fn explain_and_contexts_work_from_another_directory_and_after_a_move() {
         .stderr(predicate::str::contains("exp.toml"));
     std::fs::rename(&target, f.path()).unwrap();
 }
+
+#[test]
+fn terminal_output_never_carries_control_characters_from_the_data() {
+    let golden = r#"[{"id": "q1", "question": "tabela \u001b[31mde benefícios\u001b]0;pwned\u0007", "relevant": ["beneficios"], "groups": ["vendas"]},
+        {"id": "q2", "question": "dias de férias", "relevant": ["ferias"], "groups": ["vendas"]}]"#;
+    let (f, run) = run_with_golden(golden);
+    let out = f
+        .cmd()
+        .args(["diff", "c01", "c02", "--metric", "hit@1", "--split", "all", "--run"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{7}'), "{stdout:?}");
+    let explain = f
+        .cmd()
+        .arg("explain")
+        .arg(&run)
+        .args(["--cell", "c01", "--case", "q1", "--cache"])
+        .arg(f.path().join("cache"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(explain.stdout).unwrap();
+    assert!(text.contains("\\u{1b}") && !text.contains('\u{1b}'), "shown escaped: {text:?}");
+}

@@ -174,12 +174,17 @@ fn bm25_with_no_shared_term_is_a_lexical_mismatch_and_a_lower_rank_a_cutoff() {
     assert_eq!(items[0]["role"], "top");
     assert_eq!(items[0]["key"], "pedido");
     assert_eq!(items[1]["role"], "best relevant");
-    assert_eq!((items[1]["key"].as_str(), items[1]["rank"].as_u64()), (Some("ferias"), Some(2)));
+    // Below k = 1 it is not in the cell's list (nor its TREC run); the deeper search the miss
+    // diagnosis makes ranks it 2, as misses.csv says.
+    assert_eq!((items[1]["key"].as_str(), items[1]["rank"].as_u64()), (Some("ferias"), None));
+    assert_eq!(items[1]["deeper_rank"], 2);
     for item in items {
         let b = &item["bm25"];
         let sum: f64 = b["terms"].as_array().unwrap().iter().map(|t| t["contribution"].as_f64().unwrap()).sum();
         assert!((sum - b["score"].as_f64().unwrap()).abs() < 1e-5, "{item}");
-        assert_eq!(b["score"], item["score"], "the explained score is the ranked score");
+        if !item["score"].is_null() {
+            assert_eq!(b["score"], item["score"], "the explained score is the ranked score");
+        }
     }
     let pedido_tf = |item: &Value| {
         item["bm25"]["terms"].as_array().unwrap().iter().find(|t| t["term"] == "ped").unwrap()["tf"].as_u64().unwrap()
@@ -321,7 +326,7 @@ fn a_hybrid_that_loses_what_one_side_ranked_first_is_a_fusion_miss() {
     let relevant = items.iter().find(|i| i["role"] == "best relevant").unwrap();
     assert_eq!(relevant["hybrid"]["lexical"]["rank"], 1);
     assert_eq!(relevant["hybrid"]["lexical"]["fused_part"], 0.0, "alpha = 1 gives the lexical side no weight");
-    for item in items {
+    for item in items.iter().filter(|i| !i["score"].is_null()) {
         let fused = item["hybrid"]["fused"].as_f64().unwrap();
         assert!((fused - item["score"].as_f64().unwrap()).abs() < 1e-6, "the fused score is the ranked score: {item}");
     }

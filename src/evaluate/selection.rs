@@ -143,44 +143,33 @@ pub fn prefer_among<'a>(candidates: &[Candidate<'a>], prefer: Prefer, metric: &s
     let by_cost_score_order = |a: &&Candidate<'_>, b: &&Candidate<'_>| {
         cost(a).total_cmp(&cost(b)).then(b.score.total_cmp(&a.score)).then(a.order.cmp(&b.order))
     };
-    match prefer {
-        Prefer::Quality => None,
-        Prefer::Latency => {
-            let timed: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.p50_ms.is_some()).collect();
-            let fastest = timed.iter().map(|c| c.p50_ms.unwrap()).min_by(f64::total_cmp)?;
-            let noise = (LATENCY_NOISE_RELATIVE * fastest).max(LATENCY_NOISE_MS);
-            let mut equal: Vec<&Candidate<'_>> =
-                timed.into_iter().filter(|c| c.p50_ms.unwrap() <= fastest + noise).collect();
-            equal.sort_by(by_cost_score_order);
-            let chosen = equal[0];
-            let rule = format!(
-                "prefer = latency: {} of {} tied cells have a p50 within the timing noise of the fastest ({:.3} ms + max({:.0}%, {} ms)); among them the cheapest, then the best tuning {metric}, then the first in the grid: {} (p50 {:.3} ms)",
-                equal.len(),
-                candidates.len(),
-                fastest,
-                100.0 * LATENCY_NOISE_RELATIVE,
-                LATENCY_NOISE_MS,
-                chosen.cell,
-                chosen.p50_ms.unwrap()
-            );
-            Some((chosen.cell, rule))
-        }
-        Prefer::Cost => {
-            let priced: Vec<&Candidate<'_>> = candidates.iter().filter(|c| c.usd.is_some()).collect();
-            let cheapest = priced.iter().map(|c| cost(c)).min_by(f64::total_cmp)?;
-            let mut equal: Vec<&Candidate<'_>> =
-                priced.into_iter().filter(|c| cost(c) <= cheapest + 1e-12 * cheapest.abs().max(1.0)).collect();
-            equal.sort_by(by_cost_score_order);
-            let chosen = equal[0];
-            let rule = format!(
-                "prefer = cost: {} of {} tied cells cost the least (${cheapest:.4} per 1k queries); among them the best tuning {metric}, then the first in the grid: {}",
-                equal.len(),
-                candidates.len(),
-                chosen.cell
-            );
-            Some((chosen.cell, rule))
-        }
-    }
+    type Measure = fn(&Candidate<'_>) -> Option<f64>;
+    let (measure, tolerance): (Measure, fn(f64) -> f64) = match prefer {
+        Prefer::Quality => return None,
+        Prefer::Latency => (|c| c.p50_ms, |fastest| (LATENCY_NOISE_RELATIVE * fastest).max(LATENCY_NOISE_MS)),
+        Prefer::Cost => (|c| c.usd, |cheapest| 1e-12 * cheapest.abs().max(1.0)),
+    };
+    let measured: Vec<(&Candidate<'_>, f64)> = candidates.iter().filter_map(|c| Some((c, measure(c)?))).collect();
+    let best = measured.iter().map(|m| m.1).min_by(f64::total_cmp)?;
+    let mut equal: Vec<&Candidate<'_>> =
+        measured.iter().filter(|m| m.1 <= best + tolerance(best)).map(|m| m.0).collect();
+    equal.sort_by(by_cost_score_order);
+    let chosen = equal[0];
+    let (n, of) = (equal.len(), candidates.len());
+    let rule = if prefer == Prefer::Latency {
+        format!(
+            "prefer = latency: {n} of {of} tied cells have a p50 within the timing noise of the fastest ({best:.3} ms + max({:.0}%, {LATENCY_NOISE_MS} ms)); among them the cheapest, then the best tuning {metric}, then the first in the grid: {} (p50 {:.3} ms)",
+            100.0 * LATENCY_NOISE_RELATIVE,
+            chosen.cell,
+            chosen.p50_ms.unwrap_or_default()
+        )
+    } else {
+        format!(
+            "prefer = cost: {n} of {of} tied cells cost the least (${best:.4} per 1k queries); among them the best tuning {metric}, then the first in the grid: {}",
+            chosen.cell
+        )
+    };
+    Some((chosen.cell, rule))
 }
 
 /// Kendall's tau-b (ties in either ranking handled); `None` for fewer than two pairs or

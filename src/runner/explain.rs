@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::diagnose::exact_in_place_of_graph;
 use super::{CellRun, Scoring};
 use crate::error::{Error, Result};
-use crate::evaluate::causes::Miss;
+use crate::evaluate::causes::{diagnostic_depth, Miss};
 use crate::evaluate::label::Item;
 use crate::retrieve::access::{Access, Filter};
 use crate::retrieve::bm25::Bm25Explanation;
@@ -30,6 +30,8 @@ pub struct Explanation {
     pub filter: Filter,
     /// Items the cell's list holds at most (its largest k).
     pub depth: usize,
+    /// Items the search for a relevant item outside the list reads.
+    pub deeper_depth: usize,
     pub items: Vec<ExplainedItem>,
     /// The case's misses in this cell, with their causes.
     pub misses: Vec<Miss>,
@@ -47,6 +49,10 @@ pub struct ExplainedItem {
     /// 1-based rank in the cell's list (the run's list: `per_query.jsonl`, `runs/<cell>.trec`);
     /// `None` when the list does not hold it.
     pub rank: Option<u32>,
+    /// For a relevant item outside the cell's list: its rank in the cell's search to the
+    /// diagnostic depth (`Explanation::deeper_depth`), as the miss diagnosis reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deeper_rank: Option<u32>,
     /// Labelled for the case and the case is answerable by its user.
     pub relevant: bool,
     /// Labelled for the case (also in a restricted-answer case, where the user may not see it).
@@ -122,8 +128,21 @@ impl Scoring<'_> {
         if let Some(top) = list.items.first() {
             chosen.push(("top", top.clone()));
         }
-        if let Some(best) = list.items.iter().find(|i| i.gain > 0.0) {
-            chosen.push(("best relevant", best.clone()));
+        // The best relevant item: from the cell's list, else (as the miss diagnosis finds it)
+        // from the cell's search to the diagnostic depth, whose rank is reported apart.
+        let deeper_depth = diagnostic_depth(self.exp.max_k());
+        let mut deeper: Option<(String, u32)> = None;
+        match list.items.iter().find(|i| i.gain > 0.0) {
+            Some(best) => chosen.push(("best relevant", best.clone())),
+            None => {
+                let deep =
+                    self.retrieve_as(run, &run.retriever, access, &[deeper_depth], ci, q, &mut Timing::default())?;
+                if let Some(p) = deep.deepest.items.iter().position(|i| i.gain > 0.0) {
+                    let item = deep.deepest.items[p].clone();
+                    deeper = Some((item.key.clone(), p as u32 + 1));
+                    chosen.push(("best relevant", item));
+                }
+            }
         }
         if let Some(asked) = asked {
             let doc_of = |i: &Item| corpus.docs[set.chunks[i.chunk as usize].doc as usize].id.as_str();
@@ -154,6 +173,7 @@ impl Scoring<'_> {
                     doc: corpus.docs[chunk.doc as usize].id.clone(),
                     chunk: chunk.id.clone(),
                     rank: ranked,
+                    deeper_rank: deeper.as_ref().filter(|(k, _)| ranked.is_none() && *k == item.key).map(|d| d.1),
                     relevant: case.answerable && item.gain > 0.0,
                     labelled: item.gain > 0.0,
                     visible_to_user: allowed.is_none_or(|a| a.contains(item.chunk)),
@@ -207,6 +227,7 @@ impl Scoring<'_> {
             groups: case.user_groups().to_vec(),
             filter: run.cell.filter,
             depth: list.items.len().max(self.exp.max_k()),
+            deeper_depth,
             items,
             misses: self.diagnose(run, ci, q, &scored)?,
         })
@@ -302,7 +323,7 @@ pub fn render(e: &Explanation) -> String {
         let _ = writeln!(s, "\nthe cell returned nothing for this case");
     }
     if !e.items.iter().any(|i| i.role == "best relevant") && e.answerable {
-        let _ = writeln!(s, "\nno relevant item in the cell's list (its first {})", e.depth);
+        let _ = writeln!(s, "\nno relevant item in the first {} of the cell's search", e.deeper_depth);
     }
     for item in &e.items {
         let rel = match (item.relevant, item.labelled) {
@@ -310,7 +331,13 @@ pub fn render(e: &Explanation) -> String {
             (false, true) => "labelled, but the answer is restricted for this user",
             _ => "not relevant",
         };
-        let rank = item.rank.map_or_else(|| format!("not in the cell's list of {}", e.depth), |r| format!("#{r}"));
+        let rank = match (item.rank, item.deeper_rank) {
+            (Some(r), _) => format!("#{r}"),
+            (None, Some(r)) => {
+                format!("not in the cell's list of {}; #{r} in a search to depth {}", e.depth, e.deeper_depth)
+            }
+            (None, None) => format!("not in the cell's list of {}", e.depth),
+        };
         let restricted = match (item.visible_to_user, e.filter) {
             (true, _) => "",
             (false, Filter::None) => ", RESTRICTED: the user may not see it (a leak of this filter = none cell)",
