@@ -60,6 +60,15 @@ pub enum Error {
 
     #[error("{0}")]
     Other(String),
+
+    /// Several input errors, each located, found in one pass (a corpus folder).
+    #[error("{}", many_message(.0))]
+    Many(Vec<Error>),
+}
+
+fn many_message(errors: &[Error]) -> String {
+    let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    format!("{} problems:\n  {}", lines.len(), lines.join("\n  "))
 }
 
 impl Error {
@@ -69,6 +78,19 @@ impl Error {
 
     pub fn input(at: Location, message: impl Into<String>) -> Self {
         Error::Input { at, message: message.into() }
+    }
+
+    /// One error, or all of them (at most `cap` listed, and how many more).
+    pub fn many(mut errors: Vec<Error>, cap: usize) -> Self {
+        if errors.len() == 1 {
+            return errors.remove(0);
+        }
+        let more = errors.len().saturating_sub(cap);
+        errors.truncate(cap);
+        if more > 0 {
+            errors.push(Error::Other(format!("… and {more} more")));
+        }
+        Error::Many(errors)
     }
 }
 

@@ -58,7 +58,7 @@ fn snippet(text: &str) -> String {
 /// Writes `experiment.toml` and `golden.jsonl` into `out` for the corpus at `corpus_path`;
 /// never overwrites a file.
 pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
-    let corpus = Corpus::load(corpus_path, None)?;
+    let corpus = Corpus::load(corpus_path, None, &crate::input::access_key::AccessKey::default())?;
     let experiment = out.join("experiment.toml");
     let golden = out.join("golden.jsonl");
     for f in [&experiment, &golden] {

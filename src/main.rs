@@ -443,7 +443,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::BenchEmbed { corpus, model, batch, token_budget, threads, limit, dirs } => {
             use ragsweep::stages::embed::{token_batches, Role, MAX_BATCH};
-            let corpus = ragsweep::input::corpus::Corpus::load(&corpus, None)?;
+            let corpus = ragsweep::input::corpus::Corpus::load(&corpus, None, &Default::default())?;
             let info = ragsweep::stages::embed::find_model(&dirs.models(), &model)?;
             let embedder = ragsweep::stages::embed::Embedder::load(&dirs.models(), &info, threads)?;
             let mut texts: Vec<String> = corpus

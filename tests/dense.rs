@@ -113,7 +113,8 @@ fn demo_vectors(model: &str) -> Vec<Vec<f32>> {
     use ragsweep::stages::embed::{find_model, Embedder, Role};
     let models = repo().join("models");
     let corpus =
-        ragsweep::input::corpus::Corpus::load(&repo().join("corpora/nuvem-verde/docs"), None).expect("the demo corpus");
+        ragsweep::input::corpus::Corpus::load(&repo().join("corpora/nuvem-verde/docs"), None, &Default::default())
+            .expect("the demo corpus");
     let texts: Vec<&str> = corpus.docs.iter().map(|d| d.text.as_str()).collect();
     let embedder = Embedder::load(&models, &find_model(&models, model).unwrap(), 2).unwrap();
     texts.chunks(8).flat_map(|batch| embedder.embed_batch(batch, Role::Passage).unwrap()).collect()

@@ -43,7 +43,7 @@ fn a_misspelt_acl_key_is_a_located_error_and_writes_nothing() {
             if line == 3 { "title: Salários\n" } else { "" }
         );
         let f = Fixture::new(&[("salarios.md", &doc), BENEFITS], GOLDEN, OPEN_AND_FILTERED);
-        refused(&f, &[&format!("salarios.md:{line}: unknown front matter key `{key}`"), "acl: [group, ...]"]);
+        refused(&f, &[&format!("salarios.md:{line}: front matter key `{key}` could be an access list"), "acl_key"]);
     }
 }
 
@@ -541,4 +541,84 @@ fn terminal_output_never_carries_control_characters_from_the_data() {
         .unwrap();
     let text = String::from_utf8(explain.stdout).unwrap();
     assert!(text.contains("\\u{1b}") && !text.contains('\u{1b}'), "shown escaped: {text:?}");
+}
+
+#[test]
+fn front_matter_as_sites_write_it_is_read_and_every_doubtful_key_is_listed_at_once() {
+    let site = "---\ntitle: Benefícios\nlayout: doc\ndate: 2024-05-01\ntags: [rh, beneficios]\nweight: 3\nsidebar_position: 2\nhide-toc: true\n---\n# Benefícios\nVale refeição e a tabela de benefícios.\n";
+    let salaries = "+++\ntitle = \"Salários\"\nacl = [\"rh\"]\n+++\n# Salários\nTabela de salários da diretoria.\n";
+    let f = Fixture::new(&[("beneficios.md", site), ("salarios.md", salaries)], GOLDEN, OPEN_AND_FILTERED);
+    let run = f.run();
+    assert_eq!(manifest(&run)["corpus"]["public_documents"], 1, "TOML front matter restricts salarios");
+    assert_eq!(row(&matrix(&run), "filter", "in_query")["leaks"], 0);
+
+    // Three files, three problems: all named in one error.
+    let f = Fixture::new(
+        &[
+            ("a.md", "---\nroles: [rh]\n---\nTexto a.\n"),
+            ("b.md", "---\nacl: null\n---\nTexto b.\n"),
+            ("c.md", "---\nAcl: [rh]\n---\nTexto c.\n"),
+        ],
+        GOLDEN.replace("beneficios", "a").as_str(),
+        OPEN_AND_FILTERED,
+    );
+    refused(
+        &f,
+        &[
+            "3 problems",
+            "a.md:2: front matter key `roles`",
+            "b.md:2: `acl` is empty or null",
+            "c.md:2: front matter key `Acl`",
+        ],
+    );
+
+    // The access key can be another field, and a look-alike declared plain metadata.
+    let f = Fixture::new(
+        &[
+            ("salarios.md", "---\ngroups: [rh]\nroles: [gestor]\n---\n# Salários\nTabela de salários da diretoria.\n"),
+            BENEFITS,
+        ],
+        GOLDEN,
+        &with_permissions("acl_key = \"groups\"\n").replacen(
+            "[[chunkers]]",
+            "[corpus]\nnot_access = [\"roles\"]\n[[chunkers]]",
+            1,
+        ),
+    );
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    // Fixture::new wrote its own [corpus]; fold not_access into it.
+    let exp = exp.replacen("[corpus]\nnot_access = [\"roles\"]\n", "", 1).replacen(
+        "[corpus]\n",
+        "[corpus]\nnot_access = [\"roles\"]\n",
+        1,
+    );
+    std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+    let run = f.run();
+    assert_eq!(manifest(&run)["corpus"]["public_documents"], 1, "`groups` is the access list");
+}
+
+#[test]
+fn a_jsonl_access_list_that_is_null_or_not_a_list_or_a_look_alike_is_refused() {
+    for (line, message) in [
+        (r#"{"id": "s", "text": "Tabela de salários", "acl": null}"#, "`acl` is null"),
+        (r#"{"id": "s", "text": "Tabela de salários", "acl": "rh"}"#, "`acl` must be a list of groups"),
+        (r#"{"id": "s", "text": "Tabela de salários", "roles": ["rh"]}"#, "field `roles` could be an access list"),
+        (
+            r#"{"id": "s", "text": "Tabela de salários", "metadata": {"allowed_groups": ["rh"]}}"#,
+            "metadata field `allowed_groups`",
+        ),
+    ] {
+        let f = Fixture::new(&[BENEFITS], GOLDEN, OPEN_AND_FILTERED);
+        std::fs::remove_dir_all(f.path().join("docs")).unwrap();
+        std::fs::write(
+            f.path().join("docs.jsonl"),
+            format!("{{\"id\": \"beneficios\", \"text\": \"tabela\"}}\n{line}\n"),
+        )
+        .unwrap();
+        let exp = std::fs::read_to_string(f.path().join("exp.toml"))
+            .unwrap()
+            .replace("path = \"docs\"", "path = \"docs.jsonl\"");
+        std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+        refused(&f, &["docs.jsonl:2", message]);
+    }
 }

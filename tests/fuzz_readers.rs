@@ -12,6 +12,7 @@ use proptest::prelude::*;
 
 use ragsweep::error::Error;
 use ragsweep::experiment::Experiment;
+use ragsweep::input::access_key::AccessKey;
 use ragsweep::input::corpus::Corpus;
 use ragsweep::input::frontmatter;
 use ragsweep::input::golden::{self, GoldenFormat, GoldenSource};
@@ -155,7 +156,7 @@ const QUERIES: &str = "{\"_id\": \"q1\", \"text\": \"férias\"}\n{\"_id\": \"q2\
 fn corpus(dir: &Path) -> Corpus {
     let path = dir.join("corpus.jsonl");
     std::fs::write(&path, CORPUS).unwrap();
-    Corpus::load(&path, None).unwrap()
+    Corpus::load(&path, None, &AccessKey::default()).unwrap()
 }
 
 proptest! {
@@ -174,7 +175,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("corpus.jsonl");
         std::fs::write(&path, &text).unwrap();
-        if let Err(e) = Corpus::load(&path, None) {
+        if let Err(e) = Corpus::load(&path, None, &AccessKey::default()) {
             assert_located(&e, &path)?;
         }
     }
@@ -182,9 +183,10 @@ proptest! {
     #[test]
     fn markdown_front_matter(text in mutated(MARKDOWN)) {
         let path = Path::new("/fuzz/doc.md");
-        match frontmatter::split(path, &text) {
+        let rules = AccessKey::default();
+        match frontmatter::split(path, &text, &rules) {
             Err(e) => assert_located(&e, path)?,
-            Ok((_, body)) => prop_assert!(!body.lines().any(frontmatter::starts_like_acl), "an access list read as text: {text:?}"),
+            Ok((_, body)) => prop_assert!(!body.lines().any(|l| frontmatter::starts_like_acl(l, &rules)), "an access list read as text: {text:?}"),
         }
     }
 

@@ -4,6 +4,7 @@ use proptest::prelude::*;
 
 use ragsweep::evaluate::label::{Item, Judged};
 use ragsweep::evaluate::metrics::Metric;
+use ragsweep::input::access_key::AccessKey;
 use ragsweep::input::corpus::{markdown_sections, Corpus, Document};
 use ragsweep::stages::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
 
@@ -174,7 +175,7 @@ proptest! {
             a
         });
         let user: Vec<String> = user.into_iter().map(String::from).collect();
-        match Corpus::load(dir.path(), None) {
+        match Corpus::load(dir.path(), None, &AccessKey::default()) {
             Err(e) => prop_assert!(e.to_string().contains("doc.md:"), "an error without a line: {e}"),
             Ok(corpus) => {
                 let doc = &corpus.docs[0];
@@ -183,12 +184,88 @@ proptest! {
                 let visible = ragsweep::retrieve::access::visible(doc, &user);
                 match &named {
                     None => prop_assert!(visible && doc.acl.is_none(), "{text:?}"),
+                    Some(groups) if entries.iter().filter(|e| e.1.is_some()).count() == 1 => {
+                        prop_assert_eq!(doc.acl.as_ref(), Some(groups), "{:?}", text);
+                    }
                     Some(groups) => {
                         prop_assert!(doc.acl.is_some(), "an access line was ignored: {text:?}");
                         if visible {
                             prop_assert!(user.iter().any(|u| groups.contains(u)), "{text:?} visible to {user:?}");
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// A JSON value an access list might be given as, and the groups it names if it is a valid one.
+fn acl_value() -> impl Strategy<Value = (serde_json::Value, Option<Vec<String>>)> {
+    prop_oneof![
+        prop::sample::subsequence(vec!["rh", "ti", "dpo"], 0..=3).prop_map(|g| {
+            let groups: Vec<String> = g.into_iter().map(String::from).collect();
+            (serde_json::json!(groups), Some(groups))
+        }),
+        Just((serde_json::Value::Null, None)),
+        Just((serde_json::json!("rh"), None)),
+        Just((serde_json::json!(""), None)),
+        Just((serde_json::json!(3), None)),
+        Just((serde_json::json!([""]), None)),
+        Just((serde_json::json!({"rh": true}), None)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// In every reader the same rules hold: a document whose fields include something that is
+    /// or could be an access list is refused with its file and line, or visible exactly to the
+    /// groups of its access key; plain metadata keys never make it public or private.
+    #[test]
+    fn every_reader_applies_the_access_key_rules(
+        key in prop_oneof![Just("acl"), Just("ACL"), Just("acls"), Just("Acl"), Just("groups"), Just("roles"),
+            Just("allowed"), Just("access_level"), Just("owner"), Just("visibility"), Just("tags"), Just("autor")],
+        (value, groups) in acl_value(),
+        nested in any::<bool>(),
+        folder in any::<bool>(),
+        user in prop::sample::subsequence(vec!["rh", "ti", "dpo", "vendas"], 0..=2),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = if folder {
+            let yaml = serde_json::to_string(&value).unwrap();
+            let front = if nested { format!("meta:\n  {key}: {yaml}\n") } else { format!("{key}: {yaml}\n") };
+            std::fs::write(dir.path().join("doc.md"), format!("---\ntitle: T\n{front}---\nTexto.\n")).unwrap();
+            dir.path().to_path_buf()
+        } else {
+            let mut doc = serde_json::json!({"id": "d", "text": "Texto."});
+            if nested {
+                doc["metadata"] = serde_json::json!({ key: value });
+            } else {
+                doc[key] = value.clone();
+            }
+            let path = dir.path().join("corpus.jsonl");
+            std::fs::write(&path, format!("{doc}\n")).unwrap();
+            path
+        };
+        let user: Vec<String> = user.into_iter().map(String::from).collect();
+        match Corpus::load(&path, None, &AccessKey::default()) {
+            Err(e) => {
+                let at = if folder { "doc.md:" } else { "corpus.jsonl:1" };
+                prop_assert!(e.to_string().contains(at), "an error without its place: {e}");
+                prop_assert!(key != "tags" && key != "autor", "plain metadata refused: {key} = {value}: {e}");
+            }
+            Ok(corpus) => {
+                let doc = &corpus.docs[0];
+                let visible = ragsweep::retrieve::access::visible(doc, &user);
+                if key == "acl" {
+                    let groups = groups.clone();
+                    prop_assert!(groups.is_some(), "an invalid access list was accepted: {value}");
+                    prop_assert_eq!(doc.acl.clone(), groups.clone());
+                    let g = groups.unwrap();
+                    prop_assert_eq!(visible, user.iter().any(|u| g.contains(u)));
+                } else {
+                    prop_assert!(key == "tags" || key == "autor", "{key} = {value} accepted (folder {folder}, nested {nested})");
+                    prop_assert!(doc.acl.is_none() && visible, "metadata changed visibility");
                 }
             }
         }

@@ -16,6 +16,7 @@ use crate::analyze::AnalyzerKind;
 use crate::error::{Error, Location, Result};
 use crate::evaluate::label::Unit;
 use crate::evaluate::metrics::{Metric, MetricAt};
+use crate::input::access_key::AccessKey;
 use crate::input::corpus::CorpusFormat;
 use crate::input::golden::{GoldenFormat, GoldenSource};
 use crate::retrieve::access::{Filter, MissingAcl, SyntheticAcl};
@@ -79,6 +80,9 @@ struct RawPermissions {
     /// Groups of the asking user for cases that name none.
     #[serde(default)]
     default_groups: Vec<String>,
+    /// The one document field that holds its access list (default `acl`).
+    #[serde(default)]
+    acl_key: Option<Spanned<String>>,
     /// Synthetic ACLs for corpora without any: each document in one of this many groups.
     #[serde(default)]
     synthetic_groups: Option<Spanned<usize>>,
@@ -95,6 +99,9 @@ struct RawCorpus {
     path: Spanned<PathBuf>,
     #[serde(default)]
     format: Option<CorpusFormat>,
+    /// Fields that look like access lists but are plain metadata in this corpus.
+    #[serde(default)]
+    not_access: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -372,6 +379,8 @@ pub struct Experiment {
     pub corpus_path_at: Location,
     pub golden_path_at: Location,
     pub corpus_format: Option<CorpusFormat>,
+    /// Which document field holds the access list, and which look-alikes are metadata.
+    pub access_key: AccessKey,
     pub golden: GoldenSource,
     pub default_groups: Vec<String>,
     pub synthetic_acl: Option<SyntheticAcl>,
@@ -555,6 +564,16 @@ impl Experiment {
         };
         let synthetic_acl_at =
             raw.permissions.synthetic_groups.as_ref().map_or_else(|| Location::file(path), |g| at(g.span()));
+        let access_key = match &raw.permissions.acl_key {
+            Some(k) if k.get_ref().trim().is_empty() => {
+                return Err(bad(
+                    k.span(),
+                    "`acl_key` names the field that holds access lists: it cannot be empty".into(),
+                ))
+            }
+            Some(k) => AccessKey { key: k.get_ref().trim().to_string(), not_access: raw.corpus.not_access.clone() },
+            None => AccessKey { not_access: raw.corpus.not_access.clone(), ..AccessKey::default() },
+        };
         let synthetic_acl = match raw.permissions.synthetic_groups.map(|g| g.into_inner()) {
             Some(0) => return Err(Error::input(synthetic_acl_at, "`permissions.synthetic_groups` must be at least 1")),
             Some(groups) => Some(SyntheticAcl { groups, seed: raw.permissions.synthetic_seed }),
@@ -597,6 +616,7 @@ impl Experiment {
             corpus_path_at: at(raw.corpus.path.span()),
             golden_path_at: at(raw.golden.path.span()),
             corpus_format: raw.corpus.format,
+            access_key,
             golden: GoldenSource {
                 path: base.join(raw.golden.path.get_ref()),
                 format: raw.golden.format,

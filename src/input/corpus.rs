@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
+use crate::input::access_key::{AccessKey, Field};
 use crate::input::{frontmatter, text};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -78,15 +79,15 @@ impl Corpus {
     /// Loads a corpus, detecting its format when `format` is `None`:
     /// a folder holding `corpus.jsonl` is BEIR, a file is JSONL, any other folder is
     /// a folder of `.md`/`.txt` documents.
-    pub fn load(path: &Path, format: Option<CorpusFormat>) -> Result<Self> {
+    pub fn load(path: &Path, format: Option<CorpusFormat>, rules: &AccessKey) -> Result<Self> {
         let format = match format {
             Some(f) => f,
             None => detect_format(path)?,
         };
         let docs = match format {
-            CorpusFormat::Beir => read_jsonl(&path.join("corpus.jsonl"))?,
-            CorpusFormat::Jsonl => read_jsonl(path)?,
-            CorpusFormat::Folder => read_folder(path)?,
+            CorpusFormat::Beir => read_jsonl(&path.join("corpus.jsonl"), rules)?,
+            CorpusFormat::Jsonl => read_jsonl(path, rules)?,
+            CorpusFormat::Folder => read_folder(path, rules)?,
         };
         Corpus::from_docs(docs, path.to_path_buf())
     }
@@ -193,11 +194,44 @@ struct JsonDoc {
     text: String,
     #[serde(default, alias = "metadata")]
     meta: Option<serde_json::Map<String, serde_json::Value>>,
-    #[serde(default)]
-    acl: Option<Vec<String>>,
-    /// Fields ragsweep does not read; one that looks like an access list is refused.
+    /// Every other field: the access key, metadata, or (refused) something that could be an
+    /// access list.
     #[serde(flatten)]
     other: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A document's access list (if any) and its metadata.
+type AclAndMeta = (Option<Vec<String>>, BTreeMap<String, String>);
+
+/// A JSON document's access list and metadata, from its other fields and its `meta` /
+/// `metadata` object, by the access-key rules.
+fn json_fields(
+    raw_meta: Option<serde_json::Map<String, serde_json::Value>>,
+    other: serde_json::Map<String, serde_json::Value>,
+    rules: &AccessKey,
+) -> std::result::Result<AclAndMeta, String> {
+    let mut acl: Option<Vec<String>> = None;
+    let mut meta = BTreeMap::new();
+    let nested = raw_meta.unwrap_or_default().into_iter().map(|f| (f, "metadata "));
+    for ((key, value), inside) in other.into_iter().map(|f| (f, "")).chain(nested) {
+        match rules.classify(&key) {
+            Field::Access => {
+                if acl.is_some() {
+                    return Err(format!("the access list `{key}` is given twice"));
+                }
+                acl = Some(rules.groups_from_json(&value)?);
+            }
+            Field::Suspicious(why) => return Err(format!("{inside}field {why}")),
+            Field::Meta => {
+                let flat = match value {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                meta.insert(key, flat);
+            }
+        }
+    }
+    Ok((acl, meta))
 }
 
 /// Parses one JSON line, turning a syntax error into a located input error.
@@ -210,7 +244,7 @@ pub(crate) fn parse_json_line<T: serde::de::DeserializeOwned>(path: &Path, line_
     })
 }
 
-fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
+fn read_jsonl(path: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
     let mut docs = Vec::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
     for line in text::lines(path)? {
@@ -219,21 +253,8 @@ fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
             continue;
         }
         let raw: JsonDoc = parse_json_line(path, line_no, &line)?;
-        if let Some(key) = raw.other.keys().find(|k| frontmatter::looks_like_acl(k)) {
-            return Err(Error::input(
-                Location::line(path, line_no),
-                format!("field {key:?} is not read: a document's access list is its `acl` field"),
-            ));
-        }
-        let meta = raw
-            .meta
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| match v {
-                serde_json::Value::String(s) => (k, s),
-                other => (k, other.to_string()),
-            })
-            .collect();
+        let (acl, meta) =
+            json_fields(raw.meta, raw.other, rules).map_err(|e| Error::input(Location::line(path, line_no), e))?;
         let id = raw.id.into_string();
         if let Some(first) = first_line.insert(id.clone(), line_no) {
             return Err(Error::input(
@@ -243,7 +264,7 @@ fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
         }
         let title = raw.title.filter(|t| !t.is_empty());
         let sections = markdown_sections(&id, &raw.text);
-        docs.push(Document { id, title, text: raw.text, meta, acl: raw.acl, sections });
+        docs.push(Document { id, title, text: raw.text, meta, acl, sections });
     }
     if docs.is_empty() {
         return Err(Error::input(Location::file(path), "the corpus has no documents"));
@@ -251,7 +272,10 @@ fn read_jsonl(path: &Path) -> Result<Vec<Document>> {
     Ok(docs)
 }
 
-fn read_folder(root: &Path) -> Result<Vec<Document>> {
+/// Errors listed at once before a reader gives up.
+pub const ERRORS_LISTED: usize = 20;
+
+fn read_folder(root: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
     let mut files = Vec::new();
     let canonical = root.canonicalize().map_err(|e| Error::io(root, e))?;
     let mut seen_dirs = std::collections::HashSet::from([canonical.clone()]);
@@ -259,6 +283,7 @@ fn read_folder(root: &Path) -> Result<Vec<Document>> {
     files.sort();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
+    let mut errors: Vec<Error> = Vec::new();
     for path in files {
         let raw = text::read(&path)?;
         let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
@@ -269,10 +294,19 @@ fn read_folder(root: &Path) -> Result<Vec<Document>> {
                 format!("document id {id:?} is also the id of {} (ids are paths without extension)", first.display()),
             ));
         }
-        let (front, text) = frontmatter::split(&path, &raw)?;
+        let (front, text) = match frontmatter::split(&path, &raw, rules) {
+            Ok(split) => split,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
         let text = text.to_string();
         let sections = markdown_sections(&id, &text);
         docs.push(Document { id, title: front.title, text, meta: front.meta, acl: front.acl, sections });
+    }
+    if !errors.is_empty() {
+        return Err(Error::many(errors, ERRORS_LISTED));
     }
     if docs.is_empty() {
         return Err(Error::input(Location::file(root), "no .md or .txt documents in this folder"));
@@ -393,7 +427,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.jsonl");
         std::fs::write(&p, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\": \"b\", \"text\": }\n").unwrap();
-        let err = Corpus::load(&p, None).unwrap_err().to_string();
+        let err = Corpus::load(&p, None, &AccessKey::default()).unwrap_err().to_string();
         assert!(err.contains("c.jsonl:2:"), "{err}");
     }
 
@@ -402,11 +436,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c.jsonl");
         std::fs::write(&p, "{\"_id\":7,\"title\":\"\",\"text\":\"x\"}\n").unwrap();
-        let c = Corpus::load(&p, None).unwrap();
+        let c = Corpus::load(&p, None, &AccessKey::default()).unwrap();
         assert_eq!(c.docs[0].id, "7");
         assert_eq!(c.docs[0].title, None);
         std::fs::write(&p, "{\"id\":\"a\",\"text\":\"x\"}\n{\"id\":\"a\",\"text\":\"y\"}\n").unwrap();
-        assert!(Corpus::load(&p, None).unwrap_err().to_string().contains("duplicate"));
+        assert!(Corpus::load(&p, None, &AccessKey::default()).unwrap_err().to_string().contains("duplicate"));
     }
 
     #[test]
@@ -418,8 +452,8 @@ mod tests {
             "{\"id\":\"a\",\"text\":\"x\",\"url\":\"u\"}\n{\"id\":\"b\",\"text\":\"y\",\"ACL\":[\"rh\"]}\n",
         )
         .unwrap();
-        let err = Corpus::load(&p, None).unwrap_err().to_string();
-        assert!(err.contains("c.jsonl:2: field \"ACL\""), "{err}");
+        let err = Corpus::load(&p, None, &AccessKey::default()).unwrap_err().to_string();
+        assert!(err.contains("c.jsonl:2: field `ACL` could be an access list"), "{err}");
     }
 
     #[test]
@@ -432,7 +466,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("a.txt"), "plain").unwrap();
-        let c = Corpus::load(dir.path(), None).unwrap();
+        let c = Corpus::load(dir.path(), None, &AccessKey::default()).unwrap();
         let ids: Vec<_> = c.docs.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(ids, ["a", "rh/ferias"]);
         let d = &c.docs[1];

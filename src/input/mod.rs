@@ -1,6 +1,7 @@
 //! What a run reads: the corpus (BEIR, JSONL, Markdown folders with front matter) and the
 //! golden set.
 
+pub mod access_key;
 pub mod corpus;
 pub mod frontmatter;
 pub mod golden;

@@ -97,7 +97,7 @@ impl Setup {
         std::fs::write(&path, &text).unwrap();
         let exp = Experiment::parse(&path, &text).unwrap();
         let plan = Plan::new(&exp);
-        let corpus = Corpus::load(&exp.corpus_path, exp.corpus_format).unwrap();
+        let corpus = Corpus::load(&exp.corpus_path, exp.corpus_format, &exp.access_key).unwrap();
         let mut cases = golden::load(&exp.golden, &corpus).unwrap();
         golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
         let models = vec![fake_model(dir.path())];

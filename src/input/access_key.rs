@@ -1,0 +1,191 @@
+//! Which field of a document holds its access list, and which fields could be one (SPEC §1).
+//!
+//! Exactly one key holds the access list (`acl` unless `[permissions] acl_key` says otherwise),
+//! with the same rules in every reader (front matter, JSONL, BEIR `metadata`): a list of group
+//! names; `[]` is visible to no group; absent is public; `null`, a non-list or an empty string
+//! is an error. A key that is not the access key but could be one is an error too, unless the
+//! experiment lists it in `[corpus] not_access`: a misspelt or foreign access list read as
+//! plain metadata would make a restricted document public.
+
+/// Key names (lower case) that are access lists in other tools; `*` ends a prefix.
+pub const SUSPICIOUS: [&str; 21] = [
+    "acl",
+    "acls",
+    "group",
+    "groups",
+    "role",
+    "roles",
+    "permission",
+    "permissions",
+    "allow*",
+    "access*",
+    "reader",
+    "readers",
+    "owner",
+    "owners",
+    "audience",
+    "principal",
+    "principals",
+    "visibility",
+    "private",
+    "restricted",
+    "confidential",
+];
+
+/// The access-list rules of one experiment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessKey {
+    /// The one key that holds a document's access list.
+    pub key: String,
+    /// Keys that look like access lists but are plain metadata here.
+    pub not_access: Vec<String>,
+}
+
+impl Default for AccessKey {
+    fn default() -> Self {
+        AccessKey { key: "acl".into(), not_access: Vec::new() }
+    }
+}
+
+/// What a field of a document is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Field {
+    /// The access list.
+    Access,
+    /// Plain metadata.
+    Meta,
+    /// Could be an access list: an error, with why.
+    Suspicious(String),
+}
+
+impl AccessKey {
+    pub fn classify(&self, key: &str) -> Field {
+        if key == self.key {
+            return Field::Access;
+        }
+        if self.not_access.iter().any(|k| k == key) {
+            return Field::Meta;
+        }
+        let lower = key.to_lowercase();
+        let access = self.key.to_lowercase();
+        let why = if lower == access {
+            Some(format!("it is the access key `{}` in another case", self.key))
+        } else if edit_distance(&lower, &access) <= near(&access) {
+            Some(format!("it is within {} of the access key `{}`", plural(near(&access)), self.key))
+        } else if lower.starts_with(&access) || lower.ends_with(&access) {
+            Some(format!("it extends the access key `{}`", self.key))
+        } else if lower == "security"
+            || SUSPICIOUS.iter().any(|s| match s.strip_suffix('*') {
+                Some(prefix) => lower.starts_with(prefix),
+                None => lower == *s,
+            })
+        {
+            Some("other tools keep access lists under that name".into())
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Field::Suspicious(format!(
+                "`{key}` could be an access list ({why}): name the access key with `[permissions] acl_key = \"{key}\"`, \
+                 or keep it as metadata with `[corpus] not_access = [\"{key}\"]`"
+            )),
+            None => Field::Meta,
+        }
+    }
+
+    /// The groups of an access list given as JSON.
+    pub fn groups_from_json(&self, value: &serde_json::Value) -> Result<Vec<String>, String> {
+        use serde_json::Value;
+        match value {
+            Value::Array(items) => items
+                .iter()
+                .map(|g| match g {
+                    Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+                    other => Err(format!("`{}` must list group names; found {other}", self.key)),
+                })
+                .collect(),
+            Value::Null => Err(format!("`{}` is null: write a list of groups, or [] for no one", self.key)),
+            other => Err(format!("`{}` must be a list of groups, e.g. [\"rh\"]; found {other}", self.key)),
+        }
+    }
+}
+
+/// Edits within which a key resembles the access key: 2 (SPEC §1), but 1 for keys of four
+/// characters or fewer, where two edits leave one letter in common (`url` is not `acl`).
+fn near(access: &str) -> usize {
+    if access.chars().count() <= 4 {
+        1
+    } else {
+        2
+    }
+}
+
+fn plural(edits: usize) -> String {
+    if edits == 1 {
+        "one edit".into()
+    } else {
+        format!("{edits} edits")
+    }
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            row[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_meta_and_suspicious_keys() {
+        let rules = AccessKey::default();
+        assert_eq!(rules.classify("acl"), Field::Access);
+        for key in [
+            "ACL",
+            "acls",
+            "Groups",
+            "roles",
+            "allowed_users",
+            "access_level",
+            "owner",
+            "visibility",
+            "security",
+            "acm",
+            "acl_groups",
+            "doc_acl",
+        ] {
+            assert!(matches!(rules.classify(key), Field::Suspicious(_)), "{key}");
+        }
+        for key in
+            ["title", "date", "tags", "layout", "weight", "sidebar_position", "hide-toc", "description", "url", "ai"]
+        {
+            assert_eq!(rules.classify(key), Field::Meta, "{key}");
+        }
+        let custom = AccessKey { key: "groups".into(), not_access: vec!["roles".into()] };
+        assert_eq!(custom.classify("groups"), Field::Access);
+        assert!(matches!(custom.classify("acl"), Field::Suspicious(_)));
+        assert_eq!(custom.classify("roles"), Field::Meta);
+        let long = AccessKey { key: "audiencia".into(), not_access: vec![] };
+        assert!(matches!(long.classify("audienca"), Field::Suspicious(_)), "two edits of a long key");
+    }
+
+    #[test]
+    fn groups_must_be_a_list_of_names() {
+        let rules = AccessKey::default();
+        assert_eq!(rules.groups_from_json(&serde_json::json!(["rh", "dpo"])).unwrap(), ["rh", "dpo"]);
+        assert_eq!(rules.groups_from_json(&serde_json::json!([])).unwrap(), Vec::<String>::new());
+        for bad in [serde_json::json!(null), serde_json::json!("rh"), serde_json::json!(""), serde_json::json!([1])] {
+            assert!(rules.groups_from_json(&bad).is_err(), "{bad}");
+        }
+    }
+}
