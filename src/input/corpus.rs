@@ -349,44 +349,49 @@ fn collect_files(
     Ok(())
 }
 
-/// ATX headings outside fenced code: (line start, level, trimmed text).
+/// Markdown headings, as a CommonMark parser (`pulldown-cmark`) finds them: ATX and setext
+/// headings, also inside lists and block quotes; nothing inside fenced (backticks or tildes of
+/// any length, in lists too) or indented code, or HTML blocks. Each as (start of its first
+/// line, level, label), the label being the heading's source text without its `#` marks or
+/// setext underline, trimmed (so section ids read as the file does).
 pub fn markdown_headings(text: &str) -> Vec<(usize, u8, &str)> {
+    use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag};
     let mut out = Vec::new();
-    let mut in_fence = false;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let start = offset;
-        offset += line.len();
-        let trimmed = line.trim_end_matches(['\n', '\r']);
-        let body = trimmed.trim_start_matches(' ');
-        if trimmed.len() - body.len() > 3 {
-            continue;
-        }
-        if body.starts_with("```") || body.starts_with("~~~") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
-        let level = body.bytes().take_while(|&b| b == b'#').count();
-        if !(1..=6).contains(&level) {
-            continue;
-        }
-        let rest = &body[level..];
-        if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
-            continue;
-        }
-        let label = rest.trim().trim_end_matches('#').trim();
+    for (event, range) in Parser::new_ext(text, Options::empty()).into_offset_iter() {
+        let Event::Start(Tag::Heading { level, .. }) = event else { continue };
+        let level = match level {
+            HeadingLevel::H1 => 1,
+            HeadingLevel::H2 => 2,
+            HeadingLevel::H3 => 3,
+            HeadingLevel::H4 => 4,
+            HeadingLevel::H5 => 5,
+            HeadingLevel::H6 => 6,
+        };
+        let line_start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        let source = &text[range.start..range.end];
+        let label = heading_label(source);
         if !label.is_empty() {
-            out.push((start, level as u8, label));
+            out.push((line_start, level, label));
         }
     }
     out
 }
 
-/// Sections from Markdown headings: each spans from its heading to the next heading of
-/// the same or a higher level (SPEC §1).
+/// The text of a heading's source: an ATX line without its opening and closing `#` runs, or
+/// a setext heading's first line without its underline.
+fn heading_label(source: &str) -> &str {
+    let first = source.lines().next().unwrap_or("").trim();
+    let body = first.trim_start_matches(|c: char| c == '>' || c == ' ');
+    let hashes = body.bytes().take_while(|&b| b == b'#').count();
+    if (1..=6).contains(&hashes) && (body.len() == hashes || body[hashes..].starts_with([' ', '\t'])) {
+        let rest = body[hashes..].trim();
+        // A closing sequence is `#`s preceded by a space (or the whole rest).
+        let trimmed = rest.trim_end_matches('#');
+        return if trimmed.is_empty() || trimmed.ends_with([' ', '\t']) { trimmed.trim() } else { rest };
+    }
+    first
+}
+
 pub fn markdown_sections(doc_id: &str, text: &str) -> Vec<Section> {
     let headings = markdown_headings(text);
     headings
@@ -454,6 +459,27 @@ mod tests {
         .unwrap();
         let err = Corpus::load(&p, None, &AccessKey::default()).unwrap_err().to_string();
         assert!(err.contains("c.jsonl:2: field `ACL` could be an access list"), "{err}");
+    }
+
+    #[test]
+    fn headings_follow_commonmark_fences_setext_indented_code_and_html_blocks() {
+        let labels = |text: &str| -> Vec<(u8, String)> {
+            markdown_headings(text).into_iter().map(|(_, l, s)| (l, s.to_string())).collect()
+        };
+        let h = |l: u8, s: &str| (l, s.to_string());
+        // A fence opened inside a list item closes inside it; the heading after it is real.
+        assert_eq!(labels("- ```bash\n  # not a heading\n  ```\n\n# Real\n"), [h(1, "Real")]);
+        assert_eq!(labels("~~~~\n# no\n~~~~\n## Yes\n"), [h(2, "Yes")]);
+        assert_eq!(labels("````\n```\n# no\n````\n# Yes\n"), [h(1, "Yes")], "a shorter fence does not close");
+        assert_eq!(labels("Title\n=====\ntext\n\nSub\n---\n"), [h(1, "Title"), h(2, "Sub")]);
+        assert_eq!(labels("    # indented code\n\n# Yes\n"), [h(1, "Yes")]);
+        assert_eq!(labels("<div>\n# inside html\n</div>\n\n# After #\n"), [h(1, "After")]);
+        assert_eq!(labels("#NoSpace\n# C#\n### Art. 18 ###\n"), [h(1, "C#"), h(3, "Art. 18")]);
+        assert_eq!(labels("> ## Quoted\n"), [h(2, "Quoted")]);
+        // Sections run to the next heading of the same or a higher level, from the line start.
+        let text = "# A\nx\n## B\ny\n# C\n";
+        let s = markdown_sections("d", text);
+        assert_eq!((s[0].start, s[0].end, s[1].start, s[1].end), (0, 13, 6, 13));
     }
 
     #[test]
