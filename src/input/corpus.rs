@@ -381,7 +381,7 @@ pub fn markdown_headings(text: &str) -> Vec<(usize, u8, &str)> {
 /// a setext heading's first line without its underline.
 fn heading_label(source: &str) -> &str {
     let first = source.lines().next().unwrap_or("").trim();
-    let body = first.trim_start_matches(|c: char| c == '>' || c == ' ');
+    let body = first.trim_start_matches(['>', ' ']);
     let hashes = body.bytes().take_while(|&b| b == b'#').count();
     if (1..=6).contains(&hashes) && (body.len() == hashes || body[hashes..].starts_with([' ', '\t'])) {
         let rest = body[hashes..].trim();
