@@ -44,6 +44,8 @@ pub struct Initialised {
     pub sections: usize,
     pub language: AnalyzerKind,
     pub stubs: usize,
+    /// What was read per format and what was skipped.
+    pub read: String,
 }
 
 fn snippet(text: &str) -> String {
@@ -135,6 +137,7 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         sections,
         language: lang,
         stubs: targets.len() + UNANSWERABLE_STUBS,
+        read: corpus.report.summary(),
     })
 }
 
@@ -162,7 +165,7 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "wrote {} and {} ({} stubs) for {} documents ({} sections), BM25 analyzer {:?}\n\n\
+        "{}\nwrote {} and {} ({} stubs) for {} documents ({} sections), BM25 analyzer {:?}\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\
@@ -173,6 +176,7 @@ pub fn guide(i: &Initialised) -> String {
          \x20  tell configurations apart; add more where you can (see `ragsweep plan` after a first run).\n\
          4. ragsweep validate experiment.toml   (it lists the stubs still empty)\n\
          5. ragsweep run experiment.toml\n",
+        i.read,
         i.experiment.display(),
         i.golden.display(),
         i.stubs,

@@ -431,6 +431,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
             print_summary(&run, &dir, all_columns)?;
             eprintln!("\n{}", safe(&prepared.access_summary(&exp)));
+            if !prepared.corpus.report.read.is_empty() {
+                eprintln!("corpus: {}", safe(&prepared.corpus.report.summary()));
+            }
             print_health(&prepared.health(), true);
             eprintln!(
                 "\n{} cells × {} cases in {:.1}s; results in {}",
@@ -732,6 +735,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 prepared.cases.len(),
                 prepared.cases.iter().filter(|c| !c.answerable).count()
             );
+            if !prepared.corpus.report.read.is_empty() {
+                println!("corpus: {}", safe(&prepared.corpus.report.summary()));
+            }
             println!("{}", safe(&prepared.access_summary(&exp)));
             print_health(&prepared.health(), false);
             for info in &prepared.models {

@@ -1,5 +1,5 @@
 //! The run report in a real browser: the demo's `report.html` rendered by headless Chromium
-//! (`scripts/install-chromium.sh`), asserted on its DOM: one mark per cell in every plot, the
+//! (`scripts/install-test-tools.sh`), asserted on its DOM: one mark per cell in every plot, the
 //! selected cell marked, a per-question grid of cells × cases, no console message (script
 //! errors and Content-Security-Policy violations land there), no resource loaded. Screenshots
 //! are left in the test's temporary folder (printed with --nocapture).
@@ -20,7 +20,7 @@ fn chromium() -> PathBuf {
             }
         }
     }
-    panic!("no chromium on the PATH: run scripts/install-chromium.sh (the report test needs a real browser)");
+    panic!("no chromium on the PATH: run scripts/install-test-tools.sh (the report test needs a real browser)");
 }
 
 /// Chromium flags for a quiet, offline, deterministic render.

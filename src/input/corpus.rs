@@ -10,6 +10,8 @@ use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::{AccessKey, Field};
+use crate::input::formats::{self, Extracted, Format};
+use crate::input::frontmatter::FrontMatter;
 use crate::input::{frontmatter, text};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -42,9 +44,37 @@ pub enum CorpusFormat {
     Folder,
 }
 
+/// What a reader read, per format, and what it skipped and why.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReadReport {
+    pub read: BTreeMap<Format, usize>,
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+impl ReadReport {
+    /// `read 12 .md, 3 .pdf, 49 .rst; skipped 2: a.png (.png: not a known format), …`.
+    pub fn summary(&self) -> String {
+        let read: Vec<String> = self.read.iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
+        let mut out = format!("read {}", if read.is_empty() { "nothing".into() } else { read.join(", ") });
+        if !self.skipped.is_empty() {
+            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let listed: Vec<String> =
+                self.skipped.iter().take(10).map(|(p, why)| format!("{} ({why})", name(p))).collect();
+            out.push_str(&format!("; skipped {}: {}", self.skipped.len(), listed.join(", ")));
+            let more = self.skipped.len().saturating_sub(10);
+            if more > 0 {
+                out.push_str(&format!(" and {more} more"));
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug)]
 pub struct Corpus {
     pub docs: Vec<Document>,
+    /// What was read per format and what was skipped (folders; empty for JSONL corpora).
+    pub report: ReadReport,
     pub source: PathBuf,
     /// blake3 over every document's content, in order.
     pub hash: String,
@@ -73,7 +103,14 @@ impl Corpus {
             }
             hash_doc(&mut hasher, doc);
         }
-        Ok(Corpus { docs, source, hash: hasher.finalize().to_hex()[..16].to_string(), by_id, sections })
+        Ok(Corpus {
+            docs,
+            report: ReadReport::default(),
+            source,
+            hash: hasher.finalize().to_hex()[..16].to_string(),
+            by_id,
+            sections,
+        })
     }
 
     /// Loads a corpus, detecting its format when `format` is `None`:
@@ -84,12 +121,14 @@ impl Corpus {
             Some(f) => f,
             None => detect_format(path)?,
         };
-        let docs = match format {
-            CorpusFormat::Beir => read_jsonl(&path.join("corpus.jsonl"), rules)?,
-            CorpusFormat::Jsonl => read_jsonl(path, rules)?,
+        let (docs, report) = match format {
+            CorpusFormat::Beir => (read_jsonl(&path.join("corpus.jsonl"), rules)?, ReadReport::default()),
+            CorpusFormat::Jsonl => (read_jsonl(path, rules)?, ReadReport::default()),
             CorpusFormat::Folder => read_folder(path, rules)?,
         };
-        Corpus::from_docs(docs, path.to_path_buf())
+        let mut corpus = Corpus::from_docs(docs, path.to_path_buf())?;
+        corpus.report = report;
+        Ok(corpus)
     }
 
     pub fn doc_index(&self, id: &str) -> Option<usize> {
@@ -275,7 +314,44 @@ fn read_jsonl(path: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
 /// Errors listed at once before a reader gives up.
 pub const ERRORS_LISTED: usize = 20;
 
-fn read_folder(root: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
+/// Why a file is skipped rather than read (reported, never indexed empty).
+type Skipped = String;
+
+/// A document's front matter and extracted text from its file, or why it is skipped.
+fn extract(
+    path: &Path,
+    format: Format,
+    rules: &AccessKey,
+) -> Result<std::result::Result<(FrontMatter, Extracted), Skipped>> {
+    let text_file = |headings: fn(&str) -> Vec<formats::Heading>| -> Result<(FrontMatter, Extracted)> {
+        let raw = text::read(path)?;
+        let (front, body) = frontmatter::split(path, &raw, rules)?;
+        let text = body.to_string();
+        Ok((front, Extracted { headings: headings(&text), text, ..Default::default() }))
+    };
+    let declared = |e: Extracted| (FrontMatter { title: e.title.clone(), ..Default::default() }, e);
+    Ok(Ok(match format {
+        Format::Markdown => {
+            text_file(|t| markdown_headings(t).into_iter().map(|(a, l, s)| (a, l, s.to_string())).collect())?
+        }
+        Format::Text => text_file(|_| Vec::new())?,
+        Format::Rst => text_file(formats::rst_headings)?,
+        Format::Html => declared(formats::html(&text::read(path)?)),
+        Format::Docx => declared(formats::docx(path)?),
+        Format::Pdf if !formats::pdf_reader_available() => {
+            return Ok(Err("pdftohtml is not installed: apt install poppler-utils".into()))
+        }
+        Format::Pdf => match formats::pdf(path) {
+            Ok(e) => (FrontMatter::default(), e),
+            Err(Error::Input { message, .. }) if message.starts_with("no extractable text") => {
+                return Ok(Err("no extractable text: a scan?".into()))
+            }
+            Err(e) => return Err(e),
+        },
+    }))
+}
+
+fn read_folder(root: &Path, rules: &AccessKey) -> Result<(Vec<Document>, ReadReport)> {
     let mut files = Vec::new();
     let canonical = root.canonicalize().map_err(|e| Error::io(root, e))?;
     let mut seen_dirs = std::collections::HashSet::from([canonical.clone()]);
@@ -284,8 +360,13 @@ fn read_folder(root: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     let mut errors: Vec<Error> = Vec::new();
+    let mut report = ReadReport::default();
     for path in files {
-        let raw = text::read(&path)?;
+        let Some(format) = Format::of(&path) else {
+            let ext = path.extension().map_or_else(|| "no extension".into(), |e| format!(".{}", e.to_string_lossy()));
+            report.skipped.push((path, format!("{ext}: not a known format")));
+            continue;
+        };
         let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
         let id = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
         if let Some(first) = first_file.insert(id.clone(), path.clone()) {
@@ -294,24 +375,30 @@ fn read_folder(root: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
                 format!("document id {id:?} is also the id of {} (ids are paths without extension)", first.display()),
             ));
         }
-        let (front, text) = match frontmatter::split(&path, &raw, rules) {
-            Ok(split) => split,
+        let (front, extracted) = match extract(&path, format, rules) {
+            Ok(Ok(read)) => read,
+            Ok(Err(why)) => {
+                report.skipped.push((path, why));
+                continue;
+            }
             Err(e) => {
                 errors.push(e);
                 continue;
             }
         };
-        let text = text.to_string();
-        let sections = markdown_sections(&id, &text);
-        docs.push(Document { id, title: front.title, text, meta: front.meta, acl: front.acl, sections });
+        *report.read.entry(format).or_insert(0) += 1;
+        let mut sections = sections_from(&id, &extracted.text, &extracted.headings);
+        sections.extend(page_sections(&id, &extracted.text, &extracted.pages));
+        let title = front.title.or(extracted.title);
+        docs.push(Document { id, title, text: extracted.text, meta: front.meta, acl: front.acl, sections });
     }
     if !errors.is_empty() {
         return Err(Error::many(errors, ERRORS_LISTED));
     }
     if docs.is_empty() {
-        return Err(Error::input(Location::file(root), "no .md or .txt documents in this folder"));
+        return Err(Error::input(Location::file(root), format!("no documents in this folder ({})", report.summary())));
     }
-    Ok(docs)
+    Ok((docs, report))
 }
 
 /// The `.md`/`.txt` files under `dir`. A symbolic link that points inside the corpus is
@@ -342,7 +429,7 @@ fn collect_files(
             if seen_dirs.insert(canonical) {
                 collect_files(root, &path, seen_dirs, out)?;
             }
-        } else if matches!(path.extension().and_then(|e| e.to_str()), Some("md" | "txt")) {
+        } else {
             out.push(path);
         }
     }
@@ -393,13 +480,32 @@ fn heading_label(source: &str) -> &str {
 }
 
 pub fn markdown_sections(doc_id: &str, text: &str) -> Vec<Section> {
-    let headings = markdown_headings(text);
+    let headings: Vec<formats::Heading> =
+        markdown_headings(text).into_iter().map(|(a, l, s)| (a, l, s.to_string())).collect();
+    sections_from(doc_id, text, &headings)
+}
+
+/// Sections from headings of any format: each from its heading's line to the next heading of
+/// the same or a higher level (SPEC §1).
+pub fn sections_from(doc_id: &str, text: &str, headings: &[formats::Heading]) -> Vec<Section> {
     headings
         .iter()
         .enumerate()
-        .map(|(i, &(start, level, label))| {
-            let end = headings[i + 1..].iter().find(|h| h.1 <= level).map_or(text.len(), |h| h.0);
-            Section { id: format!("{doc_id}#{label}"), label: label.to_string(), level, start, end }
+        .map(|(i, (start, level, label))| {
+            let end = headings[i + 1..].iter().find(|h| h.1 <= *level).map_or(text.len(), |h| h.0);
+            Section { id: format!("{doc_id}#{label}"), label: label.clone(), level: *level, start: *start, end }
+        })
+        .collect()
+}
+
+/// A PDF's pages as sections `DOC#p1`, `DOC#p2`, … (SPEC §1).
+fn page_sections(doc_id: &str, text: &str, pages: &[usize]) -> Vec<Section> {
+    pages
+        .iter()
+        .enumerate()
+        .map(|(i, &start)| {
+            let end = pages.get(i + 1).copied().unwrap_or(text.len());
+            Section { id: format!("{doc_id}#p{}", i + 1), label: format!("p{}", i + 1), level: 1, start, end }
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 
 pub mod access_key;
 pub mod corpus;
+pub mod formats;
 pub mod frontmatter;
 pub mod golden;
 pub mod health;

@@ -1,0 +1,476 @@
+//! Text and headings out of the documents people have: Markdown, plain text,
+//! reStructuredText, HTML, DOCX and PDF. Each reader yields the document's text and its
+//! headings as byte offsets into that text, so every format makes sections by the same rule
+//! (a heading spans to the next heading of the same or a higher level) and evidence spans are
+//! found in the extracted text. A file in no known format is listed as skipped, never dropped.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::{Error, Location, Result};
+
+/// The formats a corpus folder may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    Markdown,
+    Text,
+    Rst,
+    Html,
+    Docx,
+    Pdf,
+}
+
+impl Format {
+    pub fn of(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "md" | "markdown" | "mdx" => Format::Markdown,
+            "txt" | "text" => Format::Text,
+            "rst" => Format::Rst,
+            "html" | "htm" => Format::Html,
+            "docx" => Format::Docx,
+            "pdf" => Format::Pdf,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Markdown => ".md",
+            Format::Text => ".txt",
+            Format::Rst => ".rst",
+            Format::Html => ".html",
+            Format::Docx => ".docx",
+            Format::Pdf => ".pdf",
+        }
+    }
+
+    /// Formats that are text files and may open with front matter.
+    pub fn is_text(self) -> bool {
+        matches!(self, Format::Markdown | Format::Text | Format::Rst)
+    }
+}
+
+/// A heading of extracted text: (byte offset of its line, level 1–6, label).
+pub type Heading = (usize, u8, String);
+
+/// A document's text as read from its file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extracted {
+    pub text: String,
+    pub headings: Vec<Heading>,
+    /// A title the file declares (HTML `<title>`, DOCX `Title` style).
+    pub title: Option<String>,
+    /// For a PDF: the byte offset where each page starts (pages are sections `doc#pN`).
+    pub pages: Vec<usize>,
+}
+
+/// reStructuredText section titles: a text line underlined (and optionally overlined) by a
+/// run of one punctuation character at least as long as the text. Levels follow the order in
+/// which the adornment styles first appear, as docutils assigns them.
+pub fn rst_headings(text: &str) -> Vec<Heading> {
+    let lines: Vec<(usize, &str)> = {
+        let mut offset = 0;
+        text.split_inclusive('\n')
+            .map(|l| {
+                let at = offset;
+                offset += l.len();
+                (at, l.trim_end_matches(['\n', '\r']))
+            })
+            .collect()
+    };
+    let adornment = |l: &str| -> Option<char> {
+        let c = l.chars().next()?;
+        (l.chars().count() >= 2 && c.is_ascii_punctuation() && l.chars().all(|x| x == c)).then_some(c)
+    };
+    let mut styles: Vec<(char, bool)> = Vec::new();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 1 < lines.len() {
+        let (at, line) = lines[i];
+        let title = line.trim();
+        let over = i > 0 && adornment(lines[i - 1].1).is_some();
+        match adornment(lines[i + 1].1) {
+            Some(c)
+                if !title.is_empty()
+                    && adornment(line).is_none()
+                    && lines[i + 1].1.chars().count() >= title.chars().count() =>
+            {
+                let overlined = over && adornment(lines[i - 1].1) == Some(c);
+                let style = (c, overlined);
+                let level = match styles.iter().position(|s| *s == style) {
+                    Some(p) => p + 1,
+                    None => {
+                        styles.push(style);
+                        styles.len()
+                    }
+                };
+                let start = if overlined { lines[i - 1].0 } else { at };
+                if level <= 6 {
+                    out.push((start, level as u8, title.to_string()));
+                }
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Elements whose text is not the document's (scripts, styles, navigation, chrome).
+const HTML_SKIPPED: [&str; 9] = ["script", "style", "noscript", "template", "nav", "header", "footer", "aside", "head"];
+/// Elements that start a new line of text.
+const HTML_BLOCKS: [&str; 24] = [
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "li",
+    "ul",
+    "ol",
+    "table",
+    "tr",
+    "br",
+    "pre",
+    "blockquote",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "dt",
+    "dd",
+    "figcaption",
+    "hr",
+    "td",
+];
+
+/// The main text of an HTML page (entities decoded by the HTML5 parser), its `h1`–`h6`
+/// headings and its `<title>`.
+pub fn html(source: &str) -> Extracted {
+    use scraper::{Html, Node};
+    let page = Html::parse_document(source);
+    let mut out = Extracted::default();
+    fn walk(node: ego_tree::NodeRef<'_, Node>, out: &mut Extracted) {
+        match node.value() {
+            Node::Text(t) => {
+                let text: String = t.split_whitespace().collect::<Vec<_>>().join(" ");
+                if !text.is_empty() {
+                    if !out.text.is_empty() && !out.text.ends_with(['\n', ' ']) && t.starts_with(char::is_whitespace) {
+                        out.text.push(' ');
+                    }
+                    out.text.push_str(&text);
+                    if t.ends_with(char::is_whitespace) {
+                        out.text.push(' ');
+                    }
+                }
+            }
+            Node::Element(e) => {
+                let name = e.name();
+                if HTML_SKIPPED.contains(&name) {
+                    return;
+                }
+                let block = HTML_BLOCKS.contains(&name);
+                let heading = name.len() == 2 && name.starts_with('h') && name.as_bytes()[1].is_ascii_digit();
+                if block {
+                    newline(&mut out.text);
+                }
+                let start = out.text.len();
+                for child in node.children() {
+                    walk(child, out);
+                }
+                if heading {
+                    let label = out.text[start..].trim().to_string();
+                    if !label.is_empty() {
+                        out.headings.push((start, name.as_bytes()[1] - b'0', label));
+                    }
+                }
+                if block {
+                    newline(&mut out.text);
+                }
+            }
+            _ => {
+                for child in node.children() {
+                    walk(child, out);
+                }
+            }
+        }
+    }
+    fn newline(text: &mut String) {
+        let trimmed = text.trim_end_matches(' ').len();
+        text.truncate(trimmed);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    let title = scraper::Selector::parse("title")
+        .ok()
+        .and_then(|s| page.select(&s).next())
+        .map(|t| t.text().collect::<String>().split_whitespace().collect::<Vec<_>>().join(" "));
+    let body = scraper::Selector::parse("body").ok().and_then(|s| page.select(&s).next());
+    match body {
+        Some(body) => walk(*body, &mut out),
+        None => walk(page.tree.root(), &mut out),
+    }
+    newline(&mut out.text);
+    out.title = title.filter(|t| !t.is_empty());
+    out
+}
+
+/// The paragraphs of a DOCX file (a zip of OOXML), one per line; paragraphs in a heading
+/// style (`Heading 1`–`6`, by the style's name in `styles.xml`, whatever its id or language)
+/// are headings, the `Title` style the title.
+pub fn docx(path: &Path) -> Result<Extracted> {
+    use quick_xml::events::Event;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let bad = |msg: String| Error::input(Location::file(path), msg);
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| bad(format!("not a DOCX (zip) file: {e}")))?;
+    let mut read = |name: &str| -> Result<Option<String>> {
+        let Ok(mut entry) = zip.by_name(name) else { return Ok(None) };
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut entry, &mut text).map_err(|e| bad(format!("{name}: {e}")))?;
+        Ok(Some(text))
+    };
+    let document = read("word/document.xml")?.ok_or_else(|| bad("no word/document.xml: not a Word document".into()))?;
+    let styles = read("word/styles.xml")?.unwrap_or_default();
+    // style id → heading level (0 for Title)
+    let mut levels: std::collections::HashMap<String, u8> = std::collections::HashMap::new();
+    {
+        let mut reader = quick_xml::Reader::from_str(&styles);
+        let mut current: Option<String> = None;
+        loop {
+            match reader.read_event() {
+                Ok(Event::Start(e)) | Ok(Event::Empty(e)) => match e.local_name().as_ref() {
+                    b"style" => {
+                        current = attr(&e, b"styleId");
+                    }
+                    b"name" => {
+                        if let (Some(id), Some(name)) = (&current, attr(&e, b"val")) {
+                            let name = name.to_lowercase();
+                            if name == "title" {
+                                levels.insert(id.clone(), 0);
+                            } else if let Some(n) =
+                                name.strip_prefix("heading ").and_then(|n| n.trim().parse::<u8>().ok())
+                            {
+                                if (1..=6).contains(&n) {
+                                    levels.insert(id.clone(), n);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                },
+                Ok(Event::Eof) => break,
+                Err(e) => return Err(bad(format!("word/styles.xml: {e}"))),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Extracted::default();
+    let mut reader = quick_xml::Reader::from_str(&document);
+    let (mut paragraph, mut style, mut in_text) = (String::new(), None::<String>, false);
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => match e.local_name().as_ref() {
+                b"p" => {
+                    paragraph.clear();
+                    style = None;
+                }
+                b"t" => in_text = true,
+                _ => {}
+            },
+            Ok(Event::Empty(e)) => match e.local_name().as_ref() {
+                b"pStyle" => style = attr(&e, b"val"),
+                b"tab" => paragraph.push('\t'),
+                b"br" | b"cr" => paragraph.push('\n'),
+                _ => {}
+            },
+            Ok(Event::Text(t)) if in_text => {
+                paragraph.push_str(&t.decode().map_err(|e| bad(format!("word/document.xml: {e}")))?);
+            }
+            Ok(Event::GeneralRef(r)) if in_text => {
+                let name = r.decode().map_err(|e| bad(format!("word/document.xml: {e}")))?;
+                match r.resolve_char_ref() {
+                    Ok(Some(c)) => paragraph.push(c),
+                    _ => paragraph.push_str(quick_xml::escape::resolve_xml_entity(&name).unwrap_or("")),
+                }
+            }
+            Ok(Event::End(e)) => match e.local_name().as_ref() {
+                b"t" => in_text = false,
+                b"p" => {
+                    let text = paragraph.trim();
+                    if !text.is_empty() {
+                        match style.as_ref().and_then(|s| levels.get(s)) {
+                            Some(0) if out.title.is_none() => out.title = Some(text.to_string()),
+                            Some(&level) if level > 0 => out.headings.push((out.text.len(), level, text.to_string())),
+                            _ => {}
+                        }
+                        out.text.push_str(text);
+                        out.text.push('\n');
+                    }
+                }
+                _ => {}
+            },
+            Ok(Event::Eof) => break,
+            Err(e) => return Err(bad(format!("word/document.xml: {e}"))),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn attr(e: &quick_xml::events::BytesStart<'_>, name: &[u8]) -> Option<String> {
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.local_name().as_ref() == name)
+        .map(|a| String::from_utf8_lossy(&a.value).into_owned())
+}
+
+/// Whether poppler's `pdftohtml` (Debian's `poppler-utils`) is on the PATH.
+pub fn pdf_reader_available() -> bool {
+    Command::new("pdftohtml").arg("-v").output().is_ok()
+}
+
+/// The text of a PDF through poppler (`pdftohtml -xml`: each line of text with its font), page
+/// by page: pages are sections `doc#p1`, `doc#p2`, …, and lines set in a font larger than the
+/// body text (the size that holds most characters) are headings, the largest size level 1;
+/// a heading that wraps over consecutive lines is one heading, and a line broken after a hyphen
+/// is joined to the next (the hyphen kept). A PDF whose pages hold no text
+/// (a scan) is an error, not an empty document.
+pub fn pdf(path: &Path) -> Result<Extracted> {
+    use quick_xml::events::Event;
+    let bad = |msg: String| Error::input(Location::file(path), msg);
+    let output = Command::new("pdftohtml")
+        .args(["-xml", "-i", "-stdout", "-q", "-enc", "UTF-8"])
+        .arg(path)
+        .output()
+        .map_err(|e| bad(format!("reading a PDF needs pdftohtml (apt install poppler-utils): {e}")))?;
+    if !output.status.success() {
+        return Err(bad(format!("pdftohtml failed: {}", String::from_utf8_lossy(&output.stderr).trim())));
+    }
+    let xml = String::from_utf8_lossy(&output.stdout);
+    // (page, font size, line text)
+    let mut lines: Vec<(usize, u32, String)> = Vec::new();
+    let mut sizes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    reader.config_mut().check_end_names = false;
+    let (mut page, mut font, mut depth, mut line) = (0usize, None::<u32>, 0usize, String::new());
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => match e.local_name().as_ref() {
+                b"page" => page += 1,
+                b"text" => {
+                    font = attr(&e, b"font").and_then(|f| sizes.get(&f).copied());
+                    depth = 1;
+                    line.clear();
+                }
+                _ if depth > 0 => depth += 1,
+                _ => {}
+            },
+            Ok(Event::Empty(e)) if e.local_name().as_ref() == b"fontspec" => {
+                if let (Some(id), Some(size)) = (attr(&e, b"id"), attr(&e, b"size")) {
+                    sizes.insert(id, size.parse::<f32>().map_or(0, |s| (s * 10.0).round() as u32));
+                }
+            }
+            Ok(Event::Text(t)) if depth > 0 => line.push_str(&t.decode().unwrap_or_default()),
+            Ok(Event::GeneralRef(r)) if depth > 0 => match r.resolve_char_ref() {
+                Ok(Some(c)) => line.push(c),
+                _ => {
+                    line.push_str(quick_xml::escape::resolve_xml_entity(&r.decode().unwrap_or_default()).unwrap_or(""))
+                }
+            },
+            Ok(Event::End(_)) if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    let text = line.split_whitespace().collect::<Vec<_>>().join(" ");
+                    if !text.is_empty() {
+                        lines.push((page, font.unwrap_or(0), text));
+                    }
+                }
+            }
+            Ok(Event::Eof) => break,
+            Err(e) => return Err(bad(format!("pdftohtml output: {e}"))),
+            _ => {}
+        }
+    }
+    if lines.is_empty() {
+        return Err(bad("no extractable text (a scanned PDF?): OCR it first".into()));
+    }
+    let mut chars: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for (_, size, text) in &lines {
+        *chars.entry(*size).or_insert(0) += text.chars().count();
+    }
+    let body = chars.iter().max_by_key(|(size, n)| (**n, std::cmp::Reverse(**size))).map_or(0, |(s, _)| *s);
+    let mut heading_sizes: Vec<u32> = chars.keys().copied().filter(|&s| s * 100 > body * 115).collect();
+    heading_sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut out = Extracted::default();
+    let mut current_page = 0;
+    let mut previous_heading: Option<u32> = None;
+    for (page, size, text) in lines {
+        if page != current_page {
+            current_page = page;
+            out.pages.push(out.text.len());
+            previous_heading = None;
+        }
+        match heading_sizes.iter().position(|&s| s == size).filter(|&p| p < 6) {
+            Some(level) if previous_heading == Some(size) => {
+                // A heading wrapped over two lines: one heading.
+                out.text.pop();
+                out.text.push(' ');
+                if let Some(h) = out.headings.last_mut() {
+                    h.2 = format!("{} {text}", h.2);
+                    h.1 = level as u8 + 1;
+                }
+            }
+            Some(level) => {
+                out.headings.push((out.text.len(), level as u8 + 1, text.clone()));
+                previous_heading = Some(size);
+                out.text.push_str(&text);
+                out.text.push('\n');
+                continue;
+            }
+            None => previous_heading = None,
+        }
+        // A line broken after a hyphen ("quintas-" / "feiras") is one word again.
+        if out.text.ends_with("-\n") && text.starts_with(char::is_lowercase) {
+            out.text.pop();
+        }
+        out.text.push_str(&text);
+        out.text.push('\n');
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rst_titles_by_adornment_order() {
+        let text = "======\nTítulo\n======\n\nIntro.\n\nSeção um\n--------\n\nTexto.\n\nSub\n~~~\n\nMais.\n\nSeção dois\n----------\n";
+        let h: Vec<(u8, String)> = rst_headings(text).into_iter().map(|(_, l, s)| (l, s)).collect();
+        assert_eq!(h, [(1, "Título".into()), (2, "Seção um".into()), (3, "Sub".into()), (2, "Seção dois".into())]);
+        assert_eq!(rst_headings(text)[0].0, 0, "an overlined title starts at its overline");
+    }
+
+    #[test]
+    fn html_main_text_headings_and_entities() {
+        let page = "<html><head><title>Férias &amp; folgas</title><style>p{}</style></head><body><nav>menu</nav>\
+            <h1>Férias</h1><p>Trinta&nbsp;dias &lt;corridos&gt;.</p><script>alert(1)</script><h2>Saldo</h2><p>No <b>portal</b>.</p></body></html>";
+        let e = html(page);
+        assert_eq!(e.title.as_deref(), Some("Férias & folgas"));
+        assert!(!e.text.contains("menu") && !e.text.contains("alert"), "{:?}", e.text);
+        assert!(
+            e.text.contains("Trinta\u{a0}dias <corridos>.") || e.text.contains("Trinta dias <corridos>."),
+            "{:?}",
+            e.text
+        );
+        assert!(e.text.contains("No portal."), "{:?}", e.text);
+        let labels: Vec<(u8, &str)> = e.headings.iter().map(|(_, l, s)| (*l, s.as_str())).collect();
+        assert_eq!(labels, [(1, "Férias"), (2, "Saldo")]);
+        let (at, _, label) = &e.headings[1];
+        assert!(e.text[*at..].starts_with(label.as_str()));
+    }
+}
