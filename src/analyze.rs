@@ -433,6 +433,20 @@ pub fn normalize(text: &str) -> String {
     out
 }
 
+/// Levenshtein distance over chars.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut row = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            row[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(row[j] + 1);
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
 /// [`normalize`] with, for each byte of the result, the byte range of `text` it came from, so
 /// a span found in normalised text can be located in the original. Canonical composition
 /// works within a starter and the combining marks after it, so each such cluster is

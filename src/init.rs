@@ -46,6 +46,8 @@ pub struct Initialised {
     pub stubs: usize,
     /// What was read per format and what was skipped.
     pub read: String,
+    /// Sections left without a stub: too short to hold an answer, or a list of links.
+    pub skipped_sections: usize,
 }
 
 fn snippet(text: &str) -> String {
@@ -73,6 +75,10 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
     }
     let sections: usize = corpus.docs.iter().map(|d| d.sections.len()).sum();
     let by_section = sections >= corpus.docs.len();
+    // Sections that can hold an answer: enough words of their own, not a table of contents.
+    let usable: Vec<Vec<usize>> =
+        corpus.docs.iter().map(|d| (0..d.sections.len()).filter(|&i| answerable_section(d, i)).collect()).collect();
+    let skipped = sections - usable.iter().map(Vec::len).sum::<usize>();
     let lang = language(&corpus);
     // Labels spread across the corpus: every document's first section (or the document,
     // without headings) in turn, then every document's second section, and so on; with more
@@ -81,7 +87,10 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
     let target = |d: usize, r: usize| -> Option<(String, String)> {
         let doc = &corpus.docs[d];
         if by_section {
-            doc.sections.get(r).map(|s| (s.id.clone(), snippet(&doc.text[s.start..s.end])))
+            usable[d].get(r).map(|&i| {
+                let s = &doc.sections[i];
+                (s.id.clone(), snippet(&doc.text[s.start..s.end]))
+            })
         } else {
             (r == 0).then(|| (doc.id.clone(), snippet(&doc.text)))
         }
@@ -90,13 +99,13 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
     let targets: Vec<(String, String)> = if n >= wanted {
         (0..wanted).filter_map(|i| target(i * n / wanted, 0).or_else(|| target(i * n / wanted, 1))).collect()
     } else {
-        let rounds = corpus.docs.iter().map(|d| d.sections.len().max(1)).max().unwrap_or(1);
+        let rounds = usable.iter().map(|u| u.len().max(1)).max().unwrap_or(1);
         (0..rounds).flat_map(|r| (0..n).map(move |d| (d, r))).filter_map(|(d, r)| target(d, r)).take(wanted).collect()
     };
     let mut lines = String::new();
     for (i, (label, text)) in targets.iter().enumerate() {
-        let case =
-            json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label], "meta": {"snippet": text}});
+        let case = json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label],
+            "label_hash": corpus.label_hash(label), "meta": {"snippet": text}});
         let _ = writeln!(lines, "{case}");
     }
     for i in 0..UNANSWERABLE_STUBS {
@@ -138,7 +147,24 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         language: lang,
         stubs: targets.len() + UNANSWERABLE_STUBS,
         read: corpus.report.summary(),
+        skipped_sections: if by_section { skipped } else { 0 },
     })
+}
+
+/// Words a section needs of its own text (to its first subsection) to be a stub's label.
+pub const MIN_STUB_WORDS: usize = 30;
+
+/// Whether section `i` of `doc` can hold an answer: at least [`MIN_STUB_WORDS`] words before
+/// its first subsection, and not mostly links (a table of contents, a link list).
+fn answerable_section(doc: &crate::input::corpus::Document, i: usize) -> bool {
+    let s = &doc.sections[i];
+    let own_end = doc.sections.get(i + 1).map_or(s.end, |next| next.start.min(s.end));
+    let own = &doc.text[s.start..own_end];
+    let body: Vec<&str> = own.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
+    let links =
+        body.iter().filter(|l| l.contains("](") || l.trim_start().starts_with(['-', '*']) && l.contains('[')).count();
+    let words = own.split_whitespace().count();
+    words >= MIN_STUB_WORDS && links * 2 <= body.len()
 }
 
 /// `path` as seen from `base` (absolute when they share nothing).
@@ -165,7 +191,7 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "{}\nwrote {} and {} ({} stubs) for {} documents ({} sections), BM25 analyzer {:?}\n\n\
+        "{}\nwrote {} and {} ({} stubs) for {} documents ({} sections; {} skipped: fewer than {MIN_STUB_WORDS} words of their own, or links), BM25 analyzer {:?}\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\
@@ -182,6 +208,46 @@ pub fn guide(i: &Initialised) -> String {
         i.stubs,
         i.documents,
         i.sections,
+        i.skipped_sections,
         i.language
     )
+}
+
+/// A document or section id a label may name, for `ragsweep sections`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SectionEntry {
+    pub id: String,
+    pub doc: String,
+    /// Cost-tokenizer tokens of its text.
+    pub tokens: usize,
+    pub first_words: String,
+    pub label_hash: String,
+}
+
+/// Every document and its sections, in corpus order, each with its size and first words;
+/// with `grep`, those whose id or text contains it (any case).
+pub fn sections(
+    corpus: &Corpus,
+    counter: &crate::stages::cost::Counter,
+    grep: Option<&str>,
+) -> Result<Vec<SectionEntry>> {
+    let grep = grep.map(str::to_lowercase);
+    let mut out = Vec::new();
+    for id in corpus.label_ids() {
+        let text = corpus.label_text(id).unwrap_or("");
+        if let Some(g) = &grep {
+            if !id.to_lowercase().contains(g.as_str()) && !text.to_lowercase().contains(g.as_str()) {
+                continue;
+            }
+        }
+        let first: String = text.split_whitespace().take(12).collect::<Vec<_>>().join(" ");
+        out.push(SectionEntry {
+            id: id.to_string(),
+            doc: id.split('#').next().unwrap_or(id).to_string(),
+            tokens: counter.count(&[text.to_string()])?[0] as usize,
+            first_words: first,
+            label_hash: corpus.label_hash(id).unwrap_or_default(),
+        });
+    }
+    Ok(out)
 }

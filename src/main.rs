@@ -184,6 +184,17 @@ enum Command {
         #[arg(long, requires = "vs")]
         allow_different_golden: bool,
     },
+    /// List every document and section id a label may name, with its size and first words
+    Sections {
+        /// A corpus (a folder of documents, a JSONL file, a BEIR folder) or an experiment (.toml).
+        path: PathBuf,
+        /// Only documents and sections whose id or text contains this word (any case).
+        #[arg(long)]
+        grep: Option<String>,
+        /// JSON Lines (id, doc, tokens, first_words, label_hash), ready to paste into golden cases.
+        #[arg(long)]
+        json: bool,
+    },
     /// Start an experiment for your own documents: experiment.toml and golden.jsonl stubs
     Init {
         /// Your documents: a folder of .md/.txt files, a JSONL file, or a BEIR folder.
@@ -629,6 +640,31 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 params.questions,
                 started.elapsed().as_secs_f64()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sections { path, grep, json } => {
+            let (corpus_path, format, rules) = if path.extension().is_some_and(|e| e == "toml") {
+                let exp = Experiment::load(&path)?;
+                (exp.corpus_path.clone(), exp.corpus_format, exp.access_key.clone())
+            } else {
+                (path.clone(), None, Default::default())
+            };
+            let corpus = ragsweep::input::corpus::Corpus::load(&corpus_path, format, &rules)?;
+            let counter = ragsweep::stages::cost::Counter::load(
+                ragsweep::stages::cost::DEFAULT_COST_TOKENIZER,
+                &std::path::PathBuf::new(),
+            )?;
+            let entries = ragsweep::init::sections(&corpus, &counter, grep.as_deref())?;
+            for e in &entries {
+                if json {
+                    println!("{}", serde_json::to_string(e)?);
+                } else {
+                    println!("{:<60} {:>6} tokens  {}", safe(&e.id), e.tokens, safe(&e.first_words));
+                }
+            }
+            if !json {
+                eprintln!("{} ids ({}); tokens in {}", entries.len(), corpus.report.summary(), counter.name());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Init { corpus, out } => {

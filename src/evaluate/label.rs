@@ -279,6 +279,7 @@ mod tests {
             evidence: evidence.iter().map(|t| Evidence { text: t.to_string(), doc: None }).collect(),
             tags: vec![],
             meta: None,
+            label_hash: None,
         }
     }
 

@@ -70,7 +70,7 @@ impl AccessKey {
         let access = self.key.to_lowercase();
         let why = if lower == access {
             Some(format!("it is the access key `{}` in another case", self.key))
-        } else if edit_distance(&lower, &access) <= near(&access) {
+        } else if crate::analyze::edit_distance(&lower, &access) <= near(&access) {
             Some(format!("it is within {} of the access key `{}`", plural(near(&access)), self.key))
         } else if lower.starts_with(&access) || lower.ends_with(&access) {
             Some(format!("it extends the access key `{}`", self.key))
@@ -126,20 +126,6 @@ fn plural(edits: usize) -> String {
     } else {
         format!("{edits} edits")
     }
-}
-
-/// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut row = vec![i + 1; b.len() + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            row[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(row[j] + 1);
-        }
-        prev = row;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -135,6 +135,59 @@ impl Corpus {
         self.by_id.get(id).copied()
     }
 
+    /// The text a label names: a whole document or one of its sections.
+    pub fn label_text(&self, id: &str) -> Option<&str> {
+        Some(match self.target(id)? {
+            Target::Doc(d) => &self.docs[d].text,
+            Target::Section { doc, section } => {
+                let s = &self.docs[doc].sections[section];
+                &self.docs[doc].text[s.start..s.end]
+            }
+        })
+    }
+
+    /// A short hash of a label's text (normalised), recorded in golden cases so `validate` can
+    /// tell when the text a label points at has changed.
+    pub fn label_hash(&self, id: &str) -> Option<String> {
+        let text = crate::analyze::normalize(self.label_text(id)?);
+        Some(blake3::hash(text.as_bytes()).to_hex()[..12].to_string())
+    }
+
+    /// Every id a label may name: each document, then its sections.
+    pub fn label_ids(&self) -> impl Iterator<Item = &str> {
+        self.docs.iter().flat_map(|d| std::iter::once(d.id.as_str()).chain(d.sections.iter().map(|s| s.id.as_str())))
+    }
+
+    /// The ids closest to an unknown label: by edit distance, and by words shared with it.
+    pub fn did_you_mean(&self, unknown: &str) -> Vec<String> {
+        let words = |s: &str| -> std::collections::HashSet<String> {
+            crate::analyze::normalize(s)
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 1)
+                .map(String::from)
+                .collect()
+        };
+        let wanted = words(unknown);
+        let lower = unknown.to_lowercase();
+        let mut scored: Vec<(usize, usize, &str)> = self
+            .label_ids()
+            .map(|id| {
+                let shared = words(id).intersection(&wanted).count();
+                (crate::analyze::edit_distance(&id.to_lowercase(), &lower), shared, id)
+            })
+            .collect();
+        let mut out: Vec<String> = Vec::new();
+        scored.sort_by_key(|&(d, _, id)| (d, id));
+        out.extend(scored.iter().take(3).filter(|s| s.0 <= unknown.chars().count() / 2 + 2).map(|s| s.2.to_string()));
+        scored.sort_by_key(|&(d, shared, id)| (std::cmp::Reverse(shared), d, id));
+        for s in scored.iter().filter(|s| s.1 > 0).take(3) {
+            if !out.iter().any(|o| o == s.2) {
+                out.push(s.2.to_string());
+            }
+        }
+        out
+    }
+
     /// Resolves a label id: a document id, or a section id `DOC#label`.
     pub fn target(&self, id: &str) -> Option<Target> {
         if let Some(d) = self.doc_index(id) {

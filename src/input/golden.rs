@@ -59,6 +59,9 @@ pub struct GoldenCase {
     pub tags: Vec<String>,
     /// Free data for the golden set's authors, carried to `cases.jsonl`.
     pub meta: Option<serde_json::Value>,
+    /// The hash of the first label's text when the case was written (`init`, `sections --json`):
+    /// `validate` warns when that text has changed since.
+    pub label_hash: Option<String>,
 }
 
 impl GoldenCase {
@@ -179,6 +182,7 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
                 evidence: Vec::new(),
                 tags: Vec::new(),
                 meta: None,
+                label_hash: None,
             });
         }
     }
@@ -275,6 +279,8 @@ struct RawCase {
     tags: Vec<String>,
     #[serde(default)]
     meta: Option<serde_json::Value>,
+    #[serde(default)]
+    label_hash: Option<String>,
 }
 
 /// Adds to serde's "unknown field" message where extra fields belong.
@@ -343,7 +349,16 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             .map_err(|e| bad(format!("case {id:?}: {e}")))?;
         for label in &relevant {
             if corpus.target(&label.id).is_none() {
-                return Err(bad(format!("case {id:?} names unknown document or section {:?}", label.id)));
+                let close = corpus.did_you_mean(&label.id);
+                let hint = if close.is_empty() {
+                    " (`ragsweep sections` lists the ids)".to_string()
+                } else {
+                    format!(
+                        "; did you mean {}? (`ragsweep sections` lists them all)",
+                        close.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                return Err(bad(format!("case {id:?} names unknown document or section {:?}{hint}", label.id)));
             }
         }
         let evidence: Vec<Evidence> = items(raw.evidence)
@@ -400,6 +415,7 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             evidence,
             tags: raw.tags,
             meta: raw.meta,
+            label_hash: raw.label_hash,
         });
     }
     if let Some((at, first)) = empty.first() {
@@ -527,6 +543,7 @@ mod tests {
             evidence: vec![],
             tags: vec![],
             meta: None,
+            label_hash: None,
         };
         let mut a: Vec<_> = (0..400).map(|i| mk(&format!("c{i}"))).collect();
         let mut b: Vec<_> = a.iter().rev().cloned().collect();

@@ -99,6 +99,21 @@ pub fn health(cases: &[GoldenCase], corpus: &Corpus) -> Health {
             examples(&long)
         ));
     }
+    let changed: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let recorded = c.label_hash.as_deref()?;
+            let label = &c.relevant.first()?.id;
+            (corpus.label_hash(label).as_deref() != Some(recorded)).then(|| format!("{} → {label}", c.id))
+        })
+        .collect();
+    if !changed.is_empty() {
+        h.warnings.push(format!(
+            "{} labels point at text that changed since the case was written (its label_hash): check they still hold the answer: {}",
+            changed.len(),
+            examples(&changed)
+        ));
+    }
     h
 }
 
@@ -127,6 +142,7 @@ mod tests {
             evidence: vec![],
             tags: vec!["preço".into()],
             meta: None,
+            label_hash: None,
         }
     }
 

@@ -216,6 +216,7 @@ mod tests {
             evidence: vec![],
             tags: vec![],
             meta: None,
+            label_hash: None,
         }];
         SyntheticAcl { groups: 10, seed: 3 }.apply(&mut corpus, &mut cases);
         let seen = corpus.docs.iter().filter(|d| visible(d, cases[0].user_groups())).count();

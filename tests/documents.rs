@@ -1,0 +1,160 @@
+//! A documentation folder as real sites write it (MyST/Hugo front matter, fences inside list
+//! items, reStructuredText pages) goes through init → labels → validate → run without editing
+//! a document; `sections` lists the ids labels may name, and an unknown label gets a
+//! "did you mean".
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn ragsweep(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("ragsweep").unwrap();
+    cmd.current_dir(dir).env("RAGSWEEP_MODELS", common::repo().join("models"));
+    cmd
+}
+
+const INSTALL: &str = r#"---
+hide-toc: true
+myst:
+  html_meta:
+    description: Installing the tool
+sidebar_position: 2
+tags: [install, setup]
+---
+# Installation
+
+Installing the command line tool takes one command on every platform. The package is published
+on the usual package index, and the installer checks the Python version before it starts.
+
+1. Create a virtual environment first:
+   - ```bash
+     python -m venv .venv
+     # this comment is not a heading
+     ```
+2. Then install the package with pip and check the version it prints at the end.
+
+## Upgrading
+
+To upgrade the tool, run the installer again with the upgrade flag; your configuration files in
+the home folder are kept, and the cache is rebuilt on the first run after the upgrade.
+
+## Uninstalling
+
+Removing the tool deletes the executable and the cache folder but never your project files, so a
+later installation picks up the existing configuration without asking any question again.
+"#;
+
+const CONFIG: &str = "+++\ntitle = \"Configuration\"\nweight = 3\ndraft = false\n+++\n# Configuration\n\n\
+Contents:\n\n- [Files](#files)\n- [Variables](#variables)\n\n## Files\n\n\
+The configuration lives in a file named tool.toml at the project root, read at every start; a \
+missing file means the defaults, and an unknown key in it stops the tool with the line number.\n\n\
+## Variables\n\nEnvironment variables override the file: TOOL_CACHE moves the cache folder, and \
+TOOL_COLOR turns colours off when set to never, which scripts and continuous integration prefer.\n";
+
+const FAQ: &str = "Frequently asked questions\n==========================\n\nWhy is the first run slow?\n\
+--------------------------\n\nThe first run builds the cache for every project it sees, reading each \
+file once and storing what it learns; later runs reuse that work and start in well under a second.\n\n\
+Can I use it offline?\n---------------------\n\nYes: after installation nothing is downloaded, \
+every model ships with the package, and the tool never opens a network connection on its own.\n";
+
+#[test]
+fn a_real_documentation_folder_goes_through_init_labels_validate_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    fs::create_dir_all(docs.join("guide")).unwrap();
+    fs::write(docs.join("guide/install.md"), INSTALL).unwrap();
+    fs::write(docs.join("guide/config.md"), CONFIG).unwrap();
+    fs::write(docs.join("faq.rst"), FAQ).unwrap();
+    fs::write(docs.join("logo.svg"), "<svg/>").unwrap();
+    let project = dir.path().join("project");
+    ragsweep(dir.path())
+        .args(["init", "docs", "--out", "project"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("read 2 .md, 1 .rst; skipped 1: logo.svg (.svg: not a known format)"))
+        .stdout(predicate::str::is_match(r"\d+ skipped: fewer than 30 words of their own").unwrap());
+    // The fence inside the list item hides its comment; the headings after it are sections.
+    ragsweep(dir.path())
+        .args(["sections", "docs", "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(r#""id":"guide/install#Uninstalling""#))
+        .stdout(predicate::str::contains(r#""id":"faq#Can I use it offline?""#))
+        .stdout(
+            predicate::str::contains("this comment is not a heading")
+                .not()
+                .or(predicate::str::contains("#this comment").not()),
+        );
+    let golden = fs::read_to_string(project.join("golden.jsonl")).unwrap();
+    assert!(!golden.contains("guide/config#Configuration\""), "a table of contents gets no stub: {golden}");
+    // Fill the stubs the way a person would: a question for each labelled section.
+    let questions = [
+        ("guide/install#Installation", "how do I install the command line tool"),
+        ("guide/install#Upgrading", "will an upgrade keep my configuration files"),
+        ("guide/install#Uninstalling", "does removing it delete my project files"),
+        ("guide/config#Files", "where does the configuration file live"),
+        ("guide/config#Variables", "how do I turn colours off in CI"),
+        ("faq#Why is the first run slow?", "why is the first run slow"),
+        ("faq#Can I use it offline?", "does it work offline without network"),
+    ];
+    let mut filled = String::new();
+    for line in golden.lines() {
+        let mut case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let label = case["relevant"][0].as_str().unwrap_or("").to_string();
+        match questions.iter().find(|(l, _)| *l == label) {
+            Some((_, q)) => case["question"] = (*q).into(),
+            None if case["answerable"] == false => case["question"] = "what is the price of the enterprise plan".into(),
+            None => continue,
+        }
+        filled.push_str(&format!("{case}\n"));
+    }
+    fs::write(project.join("golden.jsonl"), &filled).unwrap();
+    ragsweep(&project).args(["validate", "experiment.toml"]).assert().success();
+    let exp = fs::read_to_string(project.join("experiment.toml")).unwrap();
+    // BM25 only: the dense models are not needed to check the path.
+    let bm25_only = exp.split("[[retrievers]]\nkind = \"dense\"").next().unwrap().to_string();
+    fs::write(project.join("experiment.toml"), bm25_only).unwrap();
+    ragsweep(&project).args(["run", "-q", "experiment.toml", "--out", "out", "--cache", "cache"]).assert().success();
+    let run = fs::read_dir(project.join("out/my-retrieval")).unwrap().next().unwrap().unwrap().path();
+    let m = common::matrix(&run);
+    let best = m["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["metrics"]["hit@5"]["value"].as_f64())
+        .fold(0.0, f64::max);
+    assert!(best >= 0.7, "BM25 finds the labelled sections: hit@5 = {best}");
+
+    // A label edited into something that is not there: located, with the closest ids.
+    fs::write(project.join("golden.jsonl"), filled.replacen("guide/install#Upgrading", "guide/install#Upgrade", 1))
+        .unwrap();
+    ragsweep(&project).args(["validate", "experiment.toml"]).assert().code(2).stderr(predicate::str::contains(
+        "names unknown document or section \"guide/install#Upgrade\"; did you mean \"guide/install#Upgrading\"",
+    ));
+    // The text a label points at changed since init wrote its hash: validate warns.
+    fs::write(project.join("golden.jsonl"), &filled).unwrap();
+    fs::write(docs.join("guide/install.md"), INSTALL.replace("upgrade flag", "--upgrade option")).unwrap();
+    ragsweep(&project)
+        .args(["validate", "experiment.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("labels point at text that changed since the case was written"))
+        .stdout(predicate::str::contains("guide/install#Upgrading"));
+}
+
+#[test]
+fn sections_lists_ids_sizes_and_first_words_and_greps() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("docs")).unwrap();
+    fs::write(dir.path().join("docs/faq.rst"), FAQ).unwrap();
+    ragsweep(dir.path())
+        .args(["sections", "docs", "--grep", "offline"])
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"faq#Can I use it offline\? +\d+ tokens  Can I use it offline\?").unwrap())
+        .stdout(predicate::str::contains("faq#Why is the first run slow?").not());
+}
