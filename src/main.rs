@@ -62,6 +62,7 @@ enum Command {
         /// The shards' run directories.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        /// Where the merged run directory goes.
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
@@ -69,6 +70,7 @@ enum Command {
     BenchEmbed {
         /// A JSONL or BEIR corpus whose `title text` are embedded as passages.
         corpus: PathBuf,
+        /// The installed model to time (e.g. e5-small-int8).
         #[arg(long)]
         model: String,
         /// Texts per batch (longest first by characters), unless --token-budget is given.
@@ -77,6 +79,7 @@ enum Command {
         /// Batch by tokens as runs do: each batch's size × longest text within this budget.
         #[arg(long)]
         token_budget: Option<usize>,
+        /// ONNX Runtime intra-op threads.
         #[arg(long, default_value_t = 2)]
         threads: usize,
         /// Embed only the first N documents.
@@ -88,6 +91,7 @@ enum Command {
     /// Latency of filtered vector search (graph, exact scan, per-query choice) at 1%, 10%, 50%
     /// and 90% allowed, on the chunks of an experiment's first chunker and first dense model.
     BenchFilter {
+        /// The experiment whose first chunker and dense model are timed.
         experiment: PathBuf,
         /// Queries timed per fraction and strategy.
         #[arg(long, default_value_t = 300)]
@@ -100,6 +104,7 @@ enum Command {
     Synth {
         /// The folder to write (corpus.jsonl, queries.jsonl, qrels/, SOURCE.txt).
         out: PathBuf,
+        /// Documents to write.
         #[arg(long, default_value_t = 10_000)]
         documents: usize,
         /// Questions, half train (tuning) and half test (reserved).
@@ -108,12 +113,14 @@ enum Command {
         /// Distinct words the Zipfian vocabulary draws from.
         #[arg(long, default_value_t = 1_000_000)]
         vocabulary: usize,
+        /// The seed every document and question is drawn from (same seed, same bytes).
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
     /// Write the passage and query vectors of an experiment's first dense cell as NumPy files
     /// (passages.npy, queries.npy), embedding what the cache lacks.
     Vectors {
+        /// The experiment whose first dense cell's vectors are written.
         experiment: PathBuf,
         /// The folder to write.
         #[arg(long)]
@@ -124,19 +131,26 @@ enum Command {
     /// Exact scan and HNSW on given vectors (.npy): build time, queries/s one query at a time on
     /// one thread, and HNSW recall@k against the scan. Prints one JSON line.
     BenchAnn {
+        /// The indexed vectors (.npy, unit length, float32).
         passages: PathBuf,
+        /// The query vectors (.npy, same dimension).
         queries: PathBuf,
+        /// HNSW links per node.
         #[arg(long, default_value_t = 16)]
         m: usize,
+        /// HNSW candidate list while building.
         #[arg(long, default_value_t = 200)]
         ef_construction: usize,
+        /// HNSW candidate list while searching.
         #[arg(long, default_value_t = 128)]
         ef_search: usize,
+        /// Neighbours asked per query (recall is measured at this k).
         #[arg(long, default_value_t = 10)]
         k: usize,
     },
     /// Parse and check an experiment, its corpus, golden set and models, without running it.
     Validate {
+        /// The experiment file (TOML).
         experiment: PathBuf,
         #[command(flatten)]
         dirs: Dirs,
@@ -150,6 +164,7 @@ enum Command {
         /// The run directory of cells given without one.
         #[arg(long)]
         run: Option<PathBuf>,
+        /// The metric compared, e.g. ndcg@10 or recall@1024t.
         #[arg(long, default_value = "hit@10")]
         metric: String,
         /// tuning, reserved or all.
@@ -159,6 +174,7 @@ enum Command {
     /// The cases one cell missed and another found, with their exact terms and how each
     /// analyzer and model tokenizes them.
     Misses {
+        /// The run directory.
         run: PathBuf,
         /// The cell that missed.
         #[arg(long)]
@@ -166,16 +182,18 @@ enum Command {
         /// The cell that found them (default: the run's selected cell).
         #[arg(long)]
         vs: Option<String>,
+        /// The metric a case is missed on (0 in the cell, above 0 in the other).
         #[arg(long, default_value = "hit@10")]
         metric: String,
+        /// Cases of this split: tuning, reserved or all.
         #[arg(long, default_value = "all", value_parser = parse_split)]
         split: SplitChoice,
         #[command(flatten)]
         dirs: Dirs,
     },
-    /// CI gate: exit 1 when a cell fell more than --margin below the baseline, listing what broke.
     /// Write report.html and summary.md into a run directory (for runs written before them)
     Report {
+        /// The run directory.
         run: PathBuf,
         /// Another run to compare with: its fixed and broke lists and paired test go in the page.
         #[arg(long)]
@@ -197,7 +215,7 @@ enum Command {
     },
     /// Start an experiment for your own documents: experiment.toml and golden.jsonl stubs
     Init {
-        /// Your documents: a folder of .md/.txt files, a JSONL file, or a BEIR folder.
+        /// Your documents: a folder (Markdown, text, reStructuredText, HTML, DOCX, PDF), a JSONL file, or a BEIR folder.
         corpus: PathBuf,
         /// Where to write experiment.toml and golden.jsonl.
         #[arg(long, default_value = ".")]
@@ -209,14 +227,20 @@ enum Command {
         action: ModelsAction,
     },
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Print the man page (roff)
     Man,
     /// Write contexts.jsonl: what a cell sends a generator at cut-off k, per case
     Contexts {
+        /// The run directory (contexts.jsonl is written into it).
         run: PathBuf,
+        /// The cell whose contexts are written.
         #[arg(long)]
         cell: String,
+        /// The cut-off: one of the experiment's k.
         #[arg(long)]
         k: usize,
         /// tuning or reserved (default: every case).
@@ -228,7 +252,9 @@ enum Command {
     /// Why a cell ranked what it ranked for one case: BM25 term contributions, cosines and
     /// exact-scan ranks, each hybrid side's share, and the case's miss causes
     Explain {
+        /// The run directory.
         run: PathBuf,
+        /// The cell to explain.
         #[arg(long)]
         cell: String,
         /// A case id (repeatable: one explanation per case).
@@ -245,7 +271,9 @@ enum Command {
     },
     /// Score generated answers (answers.jsonl) against the contexts sent
     Answers {
+        /// The run directory (answers.jsonl and answers.csv are written into it).
         run: PathBuf,
+        /// Your model's answers: JSON Lines with id, answer, citations, optional refused and claims.
         answers: PathBuf,
         /// The contexts the answers were generated from (default: RUN/contexts.jsonl).
         #[arg(long)]
@@ -257,7 +285,9 @@ enum Command {
     },
     /// How many questions the golden set needs, from the spread of this run's per-case scores
     Plan {
+        /// The run directory.
         run: PathBuf,
+        /// The metric planned for.
         #[arg(long, default_value = "ndcg@10")]
         metric: String,
         /// The difference between two cells to detect (80% power, two-sided α = 0.05).
@@ -273,9 +303,11 @@ enum Command {
         #[arg(long, num_args = 1..)]
         vs: Vec<String>,
     },
+    /// CI gate: exit 1 when a cell fell more than --margin below the baseline (significantly),
+    /// or an answer requirement is not met, listing what broke
     Check {
+        /// The run directory to gate.
         run: PathBuf,
-        /// The run to compare against.
         /// The run to compare against (not needed with only --require).
         #[arg(long)]
         baseline: Option<PathBuf>,
@@ -283,10 +315,12 @@ enum Command {
         /// metrics (e.g. --fail-on citation_relevant:0.05), on the cells their contexts came from.
         #[arg(long)]
         answers: bool,
-        /// A hard requirement on the run's answers, e.g. `citation_valid=1`: fails (exit 1)
-        /// when the column's mean is below the value, listing the cases below it (repeatable).
+        /// A hard requirement on the run's answers, e.g. `citation_valid=1` (at least 1) or
+        /// `refusal_wrong=0` (at most 0: lower is better): fails (exit 1) when the column's mean is
+        /// on the wrong side, listing those cases (repeatable).
         #[arg(long)]
         require: Vec<String>,
+        /// The gated metric (see --fail-on for several).
         #[arg(long, default_value = "ndcg@10")]
         metric: String,
         /// The largest drop of the mean that still passes.
@@ -309,7 +343,7 @@ enum Command {
         /// The compared cell (default: the run's selected cell, or its only cell).
         #[arg(long)]
         cell: Option<String>,
-        /// The baseline's cell (default: the one with the same label, else as for --cell).
+        /// The baseline's cell (default: the one with the same configuration).
         #[arg(long)]
         baseline_cell: Option<String>,
     },
@@ -1050,4 +1084,38 @@ fn parse_shard(s: &str) -> Result<(usize, usize), String> {
         return Err(format!("shard {i}/{n}: I must be between 1 and N"));
     }
     Ok((i, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand and every argument says what it is, in its own words.
+    #[test]
+    fn every_command_and_argument_has_its_own_help() {
+        fn walk(cmd: &clap::Command, path: &str, problems: &mut Vec<String>) {
+            let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+            if path.contains(' ') && about.trim().is_empty() {
+                problems.push(format!("`{path}` has no help"));
+            }
+            let mut seen: Vec<(String, String)> = Vec::new();
+            for arg in cmd.get_arguments().filter(|a| !["help", "version"].contains(&a.get_id().as_str())) {
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                let name = arg.get_id().to_string();
+                if help.trim().is_empty() {
+                    problems.push(format!("`{path}` argument `{name}` has no help"));
+                } else if let Some((other, _)) = seen.iter().find(|(_, h)| *h == help) {
+                    problems.push(format!("`{path}` arguments `{other}` and `{name}` share the help {help:?}"));
+                }
+                seen.push((name, help));
+            }
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &format!("{path} {}", sub.get_name()), problems);
+            }
+        }
+        let mut problems = Vec::new();
+        walk(&Cli::command(), "ragsweep", &mut problems);
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
 }
