@@ -76,14 +76,23 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
     let sections: usize = corpus.docs.iter().map(|d| d.sections.len()).sum();
     let by_section = sections >= corpus.docs.len();
     // Sections that can hold an answer: enough words of their own, not a table of contents.
-    let usable: Vec<Vec<usize>> =
-        corpus.docs.iter().map(|d| (0..d.sections.len()).filter(|&i| answerable_section(d, i)).collect()).collect();
+    // When too few sections are that long, short ones (not link lists) are labelled too.
+    let wanted = STUBS - UNANSWERABLE_STUBS;
+    let pick = |min_words: usize| -> Vec<Vec<usize>> {
+        let doc_sections = |d: &crate::input::corpus::Document| -> Vec<usize> {
+            (0..d.sections.len()).filter(|&i| answerable_section(d, i, min_words)).collect()
+        };
+        corpus.docs.iter().map(doc_sections).collect()
+    };
+    let mut usable = pick(MIN_STUB_WORDS);
+    if usable.iter().map(Vec::len).sum::<usize>() < wanted {
+        usable = pick(0);
+    }
     let skipped = sections - usable.iter().map(Vec::len).sum::<usize>();
     let lang = language(&corpus);
     // Labels spread across the corpus: every document's first section (or the document,
     // without headings) in turn, then every document's second section, and so on; with more
     // documents than stubs, evenly spaced documents.
-    let wanted = STUBS - UNANSWERABLE_STUBS;
     let target = |d: usize, r: usize| -> Option<(String, String)> {
         let doc = &corpus.docs[d];
         if by_section {
@@ -154,9 +163,9 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
 /// Words a section needs of its own text (to its first subsection) to be a stub's label.
 pub const MIN_STUB_WORDS: usize = 30;
 
-/// Whether section `i` of `doc` can hold an answer: at least [`MIN_STUB_WORDS`] words before
-/// its first subsection, and not mostly links (a table of contents, a link list).
-fn answerable_section(doc: &crate::input::corpus::Document, i: usize) -> bool {
+/// Whether section `i` of `doc` can hold an answer: at least `min_words` words before its
+/// first subsection, and not mostly links (a table of contents, a link list).
+fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words: usize) -> bool {
     let s = &doc.sections[i];
     let own_end = doc.sections.get(i + 1).map_or(s.end, |next| next.start.min(s.end));
     let own = &doc.text[s.start..own_end];
@@ -164,7 +173,7 @@ fn answerable_section(doc: &crate::input::corpus::Document, i: usize) -> bool {
     let links =
         body.iter().filter(|l| l.contains("](") || l.trim_start().starts_with(['-', '*']) && l.contains('[')).count();
     let words = own.split_whitespace().count();
-    words >= MIN_STUB_WORDS && links * 2 <= body.len()
+    words >= min_words && links * 2 <= body.len()
 }
 
 /// `path` as seen from `base` (absolute when they share nothing).
@@ -191,7 +200,7 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "{}\nwrote {} and {} ({} stubs) for {} documents ({} sections; {} skipped: fewer than {MIN_STUB_WORDS} words of their own, or links), BM25 analyzer {:?}\n\n\
+        "{}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {:?}\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\

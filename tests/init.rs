@@ -80,7 +80,8 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
     cmd(&["init", "docs", "--out", "projeto"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("for 6 documents (24 sections), BM25 analyzer Pt"))
+        .stdout(predicate::str::contains("for 6 documents (24 sections, 0 without a stub"))
+        .stdout(predicate::str::contains("BM25 analyzer Pt"))
         .stdout(predicate::str::contains("Why 30"));
     let toml = std::fs::read_to_string(project.join("experiment.toml")).unwrap();
     assert!(

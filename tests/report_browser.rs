@@ -170,7 +170,13 @@ fn the_terminal_summary_fits_100_columns() {
 fn hostile_text_in_the_data_cannot_break_the_page_or_the_summary() {
     const EVIL: &str = "<!--<script> </script><img src=x onerror=\"document.body.dataset.pwned=1\"> \u{2028}";
     let docs = [
-        ("ferias.md".to_string(), format!("---\ntitle: \"Férias {EVIL}\"\n---\n# Férias {EVIL}\nTrinta dias de férias por ano.\n## Saldo {EVIL}\nO saldo de férias aparece no portal.\n")),
+        (
+            "ferias.md".to_string(),
+            format!(
+                "---\ntitle: {}\n---\n# Férias {EVIL}\nTrinta dias de férias por ano.\n## Saldo {EVIL}\nO saldo de férias aparece no portal.\n",
+                serde_json::to_string(&format!("Férias {EVIL}")).unwrap()
+            ),
+        ),
         ("ponto.md".to_string(), "# Ponto\nO ponto é registrado no aplicativo.\n".to_string()),
     ];
     let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
