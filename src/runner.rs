@@ -529,8 +529,15 @@ fn cut_columns(exp: &Experiment) -> Vec<(usize, MetricAt)> {
 
 /// The relevant text of a case as byte ranges: its labelled sections (section unit), or every
 /// place its evidence spans occur in the documents they name, else in its labelled
-/// documents, else anywhere (evidence unit).
-fn relevant_text(unit: Unit, case: &GoldenCase, truth: &Truth, corpus: &Corpus) -> Vec<(u32, usize, usize)> {
+/// documents, else anywhere (evidence unit); `normalized` gives each document's mapped
+/// normalisation, computed once per document.
+fn relevant_text<'n>(
+    unit: Unit,
+    case: &GoldenCase,
+    truth: &Truth,
+    corpus: &Corpus,
+    normalized: &(dyn Fn(usize) -> &'n (String, Vec<(u32, u32)>) + Sync),
+) -> Vec<(u32, usize, usize)> {
     match unit {
         Unit::Doc => Vec::new(),
         Unit::Section => truth.section_spans(),
@@ -556,7 +563,7 @@ fn relevant_text(unit: Unit, case: &GoldenCase, truth: &Truth, corpus: &Corpus) 
                     None => (0..corpus.docs.len()).collect(),
                 };
                 for d in docs {
-                    let (norm, map) = crate::analyze::normalize_mapped(&corpus.docs[d].text);
+                    let (norm, map) = normalized(d);
                     for (at, found) in norm.match_indices(span.as_str()) {
                         let (start, end) = (map[at].0, map[at + found.len() - 1].1);
                         out.push((d as u32, start as usize, end as usize));
@@ -643,7 +650,10 @@ impl<'a> Scoring<'a> {
         let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
         let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
         let relevant_text = if token_measures {
-            cases.par_iter().zip(&truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus)).collect()
+            let normalized: Vec<std::sync::OnceLock<(String, Vec<(u32, u32)>)>> =
+                (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect();
+            let doc = |d: usize| normalized[d].get_or_init(|| crate::analyze::normalize_mapped(&corpus.docs[d].text));
+            cases.par_iter().zip(&truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus, &doc)).collect()
         } else {
             vec![Vec::new(); cases.len()]
         };
