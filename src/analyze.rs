@@ -447,11 +447,14 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Normalised text, and for each of its bytes the source byte range it came from.
+pub type Mapped = (String, Vec<(u32, u32)>);
+
 /// [`normalize`] with, for each byte of the result, the byte range of `text` it came from, so
 /// a span found in normalised text can be located in the original. Canonical composition
 /// works within a starter and the combining marks after it, so each such cluster is
 /// normalised on its own and its output bytes map to the whole cluster.
-pub fn normalize_mapped(text: &str) -> (String, Vec<(u32, u32)>) {
+pub fn normalize_mapped(text: &str) -> Mapped {
     use unicode_normalization::char::canonical_combining_class;
     let mut out = String::with_capacity(text.len());
     let mut map: Vec<(u32, u32)> = Vec::with_capacity(text.len());

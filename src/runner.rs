@@ -536,7 +536,7 @@ fn relevant_text<'n>(
     case: &GoldenCase,
     truth: &Truth,
     corpus: &Corpus,
-    normalized: &(dyn Fn(usize) -> &'n (String, Vec<(u32, u32)>) + Sync),
+    normalized: &(dyn Fn(usize) -> &'n crate::analyze::Mapped + Sync),
 ) -> Vec<(u32, usize, usize)> {
     match unit {
         Unit::Doc => Vec::new(),
@@ -650,7 +650,7 @@ impl<'a> Scoring<'a> {
         let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
         let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
         let relevant_text = if token_measures {
-            let normalized: Vec<std::sync::OnceLock<(String, Vec<(u32, u32)>)>> =
+            let normalized: Vec<std::sync::OnceLock<crate::analyze::Mapped>> =
                 (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect();
             let doc = |d: usize| normalized[d].get_or_init(|| crate::analyze::normalize_mapped(&corpus.docs[d].text));
             cases.par_iter().zip(&truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus, &doc)).collect()
