@@ -155,7 +155,17 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         sections,
         language: lang,
         stubs: targets.len() + UNANSWERABLE_STUBS,
-        read: corpus.report.summary(),
+        read: {
+            let mut keys: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+            for d in &corpus.docs {
+                for k in d.meta.keys() {
+                    *keys.entry(k.as_str()).or_insert(0) += 1;
+                }
+            }
+            let listed: Vec<String> = keys.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+            let meta = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
+            format!("{}\ndocument metadata (front matter and fields kept as meta): {meta}", corpus.report.summary())
+        },
         skipped_sections: if by_section { skipped } else { 0 },
     })
 }

@@ -76,7 +76,9 @@ fn a_real_documentation_folder_goes_through_init_labels_validate_and_run() {
         .assert()
         .success()
         .stdout(predicate::str::contains("read 2 .md, 1 .rst; skipped 1: logo.svg (.svg: not a known format)"))
-        .stdout(predicate::str::is_match(r"\d+ without a stub: link lists").unwrap());
+        .stdout(predicate::str::is_match(r"\d+ without a stub: link lists").unwrap())
+        .stdout(predicate::str::contains("document metadata (front matter and fields kept as meta): "))
+        .stdout(predicate::str::contains("hide-toc ×1").and(predicate::str::contains("weight ×1")));
     // The fence inside the list item hides its comment; the headings after it are sections.
     ragsweep(dir.path())
         .args(["sections", "docs", "--json"])
