@@ -44,11 +44,6 @@ impl Format {
             Format::Pdf => ".pdf",
         }
     }
-
-    /// Formats that are text files and may open with front matter.
-    pub fn is_text(self) -> bool {
-        matches!(self, Format::Markdown | Format::Text | Format::Rst)
-    }
 }
 
 /// A heading of extracted text: (byte offset of its line, level 1–6, label).
