@@ -76,6 +76,8 @@ fn a_whole_document_wins_at_equal_k_and_loses_at_an_equal_budget() {
     // precision@Bt divides by the packed items: Regra, Prazo, Intro (cut) → 1 of 3.
     assert!((value(&m, "markdown", "precision@15t") - 1.0 / 3.0).abs() < 1e-12);
     assert_eq!(value(&m, "markdown", "mrr@15t"), 0.5);
+    let page = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(page.contains(r#""cuts":["1","15t"]"#), "the report can pick the budget");
 
     // Selecting at the budget picks the Markdown chunker, at k the whole document.
     let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();

@@ -74,6 +74,8 @@ struct Data {
     decision: String,
     columns: Vec<String>,
     ks: Vec<usize>,
+    /// The cut-offs the page can pick: each k, then each budget (`1024t`).
+    cuts: Vec<String>,
     selection: Value,
     warning: Option<String>,
     health: Vec<String>,
@@ -174,6 +176,13 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         decision: matrix.decision_metric.clone().or_else(|| matrix.columns.first().cloned()).unwrap_or_default(),
         columns: matrix.columns.clone(),
         ks: manifest.experiment.k.clone(),
+        cuts: manifest
+            .experiment
+            .k
+            .iter()
+            .map(|k| k.to_string())
+            .chain(manifest.experiment.budget.iter().map(|b| format!("{b}t")))
+            .collect(),
         selection: serde_json::to_value(&matrix.selection).expect("json"),
         warning: summary::reserved_warning(&matrix),
         health: manifest.golden.health.clone(),

@@ -26,7 +26,10 @@ const mean = (t) => (t && t[0] !== null ? (t[1] !== null ? `${fmt(t[0])} (${fmt(
 const metrics = [...new Set(D.columns.map((c) => c.split("@")[0]))];
 const [decisionMetric, decisionK] = D.decision.split("@");
 const hasReserved = D.rows.some((r) => r.split === "reserved" && r.metrics[D.decision] && r.metrics[D.decision][0] !== null);
-const state = { metric: decisionMetric || metrics[0], k: Number(decisionK) || D.ks[0], split: hasReserved ? "reserved" : "tuning" };
+const cuts = D.cuts && D.cuts.length ? D.cuts : D.ks.map(String);
+const state = { metric: decisionMetric || metrics[0], k: cuts.includes(decisionK) ? decisionK : cuts[0], split: hasReserved ? "reserved" : "tuning" };
+// Ranks are read at a k; at a token budget (`1024t`) the per-question grid uses the largest k.
+const rankK = () => (String(state.k).endsWith("t") ? D.ks[D.ks.length - 1] : Number(state.k));
 const selected = D.selection ? D.selection.cell : null;
 const cellById = Object.fromEntries(D.cells.map((c) => [c.id, c]));
 const rowOf = (cell, split) => D.rows.find((r) => r.cell === cell && r.split === split);
@@ -53,12 +56,12 @@ function header() {
 }
 
 function controls(redraw) {
-  const select = (name, options, current) => el("select", { id: `pick-${name}`, onchange: (e) => { state[name] = name === "k" ? Number(e.target.value) : e.target.value; redraw(); } },
+  const select = (name, options, current) => el("select", { id: `pick-${name}`, onchange: (e) => { state[name] = e.target.value; redraw(); } },
     options.map((o) => { const opt = el("option", { value: o }, o); if (String(o) === String(current)) opt.selected = true; return opt; }));
   const splits = hasReserved ? ["tuning", "reserved"] : ["tuning"];
   return el("section", { class: "controls", id: "controls" },
     el("label", {}, "metric ", select("metric", metrics, state.metric)),
-    el("label", {}, "k ", select("k", D.ks, state.k)),
+    el("label", {}, "k or budget ", select("k", cuts, state.k)),
     el("label", {}, "split ", select("split", splits, state.split)));
 }
 
@@ -150,7 +153,7 @@ function tuningReserved() {
 
 function grid() {
   const idx = D.cases.map((c, i) => i).filter((i) => D.cases[i].split === state.split);
-  const hit = (ci, k) => { const r = D.first[ci][k]; return r === -1 ? null : r > 0 && r <= state.k; };
+  const hit = (ci, k) => { const r = D.first[ci][k]; return r === -1 ? null : r > 0 && r <= rankK(); };
   const misses = (k) => D.cells.reduce((n, _, ci) => n + (hit(ci, k) === false ? 1 : 0), 0);
   idx.sort((a, b) => misses(b) - misses(a) || a - b);
   const cw = Math.max(2, Math.min(14, Math.floor(1100 / Math.max(1, idx.length)))), ch = 14, L = 56;
@@ -169,11 +172,11 @@ function grid() {
     idx.forEach((k, j) => {
       const h = hit(ci, k);
       svg.append(sv("rect", { class: "entry", x: L + j * cw, y: ci * ch + 2, width: cw - (cw > 3 ? 1 : 0), height: ch - 2, fill: h === null ? "#d9dde3" : h ? "#3b9a57" : "#d9534f", "data-case": D.cases[k].id },
-        sv("title", {}, `${cell.id} · ${D.cases[k].id}: ${h === null ? "not scored" : h ? "hit" : "miss"} at ${state.k}`)));
+        sv("title", {}, `${cell.id} · ${D.cases[k].id}: ${h === null ? "not scored" : h ? "hit" : "miss"} at ${rankK()}`)));
     });
   });
   svg.addEventListener("click", (e) => { const id = e.target.getAttribute && e.target.getAttribute("data-case"); if (id) show(D.cases.findIndex((c) => c.id === id)); });
-  return el("section", { id: "grid" }, el("h2", {}, `Per question: hit (green) or miss (red) at k = ${state.k}, ${state.split} cases, most missed first`), el("div", { class: "scroll" }, svg), detail);
+  return el("section", { id: "grid" }, el("h2", {}, `Per question: hit (green) or miss (red) at k = ${rankK()}, ${state.split} cases, most missed first`), el("div", { class: "scroll" }, svg), detail);
 }
 
 function slices() {
