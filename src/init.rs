@@ -46,6 +46,8 @@ pub struct Initialised {
     pub stubs: usize,
     /// What was read per format and what was skipped.
     pub read: String,
+    /// Metadata keys the documents carry (front matter and fields kept as meta), with counts.
+    pub metadata: Vec<(String, usize)>,
     /// Sections left without a stub: too short to hold an answer, or a list of links.
     pub skipped_sections: usize,
 }
@@ -155,16 +157,13 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         sections,
         language: lang,
         stubs: targets.len() + UNANSWERABLE_STUBS,
-        read: {
-            let mut keys: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-            for d in &corpus.docs {
-                for k in d.meta.keys() {
-                    *keys.entry(k.as_str()).or_insert(0) += 1;
-                }
+        read: corpus.report.summary(),
+        metadata: {
+            let mut keys: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+            for k in corpus.docs.iter().flat_map(|d| d.meta.keys()) {
+                *keys.entry(k.clone()).or_insert(0) += 1;
             }
-            let listed: Vec<String> = keys.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-            let meta = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
-            format!("{}\ndocument metadata (front matter and fields kept as meta): {meta}", corpus.report.summary())
+            keys.into_iter().collect()
         },
         skipped_sections: if by_section { skipped } else { 0 },
     })
@@ -210,7 +209,7 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "{}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {:?}\n\n\
+        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {:?}\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\
@@ -222,6 +221,11 @@ pub fn guide(i: &Initialised) -> String {
          4. ragsweep validate experiment.toml   (it lists the stubs still empty)\n\
          5. ragsweep run experiment.toml\n",
         i.read,
+        if i.metadata.is_empty() {
+            "none".to_string()
+        } else {
+            i.metadata.iter().map(|(k, n)| format!("{k} ×{n}")).collect::<Vec<_>>().join(", ")
+        },
         i.experiment.display(),
         i.golden.display(),
         i.stubs,

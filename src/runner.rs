@@ -583,16 +583,19 @@ fn spanning_chunks(
     corpus: &Corpus,
     sets: &[crate::stages::chunk::ChunkSet],
 ) -> Vec<Vec<bool>> {
-    let mut labelled: Vec<(usize, usize, usize)> = Vec::new();
+    // Per document, the spans of the sections any case labels.
+    let mut labelled: Vec<Vec<(usize, usize)>> = vec![Vec::new(); corpus.docs.len()];
     if unit == Unit::Section {
         for l in cases.iter().flat_map(|c| &c.relevant) {
             if let Some(crate::input::corpus::Target::Section { doc, section }) = corpus.target(&l.id) {
                 let s = &corpus.docs[doc].sections[section];
-                labelled.push((doc, s.start, s.end));
+                labelled[doc].push((s.start, s.end));
             }
         }
-        labelled.sort_unstable();
-        labelled.dedup();
+        for spans in &mut labelled {
+            spans.sort_unstable();
+            spans.dedup();
+        }
     }
     sets.iter()
         .map(|set| {
@@ -600,10 +603,8 @@ fn spanning_chunks(
                 .par_iter()
                 .map(|c| {
                     let span = (c.start as usize, c.end as usize);
-                    let counts = |&&(d, s, e): &&(usize, usize, usize)| {
-                        d == c.doc as usize && crate::evaluate::label::counts_for(span, (s, e))
-                    };
-                    labelled.iter().filter(counts).take(2).count() >= 2
+                    let counts = |s: &&(usize, usize)| crate::evaluate::label::counts_for(span, **s);
+                    labelled[c.doc as usize].iter().filter(counts).take(2).count() >= 2
                 })
                 .collect()
         })

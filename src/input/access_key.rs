@@ -8,7 +8,7 @@
 //! plain metadata would make a restricted document public.
 
 /// Key names (lower case) that are access lists in other tools; `*` ends a prefix.
-pub const SUSPICIOUS: [&str; 21] = [
+pub const SUSPICIOUS: [&str; 22] = [
     "acl",
     "acls",
     "group",
@@ -30,6 +30,7 @@ pub const SUSPICIOUS: [&str; 21] = [
     "private",
     "restricted",
     "confidential",
+    "security",
 ];
 
 /// The access-list rules of one experiment.
@@ -74,12 +75,10 @@ impl AccessKey {
             Some(format!("it is within {} of the access key `{}`", plural(near(&access)), self.key))
         } else if lower.starts_with(&access) || lower.ends_with(&access) {
             Some(format!("it extends the access key `{}`", self.key))
-        } else if lower == "security"
-            || SUSPICIOUS.iter().any(|s| match s.strip_suffix('*') {
-                Some(prefix) => lower.starts_with(prefix),
-                None => lower == *s,
-            })
-        {
+        } else if SUSPICIOUS.iter().any(|s| match s.strip_suffix('*') {
+            Some(prefix) => lower.starts_with(prefix),
+            None => lower == *s,
+        }) {
             Some("other tools keep access lists under that name".into())
         } else {
             None

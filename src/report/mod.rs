@@ -176,13 +176,8 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         decision: matrix.decision_metric.clone().or_else(|| matrix.columns.first().cloned()).unwrap_or_default(),
         columns: matrix.columns.clone(),
         ks: manifest.experiment.k.clone(),
-        cuts: manifest
-            .experiment
-            .k
-            .iter()
-            .map(|k| k.to_string())
-            .chain(manifest.experiment.budget.iter().map(|b| format!("{b}t")))
-            .collect(),
+        // Each k, then each budget, as the rows key them (`@1024t` → `1024t`).
+        cuts: matrix.rows.first().map_or_else(Vec::new, |r| r.ctx_tokens.keys().map(|k| k.trim_start_matches('@').to_string()).collect()),
         selection: serde_json::to_value(&matrix.selection).expect("json"),
         warning: summary::reserved_warning(&matrix),
         health: manifest.golden.health.clone(),
