@@ -209,7 +209,7 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {:?}\n\n\
+        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {}\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\

@@ -164,17 +164,17 @@ enum Command {
         /// The run directory of cells given without one.
         #[arg(long)]
         run: Option<PathBuf>,
-        /// The metric compared, e.g. ndcg@10 or recall@1024t.
-        #[arg(long, default_value = "hit@10")]
-        metric: String,
-        /// tuning, reserved or all.
-        #[arg(long, default_value = "all", value_parser = parse_split)]
-        split: SplitChoice,
+        /// The metric compared, e.g. ndcg@10 or recall@1024t (default: the experiment's `select`).
+        #[arg(long)]
+        metric: Option<String>,
+        /// tuning, reserved or all (default: reserved when the run has reserved cases).
+        #[arg(long, value_parser = parse_split)]
+        split: Option<SplitChoice>,
     },
     /// The cases one cell missed and another found, with their exact terms and how each
     /// analyzer and model tokenizes them.
     Misses {
-        /// The run directory.
+        /// The run directory (results/NAME/latest, or a unique prefix of its run id).
         run: PathBuf,
         /// The cell that missed.
         #[arg(long)]
@@ -193,7 +193,7 @@ enum Command {
     },
     /// Write report.html and summary.md into a run directory (for runs written before them)
     Report {
-        /// The run directory.
+        /// The run directory (results/NAME/latest, or a unique prefix of its run id).
         run: PathBuf,
         /// Another run to compare with: its fixed and broke lists and paired test go in the page.
         #[arg(long)]
@@ -235,7 +235,7 @@ enum Command {
     Man,
     /// Write contexts.jsonl: what a cell sends a generator at cut-off k, per case
     Contexts {
-        /// The run directory (contexts.jsonl is written into it).
+        /// The run directory (or results/NAME/latest); contexts.jsonl is written into it.
         run: PathBuf,
         /// The cell whose contexts are written.
         #[arg(long)]
@@ -252,7 +252,7 @@ enum Command {
     /// Why a cell ranked what it ranked for one case: BM25 term contributions, cosines and
     /// exact-scan ranks, each hybrid side's share, and the case's miss causes
     Explain {
-        /// The run directory.
+        /// The run directory (results/NAME/latest, or a unique prefix of its run id).
         run: PathBuf,
         /// The cell to explain.
         #[arg(long)]
@@ -271,7 +271,7 @@ enum Command {
     },
     /// Score generated answers (answers.jsonl) against the contexts sent
     Answers {
-        /// The run directory (answers.jsonl and answers.csv are written into it).
+        /// The run directory (or results/NAME/latest); answers.jsonl and answers.csv are written into it.
         run: PathBuf,
         /// Your model's answers: JSON Lines with id, answer, citations, optional refused and claims.
         answers: PathBuf,
@@ -285,11 +285,11 @@ enum Command {
     },
     /// How many questions the golden set needs, from the spread of this run's per-case scores
     Plan {
-        /// The run directory.
+        /// The run directory (results/NAME/latest, or a unique prefix of its run id).
         run: PathBuf,
-        /// The metric planned for.
-        #[arg(long, default_value = "ndcg@10")]
-        metric: String,
+        /// The metric planned for (default: the experiment's `select`).
+        #[arg(long)]
+        metric: Option<String>,
         /// The difference between two cells to detect (80% power, two-sided α = 0.05).
         #[arg(long, default_value_t = 0.05)]
         delta: f64,
@@ -306,7 +306,7 @@ enum Command {
     /// CI gate: exit 1 when a cell fell more than --margin below the baseline (significantly),
     /// or an answer requirement is not met, listing what broke
     Check {
-        /// The run directory to gate.
+        /// The run directory to gate (or results/NAME/latest, or a run id prefix).
         run: PathBuf,
         /// The run to compare against (not needed with only --require).
         #[arg(long)]
@@ -320,9 +320,9 @@ enum Command {
         /// on the wrong side, listing those cases (repeatable).
         #[arg(long)]
         require: Vec<String>,
-        /// The gated metric (see --fail-on for several).
-        #[arg(long, default_value = "ndcg@10")]
-        metric: String,
+        /// The gated metric (default: the experiment's `select`; see --fail-on for several).
+        #[arg(long)]
+        metric: Option<String>,
         /// The largest drop of the mean that still passes.
         #[arg(long, default_value_t = 0.01, value_parser = parse_margin)]
         margin: f64,
@@ -392,14 +392,39 @@ struct Dirs {
     /// exists, else ~/.local/share/ragsweep/models).
     #[arg(long, env = "RAGSWEEP_MODELS")]
     models: Option<PathBuf>,
-    /// The content-addressed cache shared by all runs (vectors, chunk sets, BM25 indexes, HNSW graphs).
-    #[arg(long, env = "RAGSWEEP_CACHE", default_value = "cache")]
-    cache: PathBuf,
+    /// The content-addressed cache shared by all runs (vectors, chunk sets, BM25 indexes,
+    /// HNSW graphs; default ./cache).
+    #[arg(long, env = "RAGSWEEP_CACHE")]
+    cache: Option<PathBuf>,
 }
 
 impl Dirs {
     fn models(&self) -> PathBuf {
         self.models.clone().unwrap_or_else(ragsweep::install::default_dir)
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.cache.clone().unwrap_or_else(|| PathBuf::from("cache"))
+    }
+
+    /// The folders for a command on the run `dir`: those given (flag or environment), else
+    /// those the run recorded, else the defaults.
+    fn of_run(&self, dir: &std::path::Path) -> (PathBuf, PathBuf) {
+        let manifest: Option<ragsweep::results::Manifest> =
+            ragsweep::input::text::json(&dir.join("manifest.json"), "run manifest").ok();
+        let recorded = |f: fn(&ragsweep::results::Manifest) -> Option<PathBuf>| {
+            manifest.as_ref().and_then(f).filter(|p| p.is_dir())
+        };
+        let models =
+            self.models.clone().or_else(|| recorded(|m| m.models_dir.clone())).unwrap_or_else(|| self.models());
+        let cache = self.cache.clone().or_else(|| recorded(|m| m.cache_dir.clone())).unwrap_or_else(|| self.cache());
+        (models, cache)
+    }
+
+    /// Both folders made absolute, as a run records them.
+    fn record(&self, manifest: &mut ragsweep::results::Manifest) {
+        manifest.models_dir = std::path::absolute(self.models()).ok();
+        manifest.cache_dir = std::path::absolute(self.cache()).ok();
     }
 }
 
@@ -461,7 +486,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
             }
             let prepared = runner::prepare(&exp, &dirs.models())?;
-            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
+            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache() };
             let mut run_id = output::run_id(&exp, std::time::SystemTime::now());
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
@@ -473,6 +498,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, &cuts, results))?;
             print_stage_work(&outcome.stages);
             let mut run = output::result(&exp, &prepared, outcome, &run_id);
+            dirs.record(&mut run.manifest);
             let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
             print_summary(&run, &dir, all_columns)?;
             eprintln!("\n{}", safe(&prepared.access_summary(&exp)));
@@ -555,22 +581,27 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Diff { a, b, run, metric, split } => {
             let (dir_a, cell_a) = side_of(&a, run.as_ref())?;
             let (dir_b, cell_b) = side_of(&b, run.as_ref())?;
+            let (dir_a, dir_b) = (output::resolve_run(&dir_a)?, output::resolve_run(&dir_b)?);
             let run_a = RunData::load(&dir_a)?;
             let run_b = if dir_b == dir_a { None } else { Some(RunData::load(&dir_b)?) };
             let run_b = run_b.as_ref().unwrap_or(&run_a);
             warn_if_golden_differs(&run_a, run_b);
             let sa = Side { run: &run_a, cell: run_a.cell(&cell_a)? };
             let sb = Side { run: run_b, cell: run_b.cell(&cell_b)? };
-            print!("{}", safe(&compare::compare(&sa, &sb, &metric, split.0)?.render(&sa, &sb)));
+            let metric = metric.unwrap_or_else(|| run_b.decision_metric.clone());
+            let split = split.map_or_else(|| run_b.default_split(), |s| s.0);
+            print!("{}", safe(&compare::compare(&sa, &sb, &metric, split)?.render(&sa, &sb)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Misses { run, cell, vs, metric, split, dirs } => {
+            let run = output::resolve_run(&run)?;
+            let (models, _) = dirs.of_run(&run);
             let data = RunData::load(&run)?;
             let x = Side { run: &data, cell: data.cell(&cell)? };
             let y = Side { run: &data, cell: data.cell_or_default(vs.as_deref())? };
-            let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &dirs.models());
+            let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &models);
             for id in missing {
-                eprintln!("model {id} is not installed in {}: its tokens are not shown", dirs.models().display());
+                eprintln!("model {id} is not installed in {}: its tokens are not shown", models.display());
             }
             print!("{}", safe(&compare::misses(&x, &y, &metric, split.0, &tokenizers)?));
             Ok(ExitCode::SUCCESS)
@@ -589,6 +620,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             cell,
             baseline_cell,
         } => {
+            let run = output::resolve_run(&run)?;
+            let baseline = baseline.map(|b| output::resolve_run(&b)).transpose()?;
             let unmet = check_requirements(&run, &require)?;
             let Some(baseline) = baseline else {
                 anyhow::ensure!(!require.is_empty(), "--baseline is needed (or only --require)");
@@ -609,12 +642,13 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             let split = split.map_or_else(|| current.default_split(), |s| s.0);
             let (sa, sb) = (Side { run: &base, cell: base_cell }, Side { run: &current, cell });
-            let gates =
-                match fail_on {
-                    Some(list) => compare::gate::parse_gates(&list).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
-                    None => vec![compare::gate::Gate::new(&metric, margin)
-                        .map_err(|e| anyhow::anyhow!("--metric/--margin: {e}"))?],
-                };
+            let gates = match fail_on {
+                Some(list) => compare::gate::parse_gates(&list).map_err(|e| anyhow::anyhow!("--fail-on {e}"))?,
+                None => {
+                    vec![compare::gate::Gate::new(&metric.unwrap_or_else(|| current.decision_metric.clone()), margin)
+                        .map_err(|e| anyhow::anyhow!("--metric/--margin: {e}"))?]
+                }
+            };
             let outcome = compare::gate::check(&sa, &sb, &gates, split, alpha)?;
             print!("{}", safe(&outcome.report));
             if let Some(path) = summary {
@@ -631,6 +665,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(if code == 0 && unmet { 1 } else { code }))
         }
         Command::Report { run, vs, allow_different_golden } => {
+            let run = output::resolve_run(&run)?;
+            let vs = vs.map(|v| output::resolve_run(&v)).transpose()?;
             let vs = vs.as_deref().map(|run| ragsweep::report::Vs { run, allow_different_golden });
             ragsweep::report::write(&run, vs)?;
             println!("{}", run.join("report.html").display());
@@ -745,13 +781,14 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Man => {
-            use clap::CommandFactory;
-            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            man_page(&mut std::io::stdout())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Contexts { run, cell, k, split, dirs } => {
             let progress = std::io::stderr().is_terminal();
-            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
+            let run = output::resolve_run(&run)?;
+            let (models_dir, cache_dir) = dirs.of_run(&run);
+            let options = RunOptions { progress, models_dir, cache_dir };
             let split = split.and_then(|s| s.0);
             let (path, n) = runner::write_contexts(&run, &cell, k, split, &options)?;
             eprintln!("{n} cases: the top {k} of cell {cell} in {}", path.display());
@@ -759,7 +796,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::Explain { run, cell, case, doc, json, dirs } => {
             let progress = std::io::stderr().is_terminal();
-            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache };
+            let run = output::resolve_run(&run)?;
+            let (models_dir, cache_dir) = dirs.of_run(&run);
+            let options = RunOptions { progress, models_dir, cache_dir };
             for (i, e) in runner::explain_cases(&run, &cell, &case, doc.as_deref(), &options)?.iter().enumerate() {
                 if json {
                     println!("{}", serde_json::to_string(e)?);
@@ -770,6 +809,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Answers { run, answers, contexts, refusal } => {
+            let run = output::resolve_run(&run)?;
             let phrases: Vec<String> = if refusal.is_empty() {
                 ragsweep::evaluate::answers::REFUSAL_PHRASES.iter().map(|p| p.to_string()).collect()
             } else {
@@ -787,7 +827,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plan { run, metric, delta, split, cell, vs } => {
-            let data = RunData::load(&run)?;
+            let data = RunData::load(&output::resolve_run(&run)?)?;
+            let metric = metric.unwrap_or_else(|| data.decision_metric.clone());
             let cell = data.cell_or_default(cell.as_deref())?.id.clone();
             let split = split.map_or_else(|| data.default_split(), |s| s.0);
             let vs: Vec<&str> = vs.iter().map(String::as_str).collect();
@@ -857,6 +898,53 @@ fn check_requirements(run: &std::path::Path, require: &[String]) -> anyhow::Resu
 }
 
 /// The run's writer, saying which stale staging directories it removed.
+/// The man page: one page, every command in its own subsection (no per-command pages to miss).
+fn man_page(w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    use clap::CommandFactory;
+    use clap_mangen::roff::{bold, italic, roman, Roff};
+    let mut cli = Cli::command();
+    cli.build();
+    let man = clap_mangen::Man::new(cli.clone());
+    man.render_title(w)?;
+    man.render_name_section(w)?;
+    man.render_synopsis_section(w)?;
+    man.render_description_section(w)?;
+    man.render_options_section(w)?;
+    let mut roff = Roff::default();
+    roff.control("SH", ["COMMANDS"]);
+    fn command(roff: &mut Roff, cmd: &clap::Command, path: &str) {
+        let path = format!("{path} {}", cmd.get_name());
+        if cmd.has_subcommands() {
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                command(roff, sub, &path);
+            }
+            return;
+        }
+        roff.control("SS", [path.as_str()]);
+        if let Some(about) = cmd.get_long_about().or_else(|| cmd.get_about()) {
+            roff.text([roman(about.to_string())]);
+        }
+        let usage = cmd.clone().render_usage().to_string();
+        roff.control("PP", []).text([italic(usage.trim_start_matches("Usage: ").replace("ragsweep-", "ragsweep "))]);
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let name = match (arg.get_long(), arg.get_short()) {
+                (Some(long), Some(short)) => format!("-{short}, --{long}"),
+                (Some(long), None) => format!("--{long}"),
+                _ => arg.get_value_names().and_then(|v| v.first()).map_or(arg.get_id().to_string(), |v| v.to_string()),
+            };
+            roff.control("TP", []).text([bold(name)]);
+            if let Some(help) = arg.get_long_help().or_else(|| arg.get_help()) {
+                roff.text([roman(help.to_string())]);
+            }
+        }
+    }
+    for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
+        command(&mut roff, sub, "ragsweep");
+    }
+    roff.to_writer(w)?;
+    man.render_version_section(w)
+}
+
 fn create_writer(out: &std::path::Path, exp: &Experiment, run_id: &str) -> anyhow::Result<output::RunWriter> {
     let writer = output::RunWriter::create(&output::run_dir(out, exp, run_id))?;
     for stale in writer.removed_stale() {
@@ -914,7 +1002,7 @@ fn dense_vectors(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> a
     };
     let info = find_model(&dirs.models(), model)?;
     let set = ragsweep::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
-    let mut cache = VectorCache::open(&dirs.cache, &info)?;
+    let mut cache = VectorCache::open(&dirs.cache(), &info)?;
     let models_dir = dirs.models();
     let embedder = LazyEmbedder::new(&models_dir, &info, rayon::current_num_threads());
     let load = || -> ragsweep::Result<&dyn ragsweep::stages::embed::Embedding> { Ok(embedder.get()?) };
@@ -1117,5 +1205,18 @@ mod tests {
         let mut problems = Vec::new();
         walk(&Cli::command(), "ragsweep", &mut problems);
         assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// The man page is one page: every command has its subsection, no other page is referred to.
+    #[test]
+    fn the_man_page_is_one_page_with_every_command() {
+        let mut page = Vec::new();
+        man_page(&mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(!page.contains("(1)"), "refers to another page:\n{page}");
+        for sub in Cli::command().get_subcommands().filter(|s| s.get_name() != "help" && !s.has_subcommands()) {
+            assert!(page.contains(&format!(".SS \"ragsweep {}\"", sub.get_name())), "{} missing", sub.get_name());
+        }
+        assert!(page.contains(".SS \"ragsweep models install\""), "nested commands are listed");
     }
 }

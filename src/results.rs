@@ -548,6 +548,12 @@ pub struct Manifest {
     pub cost: CostInfo,
     pub stages: Vec<StageReport>,
     pub wall_seconds: f64,
+    /// The models folder and cache the run read (absolute), so that commands on the run
+    /// (`explain`, `contexts`, `misses`) find them without `--models` and `--cache`.
+    #[serde(default)]
+    pub models_dir: Option<std::path::PathBuf>,
+    #[serde(default)]
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 /// One context item a generator would receive: a returned chunk, in rank order.

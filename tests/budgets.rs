@@ -87,7 +87,7 @@ fn a_whole_document_wins_at_equal_k_and_loses_at_an_equal_budget() {
     )
     .unwrap();
     f.run_cmd().assert().success();
-    let runs: Vec<_> = std::fs::read_dir(f.path().join("out/budgets")).unwrap().map(|e| e.unwrap().path()).collect();
+    let runs: Vec<_> = common::runs_in(&f.path().join("out/budgets"));
     let newest = runs.iter().max().unwrap();
     let selected = matrix(newest)["selection"]["label"].as_str().unwrap().to_string();
     assert!(selected.starts_with("markdown"), "{selected}");

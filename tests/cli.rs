@@ -15,7 +15,12 @@ fn quickstart_writes_every_output() {
         .stdout(predicate::str::contains(
             "quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning",
         ))
-        .stdout(predicate::str::is_match(r"\n1  c01   markdown\+title\+headings bm… 0\.9423 \(").unwrap());
+        .stdout(
+            predicate::str::is_match(r"\n1  c01  markdown\+title\+headings bm25 analyzer=pt b=0\.4 +0\.9423 \(")
+                .unwrap(),
+        )
+        .stdout(predicate::str::contains("next:\n  ragsweep explain "))
+        .stdout(predicate::str::contains("no prices declared"));
     let dir = run_dir(out.path(), "quickstart");
     for f in [
         "matrix.csv",
@@ -213,7 +218,7 @@ fn check_gate_diff_and_misses_on_the_demo() {
 
     // c01 is BM25 (pt) on Markdown sections, c05 e5 dense on the same chunks.
     ragsweep()
-        .args(["diff", "c01", "c05", "--metric", "hit@3", "--run"])
+        .args(["diff", "c01", "c05", "--metric", "hit@3", "--split", "all", "--run"])
         .arg(&base)
         .assert()
         .success()

@@ -146,7 +146,7 @@ fn runs(f: &Fixture, n: usize) -> Vec<std::path::PathBuf> {
     for _ in 0..n {
         f.run_cmd().assert().success();
     }
-    let mut dirs: Vec<_> = std::fs::read_dir(f.path().join("out/decide")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut dirs: Vec<_> = common::runs_in(&f.path().join("out/decide"));
     dirs.sort();
     dirs
 }
@@ -184,8 +184,8 @@ fn check_matches_cells_by_configuration_not_by_id() {
     };
     check(one, &both)
         .code(0)
-        .stdout(predicate::str::is_match(r"A  c02 none bm25\(pt,k1=0\.9,b=0\.75\)").unwrap())
-        .stdout(predicate::str::is_match(r"B  c01 none bm25\(pt,k1=0\.9,b=0\.75\)").unwrap());
+        .stdout(predicate::str::is_match(r"A  c02 b=0\.75 .*\n +none bm25\(pt,k1=0\.9,b=0\.75\)\n").unwrap())
+        .stdout(predicate::str::is_match(r"B  c01 none bm25\(pt,k1=0\.9,b=0\.75\) ").unwrap());
     check(&both, one)
         .code(2)
         .stderr(predicate::str::contains("no cell has the configuration of c01 (none bm25(pt,k1=0.9,b=0.4))"))

@@ -380,7 +380,7 @@ fn two_runs_started_together_into_one_folder_both_finish() {
         let output = child.wait_with_output().unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     }
-    let runs: Vec<_> = std::fs::read_dir(f.path().join("out/inputs")).unwrap().map(|e| e.unwrap().path()).collect();
+    let runs: Vec<_> = common::runs_in(&f.path().join("out/inputs"));
     assert_eq!(runs.len(), 2, "{runs:?}");
     for run in runs {
         assert!(run.join("matrix.json").is_file(), "{}", run.display());

@@ -81,7 +81,7 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
         .assert()
         .success()
         .stdout(predicate::str::contains("for 6 documents (24 sections, 0 without a stub"))
-        .stdout(predicate::str::contains("BM25 analyzer Pt"))
+        .stdout(predicate::str::contains("BM25 analyzer pt"))
         .stdout(predicate::str::contains("Why 30"));
     let toml = std::fs::read_to_string(project.join("experiment.toml")).unwrap();
     assert!(

@@ -52,6 +52,36 @@ fn render(page: &Path, profile: &Path) -> (String, String) {
     (String::from_utf8(out.stdout).unwrap(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// The texts of an SVG's tick labels on one axis (`x` or `y`).
+fn ticks(svg: &str, axis: &str) -> Vec<String> {
+    svg.split(&format!("class=\"tick {axis}\""))
+        .skip(1)
+        .map(|rest| rest[rest.find('>').unwrap() + 1..rest.find("</text>").unwrap()].to_string())
+        .collect()
+}
+
+/// Tick labels are round numbers: evenly spaced by 1, 2 or 5 × a power of ten (a linear axis),
+/// or 1, 2, 5 × powers of ten (a log axis).
+fn assert_round_ticks(svg: &str, id: &str) {
+    for axis in ["x", "y"] {
+        let values: Vec<f64> = ticks(svg, axis)
+            .iter()
+            .map(|t| t.strip_suffix('k').map_or_else(|| t.parse::<f64>().unwrap(), |t| t.parse::<f64>().unwrap() * 1e3))
+            .collect();
+        assert!(values.len() >= 2, "#{id} {axis}: {values:?}");
+        let round = |v: f64| {
+            let p = 10f64.powf(v.abs().log10().floor());
+            [1.0, 2.0, 5.0].iter().any(|m| (v.abs() / p - m).abs() < 1e-6)
+        };
+        let steps: Vec<f64> = values.windows(2).map(|w| w[1] - w[0]).collect();
+        let even = steps.iter().all(|s| (s - steps[0]).abs() < 1e-9 * steps[0].abs().max(1.0));
+        assert!(
+            (even && round(steps[0])) || values.iter().all(|&v| round(v)),
+            "#{id} {axis}: ticks are not round: {values:?}"
+        );
+    }
+}
+
 /// The markup of the element with `id` (up to its closing tag `</tag>`).
 fn element<'a>(dom: &'a str, tag: &str, id: &str) -> &'a str {
     let start = dom.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id}"));
@@ -77,19 +107,27 @@ fn the_demo_report_renders_offline_with_one_mark_per_cell() {
     assert!(dom.contains("data-resources=\"0\""), "the page loaded a resource");
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
-    for id in ["quality-latency", "quality-cost", "tuning-reserved"] {
+    for id in ["quality-latency", "tuning-reserved"] {
         let svg = element(&dom, "svg", id);
-        assert_eq!(svg.matches("<circle class=\"mark").count(), cells, "#{id}");
+        assert_eq!(svg.matches(" class=\"mark").count(), cells, "#{id}: one mark per cell");
         assert_eq!(svg.matches("class=\"mark selected\"").count(), 1, "#{id}");
-        assert!(svg.contains(&format!("data-cell=\"{selected}\" cx=")), "#{id}");
+        assert!(svg.contains(&format!("data-label=\"{selected}\"")), "#{id}: the selected cell is labelled");
+        assert_round_ticks(svg, id);
     }
+    assert!(element(&dom, "div", "quality-cost").contains("no prices are declared"), "an empty panel says why");
     let curves = element(&dom, "svg", "metric-at-k");
     assert_eq!(curves.matches("<polyline class=\"mark").count(), cells);
+    assert!(curves.matches("<polyline class=\"mark other\"").count() >= cells - 8, "at most 8 highlighted lines");
+    assert!(curves.contains(&format!("data-label=\"{selected}\"")));
+    let ks: Vec<String> = manifest["experiment"]["k"].as_array().unwrap().iter().map(|k| k.to_string()).collect();
+    assert_eq!(ticks(curves, "x"), ks, "the k axis has the grid's k values");
     assert!(element(&dom, "svg", "quality-latency").contains("class=\"frontier\""));
     let grid = element(&dom, "svg", "case-grid");
-    assert!(grid.contains(&format!("data-cells=\"{cells}\" data-cases=\"{reserved}\"")), "{}", &grid[..200]);
-    assert_eq!(grid.matches("class=\"entry\"").count(), cells * reserved);
+    assert!(grid.contains(&format!("data-cells=\"{cells}\"")), "{}", &grid[..200]);
+    assert!(element(&dom, "div", "grid-counts").contains(&format!("{reserved} reserved questions")));
     assert!(dom.contains("id=\"slices\"") && dom.contains("id=\"matrix\""));
+    let table = element(&dom, "table", "matrix-table");
+    assert_eq!(table.matches(" data-cell=").count(), cells, "one matrix row per cell");
     assert!(element(&dom, "section", "header").contains(&format!("Selected on tuning by ndcg@10: {selected}")));
 
     // Screenshots of the page's top and of each section (the page scrolls to the anchor).
@@ -143,7 +181,9 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
     // With --vs the page carries the comparison with the other run.
     ragsweep().arg("report").arg(&run).arg("--vs").arg(&run).assert().success();
     let (dom, _) = render(&run.join("report.html"), profile.path());
-    assert!(element(&dom, "section", "diff").contains("paired randomisation p = "));
+    let diff = element(&dom, "table", "vs-table");
+    let cells = std::fs::read_to_string(run.join("manifest.json")).unwrap().matches("\"cell\": ").count();
+    assert_eq!(diff.matches(" data-cell=").count(), cells, "every cell matched by configuration");
 
     // A directory that is not a run says what it needs.
     let empty = tempfile::tempdir().unwrap();
@@ -215,4 +255,74 @@ fn hostile_text_in_the_data_cannot_break_the_page_or_the_summary() {
     let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(summary.starts_with("### evil&lt;!--&lt;script&gt;:"), "{summary}");
     assert!(!summary.contains("<script") && !summary.contains("<img") && !summary.contains("<!--"), "{summary}");
+}
+
+/// The page as a reader of a real grid sees it: 12 BM25 cells × the 300 SciFact test questions.
+/// Round tick labels, the selected cell named on the plots, no empty panel (a panel without
+/// information says why), a question grid that shows only the questions where cells disagree
+/// (with the counts) at 6 px a column or more, one matrix row per cell. Screenshots of each
+/// section are kept in the test's temporary folder (printed with --nocapture).
+#[test]
+fn a_300_question_scifact_grid_reads_without_hovering() {
+    let scifact = common::repo().join("../shared/corpora/scifact").canonicalize().expect("../shared/corpora/scifact");
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = dir.path().join("scifact-report.toml");
+    std::fs::write(
+        &experiment,
+        format!(
+            "name = \"scifact-report\"\nunit = \"doc\"\nk = [1, 3, 5, 10, 100]\nselect = \"ndcg@10\"\nlatency_cases = 20\n\
+             [corpus]\npath = \"{p}\"\n[golden]\npath = \"{p}\"\ntuning = [\"test\"]\n\
+             [[chunkers]]\nkind = \"none\"\ntitle = true\n\
+             [[retrievers]]\nkind = \"bm25\"\nanalyzer = [\"en\", \"simple\"]\nk1 = [0.6, 0.9, 1.2]\nb = [0.4, 0.75]\n",
+            p = scifact.display()
+        ),
+    )
+    .unwrap();
+    let (out, cache) = (dir.path().join("out"), dir.path().join("cache"));
+    ragsweep().args(["run", "-q", "--cache"]).arg(&cache).arg("--out").arg(&out).arg(&experiment).assert().success();
+    let run = run_dir(&out, "scifact-report");
+    let page = run.join("report.html");
+    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap();
+    let selected = matrix["selection"]["cell"].as_str().unwrap().to_string();
+
+    let profile = tempfile::tempdir().unwrap();
+    let (dom, log) = render(&page, profile.path());
+    assert!(dom.contains("data-rendered=\"true\""), "{log}");
+    assert!(!log.contains("CONSOLE"), "{log}");
+    for id in ["quality-latency", "metric-at-k"] {
+        let svg = element(&dom, "svg", id);
+        assert!(svg.contains(&format!("data-label=\"{selected}\"")), "#{id}: the selected cell is named on the plot");
+        assert!(svg.contains(" class=\"mark"), "#{id} is not empty");
+    }
+    assert_round_ticks(element(&dom, "svg", "quality-latency"), "quality-latency");
+    for (id, why) in [("quality-cost", "no prices are declared"), ("tuning-reserved", "no reserved cases")] {
+        assert!(element(&dom, "div", id).contains(why), "#{id} says why it is not drawn");
+    }
+    let counts = element(&dom, "div", "grid-counts");
+    assert!(counts.contains("300 tuning questions") && counts.contains("disagree"), "{counts}");
+    let grid = element(&dom, "svg", "case-grid");
+    let attr = |name: &str| -> usize {
+        let at = grid.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+        grid[at..at + grid[at..].find('"').unwrap()].parse().unwrap()
+    };
+    assert!(attr("data-column-px") >= 6, "{}", &grid[..300]);
+    assert_eq!(attr("data-cases"), attr("data-disagree"), "only the questions where cells disagree are shown");
+    assert!(attr("data-cases") < 300, "questions every cell hit or missed are not shown by default");
+    assert_eq!(element(&dom, "table", "matrix-table").matches(" data-cell=").count(), 12);
+
+    let shots = tempfile::Builder::new().prefix("ragsweep-scifact-shots-").tempdir().unwrap().keep();
+    for section in ["plots", "grid", "matrix"] {
+        let file = shots.join(format!("{section}.png"));
+        let status = Command::new(chromium())
+            .args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("--window-size=1280,1100")
+            .arg(format!("--screenshot={}", file.display()))
+            .arg(format!("file://{}#{section}", page.display()))
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        assert!(std::fs::metadata(&file).unwrap().len() > 10_000, "{section}: an empty screenshot");
+    }
+    println!("screenshots in {}", shots.display());
 }

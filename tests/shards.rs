@@ -52,8 +52,7 @@ fn three_shards_merge_into_the_unsharded_run() {
             .success();
     }
     let shards: Vec<PathBuf> = {
-        let mut v: Vec<_> =
-            std::fs::read_dir(sharded.path().join("sweep")).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut v: Vec<_> = common::runs_in(&sharded.path().join("sweep"));
         v.sort();
         v
     };
@@ -107,15 +106,14 @@ fn three_shards_merge_into_the_unsharded_run() {
 /// Runs `sweep.toml` as shard `i` of `n` into `out` and returns the shard's run directory.
 fn shard(out: &Path, i: usize, n: usize) -> PathBuf {
     let experiment = repo().join("tests/fixtures/sweep.toml");
-    let before: Vec<PathBuf> =
-        std::fs::read_dir(out.join("sweep")).map_or(Vec::new(), |d| d.map(|e| e.unwrap().path()).collect());
+    let before: Vec<PathBuf> = common::runs_in(&out.join("sweep"));
     ragsweep()
         .args(["run", "-q", "--shard", &format!("{i}/{n}"), "--out"])
         .arg(out)
         .arg(&experiment)
         .assert()
         .success();
-    std::fs::read_dir(out.join("sweep")).unwrap().map(|e| e.unwrap().path()).find(|p| !before.contains(p)).unwrap()
+    common::runs_in(&out.join("sweep")).into_iter().find(|p| !before.contains(p)).unwrap()
 }
 
 /// A copy of a shard directory, to damage.
@@ -234,8 +232,7 @@ fn three_concurrent_shards_on_one_fresh_cache_merge_into_the_unsharded_run() {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    let mut shards: Vec<PathBuf> =
-        std::fs::read_dir(sharded.path().join("demo-filters")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut shards: Vec<PathBuf> = common::runs_in(&sharded.path().join("demo-filters"));
     shards.sort();
     assert_eq!(shards.len(), 3);
     let merged = tempfile::tempdir().unwrap();

@@ -95,21 +95,35 @@ pub fn check(
                 verdict = Verdict::Fail;
             }
             format!(
-                "FAIL: {} {moved} {:.4} (from {from:.4} to {to:.4}; {}), worse by more than the margin {} and significant (p = {:.4} ≤ α {alpha}); {} questions broke",
+                "FAIL: {} {moved} {:.4} (from {from:.4} to {to:.4}; {}), worse by more than the margin {}{}; {} broke",
+                gate.metric,
+                (to - from).abs(),
+                column.direction(),
+                gate.margin,
+                if alpha >= 1.0 {
+                    format!(" (α 1: any such drop fails; p = {:.4})", c.p_value)
+                } else {
+                    format!(" and significant (p = {:.4} ≤ α {alpha})", c.p_value)
+                },
+                crate::output::words::count(c.broke.len(), "question")
+            )
+        } else if drop > gate.margin {
+            format!(
+                "PASS: {} {moved} {:.4} (from {from:.4} to {to:.4}; {}), worse by more than the margin {}, but p = {:.4} > α {alpha}: not a significant change on {}",
                 gate.metric,
                 (to - from).abs(),
                 column.direction(),
                 gate.margin,
                 c.p_value,
-                c.broke.len()
-            )
-        } else if drop > gate.margin {
-            format!(
-                "PASS: {} {moved} {:.4} (from {from:.4} to {to:.4}; {}), worse by more than the margin {}, but p = {:.4} > α {alpha}: not a significant change on {} cases",
-                gate.metric, (to - from).abs(), column.direction(), gate.margin, c.p_value, c.n
+                crate::output::words::count(c.n, "case")
             )
         } else {
-            format!("PASS: {} {from:.4} → {to:.4} (change {:+.4}, margin {})", gate.metric, to - from, gate.margin)
+            format!(
+                "PASS: {} {from:.4} → {to:.4} (change {}, margin {})",
+                gate.metric,
+                crate::output::words::signed(to - from, 4),
+                gate.margin
+            )
         };
         let _ = writeln!(report, "\n{line}");
     }
@@ -148,7 +162,12 @@ mod tests {
     fn run(golden: &str, values: &[(&str, f64)]) -> RunData {
         RunData {
             dir: "run".into(),
-            cells: vec![CellInfo { id: "c01".into(), label: "bm25".into(), retriever: serde_json::Value::Null }],
+            cells: vec![CellInfo {
+                id: "c01".into(),
+                label: "bm25".into(),
+                varying: "bm25".into(),
+                retriever: serde_json::Value::Null,
+            }],
             records: values
                 .iter()
                 .map(|&(case, v)| CaseLine {
@@ -172,6 +191,7 @@ mod tests {
             cases: Default::default(),
             selected: None,
             golden_hash: golden.into(),
+            decision_metric: "hit@1".into(),
         }
     }
 

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::evaluate::stats::{self, Interval, SubsetRange};
 use crate::input::golden::Split;
 use crate::input::text::{json, jsonl};
+use crate::output::words::{fixed, signed};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
 use crate::stages::cost::Counter;
 
@@ -25,6 +26,8 @@ pub mod power;
 pub struct CellInfo {
     pub id: String,
     pub label: String,
+    /// The values that vary in the run's grid (`bm25 analyzer=pt b=0.4`).
+    pub varying: String,
     /// The retriever configuration (from the manifest).
     pub retriever: Value,
 }
@@ -61,16 +64,27 @@ pub struct RunData {
     /// The cell chosen by the experiment's `select`, if any.
     pub selected: Option<String>,
     pub golden_hash: String,
+    /// The experiment's `select` metric: what `diff`, `check` and `plan` compare by default.
+    pub decision_metric: String,
 }
+
+/// The metric compared when a run names none (older runs without a decision metric).
+pub const DEFAULT_METRIC: &str = "ndcg@10";
 
 impl RunData {
     pub fn load(dir: &Path) -> Result<RunData> {
         let manifest: Manifest = json(&dir.join("manifest.json"), "run manifest")?;
         let matrix: Matrix = json(&dir.join("matrix.json"), "matrix")?;
+        let varying = crate::output::labels::varying_labels(&matrix.rows);
         let cells = manifest
             .cells
             .iter()
-            .map(|c| CellInfo { id: c.cell.clone(), label: c.label.clone(), retriever: c.retriever.clone() })
+            .map(|c| CellInfo {
+                id: c.cell.clone(),
+                label: c.label.clone(),
+                varying: varying.get(&c.cell).cloned().unwrap_or_else(|| c.label.clone()),
+                retriever: c.retriever.clone(),
+            })
             .collect();
         let cases_path = dir.join("cases.jsonl");
         let cases: Vec<CaseInfo> = if cases_path.exists() { jsonl(&cases_path)? } else { Vec::new() };
@@ -98,6 +112,7 @@ impl RunData {
             cases: cases.into_iter().map(|c| (c.case.clone(), c)).collect(),
             selected: matrix.selection.map(|s| s.cell),
             golden_hash: manifest.golden.hash,
+            decision_metric: matrix.decision_metric.unwrap_or_else(|| DEFAULT_METRIC.into()),
         })
     }
 
@@ -346,7 +361,7 @@ fn rank(r: Option<u32>) -> String {
 }
 
 fn ci(c: Option<Interval>) -> String {
-    c.map_or("–".into(), |c| format!("[{:.4}, {:.4}]", c.lo, c.hi))
+    c.map_or("–".into(), |c| format!("[{}, {}]", fixed(c.lo, 4), fixed(c.hi, 4)))
 }
 
 impl Comparison {
@@ -356,8 +371,12 @@ impl Comparison {
         let mut out = String::new();
         let split = self.split.map_or("all splits".to_string(), |s| format!("{} split", s.as_str()));
         let _ = writeln!(out, "{} on {} ({} cases scored by both)", self.metric, split, self.n);
-        let _ = writeln!(out, "  A  {} {}  {}", a.cell.id, a.cell.label, a.run.dir.display());
-        let _ = writeln!(out, "  B  {} {}  {}", b.cell.id, b.cell.label, b.run.dir.display());
+        for (side, name) in [(a, "A"), (b, "B")] {
+            let _ = writeln!(out, "  {name}  {} {}  ({})", side.cell.id, side.cell.varying, side.run.dir.display());
+            if side.cell.varying != side.cell.label {
+                let _ = writeln!(out, "       {}", side.cell.label);
+            }
+        }
         let _ = writeln!(
             out,
             "  mean A {:.4} {}   mean B {:.4} {}",
@@ -368,8 +387,8 @@ impl Comparison {
         );
         let _ = writeln!(
             out,
-            "  B − A {:+.4} {} (95% bootstrap, B = {}), paired randomisation p = {:.4} ({} sign flips)",
-            self.mean_b - self.mean_a,
+            "  B − A {} {} (95% bootstrap, B = {}), paired randomisation p = {:.4} ({} sign flips)",
+            signed(self.mean_b - self.mean_a, 4),
             ci(self.ci_diff),
             stats::BOOTSTRAP_RESAMPLES,
             self.p_value,
@@ -556,7 +575,12 @@ mod tests {
     fn run(cell: &str, values: &[(&str, Option<f64>, Option<u32>)]) -> RunData {
         RunData {
             dir: PathBuf::from(format!("run-{cell}")),
-            cells: vec![CellInfo { id: cell.into(), label: format!("label {cell}"), retriever: Value::Null }],
+            cells: vec![CellInfo {
+                id: cell.into(),
+                label: format!("label {cell}"),
+                varying: format!("label {cell}"),
+                retriever: Value::Null,
+            }],
             records: values
                 .iter()
                 .map(|(case, v, rank)| CaseLine {
@@ -580,6 +604,7 @@ mod tests {
             cases: HashMap::new(),
             selected: None,
             golden_hash: String::new(),
+            decision_metric: "hit@1".into(),
         }
     }
 

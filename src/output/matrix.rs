@@ -287,19 +287,25 @@ fn preference(p: crate::experiment::Prefer) -> &'static str {
 }
 
 pub fn selection_summary(s: &Selection) -> String {
-    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.4}"));
-    let mut out = format!(
-        "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {}) · optimism {} · Kendall tau (tuning vs reserved ranking) {}\n",
-        s.metric,
-        s.cell,
-        s.label,
-        s.tuning,
-        f(s.reserved),
-        s.reserved_rank.map_or("–".into(), |r| r.to_string()),
-        s.cells,
-        f(s.optimism),
-        f(s.kendall_tau),
-    );
+    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| crate::output::words::fixed(v, 4));
+    let mut out = match s.reserved {
+        Some(_) => format!(
+            "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {}) · optimism {} · Kendall tau (tuning vs reserved ranking) {}\n",
+            s.metric,
+            s.cell,
+            s.label,
+            s.tuning,
+            f(s.reserved),
+            s.reserved_rank.map_or("–".into(), |r| r.to_string()),
+            s.cells,
+            f(s.optimism),
+            f(s.kendall_tau),
+        ),
+        None => format!(
+            "Selected on tuning by {}: {} ({})\n  tuning {:.4} · no reserved cases: the choice is not checked on questions it was not made on\n",
+            s.metric, s.cell, s.label, s.tuning
+        ),
+    };
     let others = s.tied.iter().filter(|c| **c != s.cell).count();
     out.push_str(&format!(
         "  {} of {} eligible cells are tied with the best ({}) on tuning (Holm-corrected paired test, α = 0.05){}\n",

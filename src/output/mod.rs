@@ -4,10 +4,12 @@
 //! name, and the directory is renamed into place at the end: a crashed or failed run
 //! leaves no half-written results behind.
 
+pub mod labels;
 pub mod matrix;
 pub mod misses;
 pub mod summary;
 pub mod trec;
+pub mod words;
 
 use std::collections::HashMap;
 use std::fs;
@@ -83,6 +85,8 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
         cost: CostInfo { prices: exp.prices, counting_tokenizer: prepared.counter.name() },
         stages: outcome.stages.clone(),
         wall_seconds: outcome.wall_seconds,
+        models_dir: None,
+        cache_dir: None,
     }
 }
 
@@ -291,7 +295,73 @@ impl RunWriter {
         write_atomic(&staging.join("manifest.json"), &manifest)?;
         also(&staging)?;
         fs::rename(&staging, &dir).map_err(|e| Error::io(&dir, e))?;
+        if run.manifest.shard.is_none() {
+            point_latest(&dir)?;
+        }
         Ok(dir)
+    }
+}
+
+/// The name, beside the run directories of an experiment, that names the newest run.
+pub const LATEST: &str = "latest";
+
+/// Makes `<experiment folder>/latest` name `dir`: a relative symbolic link, replaced
+/// atomically (a file holding the run id where links are unavailable).
+fn point_latest(dir: &Path) -> Result<()> {
+    let (Some(parent), Some(id)) = (dir.parent(), dir.file_name()) else { return Ok(()) };
+    let latest = parent.join(LATEST);
+    let temporary = parent.join(format!(".{LATEST}.tmp-{}", std::process::id()));
+    let _ = fs::remove_file(&temporary);
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(id, &temporary);
+    #[cfg(not(unix))]
+    let made = fs::write(&temporary, id.to_string_lossy().as_bytes());
+    made.map_err(|e| Error::io(&temporary, e))?;
+    fs::rename(&temporary, &latest).map_err(|e| Error::io(&latest, e))
+}
+
+/// The run directory a command was given: a run directory, `<experiment folder>/latest`, or
+/// a prefix of a run id (`results/demo/20261201T17`) that names exactly one run.
+pub fn resolve_run(given: &Path) -> Result<PathBuf> {
+    let bad = |why: String| Error::Other(format!("{}: {why}", given.display()));
+    let parent = given.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = given.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if name == LATEST {
+        // Name the run itself, not the pointer that will move on.
+        let id = match fs::read_link(given) {
+            Ok(target) => target.to_string_lossy().into_owned(),
+            Err(_) if given.is_file() => fs::read_to_string(given).map_err(|e| Error::io(given, e))?,
+            Err(_) => return Err(bad("no run has finished here yet".into())),
+        };
+        return resolve_run(&parent.join(id.trim()));
+    }
+    if given.join("manifest.json").is_file() {
+        return Ok(given.to_path_buf());
+    }
+    if given.is_dir() {
+        if given.join(LATEST).exists() {
+            return resolve_run(&given.join(LATEST));
+        }
+        return Err(bad("not a run directory (no manifest.json)".into()));
+    }
+    let runs: Vec<String> = fs::read_dir(parent)
+        .map_err(|_| bad("no such run directory".into()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("manifest.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|id| !id.starts_with('.') && id != LATEST)
+        .collect();
+    let mut matching: Vec<&String> = runs.iter().filter(|id| id.starts_with(&name)).collect();
+    matching.sort();
+    match matching.as_slice() {
+        [one] => Ok(parent.join(one)),
+        [] if runs.is_empty() => Err(bad("no such run directory".into())),
+        [] => Err(bad(format!("no run id starts with {name:?}; runs in {}: {}", parent.display(), runs.join(", ")))),
+        many => Err(bad(format!(
+            "{} runs start with {name:?}: {}; give more of the id",
+            many.len(),
+            many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::evaluate::metrics::Mean;
 use crate::input::golden::Split;
 use crate::output::matrix::selection_summary;
+use crate::output::{labels, words};
 use crate::results::{Manifest, Matrix, Row};
 
 /// Cells listed in a summary.
@@ -15,12 +16,16 @@ pub const TOP: usize = 10;
 /// Printed lines are at most this wide.
 pub const WIDTH: usize = 100;
 
-/// One listed cell, its values rendered once for both formats: tuning and reserved means,
-/// tied with the best, p50 ms, $ per 1k queries.
+/// One listed cell, its values rendered once for both formats.
 struct Line<'a> {
     cell: &'a str,
-    label: &'a str,
-    values: [String; 5],
+    /// The values that vary in the grid (see `labels`).
+    label: String,
+    tuning: Option<&'a Mean>,
+    reserved: Option<&'a Mean>,
+    tied: &'static str,
+    p50: String,
+    usd: String,
 }
 
 fn decision(m: &Matrix) -> String {
@@ -43,6 +48,7 @@ fn top<'a>(m: &'a Matrix, metric: &str) -> (Vec<Line<'a>>, usize) {
         on(Split::Tuning).or_else(|| on(Split::Reserved)).unwrap_or(f64::NEG_INFINITY)
     };
     cells.sort_by(|a, b| score(&b.cell).total_cmp(&score(&a.cell)));
+    let mut labels = labels::varying_labels(&m.rows);
     let lines = cells
         .into_iter()
         .take(TOP)
@@ -51,24 +57,123 @@ fn top<'a>(m: &'a Matrix, metric: &str) -> (Vec<Line<'a>>, usize) {
             let main = tuning.or(row(&r.cell, Split::Reserved)).unwrap_or(r);
             Line {
                 cell: &r.cell,
-                label: &r.label,
-                values: [
-                    mean(tuning.and_then(|t| t.metrics.get(metric))),
-                    mean(row(&r.cell, Split::Reserved).and_then(|t| t.metrics.get(metric))),
-                    tied(main.tied_with_best).to_string(),
-                    main.latency.as_ref().map_or("–".into(), |l| ms(l.p50_ms)),
-                    main.usd_per_1k_queries.get(&format!("@{k}")).map_or("–".into(), |v| format!("{v:.4}")),
-                ],
+                label: labels.remove(&r.cell).unwrap_or_else(|| r.label.clone()),
+                tuning: tuning.and_then(|t| t.metrics.get(metric)),
+                reserved: row(&r.cell, Split::Reserved).and_then(|t| t.metrics.get(metric)),
+                tied: tied(main.tied_with_best),
+                p50: main.latency.as_ref().map_or("–".into(), |l| ms(l.p50_ms)),
+                usd: main.usd_per_1k_queries.get(&format!("@{k}")).map_or("–".into(), |v| format!("{v:.4}")),
             }
         })
         .collect();
     (lines, total)
 }
 
+/// Whether the run declared any price (without one every cost column is 0).
+fn priced(manifest: &Manifest) -> bool {
+    let p = &manifest.cost.prices;
+    p.embedding_usd_per_1m_tokens > 0.0 || p.llm_usd_per_1m_input_tokens > 0.0
+}
+
+/// A table column: title, one value per line, right-aligned unless `left`.
+struct Column {
+    title: String,
+    values: Vec<String>,
+    left: bool,
+}
+
+impl Column {
+    fn width(&self) -> usize {
+        self.values.iter().chain([&self.title]).map(|v| v.chars().count()).max().unwrap_or(0)
+    }
+}
+
+/// The terminal table of `lines` in at most [`WIDTH`] columns: optional columns are dropped
+/// (cost without prices; then intervals, tied, p50) before the configuration is ever cut; a
+/// configuration that still does not fit goes on its own line under its row.
+fn table(lines: &[Line<'_>], metric: &str, with_usd: bool) -> String {
+    let column = |title: &str, left: bool, f: &dyn Fn(&Line<'_>) -> String| Column {
+        title: title.into(),
+        values: lines.iter().map(f).collect(),
+        left,
+    };
+    let mut intervals = true;
+    let mut optional = vec!["tied", "p50 ms"];
+    if with_usd {
+        optional.insert(0, "$/1k q");
+    }
+    loop {
+        let show = |m: Option<&Mean>| if intervals { mean(m) } else { mean_only(m) };
+        let mut columns = vec![
+            column("#", true, &|_| String::new()),
+            column("cell", true, &|l| l.cell.to_string()),
+            column("configuration", true, &|l| l.label.clone()),
+            column(&format!("{metric} tuning"), false, &|l| show(l.tuning)),
+        ];
+        if lines.iter().any(|l| l.reserved.is_some()) {
+            columns.push(column("reserved", false, &|l| show(l.reserved)));
+        }
+        columns[0].values = (1..=lines.len()).map(|i| i.to_string()).collect();
+        for name in ["tied", "p50 ms", "$/1k q"] {
+            if optional.contains(&name) {
+                columns.push(match name {
+                    "tied" => column(name, false, &|l| l.tied.to_string()),
+                    "p50 ms" => column(name, false, &|l| l.p50.clone()),
+                    _ => column(name, false, &|l| l.usd.clone()),
+                });
+            }
+        }
+        let total: usize = columns.iter().map(|c| c.width() + 1).sum::<usize>() - 1;
+        let label_alone = total > WIDTH && !intervals && optional.is_empty();
+        if total <= WIDTH || label_alone {
+            return render_table(&columns, label_alone);
+        }
+        if optional.is_empty() {
+            intervals = false;
+        } else {
+            optional.remove(0);
+        }
+    }
+}
+
+fn render_table(columns: &[Column], label_alone: bool) -> String {
+    let shown: Vec<&Column> = columns.iter().filter(|c| !(label_alone && c.title == "configuration")).collect();
+    let cell = |c: &Column, v: &str| {
+        let w = c.width();
+        if c.left {
+            format!("{v:<w$}")
+        } else {
+            format!("{v:>w$}")
+        }
+    };
+    let mut out = String::new();
+    let line = |values: Vec<String>| values.join(" ").trim_end().to_string() + "\n";
+    out.push_str(&line(shown.iter().map(|c| cell(c, &c.title)).collect()));
+    let labels = columns.iter().find(|c| c.title == "configuration").expect("a configuration column");
+    for i in 0..columns[0].values.len() {
+        out.push_str(&line(shown.iter().map(|c| cell(c, &c.values[i])).collect()));
+        if label_alone {
+            out.push_str(&wrap(&format!("   {}", labels.values[i]), WIDTH, 2));
+        }
+    }
+    out
+}
+
+/// `1 more cell`, `5 more cells`.
+fn more_cells(n: usize) -> String {
+    format!("{n} more {}", if n == 1 { "cell" } else { "cells" })
+}
+
+fn mean_only(m: Option<&Mean>) -> String {
+    m.and_then(|m| m.value).map_or("–".into(), |v| words::fixed(v, 4))
+}
+
 fn mean(m: Option<&Mean>) -> String {
     match m {
-        Some(Mean { value: Some(v), ci: Some(ci), .. }) => format!("{v:.4} ({:.2}–{:.2})", ci.lo, ci.hi),
-        Some(Mean { value: Some(v), .. }) => format!("{v:.4}"),
+        Some(Mean { value: Some(v), ci: Some(ci), .. }) => {
+            format!("{} ({}–{})", words::fixed(*v, 4), words::fixed(ci.lo, 2), words::fixed(ci.hi, 2))
+        }
+        Some(Mean { value: Some(v), .. }) => words::fixed(*v, 4),
         _ => "–".into(),
     }
 }
@@ -268,28 +373,17 @@ pub const TRUNCATION_WARNING: f64 = 0.05;
 /// Relevant items from chunks spanning several labelled sections above this share are warned about.
 pub const SPANNING_WARNING: f64 = 0.25;
 
-/// The terminal summary; every line fits [`WIDTH`] columns.
+/// The terminal summary; every line fits [`WIDTH`] columns. `dir` is the run directory.
 pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     let metric = decision(m);
     let (lines, total) = top(m, &metric);
     let mut out = wrap(&header(m, manifest, &metric, total), WIDTH, 2);
-    // cell 5, tuning/reserved 18, tied 4, p50 8, $/1k 9, spaces 7: the label gets the rest.
-    let label_width = WIDTH - (3 + 5 + 18 + 18 + 4 + 8 + 9 + 8);
-    out.push_str(&format!(
-        "{:<3}{:<5} {:<label_width$} {:>18} {:>18} {:>4} {:>8} {:>9}\n",
-        "#", "cell", "configuration", "tuning", "reserved", "tied", "p50 ms", "$/1k q"
-    ));
-    for (i, l) in lines.iter().enumerate() {
-        let [tuning, reserved, tied, p50, usd] = &l.values;
-        out.push_str(&format!(
-            "{:<3}{:<5} {:<label_width$} {tuning:>18} {reserved:>18} {tied:>4} {p50:>8} {usd:>9}\n",
-            i + 1,
-            truncate(l.cell, 5),
-            truncate(l.label, label_width),
-        ));
-    }
+    out.push_str(&table(&lines, &metric, priced(manifest)));
     if total > lines.len() {
-        out.push_str(&format!("… and {} more cells\n", total - lines.len()));
+        out.push_str(&format!("… and {} (matrix.md has them all)\n", more_cells(total - lines.len())));
+    }
+    if !priced(manifest) {
+        out.push_str("no prices declared ([cost] in the experiment): cost columns are left out\n");
     }
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
         out.push_str(&wrap(&line, WIDTH, 2));
@@ -307,7 +401,80 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         WIDTH,
         2,
     ));
+    let next = next_commands(m, dir, dir);
+    if !next.is_empty() {
+        out.push_str("\nnext:\n");
+        for (command, why) in &next {
+            out.push_str(&wrap(&format!("  {command}\n      {why}"), WIDTH, 6));
+        }
+    }
     out
+}
+
+/// The two or three most useful commands after this run, filled with its path `run` (as
+/// shown), cell ids and a case the selected (or best) cell missed (read from `files`, where the
+/// run's files are now): `(command, what it shows)`.
+pub fn next_commands(m: &Matrix, run: &Path, files: &Path) -> Vec<(String, String)> {
+    let metric = decision(m);
+    let Some((first, _)) = top(m, &metric).0.first().map(|l| (l.cell.to_string(), ())) else { return Vec::new() };
+    let chosen = m.selection.as_ref().map_or(first, |s| s.cell.clone());
+    let run = shell_word(&run.display().to_string());
+    let mut out = Vec::new();
+    let k = metric.split_once('@').map_or("", |(_, k)| k);
+    if let Some((case, cause)) = first_miss(files, &chosen, k) {
+        out.push((
+            format!("ragsweep explain {run} --cell {chosen} --case {}", shell_word(&case)),
+            format!("why {chosen} missed {case} at {k} ({cause}): every rank and score of that search"),
+        ));
+    }
+    let family = |cell: &str| m.rows.iter().find(|r| r.cell == cell).and_then(|r| r.config.get("retriever").cloned());
+    let cells: Vec<&str> = top(m, &metric).0.iter().map(|l| l.cell).collect();
+    let other = cells
+        .iter()
+        .find(|c| **c != chosen && family(c) != family(&chosen))
+        .or_else(|| cells.iter().find(|c| **c != chosen));
+    if let Some(other) = other {
+        out.push((
+            format!("ragsweep misses {run} --cell {other} --vs {chosen}"),
+            format!("the questions {other} missed and {chosen} found, with their exact terms"),
+        ));
+    }
+    if m.selection.as_ref().is_some_and(|s| s.tied.len() > 1) {
+        out.push((
+            format!("ragsweep plan {run}"),
+            "how many questions it takes to separate the cells tied with the best".into(),
+        ));
+    }
+    out
+}
+
+/// The first case `cell` missed at cut-off `k` (tuning first) and its cause, from `misses.csv`.
+fn first_miss(dir: &Path, cell: &str, k: &str) -> Option<(String, String)> {
+    let mut reader = csv::Reader::from_path(dir.join("misses.csv")).ok()?;
+    let mut found: Option<(bool, String, String)> = None;
+    for record in reader.records().flatten() {
+        let (Some(c), Some(split), Some(case), Some(at), Some(cause)) =
+            (record.get(0), record.get(1), record.get(2), record.get(3), record.get(4))
+        else {
+            continue;
+        };
+        if c == cell && at == k {
+            let tuning = split == "tuning";
+            if found.as_ref().is_none_or(|f| tuning && !f.0) {
+                found = Some((tuning, case.to_string(), cause.to_string()));
+            }
+        }
+    }
+    found.map(|(_, case, cause)| (case, cause))
+}
+
+/// `word` quoted for a POSIX shell when it holds anything but safe characters.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// Text from the data (names, ids, labels, headings) as inert Markdown: HTML-significant
@@ -339,20 +506,34 @@ pub fn fence(text: &str) -> String {
 }
 
 /// `summary.md`: the same content as Markdown, for a pull-request comment.
-pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
+/// `run` is the run directory as shown, `files` where its files are now (a staging folder).
+pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> String {
     let metric = decision(m);
     let (lines, total) = top(m, &metric);
     let mut out = format!("### {}\n\n", md(&header(m, manifest, &metric, total)));
     let metric_md = md(&metric);
+    let with_usd = priced(manifest);
     out.push_str(&format!(
-        "| # | cell | configuration | {metric_md} tuning | {metric_md} reserved | tied with best | p50 ms | $ / 1k queries |\n"
+        "| # | cell | configuration | {metric_md} tuning | {metric_md} reserved | tied with best | p50 ms |{}\n",
+        if with_usd { " $ / 1k queries |" } else { "" }
     ));
-    out.push_str("|---:|---|---|---:|---:|---|---:|---:|\n");
+    out.push_str(if with_usd {
+        "|---:|---|---|---:|---:|---|---:|---:|\n"
+    } else {
+        "|---:|---|---|---:|---:|---|---:|\n"
+    });
     for (i, l) in lines.iter().enumerate() {
-        out.push_str(&format!("| {} | {} | {} | {} |\n", i + 1, md(l.cell), md(l.label), l.values.join(" | ")));
+        let mut values = vec![mean(l.tuning), mean(l.reserved), l.tied.to_string(), l.p50.clone()];
+        if with_usd {
+            values.push(l.usd.clone());
+        }
+        out.push_str(&format!("| {} | {} | {} | {} |\n", i + 1, md(l.cell), md(&l.label), values.join(" | ")));
     }
     if total > lines.len() {
-        out.push_str(&format!("\n… and {} more cells (`matrix.md` has them all).\n", total - lines.len()));
+        out.push_str(&format!("\n… and {} (`matrix.md` has them all).\n", more_cells(total - lines.len())));
+    }
+    if !with_usd {
+        out.push_str("\nNo prices declared (`[cost]` in the experiment): cost columns are left out.\n");
     }
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
         out.push_str(&format!("\n{}\n", md(&line)));
@@ -367,6 +548,15 @@ pub fn markdown(m: &Matrix, manifest: &Manifest) -> String {
         out.push_str("\nWarnings:\n");
         for w in &warnings {
             out.push_str(&format!("- {}\n", md(w)));
+        }
+    }
+    let next = next_commands(m, run, files);
+    if !next.is_empty() {
+        out.push_str("\nNext:\n");
+        for (command, why) in &next {
+            // A code span shows `<` as written, but no markup may reach the comment at all.
+            let shown = if command.contains(['<', '>', '&', '`']) { md(command) } else { format!("`{command}`") };
+            out.push_str(&format!("- {shown}: {}\n", md(why)));
         }
     }
     if !manifest.golden.health.is_empty() {

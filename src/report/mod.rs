@@ -6,7 +6,7 @@
 //! network request (its Content-Security-Policy forbids any, and runs only the page's own
 //! script, by its sha256). The data is escaped so that no text in it can end or reopen a script.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde::Serialize;
@@ -16,7 +16,7 @@ use crate::atomic::write_atomic;
 use crate::compare::{self, RunData, Side};
 use crate::error::Result;
 use crate::input::text;
-use crate::output::summary;
+use crate::output::{labels, summary};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, Row};
 
 const STYLE: &str = include_str!("report.css");
@@ -79,15 +79,22 @@ struct Data {
     selection: Value,
     warning: Option<String>,
     health: Vec<String>,
+    /// The configuration keys that vary in the grid (each cell's `config` has them).
+    varying: Vec<String>,
+    /// Whether any price was declared (without one every cost is 0).
+    priced: bool,
+    warnings: Vec<String>,
     cells: Vec<Value>,
     rows: Vec<Value>,
     slices: Vec<Value>,
     cases: Vec<Value>,
     /// Per cell (in `cells` order), per case (in `cases` order): the rank of the first
-    /// relevant item in the judged list, 0 when none, -1 when the case is not scored.
+    /// relevant item in the judged list, 0 when none; -1 for an unanswerable case, -2 for a
+    /// restricted-answer case whose list held nothing restricted, -3 when it did.
     first: Vec<Vec<i64>>,
-    table: Value,
-    vs: Option<String>,
+    /// Per budget cut (`1024t`), per cell, per case: 1 hit, 0 miss, -1 not scored.
+    budget_hits: BTreeMap<String, Vec<Vec<i8>>>,
+    vs: Option<Value>,
 }
 
 /// Another run to compare a report with.
@@ -103,17 +110,13 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
     let manifest: Manifest = text::json(&dir.join("manifest.json"), "run manifest")?;
     let lines: Vec<CaseLine> = lines_if_any(&dir.join("per_query.jsonl"))?;
     let case_info: Vec<CaseInfo> = lines_if_any(&dir.join("cases.jsonl"))?;
-    let csv_text = std::fs::read_to_string(dir.join("matrix.csv")).unwrap_or_default();
-    let mut csv = csv::ReaderBuilder::new().has_headers(false).from_reader(csv_text.as_bytes());
-    let table: Vec<Vec<String>> =
-        csv.records().filter_map(|r| r.ok()).map(|r| r.iter().map(str::to_string).collect()).collect();
 
     let mut cases: Vec<Value> = Vec::new();
     let mut case_index: HashMap<&str, usize> = HashMap::new();
     for c in &case_info {
         case_index.insert(&c.case, cases.len());
         let terms: Vec<&str> = c.exact_terms.iter().map(|t| t.text.as_str()).collect();
-        cases.push(json!({"id": c.case, "question": c.question, "split": c.split.as_str(), "answerable": c.answerable, "terms": terms, "tags": c.tags}));
+        cases.push(json!({"id": c.case, "question": c.question, "split": c.split.as_str(), "answerable": c.answerable, "restricted": c.restricted, "terms": terms, "tags": c.tags}));
     }
     for l in &lines {
         if !case_index.contains_key(l.case.as_str()) {
@@ -121,20 +124,42 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
             cases.push(json!({"id": l.case, "question": "", "split": l.split.as_str(), "answerable": l.answerable, "terms": [], "tags": []}));
         }
     }
+    let varying = labels::varying_keys(&matrix.rows);
+    let short = labels::varying_labels(&matrix.rows);
     let cells: Vec<Value> = manifest
         .cells
         .iter()
         .map(|c| {
             let family = c.retriever.get("kind").and_then(Value::as_str).unwrap_or("retriever").to_string();
-            json!({"id": c.cell, "label": c.label, "family": family})
+            let row = matrix.rows.iter().find(|r| r.cell == c.cell);
+            let config: serde_json::Map<String, Value> = varying
+                .iter()
+                .map(|k| (k.clone(), json!(row.and_then(|r| r.config.get(k)).cloned().unwrap_or_default())))
+                .collect();
+            let short = short.get(&c.cell).cloned().unwrap_or_else(|| c.label.clone());
+            json!({"id": c.cell, "label": c.label, "short": short, "family": family, "config": config})
         })
         .collect();
     let cell_index: HashMap<&str, usize> =
         manifest.cells.iter().enumerate().map(|(i, c)| (c.cell.as_str(), i)).collect();
+    let restricted: HashMap<&str, bool> = case_info.iter().map(|c| (c.case.as_str(), c.restricted)).collect();
+    let budgets: Vec<String> = manifest.experiment.budget.iter().map(|b| format!("{b}t")).collect();
     let mut first = vec![vec![-1i64; cases.len()]; cells.len()];
+    let mut budget_hits: BTreeMap<String, Vec<Vec<i8>>> =
+        budgets.iter().map(|b| (b.clone(), vec![vec![-1i8; cases.len()]; cells.len()])).collect();
     for l in &lines {
         if let (Some(&c), Some(&k)) = (cell_index.get(l.cell.as_str()), case_index.get(l.case.as_str())) {
-            first[c][k] = if l.answerable { l.first_relevant.map_or(0, i64::from) } else { -1 };
+            first[c][k] = match (l.answerable, restricted.get(l.case.as_str()).copied().unwrap_or(false)) {
+                (_, true) if l.restricted_hit => -3,
+                (_, true) => -2,
+                (true, false) => l.first_relevant.map_or(0, i64::from),
+                (false, false) => -1,
+            };
+            for (budget, hits) in budget_hits.iter_mut() {
+                if let Some(Some(v)) = l.metrics.get(&format!("hit@{budget}")) {
+                    hits[c][k] = i8::from(*v > 0.0);
+                }
+            }
         }
     }
     let vs = match vs {
@@ -158,12 +183,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
                     b.golden_hash
                 )));
             };
-            let cell_b = b.cell_or_default(None)?;
-            let cell_a = a.counterpart(cell_b, None, false)?;
-            let metric = matrix.decision_metric.clone().unwrap_or_else(|| "ndcg@10".into());
-            let (sa, sb) = (Side { run: &a, cell: cell_a }, Side { run: &b, cell: cell_b });
-            let c = compare::compare(&sa, &sb, &metric, b.default_split())?;
-            Some(banner + &c.render(&sa, &sb))
+            Some(grid_comparison(&a, &b, other, banner)?)
         }
     };
     let data = Data {
@@ -180,6 +200,12 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         cuts: matrix.rows.first().map_or_else(Vec::new, |r| r.ctx_tokens.keys().map(|k| k.trim_start_matches('@').to_string()).collect()),
         selection: serde_json::to_value(&matrix.selection).expect("json"),
         warning: summary::reserved_warning(&matrix),
+        varying,
+        priced: manifest.cost.prices.embedding_usd_per_1m_tokens > 0.0 || manifest.cost.prices.llm_usd_per_1m_input_tokens > 0.0,
+        warnings: {
+            let reserved = summary::reserved_warning(&matrix);
+            summary::warnings(&matrix, &manifest).into_iter().filter(|w| Some(w) != reserved.as_ref()).collect()
+        },
         health: manifest.golden.health.clone(),
         cells,
         rows: matrix.rows.iter().map(row_data).collect(),
@@ -193,7 +219,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
             .collect(),
         cases,
         first,
-        table: json!(table),
+        budget_hits,
         vs,
     };
     let data = script_safe_json(&serde_json::to_string(&data).expect("json"));
@@ -205,7 +231,42 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n<style>{STYLE}</style></head>\n\
          <body><div id=\"app\"></div>\n<script id=\"data\" type=\"application/json\">{data}</script>\n<script>{SCRIPT}</script></body></html>\n"
     );
-    Ok((html, summary::markdown(&matrix, &manifest)))
+    // A run being written sits in a staging folder: the summary names where it will be.
+    let shown = dir.parent().map_or_else(|| dir.to_path_buf(), |p| p.join(&manifest.run_id));
+    Ok((html, summary::markdown(&matrix, &manifest, &shown, dir)))
+}
+
+/// Every cell of run `b` against the cell of run `a` with the same configuration, on `b`'s
+/// decision metric and default split: means, the change with its interval and p-value, and
+/// the cases it fixed and broke (with their questions).
+fn grid_comparison(a: &RunData, b: &RunData, a_dir: &Path, banner: String) -> Result<Value> {
+    let metric = b.decision_metric.clone();
+    let split = b.default_split();
+    let mut compared = Vec::new();
+    let mut unmatched = Vec::new();
+    for cell in &b.cells {
+        let Some(other) = a.cells.iter().find(|c| c.label == cell.label) else {
+            unmatched.push(json!({"cell": cell.id, "label": cell.varying}));
+            continue;
+        };
+        let (sa, sb) = (Side { run: a, cell: other }, Side { run: b, cell });
+        let c = compare::compare(&sa, &sb, &metric, split)?;
+        let cases = |list: &[compare::Change]| -> Vec<Value> {
+            list.iter().map(|ch| json!([ch.case, b.question(&ch.case), ch.rank_before, ch.rank_after])).collect()
+        };
+        let r = |v: f64| (v * 1e4).round() / 1e4;
+        compared.push(json!({
+            "cell": cell.id, "other": other.id, "label": cell.varying, "n": c.n,
+            "a": r(c.mean_a), "b": r(c.mean_b), "change": r(c.mean_b - c.mean_a),
+            "lo": c.ci_diff.map(|i| r(i.lo)), "hi": c.ci_diff.map(|i| r(i.hi)), "p": r(c.p_value),
+            "fixed": cases(&c.fixed), "broke": cases(&c.broke),
+            "not_comparable": !c.only_a.is_empty() || !c.only_b.is_empty(),
+        }));
+    }
+    Ok(json!({
+        "other": a_dir.display().to_string(), "banner": banner, "metric": metric,
+        "split": split.map_or("all", |s| s.as_str()), "cells": compared, "unmatched": unmatched,
+    }))
 }
 
 /// JSON that no byte sequence can take out of a `<script>` element: `<`, `>` and `&` (which

@@ -28,9 +28,24 @@ pub fn run_experiment(experiment: &str, out: &Path, cache: &Path) -> assert_cmd:
         .success()
 }
 
+/// The run directories in an experiment's folder (`latest` and hidden entries left out).
+pub fn runs_in(folder: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(folder) else { return Vec::new() };
+    let mut runs: Vec<PathBuf> = entries
+        .map(|e| e.unwrap())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name != "latest" && !name.starts_with('.')
+        })
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    runs
+}
+
 /// The one run directory under `out/<name>/`.
 pub fn run_dir(out: &Path, name: &str) -> PathBuf {
-    let mut dirs: Vec<_> = std::fs::read_dir(out.join(name)).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut dirs = runs_in(&out.join(name));
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs.pop().unwrap()
 }
@@ -137,7 +152,7 @@ impl Fixture {
         self.run_cmd().assert().success();
         let out = self.dir.path().join("out");
         let name = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
-        let runs: Vec<PathBuf> = std::fs::read_dir(name).unwrap().map(|e| e.unwrap().path()).collect();
+        let runs = runs_in(&name);
         assert_eq!(runs.len(), 1);
         runs[0].clone()
     }
