@@ -25,5 +25,6 @@ pub mod retrieve;
 pub mod runner;
 pub mod stages;
 pub mod synth;
+pub mod words;
 
 pub use error::{Error, Location, Result};

@@ -507,9 +507,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             print_health(&prepared.health(), true);
             eprintln!(
-                "\n{} cells × {} cases in {:.1}s; results in {}",
-                exp.cells.len(),
-                prepared.cases.len(),
+                "\n{} × {} in {:.1}s; results in {}",
+                ragsweep::words::count(exp.cells.len(), "cell"),
+                ragsweep::words::count(prepared.cases.len(), "case"),
                 run.manifest.wall_seconds,
                 dir.display()
             );
@@ -791,7 +791,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let options = RunOptions { progress, models_dir, cache_dir };
             let split = split.and_then(|s| s.0);
             let (path, n) = runner::write_contexts(&run, &cell, k, split, &options)?;
-            eprintln!("{n} cases: the top {k} of cell {cell} in {}", path.display());
+            eprintln!("{}: the top {k} of cell {cell} in {}", ragsweep::words::count(n, "case"), path.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { run, cell, case, doc, json, dirs } => {

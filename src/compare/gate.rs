@@ -105,7 +105,7 @@ pub fn check(
                 } else {
                     format!(" and significant (p = {:.4} ≤ α {alpha})", c.p_value)
                 },
-                crate::output::words::count(c.broke.len(), "question")
+                crate::words::count(c.broke.len(), "question")
             )
         } else if drop > gate.margin {
             format!(
@@ -115,13 +115,13 @@ pub fn check(
                 column.direction(),
                 gate.margin,
                 c.p_value,
-                crate::output::words::count(c.n, "case")
+                crate::words::count(c.n, "case")
             )
         } else {
             format!(
                 "PASS: {} {from:.4} → {to:.4} (change {}, margin {})",
                 gate.metric,
-                crate::output::words::signed(to - from, 4),
+                crate::words::signed(to - from, 4),
                 gate.margin
             )
         };

@@ -13,9 +13,9 @@ use crate::error::{Error, Result};
 use crate::evaluate::stats::{self, Interval, SubsetRange};
 use crate::input::golden::Split;
 use crate::input::text::{json, jsonl};
-use crate::output::words::{fixed, signed};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
 use crate::stages::cost::Counter;
+use crate::words::{fixed, signed};
 
 pub mod gate;
 pub mod merge;
@@ -370,7 +370,7 @@ impl Comparison {
     pub fn render(&self, a: &Side<'_>, b: &Side<'_>) -> String {
         let mut out = String::new();
         let split = self.split.map_or("all splits".to_string(), |s| format!("{} split", s.as_str()));
-        let _ = writeln!(out, "{} on {} ({} cases scored by both)", self.metric, split, self.n);
+        let _ = writeln!(out, "{} on {} ({} scored by both)", self.metric, split, crate::words::count(self.n, "case"));
         for (side, name) in [(a, "A"), (b, "B")] {
             let _ = writeln!(out, "  {name}  {} {}  ({})", side.cell.id, side.cell.varying, side.run.dir.display());
             if side.cell.varying != side.cell.label {
@@ -528,15 +528,15 @@ pub fn misses(
     let with_terms = found.iter().filter(|ch| !terms(&ch.case).is_empty()).count();
     let _ = writeln!(
         out,
-        "{} missed {} cases that {} found on {metric} ({} of them with exact terms); {} cases compared",
+        "{} missed {} that {} found on {metric} ({} of them with exact terms); {} compared",
         x.cell.id,
-        found.len(),
+        crate::words::count(found.len(), "case"),
         y.cell.id,
         with_terms,
-        c.n
+        crate::words::count(c.n, "case")
     );
-    let _ = writeln!(out, "  X  {} {}", x.cell.id, x.cell.label);
-    let _ = writeln!(out, "  Y  {} {}", y.cell.id, y.cell.label);
+    let _ = writeln!(out, "  X  {} {}  ({})", x.cell.id, x.cell.varying, x.cell.label);
+    let _ = writeln!(out, "  Y  {} {}  ({})", y.cell.id, y.cell.varying, y.cell.label);
     for ch in &found {
         let _ = writeln!(out, "\n{}  {}", ch.case, x.run.question(&ch.case));
         let _ = writeln!(

@@ -38,7 +38,7 @@ pub fn health(cases: &[GoldenCase], corpus: &Corpus) -> Health {
         .iter()
         .map(|(s, (a, u))| format!("{} {} ({a} answerable, {u} unanswerable)", s.as_str(), a + u))
         .collect();
-    h.lines.push(format!("golden set: {} cases: {}", cases.len(), splits.join(" · ")));
+    h.lines.push(format!("golden set: {}: {}", crate::words::count(cases.len(), "case"), splits.join(" · ")));
     for (split, (answerable, unanswerable)) in &per_split {
         if *answerable == 0 {
             h.warnings.push(format!("{}: no answerable cases: its retrieval metrics are undefined", split.as_str()));

@@ -287,7 +287,7 @@ fn preference(p: crate::experiment::Prefer) -> &'static str {
 }
 
 pub fn selection_summary(s: &Selection) -> String {
-    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| crate::output::words::fixed(v, 4));
+    let f = |v: Option<f64>| v.map_or("–".to_string(), |v| crate::words::fixed(v, 4));
     let mut out = match s.reserved {
         Some(_) => format!(
             "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {}) · optimism {} · Kendall tau (tuning vs reserved ranking) {}\n",

@@ -9,7 +9,6 @@ pub mod matrix;
 pub mod misses;
 pub mod summary;
 pub mod trec;
-pub mod words;
 
 use std::collections::HashMap;
 use std::fs;

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use crate::evaluate::metrics::Mean;
 use crate::input::golden::Split;
+use crate::output::labels;
 use crate::output::matrix::selection_summary;
-use crate::output::{labels, words};
 use crate::results::{Manifest, Matrix, Row};
+use crate::words;
 
 /// Cells listed in a summary.
 pub const TOP: usize = 10;

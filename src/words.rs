@@ -1,4 +1,4 @@
-//! Numbers and counts as people write them: no `-0.000`, no "1 cases".
+//! Numbers and counts as people write them: no `-0.000`, no "1 cases". Imports nothing of the crate.
 
 /// `v` with `decimals` decimals; a value that rounds to zero is written without a sign.
 pub fn fixed(v: f64, decimals: usize) -> String {
