@@ -28,7 +28,7 @@ analyzer = ["en", "simple"]
 k1 = [0.6, 0.9, 1.2, 1.5, 1.8]
 b = [0.3, 0.5, 0.75, 0.9]
 TOML
-./target/release/ragsweep run -q --out "$dir/out" --cache "$dir/cache" "$dir/report-40.toml" >/dev/null
+./target/release/ragsweep run -q --out "$dir/out" --cache "$dir/cache" "$dir/report-40.toml" >/dev/null 2>"$dir/run.log" || { cat "$dir/run.log" >&2; exit 1; }
 page=$(readlink -f "$dir/out/report-40/latest")/report.html
 cells=$(grep -o '"cell": "c[0-9]*"' "$(dirname "$page")/manifest.json" | sort -u | wc -l)
 cases=$(wc -l < "$(dirname "$page")/cases.jsonl")

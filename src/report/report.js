@@ -119,7 +119,6 @@ function axis(values, opts = {}) {
   let step = niceStep(hi - lo, 5);
   lo = Math.floor(lo / step + 1e-9) * step; hi = Math.ceil(hi / step - 1e-9) * step;
   if (opts.bounded) { lo = Math.max(0, lo); hi = Math.min(1, hi); }
-  if (opts.zero) lo = Math.min(0, lo);
   step = niceStep(hi - lo, 5);
   const d = decimalsOf(step), ticks = [];
   for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-6; v += step) ticks.push({ v: +v.toFixed(d + 2), text: (+v.toFixed(d)).toFixed(d) });
@@ -185,7 +184,7 @@ function legend(extra) {
 // Quality against a cost: one mark per cell, the Pareto frontier, labels on what matters.
 function tradeoff(id, title, xTitle, xOf) {
   const pts = D.cells.map((c) => ({ cell: c.id, x: xOf(c.id), y: value(c.id, state.split) })).filter((p) => p.x !== null && p.x !== undefined && p.y !== null);
-  const x = { title: xTitle, axis: axis(pts.map((p) => p.x), { zero: true }) };
+  const x = { title: xTitle, axis: axis(pts.map((p) => p.x)) };
   const y = { title: `${column()} (${state.split})`, axis: axis(pts.map((p) => p.y), { bounded: true }) };
   const sorted = [...pts].sort((a, b) => a.x - b.x || b.y - a.y);
   let best = -Infinity; const frontier = [];
