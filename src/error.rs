@@ -58,6 +58,10 @@ pub enum Error {
     #[error("index: {0}")]
     Index(#[from] tantivy::TantivyError),
 
+    /// A serving engine that could not start, load or answer; `what` says what was tried.
+    #[error("{engine}: {what}")]
+    Engine { engine: &'static str, what: String },
+
     #[error("{0}")]
     Other(String),
 

@@ -10,6 +10,7 @@
 pub mod analyze;
 pub mod atomic;
 pub mod compare;
+pub mod engine;
 pub mod error;
 pub mod evaluate;
 pub mod experiment;

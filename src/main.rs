@@ -96,6 +96,17 @@ enum Command {
         /// Queries timed per fraction and strategy.
         #[arg(long, default_value_t = 300)]
         queries: usize,
+        /// Also measure a serving engine on the same vectors and access rule: `pg` (PostgreSQL +
+        /// pgvector, a private server started and stopped here).
+        #[arg(long, value_parser = ["pg"])]
+        engine: Option<String>,
+        /// HNSW candidate list of the engine's search (pgvector's default: 40).
+        #[arg(long, default_value_t = 40)]
+        engine_ef_search: usize,
+        /// Installed engines (scripts/install-engines.sh; default ./engines when it exists,
+        /// else ~/.local/share/ragsweep/engines).
+        #[arg(long, env = "RAGSWEEP_ENGINES")]
+        engines: Option<PathBuf>,
         #[command(flatten)]
         dirs: Dirs,
     },
@@ -574,8 +585,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             eprintln!("merged {} shards ({} cells); results in {}", shards.len(), exp.cells.len(), dir.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::BenchFilter { experiment, queries, dirs } => {
-            bench_filter(&experiment, queries, &dirs)?;
+        Command::BenchFilter { experiment, queries, engine, engine_ef_search, engines, dirs } => {
+            let engine = engine.map(|_| (engines.unwrap_or_else(ragsweep::engine::default_dir), engine_ef_search));
+            bench_filter(&experiment, queries, engine, &dirs)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Diff { a, b, run, metric, split } => {
@@ -1062,7 +1074,13 @@ fn bench_ann(
     Ok(())
 }
 
-fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<()> {
+/// `engine`: the engines folder and the engine's ef_search, when `--engine pg` is given.
+fn bench_filter(
+    experiment: &std::path::Path,
+    queries: usize,
+    engine: Option<(PathBuf, usize)>,
+    dirs: &Dirs,
+) -> anyhow::Result<()> {
     use ragsweep::results::percentile;
     use ragsweep::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
     use std::time::Instant;
@@ -1131,6 +1149,44 @@ fn bench_filter(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> an
                 percentile(&micros, 0.5),
                 percentile(&micros, 0.95),
                 found as f64 / wanted.max(1) as f64
+            );
+        }
+    }
+    if let Some((engines, ef_search)) = engine {
+        use ragsweep::engine::{parity, pg::PgServer};
+        let started = std::time::Instant::now();
+        let server = PgServer::start(&engines.join("pg"))?;
+        let mut conn = server.connect()?;
+        let build = parity::load(&mut conn, exact.vectors(), dim, parity::HnswBuild { m, ef_construction: efc })?;
+        eprintln!(
+            "\npg: private server in {} ready in {:.1}s; {n_chunks} vectors loaded, GIN (acl) and HNSW m={m} ef_construction={efc} built in {build:.1}s",
+            server.dir().display(),
+            started.elapsed().as_secs_f64() - build
+        );
+        let fractions = [0.01, 0.10, 0.50, 0.90];
+        let mut rows = parity::measure_in_process(&hnsw, &exact, &queries, 10, ef_search, &fractions);
+        rows.extend(parity::measure(&server, &exact, &queries, 10, ef_search, &fractions)?);
+        rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
+        println!(
+            "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; `WHERE acl && groups ORDER BY distance LIMIT 10` against the exact filtered top 10 of the same vectors.\n",
+            parity::TENANTS
+        );
+        println!(
+            "| allowed | search | mean µs | p50 µs | p95 µs | rows (of 10) | under_return@10 | recall_vs_oracle@10 |"
+        );
+        println!("|---:|---|---:|---:|---:|---:|---:|---:|");
+        for r in &rows {
+            println!(
+                "| {:.0}% | {} | {:.0} | {:.0} | {:.0} | {:.2} | {} of {} | {:.4} |",
+                r.fraction * 100.0,
+                r.setting,
+                r.mean_us,
+                r.p50_us,
+                r.p95_us,
+                r.rows,
+                r.under_return,
+                r.queries,
+                r.recall_vs_oracle
             );
         }
     }

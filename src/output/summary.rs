@@ -246,10 +246,13 @@ fn misses_line(m: &Matrix, metric: &str, cell: &str) -> Option<String> {
     };
     let what = match total {
         0 => "no misses".to_string(),
-        1 => format!("1 miss: {}", causes.join(" · ")),
-        n => format!("{n} misses: {}", causes.join(" · ")),
+        n => {
+            format!("{}: {} (each with its evidence in misses.csv)", crate::words::count(n, "miss"), causes.join(" · "))
+        }
     };
-    Some(format!("{cell} at {k} ({}): {what} (each with its evidence in misses.csv)", row.split.as_str()))
+    let cut = k.trim_start_matches('@');
+    let at = if cut.ends_with('t') { format!("budget {cut}") } else { format!("k = {cut}") };
+    Some(format!("{cell} at {at} ({}): {what}", row.split.as_str()))
 }
 
 fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String {

