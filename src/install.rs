@@ -49,14 +49,20 @@ pub const MODELS: [(&str, &str); 6] = [
 /// exists (a checkout), else the per-user data directory (`$XDG_DATA_HOME/ragsweep/models`,
 /// `~/.local/share/ragsweep/models`).
 pub fn default_dir() -> PathBuf {
-    let local = PathBuf::from("models");
+    default_dir_of("models")
+}
+
+/// `./NAME` when it exists (a checkout), else `$XDG_DATA_HOME/ragsweep/NAME`
+/// (`~/.local/share/ragsweep/NAME`): where models and engines live by default.
+pub fn default_dir_of(name: &str) -> PathBuf {
+    let local = PathBuf::from(name);
     if local.is_dir() {
         return local;
     }
     let data = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
-    data.map_or(local, |d| d.join("ragsweep").join("models"))
+    data.map_or(local, |d| d.join("ragsweep").join(name))
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {

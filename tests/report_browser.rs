@@ -52,6 +52,26 @@ fn render(page: &Path, profile: &Path) -> (String, String) {
     (String::from_utf8(out.stdout).unwrap(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// A screenshot of each section of `page` (the page shows the anchor's section alone), kept in a
+/// temporary folder named with `prefix` (printed with --nocapture); none may be empty.
+fn screenshots(page: &Path, profile: &Path, prefix: &str, sections: &[&str]) {
+    let shots = tempfile::Builder::new().prefix(prefix).tempdir().unwrap().keep();
+    for section in sections {
+        let file = shots.join(format!("{section}.png"));
+        let status = Command::new(chromium())
+            .args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("--window-size=1280,1100")
+            .arg(format!("--screenshot={}", file.display()))
+            .arg(format!("file://{}#{section}", page.display()))
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        assert!(std::fs::metadata(&file).unwrap().len() > 10_000, "{section}: an empty screenshot");
+    }
+    println!("screenshots in {}", shots.display());
+}
+
 /// The texts of an SVG's tick labels on one axis (`x` or `y`).
 fn ticks(svg: &str, axis: &str) -> Vec<String> {
     svg.split(&format!("class=\"tick {axis}\""))
@@ -130,22 +150,7 @@ fn the_demo_report_renders_offline_with_one_mark_per_cell() {
     assert_eq!(table.matches(" data-cell=").count(), cells, "one matrix row per cell");
     assert!(element(&dom, "section", "header").contains(&format!("Selected on tuning by ndcg@10: {selected}")));
 
-    // Screenshots of the page's top and of each section (the page scrolls to the anchor).
-    let shots = tempfile::Builder::new().prefix("ragsweep-report-shots-").tempdir().unwrap().keep();
-    for section in ["header", "plots", "grid", "slices", "matrix"] {
-        let file = shots.join(format!("{section}.png"));
-        let status = Command::new(chromium())
-            .args(FLAGS)
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("--window-size=1280,1000")
-            .arg(format!("--screenshot={}", file.display()))
-            .arg(format!("file://{}#{section}", page.display()))
-            .output()
-            .unwrap();
-        assert!(status.status.success());
-        assert!(std::fs::metadata(&file).unwrap().len() > 10_000, "{section}: an empty screenshot");
-    }
-    println!("screenshots in {}", shots.display());
+    screenshots(&page, profile.path(), "ragsweep-report-shots-", &["header", "plots", "grid", "slices", "matrix"]);
 }
 
 #[test]
@@ -310,19 +315,5 @@ fn a_300_question_scifact_grid_reads_without_hovering() {
     assert!(attr("data-cases") < 300, "questions every cell hit or missed are not shown by default");
     assert_eq!(element(&dom, "table", "matrix-table").matches(" data-cell=").count(), 12);
 
-    let shots = tempfile::Builder::new().prefix("ragsweep-scifact-shots-").tempdir().unwrap().keep();
-    for section in ["plots", "grid", "matrix"] {
-        let file = shots.join(format!("{section}.png"));
-        let status = Command::new(chromium())
-            .args(FLAGS)
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("--window-size=1280,1100")
-            .arg(format!("--screenshot={}", file.display()))
-            .arg(format!("file://{}#{section}", page.display()))
-            .output()
-            .unwrap();
-        assert!(status.status.success());
-        assert!(std::fs::metadata(&file).unwrap().len() > 10_000, "{section}: an empty screenshot");
-    }
-    println!("screenshots in {}", shots.display());
+    screenshots(&page, profile.path(), "ragsweep-scifact-shots-", &["plots", "grid", "matrix"]);
 }

@@ -15,12 +15,5 @@ use std::path::PathBuf;
 /// Where engines live when neither `--engines` nor `$RAGSWEEP_ENGINES` says: `./engines` when
 /// it exists (a checkout), else the per-user data directory.
 pub fn default_dir() -> PathBuf {
-    let local = PathBuf::from("engines");
-    if local.is_dir() {
-        return local;
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
-    data.map_or(local, |d| d.join("ragsweep").join("engines"))
+    crate::install::default_dir_of("engines")
 }
