@@ -30,6 +30,10 @@ fn fail(what: impl Into<String>) -> Error {
 /// Servers running in this process, stopped by the Ctrl-C handler.
 static RUNNING: Mutex<Vec<(PathBuf, PathBuf, Option<String>)>> = Mutex::new(Vec::new());
 static HANDLER: Once = Once::new();
+/// Held while servers are being stopped: the Ctrl-C handler holds it until the process exits,
+/// so a server dropped meanwhile (an error the interruption caused) waits instead of letting
+/// the process end halfway through the cleanup.
+static CLEANUP: Mutex<()> = Mutex::new(());
 
 /// A private PostgreSQL server; stopped and removed when dropped.
 pub struct PgServer {
@@ -130,6 +134,7 @@ impl PgServer {
         };
         HANDLER.call_once(|| {
             let _ = ctrlc::set_handler(|| {
+                let _cleaning = CLEANUP.lock();
                 let helper = HELPER.load(std::sync::atomic::Ordering::SeqCst);
                 if helper != 0 {
                     let _ = Command::new("kill").args(["-KILL", "--", &format!("-{helper}")]).status();
@@ -180,6 +185,7 @@ impl PgServer {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
+        let _cleaning = CLEANUP.lock();
         stop(&self.bin, &self.dir, self.run_as.as_deref());
         if let Ok(mut running) = RUNNING.lock() {
             running.retain(|(_, d, _)| *d != self.dir);
