@@ -420,22 +420,22 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
 /// run's files are now): `(command, what it shows)`.
 pub fn next_commands(m: &Matrix, run: &Path, files: &Path) -> Vec<(String, String)> {
     let metric = decision(m);
-    let Some((first, _)) = top(m, &metric).0.first().map(|l| (l.cell.to_string(), ())) else { return Vec::new() };
-    let chosen = m.selection.as_ref().map_or(first, |s| s.cell.clone());
+    let cells: Vec<&str> = top(m, &metric).0.iter().map(|l| l.cell).collect();
+    let Some(&first) = cells.first() else { return Vec::new() };
+    let chosen = m.selection.as_ref().map_or(first, |s| s.cell.as_str());
     let run = shell_word(&run.display().to_string());
     let mut out = Vec::new();
-    let k = metric.split_once('@').map_or("", |(_, k)| k);
-    if let Some((case, cause)) = first_miss(files, &chosen, k) {
+    let cut = metric.split_once('@').map_or("", |(_, k)| k);
+    if let Some((case, k, cause)) = first_miss(files, chosen, cut) {
         out.push((
             format!("ragsweep explain {run} --cell {chosen} --case {}", shell_word(&case)),
-            format!("why {chosen} missed {case} at {k} ({cause}): every rank and score of that search"),
+            format!("why {chosen} missed {case} at k = {k} ({cause}): every rank and score of that search"),
         ));
     }
-    let family = |cell: &str| m.rows.iter().find(|r| r.cell == cell).and_then(|r| r.config.get("retriever").cloned());
-    let cells: Vec<&str> = top(m, &metric).0.iter().map(|l| l.cell).collect();
+    let family = |cell: &str| m.rows.iter().find(|r| r.cell == cell).and_then(|r| r.config.get("retriever"));
     let other = cells
         .iter()
-        .find(|c| **c != chosen && family(c) != family(&chosen))
+        .find(|c| **c != chosen && family(c) != family(chosen))
         .or_else(|| cells.iter().find(|c| **c != chosen));
     if let Some(other) = other {
         out.push((
@@ -452,24 +452,28 @@ pub fn next_commands(m: &Matrix, run: &Path, files: &Path) -> Vec<(String, Strin
     out
 }
 
-/// The first case `cell` missed at cut-off `k` (tuning first) and its cause, from `misses.csv`.
-fn first_miss(dir: &Path, cell: &str, k: &str) -> Option<(String, String)> {
+/// A case `cell` missed, from `misses.csv`: at cut-off `cut` when it is a k, else at the
+/// largest k it missed one; tuning cases first. `(case, k, cause)`.
+fn first_miss(dir: &Path, cell: &str, cut: &str) -> Option<(String, String, String)> {
     let mut reader = csv::Reader::from_path(dir.join("misses.csv")).ok()?;
-    let mut found: Option<(bool, String, String)> = None;
+    // (at the asked cut-off, a tuning case, k): larger is preferred.
+    type Rank = (bool, bool, usize);
+    let mut best: Option<(Rank, (String, String, String))> = None;
     for record in reader.records().flatten() {
-        let (Some(c), Some(split), Some(case), Some(at), Some(cause)) =
+        let (Some(c), Some(split), Some(case), Some(k), Some(cause)) =
             (record.get(0), record.get(1), record.get(2), record.get(3), record.get(4))
         else {
             continue;
         };
-        if c == cell && at == k {
-            let tuning = split == "tuning";
-            if found.as_ref().is_none_or(|f| tuning && !f.0) {
-                found = Some((tuning, case.to_string(), cause.to_string()));
-            }
+        if c != cell {
+            continue;
+        }
+        let rank = (k == cut, split == "tuning", k.parse::<usize>().unwrap_or(0));
+        if best.as_ref().is_none_or(|(r, _)| rank > *r) {
+            best = Some((rank, (case.to_string(), k.to_string(), cause.to_string())));
         }
     }
-    found.map(|(_, case, cause)| (case, cause))
+    best.map(|(_, found)| found)
 }
 
 /// `word` quoted for a POSIX shell when it holds anything but safe characters.
