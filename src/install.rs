@@ -75,7 +75,8 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn sha256_of(path: &Path) -> Result<String> {
+/// The sha256 of a file's bytes, as lower-case hex.
+pub(crate) fn sha256_of(path: &Path) -> Result<String> {
     use sha2::Digest;
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     Ok(format!("{:x}", sha2::Sha256::digest(&bytes)))

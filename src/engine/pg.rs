@@ -23,7 +23,7 @@ const USER: &str = "ragsweep";
 const DATABASE: &str = "postgres";
 const PORT: u16 = 5432;
 
-fn fail(what: impl Into<String>) -> Error {
+pub(crate) fn fail(what: impl Into<String>) -> Error {
     Error::Engine { engine: ENGINE, what: what.into() }
 }
 

@@ -70,12 +70,6 @@ fn top<'a>(m: &'a Matrix, metric: &str) -> (Vec<Line<'a>>, usize) {
     (lines, total)
 }
 
-/// Whether the run declared any price (without one every cost column is 0).
-fn priced(manifest: &Manifest) -> bool {
-    let p = &manifest.cost.prices;
-    p.embedding_usd_per_1m_tokens > 0.0 || p.llm_usd_per_1m_input_tokens > 0.0
-}
-
 /// A table column: title, one value per line, right-aligned unless `left`.
 struct Column {
     title: String,
@@ -264,7 +258,7 @@ fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String
 
 /// The plain-language warning when the reserved split cannot separate the top cells: the
 /// selected cell's 95% interval overlaps the next best one's.
-pub fn reserved_warning(m: &Matrix) -> Option<String> {
+fn reserved_warning(m: &Matrix) -> Option<String> {
     let metric = m.selection.as_ref()?.metric.clone();
     let mut reserved: Vec<(&str, f64, f64, f64)> = m
         .rows
@@ -382,11 +376,11 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     let metric = decision(m);
     let (lines, total) = top(m, &metric);
     let mut out = wrap(&header(m, manifest, &metric, total), WIDTH, 2);
-    out.push_str(&table(&lines, &metric, priced(manifest)));
+    out.push_str(&table(&lines, &metric, manifest.cost.prices.any()));
     if total > lines.len() {
         out.push_str(&format!("… and {} (matrix.md has them all)\n", more_cells(total - lines.len())));
     }
-    if !priced(manifest) {
+    if !manifest.cost.prices.any() {
         out.push_str("no prices declared ([cost] in the experiment): cost columns are left out\n");
     }
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
@@ -405,7 +399,8 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         WIDTH,
         2,
     ));
-    let next = next_commands(m, dir, dir);
+    let cells: Vec<&str> = lines.iter().map(|l| l.cell).collect();
+    let next = next_commands(m, &cells, dir, dir);
     if !next.is_empty() {
         out.push_str("\nnext:\n");
         for (command, why) in &next {
@@ -418,9 +413,8 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
 /// The two or three most useful commands after this run, filled with its path `run` (as
 /// shown), cell ids and a case the selected (or best) cell missed (read from `files`, where the
 /// run's files are now): `(command, what it shows)`.
-pub fn next_commands(m: &Matrix, run: &Path, files: &Path) -> Vec<(String, String)> {
+fn next_commands(m: &Matrix, cells: &[&str], run: &Path, files: &Path) -> Vec<(String, String)> {
     let metric = decision(m);
-    let cells: Vec<&str> = top(m, &metric).0.iter().map(|l| l.cell).collect();
     let Some(&first) = cells.first() else { return Vec::new() };
     let chosen = m.selection.as_ref().map_or(first, |s| s.cell.as_str());
     let run = shell_word(&run.display().to_string());
@@ -520,7 +514,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
     let (lines, total) = top(m, &metric);
     let mut out = format!("### {}\n\n", md(&header(m, manifest, &metric, total)));
     let metric_md = md(&metric);
-    let with_usd = priced(manifest);
+    let with_usd = manifest.cost.prices.any();
     out.push_str(&format!(
         "| # | cell | configuration | {metric_md} tuning | {metric_md} reserved | tied with best | p50 ms |{}\n",
         if with_usd { " $ / 1k queries |" } else { "" }
@@ -558,7 +552,8 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
             out.push_str(&format!("- {}\n", md(w)));
         }
     }
-    let next = next_commands(m, run, files);
+    let cells: Vec<&str> = lines.iter().map(|l| l.cell).collect();
+    let next = next_commands(m, &cells, run, files);
     if !next.is_empty() {
         out.push_str("\nNext:\n");
         for (command, why) in &next {

@@ -31,10 +31,14 @@ fn lines_if_any<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     }
 }
 
+/// A number rounded for the page (4 decimals).
+fn round4(v: f64) -> f64 {
+    (v * 1e4).round() / 1e4
+}
+
 /// A mean as `[value, lo, hi]` (nulls where missing), rounded for the page.
 fn triple(m: &crate::evaluate::metrics::Mean) -> Value {
-    let r = |v: Option<f64>| v.map(|v| (v * 1e4).round() / 1e4);
-    json!([r(m.value), r(m.ci.map(|c| c.lo)), r(m.ci.map(|c| c.hi))])
+    json!([m.value.map(round4), m.ci.map(|c| round4(c.lo)), m.ci.map(|c| round4(c.hi))])
 }
 
 /// Every metric column as `name: [value, lo, hi]`.
@@ -77,7 +81,6 @@ struct Data {
     /// The cut-offs the page can pick: each k, then each budget (`1024t`).
     cuts: Vec<String>,
     selection: Value,
-    warning: Option<String>,
     health: Vec<String>,
     /// The configuration keys that vary in the grid (each cell's `config` has them).
     varying: Vec<String>,
@@ -199,13 +202,9 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         // Each k, then each budget, as the rows key them (`@1024t` → `1024t`).
         cuts: matrix.rows.first().map_or_else(Vec::new, |r| r.ctx_tokens.keys().map(|k| k.trim_start_matches('@').to_string()).collect()),
         selection: serde_json::to_value(&matrix.selection).expect("json"),
-        warning: summary::reserved_warning(&matrix),
         varying,
-        priced: manifest.cost.prices.embedding_usd_per_1m_tokens > 0.0 || manifest.cost.prices.llm_usd_per_1m_input_tokens > 0.0,
-        warnings: {
-            let reserved = summary::reserved_warning(&matrix);
-            summary::warnings(&matrix, &manifest).into_iter().filter(|w| Some(w) != reserved.as_ref()).collect()
-        },
+        priced: manifest.cost.prices.any(),
+        warnings: summary::warnings(&matrix, &manifest),
         health: manifest.golden.health.clone(),
         cells,
         rows: matrix.rows.iter().map(row_data).collect(),
@@ -254,11 +253,10 @@ fn grid_comparison(a: &RunData, b: &RunData, a_dir: &Path, banner: String) -> Re
         let cases = |list: &[compare::Change]| -> Vec<Value> {
             list.iter().map(|ch| json!([ch.case, b.question(&ch.case), ch.rank_before, ch.rank_after])).collect()
         };
-        let r = |v: f64| (v * 1e4).round() / 1e4;
         compared.push(json!({
             "cell": cell.id, "other": other.id, "label": cell.varying, "n": c.n,
-            "a": r(c.mean_a), "b": r(c.mean_b), "change": r(c.mean_b - c.mean_a),
-            "lo": c.ci_diff.map(|i| r(i.lo)), "hi": c.ci_diff.map(|i| r(i.hi)), "p": r(c.p_value),
+            "a": round4(c.mean_a), "b": round4(c.mean_b), "change": round4(c.mean_b - c.mean_a),
+            "lo": c.ci_diff.map(|i| round4(i.lo)), "hi": c.ci_diff.map(|i| round4(i.hi)), "p": round4(c.p_value),
             "fixed": cases(&c.fixed), "broke": cases(&c.broke),
             "not_comparable": !c.only_a.is_empty() || !c.only_b.is_empty(),
         }));

@@ -67,7 +67,6 @@ function header() {
       s.rule ? el("div", { class: "muted" }, s.rule) : null,
       el("div", { class: "muted" }, `full configuration: ${cellById[s.cell] ? cellById[s.cell].label : s.label}`)));
   }
-  if (D.warning) parts.push(el("div", { class: "warning", id: "reserved-warning" }, D.warning));
   for (const w of D.warnings) parts.push(el("div", { class: "warning" }, `Warning: ${w}`));
   for (const w of D.health) parts.push(el("div", { class: "warning" }, `Golden set: ${w}`));
   return el("section", { id: "header" }, parts);
@@ -174,6 +173,13 @@ function labels(svg, items) {
   }
 }
 
+// Labels for the points of a scatter plot (each cell once, in the order given); the selected
+// cell's label carries its varying parameters.
+function labelPoints(svg, points, sx, sy) {
+  const unique = [...new Map(points.filter(Boolean).map((p) => [p.cell, p])).values()];
+  labels(svg, unique.map((p) => ({ cell: p.cell, x: sx(p.x), y: sy(p.y), text: p.cell === selected ? `${p.cell} ${shortOf(p.cell)}` : p.cell })));
+}
+
 function legend(extra) {
   const items = [];
   if (colourKey && colourValues.length > 1) for (const v of colourValues) items.push(el("span", {}, el("i", { style: `background:${PALETTE[colourValues.indexOf(v) % PALETTE.length]}` }), `${colourKey}=${v}`));
@@ -194,8 +200,7 @@ function tradeoff(id, title, xTitle, xOf) {
   return plot(id, title, x, y, (svg, sx, sy) => {
     svg.append(sv("polyline", { class: "frontier", points: frontier.map((p) => `${sx(p.x)},${sy(p.y)}`).join(" ") }));
     for (const p of pts) svg.append(mark(p.cell, sx(p.x), sy(p.y), `${xTitle}: ${fmt(p.x, 3)} · ${column()}: ${fmt(p.y)}`));
-    const wanted = [pts.find((p) => p.cell === selected), ...frontier, ...top].filter(Boolean);
-    labels(svg, [...new Map(wanted.map((p) => [p.cell, p])).values()].map((p) => ({ cell: p.cell, x: sx(p.x), y: sy(p.y), text: p.cell === selected ? `${p.cell} ${shortOf(p.cell)}` : p.cell })));
+    labelPoints(svg, [pts.find((p) => p.cell === selected), ...frontier, ...top], sx, sy);
   }, { legend: legend(), note: `Dashed: the Pareto frontier (no other cell is both better and cheaper). Labelled: the selected cell, the frontier and the top 3. ${D.cells.length - pts.length ? plural(D.cells.length - pts.length, "cell") + " without a value are not drawn." : ""}` });
 }
 
@@ -239,8 +244,7 @@ function tuningReserved() {
     const t = both.ticks, lo = t[0].v, hi = t[t.length - 1].v;
     svg.append(sv("line", { class: "diagonal", x1: sx(lo), y1: sy(lo), x2: sx(hi), y2: sy(hi) }));
     for (const p of pts) svg.append(mark(p.cell, sx(p.x), sy(p.y), `tuning ${fmt(p.x)} · reserved ${fmt(p.y)}`));
-    const wanted = [pts.find((p) => p.cell === selected), ...top].filter(Boolean);
-    labels(svg, [...new Map(wanted.map((p) => [p.cell, p])).values()].map((p) => ({ cell: p.cell, x: sx(p.x), y: sy(p.y), text: p.cell === selected ? `${p.cell} ${shortOf(p.cell)}` : p.cell })));
+    labelPoints(svg, [pts.find((p) => p.cell === selected), ...top], sx, sy);
   }, { legend: legend(), note: "Below the diagonal: the cell did worse on the cases it was not chosen on. Labelled: the selected cell and the top 3 on reserved." });
 }
 
@@ -257,8 +261,14 @@ function gridStatus(ci, k) {
 function grid() {
   const cellOrder = D.cells.map((c, i) => i).sort((a, b) => (value(D.cells[b].id, state.split) ?? -1) - (value(D.cells[a].id, state.split) ?? -1));
   const all = D.cases.map((c, i) => i).filter((i) => D.cases[i].split === state.split);
-  const hits = (k) => D.cells.reduce((n, _, ci) => n + (gridStatus(ci, k) === "hit" ? 1 : 0), 0);
-  const scored = (k) => D.cells.reduce((n, _, ci) => n + (gridStatus(ci, k) === "hit" || gridStatus(ci, k) === "miss" ? 1 : 0), 0);
+  // Per case: cells that hit it and cells that scored it, counted once.
+  const hitCount = new Map(), scoredCount = new Map();
+  for (const k of all) {
+    const status = D.cells.map((_, ci) => gridStatus(ci, k));
+    hitCount.set(k, status.filter((s) => s === "hit").length);
+    scoredCount.set(k, status.filter((s) => s === "hit" || s === "miss").length);
+  }
+  const hits = (k) => hitCount.get(k), scored = (k) => scoredCount.get(k);
   const groups = { hit: [], missed: [], disagree: [], other: [] };
   for (const k of all) { const h = hits(k), s = scored(k); (s === 0 ? groups.other : h === s ? groups.hit : h === 0 ? groups.missed : groups.disagree).push(k); }
   const mode = state.grid === "disagree" && !groups.disagree.length ? "all" : state.grid;

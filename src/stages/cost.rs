@@ -20,6 +20,13 @@ pub struct Prices {
     pub llm_usd_per_1m_input_tokens: f64,
 }
 
+impl Prices {
+    /// Whether any price is declared (without one every cost is 0).
+    pub fn any(&self) -> bool {
+        self.embedding_usd_per_1m_tokens > 0.0 || self.llm_usd_per_1m_input_tokens > 0.0
+    }
+}
+
 /// Counts tokens: Unicode words, a BPE of an LLM family, or the tokenizer of an installed model.
 pub enum Counter {
     Words,
