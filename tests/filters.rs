@@ -9,6 +9,7 @@ use proptest::prelude::*;
 
 use ragsweep::analyze::{Analyzer, AnalyzerKind};
 use ragsweep::retrieve::fusion::{fuse, Fusion, Norm};
+use ragsweep::retrieve::source::Side;
 use ragsweep::retrieve::{Allowed, Bm25Index, Bm25Params, ExactIndex, FilteredSearch, Hit, HnswIndex, HnswParams};
 
 const WORDS: &[&str] = &["prazo", "multa", "sensor", "gateway", "contrato", "férias", "senha", "api", "plano", "erro"];
@@ -100,7 +101,7 @@ proptest! {
         let graph = hnsw.search_with(&w.query_vec, k, 8, Some(&allowed), FilteredSearch::Graph);
         check(&graph, &allowed, k, Some(k.min(visible_count)), "hnsw graph in_query")?;
         for fusion in [Fusion::Rrf { k: 60.0 }, Fusion::Convex { alpha: 0.5, norm: Norm::MinMax }, Fusion::Dbsf] {
-            let fused = fuse(&lex, &den, fusion, k);
+            let fused = fuse(&[(&lex, Side::Lexical), (&den, Side::Dense)], fusion, k);
             check(&fused, &allowed, k, Some(k.min(visible_count)), &format!("{fusion} in_query"))?;
         }
     }

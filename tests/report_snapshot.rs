@@ -13,7 +13,12 @@ fn sweep_matrix_markdown() {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let prepared = prepare(&exp, &models).unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let options = RunOptions { progress: false, models_dir: models, cache_dir: cache.path().to_path_buf() };
+    let options = RunOptions {
+        progress: false,
+        models_dir: models,
+        cache_dir: cache.path().to_path_buf(),
+        engines_dir: cache.path().join("engines"),
+    };
     let outcome = run(&exp, &prepared, &options, &mut |_| Ok(())).unwrap();
     let result = ragsweep::output::result(&exp, &prepared, outcome, "snapshot");
     let mut out = Vec::new();

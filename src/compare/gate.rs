@@ -186,6 +186,7 @@ mod tests {
                     misses: vec![],
                     ctx_tokens: Ordered::default(),
                     short: Ordered::default(),
+                    parity: Ordered::default(),
                 })
                 .collect(),
             cases: Default::default(),

@@ -599,6 +599,7 @@ mod tests {
                     misses: Vec::new(),
                     ctx_tokens: crate::results::Ordered::default(),
                     short: crate::results::Ordered::default(),
+                    parity: crate::results::Ordered::default(),
                 })
                 .collect(),
             cases: HashMap::new(),

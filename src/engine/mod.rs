@@ -10,6 +10,7 @@
 pub mod install;
 pub mod parity;
 pub mod pg;
+pub mod pgvector;
 
 use std::path::PathBuf;
 

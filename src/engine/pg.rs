@@ -28,18 +28,28 @@ pub(crate) fn fail(what: impl Into<String>) -> Error {
 }
 
 /// Servers running in this process, stopped by the Ctrl-C handler.
-static RUNNING: Mutex<Vec<(PathBuf, PathBuf, Option<String>)>> = Mutex::new(Vec::new());
+static RUNNING: Mutex<Vec<Running>> = Mutex::new(Vec::new());
 static HANDLER: Once = Once::new();
 /// Held while servers are being stopped: the Ctrl-C handler holds it until the process exits,
 /// so a server dropped meanwhile (an error the interruption caused) waits instead of letting
 /// the process end halfway through the cleanup.
 static CLEANUP: Mutex<()> = Mutex::new(());
 
-/// A private PostgreSQL server; stopped and removed when dropped.
-pub struct PgServer {
+/// What stopping a server needs.
+#[derive(Debug, Clone)]
+struct Running {
     bin: PathBuf,
+    /// The socket folder (and, for a private server, the data), removed on stop.
     dir: PathBuf,
+    data: PathBuf,
     run_as: Option<String>,
+}
+
+/// A PostgreSQL server of this process; stopped (and its temporary folder removed) when dropped.
+pub struct PgServer {
+    running: Running,
+    /// Held while a data folder in the stage cache is in use.
+    _lock: Option<std::fs::File>,
 }
 
 /// `(uid, gid)` of `nobody`, from /etc/passwd.
@@ -100,16 +110,77 @@ fn run(mut cmd: Command, what: &str) -> Result<()> {
     Err(fail(format!("{what} failed ({}): {}", out.status, stderr.trim())))
 }
 
-fn stop(bin: &Path, dir: &Path, run_as: Option<&str>) {
-    let data = dir.join("data");
-    let _ = command(run_as, &bin.join("pg_ctl"), &["-D", &data.to_string_lossy(), "-m", "immediate", "-w", "stop"])
-        .output();
-    let _ = std::fs::remove_dir_all(dir);
+fn stop(r: &Running) {
+    // A data folder kept in the cache is shut down cleanly; a private one is thrown away.
+    let mode = if r.data.starts_with(&r.dir) { "immediate" } else { "fast" };
+    let data = r.data.to_string_lossy();
+    let _ = command(r.run_as.as_deref(), &r.bin.join("pg_ctl"), &["-D", &data, "-m", mode, "-w", "stop"]).output();
+    let _ = std::fs::remove_dir_all(&r.dir);
+}
+
+/// Makes `path` the server user's, when the server runs as another user.
+fn give(path: &Path, run_as: Option<&str>) -> Result<()> {
+    if run_as.is_some() {
+        let (uid, gid) = nobody()?;
+        std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
 }
 
 impl PgServer {
-    /// Starts a server from the PostgreSQL installation `install` (`engines/pg`).
+    /// Starts a private server from the PostgreSQL installation `install` (`engines/pg`), its
+    /// data in a temporary folder.
     pub fn start(install: &Path) -> Result<PgServer> {
+        PgServer::start_in(install, None, None)
+    }
+
+    /// Starts a server whose data folder lives in `cache` (created the first time), so what
+    /// earlier runs built is there; with no cache, or one that another run holds or the server
+    /// user cannot write, a private server, and a note that says why.
+    pub fn start_cached(install: &Path, cache: Option<&Path>) -> Result<(PgServer, Option<String>)> {
+        let Some(cache) = cache else { return Ok((PgServer::start(install)?, None)) };
+        let folder = cache.join("pg");
+        std::fs::create_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
+        let lock_path = folder.join("lock");
+        let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+        if lock.try_lock().is_err() {
+            let note = format!(
+                "the engine cache {} is in use by another run: tables built in a private server",
+                folder.display()
+            );
+            return Ok((PgServer::start(install)?, Some(note)));
+        }
+        let run_as = is_root().then(|| "nobody".to_string());
+        let data = folder.join("data-18");
+        if run_as.is_some() {
+            give(&folder, run_as.as_deref())?;
+            let reachable = Command::new("runuser")
+                .args(["-u", "nobody", "--", "test", "-w"])
+                .arg(&folder)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !reachable {
+                let note = format!(
+                    "the engine cache {} is not writable by user nobody, who runs PostgreSQL under root: tables built in a private server",
+                    folder.display()
+                );
+                return Ok((PgServer::start(install)?, Some(note)));
+            }
+        }
+        match PgServer::start_in(install, Some(data.clone()), Some(lock)) {
+            Ok(server) => Ok((server, None)),
+            Err(first) => {
+                // A data folder that does not start is rebuilt, never half used.
+                let _ = std::fs::remove_dir_all(&data);
+                let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+                lock.try_lock().map_err(|_| fail(format!("{} is locked", lock_path.display())))?;
+                let server = PgServer::start_in(install, Some(data), Some(lock))?;
+                Ok((server, Some(format!("the engine cache did not start ({first}): emptied and rebuilt"))))
+            }
+        }
+    }
+
+    fn start_in(install: &Path, kept: Option<PathBuf>, lock: Option<std::fs::File>) -> Result<PgServer> {
         let bin = install.join("bin");
         if !bin.join("postgres").is_file() {
             return Err(fail(format!(
@@ -125,13 +196,8 @@ impl PgServer {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(&dir, e))?;
         }
-        let run_as = if is_root() {
-            let (uid, gid) = nobody()?;
-            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).map_err(|e| Error::io(&dir, e))?;
-            Some("nobody".to_string())
-        } else {
-            None
-        };
+        let run_as = is_root().then(|| "nobody".to_string());
+        give(&dir, run_as.as_deref())?;
         HANDLER.call_once(|| {
             let _ = ctrlc::set_handler(|| {
                 let _cleaning = CLEANUP.lock();
@@ -139,32 +205,37 @@ impl PgServer {
                 if helper != 0 {
                     let _ = Command::new("kill").args(["-KILL", "--", &format!("-{helper}")]).status();
                 }
-                for (bin, dir, run_as) in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
-                    stop(&bin, &dir, run_as.as_deref());
+                for running in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
+                    stop(&running);
                 }
                 std::process::exit(130);
             });
         });
-        RUNNING.lock().expect("lock").push((bin.clone(), dir.clone(), run_as.clone()));
-        let server = PgServer { bin, dir, run_as };
-        let data = server.dir.join("data");
-        let (data_s, dir_s) = (data.to_string_lossy().into_owned(), server.dir.to_string_lossy().into_owned());
-        run(
-            command(
-                server.run_as.as_deref(),
-                &server.bin.join("initdb"),
-                &["-D", &data_s, "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"],
-            ),
-            "initdb",
-        )?;
+        let data = kept.unwrap_or_else(|| dir.join("data"));
+        let running = Running { bin, dir, data, run_as };
+        RUNNING.lock().expect("lock").push(running.clone());
+        let server = PgServer { running, _lock: lock };
+        let r = &server.running;
+        let (data_s, dir_s) = (r.data.to_string_lossy().into_owned(), r.dir.to_string_lossy().into_owned());
+        if !r.data.join("PG_VERSION").is_file() {
+            let _ = std::fs::remove_dir_all(&r.data);
+            run(
+                command(
+                    r.run_as.as_deref(),
+                    &r.bin.join("initdb"),
+                    &["-D", &data_s, "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"],
+                ),
+                "initdb",
+            )?;
+        }
         let options = format!(
             "-c listen_addresses='' -k {dir_s} -p {PORT} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         );
-        let log = server.dir.join("server.log").to_string_lossy().into_owned();
+        let log = r.dir.join("server.log").to_string_lossy().into_owned();
         run(
             command(
-                server.run_as.as_deref(),
-                &server.bin.join("pg_ctl"),
+                r.run_as.as_deref(),
+                &r.bin.join("pg_ctl"),
                 &["-D", &data_s, "-l", &log, "-o", &options, "-w", "-t", "60", "start"],
             ),
             "starting PostgreSQL",
@@ -174,21 +245,21 @@ impl PgServer {
 
     /// The folder of the server's socket (and data), removed when the server stops.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        &self.running.dir
     }
 
     /// A new connection to the server.
     pub fn connect(&self) -> Result<PgConn> {
-        PgConn::connect(&self.dir.join(format!(".s.PGSQL.{PORT}")), USER, DATABASE)
+        PgConn::connect(&self.running.dir.join(format!(".s.PGSQL.{PORT}")), USER, DATABASE)
     }
 }
 
 impl Drop for PgServer {
     fn drop(&mut self) {
         let _cleaning = CLEANUP.lock();
-        stop(&self.bin, &self.dir, self.run_as.as_deref());
+        stop(&self.running);
         if let Ok(mut running) = RUNNING.lock() {
-            running.retain(|(_, d, _)| *d != self.dir);
+            running.retain(|r| r.dir != self.running.dir);
         }
     }
 }

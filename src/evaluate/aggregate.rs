@@ -85,6 +85,21 @@ pub fn means(names: &[String], values: &[Vec<Option<f64>>]) -> Ordered<Mean> {
 }
 
 /// A cell's matrix rows (one per split) and slice rows; latency is filled in after the timed pass.
+/// Per k: the cases whose list was shorter than the oracle's, and the mean share of the
+/// oracle's top k returned; empty for a cell without an oracle.
+fn parity_of(keys: &[String], mine: &[&CaseResult]) -> (Ordered<usize>, Ordered<Option<f64>>) {
+    if mine.iter().all(|r| r.parity.is_empty()) {
+        return (Ordered::default(), Ordered::default());
+    }
+    let under =
+        (0..keys.len()).map(|i| mine.iter().filter(|r| r.parity.get(i).is_some_and(|p| p.under_return)).count());
+    let recall = (0..keys.len()).map(|i| {
+        let values: Vec<f64> = mine.iter().filter_map(|r| r.parity.get(i)?.recall_vs_oracle).collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    });
+    (Ordered::of_keys(keys, under), Ordered::of_keys(keys, recall))
+}
+
 pub fn aggregate_cell(
     exp: &Experiment,
     cell: &Cell,
@@ -131,6 +146,7 @@ pub fn aggregate_cell(
                         + usd(cost.query_tokens, exp.prices.embedding_usd_per_1m_tokens))
             })
             .collect();
+        let parity = parity_of(&cuts[..ks.len()], &mine);
         rows.push(Row {
             cell: cell.id.clone(),
             label: cell.label(),
@@ -153,6 +169,8 @@ pub fn aggregate_cell(
             ctx_tokens: Ordered::of_keys(&cuts, ctx_tokens),
             usd_per_1k_queries: Ordered::of_keys(&cuts, usd_per_1k),
             short_lists: Ordered::of_keys(&cuts, (0..cuts.len()).map(|i| mine.iter().filter(|r| r.short[i]).count())),
+            under_return: parity.0,
+            recall_vs_oracle: parity.1,
             abstain: floor.map(|(floor, calibrated)| AbstainRow {
                 floor,
                 calibrated,

@@ -126,6 +126,12 @@ pub enum RetrieverSpec {
         #[serde(flatten)]
         params: Bm25Params,
     },
+    /// PostgreSQL full-text search (`engine = "pg"`): `tsvector` with the analyzer's text
+    /// search configuration, ranked by `ts_rank_cd`.
+    FullText {
+        analyzer: AnalyzerKind,
+        terms: Terms,
+    },
     Dense {
         model: String,
         index: DenseIndex,
@@ -147,6 +153,65 @@ pub struct LexicalSpec {
     pub analyzer: AnalyzerKind,
     #[serde(flatten)]
     pub params: Bm25Params,
+    /// Served by PostgreSQL full-text search with these terms instead of in-process BM25
+    /// (`params` then unused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_text: Option<Terms>,
+}
+
+/// PostgreSQL full text: whether a chunk must match any or all of the question's terms
+/// (`plainto_tsquery` ANDs them; `any` ORs the same lexemes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Terms {
+    Any,
+    All,
+}
+
+impl Terms {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Terms::Any => "any",
+            Terms::All => "all",
+        }
+    }
+}
+
+/// pgvector's iterative index scans (0.8): `off` stops after one pass of the index however
+/// few rows the filter left; the other two keep scanning until the LIMIT is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterativeScan {
+    Off,
+    RelaxedOrder,
+    StrictOrder,
+}
+
+impl IterativeScan {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IterativeScan::Off => "off",
+            IterativeScan::RelaxedOrder => "relaxed_order",
+            IterativeScan::StrictOrder => "strict_order",
+        }
+    }
+}
+
+/// A vector index in PostgreSQL + pgvector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PgVectorIndex {
+    /// No vector index: the engine scans and sorts.
+    Exact,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    },
+    Ivfflat {
+        lists: usize,
+        probes: usize,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -159,7 +224,50 @@ pub struct DenseSpec {
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum DenseIndex {
     Exact,
-    Hnsw { m: usize, ef_construction: usize, ef_search: usize },
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    },
+    /// Served by PostgreSQL + pgvector (`engine = "pg"`).
+    Pg {
+        index: PgVectorIndex,
+        iterative_scan: IterativeScan,
+    },
+}
+
+impl fmt::Display for DenseIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DenseIndex::Exact => write!(f, "exact"),
+            DenseIndex::Hnsw { m, ef_construction, ef_search } => {
+                write!(f, "hnsw,m={m},efc={ef_construction},ef={ef_search}")
+            }
+            DenseIndex::Pg { index, iterative_scan } => {
+                write!(f, "pg ")?;
+                match index {
+                    PgVectorIndex::Exact => write!(f, "exact"),
+                    PgVectorIndex::Hnsw { m, ef_construction, ef_search } => write!(
+                        f,
+                        "hnsw,m={m},efc={ef_construction},ef={ef_search},iterative_scan={}",
+                        iterative_scan.as_str()
+                    ),
+                    PgVectorIndex::Ivfflat { lists, probes } => {
+                        write!(f, "ivfflat,lists={lists},probes={probes},iterative_scan={}", iterative_scan.as_str())
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for LexicalSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.full_text {
+            None => write!(f, "bm25({},k1={},b={})", self.analyzer, self.params.k1, self.params.b),
+            Some(terms) => write!(f, "pg fulltext({},{})", self.analyzer, terms.as_str()),
+        }
+    }
 }
 
 /// Default number of cases in each cell's timed latency pass.
@@ -172,16 +280,16 @@ impl fmt::Display for RetrieverSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RetrieverSpec::Bm25 { analyzer, params } => {
-                write!(f, "bm25({analyzer},k1={},b={})", params.k1, params.b)
+                write!(f, "{}", LexicalSpec { analyzer: *analyzer, params: *params, full_text: None })
             }
-            RetrieverSpec::Dense { model, index: DenseIndex::Exact } => write!(f, "dense({model},exact)"),
-            RetrieverSpec::Dense { model, index: DenseIndex::Hnsw { m, ef_construction, ef_search } } => {
-                write!(f, "dense({model},hnsw,m={m},efc={ef_construction},ef={ef_search})")
+            RetrieverSpec::FullText { analyzer, terms } => {
+                let lexical =
+                    LexicalSpec { analyzer: *analyzer, params: Bm25Params::default(), full_text: Some(*terms) };
+                write!(f, "{lexical}")
             }
+            RetrieverSpec::Dense { model, index } => write!(f, "dense({model},{index})"),
             RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
-                let lex = RetrieverSpec::Bm25 { analyzer: lexical.analyzer, params: lexical.params };
-                let den = RetrieverSpec::Dense { model: dense.model.clone(), index: dense.index };
-                write!(f, "hybrid({fusion},n={candidates}; {lex} + {den})")
+                write!(f, "hybrid({fusion},n={candidates}; {lexical} + dense({},{}))", dense.model, dense.index)
             }
         }
     }
@@ -228,16 +336,30 @@ impl Cell {
     /// What the cell's indexes are built from (query-time parameters left out): cells with
     /// equal identities share their indexes.
     pub fn index_identity(&self) -> String {
-        let lexical = |l: &AnalyzerKind| format!("bm25({l})");
+        let lexical = |l: &AnalyzerKind, full_text: bool| {
+            if full_text {
+                format!("pg-fulltext({l})")
+            } else {
+                format!("bm25({l})")
+            }
+        };
         let dense = |model: &str, index: &DenseIndex| match index {
             DenseIndex::Exact => format!("exact({model})"),
             DenseIndex::Hnsw { m, ef_construction, .. } => format!("hnsw({model},{m},{ef_construction})"),
+            DenseIndex::Pg { index: PgVectorIndex::Exact, .. } => format!("pg-exact({model})"),
+            DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, .. }, .. } => {
+                format!("pg-hnsw({model},{m},{ef_construction})")
+            }
+            DenseIndex::Pg { index: PgVectorIndex::Ivfflat { lists, .. }, .. } => {
+                format!("pg-ivfflat({model},{lists})")
+            }
         };
         let sides = match &self.retriever {
-            RetrieverSpec::Bm25 { analyzer, .. } => lexical(analyzer),
+            RetrieverSpec::Bm25 { analyzer, .. } => lexical(analyzer, false),
+            RetrieverSpec::FullText { analyzer, .. } => lexical(analyzer, true),
             RetrieverSpec::Dense { model, index } => dense(model, index),
             RetrieverSpec::Hybrid { lexical: l, dense: d, .. } => {
-                format!("{}+{}", lexical(&l.analyzer), dense(&d.model, &d.index))
+                format!("{}+{}", lexical(&l.analyzer, l.full_text.is_some()), dense(&d.model, &d.index))
             }
         };
         format!("{} {sides}", self.chunker)
@@ -246,7 +368,7 @@ impl Cell {
     /// The embedding model the cell needs, if any.
     pub fn model(&self) -> Option<&str> {
         match &self.retriever {
-            RetrieverSpec::Bm25 { .. } => None,
+            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
             RetrieverSpec::Dense { model, .. } => Some(model),
             RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
         }
@@ -280,27 +402,60 @@ impl Cell {
         out.push(("chunk_overlap", opt(overlap)));
         out.push(("title", c.title.to_string()));
         out.push(("headings", c.headings.to_string()));
-        let lexical = |out: &mut Vec<(&'static str, String)>, analyzer: &AnalyzerKind, params: &Bm25Params| {
-            out.push(("analyzer", analyzer.to_string()));
-            out.push(("k1", params.k1.to_string()));
-            out.push(("b", params.b.to_string()));
+        let lexical = |out: &mut Vec<(&'static str, String)>, l: &LexicalSpec| {
+            out.push(("analyzer", l.analyzer.to_string()));
+            match l.full_text {
+                None => {
+                    out.push(("k1", l.params.k1.to_string()));
+                    out.push(("b", l.params.b.to_string()));
+                }
+                Some(terms) => {
+                    out.push(("engine", "pg".into()));
+                    out.push(("terms", terms.as_str().into()));
+                }
+            }
         };
         let dense = |out: &mut Vec<(&'static str, String)>, model: &str, index: &DenseIndex| {
             out.push(("model", model.to_string()));
+            let hnsw = |out: &mut Vec<(&'static str, String)>, m: &usize, efc: &usize, ef: &usize| {
+                out.push(("index", "hnsw".into()));
+                out.push(("m", m.to_string()));
+                out.push(("ef_construction", efc.to_string()));
+                out.push(("ef_search", ef.to_string()));
+            };
             match index {
                 DenseIndex::Exact => out.push(("index", "exact".into())),
-                DenseIndex::Hnsw { m, ef_construction, ef_search } => {
-                    out.push(("index", "hnsw".into()));
-                    out.push(("m", m.to_string()));
-                    out.push(("ef_construction", ef_construction.to_string()));
-                    out.push(("ef_search", ef_search.to_string()));
+                DenseIndex::Hnsw { m, ef_construction, ef_search } => hnsw(out, m, ef_construction, ef_search),
+                DenseIndex::Pg { index, iterative_scan } => {
+                    if !out.iter().any(|(k, _)| *k == "engine") {
+                        out.push(("engine", "pg".into()));
+                    }
+                    match index {
+                        PgVectorIndex::Exact => out.push(("index", "exact".into())),
+                        PgVectorIndex::Hnsw { m, ef_construction, ef_search } => {
+                            hnsw(out, m, ef_construction, ef_search)
+                        }
+                        PgVectorIndex::Ivfflat { lists, probes } => {
+                            out.push(("index", "ivfflat".into()));
+                            out.push(("lists", lists.to_string()));
+                            out.push(("probes", probes.to_string()));
+                        }
+                    }
+                    if *index != PgVectorIndex::Exact {
+                        out.push(("iterative_scan", iterative_scan.as_str().into()));
+                    }
                 }
             }
         };
         match &self.retriever {
             RetrieverSpec::Bm25 { analyzer, params } => {
                 out.push(("retriever", "bm25".into()));
-                lexical(&mut out, analyzer, params);
+                lexical(&mut out, &LexicalSpec { analyzer: *analyzer, params: *params, full_text: None });
+            }
+            RetrieverSpec::FullText { analyzer, terms } => {
+                out.push(("retriever", "fulltext".into()));
+                let spec = LexicalSpec { analyzer: *analyzer, params: Bm25Params::default(), full_text: Some(*terms) };
+                lexical(&mut out, &spec);
             }
             RetrieverSpec::Dense { model, index } => {
                 out.push(("retriever", "dense".into()));
@@ -308,7 +463,7 @@ impl Cell {
             }
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => {
                 out.push(("retriever", "hybrid".into()));
-                lexical(&mut out, &l.analyzer, &l.params);
+                lexical(&mut out, l);
                 dense(&mut out, &d.model, &d.index);
                 let (method, k, alpha, norm) = match fusion {
                     Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
@@ -832,16 +987,33 @@ fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) 
 }
 
 const LEXICAL_KEYS: [&str; 3] = ["analyzer", "k1", "b"];
+const FULL_TEXT_KEYS: [&str; 2] = ["analyzer", "terms"];
 const DENSE_KEYS: [&str; 5] = ["model", "index", "m", "ef_construction", "ef_search"];
+const PG_DENSE_KEYS: [&str; 8] =
+    ["model", "index", "m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan"];
 
-fn lexical_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
-    let analyzer = choice(
+fn analyzer_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<AnalyzerKind> {
+    choice(
         combo,
         "analyzer",
         AnalyzerKind::En,
         &[("en", AnalyzerKind::En), ("pt", AnalyzerKind::Pt), ("simple", AnalyzerKind::Simple)],
         bad,
-    )?;
+    )
+}
+
+/// Whether the retriever is served by PostgreSQL (`engine = "pg"`) or in process (the default).
+fn pg_engine(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
+    choice(combo, "engine", false, &[("in_process", false), ("pg", true)], bad)
+}
+
+fn full_text_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
+    let terms = choice(combo, "terms", Terms::Any, &[("any", Terms::Any), ("all", Terms::All)], bad)?;
+    Ok(LexicalSpec { analyzer: analyzer_from(combo, bad)?, params: Bm25Params::default(), full_text: Some(terms) })
+}
+
+fn lexical_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
+    let analyzer = analyzer_from(combo, bad)?;
     let k1 = float(combo, "k1", 0.9, bad)?;
     let b = float(combo, "b", 0.4, bad)?;
     if k1 < 0.0 {
@@ -850,7 +1022,7 @@ fn lexical_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) 
     if !(0.0..=1.0).contains(&b) {
         return Err(bad(combo.get("b").unwrap().1, "`b` must be between 0 and 1".into()));
     }
-    Ok(LexicalSpec { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 } })
+    Ok(LexicalSpec { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 }, full_text: None })
 }
 
 fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<DenseSpec> {
@@ -864,7 +1036,23 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
             ))
         }
     };
-    let hnsw = choice(combo, "index", false, &[("exact", false), ("hnsw", true)], bad)?;
+    let pg = pg_engine(combo, bad)?;
+    if pg {
+        return Ok(DenseSpec { model, index: pg_dense_from(combo, bad)? });
+    }
+    for key in ["lists", "probes", "iterative_scan"] {
+        if let Some((_, span)) = combo.get(key) {
+            return Err(bad(span, format!("`{key}` is a pgvector setting: it needs engine = \"pg\"")));
+        }
+    }
+    let index_span = combo.get("index").map(|i| i.1);
+    let hnsw = choice(combo, "index", false, &[("exact", false), ("hnsw", true), ("ivfflat", false)], bad)?;
+    if matches!(combo.get("index"), Some((Value::String(s), _)) if s == "ivfflat") {
+        return Err(bad(
+            index_span.expect("index given"),
+            "index = \"ivfflat\" is served by PostgreSQL + pgvector: add engine = \"pg\"".into(),
+        ));
+    }
     let index = if !hnsw {
         for key in ["m", "ef_construction", "ef_search"] {
             if let Some((_, span)) = combo.get(key) {
@@ -888,6 +1076,100 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
         }
     };
     Ok(DenseSpec { model, index })
+}
+
+/// pgvector's HNSW `m`, `ef_construction` and `ef_search` (hnswlib's defaults when absent),
+/// within the ranges pgvector accepts.
+fn pg_hnsw_params(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<(usize, usize, usize)> {
+    let (m, efc, ef) = HNSW_DEFAULTS;
+    let (m, efc, ef) = (
+        int(combo, "m", Some(m), bad)?,
+        int(combo, "ef_construction", Some(efc), bad)?,
+        int(combo, "ef_search", Some(ef), bad)?,
+    );
+    let at = |key: &str| combo.get(key).map_or(combo.kind.1.clone(), |g| g.1);
+    if !(2..=100).contains(&m) {
+        return Err(bad(at("m"), "pgvector's `m` must be between 2 and 100".into()));
+    }
+    if !(4..=1000).contains(&efc) || efc < 2 * m {
+        return Err(bad(
+            at("ef_construction"),
+            "pgvector's `ef_construction` must be between 4 and 1000, and at least 2·m".into(),
+        ));
+    }
+    if !(1..=1000).contains(&ef) {
+        return Err(bad(at("ef_search"), "pgvector's `ef_search` must be between 1 and 1000".into()));
+    }
+    Ok((m, efc, ef))
+}
+
+/// A pgvector index and its query-time settings.
+fn pg_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<DenseIndex> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Exact,
+        Hnsw,
+        Ivfflat,
+    }
+    let kind = choice(
+        combo,
+        "index",
+        Kind::Exact,
+        &[("exact", Kind::Exact), ("hnsw", Kind::Hnsw), ("ivfflat", Kind::Ivfflat)],
+        bad,
+    )?;
+    let only_for = |keys: &[&str], index: &str| -> Result<()> {
+        for key in keys {
+            if let Some((_, span)) = combo.get(key) {
+                return Err(bad(span, format!("`{key}` only applies to index = \"{index}\"")));
+            }
+        }
+        Ok(())
+    };
+    let iterative_scan = choice(
+        combo,
+        "iterative_scan",
+        IterativeScan::Off,
+        &[
+            ("off", IterativeScan::Off),
+            ("relaxed_order", IterativeScan::RelaxedOrder),
+            ("strict_order", IterativeScan::StrictOrder),
+        ],
+        bad,
+    )?;
+    let index = match kind {
+        Kind::Exact => {
+            only_for(&["m", "ef_construction", "ef_search"], "hnsw")?;
+            only_for(&["lists", "probes"], "ivfflat")?;
+            if let Some((_, span)) = combo.get("iterative_scan") {
+                return Err(bad(span, "`iterative_scan` applies to an hnsw or ivfflat index".into()));
+            }
+            PgVectorIndex::Exact
+        }
+        Kind::Hnsw => {
+            only_for(&["lists", "probes"], "ivfflat")?;
+            let (m, ef_construction, ef_search) = pg_hnsw_params(combo, bad)?;
+            PgVectorIndex::Hnsw { m, ef_construction, ef_search }
+        }
+        Kind::Ivfflat => {
+            only_for(&["m", "ef_construction", "ef_search"], "hnsw")?;
+            if iterative_scan == IterativeScan::StrictOrder {
+                let span = combo.get("iterative_scan").expect("given").1;
+                return Err(bad(
+                    span,
+                    "pgvector's ivfflat has no strict_order iterative scan (off or relaxed_order)".into(),
+                ));
+            }
+            let lists = int(combo, "lists", Some(100), bad)?;
+            let probes = int(combo, "probes", Some(1), bad)?;
+            if lists == 0 || probes == 0 || probes > lists {
+                let span = combo.get("probes").or(combo.get("lists")).map_or(combo.kind.1.clone(), |g| g.1);
+                return Err(bad(span, "`lists` and `probes` must be at least 1, and `probes` at most `lists`".into()));
+            }
+            PgVectorIndex::Ivfflat { lists, probes }
+        }
+    };
+    Ok(DenseIndex::Pg { index, iterative_scan })
 }
 
 fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<Fusion> {
@@ -960,35 +1242,64 @@ fn retriever_cell_from(
 }
 
 fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {
+    let pg = pg_engine(combo, bad)?;
+    fn with_engine<'k>(keys: &[&'k str]) -> Vec<&'k str> {
+        let mut all = vec!["engine"];
+        all.extend_from_slice(keys);
+        all
+    }
     match combo.kind.0 {
         "bm25" => {
-            only(combo, &LEXICAL_KEYS, bad)?;
-            let LexicalSpec { analyzer, params } = lexical_from(combo, bad)?;
+            if pg {
+                let span = combo.get("engine").expect("given").1;
+                return Err(bad(
+                    span,
+                    "PostgreSQL has no BM25: its lexical ranking is kind = \"fulltext\" (ts_rank_cd)".into(),
+                ));
+            }
+            only(combo, &with_engine(&LEXICAL_KEYS), bad)?;
+            let LexicalSpec { analyzer, params, .. } = lexical_from(combo, bad)?;
             Ok(RetrieverSpec::Bm25 { analyzer, params })
         }
+        "fulltext" => {
+            if !pg {
+                return Err(bad(
+                    combo.kind.1.clone(),
+                    "kind \"fulltext\" is PostgreSQL's full-text search: add engine = \"pg\"".into(),
+                ));
+            }
+            only(combo, &with_engine(&FULL_TEXT_KEYS), bad)?;
+            let spec = full_text_from(combo, bad)?;
+            Ok(RetrieverSpec::FullText { analyzer: spec.analyzer, terms: spec.full_text.expect("full text") })
+        }
         "dense" => {
-            only(combo, &DENSE_KEYS, bad)?;
+            only(combo, &with_engine(if pg { &PG_DENSE_KEYS } else { &DENSE_KEYS }), bad)?;
             let DenseSpec { model, index } = dense_from(combo, bad)?;
             Ok(RetrieverSpec::Dense { model, index })
         }
         "hybrid" => {
-            let mut keys: Vec<&str> = LEXICAL_KEYS.iter().chain(&DENSE_KEYS).copied().collect();
+            let lexical_keys: &[&str] = if pg { &FULL_TEXT_KEYS } else { &LEXICAL_KEYS };
+            let dense_keys: &[&str] = if pg { &PG_DENSE_KEYS } else { &DENSE_KEYS };
+            let mut keys: Vec<&str> = lexical_keys.iter().chain(dense_keys).copied().collect();
             keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
-            only(combo, &keys, bad)?;
+            only(combo, &with_engine(&keys), bad)?;
             let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
             if candidates == 0 {
                 return Err(bad(combo.get("candidates").unwrap().1, "`candidates` must be at least 1".into()));
             }
             Ok(RetrieverSpec::Hybrid {
-                lexical: lexical_from(combo, bad)?,
+                lexical: if pg { full_text_from(combo, bad)? } else { lexical_from(combo, bad)? },
                 dense: dense_from(combo, bad)?,
                 fusion: fusion_from(combo, bad)?,
                 candidates,
             })
         }
-        other => {
-            Err(bad(combo.kind.1.clone(), format!("unknown retriever kind {other:?} (expected bm25, dense, hybrid)")))
-        }
+        other => Err(bad(
+            combo.kind.1.clone(),
+            format!(
+                "unknown retriever kind {other:?} (expected bm25, dense, hybrid; with engine = \"pg\" also fulltext)"
+            ),
+        )),
     }
 }
 

@@ -9,19 +9,33 @@ use crate::results::Row;
 /// Chunker values, shown together as one token (`recursive(300,60)+title`) when any varies.
 const CHUNKER_KEYS: [&str; 5] = ["chunker", "chunk_size", "chunk_overlap", "title", "headings"];
 
+/// Keys whose absence from a cell's configuration means a value: a cell names an engine only
+/// when one serves it.
+const IMPLIED: [(&str, &str); 1] = [("engine", "in_process")];
+
+/// A cell's value of configuration key `key` (the implied value when absent).
+fn value_of<'r>(r: &'r Row, key: &str) -> &'r str {
+    let implied = IMPLIED.iter().find(|(k, _)| *k == key).map_or("", |(_, v)| *v);
+    r.config.get(key).map_or(implied, String::as_str)
+}
+
 /// The configuration keys that vary among the cells of `rows`, in configuration order: keys
 /// with at least two distinct non-empty values (a value only some retrievers have, such as
 /// `model` when one model is swept beside BM25, is implied by the retriever and left out).
 pub fn varying_keys(rows: &[Row]) -> Vec<String> {
     let mut order: Vec<&str> = Vec::new();
-    let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for r in rows {
-        for (k, v) in &r.config.0 {
-            if !order.contains(&k.as_str()) {
+        for k in r.config.keys() {
+            if !order.contains(&k) {
                 order.push(k);
             }
-            let seen = values.entry(k).or_default();
-            if !v.is_empty() && !seen.contains(&v.as_str()) {
+        }
+    }
+    let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for &k in &order {
+        let seen = values.entry(k).or_default();
+        for v in rows.iter().map(|r| value_of(r, k)) {
+            if !v.is_empty() && !seen.contains(&v) {
                 seen.push(v);
             }
         }
@@ -38,7 +52,7 @@ pub fn varying_labels(rows: &[Row]) -> BTreeMap<String, String> {
         if out.contains_key(&r.cell) {
             continue;
         }
-        let value = |k: &str| r.config.get(k).map_or("", String::as_str);
+        let value = |k: &str| value_of(r, k);
         let mut parts: Vec<String> = Vec::new();
         if chunker_varies {
             parts.push(chunker_token(&value));

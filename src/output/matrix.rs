@@ -82,6 +82,21 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
     for (i, cut) in cuts.iter().enumerate() {
         cols.push(Column::new(format!("short_lists{cut}"), move |r| Field::Int(*r.short_lists.at(i) as u64)));
     }
+    // Filter parity (cells with an approximate or engine source; empty for the others).
+    if let Some(keys) = run.rows.iter().find(|r| !r.under_return.is_empty()).map(|r| r.under_return.keys()) {
+        let keys: Vec<String> = keys.map(String::from).collect();
+        for cut in keys {
+            let key = cut.clone();
+            cols.push(Column::new(format!("under_return{cut}"), move |r| match r.under_return.get(&key) {
+                Some(&n) => Field::Int(n as u64),
+                None => Field::Text(String::new()),
+            }));
+            let key = cut.clone();
+            cols.push(Column::new(format!("recall_vs_oracle{cut}"), move |r| {
+                Field::Num(r.recall_vs_oracle.get(&key).copied().flatten(), 6)
+            }));
+        }
+    }
     for (i, c) in run.columns.iter().enumerate() {
         cols.push(Column::new(c.to_string(), move |r| Field::Num(r.metrics.at(i).value, 6)));
         cols.push(Column::new(format!("{c}_n"), move |r| Field::Int(r.metrics.at(i).n as u64)));
@@ -247,6 +262,12 @@ impl Exporter for Markdown {
         }
         if any(|r| r.restricted_hits > 0) {
             shown.push(("restricted hits".into(), Show::Plain(at("restricted_hits")), true));
+        }
+        if any(|r| !r.under_return.is_empty()) {
+            let ks = &run.manifest.experiment.k;
+            let k = if ks.contains(&10) { 10 } else { max_k };
+            shown.push((format!("under_return@{k}"), Show::Plain(at(&format!("under_return@{k}"))), true));
+            shown.push((format!("recall_vs_oracle@{k}"), Show::Number(at(&format!("recall_vs_oracle@{k}")), 4), true));
         }
         for m in &metrics {
             let mean = Show::Mean(at(m), at(&format!("{m}_lo")), at(&format!("{m}_hi")));

@@ -351,6 +351,23 @@ pub fn warnings(m: &Matrix, manifest: &Manifest) -> Vec<String> {
             ));
         }
     }
+    let ks = &manifest.experiment.k;
+    let cut = format!("@{}", if ks.contains(&10) { 10 } else { max_k });
+    let under: Vec<String> = first_rows
+        .iter()
+        .filter_map(|first| {
+            let rows = m.rows.iter().filter(|r| r.cell == first.cell);
+            let (n, cases) =
+                rows.fold((0, 0), |(n, c), r| (n + r.under_return.get(&cut).copied().unwrap_or(0), c + r.cases));
+            (n > 0).then(|| format!("{} ({n} of {cases})", first.cell))
+        })
+        .collect();
+    if !under.is_empty() {
+        out.push(format!(
+            "under-return at {cut}: {} returned fewer items than the exact search of the same data under the same filter (under_return{cut}): the filtered search stopped before filling the list",
+            under.join(", ")
+        ));
+    }
     if let Some(s) = &m.selection {
         let cut = s.metric.split_once('@').map(|(_, c)| format!("@{c}")).unwrap_or_default();
         if let Some(r) = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning) {

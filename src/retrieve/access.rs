@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::corpus::{Corpus, Document};
 use crate::input::golden::GoldenCase;
 use crate::retrieve::hits::Allowed;
+use crate::retrieve::source::Restriction;
 use crate::stages::chunk::ChunkSet;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -45,26 +46,26 @@ pub enum Access<'a> {
     /// No filter: what the retriever returns is the list (leaks are counted, not prevented).
     Open,
     /// The restriction is part of the index search.
-    InQuery(&'a Allowed),
+    InQuery(Restriction<'a>),
     /// The unfiltered list at each cut-off, minus what the user may not see, never refilled.
-    Post(&'a Allowed),
+    Post(Restriction<'a>),
 }
 
 impl<'a> Access<'a> {
-    /// The access of a cell with filter `filter` for a user who may see `allowed` (`None`:
-    /// the corpus has no ACLs, so everything is visible and every mode is open).
-    pub fn of(filter: Filter, allowed: Option<&'a Allowed>) -> Access<'a> {
+    /// The access of a cell with filter `filter` for a user in `groups` who may see `allowed`
+    /// (`None`: the corpus has no ACLs, so everything is visible and every mode is open).
+    pub fn of(filter: Filter, allowed: Option<&'a Allowed>, groups: &'a [String]) -> Access<'a> {
         match (filter, allowed) {
-            (Filter::InQuery, Some(a)) => Access::InQuery(a),
-            (Filter::Post, Some(a)) => Access::Post(a),
+            (Filter::InQuery, Some(allowed)) => Access::InQuery(Restriction { allowed, groups }),
+            (Filter::Post, Some(allowed)) => Access::Post(Restriction { allowed, groups }),
             _ => Access::Open,
         }
     }
 
     /// The restriction the index search itself receives.
-    pub fn in_query(&self) -> Option<&'a Allowed> {
+    pub fn in_query(&self) -> Option<Restriction<'a>> {
         match *self {
-            Access::InQuery(a) => Some(a),
+            Access::InQuery(r) => Some(r),
             _ => None,
         }
     }

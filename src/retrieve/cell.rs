@@ -6,54 +6,24 @@
 //! `post` takes the list filter `none` returns at each cut-off (deepened exactly as `none`
 //! is) and drops what the user may not see without refilling it.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::Result;
 use crate::evaluate::label::Judged;
 use crate::retrieve::access::Access;
-use crate::retrieve::bm25::{Bm25Index, Bm25Params};
-use crate::retrieve::dense::{ExactIndex, HnswIndex};
 use crate::retrieve::fusion::{self, Fusion};
-use crate::retrieve::hits::{Allowed, Hit};
+use crate::retrieve::hits::Hit;
+pub use crate::retrieve::source::Query;
+use crate::retrieve::source::{RankingSource, Restriction, Side};
 
-/// One ranking source: an index and its query-time parameters.
-#[derive(Clone, Copy)]
-pub enum Source<'a> {
-    Bm25 { index: &'a Bm25Index, params: Bm25Params },
-    Exact { index: &'a ExactIndex },
-    Hnsw { index: &'a HnswIndex, ef_search: usize },
-}
-
-impl Source<'_> {
-    fn search(&self, query: &Query<'_>, depth: usize, allowed: Option<&Allowed>) -> Result<Vec<Hit>> {
-        Ok(match *self {
-            Source::Bm25 { index, params } => index.search(query.text, params, depth, allowed)?,
-            Source::Exact { index } => index.search(query.vector, depth, allowed),
-            Source::Hnsw { index, ef_search } => index.search(query.vector, depth, ef_search, allowed),
-        })
-    }
-}
-
-/// What a cell retrieves with.
-#[derive(Clone, Copy)]
-pub enum CellRetriever<'a> {
-    Single(Source<'a>),
-    /// Each side fetches `candidates` chunks (more when a deeper list is asked for), and the
-    /// fused list is cut at the asked depth.
-    Hybrid {
-        lexical: Source<'a>,
-        dense: Source<'a>,
-        fusion: Fusion,
-        candidates: usize,
-    },
-}
-
-/// A question as a retriever takes it: its text (lexical) and its vector (dense; empty when
-/// the cell has no dense side).
-#[derive(Debug, Clone, Copy)]
-pub struct Query<'q> {
-    pub text: &'q str,
-    pub vector: &'q [f32],
+/// What a cell retrieves with: one or more ranking sources, fused when there are several.
+#[derive(Clone)]
+pub struct CellRetriever<'a> {
+    pub sources: Vec<Arc<dyn RankingSource + 'a>>,
+    /// With several sources: how their lists fuse, and the chunks each source fetches at
+    /// least (more when a deeper list is asked for); the fused list is cut at the asked depth.
+    pub fusion: Option<(Fusion, usize)>,
 }
 
 /// Seconds spent in index searches and in fusion, added up over one call.
@@ -63,34 +33,69 @@ pub struct Timing {
     pub fuse_s: f64,
 }
 
-impl CellRetriever<'_> {
-    /// The top `depth` chunks for `query`, restricted in the search to `allowed` when given.
+impl<'a> CellRetriever<'a> {
+    pub fn single(source: Arc<dyn RankingSource + 'a>) -> Self {
+        CellRetriever { sources: vec![source], fusion: None }
+    }
+
+    /// The cell's retriever with the oracle of each approximate source in its place, and
+    /// what the replaced sources approximate with; `None` when no source approximates.
+    pub fn oracle(&self) -> Option<(CellRetriever<'_>, String)> {
+        let mut what = Vec::new();
+        let sources = self
+            .sources
+            .iter()
+            .map(|s| -> Arc<dyn RankingSource + '_> {
+                match s.oracle() {
+                    Some((exact, with)) => {
+                        what.push(with);
+                        exact
+                    }
+                    None => s.clone(),
+                }
+            })
+            .collect::<Vec<_>>();
+        (!what.is_empty()).then(|| (CellRetriever { sources, fusion: self.fusion }, what.join(", ")))
+    }
+
+    /// The sides of a fused cell, each searched alone as the cell searches it.
+    pub fn alone(&self) -> Vec<CellRetriever<'a>> {
+        self.sources.iter().map(|s| CellRetriever::single(s.clone())).collect()
+    }
+
+    /// The chunks each source fetches for a fused list of `depth`.
+    pub fn side_depth(&self, depth: usize) -> usize {
+        self.fusion.map_or(depth, |(_, candidates)| candidates.max(depth))
+    }
+
+    /// The first source on `side`.
+    pub fn first(&self, side: Side) -> Option<&(dyn RankingSource + 'a)> {
+        self.sources.iter().find(|s| s.side() == side).map(|s| &**s)
+    }
+
+    /// The top `depth` chunks for `query`, restricted in the search when `restrict` is given.
     pub fn search(
         &self,
         query: &Query<'_>,
         depth: usize,
-        allowed: Option<&Allowed>,
+        restrict: Option<&Restriction<'_>>,
         timing: &mut Timing,
     ) -> Result<Vec<Hit>> {
-        match self {
-            CellRetriever::Single(source) => {
-                let t = Instant::now();
-                let hits = source.search(query, depth, allowed)?;
-                timing.search_s += t.elapsed().as_secs_f64();
-                Ok(hits)
-            }
-            CellRetriever::Hybrid { lexical, dense, fusion, candidates } => {
-                let side_depth = (*candidates).max(depth);
-                let t = Instant::now();
-                let lex = lexical.search(query, side_depth, allowed)?;
-                let den = dense.search(query, side_depth, allowed)?;
-                timing.search_s += t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                let fused = fusion::fuse(&lex, &den, *fusion, depth);
-                timing.fuse_s += t.elapsed().as_secs_f64();
-                Ok(fused)
-            }
-        }
+        let t = Instant::now();
+        let Some((fusion, _)) = self.fusion.filter(|_| self.sources.len() > 1) else {
+            let hits = self.sources[0].search(query, depth, restrict)?;
+            timing.search_s += t.elapsed().as_secs_f64();
+            return Ok(hits);
+        };
+        let side_depth = self.side_depth(depth);
+        let lists: Vec<Vec<Hit>> =
+            self.sources.iter().map(|s| s.search(query, side_depth, restrict)).collect::<Result<_>>()?;
+        timing.search_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let sided: Vec<(&[Hit], Side)> = lists.iter().zip(&self.sources).map(|(l, s)| (&l[..], s.side())).collect();
+        let fused = fusion::fuse(&sided, fusion, depth);
+        timing.fuse_s += t.elapsed().as_secs_f64();
+        Ok(fused)
     }
 }
 
@@ -165,14 +170,14 @@ pub fn retrieve(
         })
     };
     let (hits, deepest) = loop {
-        let hits = retriever.search(query, depth, access.in_query(), timing)?;
+        let hits = retriever.search(query, depth, access.in_query().as_ref(), timing)?;
         let judged = (judge.judge)(&hits, max_k);
         if (judged.items.len() >= max_k && filled(&hits)) || hits.len() < depth || depth >= judge.chunks {
             break (hits, judged);
         }
         depth *= 4;
     };
-    let Access::Post(allowed) = access else {
+    let Access::Post(Restriction { allowed, .. }) = access else {
         return Ok(Retrieval { deepest, per_k: Vec::new(), depth, hits });
     };
     let per_k: Vec<Judged> = ks
@@ -191,6 +196,9 @@ pub fn retrieve(
 mod tests {
     use super::*;
     use crate::evaluate::label::Item;
+    use crate::retrieve::dense::ExactIndex;
+    use crate::retrieve::hits::Allowed;
+    use crate::retrieve::source::ExactSource;
 
     /// Chunks 0..n; chunk i belongs to document i / 2; the judged list collapses to
     /// documents; document 0 is relevant.
@@ -215,17 +223,33 @@ mod tests {
     fn post_drops_from_the_unfiltered_list_and_never_refills() {
         let vectors: Vec<f32> = (0..8).flat_map(|i| [1.0 - i as f32 * 0.1, 0.0]).collect();
         let index = ExactIndex::new(2, vectors);
-        let retriever = CellRetriever::Single(Source::Exact { index: &index });
+        let retriever = CellRetriever::single(Arc::new(ExactSource { index: &index }));
         let query = Query { text: "", vector: &[1.0, 0.0] };
         // Document 0 (chunks 0 and 1) is the best match and invisible.
         let allowed = Allowed::from_fn(8, |i| i >= 2);
         let judge = Judge { judge: &collapse, first_depth: first_depth(true, 2), chunks: 8, fill: None };
         let mut t = Timing::default();
         let ks = [1, 2];
-        let post = retrieve(&retriever, &query, Access::Post(&allowed), &ks, &judge, &mut t).unwrap();
+        let post = retrieve(
+            &retriever,
+            &query,
+            Access::Post(Restriction { allowed: &allowed, groups: &[] }),
+            &ks,
+            &judge,
+            &mut t,
+        )
+        .unwrap();
         assert!(post.list(0).items.is_empty(), "the unfiltered top 1 was invisible: nothing is left");
         assert_eq!(post.list(1).items.len(), 1, "d1 survives, d0 is dropped, nothing refills");
-        let in_query = retrieve(&retriever, &query, Access::InQuery(&allowed), &ks, &judge, &mut t).unwrap();
+        let in_query = retrieve(
+            &retriever,
+            &query,
+            Access::InQuery(Restriction { allowed: &allowed, groups: &[] }),
+            &ks,
+            &judge,
+            &mut t,
+        )
+        .unwrap();
         assert_eq!(in_query.list(1).items.len(), 2);
         assert!(in_query.deepest.returned.iter().all(|&c| c >= 2));
         let open = retrieve(&retriever, &query, Access::Open, &ks, &judge, &mut t).unwrap();

@@ -1,6 +1,7 @@
 //! Retrieval: indexes over a chunk set, fusion, the access rules of permission filters, and
-//! one retriever per cell. Every index answers `search(query, depth, allowed)`: the
-//! permission restriction is part of the search call, never a post-processing step.
+//! one retriever per cell. Every ranking source (`source::RankingSource`, in process or in a
+//! serving engine) answers `search(query, depth, restriction)`: the permission restriction is
+//! part of the search call, never a post-processing step.
 
 pub mod access;
 pub mod bm25;
@@ -8,6 +9,7 @@ pub mod cell;
 pub mod dense;
 pub mod fusion;
 pub mod hits;
+pub mod source;
 
 pub use bm25::{Bm25Index, Bm25Params};
 pub use dense::{ExactIndex, FilteredSearch, HnswIndex, HnswParams};

@@ -13,7 +13,7 @@ use crate::evaluate::causes::{diagnostic_depth, Cause, Miss, CUTOFF_MARGIN};
 use crate::evaluate::label::{Judged, Truth};
 use crate::input::corpus::Target;
 use crate::retrieve::access::{Access, Filter};
-use crate::retrieve::cell::{CellRetriever, Retrieval, Source, Timing};
+use crate::retrieve::cell::{CellRetriever, Retrieval, Timing};
 use crate::retrieve::Hit;
 use crate::stages::chunk::ChunkSet;
 
@@ -63,14 +63,14 @@ impl Scoring<'_> {
         if visible.is_empty() {
             return Ok(every(Cause::NotVisible, self.invisible(set, &relevant, ci)));
         }
-        if let CellRetriever::Single(Source::Bm25 { index, .. }) = run.retriever {
-            if let Some(evidence) = self.lexical_mismatch(index, set, &visible, ci) {
+        if let [only] = &run.retriever.sources[..] {
+            if let Some(evidence) = only.bm25().and_then(|index| self.lexical_mismatch(index, set, &visible, ci)) {
                 return Ok(every(Cause::LexicalMismatch, evidence));
             }
         }
 
         let max_k = *ks.last().expect("at least one cut-off");
-        let access = Access::of(run.cell.filter, self.allowed(run.chunks, ci));
+        let access = self.access(run, ci);
         // Each variant makes the scored call (same cut-offs, so the same depths) with one
         // thing changed.
         let ranks = |retriever: &CellRetriever<'_>, access: Access<'_>| -> Result<Ranks> {
@@ -80,18 +80,17 @@ impl Scoring<'_> {
                 deepest: first_relevant(&got.deepest, usize::MAX),
             })
         };
-        let exact = match exact_in_place_of_graph(&run.retriever) {
-            Some((retriever, ef_search)) => Some((ranks(&retriever, access)?, ef_search)),
+        let exact = match run.retriever.oracle() {
+            Some((retriever, approximate)) => Some((ranks(&retriever, access)?, approximate)),
             None => None,
         };
-        let sides = match run.retriever {
-            CellRetriever::Hybrid { lexical, dense, .. } => {
-                Some((ranks(&CellRetriever::Single(lexical), access)?, ranks(&CellRetriever::Single(dense), access)?))
-            }
-            CellRetriever::Single(_) => None,
+        let sides: Vec<Ranks> = if run.retriever.sources.len() > 1 {
+            run.retriever.alone().iter().map(|r| ranks(r, access)).collect::<Result<_>>()?
+        } else {
+            Vec::new()
         };
         let in_query = match access {
-            Access::Post(a) => Some(ranks(&run.retriever, Access::InQuery(a))?),
+            Access::Post(restriction) => Some(ranks(&run.retriever, Access::InQuery(restriction))?),
             _ => None,
         };
         // Below k: in the scored list, else in a search to the diagnostic depth.
@@ -111,24 +110,32 @@ impl Scoring<'_> {
             .map(|&i| {
                 let k = ks[i];
                 let within = |rank: Option<u32>| rank.filter(|&r| r as usize <= k);
-                if let Some(rank) = exact.as_ref().and_then(|(e, _)| within(e.at_k[i])) {
-                    let ef = exact.as_ref().map_or(0, |(_, ef)| *ef);
-                    let evidence = format!(
-                        "the exact scan over the same vectors ranks it {rank}; the graph (ef_search = {ef}) does not within {k}"
-                    );
-                    return Miss { k, cause: Cause::Approximation, rank: Some(rank), evidence };
-                }
-                if let Some((lex, den)) = &sides {
-                    if let Some(rank) = within(lex.at_k[i]).or(within(den.at_k[i])) {
-                        let fused = first_relevant(&r.deepest, usize::MAX)
-                            .map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
+                if let Some((e, approximate)) = &exact {
+                    if let Some(rank) = within(e.at_k[i]) {
                         let evidence = format!(
-                            "lexical side alone: {}; dense side alone: {}; fused: {fused}",
-                            side_text(lex),
-                            side_text(den)
+                            "the exact scan over the same vectors ranks it {rank}; {approximate} does not within {k}"
                         );
-                        return Miss { k, cause: Cause::Fusion, rank: Some(rank), evidence };
+                        return Miss { k, cause: Cause::Approximation, rank: Some(rank), evidence };
                     }
+                }
+                if let Some(rank) = sides.iter().find_map(|s| within(s.at_k[i])) {
+                    let fused = first_relevant(&r.deepest, usize::MAX)
+                        .map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
+                    let alone: Vec<String> = sides
+                        .iter()
+                        .zip(&run.retriever.sources)
+                        .map(|(ranks, source)| {
+                            let side = source.side();
+                            let name = if run.retriever.sources.iter().filter(|s| s.side() == side).count() == 1 {
+                                format!("{} side", side.name())
+                            } else {
+                                source.identity()
+                            };
+                            format!("{name} alone: {}", side_text(ranks))
+                        })
+                        .collect();
+                    let evidence = format!("{}; fused: {fused}", alone.join("; "));
+                    return Miss { k, cause: Cause::Fusion, rank: Some(rank), evidence };
                 }
                 if let Some(rank) = in_query.as_ref().and_then(|q| within(q.at_k[i])) {
                     let held = r.list(i).items.len();
@@ -320,24 +327,5 @@ impl Scoring<'_> {
             query.join(", "),
             shown.join(", ")
         ))
-    }
-}
-
-/// The cell's retriever with the exact scan over the same vectors in place of each HNSW
-/// graph, and the graph's `ef_search`; `None` when the cell has no graph.
-pub(super) fn exact_in_place_of_graph<'a>(retriever: &CellRetriever<'a>) -> Option<(CellRetriever<'a>, usize)> {
-    let swap = |s: Source<'a>| match s {
-        Source::Hnsw { index, ef_search } => (Source::Exact { index: index.exact() }, Some(ef_search)),
-        other => (other, None),
-    };
-    match *retriever {
-        CellRetriever::Single(s) => {
-            let (s, ef) = swap(s);
-            ef.map(|ef| (CellRetriever::Single(s), ef))
-        }
-        CellRetriever::Hybrid { lexical, dense, fusion, candidates } => {
-            let (dense, ef) = swap(dense);
-            ef.map(|ef| (CellRetriever::Hybrid { lexical, dense, fusion, candidates }, ef))
-        }
     }
 }

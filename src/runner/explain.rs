@@ -6,16 +6,15 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::diagnose::exact_in_place_of_graph;
 use super::{CellRun, Scoring};
 use crate::error::{Error, Result};
 use crate::evaluate::causes::{diagnostic_depth, Miss};
 use crate::evaluate::label::Item;
 use crate::retrieve::access::{Access, Filter};
 use crate::retrieve::bm25::Bm25Explanation;
-use crate::retrieve::cell::{CellRetriever, Source, Timing};
-use crate::retrieve::dense::dot;
-use crate::retrieve::fusion::{self, Fusion};
+use crate::retrieve::cell::{CellRetriever, Query, Timing};
+use crate::retrieve::fusion;
+use crate::retrieve::source::Side;
 use crate::retrieve::Hit;
 
 /// One case in one cell, explained.
@@ -116,7 +115,7 @@ impl Scoring<'_> {
         })?;
         let (case, corpus) = (&self.cases[ci], self.corpus);
         let set = &self.built.sets[run.chunks];
-        let access = Access::of(run.cell.filter, self.allowed(run.chunks, ci));
+        let access = self.access(run, ci);
         let q = vector(ci);
         let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
         let list = &scored.deepest;
@@ -154,14 +153,17 @@ impl Scoring<'_> {
         }
         chosen.dedup_by(|b, a| a.1.key == b.1.key && b.0 != "asked");
 
-        // A single graph cell: the exact scan over the same vectors, same cut-offs and access.
-        let exact_list = match (run.retriever, exact_in_place_of_graph(&run.retriever)) {
-            (CellRetriever::Single(_), Some((exact, _))) => {
+        // A single approximate source: its exact oracle over the same data, same cut-offs and access.
+        let exact_list = match run.retriever.oracle().filter(|_| run.retriever.sources.len() == 1) {
+            Some((exact, _)) => {
                 Some(self.retrieve_as(run, &exact, access, &self.exp.k, ci, q, &mut Timing::default())?.deepest)
             }
-            _ => None,
+            None => None,
         };
         let allowed = self.allowed(run.chunks, ci);
+        let query = Query { text: &case.question, vector: q };
+        let fused = run.retriever.sources.len() > 1;
+        let side_depth = run.retriever.side_depth(scored.depth);
         let items = chosen
             .into_iter()
             .map(|(role, item)| {
@@ -182,39 +184,32 @@ impl Scoring<'_> {
                     dense: None,
                     hybrid: None,
                 };
-                match run.retriever {
-                    CellRetriever::Single(Source::Bm25 { index, params }) => {
-                        out.bm25 = Some(index.explain(&case.question, params, item.chunk)?);
-                    }
-                    CellRetriever::Single(source) => {
-                        out.dense = Some(DenseExplanation {
-                            cosine: cosine(source, q, item.chunk),
-                            rank: ranked,
-                            exact_rank: exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
-                        });
-                    }
-                    CellRetriever::Hybrid { lexical, dense, fusion, candidates } => {
-                        if let Source::Bm25 { index, params } = lexical {
-                            out.bm25 = Some(index.explain(&case.question, params, item.chunk)?);
-                        }
-                        let side_depth = candidates.max(scored.depth);
-                        let h = self.hybrid(ci, q, access, (lexical, dense), fusion, side_depth, item.chunk)?;
-                        out.dense = Some(DenseExplanation {
-                            cosine: cosine(dense, q, item.chunk),
-                            rank: h.dense.rank,
-                            exact_rank: match exact_in_place_of_graph(&CellRetriever::Single(dense)) {
+                if let Some(lexical) = run.retriever.first(Side::Lexical) {
+                    out.bm25 = lexical.explain(&query, item.chunk)?.bm25;
+                }
+                let hybrid = if fused {
+                    Some(self.hybrid(&query, access, &run.retriever, side_depth, item.chunk)?)
+                } else {
+                    None
+                };
+                if let Some(dense) = run.retriever.first(Side::Dense) {
+                    let cosine = dense.explain(&query, item.chunk)?.cosine.unwrap_or(f32::NAN);
+                    let (rank, exact_rank) = match &hybrid {
+                        None => (ranked, exact_list.as_ref().and_then(|l| rank_of(l, &item.key))),
+                        Some(h) => (
+                            h.dense.rank,
+                            match dense.oracle() {
                                 Some((exact, _)) => {
-                                    let query = crate::retrieve::cell::Query { text: &case.question, vector: q };
-                                    let hits =
-                                        exact.search(&query, side_depth, access.in_query(), &mut Timing::default())?;
+                                    let hits = exact.search(&query, side_depth, access.in_query().as_ref())?;
                                     hits.iter().position(|h| h.chunk == item.chunk).map(|p| p as u32 + 1)
                                 }
                                 None => None,
                             },
-                        });
-                        out.hybrid = Some(h);
-                    }
+                        ),
+                    };
+                    out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
                 }
+                out.hybrid = hybrid;
                 Ok(out)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -233,37 +228,48 @@ impl Scoring<'_> {
         })
     }
 
-    /// Each side's rank, score and share of the fused score of `chunk`, from the same side
-    /// searches the cell fused.
-    #[allow(clippy::too_many_arguments)]
+    /// Each source's rank, score and share of the fused score of `chunk`, from the same
+    /// searches the cell fused (the first lexical and the first dense source are shown).
     fn hybrid(
         &self,
-        ci: usize,
-        vector: &[f32],
+        query: &Query<'_>,
         access: Access<'_>,
-        (lexical, dense): (Source<'_>, Source<'_>),
-        fusion: Fusion,
+        retriever: &CellRetriever<'_>,
         side_depth: usize,
         chunk: u32,
     ) -> Result<HybridExplanation> {
-        let query = crate::retrieve::cell::Query { text: &self.cases[ci].question, vector };
-        let side = |source: Source<'_>, dense_side: bool| -> Result<SideScore> {
-            let hits =
-                CellRetriever::Single(source).search(&query, side_depth, access.in_query(), &mut Timing::default())?;
-            let parts = fusion::contributions(&hits, fusion, dense_side);
-            let at = hits.iter().position(|h| h.chunk == chunk);
-            Ok(SideScore {
-                rank: at.map(|p| p as u32 + 1),
-                score: at.map(|p| hits[p].score),
-                fused_part: at.map_or(0.0, |p| parts[p]),
+        let (fusion, _) = retriever.fusion.expect("a fused cell");
+        let lists: Vec<Vec<Hit>> = retriever
+            .sources
+            .iter()
+            .map(|s| s.search(query, side_depth, access.in_query().as_ref()))
+            .collect::<Result<_>>()?;
+        let sided: Vec<(&[Hit], Side)> =
+            lists.iter().zip(&retriever.sources).map(|(l, s)| (&l[..], s.side())).collect();
+        let scores: Vec<SideScore> = lists
+            .iter()
+            .zip(fusion::all_contributions(&sided, fusion))
+            .map(|(hits, parts)| {
+                let at = hits.iter().position(|h| h.chunk == chunk);
+                SideScore {
+                    rank: at.map(|p| p as u32 + 1),
+                    score: at.map(|p| hits[p].score),
+                    fused_part: at.map_or(0.0, |p| parts[p]),
+                }
             })
+            .collect();
+        let first = |side: Side| {
+            retriever
+                .sources
+                .iter()
+                .position(|s| s.side() == side)
+                .map_or(SideScore { rank: None, score: None, fused_part: 0.0 }, |i| scores[i].clone())
         };
-        let (lexical, dense) = (side(lexical, false)?, side(dense, true)?);
         Ok(HybridExplanation {
             fusion: fusion.to_string(),
-            fused: lexical.fused_part + dense.fused_part,
-            lexical,
-            dense,
+            fused: scores.iter().map(|s| s.fused_part).sum(),
+            lexical: first(Side::Lexical),
+            dense: first(Side::Dense),
         })
     }
 
@@ -279,17 +285,11 @@ impl Scoring<'_> {
                 _ => None,
             })
             .ok_or_else(|| Error::Other(format!("no document or section {asked:?} in the corpus")))?;
-        let source = match run.retriever {
-            CellRetriever::Single(s) => s,
-            CellRetriever::Hybrid { lexical, .. } => lexical,
-        };
-        let question = &self.cases[ci].question;
+        let source = &run.retriever.sources[0];
+        let query = Query { text: &self.cases[ci].question, vector };
         let mut best: Option<Hit> = None;
         for c in (0..set.len()).filter(|&c| set.chunks[c].doc as usize == doc) {
-            let score = match source {
-                Source::Bm25 { index, params } => index.explain(question, params, c as u32)?.score,
-                dense => cosine(dense, vector, c as u32),
-            };
+            let score = source.explain(&query, c as u32)?.score.unwrap_or(f32::NEG_INFINITY);
             if best.is_none_or(|b| score > b.score) {
                 best = Some(Hit { chunk: c as u32, score });
             }
@@ -297,15 +297,6 @@ impl Scoring<'_> {
         let hit = best.ok_or_else(|| Error::Other(format!("document {asked:?} has no chunk in this cell")))?;
         let judged = self.truths[ci].judge(&[hit], set, corpus, 1);
         Ok(judged.items.into_iter().next().expect("one hit gives one item"))
-    }
-}
-
-/// The cosine of the query with a chunk's vector, by a dense source.
-fn cosine(source: Source<'_>, q: &[f32], chunk: u32) -> f32 {
-    match source {
-        Source::Exact { index } => dot(q, index.vector(chunk as usize)),
-        Source::Hnsw { index, .. } => dot(q, index.exact().vector(chunk as usize)),
-        Source::Bm25 { .. } => f32::NAN,
     }
 }
 

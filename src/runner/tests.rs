@@ -110,6 +110,7 @@ impl Setup {
             progress: false,
             models_dir: self.dir.path().into(),
             cache_dir: self.dir.path().join("cache"),
+            engines_dir: self.dir.path().join("engines"),
         };
         let embedder = |_: ModelId| -> Result<&dyn Embedding> { Ok(fake as &dyn Embedding) };
         let mut written = Vec::new();

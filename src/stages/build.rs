@@ -9,6 +9,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::analyze::Analyzer;
+use crate::engine::pgvector::{PgEngine, PgTable, PgTextSource, PgVectorSource, VectorBuild};
 use crate::error::{Error, Result};
 use crate::experiment::Experiment;
 use crate::input::corpus::Corpus;
@@ -16,7 +17,8 @@ use crate::input::golden::GoldenCase;
 use crate::plan::QueryParams;
 use crate::plan::{CellPlan, ChunkSetId, EmbeddingId, IndexId, IndexSpec, ModelId, Plan};
 use crate::results::{CellCost, StageReport};
-use crate::retrieve::cell::{CellRetriever, Source};
+use crate::retrieve::cell::CellRetriever;
+use crate::retrieve::source::{Bm25Source, ExactSource, HnswSource, RankingSource};
 use crate::retrieve::{Bm25Index, ExactIndex, HnswIndex};
 use crate::stages::cache::{self, Cached, StageCache};
 use crate::stages::chunk::ChunkSet;
@@ -42,6 +44,8 @@ pub struct BuildContext<'a, 'e> {
     pub embedder: &'a (dyn Fn(ModelId) -> Result<&'e dyn Embedding> + Sync),
     pub store: &'a StageCache,
     pub cache_dir: &'a std::path::Path,
+    /// Installed serving engines (`engines/pg`), for cells an engine serves.
+    pub engines_dir: &'a std::path::Path,
     /// Makes a progress bar of a length and a name.
     pub bar: &'a dyn Fn(usize, &str) -> ProgressBar,
 }
@@ -50,6 +54,16 @@ pub enum BuiltIndex {
     Bm25(Bm25Index),
     Exact(ExactIndex),
     Hnsw(HnswIndex),
+    /// A table in the engine, and the same vectors in process (the oracle).
+    PgVector {
+        table: PgTable,
+        exact: ExactIndex,
+        build: VectorBuild,
+    },
+    PgText {
+        table: PgTable,
+        analyzer: crate::analyze::AnalyzerKind,
+    },
 }
 
 impl BuiltIndex {
@@ -58,6 +72,7 @@ impl BuiltIndex {
             BuiltIndex::Bm25(i) => i.size_bytes(),
             BuiltIndex::Exact(i) => i.size_bytes(),
             BuiltIndex::Hnsw(i) => i.size_bytes(),
+            BuiltIndex::PgVector { table, .. } | BuiltIndex::PgText { table, .. } => table.bytes,
         }
     }
 }
@@ -102,6 +117,8 @@ pub struct Built {
     pub queries: Vec<(Vec<f32>, f64)>,
     /// Per index: the index, and what building it cost (when built before, its recorded cost).
     pub indexes: Vec<(BuiltIndex, f64)>,
+    /// The serving engine, when a cell is served by one; stopped when the build is dropped.
+    pub engine: Option<PgEngine>,
 }
 
 impl Built {
@@ -121,24 +138,29 @@ impl Built {
 
     /// The retriever a cell searches with.
     pub fn retriever(&self, cell: &CellPlan) -> CellRetriever<'_> {
-        let source = |s: crate::plan::SourcePlan| match (self.built_index(s.index), s.query) {
-            (BuiltIndex::Bm25(index), QueryParams::Bm25(params)) => Source::Bm25 { index, params },
-            (BuiltIndex::Exact(index), QueryParams::Exact) => Source::Exact { index },
-            (BuiltIndex::Hnsw(index), QueryParams::Hnsw { ef_search }) => Source::Hnsw { index, ef_search },
-            _ => unreachable!("the plan pairs query parameters with their index kind"),
-        };
-        match cell.retriever {
-            crate::plan::RetrieverPlan::Single(s) => CellRetriever::Single(source(s)),
-            crate::plan::RetrieverPlan::Hybrid { lexical, dense, fusion, candidates } => {
-                CellRetriever::Hybrid { lexical: source(lexical), dense: source(dense), fusion, candidates }
+        let source = |s: &crate::plan::SourcePlan| -> Arc<dyn RankingSource + '_> {
+            match (self.built_index(s.index), s.query) {
+                (BuiltIndex::Bm25(index), QueryParams::Bm25(params)) => Arc::new(Bm25Source { index, params }),
+                (BuiltIndex::Exact(index), QueryParams::Exact) => Arc::new(ExactSource { index }),
+                (BuiltIndex::Hnsw(index), QueryParams::Hnsw { ef_search }) => Arc::new(HnswSource { index, ef_search }),
+                (BuiltIndex::PgVector { table, exact, build }, QueryParams::PgVector(query)) => {
+                    let engine = self.engine.as_ref().expect("an engine table has its engine");
+                    Arc::new(PgVectorSource { engine, table, exact, build: *build, query })
+                }
+                (BuiltIndex::PgText { table, analyzer }, QueryParams::PgText(terms)) => {
+                    let engine = self.engine.as_ref().expect("an engine table has its engine");
+                    Arc::new(PgTextSource { engine, table, analyzer: *analyzer, terms })
+                }
+                _ => unreachable!("the plan pairs query parameters with their index kind"),
             }
-        }
+        };
+        CellRetriever { sources: cell.retriever.sources.iter().map(source).collect(), fusion: cell.retriever.fusion }
     }
 
     /// What building a cell's stages cost; shared work is named by the experiment.
     pub fn cost(&self, exp: &Experiment, plan: &Plan, cell: usize, planned: &CellPlan) -> CellCost {
         let mut cost = CellCost { chunks: self.set(planned.chunks).len(), ..Default::default() };
-        for source in planned.retriever.sources() {
+        for source in &planned.retriever.sources {
             let (index, seconds) = &self.indexes[source.index.0];
             cost.index_s += seconds;
             cost.index_bytes += index.size_bytes();
@@ -161,7 +183,8 @@ impl Built {
 /// Builds every stage of `plan`, appending a report per stage to `stages`.
 pub fn build(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Built> {
     let (sets, text_keys) = chunk_stage(plan, ctx, stages)?;
-    let mut built = Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new() };
+    let mut built =
+        Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new(), engine: None };
     embed_stage(plan, ctx, &mut built, stages)?;
     index_stage(plan, ctx, &mut built, stages)?;
     let (repairs, seconds) = ctx.store.checks();
@@ -325,6 +348,11 @@ fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[Stri
     Ok(total)
 }
 
+/// An engine table's build as a cache record: reused or built, and what building it cost.
+fn engine_record(table: &PgTable) -> Cached<()> {
+    Cached { value: (), build: cache::BuildRecord { seconds: table.build_seconds }, reused: table.reused }
+}
+
 /// Every planned index, from the stage cache when its content was built before. Exact
 /// indexes are the vectors themselves: nothing to build.
 fn index_stage(
@@ -339,6 +367,39 @@ fn index_stage(
         ExactIndex::new(models[job.model.0].dim, built.vectors[embedding.0].passages.clone())
     };
     let pb = (ctx.bar)(plan.indexes.len(), "index");
+    if plan.indexes.iter().any(IndexSpec::in_engine) {
+        let t = Instant::now();
+        let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir))?;
+        let mut r =
+            StageReport::new("engine", "PostgreSQL + pgvector server started".into(), t.elapsed().as_secs_f64());
+        if let Some(note) = note {
+            r.key = format!("{}; {note}", r.key);
+        }
+        stages.push(r);
+        built.engine = Some(engine);
+    }
+    // Per chunk set: each chunk's ACL, and their content key (engine tables store them).
+    let acls: Vec<Vec<Option<&[String]>>> = built
+        .sets
+        .iter()
+        .map(|set| set.chunks.iter().map(|c| corpus.docs[c.doc as usize].acl.as_deref()).collect())
+        .collect();
+    let acl_keys: Vec<[u8; 32]> = acls
+        .iter()
+        .map(|acl| {
+            let mut h = blake3::Hasher::new();
+            for groups in acl {
+                h.update(&[u8::from(groups.is_some())]);
+                for g in groups.iter().flat_map(|g| g.iter()) {
+                    h.update(&(g.len() as u64).to_le_bytes());
+                    h.update(g.as_bytes());
+                }
+                h.update(&[0xff]);
+            }
+            *h.finalize().as_bytes()
+        })
+        .collect();
+    let engine = built.engine.as_ref();
     let indexes: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = plan
         .indexes
         .par_iter()
@@ -381,6 +442,39 @@ fn index_stage(
                     let (index, record) = c.into_parts();
                     (BuiltIndex::Hnsw(index), Some(record))
                 }
+                IndexSpec::PgVector { embedding, build } => {
+                    let job = plan.embedding(embedding);
+                    let info = &models[job.model.0];
+                    let key = cache::key(
+                        "pg-vector",
+                        &[
+                            info.key().as_bytes(),
+                            &built.text_keys[job.chunks.0],
+                            &acl_keys[job.chunks.0],
+                            format!("{build:?}").as_bytes(),
+                        ],
+                    );
+                    let acl = &acls[job.chunks.0];
+                    let acl = |i: usize| acl[i];
+                    let engine = engine.expect("started above");
+                    let vectors = &built.vectors[embedding.0].passages;
+                    let table = engine.vector_table(&key[..24], vectors, info.dim, &acl, build)?;
+                    let record = engine_record(&table);
+                    (BuiltIndex::PgVector { table, exact: exact(embedding), build }, Some(record))
+                }
+                IndexSpec::PgText { chunks, analyzer } => {
+                    let set = &built.sets[chunks.0];
+                    let key = cache::key(
+                        "pg-text",
+                        &[format!("{analyzer:?}").as_bytes(), &built.text_keys[chunks.0], &acl_keys[chunks.0]],
+                    );
+                    let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
+                    let acl = &acls[chunks.0];
+                    let acl = |i: usize| acl[i];
+                    let table = engine.expect("started above").text_table(&key[..24], &texts, &acl, analyzer)?;
+                    let record = engine_record(&table);
+                    (BuiltIndex::PgText { table, analyzer }, Some(record))
+                }
             };
             pb.inc(1);
             Ok((index, t.elapsed().as_secs_f64(), cached))
@@ -398,6 +492,10 @@ fn index_stage(
                 params.m,
                 params.ef_construction
             ),
+            IndexSpec::PgVector { embedding, build } => {
+                format!("pg vectors({},{build})", models[plan.embedding(embedding).model.0].id)
+            }
+            IndexSpec::PgText { analyzer, .. } => format!("pg fulltext({analyzer})"),
         };
         let mut r = StageReport::new("index", format!("{name} on {}", plan.chunkers[chunks.0]), secs);
         r.chunks = built.sets[chunks.0].len();

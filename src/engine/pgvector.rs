@@ -1,0 +1,398 @@
+//! PostgreSQL + pgvector as ranking sources of grid cells: the chunk set and vectors ragsweep
+//! computed, loaded into tables with each chunk's ACL, searched the way an application
+//! searches (`WHERE acl && groups ORDER BY embedding <#> q LIMIT n`, full text with
+//! `ts_rank_cd`).
+//!
+//! Tables are content-keyed like every other stage: a table's name is the key of what it
+//! holds (vectors or texts, ACLs, index and build parameters), and it is registered only in
+//! the transaction that built it, so a later run reuses it and an interrupted build leaves
+//! nothing. With the cluster in the stage cache, builds survive the run.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::engine::pg::{fail, text_array, vector_literal, PgConn, PgServer};
+use crate::error::Result;
+use crate::experiment::{IterativeScan, Terms};
+use crate::retrieve::dense::ExactIndex;
+use crate::retrieve::hits::{top_hits, Hit};
+use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
+
+/// The group every public chunk (no ACL) carries, and every user is a member of: the filter
+/// stays the one `acl && groups` an application writes.
+pub const PUBLIC: &str = "ragsweep:public";
+
+/// How the engine indexes a table of vectors (build-time parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VectorBuild {
+    /// No vector index: the engine scans and sorts.
+    Exact,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+    },
+    Ivfflat {
+        lists: usize,
+    },
+}
+
+impl std::fmt::Display for VectorBuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VectorBuild::Exact => write!(f, "exact"),
+            VectorBuild::Hnsw { m, ef_construction } => write!(f, "hnsw,m={m},efc={ef_construction}"),
+            VectorBuild::Ivfflat { lists } => write!(f, "ivfflat,lists={lists}"),
+        }
+    }
+}
+
+/// Query-time settings of a vector search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VectorQuery {
+    pub ef_search: usize,
+    pub probes: usize,
+    pub iterative_scan: IterativeScan,
+}
+
+/// A running engine: its server (private, or in the stage cache) and a pool of connections.
+pub struct PgEngine {
+    server: PgServer,
+    idle: Mutex<Vec<PgConn>>,
+}
+
+/// A table built (or found) in the engine.
+#[derive(Debug, Clone)]
+pub struct PgTable {
+    pub name: String,
+    pub bytes: u64,
+    /// Seconds loading and indexing took when the table was built.
+    pub build_seconds: f64,
+    pub reused: bool,
+}
+
+/// Each chunk's ACL as the table stores it: its document's groups, or [`PUBLIC`].
+pub type ChunkAcl<'a> = &'a (dyn Fn(usize) -> Option<&'a [String]> + Sync);
+
+fn acl_literal(acl: Option<&[String]>) -> String {
+    let groups: Vec<String> = match acl {
+        None => vec![PUBLIC.to_string()],
+        Some(g) => g.to_vec(),
+    };
+    let inner: Vec<String> =
+        groups.iter().map(|g| format!("\"{}\"", g.replace('\\', "\\\\\\\\").replace('"', "\\\\\""))).collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+fn text_config(analyzer: crate::analyze::AnalyzerKind) -> &'static str {
+    match analyzer {
+        crate::analyze::AnalyzerKind::En => "english",
+        crate::analyze::AnalyzerKind::Pt => "portuguese",
+        crate::analyze::AnalyzerKind::Simple => "simple",
+    }
+}
+
+/// A SQL string literal.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\0', "").replace('\'', "''"))
+}
+
+/// The `WHERE` clause of a restricted search.
+fn acl_filter(restrict: Option<&Restriction<'_>>) -> String {
+    restrict.map_or_else(String::new, |r| {
+        let mut groups = r.groups.to_vec();
+        groups.push(PUBLIC.to_string());
+        format!(" acl && {}", text_array(&groups))
+    })
+}
+
+impl PgEngine {
+    /// Starts the private server from `install`, its data folder in `cache` when given (so
+    /// tables built by earlier runs are reused); returns a note when the cache could not be used.
+    pub fn start(install: &Path, cache: Option<&Path>) -> Result<(PgEngine, Option<String>)> {
+        let (server, note) = PgServer::start_cached(install, cache)?;
+        let engine = PgEngine { server, idle: Mutex::new(Vec::new()) };
+        engine.with(|c| {
+            c.query("CREATE EXTENSION IF NOT EXISTS vector")?;
+            c.query(
+                "CREATE TABLE IF NOT EXISTS ragsweep_builds (name text PRIMARY KEY, rows integer NOT NULL, seconds float8 NOT NULL)",
+            )
+        })?;
+        Ok((engine, note))
+    }
+
+    /// Runs `f` on a pooled connection (a new one when none is idle).
+    fn with<T>(&self, f: impl FnOnce(&mut PgConn) -> Result<T>) -> Result<T> {
+        let idle = self.idle.lock().expect("pool").pop();
+        let mut conn = match idle {
+            Some(c) => c,
+            None => self.server.connect()?,
+        };
+        let out = f(&mut conn)?;
+        self.idle.lock().expect("pool").push(conn);
+        Ok(out)
+    }
+
+    /// The table `name` if a build registered it with `rows` rows.
+    fn registered(&self, name: &str, rows: usize) -> Result<Option<PgTable>> {
+        self.with(|c| {
+            let found = c.query(&format!(
+                "SELECT b.rows, b.seconds, pg_total_relation_size(c.oid) FROM ragsweep_builds b JOIN pg_class c ON c.relname = b.name WHERE b.name = {}",
+                literal(name)
+            ))?;
+            let Some(row) = found.first() else { return Ok(None) };
+            let get = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+            if get(0).parse::<usize>().ok() != Some(rows) {
+                return Err(fail(format!(
+                    "table {name} in the engine cache holds {} rows, its key says {rows}: remove the cache's pg folder",
+                    get(0)
+                )));
+            }
+            Ok(Some(PgTable {
+                name: name.to_string(),
+                bytes: get(2).parse().unwrap_or(0),
+                build_seconds: get(1).parse().unwrap_or(0.0),
+                reused: true,
+            }))
+        })
+    }
+
+    /// Builds table `name` in one transaction: `create`, `COPY` of `data`, then `index`
+    /// statements; registered in the same transaction.
+    fn build(&self, name: &str, rows: usize, create: &str, copy: &str, data: &[u8], index: &str) -> Result<PgTable> {
+        if let Some(table) = self.registered(name, rows)? {
+            return Ok(table);
+        }
+        self.with(|c| {
+            let started = Instant::now();
+            c.query(&format!("BEGIN; DROP TABLE IF EXISTS {name}; {create}"))?;
+            let built = c.copy_in(copy, data).and_then(|()| {
+                c.query(&format!("SET maintenance_work_mem = '512MB'; {index}; ANALYZE {name}"))?;
+                let seconds = started.elapsed().as_secs_f64();
+                c.query(&format!("INSERT INTO ragsweep_builds VALUES ({}, {rows}, {seconds})", literal(name)))?;
+                c.query("COMMIT")?;
+                Ok(seconds)
+            });
+            let seconds = match built {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = c.query("ROLLBACK");
+                    return Err(e);
+                }
+            };
+            let size = c.query(&format!("SELECT pg_total_relation_size('{name}')"))?;
+            let bytes = size.first().and_then(|r| r.first().cloned().flatten()).and_then(|s| s.parse().ok());
+            Ok(PgTable { name: name.to_string(), bytes: bytes.unwrap_or(0), build_seconds: seconds, reused: false })
+        })
+    }
+
+    /// A table of `vectors` (`dim` each, chunk ordinals as ids) with each chunk's ACL, indexed
+    /// by `build`; `key` names its content.
+    pub fn vector_table(
+        &self,
+        key: &str,
+        vectors: &[f32],
+        dim: usize,
+        acl: ChunkAcl<'_>,
+        build: VectorBuild,
+    ) -> Result<PgTable> {
+        let name = format!("v_{key}");
+        let rows = vectors.len() / dim.max(1);
+        let mut data = Vec::with_capacity(vectors.len() * 12);
+        for (i, v) in vectors.chunks_exact(dim).enumerate() {
+            data.extend_from_slice(format!("{i}\t{}\t{}\n", acl_literal(acl(i)), vector_literal(v)).as_bytes());
+        }
+        let index = match build {
+            VectorBuild::Exact => format!("CREATE INDEX ON {name} USING gin (acl)"),
+            VectorBuild::Hnsw { m, ef_construction } => format!(
+                "CREATE INDEX ON {name} USING gin (acl); CREATE INDEX ON {name} USING hnsw (embedding vector_ip_ops) WITH (m = {m}, ef_construction = {ef_construction})"
+            ),
+            VectorBuild::Ivfflat { lists } => format!(
+                "CREATE INDEX ON {name} USING gin (acl); CREATE INDEX ON {name} USING ivfflat (embedding vector_ip_ops) WITH (lists = {lists})"
+            ),
+        };
+        self.build(
+            &name,
+            rows,
+            &format!(
+                "CREATE TABLE {name} (id integer PRIMARY KEY, acl text[] NOT NULL, embedding vector({dim}) NOT NULL)"
+            ),
+            &format!("COPY {name} (id, acl, embedding) FROM STDIN"),
+            &data,
+            &index,
+        )
+    }
+
+    /// A full-text table of `texts` (chunk ordinals as ids) with each chunk's ACL, its
+    /// `tsvector` in the analyzer's text search configuration.
+    pub fn text_table(
+        &self,
+        key: &str,
+        texts: &[String],
+        acl: ChunkAcl<'_>,
+        analyzer: crate::analyze::AnalyzerKind,
+    ) -> Result<PgTable> {
+        let name = format!("t_{key}");
+        let config = text_config(analyzer);
+        let mut data = Vec::with_capacity(texts.iter().map(String::len).sum::<usize>() + texts.len() * 24);
+        for (i, text) in texts.iter().enumerate() {
+            let escaped = text
+                .replace('\0', "")
+                .replace('\\', "\\\\")
+                .replace('\t', "\\t")
+                .replace('\n', "\\n")
+                .replace('\r', "\\r");
+            data.extend_from_slice(format!("{i}\t{}\t{escaped}\n", acl_literal(acl(i))).as_bytes());
+        }
+        self.build(
+            &name,
+            texts.len(),
+            &format!(
+                "CREATE TABLE {name} (id integer PRIMARY KEY, acl text[] NOT NULL, body text NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('{config}', body)) STORED)"
+            ),
+            &format!("COPY {name} (id, acl, body) FROM STDIN"),
+            &data,
+            &format!("CREATE INDEX ON {name} USING gin (acl); CREATE INDEX ON {name} USING gin (tsv)"),
+        )
+    }
+
+    /// Rows of `(id, score)` of `sql`, best first by the ties rule of every source.
+    fn hits(&self, sql: &str, depth: usize, negate: bool) -> Result<Vec<Hit>> {
+        let rows = self.with(|c| c.query(sql))?;
+        let mut hits = Vec::with_capacity(rows.len());
+        for row in rows {
+            let field = |i: usize| {
+                row.get(i).cloned().flatten().ok_or_else(|| fail(format!("a NULL in the result of {sql:.120}")))
+            };
+            let chunk: u32 = field(0)?.parse().map_err(|_| fail("a non-integer chunk id from the engine"))?;
+            let score: f64 = field(1)?.parse().map_err(|_| fail("a non-numeric score from the engine"))?;
+            hits.push(Hit { chunk, score: if negate { -score as f32 } else { score as f32 } });
+        }
+        Ok(top_hits(hits, depth))
+    }
+}
+
+/// A pgvector search over one table.
+pub struct PgVectorSource<'a> {
+    pub engine: &'a PgEngine,
+    pub table: &'a PgTable,
+    /// The same vectors in process: the oracle, and cosines for `explain`.
+    pub exact: &'a ExactIndex,
+    pub build: VectorBuild,
+    pub query: VectorQuery,
+}
+
+impl PgVectorSource<'_> {
+    /// The session settings a query of this source runs under.
+    fn settings(&self) -> String {
+        let VectorQuery { ef_search, probes, iterative_scan } = self.query;
+        match self.build {
+            VectorBuild::Exact => String::new(),
+            VectorBuild::Hnsw { .. } => {
+                format!("SET hnsw.ef_search = {ef_search}; SET hnsw.iterative_scan = {}; ", iterative_scan.as_str())
+            }
+            VectorBuild::Ivfflat { .. } => {
+                format!("SET ivfflat.probes = {probes}; SET ivfflat.iterative_scan = {}; ", iterative_scan.as_str())
+            }
+        }
+    }
+}
+
+impl RankingSource for PgVectorSource<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        let v = vector_literal(query.vector);
+        let filter = acl_filter(restrict);
+        let filter = if filter.is_empty() { filter } else { format!(" WHERE{filter}") };
+        let sql = format!(
+            "{}SELECT id, embedding <#> '{v}' FROM {}{filter} ORDER BY embedding <#> '{v}' LIMIT {depth}",
+            self.settings(),
+            self.table.name
+        );
+        self.engine.hits(&sql, depth, true)
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        ExactSource { index: self.exact }.explain(query, chunk)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.table.bytes
+    }
+
+    fn identity(&self) -> String {
+        let VectorQuery { ef_search, probes, iterative_scan } = self.query;
+        match self.build {
+            VectorBuild::Exact => "pg exact".into(),
+            VectorBuild::Hnsw { m, ef_construction } => format!(
+                "pg hnsw(m={m},efc={ef_construction},ef_search={ef_search},iterative_scan={})",
+                iterative_scan.as_str()
+            ),
+            VectorBuild::Ivfflat { lists } => {
+                format!("pg ivfflat(lists={lists},probes={probes},iterative_scan={})", iterative_scan.as_str())
+            }
+        }
+    }
+
+    fn side(&self) -> Side {
+        Side::Dense
+    }
+
+    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
+        let exact: Arc<dyn RankingSource + '_> = Arc::new(ExactSource { index: self.exact });
+        Some((exact, self.identity()))
+    }
+}
+
+/// PostgreSQL full-text search over one table.
+pub struct PgTextSource<'a> {
+    pub engine: &'a PgEngine,
+    pub table: &'a PgTable,
+    pub analyzer: crate::analyze::AnalyzerKind,
+    pub terms: Terms,
+}
+
+impl PgTextSource<'_> {
+    fn tsquery(&self, text: &str) -> String {
+        let config = text_config(self.analyzer);
+        let plain = format!("plainto_tsquery('{config}', {})", literal(text));
+        match self.terms {
+            Terms::All => plain,
+            Terms::Any => format!("to_tsquery('{config}', replace({plain}::text, ' & ', ' | '))"),
+        }
+    }
+}
+
+impl RankingSource for PgTextSource<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        let filter = acl_filter(restrict);
+        let filter = if filter.is_empty() { filter } else { format!(" AND{filter}") };
+        let sql = format!(
+            "SELECT id, ts_rank_cd(tsv, q) AS r FROM {}, {} AS q WHERE tsv @@ q{filter} ORDER BY r DESC LIMIT {depth}",
+            self.table.name,
+            self.tsquery(query.text)
+        );
+        self.engine.hits(&sql, depth, false)
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        let sql = format!(
+            "SELECT id, ts_rank_cd(tsv, q) FROM {}, {} AS q WHERE id = {chunk}",
+            self.table.name,
+            self.tsquery(query.text)
+        );
+        let score = self.engine.hits(&sql, 1, false)?.first().map(|h| h.score);
+        Ok(SourceScore { score, bm25: None, cosine: None })
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.table.bytes
+    }
+
+    fn identity(&self) -> String {
+        format!("pg fulltext({},{})", text_config(self.analyzer), self.terms.as_str())
+    }
+
+    fn side(&self) -> Side {
+        Side::Lexical
+    }
+}
