@@ -13,19 +13,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::vocab::AnalyzerKind;
 use rust_stemmers::{Algorithm, Stemmer};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AnalyzerKind {
-    En,
-    Pt,
-    Simple,
-}
 
 impl AnalyzerKind {
     pub fn name(self) -> &'static str {

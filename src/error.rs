@@ -58,9 +58,27 @@ pub enum Error {
     #[error("index: {0}")]
     Index(#[from] tantivy::TantivyError),
 
-    /// A serving engine that could not start, load or answer; `what` says what was tried.
+    /// A serving engine that could not start, load or answer; `what` says what was tried, and
+    /// `source` is the I/O error underneath when there is one.
     #[error("{engine}: {what}")]
-    Engine { engine: &'static str, what: String },
+    Engine {
+        engine: &'static str,
+        what: String,
+        #[source]
+        source: Option<std::io::Error>,
+    },
+
+    /// An embedding model (or its runtime) that is not in the models folder.
+    #[error("{what} is not installed ({} is missing): {hint}", missing.display())]
+    NotInstalled { what: String, missing: PathBuf, hint: &'static str },
+
+    /// A finished run whose experiment, corpus or files no longer match what it ran.
+    #[error("{}: {why}", run.display())]
+    StaleRun { run: PathBuf, why: String },
+
+    /// A cell id that the experiment or run does not have.
+    #[error("no cell {cell:?} in {} (cells: {})", source_of.display(), known.join(", "))]
+    UnknownCell { cell: String, source_of: PathBuf, known: Vec<String> },
 
     #[error("{0}")]
     Other(String),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result};
+use crate::installed::{default_dir_of, sha256_of};
 
 const MODELS_PY: &str = include_str!("../scripts/models.py");
 const CONVERT_E5_PY: &str = include_str!("../scripts/convert_e5.py");
@@ -52,19 +53,6 @@ pub fn default_dir() -> PathBuf {
     default_dir_of("models")
 }
 
-/// `./NAME` when it exists (a checkout), else `$XDG_DATA_HOME/ragsweep/NAME`
-/// (`~/.local/share/ragsweep/NAME`): where models and engines live by default.
-pub fn default_dir_of(name: &str) -> PathBuf {
-    let local = PathBuf::from(name);
-    if local.is_dir() {
-        return local;
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
-    data.map_or(local, |d| d.join("ragsweep").join(name))
-}
-
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
     let out = cmd.output().map_err(|e| Error::Other(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
     if !out.status.success() {
@@ -73,13 +61,6 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
         return Err(Error::Other(format!("{what} failed:\n{}", tail.join("\n"))));
     }
     Ok(())
-}
-
-/// The sha256 of a file's bytes, as lower-case hex.
-pub(crate) fn sha256_of(path: &Path) -> Result<String> {
-    use sha2::Digest;
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    Ok(format!("{:x}", sha2::Sha256::digest(&bytes)))
 }
 
 /// Installs `models` (all when empty) into `dir`, reporting each step to `step`.

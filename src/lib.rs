@@ -5,7 +5,10 @@
 //! the content-keyed cache) → `retrieve` (indexes, fusion, access rules, one retriever per
 //! cell) → `evaluate` (labels, metrics, statistics) → `results` (the typed schema) →
 //! `output` (run directory and exporters) → `compare` (diff, check, misses, merge).
-//! `runner` orchestrates. See `docs/ARCHITECTURE.md` for the map.
+//! `runner` orchestrates. The types several layers name (units, metrics, filters, chunker
+//! and retriever parameters, judged lists) live in `vocab`, which imports nothing of the crate;
+//! `tests/layout.rs` fails on any import cycle between modules or between folders. See
+//! `docs/ARCHITECTURE.md` for the map.
 
 pub mod analyze;
 pub mod atomic;
@@ -17,6 +20,7 @@ pub mod experiment;
 pub mod init;
 pub mod input;
 pub mod install;
+pub mod installed;
 pub mod npy;
 pub mod output;
 pub mod plan;
@@ -26,6 +30,7 @@ pub mod retrieve;
 pub mod runner;
 pub mod stages;
 pub mod synth;
+pub mod vocab;
 pub mod words;
 
 pub use error::{Error, Location, Result};

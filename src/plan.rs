@@ -7,9 +7,8 @@
 use crate::analyze::AnalyzerKind;
 use crate::engine::pgvector::{VectorBuild, VectorQuery};
 use crate::experiment::{DenseIndex, DenseSpec, Experiment, LexicalSpec, PgVectorIndex, RetrieverSpec, Terms};
-use crate::retrieve::fusion::Fusion;
-use crate::retrieve::{Bm25Params, HnswParams};
-use crate::stages::chunk::ChunkerSpec;
+use crate::retrieve::HnswParams;
+use crate::vocab::{Bm25Params, ChunkerSpec, Fusion};
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {

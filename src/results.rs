@@ -12,14 +12,11 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::evaluate::abstention::Rates;
-use crate::evaluate::causes::Miss;
-use crate::evaluate::exact_terms::ExactTerm;
-use crate::evaluate::metrics::{Mean, MetricAt};
 use crate::input::golden::Split;
-use crate::retrieve::access::{Filter, MissingAcl, SyntheticAcl};
-use crate::stages::cost::Prices;
-use crate::stages::embed::EmbedStats;
+use crate::vocab::{
+    ChunkerSpec, EmbedStats, ExactTerm, Filter, Mean, MetricAt, Miss, MissingAcl, Prices, Rates, RetrieverSpec,
+    SyntheticAcl,
+};
 
 /// A map that keeps its insertion order on disk and when read back.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -555,8 +552,8 @@ pub struct ModelEntry {
 pub struct CellEntry {
     pub cell: String,
     pub label: String,
-    pub chunker: serde_json::Value,
-    pub retriever: serde_json::Value,
+    pub chunker: ChunkerSpec,
+    pub retriever: RetrieverSpec,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -56,6 +56,8 @@ pub struct Prepared {
     pub models: Vec<ModelInfo>,
     /// Counts the context tokens a retrieval would send to a model.
     pub counter: Counter,
+    /// The user's own PostgreSQL server, its password read (`[engines.pg]`).
+    pub pg_server: Option<crate::engine::connect::Endpoint>,
 }
 
 impl Prepared {
@@ -126,7 +128,21 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     }
     let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
-    Ok(Prepared { plan, corpus, cases, models, counter })
+    let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
+    Ok(Prepared { plan, corpus, cases, models, counter, pg_server })
+}
+
+/// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.
+fn pg_endpoint(spec: &crate::experiment::PgServerSpec) -> Result<crate::engine::connect::Endpoint> {
+    let mut endpoint =
+        crate::engine::connect::Endpoint::parse(&spec.url).map_err(|e| Error::input(spec.at.clone(), e))?;
+    if let Some(var) = &spec.password_env {
+        let password = std::env::var(var).map_err(|_| {
+            Error::input(spec.at.clone(), format!("`password_env` names {var}, which is not set in the environment"))
+        })?;
+        endpoint.password = Some(password);
+    }
+    Ok(endpoint)
 }
 
 fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
@@ -184,7 +200,10 @@ fn allowed_sets<'c>(
     if corpus.docs.iter().any(|d| d.acl.is_some()) {
         for (s, set) in sets.iter().enumerate() {
             for case in cases {
-                out.entry((s, case.user_groups())).or_insert_with(|| access::allowed(corpus, set, case.user_groups()));
+                let groups = case.user_groups();
+                out.entry((s, groups)).or_insert_with(|| {
+                    Allowed::from_fn(set.len(), |i| access::visible(&corpus.docs[set.chunks[i].doc as usize], groups))
+                });
             }
         }
     }
@@ -210,7 +229,7 @@ pub fn run_with<'e>(
     on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Outcome> {
     let started = Instant::now();
-    let Prepared { plan, corpus, cases, models, counter } = prepared;
+    let Prepared { plan, corpus, cases, models, counter, pg_server } = prepared;
     let store = StageCache::new(&opts.cache_dir);
     let mut stages = Vec::new();
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
@@ -222,6 +241,7 @@ pub fn run_with<'e>(
         store: &store,
         cache_dir: &opts.cache_dir,
         engines_dir: &opts.engines_dir,
+        pg_server: pg_server.as_ref(),
         bar: &make_bar,
     };
     let built = build::build(plan, &ctx, &mut stages)?;
@@ -347,8 +367,8 @@ fn with_cell<T>(
     f: impl for<'b> FnOnce(&Scoring<'b>, &CellRun<'b>, &'b (dyn Fn(usize) -> &'b [f32] + Sync)) -> Result<T>,
 ) -> Result<T> {
     let position = exp.cells.iter().position(|c| c.id == cell_id).ok_or_else(|| {
-        let ids: Vec<&str> = exp.cells.iter().map(|c| c.id.as_str()).collect();
-        Error::Other(format!("no cell {cell_id:?} in {} (cells: {})", exp.file.display(), ids.join(", ")))
+        let known = exp.cells.iter().map(|c| c.id.clone()).collect();
+        Error::UnknownCell { cell: cell_id.to_string(), source_of: exp.file.clone(), known }
     })?;
     let mut one = exp.clone();
     one.cells = vec![exp.cells[position].clone()];
@@ -372,6 +392,7 @@ fn with_cell<T>(
         store: &store,
         cache_dir: &opts.cache_dir,
         engines_dir: &opts.engines_dir,
+        pg_server: prepared.pg_server.as_ref(),
         bar: &make_bar,
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
@@ -452,8 +473,9 @@ pub fn contexts(
 /// changed since the run.
 pub fn load_run(run: &Path, opts: &RunOptions) -> Result<(Experiment, Prepared)> {
     let manifest_path = run.join("manifest.json");
+    let stale = |why: String| Error::StaleRun { run: run.to_path_buf(), why };
     if !manifest_path.is_file() {
-        return Err(Error::Other(format!("{} is not a run directory (no manifest.json)", run.display())));
+        return Err(stale("not a run directory (no manifest.json)".into()));
     }
     let manifest: crate::results::Manifest = crate::input::text::json(&manifest_path, "run manifest")?;
     let recorded = &manifest.experiment.file;
@@ -461,15 +483,14 @@ pub fn load_run(run: &Path, opts: &RunOptions) -> Result<(Experiment, Prepared)>
     let file =
         [Some(recorded.clone()), beside.clone()].into_iter().flatten().find(|p| p.is_file()).ok_or_else(|| {
             let also = beside.map_or(String::new(), |b| format!(" nor at {}", b.display()));
-            Error::Other(format!(
-            "the experiment file of run {} is not at {}{also}: restore it (with its corpus and golden set) or rerun",
-            run.display(),
-            recorded.display()
-        ))
+            stale(format!(
+                "the run's experiment file is not at {}{also}: restore it (with its corpus and golden set) or rerun",
+                recorded.display()
+            ))
         })?;
     let exp = Experiment::load(&file)?;
     if exp.config_hash != manifest.experiment.config_hash {
-        return Err(Error::Other(format!(
+        return Err(stale(format!(
             "{} changed since the run (config hash {} ≠ {}): rerun it first",
             exp.file.display(),
             exp.config_hash,
@@ -478,7 +499,7 @@ pub fn load_run(run: &Path, opts: &RunOptions) -> Result<(Experiment, Prepared)>
     }
     let prepared = prepare(&exp, &opts.models_dir)?;
     if prepared.corpus.hash != manifest.corpus.hash {
-        return Err(Error::Other("the corpus changed since the run: rerun it first".into()));
+        return Err(stale("the corpus changed since the run: rerun it first".into()));
     }
     Ok((exp, prepared))
 }
@@ -752,9 +773,8 @@ impl Scoring<'_> {
         let (truth, corpus) = (&self.truths[case], self.corpus);
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
         let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
-        let max_k = *ks.last().expect("at least one cut-off");
         let fill = self.exp.budget.last().map(|&b| (&self.chunk_tokens[run.chunks][..], b));
-        let judge = Judge { judge: &judge, first_depth: cell::first_depth(collapses, max_k), chunks: set.len(), fill };
+        let judge = Judge { judge: &judge, collapses, chunks: set.len(), fill };
         let query = Query { text: &self.cases[case].question, vector };
         cell::retrieve(retriever, &query, access, ks, &judge, timing)
     }

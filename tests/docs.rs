@@ -42,6 +42,24 @@ fn project() -> (tempfile::TempDir, PathBuf) {
     (root, dir)
 }
 
+/// An experiment over one document and one question in `dir`, with `sections` (TOML tables)
+/// and one retriever.
+fn one_document_experiment(dir: &Path, sections: &str, retriever: &str) -> PathBuf {
+    std::fs::write(dir.join("docs.jsonl"), "{\"id\": \"d1\", \"text\": \"one document\"}\n").unwrap();
+    std::fs::write(dir.join("golden.jsonl"), "{\"id\": \"q1\", \"question\": \"one\", \"relevant\": [\"d1\"]}\n")
+        .unwrap();
+    let file = dir.join("experiment.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"m\"\nk = [1]\n{sections}[corpus]\npath = \"docs.jsonl\"\n[golden]\npath = \"golden.jsonl\"\n\
+             [[chunkers]]\nkind = \"none\"\n[[retrievers]]\n{retriever}"
+        ),
+    )
+    .unwrap();
+    file
+}
+
 fn validate(experiment: &Path, models: &Path) -> std::process::Output {
     ragsweep().arg("validate").arg(experiment).arg("--models").arg(models).output().unwrap()
 }
@@ -64,25 +82,26 @@ fn every_toml_block_in_the_docs_validates() {
             let models = dir.join("models");
             std::fs::create_dir_all(models.join(id)).unwrap();
             std::fs::write(models.join(id).join("model.toml"), body).unwrap();
-            std::fs::write(dir.join("docs.jsonl"), "{\"id\": \"d1\", \"text\": \"one document\"}\n").unwrap();
-            std::fs::write(
-                dir.join("golden.jsonl"),
-                "{\"id\": \"q1\", \"question\": \"one\", \"relevant\": [\"d1\"]}\n",
-            )
-            .unwrap();
-            let file = dir.join("experiment.toml");
-            std::fs::write(
-                &file,
-                format!(
-                    "name = \"m\"\nk = [1]\n[corpus]\npath = \"docs.jsonl\"\n[golden]\npath = \"golden.jsonl\"\n\
-                     [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"{id}\"\n"
-                ),
-            )
-            .unwrap();
+            let file = one_document_experiment(&dir, "", &format!("kind = \"dense\"\nmodel = \"{id}\"\n"));
             let out = validate(&file, &models);
             assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));
+        } else if value
+            .as_table()
+            .is_some_and(|t| t.keys().all(|k| ["engines", "cost", "permissions"].contains(&k.as_str())))
+        {
+            // A section of an experiment, inside the smallest experiment around it; a password
+            // variable it names is set, as a user running it would set it.
+            let file = one_document_experiment(&dir, body, "kind = \"bm25\"\n");
+            let var = value.get("engines").and_then(|e| e.get("pg")).and_then(|p| p.get("password_env"));
+            let mut cmd = ragsweep();
+            cmd.arg("validate").arg(&file).arg("--models").arg(repo().join("models"));
+            if let Some(var) = var.and_then(toml::Value::as_str) {
+                cmd.env(var, "a password");
+            }
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));
         } else {
-            panic!("{place}: a TOML block that is neither an experiment nor a model.toml");
+            panic!("{place}: a TOML block that is neither an experiment, an experiment's section nor a model.toml");
         }
         checked += 1;
     }

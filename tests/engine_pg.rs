@@ -310,3 +310,131 @@ analyzer = "simple"
     assert_eq!(engine_indexes.len(), 3, "{engine_indexes:?}");
     assert!(engine_indexes.iter().all(|s| s["reused"] == true), "{engine_indexes:?}");
 }
+
+/// A password-protected PostgreSQL listening on TCP (SCRAM-SHA-256), started by the test from
+/// the installed binaries: the user's "own server".
+struct OwnServer {
+    dir: tempfile::TempDir,
+    port: u16,
+    run_as: Option<&'static str>,
+}
+
+impl OwnServer {
+    fn pg(&self, program: &str, args: &[&str]) -> std::process::Output {
+        let bin = repo().join("engines/pg/bin").join(program);
+        let mut cmd = match self.run_as {
+            Some(user) => {
+                let mut c = std::process::Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(&bin);
+                c
+            }
+            None => std::process::Command::new(&bin),
+        };
+        cmd.args(args).output().unwrap()
+    }
+
+    fn start(password: &str) -> OwnServer {
+        let root = std::process::Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = OwnServer { dir, port, run_as: root.then_some("nobody") };
+        let pwfile = server.dir.path().join("pw");
+        std::fs::write(&pwfile, password).unwrap();
+        if root {
+            std::process::Command::new("chown").arg("-R").arg("nobody").arg(server.dir.path()).status().unwrap();
+        }
+        let data = server.dir.path().join("data");
+        let (data, pwfile) = (data.to_str().unwrap(), pwfile.to_str().unwrap());
+        let init =
+            server.pg("initdb", &["-D", data, "-U", "evals", "-A", "scram-sha-256", "--pwfile", pwfile, "--no-sync"]);
+        assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+        let options =
+            format!("-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off", server.port, server.dir.path().display());
+        let log = server.dir.path().join("log");
+        let start = server.pg("pg_ctl", &["-D", data, "-l", log.to_str().unwrap(), "-o", &options, "-w", "start"]);
+        assert!(start.status.success(), "{}", String::from_utf8_lossy(&start.stderr));
+        server
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data");
+        self.pg("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
+    }
+}
+
+/// `[engines.pg] url = …` runs the engine cells on the user's server (TCP, SCRAM-SHA-256, the
+/// password from `password_env`): no server of ours starts, the password is in no file the run
+/// writes, and a wrong password stops the run before it writes anything.
+#[test]
+fn an_experiment_can_point_at_its_own_password_protected_server() {
+    let password = "s3cr3t-Pässword";
+    let server = OwnServer::start(password);
+    let (dir, _) = project(500);
+    let root = dir.path();
+    std::fs::write(
+        root.join("own.toml"),
+        format!(
+            r#"name = "own"
+unit = "doc"
+k = [10]
+filter = "in_query"
+[permissions]
+synthetic_groups = 4
+[engines.pg]
+url = "postgresql://evals@127.0.0.1:{}/postgres"
+password_env = "RAGSWEEP_TEST_PG_PASSWORD"
+[corpus]
+path = "corpus"
+[golden]
+path = "corpus"
+reserved = ["test"]
+[[chunkers]]
+kind = "none"
+[[retrievers]]
+kind = "dense"
+model = "random-64"
+[[retrievers]]
+kind = "dense"
+engine = "pg"
+model = "random-64"
+"#,
+            server.port
+        ),
+    )
+    .unwrap();
+    let run = |secret: &str| {
+        let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
+        cmd.arg("run").arg(root.join("own.toml")).arg("--out").arg(root.join("results"));
+        cmd.arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
+        cmd.arg("--engines").arg(root.join("no-engines-here"));
+        cmd.env("RAGSWEEP_TEST_PG_PASSWORD", secret);
+        cmd
+    };
+    let wrong = run("not the password").assert().code(2);
+    let stderr = String::from_utf8_lossy(&wrong.get_output().stderr).into_owned();
+    assert!(stderr.contains("password authentication failed"), "{stderr}");
+    assert!(!root.join("results/own").exists(), "a failed login writes no run");
+
+    run(password).assert().success();
+    let latest = root.join("results/own/latest");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("manifest.json")).unwrap()).unwrap();
+    let engine = manifest["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "engine").unwrap();
+    assert_eq!(engine["key"], "connected to the experiment's PostgreSQL server");
+    let matrix: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("matrix.json")).unwrap()).unwrap();
+    let rows = matrix["rows"].as_array().unwrap();
+    let ndcg = |cell: &str| rows.iter().find(|r| r["cell"] == cell).unwrap()["metrics"]["ndcg@10"]["value"].clone();
+    assert_eq!(ndcg("c01"), ndcg("c02"), "the user's server scans exactly, as the in-process cell does");
+    assert!(rows.iter().all(|r| r["leaks"] == 0));
+    for entry in std::fs::read_dir(latest.canonicalize().unwrap()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(!String::from_utf8_lossy(&bytes).contains(password), "{} holds the password", path.display());
+        }
+    }
+    assert!(!root.join("cache/pg").exists(), "no server of ours, no data folder of ours");
+}

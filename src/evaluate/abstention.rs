@@ -2,7 +2,7 @@
 //! abstains on unanswerable questions and answers the rest; it can be calibrated on the
 //! tuning split and then judged on the reserved split.
 
-use serde::{Deserialize, Serialize};
+pub use crate::vocab::Rates;
 
 /// What one case offers for abstention: its top score (`None` when nothing was returned)
 /// and whether it is answerable.
@@ -16,15 +16,6 @@ impl Outcome {
     pub fn abstains(&self, floor: f64) -> bool {
         self.top_score.is_none_or(|s| f64::from(s) < floor)
     }
-}
-
-/// Abstention rates at a floor.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Rates {
-    /// Abstaining unanswerable / all unanswerable (`None` when there are none).
-    pub ok: Option<f64>,
-    /// Abstaining answerable / all answerable (`None` when there are none).
-    pub wrong: Option<f64>,
 }
 
 pub fn rates(cases: &[Outcome], floor: f64) -> Rates {

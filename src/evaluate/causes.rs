@@ -8,33 +8,7 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    /// No chunk of the cell's chunker counts as a relevant unit: the evidence was cut.
-    Chunking,
-    /// Every relevant unit is invisible to the case's groups.
-    NotVisible,
-    /// BM25: no query term, after the cell's analyzer, occurs in the relevant text.
-    LexicalMismatch,
-    /// HNSW: the exact scan over the same vectors ranks a relevant unit within k.
-    Approximation,
-    /// Hybrid: a component ranks a relevant unit within k, the fused list does not.
-    Fusion,
-    /// `post`: the in-query filter ranks a relevant unit within k; dropping invisible items
-    /// from the unfiltered list left the list short of it.
-    FilterLate,
-    /// A relevant unit is retrieved just below k: at most [`CUTOFF_MARGIN`] ranks past it.
-    Cutoff,
-    /// No relevant unit within k + [`CUTOFF_MARGIN`], for none of the reasons above (the
-    /// evidence gives its rank when the diagnostic search found it deeper).
-    Ranking,
-    /// The evidence cannot decide: an evidence span found in none of the documents its
-    /// labels name (the golden-set loader makes this rare).
-    Undecided,
-}
+pub use crate::vocab::{Cause, Miss};
 
 impl Cause {
     pub const ALL: [Cause; 9] = [
@@ -79,18 +53,6 @@ pub const CUTOFF_MARGIN: usize = 10;
 /// relevant unit, before calling the miss `ranking`.
 pub fn diagnostic_depth(max_k: usize) -> usize {
     (10 * max_k).max(100)
-}
-
-/// One miss of one case in one cell at cut-off `k`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Miss {
-    pub k: usize,
-    pub cause: Cause,
-    /// The rank that decided the cause (of the relevant unit in the list the evidence names).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rank: Option<u32>,
-    /// What decided it, in words a user can check against the text.
-    pub evidence: String,
 }
 
 /// The slice name of cases whose first cause in the best cell is `cause`.

@@ -5,29 +5,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::analyze::fold_accents;
 use crate::input::corpus::{Corpus, Target};
 use crate::input::golden::GoldenCase;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Tag {
-    /// Only digits (and digit-group separators): `429`, `2019`.
-    Number,
-    /// Digits mixed with letters, dashes, dots, slashes or `§`: `§14.2`, `SKU-123`, `7.3`.
-    Code,
-    /// Two or more capitals and no lower-case letter: `HTTP`, `LGPD`.
-    AllCaps,
-    /// A capital after a lower-case letter inside a word: `iPhone`, `PostgreSQL`.
-    CamelCase,
-    /// Text between quotes.
-    Quoted,
-    /// A word found in few documents of the corpus (high IDF).
-    Rare,
-}
+pub use crate::vocab::{ExactTerm, Tag};
 
 impl Tag {
     pub const ALL: [Tag; 6] = [Tag::Number, Tag::Code, Tag::AllCaps, Tag::CamelCase, Tag::Quoted, Tag::Rare];
@@ -42,16 +25,6 @@ impl Tag {
             Tag::Rare => "rare",
         }
     }
-}
-
-/// One exact term of a question.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExactTerm {
-    pub text: String,
-    pub tags: Vec<Tag>,
-    /// Whether the term occurs (case and accent folded) in the text of the case's relevant
-    /// documents, sections or evidence.
-    pub in_evidence: bool,
 }
 
 /// Document frequencies of folded words, for the `rare` tag.

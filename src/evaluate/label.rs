@@ -4,21 +4,12 @@
 use std::collections::HashMap;
 
 use crate::analyze::normalize;
-use serde::{Deserialize, Serialize};
 
 use crate::input::corpus::{Corpus, Target};
 use crate::input::golden::GoldenCase;
 use crate::retrieve::Hit;
 use crate::stages::chunk::ChunkSet;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    #[default]
-    Doc,
-    Section,
-    Evidence,
-}
+pub use crate::vocab::{Item, Judged, Unit};
 
 impl Unit {
     pub fn as_str(self) -> &'static str {
@@ -28,32 +19,6 @@ impl Unit {
             Unit::Evidence => "evidence",
         }
     }
-}
-
-/// One item of the judged list L.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    /// A doc id, section id or chunk id, depending on the unit.
-    pub key: String,
-    pub score: f32,
-    /// The item's grade (0 for non-relevant).
-    pub gain: f64,
-    /// How many members of R this item adds to |R ∩ L| (for recall).
-    pub new: u32,
-    /// The chunk that placed the item (its best-ranked chunk).
-    pub chunk: u32,
-}
-
-/// The judged list of one case, and what it is judged against.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Judged {
-    pub items: Vec<Item>,
-    /// |R|.
-    pub relevant: usize,
-    /// Grades of R, highest first (for the ideal DCG).
-    pub ideal: Vec<f64>,
-    /// The ranked chunks read to build `items` (what was returned), by ordinal.
-    pub returned: Vec<u32>,
 }
 
 pub struct LabelledSpan {

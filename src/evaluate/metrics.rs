@@ -5,24 +5,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
 use crate::evaluate::label::Judged;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    Hit,
-    Recall,
-    Precision,
-    Mrr,
-    Ndcg,
-    Ap,
-    /// Token-level measures of a packed context against the relevant text (SPEC §3, budgets).
-    TokRecall,
-    TokPrecision,
-    TokIou,
-}
+pub use crate::vocab::{Mean, Metric, MetricAt};
 
 impl Metric {
     /// The metrics of a judged list, at a cut-off k or a token budget.
@@ -109,15 +93,6 @@ impl FromStr for Metric {
     }
 }
 
-/// `ndcg@10`-style name of a metric at a cut-off, or `recall@1024t` at a token budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MetricAt {
-    pub metric: Metric,
-    /// The cut-off k, or the budget in tokens when `budget`.
-    pub k: usize,
-    pub budget: bool,
-}
-
 impl MetricAt {
     pub fn at_k(metric: Metric, k: usize) -> MetricAt {
         MetricAt { metric, k, budget: false }
@@ -162,15 +137,6 @@ impl FromStr for MetricAt {
         }
         Ok(MetricAt { metric, k, budget })
     }
-}
-
-/// A mean over the cases where a value is defined, with its count and (once computed) its
-/// 95% bootstrap interval over cases.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
-pub struct Mean {
-    pub value: Option<f64>,
-    pub n: usize,
-    pub ci: Option<crate::evaluate::stats::Interval>,
 }
 
 impl Mean {

@@ -4,6 +4,7 @@
 //! Every procedure takes its seed explicitly and uses ChaCha8, whose stream is fixed by
 //! its specification, so a number computed today is the number computed next year.
 
+pub use crate::vocab::Interval;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -13,13 +14,6 @@ pub const BOOTSTRAP_RESAMPLES: usize = 1000;
 pub const SIGN_FLIPS: usize = 10_000;
 /// The seed of every interval and test in reports.
 pub const SEED: u64 = 0x5EED_0007;
-
-/// A 95% interval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Interval {
-    pub lo: f64,
-    pub hi: f64,
-}
 
 /// The `p`-quantile of sorted values by nearest rank: the ⌈p·n⌉-th smallest.
 pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {

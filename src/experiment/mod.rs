@@ -14,16 +14,14 @@ use toml::{Spanned, Value};
 
 use crate::analyze::AnalyzerKind;
 use crate::error::{Error, Location, Result};
-use crate::evaluate::label::Unit;
-use crate::evaluate::metrics::{Metric, MetricAt};
 use crate::input::access_key::AccessKey;
 use crate::input::corpus::CorpusFormat;
 use crate::input::golden::{GoldenFormat, GoldenSource};
-use crate::retrieve::access::{Filter, MissingAcl, SyntheticAcl};
-use crate::retrieve::fusion::{Fusion, Norm};
-use crate::retrieve::Bm25Params;
-use crate::stages::chunk::{ChunkerKind, ChunkerSpec};
-use crate::stages::cost::Prices;
+use crate::vocab::{
+    Bm25Params, ChunkerKind, ChunkerSpec, Filter, Fusion, Metric, MetricAt, MissingAcl, Norm, Prices, SyntheticAcl,
+    Unit, DEFAULT_COST_TOKENIZER,
+};
+pub use crate::vocab::{DenseIndex, DenseSpec, IterativeScan, LexicalSpec, PgVectorIndex, RetrieverSpec, Terms};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +52,8 @@ struct RawExperiment {
     #[serde(default)]
     permissions: RawPermissions,
     #[serde(default)]
+    engines: RawEngines,
+    #[serde(default)]
     cost: RawCost,
     corpus: RawCorpus,
     golden: RawGolden,
@@ -72,6 +72,32 @@ struct RawCost {
     /// LLM model id, `"words"`, or an installed model id.
     #[serde(default)]
     tokenizer: Option<String>,
+}
+
+/// `[engines.pg]`: the user's own PostgreSQL server instead of a private one.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEngines {
+    #[serde(default)]
+    pg: Option<RawPg>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPg {
+    url: Spanned<String>,
+    #[serde(default)]
+    password_env: Option<Spanned<String>>,
+}
+
+/// The user's own PostgreSQL server for cells with `engine = "pg"`: its URL (no password) and
+/// the environment variable that holds the password.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgServerSpec {
+    pub url: String,
+    pub password_env: Option<String>,
+    /// Where `url` is written, for errors about it.
+    pub at: Location,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -118,55 +144,8 @@ struct RawGolden {
 
 type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum RetrieverSpec {
-    Bm25 {
-        analyzer: AnalyzerKind,
-        #[serde(flatten)]
-        params: Bm25Params,
-    },
-    /// PostgreSQL full-text search (`engine = "pg"`): `tsvector` with the analyzer's text
-    /// search configuration, ranked by `ts_rank_cd`.
-    FullText {
-        analyzer: AnalyzerKind,
-        terms: Terms,
-    },
-    Dense {
-        model: String,
-        index: DenseIndex,
-    },
-    /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
-    Hybrid {
-        lexical: LexicalSpec,
-        dense: DenseSpec,
-        fusion: Fusion,
-        candidates: usize,
-    },
-}
-
 /// Default candidates per side of a hybrid retriever.
 pub const HYBRID_CANDIDATES: usize = 100;
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LexicalSpec {
-    pub analyzer: AnalyzerKind,
-    #[serde(flatten)]
-    pub params: Bm25Params,
-    /// Served by PostgreSQL full-text search with these terms instead of in-process BM25
-    /// (`params` then unused).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub full_text: Option<Terms>,
-}
-
-/// PostgreSQL full text: whether a chunk must match any or all of the question's terms
-/// (`plainto_tsquery` ANDs them; `any` ORs the same lexemes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Terms {
-    Any,
-    All,
-}
 
 impl Terms {
     pub fn as_str(self) -> &'static str {
@@ -177,16 +156,6 @@ impl Terms {
     }
 }
 
-/// pgvector's iterative index scans (0.8): `off` stops after one pass of the index however
-/// few rows the filter left; the other two keep scanning until the LIMIT is filled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IterativeScan {
-    Off,
-    RelaxedOrder,
-    StrictOrder,
-}
-
 impl IterativeScan {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -195,45 +164,6 @@ impl IterativeScan {
             IterativeScan::StrictOrder => "strict_order",
         }
     }
-}
-
-/// A vector index in PostgreSQL + pgvector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum PgVectorIndex {
-    /// No vector index: the engine scans and sorts.
-    Exact,
-    Hnsw {
-        m: usize,
-        ef_construction: usize,
-        ef_search: usize,
-    },
-    Ivfflat {
-        lists: usize,
-        probes: usize,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DenseSpec {
-    pub model: String,
-    pub index: DenseIndex,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum DenseIndex {
-    Exact,
-    Hnsw {
-        m: usize,
-        ef_construction: usize,
-        ef_search: usize,
-    },
-    /// Served by PostgreSQL + pgvector (`engine = "pg"`).
-    Pg {
-        index: PgVectorIndex,
-        iterative_scan: IterativeScan,
-    },
 }
 
 impl fmt::Display for DenseIndex {
@@ -275,6 +205,26 @@ pub const LATENCY_CASES: usize = 100;
 
 /// HNSW defaults: the graph parameters hnswlib suggests for recall-oriented use.
 pub const HNSW_DEFAULTS: (usize, usize, usize) = (16, 200, 128);
+
+impl RetrieverSpec {
+    /// The embedding model of the dense side, if any.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
+            RetrieverSpec::Dense { model, .. } => Some(model),
+            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
+        }
+    }
+
+    /// The analyzer of the lexical side, if any.
+    pub fn analyzer(&self) -> Option<AnalyzerKind> {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
+            RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
+            RetrieverSpec::Dense { .. } => None,
+        }
+    }
+}
 
 impl fmt::Display for RetrieverSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -367,11 +317,7 @@ impl Cell {
 
     /// The embedding model the cell needs, if any.
     pub fn model(&self) -> Option<&str> {
-        match &self.retriever {
-            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
-            RetrieverSpec::Dense { model, .. } => Some(model),
-            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
-        }
+        self.retriever.model()
     }
 
     pub fn label(&self) -> String {
@@ -550,6 +496,8 @@ pub struct Experiment {
     pub shared: HashMap<String, (Option<String>, Option<String>)>,
     /// `(i, n)` when this run covers shard i of n.
     pub shard: Option<(usize, usize)>,
+    /// `[engines.pg]`: the user's own server; `None` runs a private one.
+    pub pg_server: Option<PgServerSpec>,
 }
 
 impl Experiment {
@@ -678,6 +626,22 @@ impl Experiment {
         let base = path.parent().unwrap_or(Path::new("."));
         let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
         let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
+        let pg_server = match &raw.engines.pg {
+            None => None,
+            Some(pg) => {
+                crate::engine::connect::Endpoint::parse(pg.url.get_ref()).map_err(|e| bad(pg.url.span(), e))?;
+                if let Some(var) = &pg.password_env {
+                    if var.get_ref().is_empty() || var.get_ref().contains('=') {
+                        return Err(bad(var.span(), "`password_env` names an environment variable".into()));
+                    }
+                }
+                Some(PgServerSpec {
+                    url: pg.url.get_ref().clone(),
+                    password_env: pg.password_env.as_ref().map(|v| v.get_ref().clone()),
+                    at: at(pg.url.span()),
+                })
+            }
+        };
         let filters = match &raw.filter {
             None => vec![Filter::None],
             Some(v) => {
@@ -792,9 +756,10 @@ impl Experiment {
                     "llm_usd_per_1m_input_tokens",
                 )?,
             },
-            cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| crate::stages::cost::DEFAULT_COST_TOKENIZER.into()),
+            cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| DEFAULT_COST_TOKENIZER.into()),
             shared: Experiment::shared_stages(&cells),
             shard: None,
+            pg_server,
             cells,
         })
     }
@@ -988,8 +953,7 @@ fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) 
 
 const LEXICAL_KEYS: [&str; 3] = ["analyzer", "k1", "b"];
 const FULL_TEXT_KEYS: [&str; 2] = ["analyzer", "terms"];
-const DENSE_KEYS: [&str; 5] = ["model", "index", "m", "ef_construction", "ef_search"];
-const PG_DENSE_KEYS: [&str; 8] =
+const DENSE_KEYS: [&str; 8] =
     ["model", "index", "m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan"];
 
 fn analyzer_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<AnalyzerKind> {
@@ -1273,14 +1237,14 @@ fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error
             Ok(RetrieverSpec::FullText { analyzer: spec.analyzer, terms: spec.full_text.expect("full text") })
         }
         "dense" => {
-            only(combo, &with_engine(if pg { &PG_DENSE_KEYS } else { &DENSE_KEYS }), bad)?;
+            // pgvector's keys pass here so that, without the engine, they get their own message.
+            only(combo, &with_engine(&DENSE_KEYS), bad)?;
             let DenseSpec { model, index } = dense_from(combo, bad)?;
             Ok(RetrieverSpec::Dense { model, index })
         }
         "hybrid" => {
             let lexical_keys: &[&str] = if pg { &FULL_TEXT_KEYS } else { &LEXICAL_KEYS };
-            let dense_keys: &[&str] = if pg { &PG_DENSE_KEYS } else { &DENSE_KEYS };
-            let mut keys: Vec<&str> = lexical_keys.iter().chain(dense_keys).copied().collect();
+            let mut keys: Vec<&str> = lexical_keys.iter().chain(&DENSE_KEYS).copied().collect();
             keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
             only(combo, &with_engine(&keys), bad)?;
             let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
@@ -1318,6 +1282,48 @@ path = "g.json"
 
     fn parse(extra: &str) -> Result<Experiment> {
         Experiment::parse(Path::new("exp.toml"), &format!("{BASE}{extra}"))
+    }
+
+    #[test]
+    fn engine_retrievers_parse_label_and_read_back_from_json_as_the_types_that_wrote_them() {
+        let e = parse(
+            "[[chunkers]]\nkind = \"none\"\n\
+             [[retrievers]]\nkind = \"bm25\"\n\
+             [[retrievers]]\nkind = \"fulltext\"\nengine = \"pg\"\nanalyzer = \"pt\"\nterms = [\"any\", \"all\"]\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\nindex = \"ivfflat\"\nlists = 20\nprobes = [1, 4]\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\nindex = \"hnsw\"\nm = 8\nef_construction = 32\niterative_scan = \"strict_order\"\n\
+             [[retrievers]]\nkind = \"hybrid\"\nengine = \"pg\"\nmodel = \"m\"\nfusion = \"rrf\"\n",
+        )
+        .unwrap();
+        assert_eq!(e.cells.len(), 7);
+        let labels: Vec<String> = e.cells.iter().map(Cell::label).collect();
+        assert_eq!(labels[1], "none pg fulltext(pt,any)");
+        assert_eq!(labels[4], "none dense(m,pg ivfflat,lists=20,probes=4,iterative_scan=off)");
+        assert_eq!(labels[5], "none dense(m,pg hnsw,m=8,efc=32,ef=128,iterative_scan=strict_order)");
+        assert_eq!(labels[6], "none hybrid(rrf(k=60),n=100; pg fulltext(en,any) + dense(m,pg exact))");
+        for cell in &e.cells {
+            let json = serde_json::to_string(&cell.retriever).unwrap();
+            let back: RetrieverSpec = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, cell.retriever, "{json}");
+        }
+    }
+
+    #[test]
+    fn engine_settings_outside_their_engine_or_index_are_located_errors() {
+        let err = |retriever: &str| {
+            parse(&format!("[[chunkers]]\nkind = \"none\"\n[[retrievers]]\n{retriever}")).unwrap_err().to_string()
+        };
+        assert!(err("kind = \"fulltext\"\n").contains("add engine = \"pg\""));
+        assert!(err("kind = \"bm25\"\nengine = \"pg\"\n").contains("PostgreSQL has no BM25"));
+        let e = err("kind = \"dense\"\nmodel = \"m\"\niterative_scan = \"off\"\n");
+        assert!(e.starts_with("exp.toml:") && e.contains("needs engine = \"pg\""), "{e}");
+        assert!(err("kind = \"dense\"\nmodel = \"m\"\nindex = \"ivfflat\"\n").contains("add engine = \"pg\""));
+        let e = err("kind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\nindex = \"ivfflat\"\niterative_scan = \"strict_order\"\n");
+        assert!(e.contains("no strict_order"), "{e}");
+        let e = err("kind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\nindex = \"hnsw\"\nm = 200\n");
+        assert!(e.contains("between 2 and 100"), "{e}");
+        assert!(err("kind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\nlists = 4\n")
+            .contains("only applies to index = \"ivfflat\""));
     }
 
     #[test]

@@ -112,8 +112,8 @@ pub fn cell_entries(exp: &Experiment) -> Vec<CellEntry> {
         .map(|c| CellEntry {
             cell: c.id.clone(),
             label: c.label(),
-            chunker: serde_json::to_value(&c.chunker).expect("json"),
-            retriever: serde_json::to_value(&c.retriever).expect("json"),
+            chunker: c.chunker.clone(),
+            retriever: c.retriever.clone(),
         })
         .collect()
 }

@@ -18,6 +18,7 @@ use crate::error::Result;
 use crate::input::text;
 use crate::output::{labels, summary};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, Row};
+use crate::vocab::RetrieverSpec;
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
@@ -133,7 +134,12 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         .cells
         .iter()
         .map(|c| {
-            let family = c.retriever.get("kind").and_then(Value::as_str).unwrap_or("retriever").to_string();
+            let family = match c.retriever {
+                RetrieverSpec::Bm25 { .. } => "bm25",
+                RetrieverSpec::FullText { .. } => "fulltext",
+                RetrieverSpec::Dense { .. } => "dense",
+                RetrieverSpec::Hybrid { .. } => "hybrid",
+            };
             let row = matrix.rows.iter().find(|r| r.cell == c.cell);
             let config: serde_json::Map<String, Value> = varying
                 .iter()

@@ -7,21 +7,11 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
 use crate::input::corpus::{Corpus, Document};
 use crate::input::golden::GoldenCase;
 use crate::retrieve::hits::Allowed;
 use crate::retrieve::source::Restriction;
-use crate::stages::chunk::ChunkSet;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Filter {
-    None,
-    InQuery,
-    Post,
-}
+pub use crate::vocab::{Filter, MissingAcl, SyntheticAcl};
 
 impl Filter {
     pub fn as_str(self) -> &'static str {
@@ -103,26 +93,11 @@ pub fn visible_label(corpus: &Corpus, case: &GoldenCase) -> Option<String> {
     None
 }
 
-/// The chunks of `set` that a user in `groups` may see.
-pub fn allowed(corpus: &Corpus, set: &ChunkSet, groups: &[String]) -> Allowed {
-    Allowed::from_fn(set.len(), |i| visible(&corpus.docs[set.chunks[i].doc as usize], groups))
-}
-
 fn unit_hash(seed: u64, text: &str) -> u64 {
     let mut h = blake3::Hasher::new();
     h.update(&seed.to_le_bytes());
     h.update(text.as_bytes());
     u64::from_le_bytes(h.finalize().as_bytes()[..8].try_into().expect("8 bytes"))
-}
-
-/// What a document without an ACL means: visible to everyone (`public`, the default) or
-/// to no one (`deny`, for corpora where every document must name its readers).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MissingAcl {
-    #[default]
-    Public,
-    Deny,
 }
 
 impl MissingAcl {
@@ -133,16 +108,6 @@ impl MissingAcl {
             }
         }
     }
-}
-
-/// Synthetic ACLs for corpora that have none: every document joins one of `groups` groups
-/// (`g0`, `g1`, …) by a stable hash of its id, so a user in one group sees about
-/// 1/`groups` of the corpus. Each case without groups is asked by a user in the groups of
-/// its relevant documents, so the answer is always visible to the asker.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SyntheticAcl {
-    pub groups: usize,
-    pub seed: u64,
 }
 
 impl SyntheticAcl {

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED};
@@ -18,12 +18,7 @@ use tantivy::{DocSet, Index, IndexReader, Searcher, TantivyDocument, Term, TERMI
 use crate::analyze::{Analyzer, TantivyTokenizer};
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Allowed, Hit};
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bm25Params {
-    pub k1: f32,
-    pub b: f32,
-}
+pub use crate::vocab::Bm25Params;
 
 impl Default for Bm25Params {
     /// Anserini's BEIR settings.

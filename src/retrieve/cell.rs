@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::Result;
-use crate::evaluate::label::Judged;
 use crate::retrieve::access::Access;
 use crate::retrieve::fusion::{self, Fusion};
 use crate::retrieve::hits::Hit;
 pub use crate::retrieve::source::Query;
 use crate::retrieve::source::{RankingSource, Restriction, Side};
+use crate::vocab::Judged;
 
 /// What a cell retrieves with: one or more ranking sources, fused when there are several.
 #[derive(Clone)]
@@ -68,6 +68,12 @@ impl<'a> CellRetriever<'a> {
         self.fusion.map_or(depth, |(_, candidates)| candidates.max(depth))
     }
 
+    /// Whether a source plans each depth on its own (a serving engine), so that a list of k
+    /// must be asked for with its own `LIMIT k`, as an application asks, not cut from a deeper one.
+    pub fn plans_each_depth(&self) -> bool {
+        self.sources.iter().any(|s| s.plans_each_depth())
+    }
+
     /// The first source on `side`.
     pub fn first(&self, side: Side) -> Option<&(dyn RankingSource + 'a)> {
         self.sources.iter().find(|s| s.side() == side).map(|s| &**s)
@@ -103,8 +109,9 @@ impl<'a> CellRetriever<'a> {
 pub struct Judge<'j> {
     /// Builds the judged list of at most `k` items from ranked hits.
     pub judge: &'j (dyn Fn(&[Hit], usize) -> Judged + Sync),
-    /// Chunks fetched by the first search call.
-    pub first_depth: usize,
+    /// Whether chunks collapse into fewer judged items (documents or sections): the first
+    /// search call then fetches more than k chunks (see [`first_depth`]).
+    pub collapses: bool,
     /// Chunks in the index: deepening stops there.
     pub chunks: usize,
     /// With context budgets: each chunk's tokens and the largest budget, which the ranked list
@@ -126,8 +133,8 @@ pub fn first_depth(collapses: bool, max_k: usize) -> usize {
 pub struct Retrieval {
     /// The list at the deepest cut-off.
     pub deepest: Judged,
-    /// Under `post`, each cut-off's own list (in the order of the cut-offs); empty otherwise,
-    /// where every cut-off reads a prefix of `deepest`.
+    /// Each cut-off's own list (in the order of the cut-offs) under `post` and for a retriever
+    /// that plans each depth; empty otherwise, where every cut-off reads a prefix of `deepest`.
     pub per_k: Vec<Judged>,
     /// Chunks asked of the last search call.
     pub depth: usize,
@@ -153,7 +160,9 @@ impl Retrieval {
 }
 
 /// Retrieves one case for one cell at cut-offs `ks` (ascending): the one code path of
-/// scoring and latency.
+/// scoring and latency. A retriever that plans each depth on its own (an engine) is asked once
+/// per cut-off, each list with its own depth; `timing` then holds the largest cut-off's call,
+/// the one request an application makes.
 pub fn retrieve(
     retriever: &CellRetriever<'_>,
     query: &Query<'_>,
@@ -162,8 +171,31 @@ pub fn retrieve(
     judge: &Judge<'_>,
     timing: &mut Timing,
 ) -> Result<Retrieval> {
+    if !retriever.plans_each_depth() || ks.len() == 1 {
+        return retrieve_deepest(retriever, query, access, ks, judge, timing);
+    }
+    let (last, smaller) = ks.split_last().expect("at least one cut-off");
+    let mut per_k = Vec::with_capacity(ks.len());
+    for &k in smaller {
+        let r = retrieve_deepest(retriever, query, access, &[k], judge, &mut Timing::default())?;
+        per_k.push(r.deepest);
+    }
+    let deepest = retrieve_deepest(retriever, query, access, &[*last], judge, timing)?;
+    per_k.push(deepest.deepest.clone());
+    Ok(Retrieval { per_k, ..deepest })
+}
+
+/// [`retrieve`] with every cut-off read from the deepest call's list.
+fn retrieve_deepest(
+    retriever: &CellRetriever<'_>,
+    query: &Query<'_>,
+    access: Access<'_>,
+    ks: &[usize],
+    judge: &Judge<'_>,
+    timing: &mut Timing,
+) -> Result<Retrieval> {
     let max_k = *ks.last().expect("at least one cut-off");
-    let mut depth = judge.first_depth;
+    let mut depth = first_depth(judge.collapses, max_k);
     let filled = |hits: &[Hit]| {
         judge.fill.is_none_or(|(tokens, budget)| {
             hits.iter().map(|h| tokens[h.chunk as usize] as usize).sum::<usize>() >= budget
@@ -195,10 +227,10 @@ pub fn retrieve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::label::Item;
     use crate::retrieve::dense::ExactIndex;
     use crate::retrieve::hits::Allowed;
     use crate::retrieve::source::ExactSource;
+    use crate::vocab::Item;
 
     /// Chunks 0..n; chunk i belongs to document i / 2; the judged list collapses to
     /// documents; document 0 is relevant.
@@ -227,7 +259,7 @@ mod tests {
         let query = Query { text: "", vector: &[1.0, 0.0] };
         // Document 0 (chunks 0 and 1) is the best match and invisible.
         let allowed = Allowed::from_fn(8, |i| i >= 2);
-        let judge = Judge { judge: &collapse, first_depth: first_depth(true, 2), chunks: 8, fill: None };
+        let judge = Judge { judge: &collapse, collapses: true, chunks: 8, fill: None };
         let mut t = Timing::default();
         let ks = [1, 2];
         let post = retrieve(

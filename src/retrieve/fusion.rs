@@ -6,30 +6,9 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use serde::Serialize;
-
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::Side;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Norm {
-    MinMax,
-    ZScore,
-    None,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "method", rename_all = "lowercase")]
-pub enum Fusion {
-    /// Reciprocal rank fusion: Σ 1 / (k + rank).
-    Rrf { k: f32 },
-    /// `alpha · dense + (1 − alpha) · lexical`, each list normalised first; the weight of a
-    /// side is shared equally by its lists.
-    Convex { alpha: f32, norm: Norm },
-    /// Distribution-based score fusion: each list mapped by (s − (μ − 3σ)) / 6σ, then summed.
-    Dbsf,
-}
+pub use crate::vocab::{Fusion, Norm};
 
 impl fmt::Display for Fusion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -77,6 +77,12 @@ pub trait RankingSource: Send + Sync {
         None
     }
 
+    /// Whether the source plans each depth on its own (an engine's planner may choose another
+    /// plan for `LIMIT 10` than for `LIMIT 100`), so that a list of k is asked for as such.
+    fn plans_each_depth(&self) -> bool {
+        false
+    }
+
     /// The in-process BM25 index behind the source, for term-level diagnoses.
     fn bm25(&self) -> Option<&Bm25Index> {
         None

@@ -46,6 +46,8 @@ pub struct BuildContext<'a, 'e> {
     pub cache_dir: &'a std::path::Path,
     /// Installed serving engines (`engines/pg`), for cells an engine serves.
     pub engines_dir: &'a std::path::Path,
+    /// The user's own PostgreSQL server (`[engines.pg]`), its password read; `None`: our own.
+    pub pg_server: Option<&'a crate::engine::connect::Endpoint>,
     /// Makes a progress bar of a length and a name.
     pub bar: &'a dyn Fn(usize, &str) -> ProgressBar,
 }
@@ -369,9 +371,12 @@ fn index_stage(
     let pb = (ctx.bar)(plan.indexes.len(), "index");
     if plan.indexes.iter().any(IndexSpec::in_engine) {
         let t = Instant::now();
-        let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir))?;
-        let mut r =
-            StageReport::new("engine", "PostgreSQL + pgvector server started".into(), t.elapsed().as_secs_f64());
+        let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir), ctx.pg_server.cloned())?;
+        let what = match ctx.pg_server {
+            Some(_) => "connected to the experiment's PostgreSQL server",
+            None => "PostgreSQL + pgvector server started",
+        };
+        let mut r = StageReport::new("engine", what.into(), t.elapsed().as_secs_f64());
         if let Some(note) = note {
             r.key = format!("{}; {note}", r.key);
         }

@@ -5,20 +5,11 @@
 
 use std::path::Path;
 
-use serde::Serialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::error::{Error, Result};
 use crate::stages::embed::ModelInfo;
-
-/// Prices declared in an experiment's `[cost]` table, in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct Prices {
-    /// What a hosted embedding API would charge for the tokens embedded.
-    pub embedding_usd_per_1m_tokens: f64,
-    /// What a model charges for the context sent to it.
-    pub llm_usd_per_1m_input_tokens: f64,
-}
+pub use crate::vocab::Prices;
 
 impl Prices {
     /// Whether any price is declared (without one every cost is 0).
@@ -34,8 +25,7 @@ pub enum Counter {
     Model { id: String, tokenizer: Box<Tokenizer> },
 }
 
-/// The cost tokenizer when an experiment names none.
-pub const DEFAULT_COST_TOKENIZER: &str = "o200k_base";
+pub use crate::vocab::DEFAULT_COST_TOKENIZER;
 
 impl Counter {
     /// The context tokenizer named in `[cost] tokenizer`: `o200k_base`, `cl100k_base`, an LLM

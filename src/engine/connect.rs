@@ -1,0 +1,207 @@
+//! Where a PostgreSQL server is and how to log in: a `postgresql://` URL read from the
+//! experiment, the password from an environment variable (never from the URL, never written),
+//! and the SCRAM-SHA-256 exchange a password-protected server asks for (RFC 5802 / 7677).
+
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+/// A server address: a unix socket folder or a TCP host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    /// The folder holding `.s.PGSQL.<port>`.
+    Socket(PathBuf),
+    Tcp(String),
+}
+
+/// What connecting to a server takes. Its `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub address: Address,
+    pub port: u16,
+    pub user: String,
+    pub database: String,
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("address", &self.address)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("database", &self.database)
+            .field("password", &self.password.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// Reads `postgresql://[user@]host[:port][/database]` (or `postgres://`; a socket folder as
+    /// `?host=/path`). A password in the URL is refused: it would be written with the experiment.
+    pub fn parse(url: &str) -> Result<Endpoint, String> {
+        let rest = url
+            .strip_prefix("postgresql://")
+            .or_else(|| url.strip_prefix("postgres://"))
+            .ok_or_else(|| format!("{url:?} is not a postgresql:// URL"))?;
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let (authority, database) = rest.split_once('/').unwrap_or((rest, ""));
+        let (user, hostport) = match authority.rsplit_once('@') {
+            Some((user, hostport)) => (Some(user), hostport),
+            None => (None, authority),
+        };
+        if user.is_some_and(|u| u.contains(':')) {
+            return Err("the URL holds a password: give it in the variable that `password_env` names".into());
+        }
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((host, port)) => {
+                (host, port.parse::<u16>().map_err(|_| format!("port {port:?} in {url:?} is not a port number"))?)
+            }
+            None => (hostport, 5432),
+        };
+        let mut socket = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("host", dir)) if dir.starts_with('/') => socket = Some(PathBuf::from(dir)),
+                _ => return Err(format!("unsupported URL parameter {pair:?} (only host=/socket/folder)")),
+            }
+        }
+        let address = match (socket, host) {
+            (Some(dir), "") => Address::Socket(dir),
+            (Some(_), _) => return Err("give either a host or ?host=/socket/folder, not both".into()),
+            (None, "") => return Err(format!("{url:?} names no host")),
+            (None, host) => Address::Tcp(host.to_string()),
+        };
+        Ok(Endpoint {
+            address,
+            port,
+            user: user.filter(|u| !u.is_empty()).unwrap_or("postgres").to_string(),
+            database: if database.is_empty() { "postgres".into() } else { database.to_string() },
+            password: None,
+        })
+    }
+}
+
+fn hmac(key: &[u8], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
+    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
+}
+
+/// PBKDF2-HMAC-SHA256 with one output block (32 bytes).
+fn pbkdf2(password: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
+    let mut u = hmac(password, &[salt, &1u32.to_be_bytes()].concat());
+    let mut out = u;
+    for _ in 1..iterations {
+        u = hmac(password, &u);
+        out.iter_mut().zip(u).for_each(|(o, x)| *o ^= x);
+    }
+    out
+}
+
+/// One SCRAM-SHA-256 exchange, client side.
+pub struct Scram {
+    password: String,
+    client_first_bare: String,
+    nonce: String,
+    server_signature: Option<[u8; 32]>,
+}
+
+impl Scram {
+    pub fn new(password: &str, nonce: &str) -> Scram {
+        // PostgreSQL takes the user from the startup message; the SCRAM user name is empty.
+        Scram {
+            password: password.to_string(),
+            client_first_bare: format!("n=,r={nonce}"),
+            nonce: nonce.to_string(),
+            server_signature: None,
+        }
+    }
+
+    /// The client-first message (no channel binding).
+    pub fn client_first(&self) -> String {
+        format!("n,,{}", self.client_first_bare)
+    }
+
+    /// The client-final message answering the server-first one.
+    pub fn client_final(&mut self, server_first: &str) -> Result<String, String> {
+        let field = |name: &str| {
+            server_first
+                .split(',')
+                .find_map(|f| f.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+                .ok_or_else(|| format!("the server's SCRAM message has no {name}"))
+        };
+        let nonce = field("r")?;
+        if !nonce.starts_with(&self.nonce) {
+            return Err("the server's SCRAM nonce does not extend ours".into());
+        }
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let salt = b64.decode(field("s")?).map_err(|_| "the server's SCRAM salt is not base64".to_string())?;
+        let iterations: u32 = field("i")?.parse().map_err(|_| "the server's SCRAM iteration count".to_string())?;
+        let salted = pbkdf2(self.password.as_bytes(), &salt, iterations);
+        let client_key = hmac(&salted, b"Client Key");
+        let stored_key: [u8; 32] = Sha256::digest(client_key).into();
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth = format!("{},{server_first},{without_proof}", self.client_first_bare);
+        let signature = hmac(&stored_key, auth.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(signature).map(|(k, s)| k ^ s).collect();
+        self.server_signature = Some(hmac(&hmac(&salted, b"Server Key"), auth.as_bytes()));
+        Ok(format!("{without_proof},p={}", b64.encode(proof)))
+    }
+
+    /// Checks the server-final message: the server knew the password too.
+    pub fn verify(&self, server_final: &str) -> Result<(), String> {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let expected = self.server_signature.ok_or("SCRAM out of order")?;
+        let given = server_final.strip_prefix("v=").and_then(|v| b64.decode(v).ok());
+        if given.as_deref() == Some(&expected[..]) {
+            Ok(())
+        } else {
+            Err("the server's SCRAM signature does not match: not the server that holds this password".into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_name_a_socket_or_a_host_and_never_hold_a_password() {
+        let e = Endpoint::parse("postgresql://evals@db.internal:6543/rag").unwrap();
+        assert_eq!(
+            (e.address, e.port, e.user.as_str(), e.database.as_str()),
+            (Address::Tcp("db.internal".into()), 6543, "evals", "rag")
+        );
+        let e = Endpoint::parse("postgres:///rag?host=/var/run/postgresql").unwrap();
+        assert_eq!(
+            (e.address, e.port, e.user.as_str()),
+            (Address::Socket("/var/run/postgresql".into()), 5432, "postgres")
+        );
+        assert!(Endpoint::parse("postgresql://u:secret@h/db").unwrap_err().contains("password_env"));
+        assert!(Endpoint::parse("mysql://h/db").is_err());
+        assert!(Endpoint::parse("postgresql://h:port/db").is_err());
+        assert!(Endpoint::parse("postgresql://h/db?sslmode=require").unwrap_err().contains("sslmode"));
+    }
+
+    #[test]
+    fn scram_sha_256_matches_rfc_7677() {
+        // RFC 7677 §3: user "user", password "pencil".
+        let mut s = Scram::new("pencil", "rOprNGfwEbeRWgbNEkqO");
+        s.client_first_bare = "n=user,r=rOprNGfwEbeRWgbNEkqO".into();
+        let server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+        assert_eq!(
+            s.client_final(server_first).unwrap(),
+            "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+        );
+        assert!(s.verify("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=").is_ok());
+        assert!(s.verify("v=AAAA").is_err());
+    }
+}

@@ -1,0 +1,371 @@
+//! The shared vocabulary: the data types that several layers name (units, metrics, filters,
+//! chunker and retriever parameters, prices, judged lists, misses). It imports nothing of the
+//! crate, so every folder can use it without importing the folders that compute with it; the
+//! behaviour of each type stays with the module that owns it (`impl` blocks there).
+
+use serde::{Deserialize, Serialize};
+
+/// The tokenizer that counts context tokens when an experiment names none.
+pub const DEFAULT_COST_TOKENIZER: &str = "o200k_base";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    #[default]
+    Doc,
+    Section,
+    Evidence,
+}
+
+/// One item of the judged list L.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// A doc id, section id or chunk id, depending on the unit.
+    pub key: String,
+    pub score: f32,
+    /// The item's grade (0 for non-relevant).
+    pub gain: f64,
+    /// How many members of R this item adds to |R ∩ L| (for recall).
+    pub new: u32,
+    /// The chunk that placed the item (its best-ranked chunk).
+    pub chunk: u32,
+}
+
+/// The judged list of one case, and what it is judged against.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Judged {
+    pub items: Vec<Item>,
+    /// |R|.
+    pub relevant: usize,
+    /// Grades of R, highest first (for the ideal DCG).
+    pub ideal: Vec<f64>,
+    /// The ranked chunks read to build `items` (what was returned), by ordinal.
+    pub returned: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    Hit,
+    Recall,
+    Precision,
+    Mrr,
+    Ndcg,
+    Ap,
+    /// Token-level measures of a packed context against the relevant text (SPEC §3, budgets).
+    TokRecall,
+    TokPrecision,
+    TokIou,
+}
+
+/// `ndcg@10`-style name of a metric at a cut-off, or `recall@1024t` at a token budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetricAt {
+    pub metric: Metric,
+    /// The cut-off k, or the budget in tokens when `budget`.
+    pub k: usize,
+    pub budget: bool,
+}
+
+/// A mean over the cases where a value is defined, with its count and (once computed) its
+/// 95% bootstrap interval over cases.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct Mean {
+    pub value: Option<f64>,
+    pub n: usize,
+    pub ci: Option<Interval>,
+}
+
+/// A 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Interval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// No chunk of the cell's chunker counts as a relevant unit: the evidence was cut.
+    Chunking,
+    /// Every relevant unit is invisible to the case's groups.
+    NotVisible,
+    /// BM25: no query term, after the cell's analyzer, occurs in the relevant text.
+    LexicalMismatch,
+    /// HNSW: the exact scan over the same vectors ranks a relevant unit within k.
+    Approximation,
+    /// Hybrid: a component ranks a relevant unit within k, the fused list does not.
+    Fusion,
+    /// `post`: the in-query filter ranks a relevant unit within k; dropping invisible items
+    /// from the unfiltered list left the list short of it.
+    FilterLate,
+    /// A relevant unit is retrieved just below k: at most [`CUTOFF_MARGIN`] ranks past it.
+    Cutoff,
+    /// No relevant unit within k + [`CUTOFF_MARGIN`], for none of the reasons above (the
+    /// evidence gives its rank when the diagnostic search found it deeper).
+    Ranking,
+    /// The evidence cannot decide: an evidence span found in none of the documents its
+    /// labels name (the golden-set loader makes this rare).
+    Undecided,
+}
+
+/// One miss of one case in one cell at cut-off `k`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Miss {
+    pub k: usize,
+    pub cause: Cause,
+    /// The rank that decided the cause (of the relevant unit in the list the evidence names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// What decided it, in words a user can check against the text.
+    pub evidence: String,
+}
+
+/// Abstention rates at a floor.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// Abstaining unanswerable / all unanswerable (`None` when there are none).
+    pub ok: Option<f64>,
+    /// Abstaining answerable / all answerable (`None` when there are none).
+    pub wrong: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tag {
+    /// Only digits (and digit-group separators): `429`, `2019`.
+    Number,
+    /// Digits mixed with letters, dashes, dots, slashes or `§`: `§14.2`, `SKU-123`, `7.3`.
+    Code,
+    /// Two or more capitals and no lower-case letter: `HTTP`, `LGPD`.
+    AllCaps,
+    /// A capital after a lower-case letter inside a word: `iPhone`, `PostgreSQL`.
+    CamelCase,
+    /// Text between quotes.
+    Quoted,
+    /// A word found in few documents of the corpus (high IDF).
+    Rare,
+}
+
+/// One exact term of a question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExactTerm {
+    pub text: String,
+    pub tags: Vec<Tag>,
+    /// Whether the term occurs (case and accent folded) in the text of the case's relevant
+    /// documents, sections or evidence.
+    pub in_evidence: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ChunkerKind {
+    /// The whole document.
+    None,
+    /// Windows of `size` chars, each starting `size - overlap` chars after the last.
+    Fixed { size: usize, overlap: usize },
+    /// Whole sentences up to `max_chars`; consecutive chunks share `overlap` sentences.
+    Sentence { max_chars: usize, overlap: usize },
+    /// Paragraph → line → sentence → word → char splits, merged up to `size` chars with
+    /// about `overlap` chars repeated.
+    Recursive { size: usize, overlap: usize },
+    /// One chunk per heading block; blocks longer than `max_chars` (when set) are split
+    /// recursively.
+    Markdown { max_chars: Option<usize> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChunkerSpec {
+    #[serde(flatten)]
+    pub kind: ChunkerKind,
+    /// Prefix the document title to the indexed text.
+    #[serde(default)]
+    pub title: bool,
+    /// Prefix the Markdown heading path to the indexed text.
+    #[serde(default)]
+    pub headings: bool,
+}
+
+/// Prices declared in an experiment's `[cost]` table, in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Prices {
+    /// What a hosted embedding API would charge for the tokens embedded.
+    pub embedding_usd_per_1m_tokens: f64,
+    /// What a model charges for the context sent to it.
+    pub llm_usd_per_1m_input_tokens: f64,
+}
+
+/// What an embedding pass did.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EmbedStats {
+    pub texts: usize,
+    /// Texts whose vector was already cached, or repeated earlier in this pass.
+    pub reused: usize,
+    pub embedded: usize,
+    pub seconds: f64,
+    /// Tokens of the embedded texts (special tokens included, truncated as the model does).
+    #[serde(default)]
+    pub tokens: u64,
+    /// Tokens the model ran on: each batch is padded to its longest text.
+    #[serde(default)]
+    pub padded_tokens: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Filter {
+    None,
+    InQuery,
+    Post,
+}
+
+/// What a document without an ACL means: visible to everyone (`public`, the default) or
+/// to no one (`deny`, for corpora where every document must name its readers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissingAcl {
+    #[default]
+    Public,
+    Deny,
+}
+
+/// Synthetic ACLs for corpora that have none: every document joins one of `groups` groups
+/// (`g0`, `g1`, …) by a stable hash of its id, so a user in one group sees about
+/// 1/`groups` of the corpus. Each case without groups is asked by a user in the groups of
+/// its relevant documents, so the answer is always visible to the asker.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticAcl {
+    pub groups: usize,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    MinMax,
+    ZScore,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "lowercase")]
+pub enum Fusion {
+    /// Reciprocal rank fusion: Σ 1 / (k + rank).
+    Rrf { k: f32 },
+    /// `alpha · dense + (1 − alpha) · lexical`, each list normalised first; the weight of a
+    /// side is shared equally by its lists.
+    Convex { alpha: f32, norm: Norm },
+    /// Distribution-based score fusion: each list mapped by (s − (μ − 3σ)) / 6σ, then summed.
+    Dbsf,
+}
+
+// from retrieve::bm25
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bm25Params {
+    pub k1: f32,
+    pub b: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnalyzerKind {
+    En,
+    Pt,
+    Simple,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RetrieverSpec {
+    Bm25 {
+        analyzer: AnalyzerKind,
+        #[serde(flatten)]
+        params: Bm25Params,
+    },
+    /// PostgreSQL full-text search (`engine = "pg"`): `tsvector` with the analyzer's text
+    /// search configuration, ranked by `ts_rank_cd`.
+    FullText {
+        analyzer: AnalyzerKind,
+        terms: Terms,
+    },
+    Dense {
+        model: String,
+        index: DenseIndex,
+    },
+    /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
+    Hybrid {
+        lexical: LexicalSpec,
+        dense: DenseSpec,
+        fusion: Fusion,
+        candidates: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LexicalSpec {
+    pub analyzer: AnalyzerKind,
+    #[serde(flatten)]
+    pub params: Bm25Params,
+    /// Served by PostgreSQL full-text search with these terms instead of in-process BM25
+    /// (`params` then unused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_text: Option<Terms>,
+}
+
+/// PostgreSQL full text: whether a chunk must match any or all of the question's terms
+/// (`plainto_tsquery` ANDs them; `any` ORs the same lexemes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Terms {
+    Any,
+    All,
+}
+
+/// pgvector's iterative index scans (0.8): `off` stops after one pass of the index however
+/// few rows the filter left; the other two keep scanning until the LIMIT is filled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterativeScan {
+    Off,
+    RelaxedOrder,
+    StrictOrder,
+}
+
+/// A vector index in PostgreSQL + pgvector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PgVectorIndex {
+    /// No vector index: the engine scans and sorts.
+    Exact,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    },
+    Ivfflat {
+        lists: usize,
+        probes: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DenseSpec {
+    pub model: String,
+    pub index: DenseIndex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum DenseIndex {
+    Exact,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    },
+    /// Served by PostgreSQL + pgvector (`engine = "pg"`).
+    Pg {
+        index: PgVectorIndex,
+        iterative_scan: IterativeScan,
+    },
+}
