@@ -69,7 +69,7 @@ pub struct MetricAt {
 
 /// A mean over the cases where a value is defined, with its count and (once computed) its
 /// 95% bootstrap interval over cases.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Mean {
     pub value: Option<f64>,
     pub n: usize,
@@ -77,7 +77,7 @@ pub struct Mean {
 }
 
 /// A 95% interval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
     pub lo: f64,
     pub hi: f64,
@@ -187,7 +187,7 @@ pub struct ChunkerSpec {
 }
 
 /// Prices declared in an experiment's `[cost]` table, in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Prices {
     /// What a hosted embedding API would charge for the tokens embedded.
     pub embedding_usd_per_1m_tokens: f64,
@@ -196,7 +196,7 @@ pub struct Prices {
 }
 
 /// What an embedding pass did.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmbedStats {
     pub texts: usize,
     /// Texts whose vector was already cached, or repeated earlier in this pass.
@@ -259,7 +259,6 @@ pub enum Fusion {
     Dbsf,
 }
 
-// from retrieve::bm25
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Params {
     pub k1: f32,

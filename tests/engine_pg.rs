@@ -104,10 +104,10 @@ fn pg_filtered_hnsw_under_returns_without_iterative_scan_and_the_server_is_stopp
     assert!(server_dirs(pid).is_empty(), "the server's folder is removed when the command ends");
 }
 
-#[test]
-fn ctrl_c_stops_the_private_server() {
-    let (dir, experiment) = project(3000);
-    let mut child = bench(dir.path(), &experiment).stdout(std::process::Stdio::null()).spawn().unwrap();
+/// Sends Ctrl-C to `child` once its server accepts connections; returns the server's socket
+/// folder after checking that the command failed, the folder is gone and no postgres process
+/// of it is left.
+fn interrupt_once_the_server_is_ready(mut child: std::process::Child) -> PathBuf {
     let started = Instant::now();
     let server = loop {
         if let Some(new) = server_dirs(child.id()).into_iter().next() {
@@ -131,6 +131,46 @@ fn ctrl_c_stops_the_private_server() {
         "a postgres process of {} is left:\n{running}",
         server.display()
     );
+    server
+}
+
+#[test]
+fn ctrl_c_stops_the_private_server() {
+    let (dir, experiment) = project(3000);
+    let child = bench(dir.path(), &experiment).stdout(std::process::Stdio::null()).spawn().unwrap();
+    interrupt_once_the_server_is_ready(child);
+}
+
+/// Ctrl-C during a grid run: the server (its data in the stage cache) is stopped, no run is
+/// written, and the next run starts from the same cache and finishes.
+#[test]
+fn ctrl_c_during_a_grid_run_stops_the_engine_and_leaves_a_usable_cache() {
+    let (dir, _) = project(3000);
+    let root = dir.path();
+    std::fs::write(
+        root.join("grid.toml"),
+        "name = \"stop\"\nunit = \"doc\"\nk = [10]\nfilter = \"in_query\"\n[permissions]\nsynthetic_groups = 10\n\
+         [corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
+    )
+    .unwrap();
+    let run = || {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+        cmd.arg("run").arg(root.join("grid.toml")).arg("--out").arg(root.join("results"));
+        cmd.arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
+        cmd.arg("--engines").arg(repo().join("engines"));
+        cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+        cmd
+    };
+    interrupt_once_the_server_is_ready(run().spawn().unwrap());
+    // What an interrupted run wrote stays in its hidden `.RUN.partial` staging folder.
+    let written: Vec<String> = std::fs::read_dir(root.join("results/stop"))
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(written.iter().all(|n| n.starts_with('.') && n.ends_with(".partial")), "{written:?}");
+    let out = run().output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(root.join("results/stop/latest/matrix.json").is_file());
 }
 
 /// `ragsweep engines install` from a wheel already fetched (no network): unpacked and runnable;
