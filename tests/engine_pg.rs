@@ -290,6 +290,10 @@ analyzer = "simple"
         let read = |f: &str| std::fs::read_to_string(latest.join(f)).unwrap();
         let matrix: serde_json::Value = serde_json::from_str(&read("matrix.json")).unwrap();
         let manifest: serde_json::Value = serde_json::from_str(&read("manifest.json")).unwrap();
+        assert!(
+            read("report.html").contains("\"under_return\":{\"@10\":"),
+            "the report's matrix has the parity columns"
+        );
         (matrix, manifest, read("per_query.jsonl"), read("matrix.csv"))
     };
     let (matrix, manifest, per_query, csv) = run();

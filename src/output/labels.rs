@@ -14,7 +14,7 @@ const CHUNKER_KEYS: [&str; 5] = ["chunker", "chunk_size", "chunk_overlap", "titl
 const IMPLIED: [(&str, &str); 1] = [("engine", "in_process")];
 
 /// A cell's value of configuration key `key` (the implied value when absent).
-fn value_of<'r>(r: &'r Row, key: &str) -> &'r str {
+pub fn value_of<'r>(r: &'r Row, key: &str) -> &'r str {
     let implied = IMPLIED.iter().find(|(k, _)| *k == key).map_or("", |(_, v)| *v);
     r.config.get(key).map_or(implied, String::as_str)
 }

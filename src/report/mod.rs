@@ -57,6 +57,8 @@ fn row_data(r: &Row) -> Value {
         "leaks": r.leaks,
         "restricted_hits": r.restricted_hits,
         "short": r.short_lists,
+        "under_return": r.under_return,
+        "recall_vs_oracle": r.recall_vs_oracle,
         "metrics": metrics,
         "p50": r.latency.as_ref().map(|l| l.p50_ms),
         "p95": r.latency.as_ref().map(|l| l.p95_ms),
@@ -141,10 +143,8 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
                 RetrieverSpec::Hybrid { .. } => "hybrid",
             };
             let row = matrix.rows.iter().find(|r| r.cell == c.cell);
-            let config: serde_json::Map<String, Value> = varying
-                .iter()
-                .map(|k| (k.clone(), json!(row.and_then(|r| r.config.get(k)).cloned().unwrap_or_default())))
-                .collect();
+            let config: serde_json::Map<String, Value> =
+                varying.iter().map(|k| (k.clone(), json!(row.map_or("", |r| labels::value_of(r, k))))).collect();
             let short = short.get(&c.cell).cloned().unwrap_or_else(|| c.label.clone());
             json!({"id": c.cell, "label": c.label, "short": short, "family": family, "config": config})
         })

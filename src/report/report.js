@@ -358,6 +358,12 @@ function matrixTable() {
   if (D.priced) cols.push({ name: `$ per 1k queries @${cut}`, get: (c) => (r(c).usd ? r(c).usd["@" + cut] : null) });
   cols.push({ name: "leaks", get: (c) => splits.reduce((n, s) => n + ((rowOf(c.id, s) || {}).leaks || 0), 0) });
   cols.push({ name: `short lists @${cut}`, get: (c) => splits.reduce((n, s) => n + (((rowOf(c.id, s) || {}).short || {})["@" + cut] || 0), 0) });
+  if (D.rows.some((x) => Object.keys(x.under_return || {}).length)) {
+    // Filter parity against the oracle (cells with an approximate or engine source; "–" for the others).
+    const parity = (c, key) => (r(c)[key] || {})["@" + cut] ?? null;
+    cols.push({ name: `under-return @${cut} (${main})`, get: (c) => parity(c, "under_return") });
+    cols.push({ name: `recall vs oracle @${cut} (${main})`, get: (c) => parity(c, "recall_vs_oracle") });
+  }
   cols.push({ name: "tied with best", text: true, get: (c) => (r(c).tied === true ? "yes" : r(c).tied === false ? "no" : "") });
   cols.push({ name: "configuration", text: true, get: (c) => c.label });
   const show = (col, c) => { const v = col.get(c); if (col.ci) { const t = col.ci(c); return t ? mean(t) : "–"; } return typeof v === "number" ? (Number.isInteger(v) ? String(v) : fmt(v, v >= 100 ? 0 : v >= 1 ? 2 : 4)) : v ?? "–"; };
