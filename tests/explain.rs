@@ -141,3 +141,39 @@ fn explain_ranks_and_scores_equal_the_run_for_every_cell_kind_and_filter() {
     }
     assert!(checked > 18 * 20, "every cell and case explained: {checked}");
 }
+
+/// A case whose best relevant item is the cell's first item is shown once, as the top, and is
+/// never said to have no relevant item.
+#[test]
+fn a_relevant_top_item_is_not_reported_as_missing() {
+    let f = Fixture::new(
+        &[
+            ("ferias.md", "# Férias\nO prazo de férias é de 30 dias.\n"),
+            ("ponto.md", "# Ponto\nO ponto é eletrônico.\n"),
+        ],
+        r#"[{"id": "q1", "question": "qual o prazo de férias?", "relevant": ["ferias"]}]"#,
+        "name = \"top\"\nunit = \"doc\"\nk = [1, 2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let out = f.path().join("out");
+    f.cmd()
+        .args(["run", "-q", "--cache"])
+        .arg(f.path().join("cache"))
+        .arg("--out")
+        .arg(&out)
+        .arg("exp.toml")
+        .assert()
+        .success();
+    let output = f
+        .cmd()
+        .args(["explain"])
+        .arg(out.join("top/latest"))
+        .args(["--cell", "c01", "--case", "q1", "--cache"])
+        .arg(f.path().join("cache"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(text.contains("top (#1, relevant): ferias"), "{text}");
+    assert!(!text.contains("no relevant item"), "{text}");
+}

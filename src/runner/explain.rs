@@ -313,7 +313,8 @@ pub fn render(e: &Explanation) -> String {
     if e.items.is_empty() {
         let _ = writeln!(s, "\nthe cell returned nothing for this case");
     }
-    if !e.items.iter().any(|i| i.role == "best relevant") && e.answerable {
+    // The top item may be the best relevant one (then listed once, as the top).
+    if !e.items.iter().any(|i| i.labelled && i.role != "asked") && e.answerable {
         let _ = writeln!(s, "\nno relevant item in the first {} of the cell's search", e.deeper_depth);
     }
     for item in &e.items {
