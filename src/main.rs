@@ -1194,19 +1194,18 @@ fn bench_filter(
         }
     }
     if let Some((engines, ef_search)) = engine {
-        use ragsweep::engine::{parity, pg::PgServer};
+        use ragsweep::engine::{parity, pgvector::PgEngine};
         let started = std::time::Instant::now();
-        let server = PgServer::start(&engines.join("pg"))?;
-        let mut conn = server.connect()?;
-        let build = parity::load(&mut conn, exact.vectors(), dim, parity::HnswBuild { m, ef_construction: efc })?;
+        let (engine, _) = PgEngine::start(&engines.join("pg"), None, None)?;
+        let tables = parity::load(&engine, &exact, m, efc)?;
+        let build = tables.scan.build_seconds + tables.graph.build_seconds;
         eprintln!(
-            "\npg: private server in {} ready in {:.1}s; {n_chunks} vectors loaded, GIN (acl) and HNSW m={m} ef_construction={efc} built in {build:.1}s",
-            server.dir().display(),
+            "\npg: private server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
             started.elapsed().as_secs_f64() - build
         );
         let fractions = [0.01, 0.10, 0.50, 0.90];
         let mut rows = parity::measure_in_process(&hnsw, &exact, &queries, 10, ef_search, &fractions);
-        rows.extend(parity::measure(&server, &exact, &queries, 10, ef_search, &fractions)?);
+        rows.extend(parity::measure(&engine, &tables, &exact, &queries, 10, ef_search, &fractions)?);
         rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
         println!(
             "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; `WHERE acl && groups ORDER BY distance LIMIT 10` against the exact filtered top 10 of the same vectors.\n",

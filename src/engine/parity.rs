@@ -10,10 +10,12 @@
 
 use std::time::Instant;
 
-use crate::engine::pg::{text_array, vector_literal, PgConn, PgServer};
+use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::error::Result;
 use crate::results::percentile;
+use crate::retrieve::source::{Query, RankingSource, Restriction};
 use crate::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex};
+use crate::vocab::IterativeScan;
 
 /// Groups the chunks are spread over.
 pub const TENANTS: usize = 100;
@@ -28,13 +30,6 @@ pub fn tenant(i: usize) -> usize {
 pub fn groups(fraction: f64) -> Vec<String> {
     let n = ((fraction * TENANTS as f64).round() as usize).clamp(1, TENANTS);
     (0..n).map(|t| format!("t{t}")).collect()
-}
-
-/// How the engine indexes the vectors.
-#[derive(Debug, Clone, Copy)]
-pub struct HnswBuild {
-    pub m: usize,
-    pub ef_construction: usize,
 }
 
 /// One measured setting at one allowed fraction.
@@ -54,42 +49,25 @@ pub struct ParityRow {
     pub recall_vs_oracle: f64,
 }
 
-/// Loads `vectors` (unit length, `dim` each) with their ACLs into a fresh table, builds the
-/// GIN index on the ACL and an HNSW index (inner product), and returns the build seconds.
-pub fn load(conn: &mut PgConn, vectors: &[f32], dim: usize, hnsw: HnswBuild) -> Result<f64> {
-    conn.query("CREATE EXTENSION IF NOT EXISTS vector")?;
-    conn.query(&format!(
-        "DROP TABLE IF EXISTS chunks; CREATE TABLE chunks (id integer PRIMARY KEY, acl text[] NOT NULL, embedding vector({dim}) NOT NULL)"
-    ))?;
-    let mut data = Vec::with_capacity(vectors.len() * 10);
-    for (i, v) in vectors.chunks_exact(dim).enumerate() {
-        data.extend_from_slice(format!("{i}\t{{t{}}}\t{}\n", tenant(i), vector_literal(v)).as_bytes());
-    }
-    conn.copy_in("COPY chunks (id, acl, embedding) FROM STDIN", &data)?;
-    let started = Instant::now();
-    conn.query("CREATE INDEX ON chunks USING gin (acl)")?;
-    conn.query(&format!(
-        "SET maintenance_work_mem = '512MB'; CREATE INDEX ON chunks USING hnsw (embedding vector_ip_ops) WITH (m = {}, ef_construction = {})",
-        hnsw.m, hnsw.ef_construction
-    ))?;
-    conn.query("ANALYZE chunks")?;
-    Ok(started.elapsed().as_secs_f64())
+/// The engine's tables of the vectors, each chunk's tenant as its ACL.
+pub struct Tables {
+    /// No vector index: the engine's exact scan.
+    pub scan: PgTable,
+    /// An HNSW index (inner product).
+    pub graph: PgTable,
+    pub graph_build: VectorBuild,
 }
 
-/// The settings measured: an exact scan in the engine (no vector index), then HNSW at
-/// `ef_search` with each iterative-scan mode.
-pub fn settings(ef_search: usize) -> Vec<(String, String)> {
-    let mut out = vec![(
-        "pg exact (no vector index)".to_string(),
-        "SET enable_indexscan = off; SET hnsw.iterative_scan = off".to_string(),
-    )];
-    for mode in ["off", "relaxed_order", "strict_order"] {
-        out.push((
-            format!("pg hnsw ef_search={ef_search} iterative_scan={mode}"),
-            format!("SET enable_indexscan = on; SET hnsw.ef_search = {ef_search}; SET hnsw.iterative_scan = {mode}"),
-        ));
-    }
-    out
+/// Loads [`Tables`] through the loader of grid cells, the graph with `m` and `ef_construction`.
+pub fn load(engine: &PgEngine, exact: &ExactIndex, m: usize, ef_construction: usize) -> Result<Tables> {
+    let groups: Vec<[String; 1]> = (0..exact.len()).map(|i| [format!("t{}", tenant(i))]).collect();
+    let acl = |i: usize| Some(&groups[i][..]);
+    let dim = exact.vectors().len() / exact.len().max(1);
+    let scan = engine.vector_table("bench_exact", exact.vectors(), dim, &acl, VectorBuild::Exact)?;
+    let graph_build = VectorBuild::Hnsw { m, ef_construction };
+    let graph =
+        engine.vector_table(&format!("bench_hnsw_{m}_{ef_construction}"), exact.vectors(), dim, &acl, graph_build)?;
+    Ok(Tables { scan, graph, graph_build })
 }
 
 /// A user allowed `fraction`: the allowed set, how many chunks it holds, the exact top `k` of
@@ -173,42 +151,55 @@ pub fn measure_in_process(
     out
 }
 
-/// Measures every setting at every fraction with `queries` (unit vectors, `dim` each), top `k`.
+/// Measures the engine's exact scan, then HNSW at `ef_search` with each iterative-scan mode,
+/// at every fraction with `queries` (unit vectors), top `k`: each query is a grid cell's
+/// search (`PgVectorSource`), the filter inside it.
 pub fn measure(
-    server: &PgServer,
+    engine: &PgEngine,
+    tables: &Tables,
     exact: &ExactIndex,
     queries: &[&[f32]],
     k: usize,
     ef_search: usize,
     fractions: &[f64],
 ) -> Result<Vec<ParityRow>> {
-    let mut conn = server.connect()?;
+    let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan };
+    let mut settings = vec![(
+        "pg exact (no vector index)".to_string(),
+        PgVectorSource {
+            engine,
+            table: &tables.scan,
+            exact,
+            build: VectorBuild::Exact,
+            query: query(IterativeScan::Off),
+        },
+    )];
+    for mode in [IterativeScan::Off, IterativeScan::RelaxedOrder, IterativeScan::StrictOrder] {
+        settings.push((
+            format!("pg hnsw ef_search={ef_search} iterative_scan={}", mode.as_str()),
+            PgVectorSource { engine, table: &tables.graph, exact, build: tables.graph_build, query: query(mode) },
+        ));
+    }
     let mut out = Vec::new();
     for &fraction in fractions {
-        let (_, visible, truth, groups) = access(exact, queries, k, fraction);
-        let filter = text_array(&groups);
-        for (setting, set) in settings(ef_search) {
-            conn.query(&set)?;
+        let (allowed, visible, truth, groups) = access(exact, queries, k, fraction);
+        let restriction = Restriction { allowed: &allowed, groups: &groups };
+        for (setting, source) in &settings {
+            let search = |q: &[f32]| source.search(&Query { text: "", vector: q }, k, Some(&restriction));
             // Warm-up: the index pages in memory, as a serving engine has them.
             for q in queries.iter().take(10) {
-                conn.query(&sql(&filter, q, k))?;
+                search(q)?;
             }
             let mut tally = Tally::new();
             for (q, truth) in queries.iter().zip(&truth) {
-                let text = sql(&filter, q, k);
                 let started = Instant::now();
-                let result = conn.query(&text)?;
+                let hits = search(q)?;
                 let micros = started.elapsed().as_secs_f64() * 1e6;
-                let ids: Vec<u32> = result.iter().filter_map(|r| r.first()?.as_ref()?.parse().ok()).collect();
+                let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
                 tally.add(micros, &ids, truth, k, visible);
             }
-            out.push(tally.row(fraction, setting, &truth));
+            out.push(tally.row(fraction, setting.clone(), &truth));
         }
     }
     Ok(out)
-}
-
-/// The query an application sends: the filter inside the query, nearest first.
-fn sql(filter: &str, q: &[f32], k: usize) -> String {
-    format!("SELECT id FROM chunks WHERE acl && {filter} ORDER BY embedding <#> '{}' LIMIT {k}", vector_literal(q))
 }
