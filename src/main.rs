@@ -903,6 +903,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
                 println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
             }
+            if prepared.plan.indexes.iter().any(ragsweep::plan::IndexSpec::in_engine) {
+                let install = dirs.engines().join("pg");
+                println!("{}", ragsweep::engine::pgvector::check(&install, prepared.pg_server.as_ref())?);
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

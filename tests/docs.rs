@@ -61,7 +61,9 @@ fn one_document_experiment(dir: &Path, sections: &str, retriever: &str) -> PathB
 }
 
 fn validate(experiment: &Path, models: &Path) -> std::process::Output {
-    ragsweep().arg("validate").arg(experiment).arg("--models").arg(models).output().unwrap()
+    let mut cmd = ragsweep();
+    cmd.arg("validate").arg(experiment).arg("--models").arg(models).arg("--engines").arg(repo().join("engines"));
+    cmd.output().unwrap()
 }
 
 #[test]

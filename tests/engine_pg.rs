@@ -456,6 +456,11 @@ model = "random-64"
         cmd.env("RAGSWEEP_TEST_PG_PASSWORD", secret);
         cmd
     };
+    let mut validate = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
+    validate.arg("validate").arg(root.join("own.toml")).arg("--models").arg(root.join("models"));
+    validate.env("RAGSWEEP_TEST_PG_PASSWORD", password).assert().success().stdout(predicates::str::contains(
+        "engine pg: the experiment's server (PostgreSQL 18.4, pgvector 0.8.5 available), logged in",
+    ));
     let wrong = run("not the password").assert().code(2);
     let stderr = String::from_utf8_lossy(&wrong.get_output().stderr).into_owned();
     assert!(stderr.contains("password authentication failed"), "{stderr}");
@@ -481,4 +486,41 @@ model = "random-64"
         }
     }
     assert!(!root.join("cache/pg").exists(), "no server of ours, no data folder of ours");
+}
+
+/// `validate` says which PostgreSQL engine cells will use, and without one installed both
+/// `validate` and `run` stop with the install command before any work; nothing is written.
+#[test]
+fn engine_cells_without_an_installed_engine_stop_before_any_work() {
+    let (dir, _) = project(200);
+    let root = dir.path();
+    std::fs::write(
+        root.join("pg.toml"),
+        "name = \"pg\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n",
+    )
+    .unwrap();
+    let cmd = |command: &str, engines: &Path| {
+        let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
+        cmd.arg(command).arg(root.join("pg.toml")).arg("--models").arg(root.join("models"));
+        cmd.arg("--engines").arg(engines);
+        if command == "run" {
+            cmd.arg("--out").arg(root.join("results")).arg("--cache").arg(root.join("cache"));
+        }
+        cmd
+    };
+    cmd("validate", &repo().join("engines"))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("engine pg: PostgreSQL in"));
+    let missing = root.join("no-engines");
+    for command in ["validate", "run"] {
+        cmd(command, &missing)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("no PostgreSQL in"))
+            .stderr(predicates::str::contains("scripts/install-engines.sh"));
+    }
+    assert!(!root.join("results/pg").exists(), "nothing written");
+    assert!(!root.join("cache/embeddings").exists(), "nothing embedded before the engine was found");
 }

@@ -110,6 +110,35 @@ fn acl_filter(restrict: Option<&Restriction<'_>>) -> String {
     })
 }
 
+/// What `validate` says of the engine, without starting a server or writing to the user's:
+/// the installed PostgreSQL, or the user's server reached with pgvector available.
+pub fn check(install: &Path, own: Option<&Endpoint>) -> Result<String> {
+    match own {
+        None => {
+            let postgres = install.join("bin/postgres");
+            if !postgres.is_file() {
+                return Err(fail(format!(
+                    "no PostgreSQL in {}: run scripts/install-engines.sh (or pass --engines)",
+                    install.display()
+                )));
+            }
+            Ok(format!("engine pg: PostgreSQL in {}, a private server per run", install.display()))
+        }
+        Some(endpoint) => {
+            let mut conn = PgConn::connect(endpoint)?;
+            let rows = conn.query("SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")?;
+            let version = rows.first().and_then(|r| r.first().cloned().flatten()).ok_or_else(|| {
+                fail("the server has no pgvector (extension `vector` is not available): install it there")
+            })?;
+            let version_of = conn.query("SHOW server_version")?;
+            let server = version_of.first().and_then(|r| r.first().cloned().flatten()).unwrap_or_default();
+            Ok(format!(
+                "engine pg: the experiment's server (PostgreSQL {server}, pgvector {version} available), logged in"
+            ))
+        }
+    }
+}
+
 impl PgEngine {
     /// Starts a server from `install`, its data folder in `cache` when given (so tables built by
     /// earlier runs are reused), or connects to `own` (the user's server); returns a note when the

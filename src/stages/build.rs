@@ -184,9 +184,10 @@ impl Built {
 
 /// Builds every stage of `plan`, appending a report per stage to `stages`.
 pub fn build(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Built> {
+    // The engine first: a server that cannot start stops the run before any work.
+    let engine = engine_stage(plan, ctx, stages)?;
     let (sets, text_keys) = chunk_stage(plan, ctx, stages)?;
-    let mut built =
-        Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new(), engine: None };
+    let mut built = Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new(), engine };
     embed_stage(plan, ctx, &mut built, stages)?;
     index_stage(plan, ctx, &mut built, stages)?;
     let (repairs, seconds) = ctx.store.checks();
@@ -350,6 +351,26 @@ fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[Stri
     Ok(total)
 }
 
+/// The serving engine, when a cell is served by one: our server started (its data in the stage
+/// cache), or the experiment's own server connected.
+fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Option<PgEngine>> {
+    if !plan.indexes.iter().any(IndexSpec::in_engine) {
+        return Ok(None);
+    }
+    let t = Instant::now();
+    let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir), ctx.pg_server.cloned())?;
+    let what = match ctx.pg_server {
+        Some(_) => "connected to the experiment's PostgreSQL server",
+        None => "PostgreSQL + pgvector server started",
+    };
+    let mut r = StageReport::new("engine", what.into(), t.elapsed().as_secs_f64());
+    if let Some(note) = note {
+        r.key = format!("{}; {note}", r.key);
+    }
+    stages.push(r);
+    Ok(Some(engine))
+}
+
 /// An engine table's build as a cache record: reused or built, and what building it cost.
 fn engine_record(table: &PgTable) -> Cached<()> {
     Cached { value: (), build: cache::BuildRecord { seconds: table.build_seconds }, reused: table.reused }
@@ -369,20 +390,6 @@ fn index_stage(
         ExactIndex::new(models[job.model.0].dim, built.vectors[embedding.0].passages.clone())
     };
     let pb = (ctx.bar)(plan.indexes.len(), "index");
-    if plan.indexes.iter().any(IndexSpec::in_engine) {
-        let t = Instant::now();
-        let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir), ctx.pg_server.cloned())?;
-        let what = match ctx.pg_server {
-            Some(_) => "connected to the experiment's PostgreSQL server",
-            None => "PostgreSQL + pgvector server started",
-        };
-        let mut r = StageReport::new("engine", what.into(), t.elapsed().as_secs_f64());
-        if let Some(note) = note {
-            r.key = format!("{}; {note}", r.key);
-        }
-        stages.push(r);
-        built.engine = Some(engine);
-    }
     // Per chunk set: each chunk's ACL, and their content key (engine tables store them).
     let acls: Vec<Vec<Option<&[String]>>> = built
         .sets
