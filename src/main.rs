@@ -1259,6 +1259,7 @@ fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
             ("index", _) if stage.key.starts_with("exact") => {}
             ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
             ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),
+            ("engine", _) => eprintln!("engine: {} in {:.1}s", stage.key, stage.seconds),
             _ => {}
         }
     }
