@@ -26,26 +26,39 @@ fn project(documents: usize) -> (tempfile::TempDir, PathBuf) {
     std::fs::create_dir_all(root.join("models/random-64")).unwrap();
     std::fs::write(root.join("models/random-64/model.toml"), "id = \"random-64\"\nkind = \"random\"\ndim = 64\n")
         .unwrap();
-    std::fs::write(
-        root.join("exp.toml"),
-        "name = \"pg-parity\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n\
-         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
-    )
-    .unwrap();
-    let experiment = root.join("exp.toml");
+    let hnsw =
+        "[[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n";
+    let experiment = experiment(root, "pg-parity", "", hnsw);
     (dir, experiment)
 }
 
 fn bench(root: &Path, experiment: &Path) -> std::process::Command {
+    let mut cmd = ragsweep_in(root, "bench-filter", experiment, &repo().join("engines"));
+    cmd.args(["--queries", "40", "--engine", "pg", "--cache"]).arg(root.join("cache"));
+    cmd
+}
+
+/// Writes `NAME.toml` in `root`: an experiment over the project's corpus (doc unit, k = 10, one
+/// whole-document chunker) with `head` (top-level keys, then tables such as `[permissions]`)
+/// and `retrievers` (`[[retrievers]]` tables).
+fn experiment(root: &Path, name: &str, head: &str, retrievers: &str) -> PathBuf {
+    let path = root.join(format!("{name}.toml"));
+    let text = format!(
+        "name = \"{name}\"\nunit = \"doc\"\nk = [10]\n{head}[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
+         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n{retrievers}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `ragsweep COMMAND EXPERIMENT` with the project's models and `engines`; a run also gets the
+/// project's cache and results folder.
+fn ragsweep_in(root: &Path, command: &str, experiment: &Path, engines: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-    cmd.arg("bench-filter")
-        .arg(experiment)
-        .args(["--queries", "40", "--engine", "pg", "--engines"])
-        .arg(repo().join("engines"))
-        .arg("--models")
-        .arg(root.join("models"))
-        .arg("--cache")
-        .arg(root.join("cache"));
+    cmd.arg(command).arg(experiment).arg("--models").arg(root.join("models")).arg("--engines").arg(engines);
+    if command == "run" {
+        cmd.arg("--out").arg(root.join("results")).arg("--cache").arg(root.join("cache"));
+    }
     cmd
 }
 
@@ -147,18 +160,14 @@ fn ctrl_c_stops_the_private_server() {
 fn ctrl_c_during_a_grid_run_stops_the_engine_and_leaves_a_usable_cache() {
     let (dir, _) = project(3000);
     let root = dir.path();
-    std::fs::write(
-        root.join("grid.toml"),
-        "name = \"stop\"\nunit = \"doc\"\nk = [10]\nfilter = \"in_query\"\n[permissions]\nsynthetic_groups = 10\n\
-         [corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
-         [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
-    )
-    .unwrap();
+    let grid = experiment(
+        root,
+        "stop",
+        "filter = \"in_query\"\n[permissions]\nsynthetic_groups = 10\n",
+        "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
+    );
     let run = || {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-        cmd.arg("run").arg(root.join("grid.toml")).arg("--out").arg(root.join("results"));
-        cmd.arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
-        cmd.arg("--engines").arg(repo().join("engines"));
+        let mut cmd = ragsweep_in(root, "run", &grid, &repo().join("engines"));
         cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
         cmd
     };
@@ -238,22 +247,11 @@ fn a_grid_served_by_pg_filters_in_the_query_and_measures_under_return_against_th
     );
     let (dir, _) = project(3000);
     let root = dir.path();
-    std::fs::write(
-        root.join("grid.toml"),
-        r#"name = "pg-grid"
-unit = "doc"
-k = [10]
-filter = ["none", "in_query"]
-[permissions]
-synthetic_groups = 10
-[corpus]
-path = "corpus"
-[golden]
-path = "corpus"
-reserved = ["test"]
-[[chunkers]]
-kind = "none"
-[[retrievers]]
+    let grid = experiment(
+        root,
+        "pg-grid",
+        "filter = [\"none\", \"in_query\"]\n[permissions]\nsynthetic_groups = 10\n",
+        r#"[[retrievers]]
 kind = "dense"
 model = "random-64"
 [[retrievers]]
@@ -274,13 +272,9 @@ kind = "fulltext"
 engine = "pg"
 analyzer = "simple"
 "#,
-    )
-    .unwrap();
+    );
     let run = || {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-        cmd.arg("run").arg(root.join("grid.toml")).arg("--out").arg(root.join("results"));
-        cmd.arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
-        cmd.arg("--engines").arg(repo().join("engines"));
+        let mut cmd = ragsweep_in(root, "run", &grid, &repo().join("engines"));
         let child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
         let pid = child.id();
         let out = child.wait_with_output().unwrap();
@@ -417,48 +411,26 @@ fn an_experiment_can_point_at_its_own_password_protected_server() {
     let server = OwnServer::start(password);
     let (dir, _) = project(500);
     let root = dir.path();
-    std::fs::write(
-        root.join("own.toml"),
-        format!(
-            r#"name = "own"
-unit = "doc"
-k = [10]
-filter = "in_query"
-[permissions]
-synthetic_groups = 4
-[engines.pg]
-url = "postgresql://evals@127.0.0.1:{}/postgres"
-password_env = "RAGSWEEP_TEST_PG_PASSWORD"
-[corpus]
-path = "corpus"
-[golden]
-path = "corpus"
-reserved = ["test"]
-[[chunkers]]
-kind = "none"
-[[retrievers]]
-kind = "dense"
-model = "random-64"
-[[retrievers]]
-kind = "dense"
-engine = "pg"
-model = "random-64"
-"#,
-            server.port
-        ),
-    )
-    .unwrap();
-    let run = |secret: &str| {
-        let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
-        cmd.arg("run").arg(root.join("own.toml")).arg("--out").arg(root.join("results"));
-        cmd.arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
-        cmd.arg("--engines").arg(root.join("no-engines-here"));
+    let head = format!(
+        "filter = \"in_query\"\n[permissions]\nsynthetic_groups = 4\n[engines.pg]\n\
+         url = \"postgresql://evals@127.0.0.1:{}/postgres\"\npassword_env = \"RAGSWEEP_TEST_PG_PASSWORD\"\n",
+        server.port
+    );
+    let own = experiment(
+        root,
+        "own",
+        &head,
+        "[[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\n\
+         [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n",
+    );
+    // No engine installed where it points: the user's server is all the run needs.
+    let command = |name: &str, secret: &str| {
+        let mut cmd = ragsweep_in(root, name, &own, &root.join("no-engines-here"));
         cmd.env("RAGSWEEP_TEST_PG_PASSWORD", secret);
-        cmd
+        assert_cmd::Command::from_std(cmd)
     };
-    let mut validate = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
-    validate.arg("validate").arg(root.join("own.toml")).arg("--models").arg(root.join("models"));
-    validate.env("RAGSWEEP_TEST_PG_PASSWORD", password).assert().success().stdout(predicates::str::contains(
+    let run = |secret: &str| command("run", secret);
+    command("validate", password).assert().success().stdout(predicates::str::contains(
         "engine pg: the experiment's server (PostgreSQL 18.4, pgvector 0.8.5 available), logged in",
     ));
     let wrong = run("not the password").assert().code(2);
@@ -494,21 +466,8 @@ model = "random-64"
 fn engine_cells_without_an_installed_engine_stop_before_any_work() {
     let (dir, _) = project(200);
     let root = dir.path();
-    std::fs::write(
-        root.join("pg.toml"),
-        "name = \"pg\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n\
-         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n",
-    )
-    .unwrap();
-    let cmd = |command: &str, engines: &Path| {
-        let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
-        cmd.arg(command).arg(root.join("pg.toml")).arg("--models").arg(root.join("models"));
-        cmd.arg("--engines").arg(engines);
-        if command == "run" {
-            cmd.arg("--out").arg(root.join("results")).arg("--cache").arg(root.join("cache"));
-        }
-        cmd
-    };
+    let pg = experiment(root, "pg", "", "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n");
+    let cmd = |command: &str, engines: &Path| assert_cmd::Command::from_std(ragsweep_in(root, command, &pg, engines));
     cmd("validate", &repo().join("engines"))
         .assert()
         .success()
