@@ -483,3 +483,72 @@ fn engine_cells_without_an_installed_engine_stop_before_any_work() {
     assert!(!root.join("results/pg").exists(), "nothing written");
     assert!(!root.join("cache/embeddings").exists(), "nothing embedded before the engine was found");
 }
+
+/// Group names with commas, quotes, backslashes and spaces reach the engine's ACL column and
+/// its filter intact: each user sees exactly the documents the in-process filter shows them.
+#[test]
+fn odd_group_names_filter_in_the_engine_as_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    let docs = [
+        ("lab.md", r#"acl: ["r&d, \"lab\""]"#, "O protocolo do laboratório exige luvas nitrílicas."),
+        ("cofre.md", r#"acl: ["a\\b", "x y"]"#, "O cofre abre com a senha trimestral do financeiro."),
+        ("geral.md", "", "O refeitório abre às onze horas."),
+    ];
+    for (name, acl, text) in docs {
+        let front = if acl.is_empty() { String::new() } else { format!("---\n{acl}\n---\n") };
+        std::fs::write(root.join("docs").join(name), format!("{front}# {name}\n{text}\n")).unwrap();
+    }
+    std::fs::write(
+        root.join("golden.jsonl"),
+        concat!(
+            r#"{"id": "q1", "question": "luvas no laboratório", "relevant": ["lab"], "groups": ["r&d, \"lab\""]}"#,
+            "\n",
+            r#"{"id": "q2", "question": "senha do cofre", "relevant": ["cofre"], "groups": ["a\\b"]}"#,
+            "\n",
+            r#"{"id": "q3", "question": "horário do refeitório", "relevant": ["geral"], "groups": ["x"]}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("models/random-64")).unwrap();
+    std::fs::write(root.join("models/random-64/model.toml"), "id = \"random-64\"\nkind = \"random\"\ndim = 64\n")
+        .unwrap();
+    let exp = root.join("odd.toml");
+    std::fs::write(
+        &exp,
+        "name = \"odd\"\nunit = \"doc\"\nk = [3]\nreserved_fraction = 0.0\nfilter = \"in_query\"\n\
+         [corpus]\npath = \"docs\"\n[golden]\npath = \"golden.jsonl\"\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\n\
+         [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n\
+         [[retrievers]]\nkind = \"fulltext\"\nengine = \"pg\"\nanalyzer = \"pt\"\n",
+    )
+    .unwrap();
+    let out = ragsweep_in(root, "run", &exp, &repo().join("engines")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let per_query = std::fs::read_to_string(root.join("results/odd/latest/per_query.jsonl")).unwrap();
+    let top = |cell: &str, case: &str| -> Vec<String> {
+        per_query
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|l| l["cell"] == cell && l["case"] == case)
+            .unwrap()["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect()
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(top("c01", "q1")), ["geral", "lab"], "the lab user sees the lab and the public document");
+    assert_eq!(sorted(top("c01", "q2")), ["cofre", "geral"]);
+    assert_eq!(sorted(top("c01", "q3")), ["geral"]);
+    for case in ["q1", "q2", "q3"] {
+        assert_eq!(top("c02", case), top("c01", case), "pgvector's filter matches the in-process one for {case}");
+        assert!(top("c03", case).iter().all(|d| top("c01", case).contains(d)), "full text sees no more: {case}");
+    }
+}

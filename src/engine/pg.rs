@@ -133,6 +133,18 @@ fn give(path: &Path, run_as: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// The binaries folder of the PostgreSQL installation `install` (`engines/pg`), absolute.
+pub fn binaries(install: &Path) -> Result<PathBuf> {
+    let bin = install.join("bin");
+    if !bin.join("postgres").is_file() {
+        return Err(fail(format!(
+            "no PostgreSQL in {}: run scripts/install-engines.sh (or pass --engines)",
+            install.display()
+        )));
+    }
+    std::path::absolute(&bin).map_err(|e| Error::io(&bin, e))
+}
+
 impl PgServer {
     /// Starts a private server from the PostgreSQL installation `install` (`engines/pg`), its
     /// data in a temporary folder.
@@ -187,14 +199,7 @@ impl PgServer {
     }
 
     fn start_in(install: &Path, kept: Option<PathBuf>, lock: Option<std::fs::File>) -> Result<PgServer> {
-        let bin = install.join("bin");
-        if !bin.join("postgres").is_file() {
-            return Err(fail(format!(
-                "no PostgreSQL in {}: run scripts/install-engines.sh (or pass --engines)",
-                install.display()
-            )));
-        }
-        let bin = std::path::absolute(&bin).map_err(|e| Error::io(&bin, e))?;
+        let bin = binaries(install)?;
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         let dir = std::env::temp_dir().join(format!("ragsweep-pg-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
-use crate::engine::pg::{fail, text_array, vector_literal, PgConn, PgServer};
+use crate::engine::pg::{binaries, fail, text_array, vector_literal, PgConn, PgServer};
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -78,14 +78,21 @@ pub struct PgTable {
 /// Each chunk's ACL as the table stores it: its document's groups, or [`PUBLIC`].
 pub type ChunkAcl<'a> = &'a (dyn Fn(usize) -> Option<&'a [String]> + Sync);
 
+/// A value as a column of `COPY … FROM STDIN` (text format): backslashes, tabs and line breaks
+/// escaped, NUL dropped.
+fn copy_field(value: &str) -> String {
+    value.replace('\0', "").replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n").replace('\r', "\\r")
+}
+
+/// A chunk's ACL as a `text[]` literal for `COPY`.
 fn acl_literal(acl: Option<&[String]>) -> String {
     let groups: Vec<String> = match acl {
         None => vec![PUBLIC.to_string()],
         Some(g) => g.to_vec(),
     };
     let inner: Vec<String> =
-        groups.iter().map(|g| format!("\"{}\"", g.replace('\\', "\\\\\\\\").replace('"', "\\\\\""))).collect();
-    format!("{{{}}}", inner.join(","))
+        groups.iter().map(|g| format!("\"{}\"", g.replace('\\', "\\\\").replace('"', "\\\""))).collect();
+    copy_field(&format!("{{{}}}", inner.join(",")))
 }
 
 fn text_config(analyzer: crate::analyze::AnalyzerKind) -> &'static str {
@@ -115,14 +122,11 @@ fn acl_filter(restrict: Option<&Restriction<'_>>) -> String {
 pub fn check(install: &Path, own: Option<&Endpoint>) -> Result<String> {
     match own {
         None => {
-            let postgres = install.join("bin/postgres");
-            if !postgres.is_file() {
-                return Err(fail(format!(
-                    "no PostgreSQL in {}: run scripts/install-engines.sh (or pass --engines)",
-                    install.display()
-                )));
-            }
-            Ok(format!("engine pg: PostgreSQL in {}, a private server per run", install.display()))
+            binaries(install)?;
+            Ok(format!(
+                "engine pg: PostgreSQL in {}, started by each run (its data in the stage cache)",
+                install.display()
+            ))
         }
         Some(endpoint) => {
             let mut conn = PgConn::connect(endpoint)?;
@@ -277,13 +281,7 @@ impl PgEngine {
         let config = text_config(analyzer);
         let mut data = Vec::with_capacity(texts.iter().map(String::len).sum::<usize>() + texts.len() * 24);
         for (i, text) in texts.iter().enumerate() {
-            let escaped = text
-                .replace('\0', "")
-                .replace('\\', "\\\\")
-                .replace('\t', "\\t")
-                .replace('\n', "\\n")
-                .replace('\r', "\\r");
-            data.extend_from_slice(format!("{i}\t{}\t{escaped}\n", acl_literal(acl(i))).as_bytes());
+            data.extend_from_slice(format!("{i}\t{}\t{}\n", acl_literal(acl(i)), copy_field(text)).as_bytes());
         }
         self.build(
             &name,
