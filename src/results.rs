@@ -316,6 +316,17 @@ pub struct Parity {
     pub recall_vs_oracle: Option<f64>,
 }
 
+impl Parity {
+    /// A list (best first, cut at k) against the oracle's list of the same query and access.
+    pub fn of<T: PartialEq>(list: &[T], oracle: &[T]) -> Parity {
+        let found = oracle.iter().filter(|item| list.contains(item)).count();
+        Parity {
+            under_return: list.len() < oracle.len(),
+            recall_vs_oracle: (!oracle.is_empty()).then(|| found as f64 / oracle.len() as f64),
+        }
+    }
+}
+
 /// Items listed per case in `per_query.jsonl`.
 pub const PER_QUERY_TOP: usize = 10;
 

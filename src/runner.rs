@@ -134,8 +134,7 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
 
 /// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.
 fn pg_endpoint(spec: &crate::experiment::PgServerSpec) -> Result<crate::engine::connect::Endpoint> {
-    let mut endpoint =
-        crate::engine::connect::Endpoint::parse(&spec.url).map_err(|e| Error::input(spec.at.clone(), e))?;
+    let mut endpoint = spec.endpoint.clone();
     if let Some(var) = &spec.password_env {
         let password = std::env::var(var).map_err(|_| {
             Error::input(spec.at.clone(), format!("`password_env` names {var}, which is not set in the environment"))
@@ -275,19 +274,16 @@ pub fn run_with<'e>(
             retriever: built.retriever(planned),
             model: plan.cell_model(planned),
         };
-        let oracle = this.retriever.oracle().map(|(oracle, _)| oracle);
         let results: Vec<CaseResult> = (0..cases.len())
             .into_par_iter()
             .map(|ci| {
                 let vector = this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
+                let oracle = scoring.oracle(&this, ci, vector)?;
                 let mut result = scoring.score(&this, ci, &retrieval)?;
-                result.misses = scoring.diagnose(&this, ci, vector, &retrieval)?;
+                result.misses = scoring.diagnose(&this, ci, vector, &retrieval, oracle.as_ref())?;
                 if let Some(oracle) = &oracle {
-                    let access = scoring.access(&this, ci);
-                    let exact =
-                        scoring.retrieve_as(&this, oracle, access, &exp.k, ci, vector, &mut Timing::default())?;
-                    result.parity = parity(&retrieval, &exact, &exp.k);
+                    result.parity = parity(&retrieval, &oracle.retrieval, &exp.k);
                 }
                 pb.inc(1);
                 Ok(result)
@@ -347,12 +343,7 @@ fn parity(r: &Retrieval, oracle: &Retrieval, ks: &[usize]) -> Vec<Parity> {
         .enumerate()
         .map(|(i, &k)| {
             let top = |j: &Judged| -> Vec<String> { j.items.iter().take(k).map(|item| item.key.clone()).collect() };
-            let (mine, theirs) = (top(r.list(i)), top(oracle.list(i)));
-            let found = theirs.iter().filter(|key| mine.contains(key)).count();
-            Parity {
-                under_return: mine.len() < theirs.len(),
-                recall_vs_oracle: (!theirs.is_empty()).then(|| found as f64 / theirs.len() as f64),
-            }
+            Parity::of(&top(r.list(i)), &top(oracle.list(i)))
         })
         .collect()
 }
@@ -679,6 +670,12 @@ fn doc_chunks(corpus: &Corpus, sets: &[crate::stages::chunk::ChunkSet]) -> Vec<V
         .collect()
 }
 
+/// A case's lists from the cell's oracle, and what the replaced sources approximate with.
+struct Oracle {
+    retrieval: Retrieval,
+    approximate: String,
+}
+
 /// One cell as the scoring loop and the timed pass see it.
 struct CellRun<'a> {
     cell: &'a Cell,
@@ -754,6 +751,16 @@ impl Scoring<'_> {
     fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
         let access = self.access(run, case);
         self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, timing)
+    }
+
+    /// The cell's retrieval call with the oracle of each approximate or engine source in its
+    /// place (same access and cut-offs); `None` for a cell without one. Parity columns, the
+    /// `approximation` miss cause and `explain` all read this one call.
+    fn oracle(&self, run: &CellRun<'_>, case: usize, vector: &[f32]) -> Result<Option<Oracle>> {
+        let Some((retriever, approximate)) = run.retriever.oracle() else { return Ok(None) };
+        let access = self.access(run, case);
+        let retrieval = self.retrieve_as(run, &retriever, access, &self.exp.k, case, vector, &mut Timing::default())?;
+        Ok(Some(Oracle { retrieval, approximate }))
     }
 
     /// The cell's retrieval call with another retriever, access or cut-offs (`ks` ascending):

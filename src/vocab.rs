@@ -5,6 +5,16 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The cut-off headline figures are read at when nothing else is chosen: 10 when the grid has
+/// it, else its largest.
+pub fn headline_k(ks: &[usize]) -> usize {
+    if ks.contains(&10) {
+        10
+    } else {
+        ks.iter().copied().max().unwrap_or(10)
+    }
+}
+
 /// The tokenizer that counts context tokens when an experiment names none.
 pub const DEFAULT_COST_TOKENIZER: &str = "o200k_base";
 

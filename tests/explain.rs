@@ -6,6 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use common::Fixture;
 use serde_json::Value;
@@ -40,6 +41,15 @@ fn corpus() -> (Vec<(String, String)>, String) {
     (docs, format!("[{}]", cases.join(",\n")))
 }
 
+/// Runs the fixture's experiment `name` with `models` and returns its run directory.
+fn run(f: &Fixture, name: &str, models: &Path) -> PathBuf {
+    let out = f.path().join("out");
+    let mut cmd = f.cmd();
+    cmd.args(["run", "-q", "--models"]).arg(models).arg("--cache").arg(f.path().join("cache"));
+    cmd.arg("--out").arg(&out).arg("exp.toml").assert().success();
+    out.join(name).join("latest")
+}
+
 #[test]
 fn explain_ranks_and_scores_equal_the_run_for_every_cell_kind_and_filter() {
     let (docs, golden) = corpus();
@@ -57,18 +67,7 @@ fn explain_ranks_and_scores_equal_the_run_for_every_cell_kind_and_filter() {
     let models = f.path().join("models");
     fs::create_dir_all(models.join("random-16")).unwrap();
     fs::write(models.join("random-16/model.toml"), "id = \"random-16\"\nkind = \"random\"\ndim = 16\n").unwrap();
-    let out = f.path().join("out");
-    f.cmd()
-        .args(["run", "-q", "--models"])
-        .arg(&models)
-        .arg("--cache")
-        .arg(f.path().join("cache"))
-        .arg("--out")
-        .arg(&out)
-        .arg("exp.toml")
-        .assert()
-        .success();
-    let run = fs::read_dir(out.join("explain")).unwrap().next().unwrap().unwrap().path();
+    let run = run(&f, "explain", &models);
     let manifest: Value = serde_json::from_str(&fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
     let cells: Vec<String> =
         manifest["cells"].as_array().unwrap().iter().map(|c| c["cell"].as_str().unwrap().to_string()).collect();
@@ -155,19 +154,11 @@ fn a_relevant_top_item_is_not_reported_as_missing() {
         "name = \"top\"\nunit = \"doc\"\nk = [1, 2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
          [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
     );
-    let out = f.path().join("out");
-    f.cmd()
-        .args(["run", "-q", "--cache"])
-        .arg(f.path().join("cache"))
-        .arg("--out")
-        .arg(&out)
-        .arg("exp.toml")
-        .assert()
-        .success();
+    let run = run(&f, "top", &f.path().join("models"));
     let output = f
         .cmd()
         .args(["explain"])
-        .arg(out.join("top/latest"))
+        .arg(run)
         .args(["--cell", "c01", "--case", "q1", "--cache"])
         .arg(f.path().join("cache"))
         .output()

@@ -5,14 +5,15 @@
 //! a fraction f of the corpus is a member of the first f · TENANTS groups. The engine stores each
 //! chunk's group list in an ACL column and is asked the way an application asks: `WHERE acl &&
 //! groups ORDER BY distance LIMIT k`. Per setting the report gives the client-observed latency,
-//! how many rows came back, how many queries got fewer than k although k visible chunks exist
-//! (`under_return`), and the overlap with the exact filtered top k (`recall_vs_oracle`).
+//! how many rows came back, how many queries got a shorter list than the exact filtered search
+//! (`under_return`), and the mean overlap with its top k (`recall_vs_oracle`): the rule of the
+//! grid's parity columns.
 
 use std::time::Instant;
 
 use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::error::Result;
-use crate::results::percentile;
+use crate::results::{percentile, Parity};
 use crate::retrieve::source::{Query, RankingSource, Restriction};
 use crate::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex};
 use crate::vocab::IterativeScan;
@@ -42,10 +43,10 @@ pub struct ParityRow {
     pub p95_us: f64,
     /// Mean rows returned per query (of k).
     pub rows: f64,
-    /// Queries that got fewer than k rows although at least k visible chunks exist.
+    /// Queries that got fewer rows than the exact filtered search found.
     pub under_return: usize,
     pub queries: usize,
-    /// Share of the exact filtered top k the setting returned.
+    /// Mean share of the exact filtered top k the setting returned.
     pub recall_vs_oracle: f64,
 }
 
@@ -70,48 +71,39 @@ pub fn load(engine: &PgEngine, exact: &ExactIndex, m: usize, ef_construction: us
     Ok(Tables { scan, graph, graph_build })
 }
 
-/// A user allowed `fraction`: the allowed set, how many chunks it holds, the exact top `k` of
-/// each query under it (the oracle), and the groups.
-fn access(
-    exact: &ExactIndex,
-    queries: &[&[f32]],
-    k: usize,
-    fraction: f64,
-) -> (Allowed, usize, Vec<Vec<u32>>, Vec<String>) {
+/// A user allowed `fraction`: the allowed set, the exact top `k` of each query under it (the
+/// oracle), and the groups.
+fn access(exact: &ExactIndex, queries: &[&[f32]], k: usize, fraction: f64) -> (Allowed, Vec<Vec<u32>>, Vec<String>) {
     let groups = groups(fraction);
     let cut = groups.len();
     let allowed = Allowed::from_fn(exact.len(), |i| tenant(i) < cut);
-    let visible = allowed.count();
     let truth = queries.iter().map(|q| exact.search(q, k, Some(&allowed)).iter().map(|h| h.chunk).collect()).collect();
-    (allowed, visible, truth, groups)
+    (allowed, truth, groups)
 }
 
-/// Accumulates one setting's queries into a row.
+/// Accumulates one setting's queries into a row, each query's list against its oracle list by
+/// the rule of the grid's parity columns ([`Parity::of`]).
 struct Tally {
     micros: Vec<f64>,
     rows: usize,
-    under: usize,
-    found: usize,
+    parity: Vec<Parity>,
 }
 
 impl Tally {
     fn new() -> Tally {
-        Tally { micros: Vec::new(), rows: 0, under: 0, found: 0 }
+        Tally { micros: Vec::new(), rows: 0, parity: Vec::new() }
     }
 
-    fn add(&mut self, micros: f64, ids: &[u32], truth: &[u32], k: usize, visible: usize) {
+    fn add(&mut self, micros: f64, ids: &[u32], truth: &[u32]) {
         self.micros.push(micros);
         self.rows += ids.len();
-        if ids.len() < k && visible >= k {
-            self.under += 1;
-        }
-        self.found += ids.iter().filter(|id| truth.contains(id)).count();
+        self.parity.push(Parity::of(ids, truth));
     }
 
-    fn row(mut self, fraction: f64, setting: String, truth: &[Vec<u32>]) -> ParityRow {
+    fn row(mut self, fraction: f64, setting: String) -> ParityRow {
         self.micros.sort_by(f64::total_cmp);
         let queries = self.micros.len();
-        let wanted: usize = truth.iter().map(Vec::len).sum();
+        let recalls: Vec<f64> = self.parity.iter().filter_map(|p| p.recall_vs_oracle).collect();
         ParityRow {
             fraction,
             setting,
@@ -119,9 +111,9 @@ impl Tally {
             p50_us: percentile(&self.micros, 0.5),
             p95_us: percentile(&self.micros, 0.95),
             rows: self.rows as f64 / queries.max(1) as f64,
-            under_return: self.under,
+            under_return: self.parity.iter().filter(|p| p.under_return).count(),
             queries,
-            recall_vs_oracle: self.found as f64 / wanted.max(1) as f64,
+            recall_vs_oracle: recalls.iter().sum::<f64>() / recalls.len().max(1) as f64,
         }
     }
 }
@@ -137,16 +129,16 @@ pub fn measure_in_process(
 ) -> Vec<ParityRow> {
     let mut out = Vec::new();
     for &fraction in fractions {
-        let (allowed, visible, truth, _) = access(exact, queries, k, fraction);
+        let (allowed, truth, _) = access(exact, queries, k, fraction);
         let mut tally = Tally::new();
         for (q, truth) in queries.iter().zip(&truth) {
             let started = Instant::now();
             let hits = hnsw.search_with(q, k, ef_search, Some(&allowed), FilteredSearch::Graph);
             let micros = started.elapsed().as_secs_f64() * 1e6;
             let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
-            tally.add(micros, &ids, truth, k, visible);
+            tally.add(micros, &ids, truth);
         }
-        out.push(tally.row(fraction, format!("in-process hnsw_rs filtered graph, ef_search={ef_search}"), &truth));
+        out.push(tally.row(fraction, format!("in-process hnsw_rs filtered graph, ef_search={ef_search}")));
     }
     out
 }
@@ -182,7 +174,7 @@ pub fn measure(
     }
     let mut out = Vec::new();
     for &fraction in fractions {
-        let (allowed, visible, truth, groups) = access(exact, queries, k, fraction);
+        let (allowed, truth, groups) = access(exact, queries, k, fraction);
         let restriction = Restriction { allowed: &allowed, groups: &groups };
         for (setting, source) in &settings {
             let search = |q: &[f32]| source.search(&Query { text: "", vector: q }, k, Some(&restriction));
@@ -196,9 +188,9 @@ pub fn measure(
                 let hits = search(q)?;
                 let micros = started.elapsed().as_secs_f64() * 1e6;
                 let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
-                tally.add(micros, &ids, truth, k, visible);
+                tally.add(micros, &ids, truth);
             }
-            out.push(tally.row(fraction, setting.clone(), &truth));
+            out.push(tally.row(fraction, setting.clone()));
         }
     }
     Ok(out)

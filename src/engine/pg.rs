@@ -148,7 +148,7 @@ pub fn binaries(install: &Path) -> Result<PathBuf> {
 impl PgServer {
     /// Starts a private server from the PostgreSQL installation `install` (`engines/pg`), its
     /// data in a temporary folder.
-    pub fn start(install: &Path) -> Result<PgServer> {
+    fn start(install: &Path) -> Result<PgServer> {
         PgServer::start_in(install, None, None)
     }
 
@@ -254,11 +254,6 @@ impl PgServer {
         Ok(server)
     }
 
-    /// The folder of the server's socket (and data), removed when the server stops.
-    pub fn dir(&self) -> &Path {
-        &self.running.dir
-    }
-
     /// Where the server listens, and as whom to connect.
     pub fn endpoint(&self) -> Endpoint {
         Endpoint {
@@ -268,11 +263,6 @@ impl PgServer {
             database: DATABASE.into(),
             password: None,
         }
-    }
-
-    /// A new connection to the server.
-    pub fn connect(&self) -> Result<PgConn> {
-        PgConn::connect(&self.endpoint())
     }
 }
 

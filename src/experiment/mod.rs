@@ -90,11 +90,11 @@ struct RawPg {
     password_env: Option<Spanned<String>>,
 }
 
-/// The user's own PostgreSQL server for cells with `engine = "pg"`: its URL (no password) and
-/// the environment variable that holds the password.
+/// The user's own PostgreSQL server for cells with `engine = "pg"`: where it is (read from its
+/// URL; no password) and the environment variable that holds the password.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PgServerSpec {
-    pub url: String,
+    pub endpoint: crate::engine::connect::Endpoint,
     pub password_env: Option<String>,
     /// Where `url` is written, for errors about it.
     pub at: Location,
@@ -540,8 +540,7 @@ impl Experiment {
     /// The metric cells are compared on: `select`, else the first metric at k = 10 (the
     /// largest k when 10 is not one).
     pub fn decision_metric(&self) -> MetricAt {
-        let k = if self.k.contains(&10) { 10 } else { self.max_k() };
-        self.select.unwrap_or(MetricAt::at_k(self.metrics[0], k))
+        self.select.unwrap_or(MetricAt::at_k(self.metrics[0], crate::vocab::headline_k(&self.k)))
     }
 
     /// The keys of per-cut-off values: `@k` for each k, then `@Bt` for each budget.
@@ -629,14 +628,15 @@ impl Experiment {
         let pg_server = match &raw.engines.pg {
             None => None,
             Some(pg) => {
-                crate::engine::connect::Endpoint::parse(pg.url.get_ref()).map_err(|e| bad(pg.url.span(), e))?;
+                let endpoint =
+                    crate::engine::connect::Endpoint::parse(pg.url.get_ref()).map_err(|e| bad(pg.url.span(), e))?;
                 if let Some(var) = &pg.password_env {
                     if var.get_ref().is_empty() || var.get_ref().contains('=') {
                         return Err(bad(var.span(), "`password_env` names an environment variable".into()));
                     }
                 }
                 Some(PgServerSpec {
-                    url: pg.url.get_ref().clone(),
+                    endpoint,
                     password_env: pg.password_env.as_ref().map(|v| v.get_ref().clone()),
                     at: at(pg.url.span()),
                 })

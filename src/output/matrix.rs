@@ -264,8 +264,7 @@ impl Exporter for Markdown {
             shown.push(("restricted hits".into(), Show::Plain(at("restricted_hits")), true));
         }
         if any(|r| !r.under_return.is_empty()) {
-            let ks = &run.manifest.experiment.k;
-            let k = if ks.contains(&10) { 10 } else { max_k };
+            let k = crate::vocab::headline_k(&run.manifest.experiment.k);
             shown.push((format!("under_return@{k}"), Show::Plain(at(&format!("under_return@{k}"))), true));
             shown.push((format!("recall_vs_oracle@{k}"), Show::Number(at(&format!("recall_vs_oracle@{k}")), 4), true));
         }

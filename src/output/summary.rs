@@ -351,8 +351,7 @@ pub fn warnings(m: &Matrix, manifest: &Manifest) -> Vec<String> {
             ));
         }
     }
-    let ks = &manifest.experiment.k;
-    let cut = format!("@{}", if ks.contains(&10) { 10 } else { max_k });
+    let cut = format!("@{}", crate::vocab::headline_k(&manifest.experiment.k));
     let under: Vec<String> = first_rows
         .iter()
         .filter_map(|first| {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{CellRun, Scoring};
+use super::{CellRun, Oracle, Scoring};
 use crate::analyze::{fold_accents, normalize};
 use crate::error::Result;
 use crate::evaluate::causes::{diagnostic_depth, Cause, Miss, CUTOFF_MARGIN};
@@ -42,7 +42,15 @@ fn clip(text: &str, max: usize) -> String {
 impl Scoring<'_> {
     /// The misses of case `ci` in `run` (one per cut-off without a relevant item), each with
     /// its first cause; none for unanswerable cases.
-    pub(super) fn diagnose(&self, run: &CellRun<'_>, ci: usize, vector: &[f32], r: &Retrieval) -> Result<Vec<Miss>> {
+    /// `oracle` is the case's call to the cell's oracle ([`Scoring::oracle`]), when it has one.
+    pub(super) fn diagnose(
+        &self,
+        run: &CellRun<'_>,
+        ci: usize,
+        vector: &[f32],
+        r: &Retrieval,
+        oracle: Option<&Oracle>,
+    ) -> Result<Vec<Miss>> {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
         let missed: Vec<usize> = (0..ks.len()).filter(|&i| first_relevant(r.list(i), ks[i]).is_none()).collect();
@@ -73,17 +81,14 @@ impl Scoring<'_> {
         let access = self.access(run, ci);
         // Each variant makes the scored call (same cut-offs, so the same depths) with one
         // thing changed.
+        let ranks_of = |got: &Retrieval| Ranks {
+            at_k: ks.iter().enumerate().map(|(i, &k)| first_relevant(got.list(i), k)).collect(),
+            deepest: first_relevant(&got.deepest, usize::MAX),
+        };
         let ranks = |retriever: &CellRetriever<'_>, access: Access<'_>| -> Result<Ranks> {
-            let got = self.retrieve_as(run, retriever, access, ks, ci, vector, &mut Timing::default())?;
-            Ok(Ranks {
-                at_k: ks.iter().enumerate().map(|(i, &k)| first_relevant(got.list(i), k)).collect(),
-                deepest: first_relevant(&got.deepest, usize::MAX),
-            })
+            Ok(ranks_of(&self.retrieve_as(run, retriever, access, ks, ci, vector, &mut Timing::default())?))
         };
-        let exact = match run.retriever.oracle() {
-            Some((retriever, approximate)) => Some((ranks(&retriever, access)?, approximate)),
-            None => None,
-        };
+        let exact = oracle.map(|o| (ranks_of(&o.retrieval), &o.approximate));
         let sides: Vec<Ranks> = if run.retriever.sources.len() > 1 {
             run.retriever.alone().iter().map(|r| ranks(r, access)).collect::<Result<_>>()?
         } else {

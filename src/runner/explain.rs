@@ -10,10 +10,10 @@ use super::{CellRun, Scoring};
 use crate::error::{Error, Result};
 use crate::evaluate::causes::{diagnostic_depth, Miss};
 use crate::evaluate::label::Item;
-use crate::retrieve::access::{Access, Filter};
+use crate::retrieve::access::Filter;
 use crate::retrieve::bm25::Bm25Explanation;
 use crate::retrieve::cell::{CellRetriever, Query, Timing};
-use crate::retrieve::fusion;
+use crate::retrieve::fusion::{self, Fusion};
 use crate::retrieve::source::Side;
 use crate::retrieve::Hit;
 
@@ -98,6 +98,53 @@ pub struct HybridExplanation {
     pub fused: f32,
 }
 
+/// The lists a fused cell fused for one case, and the exact list in place of its dense side.
+struct FusedSides {
+    fusion: Fusion,
+    lists: Vec<Vec<Hit>>,
+    dense_exact: Option<Vec<Hit>>,
+}
+
+/// 1-based rank of `chunk` in `hits`.
+fn rank_in(hits: &[Hit], chunk: u32) -> Option<u32> {
+    hits.iter().position(|h| h.chunk == chunk).map(|p| p as u32 + 1)
+}
+
+impl FusedSides {
+    /// Each source's rank, score and share of the fused score of `chunk` (the first lexical and
+    /// the first dense source are shown).
+    fn explain(&self, retriever: &CellRetriever<'_>, chunk: u32) -> HybridExplanation {
+        let sided: Vec<(&[Hit], Side)> =
+            self.lists.iter().zip(&retriever.sources).map(|(l, s)| (&l[..], s.side())).collect();
+        let scores: Vec<SideScore> = self
+            .lists
+            .iter()
+            .zip(fusion::all_contributions(&sided, self.fusion))
+            .map(|(hits, parts)| {
+                let at = hits.iter().position(|h| h.chunk == chunk);
+                SideScore {
+                    rank: at.map(|p| p as u32 + 1),
+                    score: at.map(|p| hits[p].score),
+                    fused_part: at.map_or(0.0, |p| parts[p]),
+                }
+            })
+            .collect();
+        let first = |side: Side| {
+            retriever
+                .sources
+                .iter()
+                .position(|s| s.side() == side)
+                .map_or(SideScore { rank: None, score: None, fused_part: 0.0 }, |i| scores[i].clone())
+        };
+        HybridExplanation {
+            fusion: self.fusion.to_string(),
+            fused: scores.iter().map(|s| s.fused_part).sum(),
+            lexical: first(Side::Lexical),
+            dense: first(Side::Dense),
+        }
+    }
+}
+
 impl Scoring<'_> {
     /// Explains case `case_id` in `run`: its top item, its best-ranked relevant item, and
     /// the unit or document `asked` when given. Every rank and score is read from the cell's
@@ -153,17 +200,32 @@ impl Scoring<'_> {
         }
         chosen.dedup_by(|b, a| a.1.key == b.1.key && b.0 != "asked");
 
-        // A single approximate source: its exact oracle over the same data, same cut-offs and access.
-        let exact_list = match run.retriever.oracle().filter(|_| run.retriever.sources.len() == 1) {
-            Some((exact, _)) => {
-                Some(self.retrieve_as(run, &exact, access, &self.exp.k, ci, q, &mut Timing::default())?.deepest)
+        // The oracle's call (the exact search in place of each approximate source): the exact
+        // ranks of a single-source cell, and the miss diagnosis.
+        let oracle = self.oracle(run, ci, q)?;
+        let exact_list = oracle.as_ref().filter(|_| run.retriever.sources.len() == 1).map(|o| &o.retrieval.deepest);
+        let allowed = self.allowed(run.chunks, ci);
+        let query = Query { text: &case.question, vector: q };
+        // A fused cell: each source's list as the cell fused it, and the exact list in place of
+        // its dense side, searched once for every item.
+        let sides = match run.retriever.fusion.filter(|_| run.retriever.sources.len() > 1) {
+            Some((fusion, _)) => {
+                let side_depth = run.retriever.side_depth(scored.depth);
+                let restriction = access.in_query();
+                let lists: Vec<Vec<Hit>> = run
+                    .retriever
+                    .sources
+                    .iter()
+                    .map(|s| s.search(&query, side_depth, restriction.as_ref()))
+                    .collect::<Result<_>>()?;
+                let dense_exact = match run.retriever.first(Side::Dense).and_then(|d| d.oracle()) {
+                    Some((exact, _)) => Some(exact.search(&query, side_depth, restriction.as_ref())?),
+                    None => None,
+                };
+                Some(FusedSides { fusion, lists, dense_exact })
             }
             None => None,
         };
-        let allowed = self.allowed(run.chunks, ci);
-        let query = Query { text: &case.question, vector: q };
-        let fused = run.retriever.sources.len() > 1;
-        let side_depth = run.retriever.side_depth(scored.depth);
         let items = chosen
             .into_iter()
             .map(|(role, item)| {
@@ -187,25 +249,14 @@ impl Scoring<'_> {
                 if let Some(lexical) = run.retriever.first(Side::Lexical) {
                     out.bm25 = lexical.explain(&query, item.chunk)?.bm25;
                 }
-                let hybrid = if fused {
-                    Some(self.hybrid(&query, access, &run.retriever, side_depth, item.chunk)?)
-                } else {
-                    None
-                };
+                let hybrid = sides.as_ref().map(|s| s.explain(&run.retriever, item.chunk));
                 if let Some(dense) = run.retriever.first(Side::Dense) {
                     let cosine = dense.explain(&query, item.chunk)?.cosine.unwrap_or(f32::NAN);
-                    let (rank, exact_rank) = match &hybrid {
-                        None => (ranked, exact_list.as_ref().and_then(|l| rank_of(l, &item.key))),
-                        Some(h) => (
-                            h.dense.rank,
-                            match dense.oracle() {
-                                Some((exact, _)) => {
-                                    let hits = exact.search(&query, side_depth, access.in_query().as_ref())?;
-                                    hits.iter().position(|h| h.chunk == item.chunk).map(|p| p as u32 + 1)
-                                }
-                                None => None,
-                            },
-                        ),
+                    let (rank, exact_rank) = match (&hybrid, &sides) {
+                        (Some(h), Some(s)) => {
+                            (h.dense.rank, s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)))
+                        }
+                        _ => (ranked, exact_list.as_ref().and_then(|l| rank_of(l, &item.key))),
                     };
                     out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
                 }
@@ -224,52 +275,7 @@ impl Scoring<'_> {
             depth: list.items.len().max(self.exp.max_k()),
             deeper_depth,
             items,
-            misses: self.diagnose(run, ci, q, &scored)?,
-        })
-    }
-
-    /// Each source's rank, score and share of the fused score of `chunk`, from the same
-    /// searches the cell fused (the first lexical and the first dense source are shown).
-    fn hybrid(
-        &self,
-        query: &Query<'_>,
-        access: Access<'_>,
-        retriever: &CellRetriever<'_>,
-        side_depth: usize,
-        chunk: u32,
-    ) -> Result<HybridExplanation> {
-        let (fusion, _) = retriever.fusion.expect("a fused cell");
-        let lists: Vec<Vec<Hit>> = retriever
-            .sources
-            .iter()
-            .map(|s| s.search(query, side_depth, access.in_query().as_ref()))
-            .collect::<Result<_>>()?;
-        let sided: Vec<(&[Hit], Side)> =
-            lists.iter().zip(&retriever.sources).map(|(l, s)| (&l[..], s.side())).collect();
-        let scores: Vec<SideScore> = lists
-            .iter()
-            .zip(fusion::all_contributions(&sided, fusion))
-            .map(|(hits, parts)| {
-                let at = hits.iter().position(|h| h.chunk == chunk);
-                SideScore {
-                    rank: at.map(|p| p as u32 + 1),
-                    score: at.map(|p| hits[p].score),
-                    fused_part: at.map_or(0.0, |p| parts[p]),
-                }
-            })
-            .collect();
-        let first = |side: Side| {
-            retriever
-                .sources
-                .iter()
-                .position(|s| s.side() == side)
-                .map_or(SideScore { rank: None, score: None, fused_part: 0.0 }, |i| scores[i].clone())
-        };
-        Ok(HybridExplanation {
-            fusion: fusion.to_string(),
-            fused: scores.iter().map(|s| s.fused_part).sum(),
-            lexical: first(Side::Lexical),
-            dense: first(Side::Dense),
+            misses: self.diagnose(run, ci, q, &scored, oracle.as_ref())?,
         })
     }
 

@@ -390,9 +390,9 @@ fn index_stage(
         ExactIndex::new(models[job.model.0].dim, built.vectors[embedding.0].passages.clone())
     };
     let pb = (ctx.bar)(plan.indexes.len(), "index");
-    // Per chunk set: each chunk's ACL, and their content key (engine tables store them).
-    let acls: Vec<Vec<Option<&[String]>>> = built
-        .sets
+    // Per chunk set, for engine tables only: each chunk's ACL, and their content key.
+    let with_engine = if built.engine.is_some() { &built.sets[..] } else { &[] };
+    let acls: Vec<Vec<Option<&[String]>>> = with_engine
         .iter()
         .map(|set| set.chunks.iter().map(|c| corpus.docs[c.doc as usize].acl.as_deref()).collect())
         .collect();
