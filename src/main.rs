@@ -495,13 +495,40 @@ fn safe(text: &str) -> String {
 }
 
 fn main() -> ExitCode {
-    match real_main() {
-        Ok(code) => code,
-        Err(e) => {
+    // `ragsweep sections DIR | head`: a reader that closed the pipe ends the output quietly, as
+    // `ls | head` does, after the stack unwound (a server we started is stopped by its drop).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_closed_pipe(info.payload()) {
+            default_hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(real_main) {
+        Ok(Ok(code)) => code,
+        Ok(Err(e))
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
             eprintln!("error: {}", safe(&format!("{e:#}")));
             ExitCode::from(2)
         }
+        Err(payload) if is_closed_pipe(payload.as_ref()) => ExitCode::SUCCESS,
+        Err(payload) => std::panic::resume_unwind(payload),
     }
+}
+
+/// Whether a panic is the print macros' failure to write to a closed stdout.
+fn is_closed_pipe(payload: &(dyn std::any::Any + Send)) -> bool {
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    message.starts_with("failed printing to std") && message.contains("Broken pipe")
 }
 
 fn real_main() -> anyhow::Result<ExitCode> {

@@ -14,9 +14,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::input::golden::Split;
 use crate::vocab::{
-    ChunkerSpec, EmbedStats, ExactTerm, Filter, Mean, MetricAt, Miss, MissingAcl, Prices, Rates, RetrieverSpec,
-    SyntheticAcl,
+    ChunkerSpec, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates,
+    RetrieverSpec, SyntheticAcl,
 };
+pub use crate::vocab::{CUT_COLUMNS, ROW_COLUMNS};
 
 /// A map that keeps its insertion order on disk and when read back.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -203,9 +204,13 @@ pub struct Row {
     /// on the decision metric (SPEC §7); 1 for the best cell itself.
     #[serde(default)]
     pub p_vs_best: Option<f64>,
-    /// Not significantly worse than the best cell at α = 0.05.
+    /// Best, equivalent (within ±margin), undecided or worse against the best eligible cell of
+    /// this split (SPEC §7); none for cells that may not be selected.
     #[serde(default)]
-    pub tied_with_best: Option<bool>,
+    pub vs_best: Option<crate::vocab::VsBest>,
+    /// 95% bootstrap interval of the paired difference best − this cell on the decision metric.
+    #[serde(default)]
+    pub diff_vs_best: Option<Interval>,
     /// Per cut-off (`@k`): missed answerable cases by first cause (`evaluate::causes`).
     #[serde(default)]
     pub misses: Ordered<Ordered<usize>>,
@@ -236,8 +241,58 @@ impl Row {
             abstain: None,
             metrics: Ordered(vec![(metric.into(), Mean { value: Some(value), n, ci: None })]),
             p_vs_best: None,
-            tied_with_best: None,
+            vs_best: None,
+            diff_vs_best: None,
             misses: Ordered::default(),
+        }
+    }
+}
+
+impl Row {
+    /// The value of a named column (a metric column such as `hit@10`, one of [`ROW_COLUMNS`] or
+    /// [`CUT_COLUMNS`] at a cut); `None` when the row has no value there (not measured,
+    /// undefined, or no such column).
+    pub fn value(&self, column: &str) -> Option<f64> {
+        if let Some(m) = self.metrics.get(column) {
+            return m.value;
+        }
+        if let Some((name, cut)) = column.split_once('@') {
+            let cut = format!("@{cut}");
+            return match name {
+                "short_lists" => self.short_lists.get(&cut).map(|&n| n as f64),
+                "under_return" => self.under_return.get(&cut).map(|&n| n as f64),
+                "recall_vs_oracle" => self.recall_vs_oracle.get(&cut).copied().flatten(),
+                "ctx_tokens" => self.ctx_tokens.get(&cut).copied(),
+                "usd_per_1k_queries" => self.usd_per_1k_queries.get(&cut).copied(),
+                _ => None,
+            };
+        }
+        let latency = self.latency.as_ref();
+        let cost = &self.cost;
+        match column {
+            "cases" => Some(self.cases as f64),
+            "unanswerable" => Some(self.unanswerable as f64),
+            "leaks" => Some(self.leaks as f64),
+            "restricted_hits" => Some(self.restricted_hits as f64),
+            "spanning_hits" => self.spanning_hits,
+            "p50_ms" => latency.map(|l| l.p50_ms),
+            "p95_ms" => latency.map(|l| l.p95_ms),
+            "p99_ms" => latency.map(|l| l.p99_ms),
+            "mean_ms" => latency.map(|l| l.mean_ms),
+            "embed_ms" => latency.map(|l| l.embed_ms),
+            "search_ms" => latency.map(|l| l.search_ms),
+            "fuse_ms" => latency.map(|l| l.fuse_ms),
+            "chunks" => Some(cost.chunks as f64),
+            "tokens_embedded" => Some(cost.tokens_embedded as f64),
+            "usd_index" => Some(cost.usd_index),
+            "embed_s" => Some(cost.embed_s),
+            "index_s" => Some(cost.index_s),
+            "index_bytes" => Some(cost.index_bytes as f64),
+            "truncated_chunks" => cost.truncated_chunks,
+            "truncated_tokens" => cost.truncated_tokens,
+            "abstain_ok" => self.abstain.and_then(|a| a.rates.ok),
+            "abstain_wrong" => self.abstain.and_then(|a| a.rates.wrong),
+            _ => None,
         }
     }
 }
@@ -435,19 +490,25 @@ pub struct Selection {
     /// Cells that could not be selected, and why.
     #[serde(default)]
     pub excluded: Vec<(String, String)>,
-    /// What chose among the cells tied with the best.
+    /// What chose among the cells equivalent to the best.
     #[serde(default)]
     pub prefer: crate::experiment::Prefer,
     /// The cell with the best tuning score (the selected one unless `prefer` chose another).
     #[serde(default)]
     pub best: String,
-    /// Eligible cells not significantly worse than the best on tuning (SPEC §7), best first.
+    /// The best cell and the eligible cells equivalent to it on tuning (SPEC §7), best first.
     #[serde(default)]
-    pub tied: Vec<String>,
+    pub equivalent: Vec<String>,
+    /// Eligible cells the tuning data cannot place: neither worse nor equivalent.
+    #[serde(default)]
+    pub undecided: Vec<String>,
+    /// The equivalence margin on the decision metric's scale.
+    #[serde(default)]
+    pub margin: f64,
     /// Share of eligible cells whose optimism is below the selected cell's.
     #[serde(default)]
     pub optimism_percentile: Option<f64>,
-    /// With `prefer`: the rule that chose the cell among those tied with the best, in words.
+    /// With `prefer`: the rule that chose the cell among those equivalent to the best, in words.
     #[serde(default)]
     pub rule: Option<String>,
 }
@@ -457,7 +518,7 @@ pub struct Selection {
 pub struct Matrix {
     pub experiment: String,
     pub unit: String,
-    /// The metric cells are compared and tied on (`select`, else the first metric at k = 10 or the largest k).
+    /// The metric cells are compared on (`select`, else the first metric at k = 10 or the largest k).
     #[serde(default)]
     pub decision_metric: Option<String>,
     pub selection: Option<Selection>,
@@ -514,6 +575,16 @@ pub struct ExperimentInfo {
     /// The metric `select` picks the configuration by, if any.
     #[serde(default)]
     pub select: Option<String>,
+    /// The equivalence margin (SPEC §7).
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    /// `require` constraints, as parsed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub require: Vec<crate::vocab::Requirement>,
+}
+
+fn default_margin() -> f64 {
+    crate::vocab::DEFAULT_MARGIN
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -630,7 +701,7 @@ pub struct ContextLine {
 #[derive(Debug, Clone)]
 pub struct RunResult {
     pub columns: Vec<MetricAt>,
-    /// The metric cells are compared and tied on.
+    /// The metric cells are compared on.
     pub decision_metric: MetricAt,
     pub rows: Vec<Row>,
     pub slices: Vec<SliceRow>,

@@ -300,7 +300,8 @@ pub fn run_with<'e>(
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
         });
         let t = Instant::now();
-        let latency = scoring.time_cell(&this, &sample, embedder, &results, opts.progress)?;
+        let scored_vector = |ci: usize| this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
+        let latency = scoring.time_cell(&this, &sample, embedder, &scored_vector, &results, opts.progress)?;
         latency_seconds += t.elapsed().as_secs_f64();
         for row in &mut cell_rows {
             row.latency = latency;
@@ -311,7 +312,8 @@ pub fn run_with<'e>(
     pb.finish_and_clear();
     let t = Instant::now();
     if exp.shard.is_none() {
-        ties::mark(&mut rows, &decision_values, &decision.to_string());
+        let excluded = crate::evaluate::selection::excluded_cells(&rows, &slices, &exp.require);
+        ties::mark(&mut rows, &decision_values, &decision.to_string(), &excluded, exp.margin);
     }
     aggregate_seconds += t.elapsed().as_secs_f64();
     let retrieve_seconds = retrieve_started.elapsed().as_secs_f64() - aggregate_seconds - latency_seconds;
@@ -327,7 +329,7 @@ pub fn run_with<'e>(
     ));
     stages.push(StageReport::new(
         "aggregate",
-        "means with bootstrap intervals, slices, abstention, ties with the best".into(),
+        "means with bootstrap intervals, slices, abstention, standing against the best".into(),
         aggregate_seconds,
     ));
     let mut split_counts = BTreeMap::new();
@@ -552,6 +554,8 @@ struct Scoring<'a> {
     /// Per case: the relevant text as byte ranges `(doc, start, end)`, for token-level
     /// measures (section and evidence units with budgets; empty otherwise).
     relevant_text: Vec<Vec<(u32, usize, usize)>>,
+    /// Per case and budget: how many of R's items the ideal packed context holds (SPEC §3).
+    ideal_items: Vec<Vec<usize>>,
     /// Per document, once needed: the start byte of each of its cost-tokenizer tokens.
     doc_token_starts: Vec<std::sync::OnceLock<Vec<u32>>>,
     /// Per chunk set, per chunk: whether it counts for several labelled sections (section unit).
@@ -710,6 +714,21 @@ impl<'a> Scoring<'a> {
         } else {
             vec![Vec::new(); cases.len()]
         };
+        let doc_token_starts: Vec<std::sync::OnceLock<Vec<u32>>> =
+            (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect();
+        let ideal_items = if exp.budget.is_empty() {
+            vec![Vec::new(); cases.len()]
+        } else {
+            let tokens_in = |d: u32, s: usize, e: usize| token_count(&doc_token_starts, corpus, counter, d, s, e);
+            cases
+                .iter()
+                .zip(&truths)
+                .map(|(_, truth)| {
+                    let items = truth.item_tokens(corpus, &tokens_in, &|t| counter.count(t))?;
+                    Ok(exp.budget.iter().map(|&b| context::ideal_count(&items, b)).collect())
+                })
+                .collect::<Result<Vec<Vec<usize>>>>()?
+        };
         Ok(Scoring {
             exp,
             corpus,
@@ -722,19 +741,32 @@ impl<'a> Scoring<'a> {
             chunk_tokens,
             doc_chunks: doc_chunks(corpus, &built.sets),
             relevant_text,
-            doc_token_starts: (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect(),
+            ideal_items,
+            doc_token_starts,
             spanning: spanning_chunks(exp.unit, cases, corpus, &built.sets),
         })
     }
 
     /// Cost-tokenizer tokens of document `doc` that start within `[start, end)`.
     fn tokens_in(&self, doc: u32, start: usize, end: usize) -> usize {
-        let starts = self.doc_token_starts[doc as usize].get_or_init(|| {
-            let text = &self.corpus.docs[doc as usize].text;
-            self.counter.token_spans(text).map_or_else(|_| Vec::new(), |s| s.iter().map(|t| t.0 as u32).collect())
-        });
-        starts.partition_point(|&s| (s as usize) < end) - starts.partition_point(|&s| (s as usize) < start)
+        token_count(&self.doc_token_starts, self.corpus, self.counter, doc, start, end)
     }
+}
+
+/// Cost-tokenizer tokens of a document's bytes `start..end`, each document tokenized once.
+fn token_count(
+    starts: &[std::sync::OnceLock<Vec<u32>>],
+    corpus: &Corpus,
+    counter: &Counter,
+    doc: u32,
+    start: usize,
+    end: usize,
+) -> usize {
+    let starts = starts[doc as usize].get_or_init(|| {
+        let text = &corpus.docs[doc as usize].text;
+        counter.token_spans(text).map_or_else(|_| Vec::new(), |s| s.iter().map(|t| t.0 as u32).collect())
+    });
+    starts.partition_point(|&s| (s as usize) < end) - starts.partition_point(|&s| (s as usize) < start)
 }
 
 impl Scoring<'_> {
@@ -805,6 +837,13 @@ impl Scoring<'_> {
                 let mut packed = context::pack(&r.hits, set, &self.chunk_tokens[run.chunks], b, &cut)?;
                 if let Some(allowed) = post {
                     packed.pieces.retain(|(p, _)| allowed.contains(p.chunk));
+                    // The late filter left less than the budget although the user may see more.
+                    let held = packed.tokens() as usize;
+                    if held < b {
+                        let visible: usize =
+                            allowed.iter().map(|c| self.chunk_tokens[run.chunks][c as usize] as usize).sum();
+                        packed.short |= visible > held;
+                    }
                 }
                 Ok(packed)
             })
@@ -844,6 +883,7 @@ impl Scoring<'_> {
                     Metric::TokRecall => overlaps[b].recall(),
                     Metric::TokPrecision => overlaps[b].precision(),
                     Metric::TokIou => overlaps[b].iou(),
+                    Metric::Ndcg => crate::evaluate::metrics::ndcg_packed(&judged_packed[b], self.ideal_items[ci][b]),
                     m => m.at(&judged_packed[b], judged_packed[b].items.len().max(1)),
                 }
             })
@@ -892,13 +932,16 @@ impl Scoring<'_> {
     }
 
     /// The timed pass of one cell (SPEC §8): one case at a time after a warm-up, the query
-    /// embedded live, through the same retrieval call that produced the scored list. The
-    /// depth each timed call reached is checked against the scored call's.
-    fn time_cell<'e>(
+    /// embedded live, through the same retrieval call that produced the scored list. The call
+    /// searches with the scored pass's query vector (a query embedded alone can differ from
+    /// the same query embedded in a batch by rounding, and move a deepening step), so the
+    /// depth each timed call reached must equal the scored call's.
+    fn time_cell<'e, 'v>(
         &self,
         run: &CellRun<'_>,
         sample: &[usize],
         embedder: &'e (dyn Fn(ModelId) -> Result<&'e dyn Embedding> + Sync),
+        scored_vector: &dyn Fn(usize) -> &'v [f32],
         scored: &[CaseResult],
         progress: bool,
     ) -> Result<Option<Latency>> {
@@ -912,12 +955,11 @@ impl Scoring<'_> {
         for &ci in sample[..warm_up].iter().chain(sample) {
             let mut timing = Timing::default();
             let started = Instant::now();
-            let vector = match run.model {
-                Some(m) => embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?.remove(0),
-                None => Vec::new(),
-            };
+            if let Some(m) = run.model {
+                std::hint::black_box(embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?);
+            }
             let embed_s = started.elapsed().as_secs_f64();
-            let r = self.retrieve(run, ci, &vector, &mut timing)?;
+            let r = self.retrieve(run, ci, scored_vector(ci), &mut timing)?;
             let total = started.elapsed().as_secs_f64();
             if r.depth != scored[ci].depth {
                 return Err(Error::Other(format!(

@@ -15,6 +15,16 @@ pub fn headline_k(ks: &[usize]) -> usize {
     }
 }
 
+/// The budget headline figures are read at when nothing else is chosen: 1024 tokens when the
+/// grid has it, else its largest.
+pub fn headline_budget(budgets: &[usize]) -> usize {
+    if budgets.contains(&1024) {
+        1024
+    } else {
+        budgets.iter().copied().max().unwrap_or(1024)
+    }
+}
+
 /// The tokenizer that counts context tokens when an experiment names none.
 pub const DEFAULT_COST_TOKENIZER: &str = "o200k_base";
 
@@ -377,4 +387,157 @@ pub enum DenseIndex {
         index: PgVectorIndex,
         iterative_scan: IterativeScan,
     },
+}
+
+/// Where an eligible cell stands against the best eligible cell of its split on the decision
+/// metric (SPEC §7). Not significantly worse is not equal: only `Equivalent` cells may replace
+/// the best under a preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VsBest {
+    Best,
+    /// The 95% interval of the paired difference lies inside ±margin.
+    Equivalent,
+    /// Neither significantly worse nor shown equivalent: the data cannot decide.
+    Undecided,
+    /// Significantly worse after Holm's correction, and not equivalent.
+    Worse,
+}
+
+impl VsBest {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VsBest::Best => "best",
+            VsBest::Equivalent => "equivalent",
+            VsBest::Undecided => "undecided",
+            VsBest::Worse => "worse",
+        }
+    }
+}
+
+/// A comparison in a `require` constraint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Comparison {
+    #[serde(rename = ">=")]
+    AtLeast,
+    #[serde(rename = "<=")]
+    AtMost,
+    #[serde(rename = ">")]
+    Above,
+    #[serde(rename = "<")]
+    Below,
+    #[serde(rename = "==")]
+    Equal,
+}
+
+/// One `require` constraint (SPEC §7): a column of a cell's tuning row, or `slice:metric`,
+/// compared with a number, e.g. `exact_term:hit@10 >= 0.9`, `leaks == 0`, `p95_ms <= 50`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Requirement {
+    /// As written, for messages.
+    pub text: String,
+    pub slice: Option<String>,
+    pub column: String,
+    pub op: Comparison,
+    pub value: f64,
+}
+
+/// The equivalence margin when an experiment sets none, on the decision metric's scale.
+pub const DEFAULT_MARGIN: f64 = 0.02;
+
+/// Columns of a matrix row that hold one number, besides the metric columns and the per-cut-off
+/// ones ([`CUT_COLUMNS`]): what `require` constraints may name.
+pub const ROW_COLUMNS: [&str; 22] = [
+    "cases",
+    "unanswerable",
+    "leaks",
+    "restricted_hits",
+    "spanning_hits",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "mean_ms",
+    "embed_ms",
+    "search_ms",
+    "fuse_ms",
+    "chunks",
+    "tokens_embedded",
+    "usd_index",
+    "embed_s",
+    "index_s",
+    "index_bytes",
+    "truncated_chunks",
+    "truncated_tokens",
+    "abstain_ok",
+    "abstain_wrong",
+];
+
+/// Per cut-off columns (`short_lists@10`, `ctx_tokens@1024t`, …).
+pub const CUT_COLUMNS: [&str; 5] =
+    ["short_lists", "under_return", "recall_vs_oracle", "ctx_tokens", "usd_per_1k_queries"];
+
+impl Comparison {
+    const ALL: [(&'static str, Comparison); 5] = [
+        (">=", Comparison::AtLeast),
+        ("<=", Comparison::AtMost),
+        ("==", Comparison::Equal),
+        (">", Comparison::Above),
+        ("<", Comparison::Below),
+    ];
+
+    pub fn symbol(self) -> &'static str {
+        Comparison::ALL.iter().find(|(_, c)| *c == self).map_or("?", |(s, _)| s)
+    }
+
+    pub fn holds(self, value: f64, want: f64) -> bool {
+        match self {
+            Comparison::AtLeast => value >= want,
+            Comparison::AtMost => value <= want,
+            Comparison::Above => value > want,
+            Comparison::Below => value < want,
+            Comparison::Equal => value == want,
+        }
+    }
+}
+
+/// Parses `[slice:]column OP number`. `metric_columns` are the experiment's metric columns
+/// and `cuts` its cut-off keys (`@10`, `@1024t`), so a column that no row can have is refused
+/// here rather than failing every cell later.
+pub fn parse_requirement(text: &str, metric_columns: &[MetricAt], cuts: &[String]) -> Result<Requirement, String> {
+    let usage = "expected `[slice:]column OP number` with OP one of >=, <=, ==, >, < (e.g. \"exact_term:hit@10 >= 0.9\", \"leaks == 0\", \"p95_ms <= 50\")";
+    let (at, op, symbol) = Comparison::ALL
+        .iter()
+        .filter_map(|&(symbol, op)| text.find(symbol).map(|at| (at, op, symbol)))
+        .min_by_key(|&(at, _, symbol)| (at, std::cmp::Reverse(symbol.len())))
+        .ok_or_else(|| format!("`{text}`: {usage}"))?;
+    let (left, right) = (text[..at].trim(), text[at + symbol.len()..].trim());
+    let value: f64 = right
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("`{text}`: `{right}` is not a number; {usage}"))?;
+    let (slice, column) = match left.rsplit_once(':') {
+        Some((slice, column)) => (Some(slice.trim().to_string()), column.trim().to_string()),
+        None => (None, left.to_string()),
+    };
+    if slice.as_deref().is_some_and(str::is_empty) {
+        return Err(format!("`{text}`: the slice name before `:` is empty"));
+    }
+    let is_metric = metric_columns.iter().any(|m| m.to_string() == column);
+    let is_row_column = slice.is_none()
+        && (ROW_COLUMNS.contains(&column.as_str())
+            || column
+                .split_once('@')
+                .is_some_and(|(name, cut)| CUT_COLUMNS.contains(&name) && cuts.iter().any(|c| c[1..] == *cut)));
+    if !is_metric && !is_row_column {
+        let metrics: Vec<String> = metric_columns.iter().map(ToString::to_string).collect();
+        let what = if slice.is_some() { "a slice constraint names a metric column" } else { "no such column" };
+        return Err(format!(
+            "`{text}`: {what}: `{column}` is none of the experiment's metric columns ({}) nor of {} or {}@k",
+            metrics.join(", "),
+            ROW_COLUMNS.join(", "),
+            CUT_COLUMNS.join("@k, ")
+        ));
+    }
+    Ok(Requirement { text: text.trim().to_string(), slice, column, op, value })
 }

@@ -108,3 +108,72 @@ fn evidence_unit_budget_measures_by_hand() {
     assert_eq!(value(&m, "none", "recall@15t"), 0.0);
     assert_eq!(value(&m, "none", "tok_iou@15t"), 0.0);
 }
+
+fn row_of<'m>(m: &'m Value, key: &str, value: &str) -> &'m Value {
+    m["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["config"][key] == value)
+        .unwrap_or_else(|| panic!("no {key}={value}"))
+}
+
+#[test]
+fn ndcg_at_a_budget_is_divided_by_the_ideal_packed_context() {
+    // Art1 and Art2 (5 words each with their headings) both fit in 10 words: the ideal context
+    // holds both, IDCG = 1 + 1/log2(3). The whole chapter cut at 10 words holds Art1 only.
+    let chapter = "# Cap\n## Art1\nalfa beta gama delta\n## Meio\num dois tres quatro cinco seis sete oito\n## Art2\nepsilon zeta eta teta\n";
+    let f = Fixture::new(
+        &[("ch.md", chapter)],
+        r#"[{"id": "q1", "question": "alfa beta gama delta epsilon zeta eta teta", "relevant": ["ch#Art1", "ch#Art2"]}]"#,
+        "name = \"ideal\"\nunit = \"section\"\nk = [1]\nbudget = [10]\nmetrics = [\"recall\", \"ndcg\"]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [cost]\ntokenizer = \"words\"\n\
+         [[chunkers]]\nkind = \"none\"\n[[chunkers]]\nkind = \"markdown\"\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    let m = matrix(&f.run());
+    let idcg = 1.0 + 1.0 / 3f64.log2();
+    assert_eq!(value(&m, "none", "recall@10t"), 0.5);
+    assert!((value(&m, "none", "ndcg@10t") - 1.0 / idcg).abs() < 1e-9, "{}", value(&m, "none", "ndcg@10t"));
+    assert_eq!(value(&m, "markdown", "ndcg@10t"), 1.0, "both articles packed whole");
+    // At a budget with the section unit the decision metric is tok_recall (SPEC §3).
+    assert_eq!(m["decision_metric"], "tok_recall@10t");
+}
+
+#[test]
+fn a_late_filter_that_empties_the_context_is_a_short_list_with_undefined_precision() {
+    let docs = [
+        ("sec.md", "---\nacl: [rh]\n---\n# Sec\n## Regra\nprazo ferias trinta dias\n"),
+        ("pub.md", "# Pub\n## Prazo\nprazo ferias\n## Outro\nnada aqui mesmo\n"),
+    ];
+    let f = Fixture::new(
+        &docs,
+        r#"[{"id": "q1", "question": "prazo ferias trinta dias", "relevant": ["pub#Prazo"], "groups": ["ti"]}]"#,
+        "name = \"late\"\nunit = \"section\"\nk = [1]\nbudget = [5]\nreserved_fraction = 0.0\nlatency_cases = 0\nfilter = [\"post\", \"in_query\"]\n\
+         [cost]\ntokenizer = \"words\"\n\
+         [[chunkers]]\nkind = \"markdown\"\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    let run = f.run();
+    let m = matrix(&run);
+    // Unfiltered, sec's Regra (5 words) fills the budget; `post` then drops it: nothing is left.
+    let post = row_of(&m, "filter", "post");
+    assert_eq!(post["ctx_tokens"]["@5t"], 0.0);
+    assert_eq!(post["short_lists"]["@5t"], 1, "the user may see more than the empty context: {post}");
+    assert_eq!(post["metrics"]["tok_precision@5t"]["value"], Value::Null, "undefined, not 0");
+    assert_eq!(post["metrics"]["tok_precision@5t"]["n"], 0);
+    assert_eq!(post["metrics"]["tok_recall@5t"]["value"], 0.0);
+    let in_query = row_of(&m, "filter", "in_query");
+    // In the query, BM25 returns the one visible match (3 words): short too, but not empty.
+    assert_eq!((in_query["short_lists"]["@5t"].as_u64(), in_query["ctx_tokens"]["@5t"].as_f64()), (Some(1), Some(3.0)));
+    assert_eq!(in_query["metrics"]["tok_recall@5t"]["value"], 1.0);
+    let line: Value = serde_json::from_str(
+        std::fs::read_to_string(run.join("per_query.jsonl"))
+            .unwrap()
+            .lines()
+            .find(|l| l.contains(&format!("\"cell\":\"{}\"", post["cell"].as_str().unwrap())))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(line.to_string().contains("\"tok_precision@5t\":null"), "{line}");
+}

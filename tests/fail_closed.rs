@@ -54,7 +54,7 @@ fn front_matter_after_blank_lines_with_fence_spaces_and_comments_stays_restricte
     let run = f.run();
     let m = matrix(&run);
     assert!(row(&m, "filter", "none")["leaks"].as_u64().unwrap() > 0, "the restricted document is ranked first");
-    assert_eq!(row(&m, "filter", "none")["tied_with_best"], Value::Null, "a leaking cell is never \"tied\"");
+    assert_eq!(row(&m, "filter", "none")["vs_best"], Value::Null, "a leaking cell is never compared with the best");
     assert_eq!(row(&m, "filter", "in_query")["leaks"], 0);
     assert_eq!(manifest(&run)["corpus"]["public_documents"], 1);
     let per_query = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();

@@ -165,9 +165,10 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
     matrix.as_object_mut().unwrap().remove("decision_metric");
     for row in matrix["rows"].as_array_mut().unwrap() {
         row.as_object_mut().unwrap().remove("p_vs_best");
-        row.as_object_mut().unwrap().remove("tied_with_best");
+        row.as_object_mut().unwrap().remove("vs_best");
+        row.as_object_mut().unwrap().remove("diff_vs_best");
     }
-    for key in ["prefer", "best", "tied", "optimism_percentile"] {
+    for key in ["prefer", "best", "equivalent", "undecided", "margin", "optimism_percentile"] {
         matrix["selection"].as_object_mut().unwrap().remove(key);
     }
     std::fs::write(run.join("matrix.json"), serde_json::to_vec(&matrix).unwrap()).unwrap();

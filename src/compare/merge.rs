@@ -260,7 +260,8 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         let merged = manifest.golden.cases_per_split.entry(*split).or_insert(*n);
         *merged = (*merged).max(*n);
     }
-    ties::mark(&mut rows, &decision_values, &decision.to_string());
-    let selection = crate::evaluate::selection::select_for(exp, &rows);
+    let excluded = crate::evaluate::selection::excluded_cells(&rows, &slices, &exp.require);
+    ties::mark(&mut rows, &decision_values, &decision.to_string(), &excluded, exp.margin);
+    let selection = crate::evaluate::selection::select_for(exp, &rows, &slices);
     Ok(RunResult { columns, decision_metric: decision, rows, slices, case_info, selection, manifest })
 }

@@ -41,22 +41,25 @@ impl Endpoint {
     /// Reads `postgresql://[user@]host[:port][/database]` (or `postgres://`; a socket folder as
     /// `?host=/path`). A password in the URL is refused: it would be written with the experiment.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
+        // Errors show the URL with any secret in it replaced: they end up in CI logs.
+        let shown = redact(url);
+        let url_password = "the URL holds a password: give it in the variable that `password_env` names";
         let rest = url
             .strip_prefix("postgresql://")
             .or_else(|| url.strip_prefix("postgres://"))
-            .ok_or_else(|| format!("{url:?} is not a postgresql:// URL"))?;
+            .ok_or_else(|| format!("{shown:?} is not a postgresql:// URL"))?;
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, database) = rest.split_once('/').unwrap_or((rest, ""));
         let (user, hostport) = match authority.rsplit_once('@') {
             Some((user, hostport)) => (Some(user), hostport),
             None => (None, authority),
         };
-        if user.is_some_and(|u| u.contains(':')) {
-            return Err("the URL holds a password: give it in the variable that `password_env` names".into());
+        if user.is_some_and(|u| u.contains(':') || u.to_ascii_lowercase().contains("%3a")) {
+            return Err(url_password.into());
         }
         let (host, port) = match hostport.rsplit_once(':') {
             Some((host, port)) => {
-                (host, port.parse::<u16>().map_err(|_| format!("port {port:?} in {url:?} is not a port number"))?)
+                (host, port.parse::<u16>().map_err(|_| format!("port {port:?} in {shown:?} is not a port number"))?)
             }
             None => (hostport, 5432),
         };
@@ -64,13 +67,15 @@ impl Endpoint {
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("host", dir)) if dir.starts_with('/') => socket = Some(PathBuf::from(dir)),
-                _ => return Err(format!("unsupported URL parameter {pair:?} (only host=/socket/folder)")),
+                Some((key, _)) if key.to_ascii_lowercase().contains("pass") => return Err(url_password.into()),
+                Some((key, _)) => return Err(format!("unsupported URL parameter {key:?} (only host=/socket/folder)")),
+                None => return Err(format!("unsupported URL parameter {pair:?} (only host=/socket/folder)")),
             }
         }
         let address = match (socket, host) {
             (Some(dir), "") => Address::Socket(dir),
             (Some(_), _) => return Err("give either a host or ?host=/socket/folder, not both".into()),
-            (None, "") => return Err(format!("{url:?} names no host")),
+            (None, "") => return Err(format!("{shown:?} names no host")),
             (None, host) => Address::Tcp(host.to_string()),
         };
         Ok(Endpoint {
@@ -81,6 +86,42 @@ impl Endpoint {
             password: None,
         })
     }
+}
+
+/// `url` with what could be a secret replaced by `***`: the user-info part after the user name
+/// (`u:pw@`, `u%3Apw@`) and every query value but `host`'s.
+pub fn redact(url: &str) -> String {
+    let (head, query) = url.split_once('?').map_or((url, None), |(h, q)| (h, Some(q)));
+    let mut out = match head.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
+            let authority = match authority.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    let lower = userinfo.to_ascii_lowercase();
+                    let cut = userinfo.find(':').or_else(|| lower.find("%3a"));
+                    match cut {
+                        Some(at) => format!("{}:***@{host}", &userinfo[..at]),
+                        None => format!("{userinfo}@{host}"),
+                    }
+                }
+                None => authority.to_string(),
+            };
+            format!("{scheme}://{authority}{}", path.map_or(String::new(), |p| format!("/{p}")))
+        }
+        None => head.to_string(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some(("host", v)) => format!("host={v}"),
+                Some((k, _)) => format!("{k}=***"),
+                None => pair.to_string(),
+            })
+            .collect();
+        out = format!("{out}?{}", pairs.join("&"));
+    }
+    out
 }
 
 fn hmac(key: &[u8], message: &[u8]) -> [u8; 32] {
@@ -189,6 +230,24 @@ mod tests {
         assert!(Endpoint::parse("mysql://h/db").is_err());
         assert!(Endpoint::parse("postgresql://h:port/db").is_err());
         assert!(Endpoint::parse("postgresql://h/db?sslmode=require").unwrap_err().contains("sslmode"));
+        // No refusal repeats a secret (they end up in CI logs).
+        for url in [
+            "postgresql://u:s3cr3t@h/db",
+            "postgresql://u%3As3cr3t@h/db",
+            "postgresql://u@h/db?password=s3cr3t",
+            "postgresql://u@h/db?sslpassword=s3cr3t&x=s3cr3t",
+            "postgres+psycopg://u:s3cr3t@h/db",
+            "postgresql://u:s3cr3t@h:port/db",
+            "postgresql://u:s3cr3t@/db",
+        ] {
+            let err = Endpoint::parse(url).unwrap_err();
+            assert!(!err.contains("s3cr3t"), "{url}: {err}");
+            assert!(!redact(url).contains("s3cr3t"), "{url}: {}", redact(url));
+        }
+        assert_eq!(
+            redact("postgres+psycopg://u:pw@h/db?host=/s&password=pw"),
+            "postgres+psycopg://u:***@h/db?host=/s&password=***"
+        );
     }
 
     #[test]

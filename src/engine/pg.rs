@@ -239,19 +239,72 @@ impl PgServer {
                 "initdb",
             )?;
         }
-        let options = format!(
-            "-c listen_addresses='' -k {dir_s} -p {PORT} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        );
-        let log = r.dir.join("server.log").to_string_lossy().into_owned();
-        run(
-            command(
-                r.run_as.as_deref(),
-                &r.bin.join("pg_ctl"),
-                &["-D", &data_s, "-l", &log, "-o", &options, "-w", "-t", "60", "start"],
-            ),
-            "starting PostgreSQL",
-        )?;
+        server.start_postmaster(&data_s, &dir_s)?;
         Ok(server)
+    }
+
+    /// Starts `postgres` itself, every path an argument of its own (`pg_ctl start` hands its
+    /// options to `sh`, where a `$(…)` or a space in a path is syntax), and waits until it
+    /// accepts a connection.
+    fn start_postmaster(&self, data: &str, socket_dir: &str) -> Result<()> {
+        use std::os::unix::process::CommandExt;
+        use std::process::Stdio;
+        let r = &self.running;
+        let log_path = r.dir.join("server.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
+        let port = PORT.to_string();
+        let mut cmd = command(
+            r.run_as.as_deref(),
+            &r.bin.join("postgres"),
+            &[
+                "-D",
+                data,
+                "-k",
+                socket_dir,
+                "-p",
+                &port,
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ],
+        );
+        let stderr = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
+        let mut child = cmd
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| fail(format!("starting PostgreSQL: cannot start {:?}: {e}", cmd.get_program())))?;
+        let started = std::time::Instant::now();
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(5).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                return Err(fail(format!("PostgreSQL exited ({status}) while starting: {}", tail.join(" | "))));
+            }
+            if PgConn::connect(&self.endpoint()).is_ok() {
+                break;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(fail(format!(
+                    "PostgreSQL did not accept connections within 60 s (log: {})",
+                    log_path.display()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        // The postmaster is stopped by `pg_ctl stop`; a thread reaps it when it ends.
+        std::thread::spawn(move || child.wait());
+        Ok(())
     }
 
     /// Where the server listens, and as whom to connect.
@@ -309,7 +362,14 @@ impl PgConn {
         let mut conn = PgConn { stream };
         let mut body = Vec::new();
         body.extend_from_slice(&196_608u32.to_be_bytes()); // protocol 3.0
-        for (k, v) in [("user", to.user.as_str()), ("database", to.database.as_str()), ("client_encoding", "UTF8")] {
+                                                           // Backslashes in string literals are literal whatever the server's configuration says;
+                                                           // values travel as parameters anyway (`query_params`).
+        for (k, v) in [
+            ("user", to.user.as_str()),
+            ("database", to.database.as_str()),
+            ("client_encoding", "UTF8"),
+            ("standard_conforming_strings", "on"),
+        ] {
             body.extend_from_slice(k.as_bytes());
             body.push(0);
             body.extend_from_slice(v.as_bytes());
@@ -425,6 +485,52 @@ impl PgConn {
         }
     }
 
+    /// Runs one statement with `params` sent as text values (the extended query protocol:
+    /// Parse, Bind, Execute), so no value is ever SQL text; types are given by casts in `sql`
+    /// (`$1::vector`). Returns its rows.
+    pub fn query_params(&mut self, sql: &str, params: &[&str]) -> Result<Rows> {
+        let cstr = |out: &mut Vec<u8>, s: &str| {
+            out.extend_from_slice(s.as_bytes());
+            out.push(0);
+        };
+        let mut parse = Vec::new();
+        cstr(&mut parse, "");
+        cstr(&mut parse, sql);
+        parse.extend_from_slice(&0u16.to_be_bytes());
+        let mut bind = Vec::new();
+        cstr(&mut bind, "");
+        cstr(&mut bind, "");
+        bind.extend_from_slice(&0u16.to_be_bytes()); // every parameter in text format
+        bind.extend_from_slice(&(params.len() as u16).to_be_bytes());
+        for p in params {
+            bind.extend_from_slice(&(p.len() as i32).to_be_bytes());
+            bind.extend_from_slice(p.as_bytes());
+        }
+        bind.extend_from_slice(&0u16.to_be_bytes()); // results in text format
+        let mut execute = Vec::new();
+        cstr(&mut execute, "");
+        execute.extend_from_slice(&0u32.to_be_bytes());
+        self.send(b'P', &parse)?;
+        self.send(b'B', &bind)?;
+        self.send(b'E', &execute)?;
+        self.send(b'S', &[])?;
+        let mut rows = Vec::new();
+        let mut error = None;
+        loop {
+            let (tag, payload) = self.read_message()?;
+            match tag {
+                b'D' => rows.push(data_row(&payload)?),
+                b'E' => error = Some(error_text(&payload)),
+                b'Z' => break,
+                _ => {}
+            }
+        }
+        match error {
+            Some(e) => Err(fail(format!("{e} (in: {})", sql.chars().take(200).collect::<String>()))),
+            None => Ok(rows),
+        }
+    }
+
     /// `COPY … FROM STDIN` with `data` (text format: tab-separated columns, one row a line).
     pub fn copy_in(&mut self, sql: &str, data: &[u8]) -> Result<()> {
         let mut body = sql.as_bytes().to_vec();
@@ -503,11 +609,10 @@ pub fn vector_literal(v: &[f32]) -> String {
     s
 }
 
-/// A text array literal (`'{"a","b"}'`) for SQL, every element quoted and escaped.
-pub fn text_array(items: &[String]) -> String {
-    let inner: Vec<String> = items
-        .iter()
-        .map(|g| format!("\"{}\"", g.replace('\\', "\\\\").replace('"', "\\\"").replace('\'', "''")))
-        .collect();
-    format!("'{{{}}}'::text[]", inner.join(","))
+/// A `text[]` value in PostgreSQL's array syntax (`{"a","b"}`), every element quoted and
+/// escaped for that syntax: a parameter value, never SQL text.
+pub fn text_array_value(items: &[String]) -> String {
+    let inner: Vec<String> =
+        items.iter().map(|g| format!("\"{}\"", g.replace('\\', "\\\\").replace('"', "\\\""))).collect();
+    format!("{{{}}}", inner.join(","))
 }

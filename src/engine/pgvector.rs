@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
-use crate::engine::pg::{binaries, fail, text_array, vector_literal, PgConn, PgServer};
+use crate::engine::pg::{binaries, fail, text_array_value, vector_literal, PgConn, PgServer};
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -90,9 +90,7 @@ fn acl_literal(acl: Option<&[String]>) -> String {
         None => vec![PUBLIC.to_string()],
         Some(g) => g.to_vec(),
     };
-    let inner: Vec<String> =
-        groups.iter().map(|g| format!("\"{}\"", g.replace('\\', "\\\\").replace('"', "\\\""))).collect();
-    copy_field(&format!("{{{}}}", inner.join(",")))
+    copy_field(&text_array_value(&groups))
 }
 
 fn text_config(analyzer: crate::analyze::AnalyzerKind) -> &'static str {
@@ -103,18 +101,12 @@ fn text_config(analyzer: crate::analyze::AnalyzerKind) -> &'static str {
     }
 }
 
-/// A SQL string literal.
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\0', "").replace('\'', "''"))
-}
-
-/// The `WHERE` clause of a restricted search.
-fn acl_filter(restrict: Option<&Restriction<'_>>) -> String {
-    restrict.map_or_else(String::new, |r| {
-        let mut groups = r.groups.to_vec();
-        groups.push(PUBLIC.to_string());
-        format!(" acl && {}", text_array(&groups))
-    })
+/// The user's groups and the public marker, as the `text[]` parameter of a restricted search
+/// (`acl && $n::text[]`).
+fn acl_groups(restrict: &Restriction<'_>) -> String {
+    let mut groups = restrict.groups.to_vec();
+    groups.push(PUBLIC.to_string());
+    text_array_value(&groups)
 }
 
 /// What `validate` says of the engine, without starting a server or writing to the user's:
@@ -157,11 +149,16 @@ impl PgEngine {
             }
         };
         let engine = PgEngine { _server: server, endpoint, idle: Mutex::new(Vec::new()) };
+        // `IF NOT EXISTS` races between runs sharing a server (a duplicate key in pg_type):
+        // one at a time, under a lock the transaction holds.
         engine.with(|c| {
-            c.query("CREATE EXTENSION IF NOT EXISTS vector")?;
+            c.query("BEGIN; SELECT pg_advisory_xact_lock(7395140962417601)")?;
             c.query(
-                "CREATE TABLE IF NOT EXISTS ragsweep_builds (name text PRIMARY KEY, rows integer NOT NULL, seconds float8 NOT NULL)",
+                "CREATE EXTENSION IF NOT EXISTS vector; CREATE TABLE IF NOT EXISTS ragsweep_builds (name text PRIMARY KEY, rows integer NOT NULL, seconds float8 NOT NULL); COMMIT",
             )
+            .inspect_err(|_| {
+                let _ = c.query("ROLLBACK");
+            })
         })?;
         Ok((engine, note))
     }
@@ -180,26 +177,28 @@ impl PgEngine {
 
     /// The table `name` if a build registered it with `rows` rows.
     fn registered(&self, name: &str, rows: usize) -> Result<Option<PgTable>> {
-        self.with(|c| {
-            let found = c.query(&format!(
-                "SELECT b.rows, b.seconds, pg_total_relation_size(c.oid) FROM ragsweep_builds b JOIN pg_class c ON c.relname = b.name WHERE b.name = {}",
-                literal(name)
-            ))?;
-            let Some(row) = found.first() else { return Ok(None) };
-            let get = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
-            if get(0).parse::<usize>().ok() != Some(rows) {
-                return Err(fail(format!(
-                    "table {name} in the engine cache holds {} rows, its key says {rows}: remove the cache's pg folder",
-                    get(0)
-                )));
-            }
-            Ok(Some(PgTable {
-                name: name.to_string(),
-                bytes: get(2).parse().unwrap_or(0),
-                build_seconds: get(1).parse().unwrap_or(0.0),
-                reused: true,
-            }))
-        })
+        self.with(|c| self.registered_on(c, name, rows))
+    }
+
+    fn registered_on(&self, c: &mut PgConn, name: &str, rows: usize) -> Result<Option<PgTable>> {
+        let found = c.query_params(
+            "SELECT b.rows, b.seconds, pg_total_relation_size(c.oid) FROM ragsweep_builds b JOIN pg_class c ON c.relname = b.name WHERE b.name = $1::text",
+            &[name],
+        )?;
+        let Some(row) = found.first() else { return Ok(None) };
+        let get = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        if get(0).parse::<usize>().ok() != Some(rows) {
+            return Err(fail(format!(
+                "table {name} in the engine cache holds {} rows, its key says {rows}: remove the cache's pg folder",
+                get(0)
+            )));
+        }
+        Ok(Some(PgTable {
+            name: name.to_string(),
+            bytes: get(2).parse().unwrap_or(0),
+            build_seconds: get(1).parse().unwrap_or(0.0),
+            reused: true,
+        }))
     }
 
     /// Builds table `name` in one transaction: `create`, `COPY` of `data`, then `index`
@@ -210,11 +209,19 @@ impl PgEngine {
         }
         self.with(|c| {
             let started = Instant::now();
-            c.query(&format!("BEGIN; DROP TABLE IF EXISTS {name}; {create}"))?;
+            // Runs sharing one server build a table once: the first takes the table's lock,
+            // the others wait for it and then find the table registered.
+            c.query("BEGIN")?;
+            c.query_params("SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))", &[name])?;
+            if let Some(table) = self.registered_on(c, name, rows)? {
+                c.query("COMMIT")?;
+                return Ok(table);
+            }
+            c.query(&format!("DROP TABLE IF EXISTS {name}; {create}"))?;
             let built = c.copy_in(copy, data).and_then(|()| {
                 c.query(&format!("SET maintenance_work_mem = '512MB'; {index}; ANALYZE {name}"))?;
                 let seconds = started.elapsed().as_secs_f64();
-                c.query(&format!("INSERT INTO ragsweep_builds VALUES ({}, {rows}, {seconds})", literal(name)))?;
+                c.query_params(&format!("INSERT INTO ragsweep_builds VALUES ($1::text, {rows}, {seconds})"), &[name])?;
                 c.query("COMMIT")?;
                 Ok(seconds)
             });
@@ -295,9 +302,15 @@ impl PgEngine {
         )
     }
 
-    /// Rows of `(id, score)` of `sql`, best first by the ties rule of every source.
-    fn hits(&self, sql: &str, depth: usize, negate: bool) -> Result<Vec<Hit>> {
-        let rows = self.with(|c| c.query(sql))?;
+    /// Rows of `(id, score)` of `sql` run with `params` after the session `settings`, best
+    /// first by the ties rule of every source.
+    fn hits(&self, settings: &str, sql: &str, params: &[&str], depth: usize, negate: bool) -> Result<Vec<Hit>> {
+        let rows = self.with(|c| {
+            if !settings.is_empty() {
+                c.query(settings)?;
+            }
+            c.query_params(sql, params)
+        })?;
         let mut hits = Vec::with_capacity(rows.len());
         for row in rows {
             let field = |i: usize| {
@@ -340,14 +353,14 @@ impl PgVectorSource<'_> {
 impl RankingSource for PgVectorSource<'_> {
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
         let v = vector_literal(query.vector);
-        let filter = acl_filter(restrict);
-        let filter = if filter.is_empty() { filter } else { format!(" WHERE{filter}") };
+        let groups = restrict.map(acl_groups);
+        let filter = if groups.is_some() { " WHERE acl && $2::text[]" } else { "" };
         let sql = format!(
-            "{}SELECT id, embedding <#> '{v}' FROM {}{filter} ORDER BY embedding <#> '{v}' LIMIT {depth}",
-            self.settings(),
+            "SELECT id, embedding <#> $1::vector FROM {}{filter} ORDER BY embedding <#> $1::vector LIMIT {depth}",
             self.table.name
         );
-        self.engine.hits(&sql, depth, true)
+        let params: Vec<&str> = std::iter::once(v.as_str()).chain(groups.as_deref()).collect();
+        self.engine.hits(&self.settings(), &sql, &params, depth, true)
     }
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
@@ -395,9 +408,10 @@ pub struct PgTextSource<'a> {
 }
 
 impl PgTextSource<'_> {
-    fn tsquery(&self, text: &str) -> String {
+    /// The query as a `tsquery` of the question, which travels as parameter `$1`.
+    fn tsquery(&self) -> String {
         let config = text_config(self.analyzer);
-        let plain = format!("plainto_tsquery('{config}', {})", literal(text));
+        let plain = format!("plainto_tsquery('{config}', $1::text)");
         match self.terms {
             Terms::All => plain,
             Terms::Any => format!("to_tsquery('{config}', replace({plain}::text, ' & ', ' | '))"),
@@ -407,23 +421,24 @@ impl PgTextSource<'_> {
 
 impl RankingSource for PgTextSource<'_> {
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
-        let filter = acl_filter(restrict);
-        let filter = if filter.is_empty() { filter } else { format!(" AND{filter}") };
+        let groups = restrict.map(acl_groups);
+        let filter = if groups.is_some() { " AND acl && $2::text[]" } else { "" };
         let sql = format!(
             "SELECT id, ts_rank_cd(tsv, q) AS r FROM {}, {} AS q WHERE tsv @@ q{filter} ORDER BY r DESC LIMIT {depth}",
             self.table.name,
-            self.tsquery(query.text)
+            self.tsquery()
         );
-        self.engine.hits(&sql, depth, false)
+        let params: Vec<&str> = std::iter::once(query.text).chain(groups.as_deref()).collect();
+        self.engine.hits("", &sql, &params, depth, false)
     }
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
         let sql = format!(
             "SELECT id, ts_rank_cd(tsv, q) FROM {}, {} AS q WHERE id = {chunk}",
             self.table.name,
-            self.tsquery(query.text)
+            self.tsquery()
         );
-        let score = self.engine.hits(&sql, 1, false)?.first().map(|h| h.score);
+        let score = self.engine.hits("", &sql, &[query.text], 1, false)?.first().map(|h| h.score);
         Ok(SourceScore { score, bm25: None, cosine: None })
     }
 

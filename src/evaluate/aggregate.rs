@@ -162,7 +162,8 @@ pub fn aggregate_cell(
                 (hits > 0).then(|| f64::from(spanning) / f64::from(hits))
             },
             p_vs_best: None,
-            tied_with_best: None,
+            vs_best: None,
+            diff_vs_best: None,
             misses: miss_counts(ks, mine.iter().flat_map(|r| &r.misses)),
             latency: None,
             cost: cost.clone(),

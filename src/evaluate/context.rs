@@ -55,6 +55,30 @@ pub fn pack(
     Ok(Packed { pieces, short: true })
 }
 
+/// How many of R's items the ideal context of budget `budget` holds (SPEC §3, `ndcg@Bt`): the
+/// items, `(grade, tokens)`, in decreasing grade (shorter first among equal grades) packed by
+/// the same rule as a ranked list — whole items while they fit, then the next one cut — and at
+/// least one.
+pub fn ideal_count(items: &[(u32, usize)], budget: usize) -> usize {
+    let mut sorted: Vec<(u32, usize)> = items.to_vec();
+    sorted.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut total = 0usize;
+    let mut n = 0;
+    for &(_, tokens) in &sorted {
+        if total + tokens <= budget {
+            total += tokens;
+            n += 1;
+            if total == budget {
+                break;
+            }
+        } else {
+            n += usize::from(budget > total);
+            break;
+        }
+    }
+    n.max(1).min(sorted.len().max(1))
+}
+
 /// Byte ranges `(doc, start, end)` merged per document: sorted, overlaps and neighbours joined.
 fn merged(ranges: &[(u32, usize, usize)]) -> Vec<(u32, usize, usize)> {
     let mut v: Vec<(u32, usize, usize)> = ranges.iter().copied().filter(|r| r.2 > r.1).collect();
@@ -111,9 +135,10 @@ impl Overlap {
         (self.relevant > 0).then(|| self.shared as f64 / self.relevant as f64)
     }
 
-    /// |T ∩ C| / |C|; 0 for an empty context (it holds none of T).
+    /// |T ∩ C| / |C|; undefined without relevant text or for an empty context (SPEC §3: an
+    /// undefined value is null, not 0).
     pub fn precision(&self) -> Option<f64> {
-        (self.relevant > 0).then(|| if self.context == 0 { 0.0 } else { self.shared as f64 / self.context as f64 })
+        (self.relevant > 0 && self.context > 0).then(|| self.shared as f64 / self.context as f64)
     }
 
     /// |T ∩ C| / |T ∪ C|.

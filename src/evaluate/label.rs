@@ -90,6 +90,27 @@ impl Truth {
         }
     }
 
+    /// R's items as (grade, tokens of their own text): a document's text, a labelled section's
+    /// span, an evidence span's (normalised) text — what the ideal context of `ndcg@Bt` packs.
+    pub fn item_tokens(
+        &self,
+        corpus: &Corpus,
+        tokens_in: &dyn Fn(u32, usize, usize) -> usize,
+        count: &dyn Fn(&[String]) -> crate::error::Result<Vec<u32>>,
+    ) -> crate::error::Result<Vec<(u32, usize)>> {
+        Ok(match self {
+            Truth::Doc(grades) => grades
+                .iter()
+                .filter(|(_, &g)| g > 0)
+                .map(|(&d, &g)| (g, tokens_in(d, 0, corpus.docs[d as usize].text.len())))
+                .collect(),
+            Truth::Section(spans) => {
+                spans.iter().filter(|s| s.grade > 0).map(|s| (s.grade, tokens_in(s.doc, s.start, s.end))).collect()
+            }
+            Truth::Evidence(spans) => count(spans)?.into_iter().map(|t| (1, t as usize)).collect(),
+        })
+    }
+
     fn ideal(&self) -> Vec<f64> {
         let mut g: Vec<f64> = match self {
             Truth::Doc(g) => g.values().filter(|&&g| g > 0).map(|&g| g as f64).collect(),

@@ -77,6 +77,18 @@ impl Metric {
     }
 }
 
+/// `ndcg@Bt` of a packed context (SPEC §3): its DCG over every packed item divided by the DCG
+/// of the ideal packed context, R's best `ideal_items` grades; at most 1 (fragments of several
+/// sections can hold more relevant items than their whole spans would); undefined when R is.
+pub fn ndcg_packed(j: &Judged, ideal_items: usize) -> Option<f64> {
+    if j.relevant == 0 {
+        return None;
+    }
+    let dcg = j.items.iter().enumerate().map(|(i, it)| it.gain / (i as f64 + 2.0).log2()).fold(0.0, |a, b| a + b);
+    let idcg: f64 = j.ideal.iter().take(ideal_items.max(1)).enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).sum();
+    Some(if idcg > 0.0 { (dcg / idcg).min(1.0) } else { 0.0 })
+}
+
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -1,5 +1,5 @@
 //! Judging and scoring: relevance units, metrics, statistics, abstention, exact-term tags
-//! selection on the tuning split, and which cells are tied with the best.
+//! selection on the tuning split, `require` constraints, and where each cell stands against the best.
 
 pub mod abstention;
 pub mod aggregate;
@@ -10,6 +10,7 @@ pub mod context;
 pub mod exact_terms;
 pub mod label;
 pub mod metrics;
+pub mod require;
 pub mod selection;
 pub mod stats;
 pub mod ties;

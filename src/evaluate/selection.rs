@@ -2,38 +2,58 @@
 //! the tuning split only, then judged on the reserved split it never saw.
 
 use crate::evaluate::metrics::MetricAt;
+use crate::evaluate::{require, stats};
 use crate::experiment::{Experiment, Prefer};
 use crate::input::golden::Split;
-use crate::results::{Row, Selection};
+use crate::results::{Row, Selection, SliceRow};
 use crate::retrieve::access::Filter;
+use crate::vocab::{Requirement, VsBest};
 
-/// The cells that may not be selected, and why: a cell that leaked is never eligible when the
-/// grid has a filtered cell (SPEC §5).
-pub fn excluded(rows: &[Row]) -> Vec<(String, String)> {
+/// The cells that may not be selected, and why: a cell that leaked when the grid has a
+/// filtered cell (SPEC §5), and a cell that fails a `require` constraint on tuning (SPEC §7),
+/// naming each constraint it failed.
+pub fn excluded(rows: &[Row], slices: &[SliceRow], requirements: &[Requirement]) -> Vec<(String, String)> {
     let filtered = rows.iter().any(|r| r.filter != Filter::None);
     let mut out: Vec<(String, String)> = Vec::new();
     for r in rows {
         if out.iter().any(|(c, _)| *c == r.cell) {
             continue;
         }
+        let mut reasons: Vec<String> = Vec::new();
         let leaks: usize = rows.iter().filter(|o| o.cell == r.cell).map(|o| o.leaks).sum();
         if filtered && leaks > 0 {
-            out.push((r.cell.clone(), format!("{leaks} leaked chunks")));
+            reasons.push(format!("{leaks} leaked chunks"));
+        }
+        reasons.extend(requirements.iter().filter_map(|q| require::unmet(q, rows, slices, &r.cell)));
+        if !reasons.is_empty() {
+            out.push((r.cell.clone(), reasons.join("; ")));
         }
     }
     out
 }
 
-/// The selection an experiment asks for over `rows`: none without `select`, and none for a
-/// shard, which sees only part of the grid.
-pub fn select_for(exp: &Experiment, rows: &[Row]) -> Option<Selection> {
-    exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer))
+/// The cells `excluded` names, as `ties::mark` takes them.
+pub fn excluded_cells(rows: &[Row], slices: &[SliceRow], requirements: &[Requirement]) -> Vec<String> {
+    excluded(rows, slices, requirements).into_iter().map(|(cell, _)| cell).collect()
 }
 
-/// Selects on tuning among the eligible cells: the best score, or with `prefer` the fastest
-/// or cheapest of the cells tied with it; `None` when no eligible cell has a tuning score
-/// for `metric`.
-pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selection> {
+/// The selection an experiment asks for over `rows`: none without `select`, and none for a
+/// shard, which sees only part of the grid.
+pub fn select_for(exp: &Experiment, rows: &[Row], slices: &[SliceRow]) -> Option<Selection> {
+    let excluded = excluded(rows, slices, &exp.require);
+    exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer, excluded, exp.margin))
+}
+
+/// Selects on tuning among the eligible cells (those not in `excluded`): the best score, or
+/// with `prefer` the fastest or cheapest of the cells equivalent to it (`vs_best`, set by
+/// `ties::mark`); `None` when no eligible cell has a tuning score for `metric`.
+pub fn select(
+    rows: &[Row],
+    metric: MetricAt,
+    prefer: Prefer,
+    excluded: Vec<(String, String)>,
+    margin: f64,
+) -> Option<Selection> {
     let name = metric.to_string();
     let score = |cell: &str, split: Split| {
         rows.iter().find(|r| r.cell == cell && r.split == split).and_then(|r| r.metrics.get(&name)?.value)
@@ -44,7 +64,6 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
             cells.push((&r.cell, &r.label));
         }
     }
-    let excluded = excluded(rows);
     let scored: Vec<(&str, &str, f64, Option<f64>)> = cells
         .iter()
         .filter(|(c, _)| !excluded.iter().any(|(e, _)| e == c))
@@ -55,13 +74,14 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
         _ => Some(s),
     })?;
     let tuning_row = |cell: &str| rows.iter().find(|r| r.cell == cell && r.split == Split::Tuning);
-    let mut tied: Vec<&(&str, &str, f64, Option<f64>)> = scored
-        .iter()
-        .filter(|s| s.0 == best.0 || tuning_row(s.0).and_then(|r| r.tied_with_best) == Some(true))
-        .collect();
-    tied.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let standing = |cell: &str| tuning_row(cell).and_then(|r| r.vs_best);
+    let mut equivalent: Vec<&(&str, &str, f64, Option<f64>)> =
+        scored.iter().filter(|s| s.0 == best.0 || standing(s.0) == Some(VsBest::Equivalent)).collect();
+    equivalent.sort_by(|a, b| b.2.total_cmp(&a.2));
+    let undecided: Vec<String> =
+        scored.iter().filter(|s| standing(s.0) == Some(VsBest::Undecided)).map(|s| s.0.to_string()).collect();
     let order = |cell: &str| cells.iter().position(|(c, _)| *c == cell).unwrap_or(usize::MAX);
-    let candidates: Vec<Candidate> = tied
+    let candidates: Vec<Candidate> = equivalent
         .iter()
         .map(|s| {
             let r = tuning_row(s.0);
@@ -76,9 +96,17 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
         .collect();
     let (chosen_cell, rule) = match prefer {
         Prefer::Quality => (best.0, None),
+        _ if candidates.len() < 2 => (best.0, Some(cannot_prefer(rows, &scored, prefer, &name, margin))),
         _ => match prefer_among(&candidates, prefer, &name) {
             Some((cell, rule)) => (cell, Some(rule)),
-            None => (best.0, Some(format!("no tied cell has a {}: the best scoring cell", preference_measure(prefer)))),
+            None => (
+                best.0,
+                Some(format!(
+                    "prefer = {}: no equivalent cell has a {}: the best scoring cell",
+                    prefer_name(prefer),
+                    preference_measure(prefer)
+                )),
+            ),
         },
     };
     let chosen = scored.iter().find(|s| s.0 == chosen_cell).expect("the chosen cell is scored");
@@ -102,10 +130,67 @@ pub fn select(rows: &[Row], metric: MetricAt, prefer: Prefer) -> Option<Selectio
         excluded,
         prefer,
         best: best.0.to_string(),
-        tied: tied.iter().map(|s| s.0.to_string()).collect(),
+        equivalent: equivalent.iter().map(|s| s.0.to_string()).collect(),
+        undecided,
+        margin,
         optimism_percentile,
         rule,
     })
+}
+
+fn prefer_name(prefer: Prefer) -> &'static str {
+    match prefer {
+        Prefer::Quality => "quality",
+        Prefer::Latency => "latency",
+        Prefer::Cost => "cost",
+    }
+}
+
+/// Why a preference chose the best cell when no other cell is shown equivalent to it, and how
+/// many tuning cases would let the closest undecided cell be shown equivalent (normal
+/// approximation of two one-sided tests with 80% power).
+fn cannot_prefer(
+    rows: &[Row],
+    scored: &[(&str, &str, f64, Option<f64>)],
+    prefer: Prefer,
+    metric: &str,
+    margin: f64,
+) -> String {
+    let tuning = |cell: &str| rows.iter().find(|r| r.cell == cell && r.split == Split::Tuning);
+    let undecided: Vec<&Row> =
+        scored.iter().filter_map(|s| tuning(s.0)).filter(|r| r.vs_best == Some(VsBest::Undecided)).collect();
+    let worse = scored.iter().filter_map(|s| tuning(s.0)).filter(|r| r.vs_best == Some(VsBest::Worse)).count();
+    let mut text = format!(
+        "prefer = {} could not apply: no other eligible cell is shown equivalent to the best on tuning ({metric} within ±{margin}: {} undecided, {worse} worse), so the best scoring cell is selected",
+        prefer_name(prefer),
+        undecided.len()
+    );
+    let best = scored.iter().map(|s| s.2).fold(f64::NEG_INFINITY, f64::max);
+    let closest = undecided
+        .iter()
+        .filter_map(|r| {
+            let ci = r.diff_vs_best?;
+            let mean = r.metrics.get(metric)?;
+            Some((r, best - mean.value?, ci, mean.n))
+        })
+        .min_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
+    if let Some((row, diff, ci, n)) = closest {
+        // The interval's half-width is about 1.96·sd/√n.
+        let sd = (ci.hi - ci.lo) / 2.0 / stats::normal_quantile(0.975) * (n as f64).sqrt();
+        let room = margin - diff.abs();
+        let needed = if room > 0.0 { stats::cases_needed(sd, room, 0.05, 0.8) } else { None };
+        text.push_str(&match needed {
+            Some(cases) => format!(
+                "; the closest, {} (difference {diff:+.3}), would need about {cases} tuning cases to be shown equivalent (it has {n})",
+                row.cell
+            ),
+            None => format!(
+                "; the closest, {} (difference {diff:+.3}), differs by more than the margin: more cases would not make it equivalent",
+                row.cell
+            ),
+        });
+    }
+    text
 }
 
 /// Two median latencies are the same unless they differ by more than this share of the
@@ -115,7 +200,7 @@ pub const LATENCY_NOISE_RELATIVE: f64 = 0.10;
 /// move a p50 by this much between identical reruns (BM25 p50s of 0.013–0.016 ms, measured).
 pub const LATENCY_NOISE_MS: f64 = 0.05;
 
-/// A cell tied with the best, as `prefer` sees it.
+/// A cell equivalent to the best, as `prefer` sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate<'a> {
     pub cell: &'a str,
@@ -158,14 +243,14 @@ pub fn prefer_among<'a>(candidates: &[Candidate<'a>], prefer: Prefer, metric: &s
     let (n, of) = (equal.len(), candidates.len());
     let rule = if prefer == Prefer::Latency {
         format!(
-            "prefer = latency: {n} of {of} tied cells have a p50 within the timing noise of the fastest ({best:.3} ms + max({:.0}%, {LATENCY_NOISE_MS} ms)); among them the cheapest, then the best tuning {metric}, then the first in the grid: {} (p50 {:.3} ms)",
+            "prefer = latency: {n} of {of} equivalent cells have a p50 within the timing noise of the fastest ({best:.3} ms + max({:.0}%, {LATENCY_NOISE_MS} ms)); among them the cheapest, then the best tuning {metric}, then the first in the grid: {} (p50 {:.3} ms)",
             100.0 * LATENCY_NOISE_RELATIVE,
             chosen.cell,
             chosen.p50_ms.unwrap_or_default()
         )
     } else {
         format!(
-            "prefer = cost: {n} of {of} tied cells cost the least (${best:.4} per 1k queries); among them the best tuning {metric}, then the first in the grid: {}",
+            "prefer = cost: {n} of {of} equivalent cells cost the least (${best:.4} per 1k queries); among them the best tuning {metric}, then the first in the grid: {}",
             chosen.cell
         )
     };
@@ -223,7 +308,7 @@ mod tests {
         let apart = [candidate("c1", 0, 0.90, 30.0), candidate("c2", 1, 0.80, 0.2)];
         let (cell, rule) = prefer_among(&apart, Prefer::Latency, "ndcg@10").unwrap();
         assert_eq!(cell, "c2");
-        assert!(rule.contains("1 of 2 tied cells"), "{rule}");
+        assert!(rule.contains("1 of 2 equivalent cells"), "{rule}");
         // 10% relative: 10.0 vs 10.9 ms are equal, 10.0 vs 11.5 are not.
         let within = [candidate("c1", 0, 0.9, 10.9), candidate("c2", 1, 0.8, 10.0)];
         assert_eq!(prefer_among(&within, Prefer::Latency, "ndcg@10").unwrap().0, "c1");
@@ -264,7 +349,7 @@ mod tests {
             row("c3", Split::Reserved, 0.65),
         ];
         let m = MetricAt::at_k(Metric::Ndcg, 10);
-        let s = select(&rows, m, Prefer::Quality).unwrap();
+        let s = select(&rows, m, Prefer::Quality, vec![], 0.02).unwrap();
         assert_eq!(s.cell, "c2");
         assert_eq!(s.reserved, Some(0.55));
         assert_eq!(s.reserved_rank, Some(3));
@@ -279,11 +364,11 @@ mod tests {
         rows[0].leaks = 3;
         rows[1].filter = Filter::InQuery;
         let m = MetricAt::at_k(Metric::Ndcg, 10);
-        let s = select(&rows, m, Prefer::Quality).unwrap();
+        let s = select(&rows, m, Prefer::Quality, excluded(&rows, &[], &[]), 0.02).unwrap();
         assert_eq!(s.cell, "c2");
         assert_eq!(s.excluded, vec![("c1".to_string(), "3 leaked chunks".to_string())]);
         // Without a filtered cell, leaks are only measured: every cell is eligible.
         rows[1].filter = Filter::None;
-        assert_eq!(select(&rows, m, Prefer::Quality).unwrap().cell, "c1");
+        assert_eq!(select(&rows, m, Prefer::Quality, excluded(&rows, &[], &[]), 0.02).unwrap().cell, "c1");
     }
 }

@@ -23,6 +23,9 @@ use crate::vocab::{
 };
 pub use crate::vocab::{DenseIndex, DenseSpec, IterativeScan, LexicalSpec, PgVectorIndex, RetrieverSpec, Terms};
 
+/// The largest cut-off or budget an experiment may ask for: every input has bounded cost.
+pub const MAX_CUTOFF: usize = 1_000_000;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExperiment {
@@ -45,6 +48,12 @@ struct RawExperiment {
     select: Option<Spanned<String>>,
     #[serde(default)]
     prefer: Prefer,
+    /// Equivalence margin on the decision metric's scale (SPEC §7).
+    #[serde(default)]
+    margin: Option<Spanned<f64>>,
+    /// Constraints a cell must meet on tuning to be eligible (SPEC §7).
+    #[serde(default)]
+    require: Vec<Spanned<String>>,
     #[serde(default)]
     latency_cases: Option<usize>,
     #[serde(default)]
@@ -441,7 +450,7 @@ fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> 
     out
 }
 
-/// Which cell of those tied with the best on tuning the selection names (SPEC §7).
+/// Which cell of those equivalent to the best on tuning the selection names (SPEC §7).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Prefer {
@@ -471,8 +480,13 @@ pub struct Experiment {
     pub reserved_fraction: f64,
     /// The metric that picks the best cell on the tuning split.
     pub select: Option<MetricAt>,
-    /// Among the cells tied with the best on tuning, which one to select.
+    /// Among the cells equivalent to the best on tuning, which one to select.
     pub prefer: Prefer,
+    /// A cell is equivalent to the best when the 95% interval of their paired difference on
+    /// the decision metric lies inside ±margin (SPEC §7).
+    pub margin: f64,
+    /// Constraints every eligible cell meets on tuning (SPEC §7).
+    pub require: Vec<crate::vocab::Requirement>,
     /// Cases in each cell's timed latency pass (0: no timed pass).
     pub latency_cases: usize,
     pub corpus_path: PathBuf,
@@ -537,10 +551,18 @@ impl Experiment {
         columns_of(&self.metrics, &self.k, &self.budget, self.unit)
     }
 
-    /// The metric cells are compared on: `select`, else the first metric at k = 10 (the
-    /// largest k when 10 is not one).
+    /// The metric cells are compared on: `select`; else, with budgets and the section unit,
+    /// `tok_recall` at the headline budget (SPEC §3: a fragment of a long section counts for
+    /// it, so `recall@Bt` would reward fragments); else the first metric at k = 10 (the largest
+    /// k when 10 is not one).
     pub fn decision_metric(&self) -> MetricAt {
-        self.select.unwrap_or(MetricAt::at_k(self.metrics[0], crate::vocab::headline_k(&self.k)))
+        match self.select {
+            Some(m) => m,
+            None if self.unit == Unit::Section && !self.budget.is_empty() => {
+                MetricAt::at_budget(Metric::TokRecall, crate::vocab::headline_budget(&self.budget))
+            }
+            None => MetricAt::at_k(self.metrics[0], crate::vocab::headline_k(&self.k)),
+        }
     }
 
     /// The keys of per-cut-off values: `@k` for each k, then `@Bt` for each budget.
@@ -574,6 +596,12 @@ impl Experiment {
         if k.is_empty() || k.contains(&0) {
             return Err(bad(raw.k.span(), "`k` needs at least one cut-off, each at least 1".into()));
         }
+        if let Some(big) = k.iter().find(|&&k| k > MAX_CUTOFF) {
+            return Err(bad(
+                raw.k.span(),
+                format!("k = {big} is larger than any list a retriever returns (at most {MAX_CUTOFF}); a cut-off above the corpus size reads the whole corpus"),
+            ));
+        }
         k.sort_unstable();
         k.dedup();
         let reserved_fraction = match &raw.reserved_fraction {
@@ -586,6 +614,9 @@ impl Experiment {
         let mut budget = match &raw.budget {
             Some(b) if b.get_ref().contains(&0) => {
                 return Err(bad(b.span(), "`budget` takes token counts, each at least 1".into()))
+            }
+            Some(b) if b.get_ref().iter().any(|&b| b > MAX_CUTOFF) => {
+                return Err(bad(b.span(), format!("`budget` takes token counts of at most {MAX_CUTOFF}")))
             }
             Some(b) => b.get_ref().clone(),
             None => Vec::new(),
@@ -621,6 +652,24 @@ impl Experiment {
                 Some(m)
             }
         };
+
+        let margin = match &raw.margin {
+            None => crate::vocab::DEFAULT_MARGIN,
+            Some(m) if m.get_ref().is_finite() && *m.get_ref() > 0.0 => *m.get_ref(),
+            Some(m) => {
+                return Err(bad(
+                    m.span(),
+                    "`margin` is a positive number on the decision metric's scale (default 0.02)".into(),
+                ))
+            }
+        };
+        let cut_keys: Vec<String> =
+            k.iter().map(|k| format!("@{k}")).chain(budget.iter().map(|b| format!("@{b}t"))).collect();
+        let require = raw
+            .require
+            .iter()
+            .map(|r| crate::vocab::parse_requirement(r.get_ref(), &columns, &cut_keys).map_err(|e| bad(r.span(), e)))
+            .collect::<Result<Vec<_>>>()?;
 
         let base = path.parent().unwrap_or(Path::new("."));
         let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
@@ -690,6 +739,16 @@ impl Experiment {
                     "`acl_key` names the field that holds access lists: it cannot be empty".into(),
                 ))
             }
+            Some(k) if crate::input::access_key::NOT_AN_ACCESS_KEY.contains(&k.get_ref().trim().to_lowercase().as_str()) => {
+                return Err(bad(
+                    k.span(),
+                    format!(
+                        "`acl_key = \"{}\"` names a field that never holds an access list ({}): name the field your documents keep their groups in",
+                        k.get_ref().trim(),
+                        crate::input::access_key::NOT_AN_ACCESS_KEY.join(", ")
+                    ),
+                ))
+            }
             Some(k) => AccessKey { key: k.get_ref().trim().to_string(), not_access: raw.corpus.not_access.clone() },
             None => AccessKey { not_access: raw.corpus.not_access.clone(), ..AccessKey::default() },
         };
@@ -730,6 +789,8 @@ impl Experiment {
             reserved_fraction,
             select,
             prefer: raw.prefer,
+            margin,
+            require,
             latency_cases: raw.latency_cases.unwrap_or(LATENCY_CASES),
             corpus_path: base.join(raw.corpus.path.get_ref()),
             corpus_path_at: at(raw.corpus.path.span()),
@@ -742,7 +803,15 @@ impl Experiment {
                 tuning: raw.golden.tuning,
                 reserved: raw.golden.reserved,
             },
-            default_groups: raw.permissions.default_groups,
+            default_groups: raw
+                .permissions
+                .default_groups
+                .iter()
+                .map(|g| {
+                    crate::input::access_key::check_group(g)
+                        .map_err(|e| Error::input(Location::file(path), format!("`permissions.default_groups`: {e}")))
+                })
+                .collect::<Result<Vec<_>>>()?,
             synthetic_acl,
             synthetic_acl_at,
             missing_acl: raw.permissions.missing_acl,

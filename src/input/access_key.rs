@@ -7,8 +7,35 @@
 //! experiment lists it in `[corpus] not_access`: a misspelt or foreign access list read as
 //! plain metadata would make a restricted document public.
 
-/// Key names (lower case) that are access lists in other tools; `*` ends a prefix.
-pub const SUSPICIOUS: [&str; 22] = [
+/// The prefix of group names the tool itself uses (the engine's public marker): refused in
+/// documents and cases (SPEC §5), so no document can spell a name the engine gives everyone.
+pub const RESERVED_GROUP_PREFIX: &str = "ragsweep:";
+
+/// Keys that can never hold an access list: `[permissions] acl_key` naming one is an error.
+pub const NOT_AN_ACCESS_KEY: [&str; 5] = ["title", "id", "text", "meta", "metadata"];
+
+/// Refuses a group name that is not plain data: empty, with control characters (NUL included),
+/// or in the tool's own namespace (SPEC §5). Returns the name trimmed.
+pub fn check_group(name: &str) -> Result<String, String> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() {
+        return Err("a group name is empty".into());
+    }
+    if let Some(c) = trimmed.chars().find(|c| c.is_control()) {
+        return Err(format!("the group name {trimmed:?} holds the control character U+{:04X}", c as u32));
+    }
+    let folded: String = unicode_normalization::UnicodeNormalization::nfkc(trimmed).collect::<String>().to_lowercase();
+    if folded.starts_with(RESERVED_GROUP_PREFIX) {
+        return Err(format!(
+            "the group name {trimmed:?} is in ragsweep's own namespace (`{RESERVED_GROUP_PREFIX}…`, used by the engine): choose another name"
+        ));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Key names (lower case) that are access lists in other tools; `*` ends a prefix, and a name
+/// between two `*` is matched anywhere in the key.
+pub const SUSPICIOUS: [&str; 37] = [
     "acl",
     "acls",
     "group",
@@ -31,6 +58,21 @@ pub const SUSPICIOUS: [&str; 22] = [
     "restricted",
     "confidential",
     "security",
+    "*group*",
+    "*permission*",
+    "audiences",
+    "viewer*",
+    "member*",
+    "team",
+    "teams",
+    "tenant",
+    "tenants",
+    "visible*",
+    "shared*",
+    "authori*",
+    "entitle*",
+    "clearance",
+    "scopes",
 ];
 
 /// The access-list rules of one experiment.
@@ -67,17 +109,19 @@ impl AccessKey {
         if self.not_access.iter().any(|k| k == key) {
             return Field::Meta;
         }
-        let lower = key.to_lowercase();
+        // Full-width and other compatibility forms (`ａｃｌ`) compare as what they look like.
+        let lower: String = unicode_normalization::UnicodeNormalization::nfkc(key).collect::<String>().to_lowercase();
         let access = self.key.to_lowercase();
         let why = if lower == access {
-            Some(format!("it is the access key `{}` in another case", self.key))
+            Some(format!("it is the access key `{}` in another form", self.key))
         } else if crate::analyze::edit_distance(&lower, &access) <= near(&access) {
             Some(format!("it is within {} of the access key `{}`", plural(near(&access)), self.key))
         } else if lower.starts_with(&access) || lower.ends_with(&access) {
             Some(format!("it extends the access key `{}`", self.key))
-        } else if SUSPICIOUS.iter().any(|s| match s.strip_suffix('*') {
-            Some(prefix) => lower.starts_with(prefix),
-            None => lower == *s,
+        } else if SUSPICIOUS.iter().any(|s| match (s.strip_prefix('*'), s.strip_suffix('*')) {
+            (Some(inner), Some(_)) => lower.contains(inner.trim_end_matches('*')),
+            (None, Some(prefix)) => lower.starts_with(prefix),
+            _ => lower == *s,
         }) {
             Some("other tools keep access lists under that name".into())
         } else {
@@ -92,6 +136,34 @@ impl AccessKey {
         }
     }
 
+    /// The first key nested anywhere in `value` (maps inside maps or lists) that is or could
+    /// be an access list, as a dotted path under `top`: an access list is one top-level key.
+    pub fn nested_in_json(&self, top: &str, value: &serde_json::Value) -> Option<String> {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => map.iter().find_map(|(k, v)| {
+                let path = format!("{top}.{k}");
+                match self.classify(k) {
+                    Field::Meta => self.nested_in_json(&path, v),
+                    _ => Some(path),
+                }
+            }),
+            Value::Array(items) => {
+                items.iter().enumerate().find_map(|(i, v)| self.nested_in_json(&format!("{top}[{i}]"), v))
+            }
+            _ => None,
+        }
+    }
+
+    /// The error for an access declaration nested at `path` inside another field (SPEC §5:
+    /// exactly one top-level declaration; anything else that could declare one is an error).
+    pub fn nested_error(&self, path: &str) -> String {
+        format!(
+            "`{path}` could declare an access list inside another field; the access list is the one top-level `{}` key (or name the field in `[corpus] not_access` if it is plain metadata)",
+            self.key
+        )
+    }
+
     /// The groups of an access list given as JSON.
     pub fn groups_from_json(&self, value: &serde_json::Value) -> Result<Vec<String>, String> {
         use serde_json::Value;
@@ -99,7 +171,7 @@ impl AccessKey {
             Value::Array(items) => items
                 .iter()
                 .map(|g| match g {
-                    Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+                    Value::String(s) => check_group(s).map_err(|e| format!("`{}`: {e}", self.key)),
                     other => Err(format!("`{}` must list group names; found {other}", self.key)),
                 })
                 .collect(),
@@ -148,6 +220,20 @@ mod tests {
             "acm",
             "acl_groups",
             "doc_acl",
+            "user_groups",
+            "security_groups",
+            "read_groups",
+            "authorized_groups",
+            "audiences",
+            "viewers",
+            "members",
+            "teams",
+            "tenant",
+            "tenants",
+            "visible_to",
+            "shared_with",
+            "ａｃｌ",
+            "ＡＣＬ",
         ] {
             assert!(matches!(rules.classify(key), Field::Suspicious(_)), "{key}");
         }
@@ -169,8 +255,22 @@ mod tests {
         let rules = AccessKey::default();
         assert_eq!(rules.groups_from_json(&serde_json::json!(["rh", "dpo"])).unwrap(), ["rh", "dpo"]);
         assert_eq!(rules.groups_from_json(&serde_json::json!([])).unwrap(), Vec::<String>::new());
-        for bad in [serde_json::json!(null), serde_json::json!("rh"), serde_json::json!(""), serde_json::json!([1])] {
+        for bad in [
+            serde_json::json!(null),
+            serde_json::json!("rh"),
+            serde_json::json!(""),
+            serde_json::json!([1]),
+            serde_json::json!(["ragsweep:public"]),
+            serde_json::json!(["RAGSWEEP:public"]),
+            serde_json::json!(["r\u{0}h"]),
+            serde_json::json!(["r\nh"]),
+        ] {
             assert!(rules.groups_from_json(&bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            rules.nested_in_json("params", &serde_json::json!({"x": [{"acl": ["rh"]}]})).as_deref(),
+            Some("params.x[0].acl")
+        );
+        assert_eq!(rules.nested_in_json("params", &serde_json::json!({"x": [{"y": 1}]})), None);
     }
 }

@@ -315,6 +315,9 @@ fn json_fields(
             }
             Field::Suspicious(why) => return Err(format!("{inside}field {why}")),
             Field::Meta => {
+                if let Some(path) = rules.nested_in_json(&key, &value) {
+                    return Err(rules.nested_error(&path));
+                }
                 let flat = match value {
                     serde_json::Value::String(s) => s,
                     other => other.to_string(),
@@ -389,7 +392,24 @@ fn extract(
         }
         Format::Text => text_file(|_| Vec::new())?,
         Format::Rst => text_file(formats::rst_headings)?,
-        Format::Html => declared(formats::html(&text::read(path)?)),
+        Format::Html => {
+            let source = text::read(path)?;
+            let page = formats::html(&source);
+            // An HTML page has no access list of its own: a `<meta>` that could declare one
+            // would leave it public.
+            if let Some(name) = page.meta_names.iter().find(|n| rules.classify(n) != Field::Meta) {
+                let line =
+                    source.lines().position(|l| l.contains("<meta") && l.contains(name.as_str())).map_or(1, |i| i + 1);
+                return Err(Error::input(
+                    Location::line(path, line),
+                    format!(
+                        "`<meta name=\"{name}\">` could declare an access list, which HTML pages cannot carry here: put the page in a JSONL corpus with `{}`, or name it in `[corpus] not_access` if it is plain metadata",
+                        rules.key
+                    ),
+                ));
+            }
+            declared(page)
+        }
         Format::Docx => declared(formats::docx(path)?),
         Format::Pdf if !formats::pdf_reader_available() => {
             return Ok(Err("pdftohtml is not installed: apt install poppler-utils".into()))

@@ -58,6 +58,8 @@ pub struct Extracted {
     pub title: Option<String>,
     /// For a PDF: the byte offset where each page starts (pages are sections `doc#pN`).
     pub pages: Vec<usize>,
+    /// HTML `<meta name="…">` names: a reader refuses one that could declare an access list.
+    pub meta_names: Vec<String>,
 }
 
 /// reStructuredText section titles: a text line underlined (and optionally overlined) by a
@@ -164,7 +166,8 @@ pub fn html(source: &str) -> Extracted {
             }
             Node::Element(e) => {
                 let name = e.name();
-                if HTML_SKIPPED.contains(&name) {
+                let style = e.attr("style").unwrap_or("").to_ascii_lowercase().replace(char::is_whitespace, "");
+                if HTML_SKIPPED.contains(&name) || e.attr("hidden").is_some() || style.contains("display:none") {
                     return;
                 }
                 let block = HTML_BLOCKS.contains(&name);
@@ -211,6 +214,9 @@ pub fn html(source: &str) -> Extracted {
     }
     newline(&mut out.text);
     out.title = title.filter(|t| !t.is_empty());
+    if let Ok(metas) = scraper::Selector::parse("meta[name]") {
+        out.meta_names = page.select(&metas).filter_map(|m| m.value().attr("name")).map(str::to_string).collect();
+    }
     out
 }
 

@@ -78,10 +78,18 @@ fn yaml_key(k: &Yaml) -> String {
     }
 }
 
-/// A line of the text that starts like an access list (`acl:`) was meant for front matter
-/// (a fence mistyped, or closed too early); read as text, it would leave the document public.
+/// A line of the text that starts like an access list (`acl:` in YAML, `acl =` in TOML) was
+/// meant for front matter (a fence mistyped, or closed too early); read as text, it would leave
+/// the document public.
 pub fn starts_like_acl(line: &str, rules: &AccessKey) -> bool {
-    let Some((key, _)) = line.split_once(':') else { return false };
+    // A reStructuredText field list (`:acl: rh`) declares fields as well.
+    if let Some(field) = line.trim_start().strip_prefix(':').and_then(|rest| rest.split_once(':')).map(|(k, _)| k) {
+        if !field.is_empty() && !field.contains(char::is_whitespace) && rules.classify(field) != Field::Meta {
+            return true;
+        }
+    }
+    let Some(at) = line.find([':', '=']) else { return false };
+    let key = &line[..at];
     let key = key.trim_start_matches(|c: char| !c.is_alphanumeric()).trim_end().to_lowercase();
     let access = rules.key.to_lowercase();
     key == access || key == format!("{access}s")
@@ -126,10 +134,17 @@ pub fn split<'a>(path: &Path, raw: &'a str, rules: &AccessKey) -> Result<(FrontM
 fn check_no_acl_in_text(path: &Path, first_line: usize, text: &str, rules: &AccessKey) -> Result<()> {
     for (i, line) in text.lines().enumerate() {
         if starts_like_acl(line, rules) {
-            let key = line.split(':').next().unwrap_or("").trim();
+            let trimmed = line.trim();
+            let declaration = match trimmed.strip_prefix(':').and_then(|r| r.split_once(':')) {
+                Some((field, _)) => format!(":{field}:"),
+                None => {
+                    let at = trimmed.find([':', '=']).unwrap_or(trimmed.len());
+                    format!("{}{}", trimmed[..at].trim_end(), if trimmed[at..].starts_with('=') { " =" } else { ":" })
+                }
+            };
             return Err(Error::input(
                 Location::line(path, first_line + i),
-                format!("`{key}:` after the front matter has closed: access lists go between the fences"),
+                format!("`{declaration}` after the front matter has closed: access lists go between the fences"),
             ));
         }
     }
@@ -165,6 +180,26 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
                 format!("YAML front matter: {}", e.info()),
             )
         })?;
+        if docs.len() > 1 {
+            // `--- # note`, `--- {acl: [rh]}` or `... # end` inside the fences start a second
+            // YAML document; reading only the first would drop what the second declares.
+            let line = block
+                .lines()
+                .position(|l| {
+                    let t = l.trim_end();
+                    ["---", "..."]
+                        .iter()
+                        .any(|m| t.strip_prefix(m).is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t'])))
+                })
+                .map_or(first_line, |i| first_line + i);
+            return Err(Error::input(
+                at(line),
+                format!(
+                    "front matter holds {} YAML documents (a `---` or `...` line inside the fences): it must be one mapping of `key: value` lines",
+                    docs.len()
+                ),
+            ));
+        }
         match docs.first() {
             None | Some(Yaml::Null) => Vec::new(),
             Some(Yaml::Hash(map)) => map.iter().map(|(k, v)| (yaml_key(k), Value::from_yaml(v))).collect(),
@@ -197,6 +232,10 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
             (Field::Suspicious(why), _) => return Err(bad(format!("front matter key {why}"))),
             (Field::Meta, "title") if top == "title" => fm.title = Some(value.flat()).filter(|t| !t.trim().is_empty()),
             (Field::Meta, _) => {
+                // `params: {acl: [...]}`, a list of maps, a YAML merge key (`<<: *b`).
+                if let Some(path) = rules.nested_in_json(&key, &value.json()) {
+                    return Err(bad(rules.nested_error(&path)));
+                }
                 fm.meta.insert(key, value.flat());
             }
         }
@@ -210,7 +249,7 @@ fn groups(value: &Value, key: &str) -> std::result::Result<Vec<String>, String> 
         Value::List(items) => items
             .iter()
             .map(|g| match g {
-                Value::Text(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+                Value::Text(s) => crate::input::access_key::check_group(s).map_err(|e| format!("`{key}`: {e}")),
                 _ => Err(format!("`{key}` must list group names, e.g. `{key}: [rh]`")),
             })
             .collect(),

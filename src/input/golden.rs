@@ -405,12 +405,23 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
         if let Some(meta) = raw.meta.as_ref().filter(|m| !m.is_object()) {
             return Err(bad(format!("case {id:?}: `meta` must be a JSON object, found {meta}")));
         }
+        let groups = match raw.groups {
+            None => None,
+            Some(groups) => Some(
+                groups
+                    .iter()
+                    .map(|g| {
+                        crate::input::access_key::check_group(g).map_err(|e| bad(format!("case {id:?}: `groups`: {e}")))
+                    })
+                    .collect::<Result<Vec<String>>>()?,
+            ),
+        };
         cases.push(GoldenCase {
             id,
             question: raw.question,
             split: raw.split,
             answerable,
-            groups: raw.groups,
+            groups,
             relevant,
             evidence,
             tags: raw.tags,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::results::Row;
 
 /// Chunker values, shown together as one token (`recursive(300,60)+title`) when any varies.
-const CHUNKER_KEYS: [&str; 5] = ["chunker", "chunk_size", "chunk_overlap", "title", "headings"];
+pub const CHUNKER_KEYS: [&str; 5] = ["chunker", "chunk_size", "chunk_overlap", "title", "headings"];
 
 /// Keys whose absence from a cell's configuration means a value: a cell names an engine only
 /// when one serves it.

@@ -104,13 +104,9 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
         cols.push(Column::new(format!("{c}_hi"), move |r| Field::Num(r.metrics.at(i).ci.map(|c| c.hi), 6)));
     }
     cols.push(Column::new("p_vs_best", |r| Field::Num(r.p_vs_best, 6)));
-    cols.push(Column::new("tied_with_best", move |r| {
-        text(match r.tied_with_best {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "",
-        })
-    }));
+    cols.push(Column::new("vs_best", move |r| text(r.vs_best.map_or("", |v| v.as_str()))));
+    cols.push(Column::new("diff_vs_best_lo", |r| Field::Num(r.diff_vs_best.map(|c| c.lo), 6)));
+    cols.push(Column::new("diff_vs_best_hi", |r| Field::Num(r.diff_vs_best.map(|c| c.hi), 6)));
     cols.push(Column::new("abstain_floor", |r| Field::Num(r.abstain.map(|a| a.floor), 6)));
     cols.push(Column::new("abstain_ok", |r| Field::Num(r.abstain.and_then(|a| a.rates.ok), 6)));
     cols.push(Column::new("abstain_wrong", |r| Field::Num(r.abstain.and_then(|a| a.rates.wrong), 6)));
@@ -273,7 +269,7 @@ impl Exporter for Markdown {
             shown.push((m.clone(), mean, true));
         }
         if any(|r| r.p_vs_best.is_some()) {
-            shown.push(("tied".into(), Show::Plain(at("tied_with_best")), false));
+            shown.push(("vs best".into(), Show::Plain(at("vs_best")), false));
             shown.push(("p vs best".into(), Show::Number(at("p_vs_best"), 3), true));
         }
         if any(|r| r.abstain.is_some()) {
@@ -310,7 +306,7 @@ pub fn selection_summary(s: &Selection) -> String {
     let f = |v: Option<f64>| v.map_or("–".to_string(), |v| crate::words::fixed(v, 4));
     let mut out = match s.reserved {
         Some(_) => format!(
-            "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {}) · optimism {} · Kendall tau (tuning vs reserved ranking) {}\n",
+            "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {} eligible on reserved) · optimism (tuning − reserved) {} · Kendall tau (tuning vs reserved ranking) {}\n",
             s.metric,
             s.cell,
             s.label,
@@ -326,23 +322,25 @@ pub fn selection_summary(s: &Selection) -> String {
             s.metric, s.cell, s.label, s.tuning
         ),
     };
-    let others = s.tied.iter().filter(|c| **c != s.cell).count();
+    let others = s.equivalent.iter().filter(|c| **c != s.best).count();
+    let worse = s.cells.saturating_sub(1 + others + s.undecided.len());
     out.push_str(&format!(
-        "  {} of {} eligible cells are tied with the best ({}) on tuning (Holm-corrected paired test, α = 0.05){}\n",
-        s.tied.len(),
-        s.cells,
+        "  against the best ({}) on tuning: {others} equivalent (95% interval of the paired difference within ±{}), {} undecided, {worse} worse (Holm-corrected paired test, α = 0.05){}\n",
         s.best,
+        s.margin,
+        s.undecided.len(),
         match (s.prefer, s.cell == s.best) {
             (crate::experiment::Prefer::Quality, _) => String::new(),
-            (p, true) => format!("; the best is also the {}", preference(p)),
-            (p, false) => format!("; {} is the {} of them", s.cell, preference(p)),
+            (p, false) => format!("; {} is the {} equivalent cell", s.cell, preference(p)),
+            (_, true) if others == 0 => String::new(),
+            (p, true) => format!("; the best is also the {} equivalent cell", preference(p)),
         }
     ));
     if let Some(rule) = &s.rule {
         out.push_str(&format!("  {rule}\n"));
     }
-    if others > 0 && s.tied.len() * 2 > s.cells && s.prefer == crate::experiment::Prefer::Quality {
-        out.push_str("  the data cannot separate most of the grid: consider `prefer = \"latency\"` or `\"cost\"`, or more tuning cases\n");
+    if s.undecided.len() * 2 > s.cells {
+        out.push_str("  undecided: not significantly worse is not equal; the tuning cases cannot tell most of the grid from the best (`ragsweep plan` says how many would)\n");
     }
     if let Some(p) = s.optimism_percentile.filter(|&p| p > 0.9 && s.optimism.is_some_and(|o| o > 0.0)) {
         out.push_str(&format!(
@@ -353,7 +351,7 @@ pub fn selection_summary(s: &Selection) -> String {
     if !s.excluded.is_empty() {
         let list: Vec<String> = s.excluded.iter().map(|(c, why)| format!("{c} ({why})")).collect();
         out.push_str(&format!(
-            "  {} eligible cells; not eligible because they leaked beside filtered cells: {}\n",
+            "  {} eligible cells; not eligible (leaked beside filtered cells, or failed a `require` on tuning): {}\n",
             s.cells,
             list.join(", ")
         ));

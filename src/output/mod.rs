@@ -103,6 +103,8 @@ pub fn experiment_info(exp: &Experiment) -> ExperimentInfo {
         seed: exp.seed,
         reserved_fraction: exp.reserved_fraction,
         select: exp.select.map(|m| m.to_string()),
+        margin: exp.margin,
+        require: exp.require.clone(),
     }
 }
 
@@ -124,7 +126,7 @@ pub fn result(exp: &Experiment, prepared: &Prepared, outcome: Outcome, run_id: &
     RunResult {
         columns: exp.columns(),
         decision_metric: exp.decision_metric(),
-        selection: crate::evaluate::selection::select_for(exp, &outcome.rows),
+        selection: crate::evaluate::selection::select_for(exp, &outcome.rows, &outcome.slices),
         rows: outcome.rows,
         slices: outcome.slices,
         case_info: outcome.case_info,
@@ -382,7 +384,18 @@ fn write_misses(staging: &Path, run: &mut RunResult) -> Result<()> {
     let path = staging.join("per_query.jsonl");
     let best = match run.manifest.shard {
         Some(_) => None,
-        None => crate::evaluate::selection::select(&run.rows, run.decision_metric, Default::default()).map(|s| s.best),
+        None => {
+            let info = &run.manifest.experiment;
+            let excluded = crate::evaluate::selection::excluded(&run.rows, &run.slices, &info.require);
+            crate::evaluate::selection::select(
+                &run.rows,
+                run.decision_metric,
+                Default::default(),
+                excluded,
+                info.margin,
+            )
+            .map(|s| s.best)
+        }
     };
     let k = run.decision_metric.k;
     let mut csv = misses::MissesCsv::default();

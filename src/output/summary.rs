@@ -24,7 +24,8 @@ struct Line<'a> {
     label: String,
     tuning: Option<&'a Mean>,
     reserved: Option<&'a Mean>,
-    tied: &'static str,
+    /// Best, equivalent, undecided, worse, or ineligible (leaked, or failed a `require`).
+    standing: &'static str,
     p50: String,
     usd: String,
 }
@@ -61,7 +62,7 @@ fn top<'a>(m: &'a Matrix, metric: &str) -> (Vec<Line<'a>>, usize) {
                 label: labels.remove(&r.cell).unwrap_or_else(|| r.label.clone()),
                 tuning: tuning.and_then(|t| t.metrics.get(metric)),
                 reserved: row(&r.cell, Split::Reserved).and_then(|t| t.metrics.get(metric)),
-                tied: tied(main.tied_with_best),
+                standing: standing(main, m),
                 p50: main.latency.as_ref().map_or("–".into(), |l| ms(l.p50_ms)),
                 usd: main.usd_per_1k_queries.get(&format!("@{k}")).map_or("–".into(), |v| format!("{v:.4}")),
             }
@@ -84,19 +85,21 @@ impl Column {
 }
 
 /// The terminal table of `lines` in at most [`WIDTH`] columns: optional columns are dropped
-/// (cost without prices; then intervals, tied, p50) before the configuration is ever cut; a
-/// configuration that still does not fit goes on its own line under its row.
-fn table(lines: &[Line<'_>], metric: &str, with_usd: bool) -> String {
+/// (cost without prices; then intervals, vs best, p50 unless latency decided) before the
+/// configuration is ever cut; a configuration that still does not fit goes on its own line
+/// under its row.
+fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> String {
     let column = |title: &str, left: bool, f: &dyn Fn(&Line<'_>) -> String| Column {
         title: title.into(),
         values: lines.iter().map(f).collect(),
         left,
     };
     let mut intervals = true;
-    let mut optional = vec!["tied", "p50 ms"];
+    let mut optional = vec!["vs best", "p50 ms"];
     if with_usd {
         optional.insert(0, "$/1k q");
     }
+    let kept: &[&str] = if keep_p50 { &["p50 ms"] } else { &[] };
     loop {
         let show = |m: Option<&Mean>| if intervals { mean(m) } else { mean_only(m) };
         let mut columns = vec![
@@ -109,16 +112,17 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool) -> String {
             columns.push(column("reserved", false, &|l| show(l.reserved)));
         }
         columns[0].values = (1..=lines.len()).map(|i| i.to_string()).collect();
-        for name in ["tied", "p50 ms", "$/1k q"] {
-            if optional.contains(&name) {
+        for name in ["vs best", "p50 ms", "$/1k q"] {
+            if optional.contains(&name) || kept.contains(&name) {
                 columns.push(match name {
-                    "tied" => column(name, false, &|l| l.tied.to_string()),
+                    "vs best" => column(name, true, &|l| l.standing.to_string()),
                     "p50 ms" => column(name, false, &|l| l.p50.clone()),
                     _ => column(name, false, &|l| l.usd.clone()),
                 });
             }
         }
         let total: usize = columns.iter().map(|c| c.width() + 1).sum::<usize>() - 1;
+        optional.retain(|o| !kept.contains(o));
         let label_alone = total > WIDTH && !intervals && optional.is_empty();
         if total <= WIDTH || label_alone {
             return render_table(&columns, label_alone);
@@ -184,10 +188,10 @@ fn ms(v: f64) -> String {
     }
 }
 
-fn tied(t: Option<bool>) -> &'static str {
-    match t {
-        Some(true) => "yes",
-        Some(false) => "no",
+fn standing(row: &Row, m: &Matrix) -> &'static str {
+    match row.vs_best {
+        Some(v) => v.as_str(),
+        None if m.selection.as_ref().is_some_and(|s| s.excluded.iter().any(|(c, _)| *c == row.cell)) => "ineligible",
         None => "",
     }
 }
@@ -259,25 +263,75 @@ fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String
 /// The plain-language warning when the reserved split cannot separate the top cells: the
 /// selected cell's 95% interval overlaps the next best one's.
 fn reserved_warning(m: &Matrix) -> Option<String> {
-    let metric = m.selection.as_ref()?.metric.clone();
-    let mut reserved: Vec<(&str, f64, f64, f64)> = m
+    let s = m.selection.as_ref()?;
+    let eligible = |cell: &str| !s.excluded.iter().any(|(c, _)| c == cell);
+    let reserved = |cell: &str| {
+        let r = m.rows.iter().find(|r| r.cell == cell && r.split == Split::Reserved)?;
+        let mean = r.metrics.get(&s.metric)?;
+        Some((mean.value?, mean.ci?))
+    };
+    let (mine, ci) = reserved(&s.cell)?;
+    let mut overlapping: Vec<(&str, f64, f64, f64)> = m
         .rows
         .iter()
-        .filter(|r| r.split == Split::Reserved)
-        .filter_map(|r| {
-            let mean = r.metrics.get(&metric)?;
-            let ci = mean.ci?;
-            Some((r.cell.as_str(), mean.value?, ci.lo, ci.hi))
-        })
+        .filter(|r| r.split == Split::Reserved && r.cell != s.cell && eligible(&r.cell))
+        .filter_map(|r| reserved(&r.cell).map(|(v, c)| (r.cell.as_str(), v, c.lo, c.hi)))
+        .filter(|&(_, _, lo, hi)| lo <= ci.hi && ci.lo <= hi)
+        // Two cells with no spread on reserved are simply equal or apart there.
+        .filter(|&(_, _, lo, hi)| lo < hi || ci.lo < ci.hi)
         .collect();
-    reserved.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let (a, b) = (reserved.first()?, reserved.get(1)?);
-    (a.2 <= b.3).then(|| {
-        format!(
-            "The reserved split is too small to separate the top cells: {} ({:.3}, 95% interval {:.3}–{:.3}) and {} ({:.3}, {:.3}–{:.3}) overlap. Treat their order as unknown.",
-            a.0, a.1, a.2, a.3, b.0, b.1, b.2, b.3
-        )
-    })
+    overlapping.sort_by(|a, b| (a.1 - mine).abs().total_cmp(&(b.1 - mine).abs()));
+    let (near, v, lo, hi) = *overlapping.first()?;
+    Some(format!(
+        "On reserved, the split is too small to separate the selected cell {} ({mine:.3}, 95% interval {:.3}–{:.3}) from {} other eligible {}: the nearest, {near} ({v:.3}, {lo:.3}–{hi:.3}), overlaps it. Treat their order on reserved as unknown.",
+        s.cell,
+        ci.lo,
+        ci.hi,
+        overlapping.len(),
+        if overlapping.len() == 1 { "cell" } else { "cells" },
+    ))
+}
+
+/// With the section unit, `recall@Bt` credits a fragment of a section as the whole of it: the
+/// budgets at which it and `tok_recall@Bt` put different chunkers first on tuning.
+fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
+    if m.unit != "section" {
+        return Vec::new();
+    }
+    let excluded = |cell: &str| m.selection.as_ref().is_some_and(|s| s.excluded.iter().any(|(c, _)| c == cell));
+    let chunker = |r: &Row| {
+        let parts: Vec<&str> =
+            labels::CHUNKER_KEYS.iter().filter_map(|k| r.config.get(k)).map(String::as_str).collect();
+        parts.join(" ")
+    };
+    let best_by = |metric: &str| {
+        m.rows
+            .iter()
+            .filter(|r| r.split == Split::Tuning && !excluded(&r.cell))
+            .filter_map(|r| Some((r, r.metrics.get(metric)?.value?)))
+            .fold(None::<(&Row, f64)>, |best, (r, v)| match best {
+                Some((_, b)) if b >= v => best,
+                _ => Some((r, v)),
+            })
+    };
+    let mut out = Vec::new();
+    for b in &manifest.experiment.budget {
+        let (Some((by_recall, _)), Some((by_tokens, _))) =
+            (best_by(&format!("recall@{b}t")), best_by(&format!("tok_recall@{b}t")))
+        else {
+            continue;
+        };
+        if chunker(by_recall) != chunker(by_tokens) {
+            out.push(format!(
+                "budget {b}: recall@{b}t and tok_recall@{b}t put different chunkers first ({} by {}, {} by {}): recall@{b}t counts a fragment of a section as the whole section; tok_recall@{b}t measures how much of the labelled text reached the prompt",
+                chunker(by_recall),
+                by_recall.cell,
+                chunker(by_tokens),
+                by_tokens.cell
+            ));
+        }
+    }
+    out
 }
 
 /// What a reader of the matrix could be misled by, one line each: truncation by an embedding
@@ -378,6 +432,7 @@ pub fn warnings(m: &Matrix, manifest: &Manifest) -> Vec<String> {
             }
         }
     }
+    out.extend(fragment_warning(m, manifest));
     out.extend(reserved_warning(m));
     out
 }
@@ -392,7 +447,8 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     let metric = decision(m);
     let (lines, total) = top(m, &metric);
     let mut out = wrap(&header(m, manifest, &metric, total), WIDTH, 2);
-    out.push_str(&table(&lines, &metric, manifest.cost.prices.any()));
+    let latency_decided = m.selection.as_ref().is_some_and(|s| s.prefer == crate::experiment::Prefer::Latency);
+    out.push_str(&table(&lines, &metric, manifest.cost.prices.any(), latency_decided));
     if total > lines.len() {
         out.push_str(&format!("… and {} (matrix.md has them all)\n", more_cells(total - lines.len())));
     }
@@ -453,10 +509,10 @@ fn next_commands(m: &Matrix, cells: &[&str], run: &Path, files: &Path) -> Vec<(S
             format!("the questions {other} missed and {chosen} found, with their exact terms"),
         ));
     }
-    if m.selection.as_ref().is_some_and(|s| s.tied.len() > 1) {
+    if m.selection.as_ref().is_some_and(|s| !s.undecided.is_empty()) {
         out.push((
             format!("ragsweep plan {run}"),
-            "how many questions it takes to separate the cells tied with the best".into(),
+            "how many questions it takes to decide the cells the data cannot place against the best".into(),
         ));
     }
     out
@@ -532,7 +588,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
     let metric_md = md(&metric);
     let with_usd = manifest.cost.prices.any();
     out.push_str(&format!(
-        "| # | cell | configuration | {metric_md} tuning | {metric_md} reserved | tied with best | p50 ms |{}\n",
+        "| # | cell | configuration | {metric_md} tuning | {metric_md} reserved | vs best | p50 ms |{}\n",
         if with_usd { " $ / 1k queries |" } else { "" }
     ));
     out.push_str(if with_usd {
@@ -541,7 +597,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
         "|---:|---|---|---:|---:|---|---:|\n"
     });
     for (i, l) in lines.iter().enumerate() {
-        let mut values = vec![mean(l.tuning), mean(l.reserved), l.tied.to_string(), l.p50.clone()];
+        let mut values = vec![mean(l.tuning), mean(l.reserved), l.standing.to_string(), l.p50.clone()];
         if with_usd {
             values.push(l.usd.clone());
         }

@@ -63,7 +63,7 @@ fn row_data(r: &Row) -> Value {
         "p50": r.latency.as_ref().map(|l| l.p50_ms),
         "p95": r.latency.as_ref().map(|l| l.p95_ms),
         "usd": r.usd_per_1k_queries,
-        "tied": r.tied_with_best,
+        "vs_best": r.vs_best,
         "p": r.p_vs_best,
         "misses": r.misses,
     })

@@ -63,7 +63,9 @@ function header() {
     parts.push(el("p", { id: "selection" },
       el("strong", {}, `Selected on tuning by ${s.metric}: ${s.cell}`), ` (${shortOf(s.cell)}) — tuning ${fmt(s.tuning)}, reserved ${fmt(s.reserved)}`,
       ` (rank ${s.reserved_rank ?? "–"} of ${s.cells}), optimism ${fmt(s.optimism)}, Kendall tau ${fmt(s.kendall_tau)}.`,
-      s.tied && s.tied.length ? ` ${s.tied.length} of ${plural(s.cells, "eligible cell")} are tied with the best (${s.best}) on tuning.` : "",
+      s.equivalent ? ` Against the best (${s.best}) on tuning: ${s.equivalent.length - 1} equivalent within ±${s.margin}, ${s.undecided.length} undecided (not significantly worse is not equal).` : "",
+      el("div", { class: "muted" }, "Optimism: tuning minus reserved score of the selected cell (how much choosing on tuning flattered it); rank: its place among the eligible cells on reserved."),
+      (s.excluded || []).length ? el("div", { class: "muted" }, `Not eligible: ${s.excluded.map(([c, why]) => `${c} (${why})`).join("; ")}`) : null,
       s.rule ? el("div", { class: "muted" }, s.rule) : null,
       el("div", { class: "muted" }, `full configuration: ${cellById[s.cell] ? cellById[s.cell].label : s.label}`)));
   }
@@ -364,7 +366,8 @@ function matrixTable() {
     cols.push({ name: `under-return @${cut} (${main})`, get: (c) => parity(c, "under_return") });
     cols.push({ name: `recall vs oracle @${cut} (${main})`, get: (c) => parity(c, "recall_vs_oracle") });
   }
-  cols.push({ name: "tied with best", text: true, get: (c) => (r(c).tied === true ? "yes" : r(c).tied === false ? "no" : "") });
+  const ineligible = new Set(((D.selection || {}).excluded || []).map(([c]) => c));
+  cols.push({ name: "vs best", text: true, get: (c) => r(c).vs_best || (ineligible.has(c.id) ? "ineligible" : "") });
   cols.push({ name: "configuration", text: true, get: (c) => c.label });
   const show = (col, c) => { const v = col.get(c); if (col.ci) { const t = col.ci(c); return t ? mean(t) : "–"; } return typeof v === "number" ? (Number.isInteger(v) ? String(v) : fmt(v, v >= 100 ? 0 : v >= 1 ? 2 : 4)) : v ?? "–"; };
   let order = { col: cols.findIndex((c) => c.name === `${state.metric}@${cut} ${main}`), desc: true };

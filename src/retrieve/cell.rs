@@ -122,7 +122,7 @@ pub struct Judge<'j> {
 /// Chunks fetched first: more than `max_k` when chunks collapse into documents or sections.
 pub fn first_depth(collapses: bool, max_k: usize) -> usize {
     if collapses {
-        max_k * 4
+        max_k.saturating_mul(4)
     } else {
         max_k
     }
@@ -207,7 +207,7 @@ fn retrieve_deepest(
         if (judged.items.len() >= max_k && filled(&hits)) || hits.len() < depth || depth >= judge.chunks {
             break (hits, judged);
         }
-        depth *= 4;
+        depth = depth.saturating_mul(4);
     };
     let Access::Post(Restriction { allowed, .. }) = access else {
         return Ok(Retrieval { deepest, per_k: Vec::new(), depth, hits });

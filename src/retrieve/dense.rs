@@ -207,6 +207,8 @@ impl HnswIndex {
         allowed: Option<&Allowed>,
         strategy: FilteredSearch,
     ) -> Vec<Hit> {
+        // A graph search allocates for its depth: never more than the points it holds.
+        let depth = depth.min(self.exact.len());
         let ef = ef_search.max(depth);
         QUERY.with_borrow_mut(|q| {
             q.clear();
