@@ -372,6 +372,24 @@ impl OwnServer {
     }
 
     fn start(password: &str) -> OwnServer {
+        OwnServer::start_with(password, "")
+    }
+
+    /// The output of `query` run by psql as the server's user.
+    fn sql(&self, password: &str, query: &str) -> String {
+        let bin = repo().join("engines/pg/bin/psql");
+        let port = self.port.to_string();
+        let out = std::process::Command::new(bin)
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "evals", "-d", "postgres", "-tAc", query])
+            .env("PGPASSWORD", password)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A server started with `settings` (`-c name=value …`) besides its own.
+    fn start_with(password: &str, settings: &str) -> OwnServer {
         let root = std::process::Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -386,8 +404,11 @@ impl OwnServer {
         let init =
             server.pg("initdb", &["-D", data, "-U", "evals", "-A", "scram-sha-256", "--pwfile", pwfile, "--no-sync"]);
         assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
-        let options =
-            format!("-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off", server.port, server.dir.path().display());
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off {settings}",
+            server.port,
+            server.dir.path().display()
+        );
         let log = server.dir.path().join("log");
         let start = server.pg("pg_ctl", &["-D", data, "-l", log.to_str().unwrap(), "-o", &options, "-w", "start"]);
         assert!(start.status.success(), "{}", String::from_utf8_lossy(&start.stderr));
@@ -484,12 +505,11 @@ fn engine_cells_without_an_installed_engine_stop_before_any_work() {
     assert!(!root.join("cache/embeddings").exists(), "nothing embedded before the engine was found");
 }
 
-/// Group names with commas, quotes, backslashes and spaces reach the engine's ACL column and
-/// its filter intact: each user sees exactly the documents the in-process filter shows them.
-#[test]
-fn odd_group_names_filter_in_the_engine_as_in_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+/// The odd-groups project in `root`: three documents whose ACLs hold commas, quotes,
+/// backslashes and spaces, golden cases asked by users in those groups (and one question that
+/// is an SQL injection attempt), a random model, and an experiment with in-process and pg cells
+/// (`head` adds top-level keys and tables). Returns the experiment.
+fn odd_project(root: &Path, head: &str) -> PathBuf {
     std::fs::create_dir_all(root.join("docs")).unwrap();
     let docs = [
         ("lab.md", r#"acl: ["r&d, \"lab\""]"#, "O protocolo do laboratório exige luvas nitrílicas."),
@@ -509,6 +529,8 @@ fn odd_group_names_filter_in_the_engine_as_in_process() {
             "\n",
             r#"{"id": "q3", "question": "horário do refeitório", "relevant": ["geral"], "groups": ["x"]}"#,
             "\n",
+            r#"{"id": "q4", "question": "x\\')::text,chr(32),chr(32))) AS q; CREATE TABLE pwned(x int); --", "relevant": ["geral"], "groups": ["x"]}"#,
+            "\n",
         ),
     )
     .unwrap();
@@ -518,16 +540,22 @@ fn odd_group_names_filter_in_the_engine_as_in_process() {
     let exp = root.join("odd.toml");
     std::fs::write(
         &exp,
-        "name = \"odd\"\nunit = \"doc\"\nk = [3]\nreserved_fraction = 0.0\nfilter = \"in_query\"\n\
-         [corpus]\npath = \"docs\"\n[golden]\npath = \"golden.jsonl\"\n[[chunkers]]\nkind = \"none\"\n\
-         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\n\
-         [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n\
-         [[retrievers]]\nkind = \"fulltext\"\nengine = \"pg\"\nanalyzer = \"pt\"\n",
+        format!(
+            "name = \"odd\"\nunit = \"doc\"\nk = [3]\nreserved_fraction = 0.0\nfilter = \"in_query\"\n{head}\
+             [corpus]\npath = \"docs\"\n[golden]\npath = \"golden.jsonl\"\n[[chunkers]]\nkind = \"none\"\n\
+             [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n\
+             [[retrievers]]\nkind = \"fulltext\"\nengine = \"pg\"\nanalyzer = \"pt\"\n"
+        ),
     )
     .unwrap();
-    let out = ragsweep_in(root, "run", &exp, &repo().join("engines")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let per_query = std::fs::read_to_string(root.join("results/odd/latest/per_query.jsonl")).unwrap();
+    exp
+}
+
+/// Each odd-groups user sees exactly the documents the in-process filter shows them, in
+/// pgvector and in full text, in the run under `results`.
+fn assert_odd_groups_filter_as_in_process(results: &Path) {
+    let per_query = std::fs::read_to_string(results.join("odd/latest/per_query.jsonl")).unwrap();
     let top = |cell: &str, case: &str| -> Vec<String> {
         per_query
             .lines()
@@ -547,8 +575,51 @@ fn odd_group_names_filter_in_the_engine_as_in_process() {
     assert_eq!(sorted(top("c01", "q1")), ["geral", "lab"], "the lab user sees the lab and the public document");
     assert_eq!(sorted(top("c01", "q2")), ["cofre", "geral"]);
     assert_eq!(sorted(top("c01", "q3")), ["geral"]);
-    for case in ["q1", "q2", "q3"] {
+    for case in ["q1", "q2", "q3", "q4"] {
         assert_eq!(top("c02", case), top("c01", case), "pgvector's filter matches the in-process one for {case}");
         assert!(top("c03", case).iter().all(|d| top("c01", case).contains(d)), "full text sees no more: {case}");
     }
+}
+
+/// Group names with commas, quotes, backslashes and spaces reach the engine's ACL column and
+/// its filter intact; the private server starts from a cache path holding `$(…)`, quotes and
+/// a space (arguments, never shell syntax: nothing is executed).
+#[test]
+fn odd_group_names_filter_in_the_engine_as_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let exp = odd_project(root, "");
+    let cache = root.join("x$(touch${IFS}PWNED)'\" y").join("cache");
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    cmd.current_dir(root).arg("run").arg(&exp).arg("--models").arg(root.join("models"));
+    cmd.arg("--engines").arg(repo().join("engines")).arg("--out").arg(root.join("results")).arg("--cache").arg(&cache);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(cache.join("pg/data-18/PG_VERSION").is_file(), "the server's data folder is in the odd cache path");
+    assert!(!root.join("PWNED").exists(), "a path was run through a shell");
+    assert_odd_groups_filter_as_in_process(&root.join("results"));
+}
+
+/// The user's own server configured with `standard_conforming_strings = off` (backslashes
+/// escape quotes in string literals there): a golden question written as an SQL injection and
+/// group names with quotes and backslashes travel as parameters, so nothing runs and the
+/// filters hold.
+#[test]
+fn values_reach_the_users_server_as_parameters_whatever_its_string_settings() {
+    let password = "pw-odd";
+    let server = OwnServer::start_with(password, "-c standard_conforming_strings=off");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let head = format!(
+        "[engines.pg]\nurl = \"postgresql://evals@127.0.0.1:{}/postgres\"\npassword_env = \"RAGSWEEP_TEST_PG_PASSWORD\"\n",
+        server.port
+    );
+    let exp = odd_project(root, &head);
+    let mut cmd = ragsweep_in(root, "run", &exp, &repo().join("engines"));
+    let out = cmd.env("RAGSWEEP_TEST_PG_PASSWORD", password).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_odd_groups_filter_as_in_process(&root.join("results"));
+    let check = server.sql(password, "SELECT count(*) FROM pg_tables WHERE tablename = 'pwned'");
+    assert_eq!(check.trim(), "0", "the question ran as SQL");
+    assert_eq!(server.sql(password, "SHOW standard_conforming_strings").trim(), "off", "the server's own setting");
 }
