@@ -253,8 +253,12 @@ enum Command {
         #[arg(long)]
         cell: String,
         /// The cut-off: one of the experiment's k.
+        #[arg(long, required_unless_present = "budget", conflicts_with = "budget")]
+        k: Option<usize>,
+        /// A context budget in tokens, one of the experiment's: the packed pieces (the last one
+        /// cut at the budget), as budget metrics score them.
         #[arg(long)]
-        k: usize,
+        budget: Option<usize>,
         /// tuning or reserved (default: every case).
         #[arg(long, value_parser = parse_split)]
         split: Option<SplitChoice>,
@@ -859,14 +863,19 @@ fn real_main() -> anyhow::Result<ExitCode> {
             man_page(&mut std::io::stdout())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Contexts { run, cell, k, split, dirs } => {
+        Command::Contexts { run, cell, k, budget, split, dirs } => {
             let progress = std::io::stderr().is_terminal();
             let run = output::resolve_run(&run)?;
             let (models_dir, cache_dir) = dirs.of_run(&run);
             let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
             let split = split.and_then(|s| s.0);
-            let (path, n) = runner::write_contexts(&run, &cell, k, split, &options)?;
-            eprintln!("{}: the top {k} of cell {cell} in {}", ragsweep::words::count(n, "case"), path.display());
+            let cut = budget.map_or_else(|| runner::Cut::K(k.unwrap_or_default()), runner::Cut::Budget);
+            let (path, n) = runner::write_contexts(&run, &cell, cut, split, &options)?;
+            let what = match cut {
+                runner::Cut::K(k) => format!("the top {k}"),
+                runner::Cut::Budget(b) => format!("the context packed into {b} tokens"),
+            };
+            eprintln!("{}: {what} of cell {cell} in {}", ragsweep::words::count(n, "case"), path.display());
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { run, cell, case, doc, json, dirs } => {

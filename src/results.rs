@@ -335,8 +335,15 @@ pub struct CaseResult {
     pub answerable: bool,
     /// One value per metric column; `None` when undefined or unanswerable.
     pub values: Vec<Option<f64>>,
-    /// The judged list's items (keys and scores), up to the deepest k.
+    /// The judged list's items (keys and scores), up to the deepest k, or as deep as the
+    /// largest budget's packing read when that is deeper (SPEC §3: a budget decision is
+    /// auditable from the exported list).
     pub ranking: Vec<(String, f32)>,
+    /// Per budget: the items its packed context holds (the first of `ranking`).
+    pub packed_items: Vec<usize>,
+    /// The lists of the cut-offs whose list is not the first k of `ranking` (an engine cell
+    /// asks each k with its own query, whose plan can differ), as `(cut key, item keys)`.
+    pub top_at: Vec<(String, Vec<String>)>,
     /// Per cut-off (each k, then each budget): whether the case got fewer than k results (at a
     /// budget: whether the list ran out before the budget was filled).
     pub short: Vec<bool>,
@@ -397,8 +404,16 @@ pub struct CaseLine {
     pub first_relevant: Option<u32>,
     #[serde(default)]
     pub top_score: Option<f32>,
+    /// The list's items, at least the first ten and as many as the largest budget packed.
     #[serde(default)]
     pub top: Vec<String>,
+    /// Per budget: how many of `top`'s items its packed context holds.
+    #[serde(default, skip_serializing_if = "Ordered::is_empty")]
+    pub packed_items: Ordered<usize>,
+    /// Per k whose list is not the first k of `top` (an engine cell asks each k with its own
+    /// query): that k's list, so every metric is recomputable from this file.
+    #[serde(default, skip_serializing_if = "Ordered::is_empty")]
+    pub top_at: Ordered<Vec<String>>,
     #[serde(default)]
     pub leaks: usize,
     #[serde(default)]
@@ -433,7 +448,14 @@ impl CaseLine {
             metrics: Ordered(columns.iter().map(|c| c.to_string()).zip(r.values.iter().copied()).collect()),
             first_relevant: r.first_relevant,
             top_score: r.top_score,
-            top: r.ranking.iter().take(PER_QUERY_TOP).map(|(k, _)| k.clone()).collect(),
+            top: {
+                let depth = r.packed_items.iter().copied().max().unwrap_or(0).max(PER_QUERY_TOP);
+                r.ranking.iter().take(depth).map(|(k, _)| k.clone()).collect()
+            },
+            packed_items: Ordered(
+                cuts.iter().filter(|c| c.ends_with('t')).cloned().zip(r.packed_items.iter().copied()).collect(),
+            ),
+            top_at: Ordered(r.top_at.clone()),
             leaks: r.leaks,
             restricted_hit: r.restricted_hit,
             spanning: r.spanning,
@@ -456,6 +478,8 @@ impl CaseLine {
             answerable: self.answerable,
             values,
             ranking: Vec::new(),
+            packed_items: self.packed_items.values().copied().collect(),
+            top_at: self.top_at.0.clone(),
             short: cuts.iter().map(|k| self.short.get(k).copied()).collect::<Option<_>>()?,
             leaks: self.leaks,
             restricted_hit: self.restricted_hit,
@@ -692,7 +716,11 @@ pub struct ContextLine {
     pub split: Split,
     pub answerable: bool,
     pub cell: String,
+    /// The cut-off, or with `budget` the number of pieces packed.
     pub k: usize,
+    /// The context budget in tokens the pieces were packed into (`contexts --budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
     pub items: Vec<ContextItem>,
 }
 

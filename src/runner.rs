@@ -31,6 +31,7 @@ use crate::stages::cache::StageCache;
 use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
 use crate::stages::embed::{self, Embedding, LazyEmbedder, ModelInfo, Role};
+pub use crate::vocab::Cut;
 
 pub use explain::{render as render_explanation, Explanation};
 
@@ -408,13 +409,16 @@ pub fn contexts(
     prepared: &Prepared,
     opts: &RunOptions,
     cell_id: &str,
-    k: usize,
+    cut: Cut,
 ) -> Result<Vec<ContextLine>> {
-    let ki = exp
-        .k
-        .iter()
-        .position(|&x| x == k)
-        .ok_or_else(|| Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)))?;
+    let position = match cut {
+        Cut::K(k) => exp.k.iter().position(|&x| x == k),
+        Cut::Budget(b) => exp.budget.iter().position(|&x| x == b),
+    }
+    .ok_or_else(|| match cut {
+        Cut::K(k) => Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)),
+        Cut::Budget(b) => Error::Other(format!("budget {b} is not one of the experiment's budgets {:?}", exp.budget)),
+    })?;
     with_cell(exp, prepared, opts, cell_id, |scoring, run, vector| {
         let (corpus, cases, truths) = (scoring.corpus, scoring.cases, &scoring.truths);
         let set = &scoring.built.sets[run.chunks];
@@ -422,28 +426,51 @@ pub fn contexts(
             .into_par_iter()
             .map(|ci| {
                 let r = scoring.retrieve(run, ci, vector(ci), &mut Timing::default())?;
-                let list = r.list(ki);
+                let pieces: Vec<crate::evaluate::label::Piece> = match cut {
+                    Cut::K(k) => {
+                        let list = r.list(position);
+                        let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
+                        list.returned
+                            .iter()
+                            .take(k)
+                            .map(|&c| {
+                                let chunk = &set.chunks[c as usize];
+                                let hit = [crate::retrieve::Hit { chunk: c, score: 0.0 }];
+                                let judged = truths[ci].judge(&hit, set, corpus, 1);
+                                let score = judged.items.first().and_then(|i| scores.get(i.key.as_str()).copied());
+                                crate::evaluate::label::Piece {
+                                    chunk: c,
+                                    start: chunk.start as usize,
+                                    end: chunk.end as usize,
+                                    score: score.unwrap_or(0.0),
+                                }
+                            })
+                            .collect()
+                    }
+                    Cut::Budget(_) => {
+                        scoring.packed(run, ci, &r)?.swap_remove(position).pieces.into_iter().map(|p| p.0).collect()
+                    }
+                };
                 let allowed = scoring.allowed(run.chunks, ci);
-                let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
-                let items = list
-                    .returned
+                let items: Vec<ContextItem> = pieces
                     .iter()
-                    .take(k)
                     .enumerate()
-                    .map(|(rank, &c)| {
-                        let hit = [crate::retrieve::Hit { chunk: c, score: 0.0 }];
-                        let judged = truths[ci].judge(&hit, set, corpus, 1);
+                    .map(|(rank, piece)| {
+                        let judged = truths[ci].judge_pieces([*piece], set, corpus, 1);
                         let first = judged.items.first();
-                        let chunk = &set.chunks[c as usize];
+                        let chunk = &set.chunks[piece.chunk as usize];
+                        let text = set.text(corpus, piece.chunk as usize);
+                        let kept = (piece.end - piece.start).min(text.len());
                         ContextItem {
                             rank: rank + 1,
                             chunk: chunk.id.clone(),
                             doc: corpus.docs[chunk.doc as usize].id.clone(),
                             unit: first.map_or_else(|| chunk.id.clone(), |i| i.key.clone()),
                             relevant: cases[ci].answerable && first.is_some_and(|i| i.gain > 0.0),
-                            visible_to_user: allowed.is_none_or(|a| a.contains(c)),
-                            score: first.and_then(|i| scores.get(i.key.as_str()).copied()).unwrap_or(0.0),
-                            text: set.text(corpus, c as usize).to_string(),
+                            visible_to_user: allowed.is_none_or(|a| a.contains(piece.chunk)),
+                            score: piece.score,
+                            // A budget's last piece is the chunk cut at the budget.
+                            text: text.get(..kept).unwrap_or(text).to_string(),
                         }
                     })
                     .collect();
@@ -454,7 +481,14 @@ pub fn contexts(
                     split: case.split.unwrap_or(Split::Tuning),
                     answerable: case.answerable,
                     cell: cell_id.to_string(),
-                    k,
+                    k: match cut {
+                        Cut::K(k) => k,
+                        Cut::Budget(_) => items.len(),
+                    },
+                    budget: match cut {
+                        Cut::K(_) => None,
+                        Cut::Budget(b) => Some(b),
+                    },
                     items,
                 })
             })
@@ -517,12 +551,12 @@ pub fn explain_cases(
 pub fn write_contexts(
     run: &Path,
     cell: &str,
-    k: usize,
+    cut: Cut,
     split: Option<Split>,
     opts: &RunOptions,
 ) -> Result<(PathBuf, usize)> {
     let (exp, prepared) = load_run(run, opts)?;
-    let mut lines = contexts(&exp, &prepared, opts, cell, k)?;
+    let mut lines = contexts(&exp, &prepared, opts, cell, cut)?;
     lines.retain(|l| split.is_none_or(|s| l.split == s));
     let mut out = Vec::new();
     for l in &lines {
@@ -913,7 +947,27 @@ impl Scoring<'_> {
             split: case.split.unwrap_or(Split::Tuning),
             answerable: case.answerable,
             values,
-            ranking: deepest.items.iter().map(|i| (i.key.clone(), i.score)).collect(),
+            ranking: {
+                // Deeper only where the largest budget's list extends the deepest k list (a
+                // `post` cell's budget list is filtered after packing, its k lists per k).
+                let extends = |p: &&Judged| {
+                    p.items.len() > deepest.items.len()
+                        && p.items.iter().zip(&deepest.items).all(|(a, b)| a.key == b.key)
+                };
+                let packed = judged_packed.last().filter(extends);
+                packed.unwrap_or(deepest).items.iter().map(|i| (i.key.clone(), i.score)).collect()
+            },
+            packed_items: judged_packed.iter().map(|j| j.items.len()).collect(),
+            top_at: ks
+                .iter()
+                .enumerate()
+                .filter(|&(i, &k)| {
+                    let list = &r.list(i).items;
+                    let (mine, prefix) = (&list[..k.min(list.len())], &deepest.items[..k.min(deepest.items.len())]);
+                    mine.len() != prefix.len() || mine.iter().zip(prefix).any(|(a, b)| a.key != b.key)
+                })
+                .map(|(i, &k)| (format!("@{k}"), r.list(i).items.iter().take(k).map(|it| it.key.clone()).collect()))
+                .collect(),
             short,
             leaks,
             restricted_hit: case.is_restricted() && deepest.items.iter().any(|i| i.gain > 0.0),

@@ -25,6 +25,22 @@ pub fn headline_budget(budgets: &[usize]) -> usize {
     }
 }
 
+/// Where a list is cut: at k items, or at a context budget of B tokens (SPEC §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    K(usize),
+    Budget(usize),
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cut::K(k) => write!(f, "k = {k}"),
+            Cut::Budget(b) => write!(f, "budget {b}t"),
+        }
+    }
+}
+
 /// The tokenizer that counts context tokens when an experiment names none.
 pub const DEFAULT_COST_TOKENIZER: &str = "o200k_base";
 

@@ -177,3 +177,95 @@ fn a_late_filter_that_empties_the_context_is_a_short_list_with_undefined_precisi
     .unwrap();
     assert!(line.to_string().contains("\"tok_precision@5t\":null"), "{line}");
 }
+
+#[test]
+fn a_budget_decision_is_auditable_from_the_exported_lists_and_contexts() {
+    // 12 documents of 30 words in 8-word chunks; a 60-word budget packs ~8 chunks from several
+    // documents, far deeper than k = 1.
+    let docs: Vec<(String, String)> = (0..12)
+        .map(|i| {
+            let words: Vec<String> = (0..30).map(|w| format!("w{}", (i * 7 + w) % 40)).collect();
+            (format!("d{i:02}.md"), format!("{} prazo{}\n", words.join(" "), i % 3))
+        })
+        .collect();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let cases: Vec<String> = (0..6)
+        .map(|i| {
+            format!(
+                r#"{{"id": "q{i}", "question": "w{} w{} prazo{}", "relevant": ["d{i:02}", "d{:02}"]}}"#,
+                i * 7,
+                i * 7 + 3,
+                i % 3,
+                i + 6
+            )
+        })
+        .collect();
+    let f = Fixture::new(
+        &docs,
+        &format!("[{}]", cases.join(",")),
+        "name = \"audit\"\nunit = \"doc\"\nk = [1]\nbudget = [60]\nmetrics = [\"hit\", \"recall\", \"mrr\", \"precision\"]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [cost]\ntokenizer = \"words\"\n\
+         [[chunkers]]\nkind = \"fixed\"\nsize = 40\noverlap = 0\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    let run = f.run();
+    let golden: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(f.path().join("golden.json")).unwrap()).unwrap();
+    let relevant = |case: &str| -> Vec<String> {
+        let g = golden.iter().find(|g| g["id"] == case).unwrap();
+        g["relevant"].as_array().unwrap().iter().map(|r| r.as_str().unwrap().to_string()).collect()
+    };
+    let trec = std::fs::read_to_string(run.join("runs/c01.trec")).unwrap();
+    let mut deeper = 0;
+    for line in std::fs::read_to_string(run.join("per_query.jsonl")).unwrap().lines() {
+        let l: Value = serde_json::from_str(line).unwrap();
+        let case = l["case"].as_str().unwrap();
+        let top: Vec<String> = l["top"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+        // The TREC file lists the same items in the same order.
+        let ranked: Vec<&str> =
+            trec.lines().filter(|t| t.starts_with(&format!("{case} "))).map(|t| t.split(' ').nth(2).unwrap()).collect();
+        assert_eq!(ranked, top, "{case}");
+        // The packed items, scored by hand (doc unit, linear gain), equal the run's budget metrics.
+        let n = l["packed_items"]["@60t"].as_u64().unwrap() as usize;
+        deeper += usize::from(n > 1);
+        let (items, rel) = (&top[..n], relevant(case));
+        let hits: Vec<bool> = items.iter().map(|i| rel.contains(i)).collect();
+        let found = hits.iter().filter(|h| **h).count() as f64;
+        let metric = |m: &str| l["metrics"][format!("{m}@60t")].as_f64().unwrap();
+        assert_eq!(metric("hit"), f64::from(u8::from(found > 0.0)), "{case}");
+        assert!((metric("recall") - found / rel.len() as f64).abs() < 1e-9, "{case}");
+        assert!((metric("precision") - found / n as f64).abs() < 1e-9, "{case}");
+        let mrr = hits.iter().position(|h| *h).map_or(0.0, |p| 1.0 / (p + 1) as f64);
+        assert!((metric("mrr") - mrr).abs() < 1e-9, "{case}");
+    }
+    assert!(deeper >= 3, "the budget packs past k = 1 for most cases");
+
+    // `contexts --budget` writes the packed pieces: their documents in order are the packed
+    // items, their words the context tokens the run counted.
+    f.cmd().arg("contexts").arg(&run).args(["--cell", "c01", "--budget", "60"]).assert().success();
+    let contexts = std::fs::read_to_string(run.join("contexts.jsonl")).unwrap();
+    let per_query = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();
+    for line in contexts.lines() {
+        let c: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(c["budget"], 60);
+        let case = c["case"].as_str().unwrap();
+        let l: Value =
+            serde_json::from_str(per_query.lines().find(|l| l.contains(&format!("\"case\":\"{case}\""))).unwrap())
+                .unwrap();
+        let mut units: Vec<String> = Vec::new();
+        let mut words = 0;
+        for item in c["items"].as_array().unwrap() {
+            let unit = item["unit"].as_str().unwrap().to_string();
+            if !units.contains(&unit) {
+                units.push(unit);
+            }
+            words += item["text"].as_str().unwrap().split_whitespace().count();
+        }
+        let n = l["packed_items"]["@60t"].as_u64().unwrap() as usize;
+        let top: Vec<String> = l["top"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+        assert_eq!(units, top[..n], "{case}");
+        assert_eq!(words as f64, l["ctx_tokens"]["@60t"].as_f64().unwrap(), "{case}");
+    }
+    f.cmd().arg("contexts").arg(&run).args(["--cell", "c01", "--budget", "61"]).assert().code(2);
+    f.cmd().arg("contexts").arg(&run).args(["--cell", "c01"]).assert().code(2);
+}

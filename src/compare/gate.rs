@@ -174,6 +174,8 @@ mod tests {
                     first_relevant: None,
                     top_score: None,
                     top: vec![],
+                    packed_items: Ordered::default(),
+                    top_at: Ordered::default(),
                     leaks: 0,
                     restricted_hit: false,
                     spanning: (0, 0),

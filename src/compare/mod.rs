@@ -566,6 +566,8 @@ mod tests {
                     first_relevant: *rank,
                     top_score: None,
                     top: Vec::new(),
+                    packed_items: crate::results::Ordered::default(),
+                    top_at: crate::results::Ordered::default(),
                     leaks: 0,
                     restricted_hit: false,
                     spanning: (0, 0),

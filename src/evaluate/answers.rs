@@ -341,6 +341,7 @@ mod tests {
             answerable,
             cell: "c01".into(),
             k: 3,
+            budget: None,
             items,
         }
     }
