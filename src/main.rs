@@ -43,7 +43,7 @@ enum Command {
         /// Worker threads (default: all cores).
         #[arg(long, short = 'j')]
         jobs: Option<usize>,
-        /// No progress bars.
+        /// No progress: no bars on a terminal, no progress lines in a log.
         #[arg(long, short = 'q')]
         quiet: bool,
         /// Print the whole matrix (every metric column) instead of the 100-column summary.
@@ -546,8 +546,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             if let Some((i, n)) = shard {
                 exp.keep_shard(i, n);
             }
-            let progress = !quiet && std::io::stderr().is_terminal();
-            if progress {
+            // Bars on a terminal, a line every ~30 s otherwise (a CI log), nothing with --quiet.
+            let progress = !quiet;
+            if progress && std::io::stderr().is_terminal() {
                 eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
             }
             let prepared = runner::prepare(&exp, &dirs.models())?;

@@ -149,6 +149,13 @@ fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
     if !progress {
         return ProgressBar::hidden();
     }
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        // A hidden bar keeps its position; a thread writes it as a line now and then.
+        let pb = ProgressBar::hidden();
+        pb.set_length(len as u64);
+        progress_lines(&pb, what);
+        return pb;
+    }
     let pb = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
     pb.set_style(
         ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg} ({eta})")
@@ -157,6 +164,50 @@ fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
     );
     pb.set_prefix(what.to_string());
     pb
+}
+
+/// Seconds between progress lines when stderr is not a terminal (a CI log), unless
+/// `RAGSWEEP_PROGRESS_SECONDS` says otherwise.
+pub const PROGRESS_LINE_SECONDS: f64 = 30.0;
+
+/// Writes `pb`'s progress to stderr as a line every [`PROGRESS_LINE_SECONDS`] (stage,
+/// done/total, the current item, elapsed and remaining time), and a last line when a stage
+/// that wrote any finishes; stops when the bar is dropped.
+fn progress_lines(pb: &ProgressBar, what: &str) {
+    let every = std::env::var("RAGSWEEP_PROGRESS_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .unwrap_or(PROGRESS_LINE_SECONDS);
+    let (weak, what) = (pb.downgrade(), what.to_string());
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut next = every;
+        let mut wrote = false;
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let Some(pb) = weak.upgrade() else { return };
+            let (pos, len, elapsed) = (pb.position(), pb.length().unwrap_or(0), started.elapsed().as_secs_f64());
+            if pb.is_finished() {
+                if wrote {
+                    eprintln!("{what}: {len} of {len} done in {elapsed:.0} s");
+                }
+                return;
+            }
+            if elapsed >= next {
+                next += every.max(0.1);
+                wrote = true;
+                let left = if pos > 0 {
+                    format!(", about {:.0} s left", elapsed * (len - pos.min(len)) as f64 / pos as f64)
+                } else {
+                    String::new()
+                };
+                let item = pb.message();
+                let item = if item.is_empty() { String::new() } else { format!(" ({item})") };
+                eprintln!("{what}: {pos} of {len}{item}, {elapsed:.0} s{left}");
+            }
+        }
+    });
 }
 
 /// Cases run untimed before each cell's timed pass.
