@@ -174,43 +174,12 @@ fn size(path: &Path) -> u64 {
     }
 }
 
-/// `installed.json`, written by the installer (`scripts/install_record.py`): each file's size
-/// and sha256 at install time.
-#[derive(serde::Deserialize)]
-struct Record {
-    files: std::collections::BTreeMap<String, RecordedFile>,
-}
-
-#[derive(serde::Deserialize)]
-struct RecordedFile {
-    size: u64,
-    sha256: String,
-}
-
 /// Checks every file of an installed folder against its install record.
 fn check_record(folder: &Path) -> Health {
-    let path = folder.join("installed.json");
-    let record: Record = match std::fs::read(&path).map(|b| serde_json::from_slice(&b)) {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return Health::Damaged(format!("installed.json cannot be read: {e}")),
-        Err(_) => return Health::Damaged("no install record (installed.json): reinstall to verify it".into()),
-    };
-    if record.files.is_empty() {
-        return Health::Damaged("installed.json lists no files".into());
+    match crate::installed::verify(folder) {
+        Ok(()) => Health::Ok,
+        Err(why) => Health::Damaged(why),
     }
-    for (name, want) in &record.files {
-        let file = folder.join(name);
-        match std::fs::metadata(&file) {
-            Ok(m) if m.is_file() && m.len() == want.size => {}
-            Ok(m) => return Health::Damaged(format!("{name} is {} bytes, installed as {}", m.len(), want.size)),
-            Err(_) => return Health::Damaged(format!("{name} is missing")),
-        }
-        match sha256_of(&file) {
-            Ok(got) if got == want.sha256 => {}
-            _ => return Health::Damaged(format!("{name} does not match the sha256 recorded at install")),
-        }
-    }
-    Health::Ok
 }
 
 /// What is installed in `dir`, each checked against its install record; an error when `dir`

@@ -1,5 +1,6 @@
-//! What installers share: where installed things (models, engines) live by default, and the
-//! checksum that pins what a registry served.
+//! What installers share: where installed things (models, engines) live by default, the
+//! checksum that pins what a registry served, and the check of an installed folder against the
+//! record its install wrote (`models list` shows it; loading a model refuses a damaged one).
 
 use std::path::{Path, PathBuf};
 
@@ -23,4 +24,44 @@ pub fn sha256_of(path: &Path) -> Result<String> {
     use sha2::Digest;
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     Ok(format!("{:x}", sha2::Sha256::digest(&bytes)))
+}
+
+/// `installed.json`, written by the installer (`scripts/install_record.py`): each file's size
+/// and sha256 at install time.
+#[derive(serde::Deserialize)]
+struct Record {
+    files: std::collections::BTreeMap<String, RecordedFile>,
+}
+
+#[derive(serde::Deserialize)]
+struct RecordedFile {
+    size: u64,
+    sha256: String,
+}
+
+/// Checks every file of an installed folder against its `installed.json`: why it is damaged
+/// (no record, a file missing, another size, another sha256).
+pub fn verify(folder: &Path) -> std::result::Result<(), String> {
+    let path = folder.join("installed.json");
+    let record: Record = match std::fs::read(&path).map(|b| serde_json::from_slice(&b)) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(format!("installed.json cannot be read: {e}")),
+        Err(_) => return Err("no install record (installed.json): reinstall to verify it".into()),
+    };
+    if record.files.is_empty() {
+        return Err("installed.json lists no files".into());
+    }
+    for (name, want) in &record.files {
+        let file = folder.join(name);
+        match std::fs::metadata(&file) {
+            Ok(m) if m.is_file() && m.len() == want.size => {}
+            Ok(m) => return Err(format!("{name} is {} bytes, installed as {}", m.len(), want.size)),
+            Err(_) => return Err(format!("{name} is missing")),
+        }
+        match sha256_of(&file) {
+            Ok(got) if got == want.sha256 => {}
+            _ => return Err(format!("{name} does not match the sha256 recorded at install")),
+        }
+    }
+    Ok(())
 }

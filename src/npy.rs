@@ -60,8 +60,11 @@ pub fn read_f32(path: &Path) -> Result<(Vec<f32>, usize)> {
         .map(|s| s.parse().map_err(|_| bad("shape is not a list of sizes")))
         .collect::<Result<_>>()?;
     let [rows, cols] = dims[..] else { return Err(bad("expected a 2-D array")) };
+    if rows == 0 || cols == 0 {
+        return Err(bad(&format!("shape ({rows}, {cols}) holds no vectors")));
+    }
     let data = &bytes[start + header_len..];
-    if data.len() != rows * cols * 4 {
+    if rows.checked_mul(cols).and_then(|n| n.checked_mul(4)) != Some(data.len()) {
         return Err(bad(&format!("{} data bytes for shape ({rows}, {cols})", data.len())));
     }
     Ok((data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect(), cols))

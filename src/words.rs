@@ -31,6 +31,16 @@ pub fn count(n: usize, singular: &str) -> String {
     }
 }
 
+/// A number as people write it: as is between 0.0001 and a million, else in scientific
+/// notation (`1e-300`, not three hundred zeros).
+pub fn number(v: f64) -> String {
+    if v == 0.0 || (1e-4..1e6).contains(&v.abs()) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -149,3 +149,22 @@ fn a_closed_pipe_ends_the_output_quietly() {
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn ids_that_two_documents_claim_and_blank_ids_are_refused() {
+    let golden = r#"[{"id": "q1", "question": "preços", "relevant": ["faq#Precos"]}]"#;
+    let f = Fixture::new(
+        &[("faq.md", "# FAQ\n## Precos\nOs preços mudam.\n"), ("faq#Precos.md", "# Preços\nTabela de preços.\n")],
+        golden,
+        "name = \"ids\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains(
+        "the id \"faq#Precos\" names a section of document \"faq\" and also the document \"faq#Precos\"",
+    ));
+    let f = Fixture::new(
+        &[(" .md", "# Sem nome\nTexto.\n"), ("a.md", PUBLIC)],
+        GOLDEN.replace("public", "a").as_str(),
+        "name = \"ids\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains(" .md: empty id"));
+}

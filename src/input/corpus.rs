@@ -99,9 +99,19 @@ impl Corpus {
                 return Err(Error::input(Location::file(&source), format!("duplicate document id {:?}", doc.id)));
             }
             for (j, s) in doc.sections.iter().enumerate() {
-                sections.entry(s.id.clone()).or_insert((i, j));
+                let (first, _) = *sections.entry(s.id.clone()).or_insert((i, j));
+                if first != i {
+                    return Err(ambiguous(&source, &s.id, &docs[first].id, &doc.id));
+                }
             }
             hash_doc(&mut hasher, doc);
+        }
+        // `faq#Precos.md` beside `faq.md` with `## Precos`: a label `faq#Precos` must not
+        // silently mean one of them.
+        for (id, &(doc, _)) in &sections {
+            if let Some(&other) = by_id.get(id) {
+                return Err(ambiguous(&source, id, &docs[doc].id, &docs[other].id));
+            }
         }
         Ok(Corpus {
             docs,
@@ -253,6 +263,17 @@ impl TryFrom<RawJsonId> for JsonId {
             RawJsonId::Int(i) => Ok(JsonId::Int(i)),
         }
     }
+}
+
+/// The error for a label id that two documents claim (a section of one, the id of another).
+fn ambiguous(source: &Path, id: &str, a: &str, b: &str) -> Error {
+    Error::input(
+        Location::file(source),
+        format!(
+            "the id {id:?} names a section of document {a:?} and also {}: a label naming it would be ambiguous; rename one of them",
+            if id == b { format!("the document {b:?}") } else { format!("a section of document {b:?}") }
+        ),
+    )
 }
 
 /// An id must hold a visible character and no control character (ids reach TREC files,
@@ -442,6 +463,15 @@ fn read_folder(root: &Path, rules: &AccessKey) -> Result<(Vec<Document>, ReadRep
         };
         let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
         let id = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        if let Err(why) = check_id(&id).and_then(|()| {
+            id.split('/')
+                .all(|part| !part.trim().is_empty())
+                .then_some(())
+                .ok_or_else(|| format!("the path gives the id {id:?}, with a blank part: rename the file or folder"))
+        }) {
+            errors.push(Error::input(Location::file(&path), why));
+            continue;
+        }
         if let Some(first) = first_file.insert(id.clone(), path.clone()) {
             return Err(Error::input(
                 Location::file(&path),

@@ -334,7 +334,13 @@ pub fn resolve_run(given: &Path) -> Result<PathBuf> {
             Err(_) if given.is_file() => fs::read_to_string(given).map_err(|e| Error::io(given, e))?,
             Err(_) => return Err(bad("no run has finished here yet".into())),
         };
-        return resolve_run(&parent.join(id.trim()));
+        // `latest` names a run id beside it, never a path elsewhere (a planted link could make a
+        // command read, or write contexts into, another folder).
+        let id = id.trim();
+        if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+            return Err(bad(format!("`{LATEST}` points at {id:?}, which is not a run id beside it: refused")));
+        }
+        return resolve_run(&parent.join(id));
     }
     if given.join("manifest.json").is_file() {
         return Ok(given.to_path_buf());

@@ -276,6 +276,16 @@ impl Embedder {
         let ModelKind::Onnx { file, mean_pooling } = &info.kind else {
             return Ok(Embedder { info: info.clone(), session: None });
         };
+        // A folder the installer recorded must still be what it installed (`models list
+        // --check` says DAMAGED otherwise); a folder without a record is the user's own model.
+        if info.dir.join("installed.json").exists() {
+            crate::installed::verify(&info.dir).map_err(|why| {
+                Error::Other(format!(
+                    "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh)",
+                    info.id, info.id
+                ))
+            })?;
+        }
         let environment = ort_environment(models)?;
         let read = |name: &str| {
             let p = info.dir.join(name);
