@@ -52,7 +52,7 @@ fn one_document_experiment(dir: &Path, sections: &str, retriever: &str) -> PathB
     std::fs::write(
         &file,
         format!(
-            "name = \"m\"\nk = [1]\n{sections}[corpus]\npath = \"docs.jsonl\"\n[golden]\npath = \"golden.jsonl\"\n\
+            "name = \"m\"\nk = [1, 5, 10]\n{sections}[corpus]\npath = \"docs.jsonl\"\n[golden]\npath = \"golden.jsonl\"\n\
              [[chunkers]]\nkind = \"none\"\n[[retrievers]]\n{retriever}"
         ),
     )
@@ -87,11 +87,13 @@ fn every_toml_block_in_the_docs_validates() {
             let file = one_document_experiment(&dir, "", &format!("kind = \"dense\"\nmodel = \"{id}\"\n"));
             let out = validate(&file, &models);
             assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));
-        } else if value
-            .as_table()
-            .is_some_and(|t| t.keys().all(|k| ["engines", "cost", "permissions"].contains(&k.as_str())))
-        {
-            // A section of an experiment, inside the smallest experiment around it; a password
+        } else if value.as_table().is_some_and(|t| {
+            t.keys().all(|k| {
+                ["engines", "cost", "permissions", "require", "margin", "prefer", "select"].contains(&k.as_str())
+            })
+        }) {
+            // Decision keys or a section of an experiment, inside the smallest experiment
+            // around them (cut-offs 1, 5 and 10); a password
             // variable it names is set, as a user running it would set it.
             let file = one_document_experiment(&dir, body, "kind = \"bm25\"\n");
             let var = value.get("engines").and_then(|e| e.get("pg")).and_then(|p| p.get("password_env"));

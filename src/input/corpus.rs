@@ -415,6 +415,16 @@ fn extract(
         Format::Rst => text_file(formats::rst_headings)?,
         Format::Html => {
             let source = text::read(path)?;
+            let depth = formats::html_depth(&source);
+            if depth > formats::MAX_HTML_DEPTH {
+                return Err(Error::input(
+                    Location::file(path),
+                    format!(
+                        "elements nest {depth} deep (at most {}): refused, as no page people read does",
+                        formats::MAX_HTML_DEPTH
+                    ),
+                ));
+            }
             let page = formats::html(&source);
             // An HTML page has no access list of its own: a `<meta>` that could declare one
             // would leave it public.

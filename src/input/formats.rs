@@ -144,8 +144,88 @@ const HTML_BLOCKS: [&str; 24] = [
     "td",
 ];
 
+/// Seconds `pdftohtml` may take on one file.
+pub const PDF_SECONDS: u64 = 120;
+
+/// Runs `cmd` with its output captured, killing it after `seconds`: `None` then.
+fn run_with_timeout(cmd: &mut Command, seconds: u64) -> std::io::Result<Option<std::process::Output>> {
+    use std::process::Stdio;
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+    // Read both pipes on threads so a full pipe never blocks the child.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut b);
+        b
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed().as_secs() >= seconds {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(Some(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }))
+}
+
+/// Bytes a DOCX part may unpack to, and its largest compression ratio (text XML compresses
+/// about 10:1; a zip bomb, thousands to one).
+pub const MAX_DOCX_ENTRY_BYTES: u64 = 64 << 20;
+pub const MAX_DOCX_RATIO: u64 = 200;
+
+/// Element nesting an HTML page may reach: the HTML5 parser's scope checks are quadratic in it
+/// and a recursive walk would overflow the stack; real pages nest a few dozen deep.
+pub const MAX_HTML_DEPTH: usize = 1000;
+
+/// Elements whose end tag HTML lets authors leave out, and void elements: not counted as nesting.
+const HTML_NOT_NESTING: [&str; 31] = [
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup", "rp", "rt",
+    "html", "head", "body", "br", "img", "meta", "link", "input", "hr", "area", "base", "col", "embed", "param",
+    "source", "wbr",
+];
+
+/// How deep the elements of `source` nest, counted from its tags without parsing (an upper
+/// bound of what the parser builds, cheap on any input).
+pub fn html_depth(source: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for tag in source.split('<').skip(1) {
+        let closing = tag.starts_with('/');
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if name.is_empty() || HTML_NOT_NESTING.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else if !tag.split('>').next().unwrap_or("").ends_with('/') {
+            depth += 1;
+            deepest = deepest.max(depth);
+        }
+    }
+    deepest
+}
+
 /// The main text of an HTML page (entities decoded by the HTML5 parser), its `h1`–`h6`
-/// headings and its `<title>`.
+/// headings and its `<title>`. Callers check [`html_depth`] first.
 pub fn html(source: &str) -> Extracted {
     use scraper::{Html, Node};
     let page = Html::parse_document(source);
@@ -229,9 +309,21 @@ pub fn docx(path: &Path) -> Result<Extracted> {
     let bad = |msg: String| Error::input(Location::file(path), msg);
     let mut zip = zip::ZipArchive::new(file).map_err(|e| bad(format!("not a DOCX (zip) file: {e}")))?;
     let mut read = |name: &str| -> Result<Option<String>> {
-        let Ok(mut entry) = zip.by_name(name) else { return Ok(None) };
+        let Ok(entry) = zip.by_name(name) else { return Ok(None) };
+        let (packed, declared) = (entry.compressed_size().max(1), entry.size());
+        if declared > MAX_DOCX_ENTRY_BYTES || declared / packed > MAX_DOCX_RATIO {
+            return Err(bad(format!(
+                "{name} unpacks to {declared} bytes from {packed} ({}:1): refused as a zip bomb (at most {MAX_DOCX_ENTRY_BYTES} bytes and {MAX_DOCX_RATIO}:1)",
+                declared / packed
+            )));
+        }
+        // The declared size can lie: never read more than the limit, whatever it says.
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut entry, &mut text).map_err(|e| bad(format!("{name}: {e}")))?;
+        std::io::Read::read_to_string(&mut std::io::Read::take(entry, MAX_DOCX_ENTRY_BYTES + 1), &mut text)
+            .map_err(|e| bad(format!("{name}: {e}")))?;
+        if text.len() as u64 > MAX_DOCX_ENTRY_BYTES {
+            return Err(bad(format!("{name} unpacks to more than {MAX_DOCX_ENTRY_BYTES} bytes: refused")));
+        }
         Ok(Some(text))
     };
     let document = read("word/document.xml")?.ok_or_else(|| bad("no word/document.xml: not a Word document".into()))?;
@@ -343,13 +435,19 @@ pub fn pdf_reader_available() -> bool {
 pub fn pdf(path: &Path) -> Result<Extracted> {
     use quick_xml::events::Event;
     let bad = |msg: String| Error::input(Location::file(path), msg);
-    let output = Command::new("pdftohtml")
-        .args(["-xml", "-i", "-stdout", "-q", "-enc", "UTF-8"])
-        .arg(path)
-        .output()
-        .map_err(|e| bad(format!("reading a PDF needs pdftohtml (apt install poppler-utils): {e}")))?;
+    let output = run_with_timeout(
+        Command::new("pdftohtml").args(["-xml", "-i", "-stdout", "-enc", "UTF-8"]).arg(path),
+        PDF_SECONDS,
+    )
+    .map_err(|e| bad(format!("reading a PDF needs pdftohtml (apt install poppler-utils): {e}")))?;
+    let Some(output) = output else {
+        return Err(bad(format!("pdftohtml did not finish within {PDF_SECONDS} s: refused")));
+    };
+    let reason =
+        String::from_utf8_lossy(&output.stderr).lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join("; ");
     if !output.status.success() {
-        return Err(bad(format!("pdftohtml failed: {}", String::from_utf8_lossy(&output.stderr).trim())));
+        let reason = if reason.is_empty() { format!("it exited with {}", output.status) } else { reason };
+        return Err(bad(format!("pdftohtml could not read it (corrupt, encrypted or not a PDF?): {reason}")));
     }
     let xml = String::from_utf8_lossy(&output.stdout);
     // (page, font size, line text)

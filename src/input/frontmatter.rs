@@ -151,6 +151,65 @@ fn check_no_acl_in_text(path: &Path, first_line: usize, text: &str, rules: &Acce
     Ok(())
 }
 
+/// Nodes front matter may expand to, aliases counted as the nodes they repeat: a few hundred
+/// bytes of nested aliases (a "billion laughs") would otherwise take gigabytes.
+pub const MAX_YAML_NODES: u64 = 100_000;
+/// Nesting front matter may reach (deeper would overflow the stack of a recursive reader).
+pub const MAX_YAML_DEPTH: usize = 64;
+
+/// Walks `block`'s YAML events without building anything: its size with every alias expanded
+/// and its depth stay within bounds, else the 0-based line where they were passed and why.
+/// A syntax error is left to the loader, which locates it.
+fn yaml_within_bounds(block: &str) -> std::result::Result<(), (usize, String)> {
+    use yaml_rust2::parser::{Event, Parser};
+    let mut parser = Parser::new_from_str(block);
+    let mut anchors: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
+    // Open containers: (anchor id, nodes so far).
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    let mut total: u64 = 0;
+    loop {
+        let Ok((event, mark)) = parser.next_token() else { return Ok(()) };
+        let line = mark.line().saturating_sub(1);
+        let mut add = |nodes: u64, open: &mut Vec<(usize, u64)>| {
+            total = total.saturating_add(nodes);
+            if let Some(parent) = open.last_mut() {
+                parent.1 = parent.1.saturating_add(nodes);
+            }
+        };
+        match event {
+            Event::StreamEnd => return Ok(()),
+            Event::Scalar(_, _, anchor, _) => {
+                add(1, &mut open);
+                if anchor > 0 {
+                    anchors.insert(anchor, 1);
+                }
+            }
+            Event::Alias(anchor) => add(anchors.get(&anchor).copied().unwrap_or(1), &mut open),
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                open.push((anchor, 1));
+                total = total.saturating_add(1);
+                if open.len() > MAX_YAML_DEPTH {
+                    return Err((line, format!("nested deeper than {MAX_YAML_DEPTH} levels")));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((anchor, nodes)) = open.pop() {
+                    if anchor > 0 {
+                        anchors.insert(anchor, nodes);
+                    }
+                    if let Some(parent) = open.last_mut() {
+                        parent.1 = parent.1.saturating_add(nodes);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if total > MAX_YAML_NODES {
+            return Err((line, format!("more than {MAX_YAML_NODES} values once its aliases are expanded")));
+        }
+    }
+}
+
 /// The line (1-based, in the file) where top-level `key` is written in `block`.
 fn key_line(block: &str, first_line: usize, key: &str) -> usize {
     block
@@ -173,6 +232,9 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
         })?;
         table.iter().map(|(k, v)| (k.clone(), Value::from_toml(v))).collect()
     } else {
+        if let Err((line, why)) = yaml_within_bounds(block) {
+            return Err(Error::input(at(first_line + line), format!("YAML front matter: {why}")));
+        }
         let docs = yaml_rust2::YamlLoader::load_from_str(block).map_err(|e| {
             let m = e.marker();
             Error::input(
