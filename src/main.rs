@@ -584,6 +584,11 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 run.manifest.wall_seconds,
                 dir.display()
             );
+            if !run.manifest.failed_cells.is_empty() {
+                let cells: Vec<&str> = run.manifest.failed_cells.iter().map(|(c, _)| c.as_str()).collect();
+                eprintln!("error: the run is incomplete: {} failed (exit status 3)", safe(&cells.join(", ")));
+                return Ok(ExitCode::from(3));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::BenchEmbed { corpus, model, batch, token_budget, threads, limit, dirs } => {

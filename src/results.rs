@@ -549,6 +549,9 @@ pub struct Matrix {
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
     pub slices: Vec<SliceRow>,
+    /// Cells that failed, with why (they have no rows): the run is incomplete.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -688,6 +691,9 @@ pub struct Manifest {
     pub models_dir: Option<std::path::PathBuf>,
     #[serde(default)]
     pub cache_dir: Option<std::path::PathBuf>,
+    /// Cells that failed, with why: the run is incomplete (its other cells are whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_cells: Vec<(String, String)>,
 }
 
 /// One context item a generator would receive: a returned chunk, in rank order.

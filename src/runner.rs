@@ -210,6 +210,14 @@ fn progress_lines(pb: &ProgressBar, what: &str) {
     });
 }
 
+/// Names a cell that fails on purpose (tests of an incomplete run): a comma-separated list of
+/// cell ids. Not for use outside tests.
+pub const FAIL_CELL_VAR: &str = "RAGSWEEP_TEST_FAIL_CELLS";
+
+fn failing_on_purpose(cell: &str) -> bool {
+    std::env::var(FAIL_CELL_VAR).is_ok_and(|v| v.split(',').any(|c| c.trim() == cell))
+}
+
 /// Cases run untimed before each cell's timed pass.
 const LATENCY_WARM_UP: usize = 5;
 
@@ -268,6 +276,8 @@ pub struct Outcome {
     pub case_info: Vec<CaseInfo>,
     pub stages: Vec<StageReport>,
     pub split_counts: BTreeMap<Split, usize>,
+    /// Cells that failed, with why; the run is incomplete when there are any.
+    pub failed: Vec<(String, String)>,
     pub wall_seconds: f64,
 }
 
@@ -318,6 +328,7 @@ pub fn run_with<'e>(
     let mut rows: Vec<Row> = Vec::new();
     let mut slices: Vec<SliceRow> = Vec::new();
     let pb = bar(opts.progress, exp.cells.len() * cases.len(), "retrieve");
+    let mut failed: Vec<(String, String)> = Vec::new();
     for (c, (cell, planned)) in exp.cells.iter().zip(&plan.cells).enumerate() {
         pb.set_message(cell.id.clone());
         let this = CellRun {
@@ -326,9 +337,14 @@ pub fn run_with<'e>(
             retriever: built.retriever(planned),
             model: plan.cell_model(planned),
         };
-        let results: Vec<CaseResult> = (0..cases.len())
+        // One cell's failure (a consistency check, an engine error) is that cell's: the other
+        // cells' results are kept, and the run says it is incomplete.
+        let scored: Result<Vec<CaseResult>> = (0..cases.len())
             .into_par_iter()
             .map(|ci| {
+                if failing_on_purpose(&cell.id) {
+                    return Err(Error::Other(format!("cell {}: failed on purpose ({FAIL_CELL_VAR})", cell.id)));
+                }
                 let vector = this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
                 let oracle = scoring.oracle(&this, ci, vector)?;
@@ -340,7 +356,22 @@ pub fn run_with<'e>(
                 pb.inc(1);
                 Ok(result)
             })
-            .collect::<Result<_>>()?;
+            .collect();
+        let scored_vector = |ci: usize| this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
+        let t = Instant::now();
+        let timed = scored.and_then(|results| {
+            let latency = scoring.time_cell(&this, &sample, embedder, &scored_vector, &results, opts.progress)?;
+            Ok((results, latency))
+        });
+        latency_seconds += t.elapsed().as_secs_f64();
+        let (results, latency) = match timed {
+            Ok(done) => done,
+            Err(e) => {
+                pb.suspend(|| eprintln!("warning: cell {} failed, the other cells go on: {e}", cell.id));
+                failed.push((cell.id.clone(), e.to_string()));
+                continue;
+            }
+        };
         let t = Instant::now();
         let cost = built.cost(exp, plan, c, planned);
         let (mut cell_rows, cell_slices) =
@@ -351,10 +382,6 @@ pub fn run_with<'e>(
             cell: cell.id.clone(),
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
         });
-        let t = Instant::now();
-        let scored_vector = |ci: usize| this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
-        let latency = scoring.time_cell(&this, &sample, embedder, &scored_vector, &results, opts.progress)?;
-        latency_seconds += t.elapsed().as_secs_f64();
         for row in &mut cell_rows {
             row.latency = latency;
         }
@@ -388,7 +415,7 @@ pub fn run_with<'e>(
     for case in cases {
         *split_counts.entry(case.split.unwrap_or(Split::Tuning)).or_insert(0) += 1;
     }
-    Ok(Outcome { rows, slices, case_info, stages, split_counts, wall_seconds: started.elapsed().as_secs_f64() })
+    Ok(Outcome { rows, slices, case_info, stages, split_counts, failed, wall_seconds: started.elapsed().as_secs_f64() })
 }
 
 /// Per k: the cell's list against the oracle's list of the same case under the same access.

@@ -186,6 +186,7 @@ pub fn matrix(run: &RunResult) -> Matrix {
         columns: run.columns.iter().map(MetricAt::to_string).collect(),
         rows: run.rows.clone(),
         slices: run.slices.clone(),
+        failed: run.manifest.failed_cells.clone(),
     }
 }
 

@@ -86,6 +86,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
         wall_seconds: outcome.wall_seconds,
         models_dir: None,
         cache_dir: None,
+        failed_cells: outcome.failed.clone(),
     }
 }
 
