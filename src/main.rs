@@ -333,7 +333,8 @@ enum Command {
         answers: bool,
         /// A hard requirement on the run's answers, e.g. `citation_valid=1` (at least 1) or
         /// `refusal_wrong=0` (at most 0: lower is better): fails (exit 1) when the column's mean is
-        /// on the wrong side, listing those cases (repeatable).
+        /// on the wrong side, listing those cases (repeatable). On the cell's case lines too:
+        /// `leaks=0`, `restricted_hits=0`, `under_return@10=0` (no case above), `recall_vs_oracle@10=0.95`.
         #[arg(long)]
         require: Vec<String>,
         /// The gated metric (default: the experiment's `select`; see --fail-on for several).
@@ -346,7 +347,8 @@ enum Command {
         /// 1 fails any drop beyond the margin.
         #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
         alpha: f64,
-        /// Several gates at once, e.g. `ndcg@10:0.01,recall@5:0.02` (replaces --metric and --margin).
+        /// Several gates at once, e.g. `ndcg@10:0.01,recall@5:0.02` (replaces --metric and --margin);
+        /// `leaks:0`, `restricted_hits:0` and `under_return@10:0` fail on any rise, significant or not.
         #[arg(long)]
         fail_on: Option<String>,
         /// Append the verdict and the comparison, as Markdown, to this file (e.g. the run's
@@ -699,7 +701,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         } => {
             let run = output::resolve_run(&run)?;
             let baseline = baseline.map(|b| output::resolve_run(&b)).transpose()?;
-            let unmet = check_requirements(&run, &require)?;
+            let unmet = check_requirements(&run, &require, cell.as_deref())?;
             let Some(baseline) = baseline else {
                 anyhow::ensure!(!require.is_empty(), "--baseline is needed (or only --require)");
                 return Ok(ExitCode::from(if unmet { 1 } else { 0 }));
@@ -981,10 +983,18 @@ fn print_health(health: &ragsweep::input::health::Health, to_stderr: bool) {
 
 /// Checks `COLUMN=VALUE` requirements on the run's scored answers, printing each; true when
 /// one is unmet.
-fn check_requirements(run: &std::path::Path, require: &[String]) -> anyhow::Result<bool> {
+fn check_requirements(run: &std::path::Path, require: &[String], cell: Option<&str>) -> anyhow::Result<bool> {
     let mut unmet = false;
+    let data = if require.is_empty() { None } else { Some(RunData::load(run)?) };
     for r in require {
-        let (line, met) = ragsweep::evaluate::answers::requirement(run, r)?;
+        let line_column = data.as_ref().and_then(|data| {
+            let side = Side { run: data, cell: data.cell_or_default(cell).ok()? };
+            compare::line_requirement(&side, r)
+        });
+        let (line, met) = match line_column {
+            Some(result) => result?,
+            None => ragsweep::evaluate::answers::requirement(run, r)?,
+        };
         println!("{line}");
         unmet |= !met;
     }

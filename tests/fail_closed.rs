@@ -696,3 +696,42 @@ fn extreme_numbers_are_bounded_or_refused() {
         .code(2)
         .stderr(predicate::str::contains("holds no vectors"));
 }
+
+/// An engine or a filter that starts leaking fails CI: `check --fail-on leaks:0` fails on any
+/// rise (a defect, not a statistic: one case is enough), and `--require leaks=0` fails on any
+/// leaking case.
+#[test]
+fn check_gates_and_requires_leaks() {
+    let docs = [
+        ("rh.md", "---\nacl: [rh]\n---\n# RH\nSalários e férias da equipe.\n"),
+        ("pub.md", "# Público\nCalendário de férias.\n"),
+    ];
+    let golden = r#"[{"id": "q1", "question": "férias da equipe", "relevant": ["pub"], "groups": ["ti"], "split": "reserved"},
+                     {"id": "q2", "question": "calendário", "relevant": ["pub"], "groups": ["ti"], "split": "reserved"}]"#;
+    let f = Fixture::new(
+        &docs,
+        golden,
+        "name = \"leak\"\nunit = \"doc\"\nk = [2]\nlatency_cases = 0\nfilter = [\"in_query\", \"none\"]\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let run = f.run();
+    let m = matrix(&run);
+    assert_eq!(row(&m, "filter", "none")["leaks"], 1);
+    let check = |args: &[&str]| {
+        let mut cmd = f.cmd();
+        cmd.arg("check").arg(&run).args(args);
+        cmd.assert()
+    };
+    check(&["--require", "leaks=0", "--cell", "c01"])
+        .code(0)
+        .stdout(predicate::str::contains("PASS: leaks of cell c01"));
+    check(&["--require", "leaks=0", "--cell", "c02"])
+        .code(1)
+        .stdout(predicate::str::contains("FAIL: leaks of cell c02: the worst case is 1 over 2 cases, required ≤ 0"));
+    // The leaking cell against the filtered one: one leaking case of two is no significant
+    // change, and still fails.
+    let base = run.to_str().unwrap();
+    check(&["--baseline", base, "--cell", "c02", "--baseline-cell", "c01", "--fail-on", "leaks:0,hit@2:0.5"])
+        .code(1)
+        .stdout(predicate::str::contains("FAIL: leaks rose 0.5000").and(predicate::str::contains("a defect")));
+}

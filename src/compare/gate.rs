@@ -90,7 +90,7 @@ pub fn check(
         let (from, to) = (c.mean_a, c.mean_b);
         let drop = column.worsening(from, to);
         let moved = if to > from { "rose" } else { "fell" };
-        let line = if drop > gate.margin && c.p_value <= alpha {
+        let line = if drop > gate.margin && (c.p_value <= alpha || column.defect) {
             if verdict == Verdict::Pass {
                 verdict = Verdict::Fail;
             }
@@ -100,7 +100,9 @@ pub fn check(
                 (to - from).abs(),
                 column.direction(),
                 gate.margin,
-                if alpha >= 1.0 {
+                if column.defect {
+                    " (a defect: any such change fails, significant or not)".to_string()
+                } else if alpha >= 1.0 {
                     format!(" (α 1: any such drop fails; p = {:.4})", c.p_value)
                 } else {
                     format!(" and significant (p = {:.4} ≤ α {alpha})", c.p_value)

@@ -227,6 +227,64 @@ pub struct Comparison {
 pub const SUBSET_SIZES: [usize; 3] = [5, 10, 20];
 pub const SUBSET_DRAWS: usize = 1000;
 
+/// `--require COLUMN=VALUE` on a column of the case lines (`leaks=0`, `restricted_hits=0`,
+/// `under_return@10=0`, `recall_vs_oracle@10=0.95`) for one cell: a defect column is met only
+/// when no case exceeds the value, the others by their mean. `None` when the column is none of
+/// these (an answer column).
+pub fn line_requirement(side: &Side<'_>, spec: &str) -> Option<Result<(String, bool)>> {
+    let (name, want) = spec.split_once('=')?;
+    let name = name.trim();
+    let column = crate::evaluate::columns::column(name)?;
+    let is_line_column = ["leaks", "restricted_hits", "under_return", "recall_vs_oracle"].contains(&column.name);
+    if !is_line_column {
+        return None;
+    }
+    Some((|| {
+        let want: f64 = want
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v| column.check_value(*v).is_ok())
+            .ok_or_else(|| Error::Other(format!("--require {spec}: {want:?} is not a value of {name}")))?;
+        let values = case_values(side, name, None)?;
+        if values.is_empty() {
+            return Err(Error::Other(format!(
+                "--require {spec}: no case of cell {} has a value for {name}",
+                side.cell.id
+            )));
+        }
+        let sign = column.requirement_sign();
+        let (value, what) = if column.defect {
+            (values.values().map(|v| v.0).fold(0.0, f64::max), "the worst case")
+        } else {
+            (values.values().map(|v| v.0).sum::<f64>() / values.len() as f64, "the mean")
+        };
+        let met = column.meets(value, want);
+        let verdict = if met { "PASS" } else { "FAIL" };
+        Ok((
+            format!(
+                "{verdict}: {name} of cell {}: {what} is {value} over {} cases, required {sign} {want}",
+                side.cell.id,
+                values.len()
+            ),
+            met,
+        ))
+    })())
+}
+
+/// A per-case value a line keeps outside its metrics: `leaks`, `restricted_hits` (0 or 1), and
+/// for cells with an oracle `under_return@k` (0 or 1) and `recall_vs_oracle@k`. `None` when the
+/// line has no such column; `Some(None)` when it is undefined for the case.
+fn line_value(r: &CaseLine, column: &str) -> Option<Option<f64>> {
+    match column.split_once('@') {
+        None if column == "leaks" => Some(Some(r.leaks as f64)),
+        None if column == "restricted_hits" => Some(Some(f64::from(u8::from(r.restricted_hit)))),
+        Some(("under_return", k)) => r.parity.get(&format!("@{k}")).map(|p| Some(f64::from(u8::from(p.under_return)))),
+        Some(("recall_vs_oracle", k)) => r.parity.get(&format!("@{k}")).map(|p| p.recall_vs_oracle),
+        _ => None,
+    }
+}
+
 /// Compares `metric` (e.g. `hit@3`) between A and B over the cases both score on `split`
 /// (all splits when `None`).
 /// Each scored case's value of `metric` on a side (and the rank of its first relevant item).
@@ -238,10 +296,10 @@ pub fn case_values<'r>(
     let mut out = HashMap::new();
     let mut seen_metric = false;
     for r in side.run.records_of(&side.cell.id, split) {
-        let Some(v) = r.metrics.get(metric) else { continue };
+        let Some(v) = r.metrics.get(metric).copied().or_else(|| line_value(r, metric)) else { continue };
         seen_metric = true;
         if let Some(v) = v {
-            out.insert(r.case.as_str(), (*v, r.first_relevant));
+            out.insert(r.case.as_str(), (v, r.first_relevant));
         }
     }
     if !seen_metric {

@@ -16,14 +16,22 @@ pub struct Column {
     pub better: Better,
     pub min: f64,
     pub max: f64,
+    /// A defect, not a statistic: a gate fails on any worsening beyond its margin, significant
+    /// or not (one leaked document is one too many).
+    pub defect: bool,
 }
 
 const fn col(name: &'static str, better: Better) -> Column {
-    Column { name, better, min: 0.0, max: 1.0 }
+    Column { name, better, min: 0.0, max: 1.0, defect: false }
 }
 
-/// Every per-case column, retrieval metrics first, then the answer columns.
-pub const TABLE: [Column; 16] = [
+const fn defect(name: &'static str, max: f64) -> Column {
+    Column { name, better: Better::Lower, min: 0.0, max, defect: true }
+}
+
+/// Every per-case column, retrieval metrics first, then the answer columns, then what filters
+/// and engines are checked on (leaks, restricted hits, filter parity).
+pub const TABLE: [Column; 20] = [
     col("hit", Better::Higher),
     col("recall", Better::Higher),
     col("precision", Better::Higher),
@@ -40,6 +48,10 @@ pub const TABLE: [Column; 16] = [
     col("answered_without_evidence", Better::Lower),
     col("faithfulness_manual", Better::Higher),
     col("cited_restricted", Better::Lower),
+    defect("leaks", f64::MAX),
+    defect("restricted_hits", 1.0),
+    defect("under_return", 1.0),
+    col("recall_vs_oracle", Better::Higher),
 ];
 
 /// The column a name refers to (`ndcg@10`, `recall@1024t` and `refusal_wrong` alike).
