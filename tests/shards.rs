@@ -170,6 +170,18 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
         dir
     };
     let other_model = edited("model-b", "manifest.json", &|m| m["models"] = serde_json::json!([model("m-bbbb")]));
+    // A run file whose first ranked item was swapped, and a case missing from cases.jsonl.
+    let trec_edited = copy(&whole[1], &damaged.path().join("trec"));
+    let trec = walk(&trec_edited.join("runs")).into_iter().next().unwrap();
+    let text = std::fs::read_to_string(&trec).unwrap();
+    let first_line = text.lines().next().unwrap().to_string();
+    let mut fields: Vec<&str> = first_line.split(' ').collect();
+    fields[2] = "not-the-item";
+    std::fs::write(&trec, text.replacen(&first_line, &fields.join(" "), 1)).unwrap();
+    let cases_edited = copy(&whole[1], &damaged.path().join("cases"));
+    let cases = read(&cases_edited, "cases.jsonl");
+    std::fs::write(cases_edited.join("cases.jsonl"), cases.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n")
+        .unwrap();
 
     for (first, second, message) in [
         (&whole[0], &other_n, "shard count differs: \"3\" here, \"2\""),
@@ -180,6 +192,8 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
         (&whole[0], &row_deleted, "rows here but its case lines give"),
         (&whole[0], &lines_deleted, "`cases` is"),
         (&first_with_model, &other_model, "model m key differs: \"m-bbbb\" here, \"m-aaaa\""),
+        (&whole[0], &trec_edited, "the run file's ranking does not start with the case line's `top`"),
+        (&whole[0], &cases_edited, "is not in cases.jsonl with split"),
     ] {
         let out = tempfile::tempdir().unwrap();
         ragsweep()

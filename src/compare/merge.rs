@@ -32,6 +32,45 @@ struct Shard {
     lines: BTreeMap<String, (Vec<u8>, Vec<CaseLine>)>,
 }
 
+/// A TREC run must list, per case, the ranked items its case lines list first (`top`): a run
+/// file edited apart from `per_query.jsonl` is refused.
+fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine]) -> Result<()> {
+    let text = String::from_utf8_lossy(trec);
+    let mut ranked: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [case, _, item, _, _, _] = fields[..] else {
+            return Err(Error::input(Location::line(path, i + 1), "a TREC line has six fields"));
+        };
+        ranked.entry(crate::output::trec::decode_id(case)).or_default().push(crate::output::trec::decode_id(item));
+    }
+    for l in lines {
+        let items = ranked.get(&l.case).map_or(&[][..], Vec::as_slice);
+        if !items.starts_with(&l.top) {
+            return Err(bad(
+                path,
+                format!("case {:?}: the run file's ranking does not start with the case line's `top`", l.case),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every case a shard scored is in the run's `cases.jsonl`, with the same split.
+fn check_cases(path: &Path, cases: &[CaseInfo], lines: &[CaseLine]) -> Result<()> {
+    let theirs: Vec<CaseInfo> = jsonl(path)?;
+    for l in lines {
+        let known = |list: &[CaseInfo]| list.iter().find(|c| c.case == l.case).map(|c| c.split);
+        if known(cases) != Some(l.split) || known(&theirs) != Some(l.split) {
+            return Err(bad(
+                path,
+                format!("case {:?} of the case lines is not in cases.jsonl with split {}", l.case, l.split.as_str()),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn bad(path: &Path, msg: String) -> Error {
     Error::input(Location::file(path), msg)
 }
@@ -226,6 +265,10 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         }
         let trec_path = shard.dir.join("runs").join(format!("{}.trec", cell.id));
         let trec = std::fs::read(&trec_path).map_err(|e| Error::io(&trec_path, e))?;
+        check_trec(&trec_path, &trec, lines)?;
+        for shard in &read {
+            check_cases(&shard.dir.join("cases.jsonl"), &case_info, lines)?;
+        }
         decision_values.push(CellValues {
             cell: cell.id.clone(),
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
