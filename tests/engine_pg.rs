@@ -648,7 +648,12 @@ fn odd_group_names_filter_in_the_engine_as_in_process() {
     let root = dir.path();
     let exp = odd_project(root, "");
     let cache = root.join("x$(touch${IFS}PWNED)'\" y").join("cache");
+    // The server's socket folder goes in the temporary folder: one with a space works too.
+    let tmp = root.join("tmp with space");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    cmd.env("TMPDIR", &tmp);
     cmd.current_dir(root).arg("run").arg(&exp).arg("--models").arg(root.join("models"));
     cmd.arg("--engines").arg(repo().join("engines")).arg("--out").arg(root.join("results")).arg("--cache").arg(&cache);
     let out = cmd.output().unwrap();
@@ -661,7 +666,7 @@ fn odd_group_names_filter_in_the_engine_as_in_process() {
 /// The user's own server configured with `standard_conforming_strings = off` (backslashes
 /// escape quotes in string literals there): a golden question written as an SQL injection and
 /// group names with quotes and backslashes travel as parameters, so nothing runs and the
-/// filters hold.
+/// filters hold; four runs started at once on the fresh server all finish.
 #[test]
 fn values_reach_the_users_server_as_parameters_whatever_its_string_settings() {
     let password = "pw-odd";
@@ -673,9 +678,19 @@ fn values_reach_the_users_server_as_parameters_whatever_its_string_settings() {
         server.port
     );
     let exp = odd_project(root, &head);
-    let mut cmd = ragsweep_in(root, "run", &exp, &repo().join("engines"));
-    let out = cmd.env("RAGSWEEP_TEST_PG_PASSWORD", password).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Four runs at once on the fresh server: each table is built once (under an advisory lock)
+    // and every run finishes.
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cmd = ragsweep_in(root, "run", &exp, &repo().join("engines"));
+            cmd.env("RAGSWEEP_TEST_PG_PASSWORD", password);
+            cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "a concurrent run failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
     assert_odd_groups_filter_as_in_process(&root.join("results"));
     let check = server.sql(password, "SELECT count(*) FROM pg_tables WHERE tablename = 'pwned'");
     assert_eq!(check.trim(), "0", "the question ran as SQL");
