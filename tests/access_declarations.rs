@@ -168,3 +168,142 @@ fn ids_that_two_documents_claim_and_blank_ids_are_refused() {
     );
     f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains(" .md: empty id"));
 }
+
+/// One access declaration, written in one of the ways a file can carry it.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    Yaml,
+    SecondYamlDocument,
+    Nested,
+    ListOfMaps,
+    MergeKey,
+    LookAlike(&'static str),
+    YamlAfterFence,
+    Toml,
+    TomlAfterFence,
+    RstYaml,
+    RstField,
+    HtmlMeta,
+    Jsonl,
+    JsonlNested,
+}
+
+impl Shape {
+    /// Whether this is the one declaration the readers take (SPEC §5).
+    fn declares(self) -> bool {
+        matches!(self, Shape::Yaml | Shape::Toml | Shape::RstYaml | Shape::Jsonl)
+    }
+
+    /// The file name and its bytes, declaring `group` for a document about a zebra.
+    fn file(self, group: &str) -> (&'static str, String) {
+        let yaml = format!("\"{}\"", group.replace('\\', "\\\\").replace('"', "\\\"").replace('\0', "\\0"));
+        let toml = format!("\"{}\"", group.replace('\\', "\\\\").replace('"', "\\\"").replace('\0', "\\u0000"));
+        let json = serde_json::to_string(&[group]).unwrap();
+        let body = "# Segredo\nO segredo da zebra listrada.\n";
+        match self {
+            Shape::Yaml => ("secret.md", format!("---\nacl: [{yaml}]\n---\n{body}")),
+            Shape::SecondYamlDocument => ("secret.md", format!("---\ntitle: x\n--- # p\nacl: [{yaml}]\n---\n{body}")),
+            Shape::Nested => ("secret.md", format!("---\nparams:\n  acl: [{yaml}]\n---\n{body}")),
+            Shape::ListOfMaps => ("secret.md", format!("---\nblocks:\n  - acl: [{yaml}]\n---\n{body}")),
+            Shape::MergeKey => ("secret.md", format!("---\nbase: &b\n  acl: [{yaml}]\nother:\n  <<: *b\n---\n{body}")),
+            Shape::LookAlike(key) => ("secret.md", format!("---\n{key}: [{yaml}]\n---\n{body}")),
+            Shape::YamlAfterFence => ("secret.md", format!("---\ntitle: x\n---\nacl: [{yaml}]\n{body}")),
+            Shape::Toml => ("secret.md", format!("+++\nacl = [{toml}]\n+++\n{body}")),
+            Shape::TomlAfterFence => ("secret.md", format!("+++\ntitle = \"x\"\n+++\nacl = [{toml}]\n{body}")),
+            Shape::RstYaml => ("secret.rst", format!("---\nacl: [{yaml}]\n---\nSegredo\n=======\n\nO segredo da zebra listrada.\n")),
+            Shape::RstField => ("secret.rst", format!("Segredo\n=======\n\n:acl: {group}\n\nO segredo da zebra listrada.\n")),
+            Shape::HtmlMeta => (
+                "secret.html",
+                format!("<html><head><meta name=\"acl\" content={}></head><body><p>O segredo da zebra listrada.</p></body></html>\n", serde_json::to_string(group).unwrap()),
+            ),
+            Shape::Jsonl => ("corpus.jsonl", format!("{{\"id\": \"secret\", \"text\": \"O segredo da zebra listrada.\", \"acl\": {json}}}\n")),
+            Shape::JsonlNested => (
+                "corpus.jsonl",
+                format!("{{\"id\": \"secret\", \"text\": \"O segredo da zebra listrada.\", \"meta\": {{\"params\": {{\"acl\": {json}}}}}}}\n"),
+            ),
+        }
+    }
+}
+
+fn shapes() -> impl proptest::strategy::Strategy<Value = Shape> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Shape::Yaml),
+        Just(Shape::SecondYamlDocument),
+        Just(Shape::Nested),
+        Just(Shape::ListOfMaps),
+        Just(Shape::MergeKey),
+        prop::sample::select(vec![
+            "user_groups",
+            "visible_to",
+            "shared_with",
+            "Acl",
+            "acls",
+            "ａｃｌ",
+            "tenants",
+            "readers"
+        ])
+        .prop_map(Shape::LookAlike),
+        Just(Shape::YamlAfterFence),
+        Just(Shape::Toml),
+        Just(Shape::TomlAfterFence),
+        Just(Shape::RstYaml),
+        Just(Shape::RstField),
+        Just(Shape::HtmlMeta),
+        Just(Shape::Jsonl),
+        Just(Shape::JsonlNested),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
+
+    /// Whatever the reader and the way a file declares its access list, a run either refuses
+    /// with the file and line, or filters exactly as the declared list says: a user in `ti`
+    /// never gets the document restricted to another group.
+    #[test]
+    fn every_reader_refuses_with_a_location_or_filters_as_declared(
+        shape in shapes(),
+        group in proptest::sample::select(vec!["rh", "a\"b", "a\\b", "x y", "r&d, lab", "ragsweep:public", "r\0h", "RAGSWEEP:x"]),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (name, text) = shape.file(group);
+        let corpus = if name == "corpus.jsonl" {
+            std::fs::write(root.join("corpus.jsonl"), format!("{text}{{\"id\": \"public\", \"text\": \"Texto comum sobre férias.\"}}\n")).unwrap();
+            "corpus.jsonl"
+        } else {
+            std::fs::create_dir_all(root.join("docs")).unwrap();
+            std::fs::write(root.join("docs").join(name), text).unwrap();
+            std::fs::write(root.join("docs/public.md"), "# Público\nTexto comum sobre férias.\n").unwrap();
+            "docs"
+        };
+        std::fs::write(root.join("golden.json"), r#"[{"id": "q1", "question": "segredo da zebra", "relevant": ["public"], "groups": ["ti"]}]"#).unwrap();
+        std::fs::write(
+            root.join("exp.toml"),
+            format!("name = \"p\"\nunit = \"doc\"\nk = [2]\nlatency_cases = 0\nreserved_fraction = 0.0\nfilter = \"in_query\"\n\
+                     [corpus]\npath = \"{corpus}\"\n[golden]\npath = \"golden.json\"\n\
+                     [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n"),
+        ).unwrap();
+        let out = common::ragsweep().current_dir(root).args(["run", "--out", "out", "--cache", "cache", "exp.toml"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let valid_group = !group.to_lowercase().starts_with("ragsweep:") && !group.contains('\0');
+        if out.status.success() {
+            proptest::prop_assert!(shape.declares() && valid_group, "{shape:?} {group:?} was read: {stderr}");
+            let per_query = std::fs::read_to_string(root.join("out/p/latest/per_query.jsonl")).unwrap();
+            proptest::prop_assert!(!per_query.contains("\"secret\""), "{shape:?} {group:?}: the user in ti got it: {per_query}");
+            proptest::prop_assert!(per_query.contains("\"leaks\":0"), "{per_query}");
+        } else {
+            proptest::prop_assert_eq!(out.status.code(), Some(2), "{}", stderr);
+            let located = regex_lite(&stderr, name);
+            proptest::prop_assert!(located, "{shape:?} {group:?}: refused without file:line: {stderr}");
+            proptest::prop_assert!(!shape.declares() || !valid_group, "{shape:?} {group:?} refused: {stderr}");
+            proptest::prop_assert!(!root.join("out/p").exists());
+        }
+    }
+}
+
+/// Whether `text` names `file` followed by `:LINE`.
+fn regex_lite(text: &str, file: &str) -> bool {
+    text.split(&format!("{file}:")).skip(1).any(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
