@@ -190,8 +190,12 @@ enum Command {
         #[arg(long)]
         vs: Option<String>,
         /// The metric a case is missed on (0 in the cell, above 0 in the other).
-        #[arg(long, default_value = "hit@10")]
+        #[arg(long, default_value = "hit@10", conflicts_with = "budget")]
         metric: String,
+        /// Miss at a context budget instead: `hit@Bt`, whether the packed context held a
+        /// relevant item.
+        #[arg(long)]
+        budget: Option<usize>,
         /// Cases of this split: tuning, reserved or all.
         #[arg(long, default_value = "all", value_parser = parse_split)]
         split: SplitChoice,
@@ -279,6 +283,10 @@ enum Command {
         /// Also explain this document or unit (ranked or not).
         #[arg(long)]
         doc: Option<String>,
+        /// Explain at a context budget (one of the experiment's): ranks in the packed context the
+        /// budget metrics judged.
+        #[arg(long)]
+        budget: Option<usize>,
         /// Print JSON Lines (one explanation per case) instead of tables.
         #[arg(long)]
         json: bool,
@@ -672,7 +680,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
             print!("{}", safe(&compare::compare(&sa, &sb, &metric, split)?.render(&sa, &sb)));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Misses { run, cell, vs, metric, split, dirs } => {
+        Command::Misses { run, cell, vs, metric, budget, split, dirs } => {
+            let metric = budget.map_or(metric, |b| format!("hit@{b}t"));
             let run = output::resolve_run(&run)?;
             let (models, _) = dirs.of_run(&run);
             let data = RunData::load(&run)?;
@@ -886,12 +895,14 @@ fn real_main() -> anyhow::Result<ExitCode> {
             eprintln!("{}: {what} of cell {cell} in {}", ragsweep::words::count(n, "case"), path.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain { run, cell, case, doc, json, dirs } => {
+        Command::Explain { run, cell, case, doc, budget, json, dirs } => {
             let progress = std::io::stderr().is_terminal();
             let run = output::resolve_run(&run)?;
             let (models_dir, cache_dir) = dirs.of_run(&run);
             let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
-            for (i, e) in runner::explain_cases(&run, &cell, &case, doc.as_deref(), &options)?.iter().enumerate() {
+            for (i, e) in
+                runner::explain_cases(&run, &cell, &case, doc.as_deref(), budget, &options)?.iter().enumerate()
+            {
                 if json {
                     println!("{}", serde_json::to_string(e)?);
                 } else {

@@ -616,11 +616,12 @@ pub fn explain_cases(
     cell: &str,
     cases: &[String],
     doc: Option<&str>,
+    budget: Option<usize>,
     opts: &RunOptions,
 ) -> Result<Vec<Explanation>> {
     let (exp, prepared) = load_run(run, opts)?;
     with_cell(&exp, &prepared, opts, cell, |scoring, run, vector| {
-        cases.iter().map(|case| scoring.explain(run, case, doc, vector)).collect()
+        cases.iter().map(|case| scoring.explain(run, case, doc, budget, vector)).collect()
     })
 }
 

@@ -78,6 +78,14 @@ fn a_whole_document_wins_at_equal_k_and_loses_at_an_equal_budget() {
     assert_eq!(value(&m, "markdown", "mrr@15t"), 0.5);
     let page = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(page.contains(r#""cuts":["1","15t"]"#), "the report can pick the budget");
+    // `misses --budget` compares on hit@Bt: whole documents miss what the Markdown sections find.
+    f.cmd()
+        .arg("misses")
+        .arg(&run)
+        .args(["--cell", "c01", "--vs", "c02", "--budget", "15"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("c01 missed 1 case that c02 found on hit@15t"));
 
     // Selecting at the budget picks the Markdown chunker, at k the whole document.
     let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
@@ -131,13 +139,45 @@ fn ndcg_at_a_budget_is_divided_by_the_ideal_packed_context() {
          [[chunkers]]\nkind = \"none\"\n[[chunkers]]\nkind = \"markdown\"\n\
          [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
     );
-    let m = matrix(&f.run());
+    let run = f.run();
+    let m = matrix(&run);
     let idcg = 1.0 + 1.0 / 3f64.log2();
     assert_eq!(value(&m, "none", "recall@10t"), 0.5);
     assert!((value(&m, "none", "ndcg@10t") - 1.0 / idcg).abs() < 1e-9, "{}", value(&m, "none", "ndcg@10t"));
     assert_eq!(value(&m, "markdown", "ndcg@10t"), 1.0, "both articles packed whole");
     // At a budget with the section unit the decision metric is tok_recall (SPEC §3).
     assert_eq!(m["decision_metric"], "tok_recall@10t");
+
+    // `explain --budget` ranks in the packed context the budget metrics judged: the cut chapter
+    // holds Art1 only.
+    let cell = m["rows"].as_array().unwrap().iter().find(|r| r["label"].as_str().unwrap().starts_with("none")).unwrap()
+        ["cell"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = f
+        .cmd()
+        .arg("explain")
+        .arg(&run)
+        .args(["--cell", &cell, "--case", "q1", "--budget", "10", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((e["budget"].as_u64(), e["depth"].as_u64()), (Some(10), Some(1)), "{e}");
+    let per_query = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();
+    let line = per_query.lines().find(|l| l.contains(&format!("\"cell\":\"{cell}\""))).unwrap();
+    let line: Value = serde_json::from_str(line).unwrap();
+    assert_eq!(e["searched"], line["depth"], "the depth per_query.jsonl reports");
+    assert_eq!(line["packed_items"]["@10t"], 1);
+    let items = e["items"].as_array().unwrap();
+    assert_eq!(items[0]["key"], "ch#Art1");
+    assert_eq!(items[0]["rank"], 1);
+    let text =
+        f.cmd().arg("explain").arg(&run).args(["--cell", &cell, "--case", "q1", "--budget", "10"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains("at budget 10 tokens: 1 items packed"), "{text}");
+    f.cmd().arg("explain").arg(&run).args(["--cell", &cell, "--case", "q1", "--budget", "11"]).assert().code(2);
 }
 
 #[test]

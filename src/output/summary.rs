@@ -497,11 +497,26 @@ fn next_commands(m: &Matrix, cells: &[&str], run: &Path, files: &Path) -> Vec<(S
     let run = shell_word(&run.display().to_string());
     let mut out = Vec::new();
     let cut = metric.split_once('@').map_or("", |(_, k)| k);
-    if let Some((case, k, cause)) = first_miss(files, chosen, cut) {
-        out.push((
-            format!("ragsweep explain {run} --cell {chosen} --case {}", shell_word(&case)),
-            format!("why {chosen} missed {case} at k = {k} ({cause}): every rank and score of that search"),
-        ));
+    // A decision at a budget is diagnosed at that budget.
+    let budget = cut.strip_suffix('t').filter(|b| b.parse::<usize>().is_ok());
+    let at_budget = budget.map_or_else(String::new, |b| format!(" --budget {b}"));
+    match budget {
+        Some(b) => {
+            if let Some(case) = first_budget_miss(files, chosen, &metric) {
+                out.push((
+                    format!("ragsweep explain {run} --cell {chosen} --case {}{at_budget}", shell_word(&case)),
+                    format!("why {chosen} scored 0 on {metric} for {case}: the context packed into {b} tokens, rank by rank"),
+                ));
+            }
+        }
+        None => {
+            if let Some((case, k, cause)) = first_miss(files, chosen, cut) {
+                out.push((
+                    format!("ragsweep explain {run} --cell {chosen} --case {}", shell_word(&case)),
+                    format!("why {chosen} missed {case} at k = {k} ({cause}): every rank and score of that search"),
+                ));
+            }
+        }
     }
     let family = |cell: &str| m.rows.iter().find(|r| r.cell == cell).and_then(|r| r.config.get("retriever"));
     let other = cells
@@ -510,7 +525,7 @@ fn next_commands(m: &Matrix, cells: &[&str], run: &Path, files: &Path) -> Vec<(S
         .or_else(|| cells.iter().find(|c| **c != chosen));
     if let Some(other) = other {
         out.push((
-            format!("ragsweep misses {run} --cell {other} --vs {chosen}"),
+            format!("ragsweep misses {run} --cell {other} --vs {chosen}{at_budget}"),
             format!("the questions {other} missed and {chosen} found, with their exact terms"),
         ));
     }
@@ -521,6 +536,23 @@ fn next_commands(m: &Matrix, cells: &[&str], run: &Path, files: &Path) -> Vec<(S
         ));
     }
     out
+}
+
+/// A case on which `cell` scored 0 on `metric` (a budget metric), from `per_query.jsonl`;
+/// tuning cases first.
+fn first_budget_miss(dir: &Path, cell: &str, metric: &str) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("per_query.jsonl")).ok()?;
+    let mut found: Option<(bool, String)> = None;
+    for line in text.lines() {
+        let Ok(l) = serde_json::from_str::<crate::results::CaseLine>(line) else { continue };
+        if l.cell == cell && l.metrics.get(metric).copied().flatten() == Some(0.0) {
+            let tuning = l.split == Split::Tuning;
+            if found.as_ref().is_none_or(|(t, _)| tuning && !t) {
+                found = Some((tuning, l.case));
+            }
+        }
+    }
+    found.map(|(_, case)| case)
 }
 
 /// A case `cell` missed, from `misses.csv`: at cut-off `cut` when it is a k, else at the

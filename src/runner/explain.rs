@@ -27,8 +27,14 @@ pub struct Explanation {
     pub answerable: bool,
     pub groups: Vec<String>,
     pub filter: Filter,
-    /// Items the cell's list holds at most (its largest k).
+    /// Items the cell's list holds at most (its largest k), or with a budget the items its
+    /// packed context holds.
     pub depth: usize,
+    /// With `--budget`: the context budget in tokens the list was packed into.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
+    /// Chunks the cell's retrieval call searched (`depth` in `per_query.jsonl`).
+    pub searched: usize,
     /// Items the search for a relevant item outside the list reads.
     pub deeper_depth: usize,
     pub items: Vec<ExplainedItem>,
@@ -155,6 +161,7 @@ impl Scoring<'_> {
         run: &CellRun<'_>,
         case_id: &str,
         asked: Option<&str>,
+        budget: Option<usize>,
         vector: &'v (dyn Fn(usize) -> &'v [f32] + Sync),
     ) -> Result<Explanation> {
         let ci = self.cases.iter().position(|c| c.id == case_id).ok_or_else(|| {
@@ -165,7 +172,18 @@ impl Scoring<'_> {
         let access = self.access(run, ci);
         let q = vector(ci);
         let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
-        let list = &scored.deepest;
+        // At a budget, the list is the packed context as the budget metrics judged it.
+        let packed = match budget {
+            None => None,
+            Some(b) => {
+                let at = self.exp.budget.iter().position(|&x| x == b).ok_or_else(|| {
+                    Error::Other(format!("budget {b} is not one of the experiment's budgets {:?}", self.exp.budget))
+                })?;
+                let pieces = self.packed(run, ci, &scored)?.swap_remove(at).pieces;
+                Some(self.truths[ci].judge_pieces(pieces.into_iter().map(|p| p.0), set, corpus, usize::MAX))
+            }
+        };
+        let list = packed.as_ref().unwrap_or(&scored.deepest);
         let rank_of = |list: &crate::evaluate::label::Judged, key: &str| {
             list.items.iter().position(|i| i.key == key).map(|p| p as u32 + 1)
         };
@@ -256,7 +274,9 @@ impl Scoring<'_> {
                         (Some(h), Some(s)) => {
                             (h.dense.rank, s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)))
                         }
-                        _ => (ranked, exact_list.as_ref().and_then(|l| rank_of(l, &item.key))),
+                        // Outside the list, the dense search's rank is the one the deeper search
+                        // found (a dense cell's list is its dense search).
+                        _ => (ranked.or(out.deeper_rank), exact_list.as_ref().and_then(|l| rank_of(l, &item.key))),
                     };
                     out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
                 }
@@ -272,7 +292,9 @@ impl Scoring<'_> {
             answerable: case.answerable,
             groups: case.user_groups().to_vec(),
             filter: run.cell.filter,
-            depth: list.items.len().max(self.exp.max_k()),
+            depth: if budget.is_some() { list.items.len() } else { list.items.len().max(self.exp.max_k()) },
+            budget,
+            searched: scored.depth,
             deeper_depth,
             items,
             misses: self.diagnose(run, ci, q, &scored, oracle.as_ref())?,
@@ -316,6 +338,9 @@ pub fn render(e: &Explanation) -> String {
     let _ = writeln!(s, "cell {}: {}", e.cell, e.label);
     let kind = if e.answerable { "answerable" } else { "unanswerable" };
     let _ = writeln!(s, "case {}: {:?} ({kind}; groups {:?}; filter {})", e.case, e.question, e.groups, e.filter);
+    let at =
+        e.budget.map_or_else(|| format!("k ≤ {}", e.depth), |b| format!("budget {b} tokens: {} items packed", e.depth));
+    let _ = writeln!(s, "at {at}; the retrieval call searched {} chunks", e.searched);
     if e.items.is_empty() {
         let _ = writeln!(s, "\nthe cell returned nothing for this case");
     }
@@ -329,12 +354,14 @@ pub fn render(e: &Explanation) -> String {
             (false, true) => "labelled, but the answer is restricted for this user",
             _ => "not relevant",
         };
+        let list = match e.budget {
+            Some(b) => format!("the context packed into {b} tokens ({} items)", e.depth),
+            None => format!("the cell's list of {}", e.depth),
+        };
         let rank = match (item.rank, item.deeper_rank) {
             (Some(r), _) => format!("#{r}"),
-            (None, Some(r)) => {
-                format!("not in the cell's list of {}; #{r} in a search to depth {}", e.depth, e.deeper_depth)
-            }
-            (None, None) => format!("not in the cell's list of {}", e.depth),
+            (None, Some(r)) => format!("not in {list}; #{r} in a search to depth {}", e.deeper_depth),
+            (None, None) => format!("not in {list}"),
         };
         let restricted = match (item.visible_to_user, e.filter) {
             (true, _) => "",
