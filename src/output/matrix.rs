@@ -330,11 +330,10 @@ pub fn selection_summary(s: &Selection) -> String {
         s.best,
         s.margin,
         s.undecided.len(),
+        // When the best is chosen under a preference, the rule below says why.
         match (s.prefer, s.cell == s.best) {
-            (crate::experiment::Prefer::Quality, _) => String::new(),
+            (crate::experiment::Prefer::Quality, _) | (_, true) => String::new(),
             (p, false) => format!("; {} is the {} equivalent cell", s.cell, preference(p)),
-            (_, true) if others == 0 => String::new(),
-            (p, true) => format!("; the best is also the {} equivalent cell", preference(p)),
         }
     ));
     if let Some(rule) = &s.rule {
