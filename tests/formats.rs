@@ -86,3 +86,60 @@ fn unknown_files_are_listed_and_a_pdf_without_text_is_reported() {
         .stdout(predicate::str::contains("notes.xyz (.xyz: not a known format)"))
         .stdout(predicate::str::contains("scan.pdf (no extractable text: a scan?)"));
 }
+
+/// The section chunker splits on the document's own headings in every format: the three
+/// documents give the same section chunks as Markdown, HTML, DOCX, reStructuredText and PDF
+/// (same number, through the binary; the same text up to white space and heading markup).
+#[test]
+fn the_section_chunker_follows_the_headings_of_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunks_of = |format: &str| -> u64 {
+        experiment(dir.path(), format, "section");
+        hit_at_5(dir.path(), format, "section");
+        let run = std::fs::read_dir(dir.path().join("out").join(format!("formats-{format}")))
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.join("manifest.json").is_file())
+            .unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+        let stage = manifest["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "chunk").unwrap().clone();
+        stage["chunks"].as_u64().unwrap()
+    };
+    let markdown = chunks_of("md");
+    assert!(markdown > 3, "more than one chunk per document: {markdown}");
+    for format in ["html", "docx", "rst", "pdf"] {
+        assert_eq!(chunks_of(format), markdown, "{format}: one chunk per section, as in Markdown");
+    }
+
+    // Up to white space, heading markup and typographic quotes (pandoc writes “ ” for ").
+    let words = |s: &str| -> String {
+        let s = s.replace(['“', '”'], "\"").replace(['‘', '’'], "'");
+        s.split_whitespace()
+            .filter(|w| !w.chars().all(|c| c == '#' || c == '=' || c == '-'))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let texts = |format: &str| -> Vec<String> {
+        let corpus = ragsweep::input::corpus::Corpus::load(
+            &repo().join("tests/fixtures/formats").join(format),
+            None,
+            &Default::default(),
+        )
+        .unwrap();
+        let spec = ragsweep::vocab::ChunkerSpec {
+            kind: ragsweep::vocab::ChunkerKind::Markdown { max_chars: None },
+            title: false,
+            headings: false,
+        };
+        let set = ragsweep::stages::chunk::ChunkSet::build(&corpus, &spec);
+        // Chunk sets are ordered by id (`doc@start-end`, offsets of each format's own text).
+        let mut texts: Vec<String> = (0..set.len()).map(|i| words(set.text(&corpus, i))).collect();
+        texts.sort();
+        texts
+    };
+    let markdown = texts("md");
+    for format in ["html", "docx", "rst"] {
+        assert_eq!(texts(format), markdown, "{format}");
+    }
+}

@@ -34,6 +34,9 @@ pub struct Section {
     pub level: u8,
     pub start: usize,
     pub end: usize,
+    /// A PDF page (`DOC#p3`) rather than a heading's section: pages are labels, not structure
+    /// a chunker splits on.
+    pub page: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -139,6 +142,22 @@ impl Corpus {
         let mut corpus = Corpus::from_docs(docs, path.to_path_buf())?;
         corpus.report = report;
         Ok(corpus)
+    }
+
+    /// blake3 over every document's sections (span, level, label, page or heading): the
+    /// structure a section chunker splits on, which the content hash does not cover.
+    pub fn structure_hash(&self) -> String {
+        let mut hasher = blake3::Hasher::new();
+        for doc in &self.docs {
+            hasher.update(&(doc.sections.len() as u64).to_le_bytes());
+            for s in &doc.sections {
+                for n in [s.start as u64, s.end as u64, u64::from(s.level), u64::from(s.page), s.label.len() as u64] {
+                    hasher.update(&n.to_le_bytes());
+                }
+                hasher.update(s.label.as_bytes());
+            }
+        }
+        hasher.finalize().to_hex()[..16].to_string()
     }
 
     pub fn doc_index(&self, id: &str) -> Option<usize> {
@@ -606,7 +625,14 @@ pub fn sections_from(doc_id: &str, text: &str, headings: &[formats::Heading]) ->
         .enumerate()
         .map(|(i, (start, level, label))| {
             let end = headings[i + 1..].iter().find(|h| h.1 <= *level).map_or(text.len(), |h| h.0);
-            Section { id: format!("{doc_id}#{label}"), label: label.clone(), level: *level, start: *start, end }
+            Section {
+                id: format!("{doc_id}#{label}"),
+                label: label.clone(),
+                level: *level,
+                start: *start,
+                end,
+                page: false,
+            }
         })
         .collect()
 }
@@ -618,7 +644,14 @@ fn page_sections(doc_id: &str, text: &str, pages: &[usize]) -> Vec<Section> {
         .enumerate()
         .map(|(i, &start)| {
             let end = pages.get(i + 1).copied().unwrap_or(text.len());
-            Section { id: format!("{doc_id}#p{}", i + 1), label: format!("p{}", i + 1), level: 1, start, end }
+            Section {
+                id: format!("{doc_id}#p{}", i + 1),
+                label: format!("p{}", i + 1),
+                level: 1,
+                start,
+                end,
+                page: true,
+            }
         })
         .collect()
 }

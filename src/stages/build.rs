@@ -214,7 +214,11 @@ fn chunk_stage(
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
-            let key = cache::key("chunks", &[corpus.hash.as_bytes(), format!("{spec:?}").as_bytes()]);
+            // The headings chunkers split on are part of what a chunk set is made from.
+            let key = cache::key(
+                "chunks-v2",
+                &[corpus.hash.as_bytes(), corpus.structure_hash().as_bytes(), format!("{spec:?}").as_bytes()],
+            );
             let set = ctx.store.get_or_build(
                 "chunks",
                 &key,

@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::input::corpus::{markdown_headings, Corpus};
+use crate::input::corpus::Corpus;
 pub use crate::vocab::{ChunkerKind, ChunkerSpec};
 
 impl fmt::Display for ChunkerSpec {
@@ -62,8 +62,12 @@ impl ChunkSet {
     pub fn build(corpus: &Corpus, spec: &ChunkerSpec) -> ChunkSet {
         let mut rows: Vec<(Chunk, String)> = Vec::new();
         for (d, doc) in corpus.docs.iter().enumerate() {
-            let headings = if spec.headings || matches!(spec.kind, ChunkerKind::Markdown { .. }) {
-                markdown_headings(&doc.text)
+            // The document's own headings, whatever its format (HTML h1–h6, DOCX heading styles,
+            // PDF headings by font size, reST titles, Markdown): the section chunker splits where
+            // `ragsweep sections` lists a section, in every format.
+            let headings: Vec<(usize, u8, &str)> = if spec.headings || matches!(spec.kind, ChunkerKind::Markdown { .. })
+            {
+                doc.sections.iter().filter(|s| !s.page).map(|s| (s.start, s.level, s.label.as_str())).collect()
             } else {
                 Vec::new()
             };
@@ -385,6 +389,8 @@ fn recursive(text: &str, range: Range<usize>, size: usize, overlap: usize) -> Ve
 mod tests {
     use super::*;
     use crate::input::corpus::{Corpus, Document};
+
+    use crate::input::corpus::markdown_headings;
 
     fn texts(kind: ChunkerKind, text: &str) -> Vec<String> {
         spans(&kind, text, &markdown_headings(text)).into_iter().map(|r| text[r].to_string()).collect()
