@@ -176,7 +176,16 @@ pub const MIN_STUB_WORDS: usize = 30;
 /// first subsection, and not mostly links (a table of contents, a link list).
 fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words: usize) -> bool {
     let s = &doc.sections[i];
-    let own_end = doc.sections.get(i + 1).map_or(s.end, |next| next.start.min(s.end));
+    // Its own text runs to the first heading after its start (a PDF lists its pages after its
+    // headings, so the next section in the list can start earlier).
+    let own_end = doc
+        .sections
+        .iter()
+        .filter(|n| !n.page && n.start > s.start)
+        .map(|n| n.start)
+        .min()
+        .map_or(s.end, |next| next.min(s.end))
+        .max(s.start);
     let own = &doc.text[s.start..own_end];
     let body: Vec<&str> = own.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
     let links =

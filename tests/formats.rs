@@ -143,3 +143,52 @@ fn the_section_chunker_follows_the_headings_of_every_format() {
         assert_eq!(texts(format), markdown, "{format}");
     }
 }
+
+/// A browser-printed PDF with a running head and footer on every page: they are dropped from the
+/// text (and counted in what the reader says), the body stays.
+#[test]
+fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::new();
+    for page in 1..=4 {
+        body.push_str(&format!(
+            "<h2>Capítulo {page}</h2><p>O capítulo {page} trata do prazo número {page} e da regra {}.</p><div style=\"break-after: page\"></div>",
+            page * 7
+        ));
+    }
+    let html = format!(
+        "<html lang=\"pt\"><head><meta charset=\"utf-8\"><style>.head {{ position: fixed; top: 0; }} .foot {{ position: fixed; bottom: 0; }} body {{ margin-top: 40px; }}</style></head>\
+         <body><div class=\"head\">Relatório Interno Sigiloso</div><div class=\"foot\">Documento controlado pela Qualidade</div><h1>Norma</h1>{body}</body></html>"
+    );
+    std::fs::write(dir.path().join("norma.html"), html).unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let status = std::process::Command::new(common::chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-pdf-header-footer",
+        ])
+        .arg(format!("--print-to-pdf={}", dir.path().join("docs/norma.pdf").display()))
+        .arg(dir.path().join("norma.html"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sections = |grep: &str| {
+        Command::cargo_bin("ragsweep")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["sections", "docs", "--grep", grep])
+            .assert()
+            .success()
+    };
+    sections("Sigiloso").stdout(predicate::str::is_empty());
+    sections("Qualidade").stdout(predicate::str::is_empty());
+    sections("prazo").stdout(predicate::str::contains("norma#Capítulo 3")).stderr(
+        predicate::str::contains("dropped 8 running head and footer lines")
+            .and(predicate::str::contains("norma.pdf 8")),
+    );
+}

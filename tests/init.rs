@@ -188,3 +188,17 @@ fn models_list_shows_what_is_installed_and_install_refuses_unknown_models() {
         .code(2)
         .stderr(predicate::str::contains("unknown model \"bert\": the models are minilm-l6, e5-small, minilm-l6-fp32, minilm-l6-int8, e5-small-fused, e5-small-int8"));
 }
+
+/// `init` on a folder with PDFs (pages listed after headings) writes its stubs, no panic.
+#[test]
+fn init_reads_a_folder_of_pdfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for entry in std::fs::read_dir(common::repo().join("tests/fixtures/formats/pdf")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
+    }
+    common::ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "."]).assert().success();
+    assert!(dir.path().join("golden.jsonl").is_file());
+}

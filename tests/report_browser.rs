@@ -6,22 +6,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::{ragsweep, run_dir, run_experiment};
 use serde_json::Value;
 
-fn chromium() -> PathBuf {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if let Ok(out) = Command::new("which").arg(name).output() {
-            if out.status.success() {
-                return PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-            }
-        }
-    }
-    panic!("no chromium on the PATH: run scripts/install-test-tools.sh (the report test needs a real browser)");
-}
+use common::chromium;
 
 /// Chromium flags for a quiet, offline, deterministic render.
 const FLAGS: [&str; 11] = [

@@ -52,6 +52,8 @@ pub enum CorpusFormat {
 pub struct ReadReport {
     pub read: BTreeMap<Format, usize>,
     pub skipped: Vec<(PathBuf, String)>,
+    /// PDFs whose running heads and footers were dropped, with how many lines.
+    pub dropped_lines: Vec<(PathBuf, usize)>,
 }
 
 impl ReadReport {
@@ -68,6 +70,16 @@ impl ReadReport {
             if more > 0 {
                 out.push_str(&format!(" and {more} more"));
             }
+        }
+        if !self.dropped_lines.is_empty() {
+            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let total: usize = self.dropped_lines.iter().map(|d| d.1).sum();
+            let listed: Vec<String> =
+                self.dropped_lines.iter().take(10).map(|(p, n)| format!("{} {n}", name(p))).collect();
+            out.push_str(&format!(
+                "; dropped {total} running head and footer lines (repeated at one height on most pages): {}",
+                listed.join(", ")
+            ));
         }
         out
     }
@@ -519,6 +531,9 @@ fn read_folder(root: &Path, rules: &AccessKey) -> Result<(Vec<Document>, ReadRep
             }
         };
         *report.read.entry(format).or_insert(0) += 1;
+        if extracted.dropped_lines > 0 {
+            report.dropped_lines.push((path.clone(), extracted.dropped_lines));
+        }
         let mut sections = sections_from(&id, &extracted.text, &extracted.headings);
         sections.extend(page_sections(&id, &extracted.text, &extracted.pages));
         let title = front.title.or(extracted.title);

@@ -60,6 +60,8 @@ pub struct Extracted {
     pub pages: Vec<usize>,
     /// HTML `<meta name="…">` names: a reader refuses one that could declare an access list.
     pub meta_names: Vec<String>,
+    /// For a PDF: running heads and footers dropped (lines repeated at one height on most pages).
+    pub dropped_lines: usize,
 }
 
 /// reStructuredText section titles: a text line underlined (and optionally overlined) by a
@@ -143,6 +145,64 @@ const HTML_BLOCKS: [&str; 24] = [
     "hr",
     "td",
 ];
+
+/// Compatibility ligatures (U+FB00–FB06: ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) as the letters a reader sees.
+fn unligature(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if ('\u{FB00}'..='\u{FB06}').contains(&c) {
+            out.extend(std::iter::once(c).nfkc());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Drops running heads and footers: a line no larger than the body text, in the top or bottom
+/// tenth of the page (heights in thousandths of the page), that recurs at the same height on at
+/// least 60% of the pages of a document of three pages or more — as is, or, for a line of at
+/// most five words, with its digits read as one placeholder (so "Página 3 de 10" and
+/// "Página 4 de 10" match). Headings and body text stay, however repetitive.
+fn without_running_lines(lines: Vec<(usize, u32, String, i64)>) -> Vec<(usize, u32, String)> {
+    let pages = lines.iter().map(|l| l.0).max().unwrap_or(0);
+    let body = body_size(lines.iter().map(|l| (l.1, l.2.as_str())));
+    let shape = |text: &str| -> String {
+        if text.split_whitespace().count() > 5 {
+            return text.to_string();
+        }
+        let mut s = String::with_capacity(text.len());
+        for c in text.chars() {
+            let c = if c.is_ascii_digit() { '#' } else { c };
+            if !(c == '#' && s.ends_with('#')) {
+                s.push(c);
+            }
+        }
+        s
+    };
+    let candidate = |size: u32, top: i64| size <= body && !(100..900).contains(&top);
+    let mut on_pages: std::collections::HashMap<(String, i64), std::collections::BTreeSet<usize>> =
+        std::collections::HashMap::new();
+    if pages >= 3 {
+        for (page, _, text, top) in lines.iter().filter(|l| candidate(l.1, l.3)) {
+            on_pages.entry((shape(text), top / 4)).or_default().insert(*page);
+        }
+    }
+    let running = |size: u32, text: &str, top: i64| {
+        candidate(size, top) && on_pages.get(&(shape(text), top / 4)).is_some_and(|p| p.len() * 10 >= pages * 6)
+    };
+    lines.into_iter().filter(|(_, size, text, top)| !running(*size, text, *top)).map(|(p, s, t, _)| (p, s, t)).collect()
+}
+
+/// The font size most of the text is set in (ties: the smaller size).
+fn body_size<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> u32 {
+    let mut chars: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for (size, text) in lines {
+        *chars.entry(size).or_insert(0) += text.chars().count();
+    }
+    chars.iter().max_by_key(|(size, n)| (**n, std::cmp::Reverse(**size))).map_or(0, |(s, _)| *s)
+}
 
 /// Seconds `pdftohtml` may take on one file.
 pub const PDF_SECONDS: u64 = 120;
@@ -450,8 +510,9 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
         return Err(bad(format!("pdftohtml could not read it (corrupt, encrypted or not a PDF?): {reason}")));
     }
     let xml = String::from_utf8_lossy(&output.stdout);
-    // (page, font size, line text)
-    let mut lines: Vec<(usize, u32, String)> = Vec::new();
+    // (page, font size, line text, top position as a share of the page height in thousandths)
+    let mut lines: Vec<(usize, u32, String, i64)> = Vec::new();
+    let (mut top, mut page_height) = (0i64, 0i64);
     let mut sizes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     let mut reader = quick_xml::Reader::from_str(&xml);
     reader.config_mut().check_end_names = false;
@@ -459,9 +520,14 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
     loop {
         match reader.read_event() {
             Ok(Event::Start(e)) => match e.local_name().as_ref() {
-                b"page" => page += 1,
+                b"page" => {
+                    page += 1;
+                    page_height = attr(&e, b"height").and_then(|h| h.parse().ok()).unwrap_or(0);
+                }
                 b"text" => {
                     font = attr(&e, b"font").and_then(|f| sizes.get(&f).copied());
+                    let at: i64 = attr(&e, b"top").and_then(|t| t.parse().ok()).unwrap_or(0);
+                    top = if page_height > 0 { at * 1000 / page_height } else { 500 };
                     depth = 1;
                     line.clear();
                 }
@@ -483,9 +549,9 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
             Ok(Event::End(_)) if depth > 0 => {
                 depth -= 1;
                 if depth == 0 {
-                    let text = line.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let text = unligature(&line).split_whitespace().collect::<Vec<_>>().join(" ");
                     if !text.is_empty() {
-                        lines.push((page, font.unwrap_or(0), text));
+                        lines.push((page, font.unwrap_or(0), text, top));
                     }
                 }
             }
@@ -497,14 +563,19 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
     if lines.is_empty() {
         return Err(bad("no extractable text (a scanned PDF?): OCR it first".into()));
     }
-    let mut chars: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-    for (_, size, text) in &lines {
-        *chars.entry(*size).or_insert(0) += text.chars().count();
-    }
-    let body = chars.iter().max_by_key(|(size, n)| (**n, std::cmp::Reverse(**size))).map_or(0, |(s, _)| *s);
-    let mut heading_sizes: Vec<u32> = chars.keys().copied().filter(|&s| s * 100 > body * 115).collect();
+    let before = lines.len();
+    let lines = without_running_lines(lines);
+    let dropped_lines = before - lines.len();
+    let body = body_size(lines.iter().map(|l| (l.1, l.2.as_str())));
+    let mut heading_sizes: Vec<u32> = lines
+        .iter()
+        .map(|l| l.1)
+        .filter(|&s| s * 100 > body * 115)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     heading_sizes.sort_unstable_by(|a, b| b.cmp(a));
-    let mut out = Extracted::default();
+    let mut out = Extracted { dropped_lines, ..Default::default() };
     let mut current_page = 0;
     let mut previous_heading: Option<u32> = None;
     for (page, size, text) in lines {
@@ -532,19 +603,69 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
             }
             None => previous_heading = None,
         }
-        // A line broken after a hyphen ("quintas-" / "feiras") is one word again.
-        if out.text.ends_with("-\n") && text.starts_with(char::is_lowercase) {
-            out.text.pop();
-        }
-        out.text.push_str(&text);
-        out.text.push('\n');
+        push_line(&mut out.text, &text);
     }
     Ok(out)
+}
+
+/// Appends a PDF line to `text`, joining a word broken at the previous line's end: after a soft
+/// hyphen (U+00AD) or the Unicode hyphen U+2010 that browsers print ("trata‐" / "mento"),
+/// without the hyphen; after an ASCII hyphen ("quintas-" / "feiras"), with it (compound words
+/// keep theirs). Only before a lower-case letter.
+fn push_line(text: &mut String, line: &str) {
+    if line.starts_with(char::is_lowercase) {
+        let trimmed = text.trim_end_matches(['\n', ' ']);
+        if trimmed.ends_with(['\u{AD}', '\u{2010}']) {
+            let cut = trimmed.trim_end_matches(['\u{AD}', '\u{2010}']).trim_end().len();
+            text.truncate(cut);
+        } else if text.ends_with("-\n") {
+            text.pop();
+        }
+    }
+    text.push_str(line);
+    text.push('\n');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pdf_lines_join_broken_words_and_fold_ligatures() {
+        let mut text = String::new();
+        for line in [
+            "o trata\u{2010}",
+            "mento de dados",
+            "às quintas-",
+            "feiras e sábados",
+            "um co\u{AD}",
+            "mando",
+            "Fim -",
+            "Novo",
+        ] {
+            push_line(&mut text, line);
+        }
+        assert_eq!(text, "o tratamento de dados\nàs quintas-feiras e sábados\num comando\nFim -\nNovo\n");
+        assert_eq!(unligature("os \u{FB01}ns e a\u{FB00}eto \u{FB02}uxo"), "os fins e affeto fluxo");
+    }
+
+    #[test]
+    fn running_heads_and_footers_repeated_on_most_pages_are_dropped() {
+        let mut lines = Vec::new();
+        for page in 1..=4 {
+            lines.push((page, 10, "Relatório Interno".to_string(), 20));
+            lines.push((page, 14, format!("Capítulo {page}"), 40));
+            lines.push((page, 10, format!("O capítulo {page} trata do prazo número {page} e da regra."), 60));
+            lines.push((page, 10, format!("corpo da página {page}"), 200 + page as i64 * 37));
+            lines.push((page, 10, "texto que se repete".to_string(), 500));
+            lines.push((page, 10, format!("Página {page} de 4"), 960));
+        }
+        let kept = without_running_lines(lines.clone());
+        assert_eq!(kept.len(), 16, "headings, body lines and numbered body lines at the top stay: {kept:?}");
+        assert!(!kept.iter().any(|l| l.2 == "Relatório Interno" || l.2.starts_with("Página")), "{kept:?}");
+        // Two pages are too few to tell a running head from repeated text.
+        assert_eq!(without_running_lines(lines.into_iter().filter(|l| l.0 <= 2).collect()).len(), 12);
+    }
 
     #[test]
     fn rst_titles_by_adornment_order() {

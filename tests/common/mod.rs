@@ -166,3 +166,17 @@ pub fn matrix(run: &Path) -> Value {
 pub fn row<'m>(m: &'m Value, key: &str, value: &str) -> &'m Value {
     m["rows"].as_array().unwrap().iter().find(|r| r["config"][key] == value).unwrap()
 }
+
+/// The headless browser scripts/install-test-tools.sh installs (tests that need one fail, never
+/// skip, without it).
+#[allow(dead_code)]
+pub fn chromium() -> PathBuf {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = std::process::Command::new("which").arg(name).output() {
+            if out.status.success() {
+                return PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+            }
+        }
+    }
+    panic!("no chromium on the PATH: run scripts/install-test-tools.sh (this test needs a real browser)");
+}
