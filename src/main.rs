@@ -801,13 +801,13 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sections { path, grep, json } => {
-            let (corpus_path, format, rules) = if path.extension().is_some_and(|e| e == "toml") {
+            let (corpus_path, format, rules, exclude) = if path.extension().is_some_and(|e| e == "toml") {
                 let exp = Experiment::load(&path)?;
-                (exp.corpus_path.clone(), exp.corpus_format, exp.access_key.clone())
+                (exp.corpus_path.clone(), exp.corpus_format, exp.access_key.clone(), exp.corpus_exclude.clone())
             } else {
-                (path.clone(), None, Default::default())
+                (path.clone(), None, Default::default(), Vec::new())
             };
-            let corpus = ragsweep::input::corpus::Corpus::load(&corpus_path, format, &rules)?;
+            let corpus = ragsweep::input::corpus::Corpus::load_excluding(&corpus_path, format, &rules, &exclude)?;
             let counter = ragsweep::stages::cost::Counter::load(
                 ragsweep::stages::cost::DEFAULT_COST_TOKENIZER,
                 &std::path::PathBuf::new(),

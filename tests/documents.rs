@@ -160,3 +160,48 @@ fn sections_lists_ids_sizes_and_first_words_and_greps() {
         .stdout(predicate::str::is_match(r"faq#Can I use it offline\? +\d+ tokens  Can I use it offline\?").unwrap())
         .stdout(predicate::str::contains("faq#Why is the first run slow?").not());
 }
+
+/// A documentation site as its generator renders it: shortcodes, template tags and MDX
+/// components are not indexed, heading anchors are not part of section ids, hidden and empty
+/// files are listed as skipped and `[corpus] exclude` leaves files out, listed as excluded.
+#[test]
+fn a_documentation_site_is_read_as_rendered() {
+    let f = common::Fixture::new(
+        &[
+            (
+                "guia.md",
+                "---\ntitle: Guia\nweight: 3\n---\nimport Tabs from '@theme/Tabs';\n# Guia\n## Instalação {#install} ¶\n\
+                 {{< note >}}Instale o cliente TúnelSeguro.{{< /note >}}\n<Tabs>\n<TabItem value=\"linux\">No Linux use o pacote.</TabItem>\n</Tabs>\n\
+                 {% include \"rodape.md\" %}\n",
+            ),
+            (".rascunho.md", "# Oculto\nTexto oculto.\n"),
+            ("vazio.html", ""),
+            ("wip/novo.md", "# Novo\nAinda não publicado.\n"),
+        ],
+        r#"[{"id": "q1", "question": "instalar o cliente", "relevant": ["guia#Instalação"]}]"#,
+        "name = \"site\"\nunit = \"section\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(
+        f.path().join("exp.toml"),
+        exp.replace("path = \"docs\"\n", "path = \"docs\"\nexclude = [\"wip/**\"]\n"),
+    )
+    .unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(".rascunho.md (a hidden file)"))
+        .stdout(predicate::str::contains("vazio.html (no text: an empty document)"))
+        .stdout(predicate::str::contains("excluded 1 by [corpus] exclude: novo.md"));
+    let out = f.cmd().args(["sections", "exp.toml", "--json"]).output().unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(listing.contains("\"guia#Instalação\""), "{listing}");
+    for markup in ["{{", "{%", "<Tabs", "TabItem", "import Tabs", "{#install}", "¶"] {
+        assert!(!listing.contains(markup), "{markup} in {listing}");
+    }
+    assert!(!listing.contains("wip/novo"), "{listing}");
+    let run = f.run();
+    let m = common::matrix(&run);
+    assert_eq!(m["rows"][0]["metrics"]["hit@1"]["value"], 1.0);
+}

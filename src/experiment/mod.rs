@@ -137,6 +137,9 @@ struct RawCorpus {
     /// Fields that look like access lists but are plain metadata in this corpus.
     #[serde(default)]
     not_access: Vec<String>,
+    /// Files of a folder left out on purpose (globs), each listed as excluded.
+    #[serde(default)]
+    exclude: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -494,6 +497,8 @@ pub struct Experiment {
     pub corpus_path_at: Location,
     pub golden_path_at: Location,
     pub corpus_format: Option<CorpusFormat>,
+    /// `[corpus] exclude`: globs of a folder's files left out on purpose.
+    pub corpus_exclude: Vec<String>,
     /// Which document field holds the access list, and which look-alikes are metadata.
     pub access_key: AccessKey,
     pub golden: GoldenSource,
@@ -796,6 +801,7 @@ impl Experiment {
             corpus_path_at: at(raw.corpus.path.span()),
             golden_path_at: at(raw.golden.path.span()),
             corpus_format: raw.corpus.format,
+            corpus_exclude: raw.corpus.exclude,
             access_key,
             golden: GoldenSource {
                 path: base.join(raw.golden.path.get_ref()),

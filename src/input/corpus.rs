@@ -54,6 +54,8 @@ pub struct ReadReport {
     pub skipped: Vec<(PathBuf, String)>,
     /// PDFs whose running heads and footers were dropped, with how many lines.
     pub dropped_lines: Vec<(PathBuf, usize)>,
+    /// Files left out by `[corpus] exclude`.
+    pub excluded: Vec<PathBuf>,
 }
 
 impl ReadReport {
@@ -70,6 +72,17 @@ impl ReadReport {
             if more > 0 {
                 out.push_str(&format!(" and {more} more"));
             }
+        }
+        if !self.excluded.is_empty() {
+            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let listed: Vec<String> = self.excluded.iter().take(10).map(name).collect();
+            let more = self.excluded.len().saturating_sub(10);
+            out.push_str(&format!(
+                "; excluded {} by [corpus] exclude: {}{}",
+                self.excluded.len(),
+                listed.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            ));
         }
         if !self.dropped_lines.is_empty() {
             let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -142,6 +155,18 @@ impl Corpus {
     /// a folder holding `corpus.jsonl` is BEIR, a file is JSONL, any other folder is
     /// a folder of `.md`/`.txt` documents.
     pub fn load(path: &Path, format: Option<CorpusFormat>, rules: &AccessKey) -> Result<Self> {
+        Corpus::load_excluding(path, format, rules, &[])
+    }
+
+    /// [`Corpus::load`] leaving out the files of a folder that match one of `exclude` (globs:
+    /// `*` and `?` within a path segment, `**` across segments; a pattern without `/` matches a
+    /// file name anywhere), each listed as excluded.
+    pub fn load_excluding(
+        path: &Path,
+        format: Option<CorpusFormat>,
+        rules: &AccessKey,
+        exclude: &[String],
+    ) -> Result<Self> {
         let format = match format {
             Some(f) => f,
             None => detect_format(path)?,
@@ -149,7 +174,7 @@ impl Corpus {
         let (docs, report) = match format {
             CorpusFormat::Beir => (read_jsonl(&path.join("corpus.jsonl"), rules)?, ReadReport::default()),
             CorpusFormat::Jsonl => (read_jsonl(path, rules)?, ReadReport::default()),
-            CorpusFormat::Folder => read_folder(path, rules)?,
+            CorpusFormat::Folder => read_folder(path, rules, exclude)?,
         };
         let mut corpus = Corpus::from_docs(docs, path.to_path_buf())?;
         corpus.report = report;
@@ -434,7 +459,12 @@ fn extract(
     let text_file = |headings: fn(&str) -> Vec<formats::Heading>| -> Result<(FrontMatter, Extracted)> {
         let raw = text::read(path)?;
         let (front, body) = frontmatter::split(path, &raw, rules)?;
-        let text = body.to_string();
+        // Site generators' markup (shortcodes, template tags, MDX imports and components) is
+        // not text a reader sees.
+        let text = match format {
+            Format::Markdown => formats::without_site_markup(body),
+            _ => body.to_string(),
+        };
         Ok((front, Extracted { headings: headings(&text), text, ..Default::default() }))
     };
     let declared = |e: Extracted| (FrontMatter { title: e.title.clone(), ..Default::default() }, e);
@@ -486,17 +516,25 @@ fn extract(
     }))
 }
 
-fn read_folder(root: &Path, rules: &AccessKey) -> Result<(Vec<Document>, ReadReport)> {
+fn read_folder(root: &Path, rules: &AccessKey, exclude: &[String]) -> Result<(Vec<Document>, ReadReport)> {
     let mut files = Vec::new();
     let canonical = root.canonicalize().map_err(|e| Error::io(root, e))?;
     let mut seen_dirs = std::collections::HashSet::from([canonical.clone()]);
-    collect_files(&canonical, root, &mut seen_dirs, &mut files)?;
+    let mut hidden = Vec::new();
+    collect_files(&canonical, root, &mut seen_dirs, &mut files, &mut hidden)?;
     files.sort();
+    hidden.sort();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     let mut errors: Vec<Error> = Vec::new();
     let mut report = ReadReport::default();
+    report.skipped.extend(hidden.into_iter().map(|p| (p, "a hidden file".to_string())));
     for path in files {
+        let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+        if exclude.iter().any(|pattern| excluded(pattern, &relative)) {
+            report.excluded.push(path);
+            continue;
+        }
         let Some(format) = Format::of(&path) else {
             let ext = path.extension().map_or_else(|| "no extension".into(), |e| format!(".{}", e.to_string_lossy()));
             report.skipped.push((path, format!("{ext}: not a known format")));
@@ -530,6 +568,10 @@ fn read_folder(root: &Path, rules: &AccessKey) -> Result<(Vec<Document>, ReadRep
                 continue;
             }
         };
+        if extracted.text.trim().is_empty() {
+            report.skipped.push((path, "no text: an empty document".into()));
+            continue;
+        }
         *report.read.entry(format).or_insert(0) += 1;
         if extracted.dropped_lines > 0 {
             report.dropped_lines.push((path.clone(), extracted.dropped_lines));
@@ -556,12 +598,18 @@ fn collect_files(
     dir: &Path,
     seen_dirs: &mut std::collections::HashSet<PathBuf>,
     out: &mut Vec<PathBuf>,
+    hidden: &mut Vec<PathBuf>,
 ) -> Result<()> {
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let path = entry.path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name.starts_with('.') {
+            // Hidden files are not read, and are listed as skipped (folders such as `.git` are
+            // left out without a line).
+            if !path.is_dir() {
+                hidden.push(path);
+            }
             continue;
         }
         let file_type = entry.file_type().map_err(|e| Error::io(&path, e))?;
@@ -574,7 +622,7 @@ fn collect_files(
         if path.is_dir() {
             let canonical = path.canonicalize().map_err(|e| Error::io(&path, e))?;
             if seen_dirs.insert(canonical) {
-                collect_files(root, &path, seen_dirs, out)?;
+                collect_files(root, &path, seen_dirs, out, hidden)?;
             }
         } else {
             out.push(path);
@@ -603,12 +651,47 @@ pub fn markdown_headings(text: &str) -> Vec<(usize, u8, &str)> {
         };
         let line_start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
         let source = &text[range.start..range.end];
-        let label = heading_label(source);
+        let label = without_anchor(heading_label(source));
         if !label.is_empty() {
             out.push((line_start, level, label));
         }
     }
     out
+}
+
+/// Whether `path` (relative, `/`-separated) matches glob `pattern`: `*` and `?` within a
+/// segment, `**` across segments; a pattern without `/` is matched against the file name.
+pub fn excluded(pattern: &str, path: &str) -> bool {
+    fn matches(p: &[u8], s: &[u8]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some(b'*') if p.get(1) == Some(&b'*') => {
+                let rest = p[2..].strip_prefix(b"/").unwrap_or(&p[2..]);
+                (0..=s.len()).any(|i| matches(rest, &s[i..]))
+            }
+            Some(b'*') => (0..=s.len()).take_while(|&i| i == 0 || s[i - 1] != b'/').any(|i| matches(&p[1..], &s[i..])),
+            Some(b'?') => s.first().is_some_and(|&c| c != b'/') && matches(&p[1..], &s[1..]),
+            Some(&c) => s.first() == Some(&c) && matches(&p[1..], &s[1..]),
+        }
+    }
+    let pattern = pattern.trim().trim_start_matches("./");
+    let target = if pattern.contains('/') { path } else { path.rsplit('/').next().unwrap_or(path) };
+    matches(pattern.as_bytes(), target.as_bytes())
+}
+
+/// A heading label without what site generators add to it: a trailing attribute block
+/// (`{#anchor}`, `{#id .class}`, Pandoc/MkDocs/Hugo) and a permalink mark `¶`.
+fn without_anchor(label: &str) -> &str {
+    let mut label = label.trim().trim_end_matches('¶').trim_end();
+    if label.ends_with('}') {
+        if let Some(open) = label.rfind('{') {
+            let inner = &label[open + 1..label.len() - 1];
+            if inner.starts_with(['#', '.']) && !inner.contains('{') {
+                label = label[..open].trim_end();
+            }
+        }
+    }
+    label
 }
 
 /// The text of a heading's source: an ATX line without its opening and closing `#` runs, or

@@ -204,6 +204,93 @@ fn body_size<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> u32 {
     chars.iter().max_by_key(|(size, n)| (**n, std::cmp::Reverse(**size))).map_or(0, |(s, _)| *s)
 }
 
+/// Markdown as a documentation site renders it, for reading: Hugo shortcodes (`{{< … >}}`,
+/// `{{% … %}}`, their closing tags too), Jinja/Liquid/MkDocs tags and variables (`{% … %}`,
+/// `{{ … }}`), MDX `import`/`export` lines and JSX component tags (`<Tabs>`, `</TabItem>`: a
+/// capitalised name), and MyST roles (`` {ref}`text` `` → `text`) are removed, keeping the text
+/// between paired tags; fenced code is left as written (documentation shows markup there).
+pub fn without_site_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<String> = None;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(open) = &fence {
+            if trimmed.starts_with(open.as_str()) {
+                fence = None;
+            }
+            out.push_str(line);
+            continue;
+        }
+        let marker: String = trimmed.chars().take_while(|&c| c == '`' || c == '~').collect();
+        if marker.len() >= 3 && marker.chars().all(|c| c == marker.chars().next().unwrap_or('`')) {
+            fence = Some(marker);
+            out.push_str(line);
+            continue;
+        }
+        let is_mdx_module = (trimmed.starts_with("import ") && (trimmed.contains(" from ") || trimmed.contains('\'')))
+            || trimmed.starts_with("export ");
+        if is_mdx_module {
+            out.push_str(if line.ends_with('\n') { "\n" } else { "" });
+            continue;
+        }
+        let line = strip_inline_markup(line);
+        // A heading's anchor attribute and permalink mark (`## Install {#install} ¶`).
+        if trimmed.starts_with('#') {
+            let (body, end) = line.split_at(line.trim_end().len());
+            let mut body = body.trim_end_matches('¶').trim_end();
+            if let Some(open) = body.rfind(" {").filter(|_| body.ends_with('}')) {
+                if body[open + 2..].starts_with(['#', '.']) {
+                    body = body[..open].trim_end();
+                }
+            }
+            out.push_str(body);
+            out.push_str(end);
+            continue;
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+/// One line without template tags, shortcodes, JSX component tags and MyST role markers.
+fn strip_inline_markup(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while !rest.is_empty() {
+        let pairs: [(&str, &str); 4] = [("{{<", ">}}"), ("{{%", "%}}"), ("{%", "%}"), ("{{", "}}")];
+        if let Some((_, close)) = pairs.iter().find(|(open, _)| rest.starts_with(open)) {
+            if let Some(end) = rest.find(close) {
+                rest = &rest[end + close.len()..];
+                continue;
+            }
+        }
+        // `<Tabs …>`, `</TabItem>`, `<Admonition type="note">`: a JSX component.
+        if rest.starts_with('<') {
+            let name = rest[1..].trim_start_matches('/');
+            if name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                if let Some(end) = rest.find('>') {
+                    rest = &rest[end + 1..];
+                    continue;
+                }
+            }
+        }
+        // MyST roles: {ref}`text` → `text`.
+        if rest.starts_with('{') {
+            if let Some(end) = rest.find("}`") {
+                let role = &rest[1..end];
+                if !role.is_empty() && role.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':') {
+                    rest = &rest[end + 1..];
+                    continue;
+                }
+            }
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 /// Seconds `pdftohtml` may take on one file.
 pub const PDF_SECONDS: u64 = 120;
 
@@ -629,6 +716,18 @@ fn push_line(text: &mut String, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn site_markup_is_removed_outside_code() {
+        let page = "import Tabs from '@theme/Tabs';\n# Instalação {#install}\n{{< note >}}Use a VPN.{{< /note >}}\n\
+                    {{% alert title=\"x\" %}}Texto{{% /alert %}} e {{ site.title }} com {% raw %}macro{% endraw %}\n\
+                    <Tabs>\n<TabItem value=\"a\">Linux</TabItem>\n</Tabs>\nVeja {ref}`a seção` e 2 < 3.\n\
+                    ```go\n{{< code >}}\n```\n";
+        assert_eq!(
+            without_site_markup(page),
+            "\n# Instalação\nUse a VPN.\nTexto e  com macro\n\nLinux\n\nVeja `a seção` e 2 < 3.\n```go\n{{< code >}}\n```\n"
+        );
+    }
 
     #[test]
     fn pdf_lines_join_broken_words_and_fold_ligatures() {

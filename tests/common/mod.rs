@@ -106,7 +106,9 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("docs")).unwrap();
         for (name, text) in docs {
-            std::fs::write(dir.path().join("docs").join(name), text).unwrap();
+            let path = dir.path().join("docs").join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
         }
         std::fs::write(dir.path().join("golden.json"), golden).unwrap();
         std::fs::write(
