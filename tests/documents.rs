@@ -205,3 +205,27 @@ fn a_documentation_site_is_read_as_rendered() {
     let m = common::matrix(&run);
     assert_eq!(m["rows"][0]["metrics"]["hit@1"]["value"], 1.0);
 }
+
+/// A golden set with several bad cases lists them all, each with its line.
+#[test]
+fn every_bad_label_is_listed_at_once() {
+    let golden = "{\"id\": \"q1\", \"question\": \"a\", \"relevant\": [\"guia#Nada\"]}\n\
+                  {\"id\": \"q2\", \"question\": \"b\", \"relevant\": [\"guia#Instalacao\"]}\n\
+                  {\"id\": \"q3\", \"question\": \"c\", \"evidence\": [\"não está no texto\"]}\n\
+                  {\"id\": \"q4\", \"question\": \"d\", \"relevant\": [\"guia\"]}\n";
+    let f = common::Fixture::new(
+        &[("guia.md", "# Guia\n## Instalação\nInstale o cliente.\n")],
+        "[]",
+        "name = \"bad\"\nunit = \"section\"\nk = [1]\n[[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    std::fs::write(f.path().join("golden.jsonl"), golden).unwrap();
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(f.path().join("exp.toml"), exp.replace("golden.json\"", "golden.jsonl\"")).unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("golden.jsonl:1").and(predicate::str::contains("\"guia#Nada\"")))
+        .stderr(predicate::str::contains("golden.jsonl:2").and(predicate::str::contains("guia#Instalação")))
+        .stderr(predicate::str::contains("golden.jsonl:3").and(predicate::str::contains("does not occur")));
+}

@@ -327,107 +327,119 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
     let mut cases = Vec::with_capacity(located.len());
     // Cases without a question (e.g. stubs from `ragsweep init`), all reported at once.
     let mut empty: Vec<(Location, String)> = Vec::new();
+    // Every bad case is listed, not only the first (up to ERRORS_LISTED).
+    let mut errors: Vec<Error> = Vec::new();
     for (at, raw) in located {
-        let bad = |msg: String| Error::input(at.clone(), msg);
-        let id = match raw.id {
-            Some(id) => id.into_string(),
-            // Stable across file order: derived from the question itself.
-            None => format!("q-{}", &blake3::hash(raw.question.trim().as_bytes()).to_hex()[..10]),
-        };
-        if let Some(first) = seen.insert(id.clone(), at.clone()) {
-            return Err(bad(format!("duplicate case id {id:?} (first at {first})")));
-        }
-        if raw.question.trim().is_empty() {
-            empty.push((at.clone(), id));
-            continue;
-        }
-        let relevant_given = raw.relevant.is_some();
-        let relevant: Vec<Label> = items(raw.relevant)
-            .into_iter()
-            .map(label)
-            .collect::<Result<_, String>>()
-            .map_err(|e| bad(format!("case {id:?}: {e}")))?;
-        for label in &relevant {
-            if corpus.target(&label.id).is_none() {
-                let close = corpus.did_you_mean(&label.id);
-                let hint = if close.is_empty() {
-                    " (`ragsweep sections` lists the ids)".to_string()
-                } else {
-                    format!(
-                        "; did you mean {}? (`ragsweep sections` lists them all)",
-                        close.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ")
-                    )
-                };
-                return Err(bad(format!("case {id:?} names unknown document or section {:?}{hint}", label.id)));
-            }
-        }
-        let evidence: Vec<Evidence> = items(raw.evidence)
-            .into_iter()
-            .map(|e| evidence(e, &raw.doc))
-            .collect::<Result<_, String>>()
-            .map_err(|e| bad(format!("case {id:?}: {e}")))?;
-        for ev in &evidence {
-            let needle = normalize(&ev.text);
-            if needle.is_empty() {
-                return Err(bad(format!("case {id:?} has an empty evidence span")));
-            }
-            let found = match &ev.doc {
-                Some(doc) => {
-                    let d = corpus
-                        .doc_index(doc)
-                        .ok_or_else(|| bad(format!("case {id:?} names unknown document {doc:?}")))?;
-                    normalize(&corpus.docs[d].text).contains(&needle)
-                }
-                None => normalized_docs
-                    .get_or_insert_with(|| corpus.docs.iter().map(|d| normalize(&d.text)).collect())
-                    .iter()
-                    .any(|t| t.contains(&needle)),
+        let check = || -> Result<()> {
+            let bad = |msg: String| Error::input(at.clone(), msg);
+            let id = match raw.id {
+                Some(id) => id.into_string(),
+                // Stable across file order: derived from the question itself.
+                None => format!("q-{}", &blake3::hash(raw.question.trim().as_bytes()).to_hex()[..10]),
             };
-            if !found {
+            if let Some(first) = seen.insert(id.clone(), at.clone()) {
+                return Err(bad(format!("duplicate case id {id:?} (first at {first})")));
+            }
+            if raw.question.trim().is_empty() {
+                empty.push((at.clone(), id));
+                return Ok(());
+            }
+            let relevant_given = raw.relevant.is_some();
+            let relevant: Vec<Label> = items(raw.relevant)
+                .into_iter()
+                .map(label)
+                .collect::<Result<_, String>>()
+                .map_err(|e| bad(format!("case {id:?}: {e}")))?;
+            for label in &relevant {
+                if corpus.target(&label.id).is_none() {
+                    let close = corpus.did_you_mean(&label.id);
+                    let hint = if close.is_empty() {
+                        " (`ragsweep sections` lists the ids)".to_string()
+                    } else {
+                        format!(
+                            "; did you mean {}? (`ragsweep sections` lists them all)",
+                            close.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ")
+                        )
+                    };
+                    return Err(bad(format!("case {id:?} names unknown document or section {:?}{hint}", label.id)));
+                }
+            }
+            let evidence: Vec<Evidence> = items(raw.evidence)
+                .into_iter()
+                .map(|e| evidence(e, &raw.doc))
+                .collect::<Result<_, String>>()
+                .map_err(|e| bad(format!("case {id:?}: {e}")))?;
+            for ev in &evidence {
+                let needle = normalize(&ev.text);
+                if needle.is_empty() {
+                    return Err(bad(format!("case {id:?} has an empty evidence span")));
+                }
+                let found = match &ev.doc {
+                    Some(doc) => {
+                        let d = corpus
+                            .doc_index(doc)
+                            .ok_or_else(|| bad(format!("case {id:?} names unknown document {doc:?}")))?;
+                        normalize(&corpus.docs[d].text).contains(&needle)
+                    }
+                    None => normalized_docs
+                        .get_or_insert_with(|| corpus.docs.iter().map(|d| normalize(&d.text)).collect())
+                        .iter()
+                        .any(|t| t.contains(&needle)),
+                };
+                if !found {
+                    return Err(bad(format!(
+                        "case {id:?}: evidence {:?} does not occur in {}",
+                        ev.text,
+                        ev.doc.as_deref().map_or("the corpus".to_string(), |d| format!("document {d:?}"))
+                    )));
+                }
+            }
+            let has_labels = relevant.iter().any(|l| l.grade > 0) || !evidence.is_empty();
+            if !has_labels && relevant_given && raw.answerable != Some(false) {
                 return Err(bad(format!(
-                    "case {id:?}: evidence {:?} does not occur in {}",
-                    ev.text,
-                    ev.doc.as_deref().map_or("the corpus".to_string(), |d| format!("document {d:?}"))
+                    "case {id:?} names no relevant document: say `\"answerable\": false` if no answer exists, \
+                     or label where the answer is"
                 )));
             }
-        }
-        let has_labels = relevant.iter().any(|l| l.grade > 0) || !evidence.is_empty();
-        if !has_labels && relevant_given && raw.answerable != Some(false) {
-            return Err(bad(format!(
-                "case {id:?} names no relevant document: say `\"answerable\": false` if no answer exists, \
-                 or label where the answer is"
-            )));
-        }
-        if !has_labels && raw.answerable == Some(true) {
-            return Err(bad(format!("case {id:?} is answerable but names no relevant document or evidence")));
-        }
-        let answerable = raw.answerable.unwrap_or(has_labels);
-        if let Some(meta) = raw.meta.as_ref().filter(|m| !m.is_object()) {
-            return Err(bad(format!("case {id:?}: `meta` must be a JSON object, found {meta}")));
-        }
-        let groups = match raw.groups {
-            None => None,
-            Some(groups) => Some(
-                groups
-                    .iter()
-                    .map(|g| {
-                        crate::input::access_key::check_group(g).map_err(|e| bad(format!("case {id:?}: `groups`: {e}")))
-                    })
-                    .collect::<Result<Vec<String>>>()?,
-            ),
+            if !has_labels && raw.answerable == Some(true) {
+                return Err(bad(format!("case {id:?} is answerable but names no relevant document or evidence")));
+            }
+            let answerable = raw.answerable.unwrap_or(has_labels);
+            if let Some(meta) = raw.meta.as_ref().filter(|m| !m.is_object()) {
+                return Err(bad(format!("case {id:?}: `meta` must be a JSON object, found {meta}")));
+            }
+            let groups = match raw.groups {
+                None => None,
+                Some(groups) => Some(
+                    groups
+                        .iter()
+                        .map(|g| {
+                            crate::input::access_key::check_group(g)
+                                .map_err(|e| bad(format!("case {id:?}: `groups`: {e}")))
+                        })
+                        .collect::<Result<Vec<String>>>()?,
+                ),
+            };
+            cases.push(GoldenCase {
+                id,
+                question: raw.question,
+                split: raw.split,
+                answerable,
+                groups,
+                relevant,
+                evidence,
+                tags: raw.tags,
+                meta: raw.meta,
+                label_hash: raw.label_hash,
+            });
+            Ok(())
         };
-        cases.push(GoldenCase {
-            id,
-            question: raw.question,
-            split: raw.split,
-            answerable,
-            groups,
-            relevant,
-            evidence,
-            tags: raw.tags,
-            meta: raw.meta,
-            label_hash: raw.label_hash,
-        });
+        if let Err(e) = check() {
+            errors.push(e);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::many(errors, crate::input::corpus::ERRORS_LISTED));
     }
     if let Some((at, first)) = empty.first() {
         let more = if empty.len() > 1 {
