@@ -307,3 +307,37 @@ fn a_require_constraint_excludes_the_best_cell_and_says_why() {
         .code(2)
         .stderr(predicate::str::is_match(r"exp\.toml:\d+:\d+: .*`p95 <= 50`: no such column").unwrap());
 }
+
+/// A `post` cell is cheaper than its `in_query` twin only because the late filter drops context
+/// after retrieving it: even when equivalent, a preference never picks it over the twin.
+#[test]
+fn a_preference_never_picks_a_late_filter_over_its_in_query_twin() {
+    let mut docs: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("d{i:02}.md"), format!("# Documento {i}\nO código NV{i:04} e a regra {i}.\n")))
+        .collect();
+    let codes: Vec<String> = (0..40).map(|i| format!("NV{i:04}")).collect();
+    docs.push(("rh.md".into(), format!("---\nacl: [rh]\n---\n# RH\nTabela interna: {}\n", codes.join(" "))));
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let cases: Vec<String> = (0..40)
+        .map(|i| {
+            format!(r#"{{"id": "q{i:02}", "question": "código NV{i:04}", "relevant": ["d{i:02}"], "groups": ["ti"]}}"#)
+        })
+        .collect();
+    let f = Fixture::new(
+        &docs,
+        &format!("[{}]", cases.join(",")),
+        "name = \"twins\"\nunit = \"doc\"\nk = [2]\nmetrics = [\"hit\"]\nselect = \"hit@2\"\nprefer = \"cost\"\nreserved_fraction = 0.0\nlatency_cases = 0\nfilter = [\"in_query\", \"post\"]\n\
+         [cost]\nllm_usd_per_1m_input_tokens = 1.0\ntokenizer = \"words\"\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    let m = matrix(&f.run());
+    let (in_query, post) = (tuning_row(&m, "c01"), tuning_row(&m, "c02"));
+    assert_eq!(post["config"]["filter"], "post");
+    assert_eq!(post["vs_best"], "equivalent", "{post}");
+    assert!(
+        post["usd_per_1k_queries"]["@2"].as_f64().unwrap() < in_query["usd_per_1k_queries"]["@2"].as_f64().unwrap()
+    );
+    let s = &m["selection"];
+    assert_eq!(s["cell"], "c01", "{s}");
+    assert!(s["rule"].as_str().unwrap().contains("`post` twins of `in_query` cells"), "{s}");
+}

@@ -81,8 +81,24 @@ pub fn select(
     let undecided: Vec<String> =
         scored.iter().filter(|s| standing(s.0) == Some(VsBest::Undecided)).map(|s| s.0.to_string()).collect();
     let order = |cell: &str| cells.iter().position(|(c, _)| *c == cell).unwrap_or(usize::MAX);
+    // A `post` cell is cheaper and faster than its `in_query` twin (the same retrieval) only
+    // because the late filter threw context away after retrieving it: a preference never picks
+    // it over that twin.
+    let same_retrieval = |a: &Row, b: &Row| {
+        a.config.0.iter().filter(|(k, _)| k != "filter").eq(b.config.0.iter().filter(|(k, _)| k != "filter"))
+    };
+    let has_in_query_twin = |cell: &str| {
+        tuning_row(cell).is_some_and(|r| {
+            r.filter == Filter::Post
+                && equivalent
+                    .iter()
+                    .filter_map(|s| tuning_row(s.0))
+                    .any(|t| t.filter == Filter::InQuery && same_retrieval(r, t))
+        })
+    };
     let candidates: Vec<Candidate> = equivalent
         .iter()
+        .filter(|s| !has_in_query_twin(s.0))
         .map(|s| {
             let r = tuning_row(s.0);
             Candidate {
@@ -96,6 +112,13 @@ pub fn select(
         .collect();
     let (chosen_cell, rule) = match prefer {
         Prefer::Quality => (best.0, None),
+        _ if candidates.len() < 2 && equivalent.len() > candidates.len() => (
+            best.0,
+            Some(format!(
+                "prefer = {}: the cells equivalent to the best are `post` twins of `in_query` cells (cheaper and faster only because the late filter drops context after retrieving it), never preferred: the best scoring cell",
+                prefer_name(prefer)
+            )),
+        ),
         _ if candidates.len() < 2 => (best.0, Some(cannot_prefer(rows, &scored, prefer, &name, margin))),
         _ => match prefer_among(&candidates, prefer, &name) {
             Some((cell, rule)) => (cell, Some(rule)),

@@ -449,7 +449,7 @@ mod tests {
             text: "# A\nx\n## B\ny\n".into(),
             meta: Default::default(),
             acl: None,
-            sections: vec![],
+            sections: crate::input::corpus::markdown_sections("d", "# A\nx\n## B\ny\n"),
         };
         let corpus = Corpus::from_docs(vec![doc], "mem".into()).unwrap();
         let spec = ChunkerSpec { kind: ChunkerKind::Markdown { max_chars: None }, title: true, headings: true };
