@@ -313,10 +313,13 @@ fn validate_loads_the_model_and_onnx_runtime_that_run_would_load() {
     }
     validate(&models).failure().stderr(predicate::str::contains("ONNX Runtime is not installed"));
 
-    // ONNX Runtime is there, the ONNX file is not a model.
+    // ONNX Runtime is there, the ONNX file is not the model its install recorded: refused as
+    // damaged; without an install record (a user's own model), ONNX Runtime refuses to load it.
     std::os::unix::fs::symlink(installed.join("onnxruntime"), models.join("onnxruntime")).unwrap();
     std::fs::remove_file(models.join("minilm-l6/model.onnx")).unwrap();
     std::fs::write(models.join("minilm-l6/model.onnx"), b"not an onnx file").unwrap();
+    validate(&models).failure().stderr(predicate::str::contains("model minilm-l6 is damaged (model.onnx is 16 bytes"));
+    std::fs::remove_file(models.join("minilm-l6/installed.json")).unwrap();
     validate(&models).failure().stderr(predicate::str::contains("loading model minilm-l6"));
 }
 

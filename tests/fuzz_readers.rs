@@ -107,6 +107,12 @@ fn assert_located(err: &Error, dir: &Path) -> Result<(), TestCaseError> {
     match err {
         Error::Input { at, .. } => prop_assert!(at.path.starts_with(dir), "{err}"),
         Error::Io { path, .. } => prop_assert!(path.starts_with(dir), "{err}"),
+        // Several problems listed at once: each one located (a last "… and N more" aside).
+        Error::Many(errors) => {
+            for e in errors.iter().filter(|e| !matches!(e, Error::Other(m) if m.starts_with("… and "))) {
+                assert_located(e, dir)?;
+            }
+        }
         other => prop_assert!(false, "an error without a place: {other}"),
     }
     Ok(())
