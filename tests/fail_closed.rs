@@ -738,3 +738,27 @@ fn check_gates_and_requires_leaks() {
         .code(1)
         .stdout(predicate::str::contains("FAIL: leaks rose 0.5000").and(predicate::str::contains("a defect")));
 }
+
+/// A password written into `[engines.pg] url` is refused, and no message repeats it.
+#[test]
+fn a_password_in_the_server_url_is_refused_and_never_echoed() {
+    for url in [
+        "postgresql://u:s3cr3t-pw@db.internal/rag",
+        "postgresql://u%3As3cr3t-pw@db.internal/rag",
+        "postgresql://u@db.internal/rag?password=s3cr3t-pw",
+        "postgres+psycopg://u:s3cr3t-pw@db.internal/rag",
+    ] {
+        let f = common::Fixture::new(
+            &[("a.md", "# A\nTexto.\n")],
+            r#"[{"id": "q1", "question": "texto", "relevant": ["a"]}]"#,
+            &format!(
+                "name = \"pw\"\nunit = \"doc\"\nk = [1]\n[engines.pg]\nurl = {url:?}\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n"
+            ),
+        );
+        let out = f.cmd().args(["validate", "exp.toml"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{url}");
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!all.contains("s3cr3t"), "{url}: {all}");
+        assert!(all.contains("exp.toml:"), "located: {all}");
+    }
+}

@@ -142,6 +142,11 @@ fn the_section_chunker_follows_the_headings_of_every_format() {
     for format in ["html", "docx", "rst"] {
         assert_eq!(texts(format), markdown, "{format}");
     }
+    // reST title underlines are layout, not text.
+    let rst =
+        ragsweep::input::corpus::Corpus::load(&repo().join("tests/fixtures/formats/rst"), None, &Default::default())
+            .unwrap();
+    assert!(rst.docs.iter().all(|d| !d.text.contains("===") && !d.text.contains("---")), "{:?}", rst.docs[0].text);
 }
 
 /// A browser-printed PDF with a running head and footer on every page: they are dropped from the

@@ -465,7 +465,11 @@ fn extract(
             Format::Markdown => formats::without_site_markup(body),
             _ => body.to_string(),
         };
-        Ok((front, Extracted { headings: headings(&text), text, ..Default::default() }))
+        let headings = headings(&text);
+        // reST adornment lines (`=======` under a title) are layout, not text: blanked in place,
+        // so every offset (and so every section span) stays where the headings put it.
+        let text = if format == Format::Rst { formats::without_adornments(&text) } else { text };
+        Ok((front, Extracted { headings, text, ..Default::default() }))
     };
     let declared = |e: Extracted| (FrontMatter { title: e.title.clone(), ..Default::default() }, e);
     Ok(Ok(match format {

@@ -291,6 +291,27 @@ fn strip_inline_markup(line: &str) -> String {
     out
 }
 
+/// `text` with each reStructuredText adornment line (one punctuation character repeated at
+/// least three times: title underlines and overlines, transitions) turned into spaces of the
+/// same length, so byte offsets are unchanged.
+pub fn without_adornments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let first = body.chars().next();
+        let adornment = body.len() >= 3
+            && first.is_some_and(|c| c.is_ascii_punctuation())
+            && body.chars().all(|c| Some(c) == first);
+        if adornment {
+            out.push_str(&" ".repeat(body.len()));
+            out.push_str(&line[body.len()..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// Seconds `pdftohtml` may take on one file.
 pub const PDF_SECONDS: u64 = 120;
 
