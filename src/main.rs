@@ -1318,7 +1318,12 @@ fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
                     100.0 * p
                 ))
             ),
-            ("chunk", _) => eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds),
+            ("chunk", _) => {
+                eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds);
+                if let Some(note) = &stage.note {
+                    eprintln!("warning: chunk {}: {}", stage.key, safe(note));
+                }
+            }
             ("index", _) if stage.key.starts_with("exact") => {}
             ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
             ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),

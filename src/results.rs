@@ -566,11 +566,23 @@ pub struct StageReport {
     pub reused: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<EmbedStats>,
+    /// What a reader should know about what the stage made (documents a chunker left whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl StageReport {
     pub fn new(stage: &str, key: String, seconds: f64) -> Self {
-        StageReport { stage: stage.into(), key, seconds, chunks: 0, bytes: 0, reused: false, embedding: None }
+        StageReport {
+            stage: stage.into(),
+            key,
+            seconds,
+            chunks: 0,
+            bytes: 0,
+            reused: false,
+            embedding: None,
+            note: None,
+        }
     }
 }
 

@@ -229,3 +229,27 @@ fn every_bad_label_is_listed_at_once() {
         .stderr(predicate::str::contains("golden.jsonl:2").and(predicate::str::contains("guia#Instalação")))
         .stderr(predicate::str::contains("golden.jsonl:3").and(predicate::str::contains("does not occur")));
 }
+
+/// A document a section chunker cannot split (no headings) and that stays far larger than a
+/// prompt is named with its size, in the run's output and its summary.
+#[test]
+fn documents_left_whole_by_a_splitting_chunker_are_named() {
+    let big =
+        format!("<html><body><p>{}</p></body></html>", "texto corrido sem títulos sobre férias e prazos. ".repeat(900));
+    let f = common::Fixture::new(
+        &[("manual.html", big.as_str()), ("guia.md", "# Guia\n## Férias\nO prazo é de 30 dias.\n")],
+        r#"[{"id": "q1", "question": "prazo de férias", "relevant": ["guia"]}]"#,
+        "name = \"big\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"markdown\"\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let out = f.run_cmd().output().unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: chunk markdown: 1 document kept in chunks over 32 KB: manual (44 KB)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning: chunk none"), "whole documents are what `none` means: {stderr}");
+    let runs = common::runs_in(&f.path().join("out/big"));
+    let summary = std::fs::read_to_string(runs[0].join("summary.md")).unwrap();
+    assert!(summary.contains("manual (44 KB)"), "{summary}");
+}

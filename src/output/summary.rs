@@ -340,6 +340,11 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
 /// the top cells.
 pub fn warnings(m: &Matrix, manifest: &Manifest) -> Vec<String> {
     let mut out = Vec::new();
+    for stage in manifest.stages.iter().filter(|s| s.stage == "chunk") {
+        if let Some(note) = &stage.note {
+            out.push(format!("chunk {}: {note}", stage.key));
+        }
+    }
     for (cell, why) in &m.failed {
         out.push(format!(
             "INCOMPLETE: cell {cell} failed ({why}); it has no rows, the other cells' results are whole, and any selection is among the cells that finished"

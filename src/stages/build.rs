@@ -202,6 +202,39 @@ fn report_checks(stages: &mut Vec<StageReport>, what: &str, repairs: Vec<String>
 }
 
 /// One chunk set per distinct chunker, and the content key of the texts each set indexes.
+/// A chunk larger than this is far more than a prompt holds: the chunker did not split where it
+/// was meant to.
+pub const LARGE_CHUNK_BYTES: usize = 32 << 10;
+
+/// The documents a splitting chunker left in chunks over [`LARGE_CHUNK_BYTES`], largest first,
+/// in words (`none` keeps whole documents on purpose: nothing to say).
+fn oversized(set: &ChunkSet, corpus: &crate::input::corpus::Corpus) -> Option<String> {
+    if set.spec.kind == crate::stages::chunk::ChunkerKind::None {
+        return None;
+    }
+    let mut largest: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for c in &set.chunks {
+        let bytes = (c.end - c.start) as usize;
+        if bytes > LARGE_CHUNK_BYTES {
+            let size = largest.entry(corpus.docs[c.doc as usize].id.as_str()).or_insert(0);
+            *size = (*size).max(bytes);
+        }
+    }
+    if largest.is_empty() {
+        return None;
+    }
+    let mut docs: Vec<(&str, usize)> = largest.into_iter().collect();
+    docs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let listed: Vec<String> = docs.iter().take(5).map(|(d, b)| format!("{d} ({} KB)", b / 1024)).collect();
+    Some(format!(
+        "{} kept in chunks over {} KB: {}{}; no headings this chunker splits on, or sections far larger than a prompt (give it a size, e.g. markdown(2000), or use recursive)",
+        crate::words::count(docs.len(), "document"),
+        LARGE_CHUNK_BYTES / 1024,
+        listed.join(", "),
+        if docs.len() > 5 { format!(" and {} more", docs.len() - 5) } else { String::new() }
+    ))
+}
+
 fn chunk_stage(
     plan: &Plan,
     ctx: &BuildContext<'_, '_>,
@@ -236,6 +269,7 @@ fn chunk_stage(
             let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
             r.chunks = set.value.len();
             r.reused = set.reused;
+            r.note = oversized(&set.value, corpus);
             stages.push(r);
             set.value
         })
