@@ -268,7 +268,10 @@ pub fn sections(
     for id in corpus.label_ids() {
         let text = corpus.label_text(id).unwrap_or("");
         if let Some(g) = &grep {
-            if !id.to_lowercase().contains(g.as_str()) && !text.to_lowercase().contains(g.as_str()) {
+            // A document's entry is found by its indexed description too.
+            let summary = corpus.doc_index(id).and_then(|d| corpus.summary(&corpus.docs[d])).unwrap_or("");
+            let found = [id, text, summary].iter().any(|s| s.to_lowercase().contains(g.as_str()));
+            if !found {
                 continue;
             }
         }

@@ -801,13 +801,16 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sections { path, grep, json } => {
-            let (corpus_path, format, rules, exclude) = if path.extension().is_some_and(|e| e == "toml") {
+            let (corpus_path, format, rules, exclude, index_meta) = if path.extension().is_some_and(|e| e == "toml") {
                 let exp = Experiment::load(&path)?;
-                (exp.corpus_path.clone(), exp.corpus_format, exp.access_key.clone(), exp.corpus_exclude.clone())
+                (exp.corpus_path, exp.corpus_format, exp.access_key, exp.corpus_exclude, exp.index_meta)
             } else {
-                (path.clone(), None, Default::default(), Vec::new())
+                (path.clone(), None, Default::default(), Vec::new(), None)
             };
-            let corpus = ragsweep::input::corpus::Corpus::load_excluding(&corpus_path, format, &rules, &exclude)?;
+            let mut corpus = ragsweep::input::corpus::Corpus::load_excluding(&corpus_path, format, &rules, &exclude)?;
+            if let Some(keys) = index_meta {
+                corpus.index_meta = keys;
+            }
             let counter = ragsweep::stages::cost::Counter::load(
                 ragsweep::stages::cost::DEFAULT_COST_TOKENIZER,
                 &std::path::PathBuf::new(),

@@ -95,6 +95,9 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
         }
     }
     let mut corpus = Corpus::load_excluding(&exp.corpus_path, exp.corpus_format, &exp.access_key, &exp.corpus_exclude)?;
+    if let Some(keys) = &exp.index_meta {
+        corpus.index_meta = keys.clone();
+    }
     let mut cases = golden::load(&exp.golden, &corpus)?;
     golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
     if let Some(synthetic) = exp.synthetic_acl {

@@ -253,3 +253,32 @@ fn documents_left_whole_by_a_splitting_chunker_are_named() {
     let summary = std::fs::read_to_string(runs[0].join("summary.md")).unwrap();
     assert!(summary.contains("manual (44 KB)"), "{summary}");
 }
+
+/// A page's `description` front matter is indexed with its title and found by `sections --grep`;
+/// `[corpus] index_meta = []` turns it off.
+#[test]
+fn a_page_description_is_indexed_with_its_title() {
+    let f = common::Fixture::new(
+        &[
+            ("rede.md", "---\ntitle: Rede\ndescription: Configurar o roteador wifi do escritório\n---\n# Rede\nPasso a passo da configuração.\n"),
+            ("ferias.md", "# Férias\nO prazo é de 30 dias.\n"),
+        ],
+        r#"[{"id": "q1", "question": "roteador wifi", "relevant": ["rede"]}]"#,
+        "name = \"desc\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\nreserved_fraction = 0.0\n[[chunkers]]\nkind = \"markdown\"\ntitle = true\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    f.cmd()
+        .args(["sections", "exp.toml", "--grep", "roteador"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with("rede "));
+    let m = common::matrix(&f.run());
+    assert_eq!(m["rows"][0]["metrics"]["hit@1"]["value"], 1.0, "found by its description");
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(f.path().join("exp.toml"), exp.replace("path = \"docs\"\n", "path = \"docs\"\nindex_meta = []\n"))
+        .unwrap();
+    f.run_cmd().assert().success();
+    let mut runs = common::runs_in(&f.path().join("out/desc"));
+    runs.sort();
+    let m = common::matrix(runs.last().unwrap());
+    assert_eq!(m["rows"][0]["metrics"]["hit@1"]["value"], 0.0, "not indexed: nothing matches");
+}

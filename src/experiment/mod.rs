@@ -140,6 +140,9 @@ struct RawCorpus {
     /// Files of a folder left out on purpose (globs), each listed as excluded.
     #[serde(default)]
     exclude: Vec<String>,
+    /// Metadata keys indexed with a document's title (default: description, summary).
+    #[serde(default)]
+    index_meta: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -499,6 +502,8 @@ pub struct Experiment {
     pub corpus_format: Option<CorpusFormat>,
     /// `[corpus] exclude`: globs of a folder's files left out on purpose.
     pub corpus_exclude: Vec<String>,
+    /// `[corpus] index_meta`: metadata keys indexed with the title (`None`: the default keys).
+    pub index_meta: Option<Vec<String>>,
     /// Which document field holds the access list, and which look-alikes are metadata.
     pub access_key: AccessKey,
     pub golden: GoldenSource,
@@ -802,6 +807,7 @@ impl Experiment {
             golden_path_at: at(raw.golden.path.span()),
             corpus_format: raw.corpus.format,
             corpus_exclude: raw.corpus.exclude,
+            index_meta: raw.corpus.index_meta,
             access_key,
             golden: GoldenSource {
                 path: base.join(raw.golden.path.get_ref()),

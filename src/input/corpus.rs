@@ -108,7 +108,14 @@ pub struct Corpus {
     pub hash: String,
     by_id: HashMap<String, usize>,
     sections: HashMap<String, (usize, usize)>,
+    /// Metadata keys whose value is indexed with a document's title (the first one a document
+    /// has): `[corpus] index_meta`, by default [`INDEX_META`].
+    pub index_meta: Vec<String>,
 }
+
+/// The front-matter keys that summarise a page on documentation sites (Hugo, Jekyll, MkDocs,
+/// Docusaurus): indexed with the title unless `[corpus] index_meta` says otherwise.
+pub const INDEX_META: [&str; 2] = ["description", "summary"];
 
 /// What a label names: a whole document, or one of its sections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +155,7 @@ impl Corpus {
             hash: hasher.finalize().to_hex()[..16].to_string(),
             by_id,
             sections,
+            index_meta: INDEX_META.iter().map(|k| k.to_string()).collect(),
         })
     }
 
@@ -181,11 +189,20 @@ impl Corpus {
         Ok(corpus)
     }
 
-    /// blake3 over every document's sections (span, level, label, page or heading): the
-    /// structure a section chunker splits on, which the content hash does not cover.
+    /// The metadata value indexed with `doc`'s title (`index_meta`), if it has one.
+    pub fn summary<'d>(&self, doc: &'d Document) -> Option<&'d str> {
+        self.index_meta.iter().find_map(|k| doc.meta.get(k)).map(|s| s.trim()).filter(|s| !s.is_empty())
+    }
+
+    /// blake3 over every document's sections (span, level, label, page or heading) and the
+    /// summary indexed with its title: what chunk sets are made from that the content hash
+    /// does not cover.
     pub fn structure_hash(&self) -> String {
         let mut hasher = blake3::Hasher::new();
         for doc in &self.docs {
+            let summary = self.summary(doc).unwrap_or("");
+            hasher.update(&(summary.len() as u64).to_le_bytes());
+            hasher.update(summary.as_bytes());
             hasher.update(&(doc.sections.len() as u64).to_le_bytes());
             for s in &doc.sections {
                 for n in [s.start as u64, s.end as u64, u64::from(s.level), u64::from(s.page), s.label.len() as u64] {

@@ -77,6 +77,13 @@ impl ChunkSet {
                     if let Some(t) = &doc.title {
                         prefix.push_str(t);
                     }
+                    // A page's description (front matter) is indexed with its title.
+                    if let Some(summary) = corpus.summary(doc) {
+                        if !prefix.is_empty() {
+                            prefix.push_str(" — ");
+                        }
+                        prefix.push_str(summary);
+                    }
                 }
                 if spec.headings {
                     let path = heading_path(&headings, span.start);
