@@ -56,6 +56,9 @@ pub struct ReadReport {
     pub dropped_lines: Vec<(PathBuf, usize)>,
     /// Files left out by `[corpus] exclude`.
     pub excluded: Vec<PathBuf>,
+    /// Files whose front matter was not YAML this reader parses and declared nothing about
+    /// access: read for their plain keys, with why.
+    pub lenient: Vec<(PathBuf, String)>,
 }
 
 impl ReadReport {
@@ -82,6 +85,16 @@ impl ReadReport {
                 self.excluded.len(),
                 listed.join(", "),
                 if more > 0 { format!(" and {more} more") } else { String::new() }
+            ));
+        }
+        if !self.lenient.is_empty() {
+            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let listed: Vec<String> =
+                self.lenient.iter().take(5).map(|(p, why)| format!("{} ({why})", name(p))).collect();
+            out.push_str(&format!(
+                "; front matter read line by line (not YAML, no access key in it): {}{}",
+                listed.join(", "),
+                if self.lenient.len() > 5 { format!(" and {} more", self.lenient.len() - 5) } else { String::new() }
             ));
         }
         if !self.dropped_lines.is_empty() {
@@ -589,6 +602,9 @@ fn read_folder(root: &Path, rules: &AccessKey, exclude: &[String]) -> Result<(Ve
                 continue;
             }
         };
+        if let Some(why) = &front.lenient {
+            report.lenient.push((path.clone(), why.clone()));
+        }
         if extracted.text.trim().is_empty() {
             report.skipped.push((path, "no text: an empty document".into()));
             continue;

@@ -19,6 +19,9 @@ pub struct FrontMatter {
     pub title: Option<String>,
     pub acl: Option<Vec<String>>,
     pub meta: BTreeMap<String, String>,
+    /// Set when the block is not YAML this parser reads but declares nothing about access: it
+    /// was read line by line for its plain `key: value` pairs, and why.
+    pub lenient: Option<String>,
 }
 
 /// A front matter value, from YAML or TOML.
@@ -210,6 +213,37 @@ fn yaml_within_bounds(block: &str) -> std::result::Result<(), (usize, String)> {
     }
 }
 
+/// Whether any line of `block` names, at any depth, a key that is or could be the access list.
+fn could_declare_access(block: &str, rules: &AccessKey) -> bool {
+    block.lines().any(|line| {
+        let t = line.trim_start().trim_start_matches(['-', '{', '[', ',', ' ']).trim_start();
+        t.split_once(':').is_some_and(|(key, _)| {
+            let key = key.trim().trim_matches(['"', '\'']);
+            !key.is_empty() && rules.classify(key) != Field::Meta
+        }) || starts_like_acl(t, rules)
+    })
+}
+
+/// Front matter this parser does not read, taken line by line: `title` and the other plain
+/// `key: value` pairs at the top level; nested or continued lines are left out.
+fn lenient(block: &str, why: String) -> FrontMatter {
+    let mut fm = FrontMatter { lenient: Some(why), ..Default::default() };
+    for line in block.lines().filter(|l| !l.starts_with([' ', '\t', '-', '#', ']', '}'])) {
+        let Some((key, value)) = line.split_once(':') else { continue };
+        let value = value.trim().trim_matches(['"', '\'']).to_string();
+        if value.is_empty() || value.starts_with(['[', '{']) {
+            continue;
+        }
+        match key.trim() {
+            "title" => fm.title = Some(value),
+            key => {
+                fm.meta.insert(key.to_string(), value);
+            }
+        }
+    }
+    fm
+}
+
 /// The line (1-based, in the file) where top-level `key` is written in `block`.
 fn key_line(block: &str, first_line: usize, key: &str) -> usize {
     block
@@ -235,13 +269,23 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
         if let Err((line, why)) = yaml_within_bounds(block) {
             return Err(Error::input(at(first_line + line), format!("YAML front matter: {why}")));
         }
-        let docs = yaml_rust2::YamlLoader::load_from_str(block).map_err(|e| {
-            let m = e.marker();
-            Error::input(
-                Location { path: path.to_path_buf(), line: first_line + m.line().saturating_sub(1), column: m.col() },
-                format!("YAML front matter: {}", e.info()),
-            )
-        })?;
+        let docs = match yaml_rust2::YamlLoader::load_from_str(block) {
+            Ok(docs) => docs,
+            Err(e) => {
+                let m = e.marker();
+                let line = first_line + m.line().saturating_sub(1);
+                // What Hugo and PyYAML accept (a `]` at column 0 closing a flow sequence) is read
+                // for its plain keys, unless anything in it could declare access: that stays
+                // strict, an error with its line.
+                if could_declare_access(block, rules) {
+                    return Err(Error::input(
+                        Location { path: path.to_path_buf(), line, column: m.col() },
+                        format!("YAML front matter: {}", e.info()),
+                    ));
+                }
+                return Ok(lenient(block, format!("line {line}: {}", e.info())));
+            }
+        };
         if docs.len() > 1 {
             // `--- # note`, `--- {acl: [rh]}` or `... # end` inside the fences start a second
             // YAML document; reading only the first would drop what the second declares.
@@ -391,6 +435,24 @@ mod tests {
         let (f, _) = split(Path::new("d.md"), "---\ngroups: [rh]\nroles: [x]\n---\n", &custom).unwrap();
         assert_eq!(f.acl, Some(vec!["rh".to_string()]));
         assert_eq!(f.meta.get("roles").unwrap(), r#"["x"]"#);
+    }
+
+    #[test]
+    fn front_matter_yaml_cannot_read_is_read_for_its_plain_keys_unless_it_could_declare_access() {
+        // Hugo and PyYAML accept a flow sequence closed at column 0.
+        let f = fm("---\ntitle: Guia\ndescription: Como instalar\nkeywords: [\"a\", \"b\",\n]\nweight: 3\n---\nTexto")
+            .unwrap();
+        assert_eq!(f.title.as_deref(), Some("Guia"));
+        assert_eq!(f.meta.get("description").map(String::as_str), Some("Como instalar"));
+        assert!(f.lenient.as_deref().is_some_and(|w| w.starts_with("line ")), "{:?}", f.lenient);
+        assert_eq!(f.acl, None);
+        // The same quirk beside an access list, or a look-alike, stays an error with its line.
+        for text in [
+            "---\ntitle: Guia\nacl: [rh]\nkeywords: [\"a\", \"b\",\n]\n---\nTexto",
+            "---\ntitle: Guia\nparams:\n  user_groups: [rh]\nkeywords: [\"a\", \"b\",\n]\n---\nTexto",
+        ] {
+            assert!(fm(text).unwrap_err().to_string().starts_with("d.md:"), "{text}");
+        }
     }
 
     #[test]
