@@ -274,10 +274,11 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
             Err(e) => {
                 let m = e.marker();
                 let line = first_line + m.line().saturating_sub(1);
-                // What Hugo and PyYAML accept (a `]` at column 0 closing a flow sequence) is read
-                // for its plain keys, unless anything in it could declare access: that stays
-                // strict, an error with its line.
-                if could_declare_access(block, rules) {
+                // What Hugo and PyYAML accept (a `]` at column 0 closing a flow sequence: an
+                // indentation error here) is read for its plain keys, unless anything in it could
+                // declare access: that stays strict, an error with its line, as does any other
+                // error (a recursion limit, broken quoting).
+                if !e.info().contains("indentation") || could_declare_access(block, rules) {
                     return Err(Error::input(
                         Location { path: path.to_path_buf(), line, column: m.col() },
                         format!("YAML front matter: {}", e.info()),
