@@ -112,11 +112,14 @@ pub fn select(
         .collect();
     let (chosen_cell, rule) = match prefer {
         Prefer::Quality => (best.0, None),
-        _ if candidates.len() < 2 && equivalent.len() > candidates.len() => (
-            best.0,
+        // Only one cell is left once the `post` twins are set aside (the best, or the best's
+        // own `in_query` twin when the best is a `post` cell): that one.
+        _ if candidates.len() == 1 && equivalent.len() > 1 => (
+            candidates[0].cell,
             Some(format!(
-                "prefer = {}: the cells equivalent to the best are `post` twins of `in_query` cells (cheaper and faster only because the late filter drops context after retrieving it), never preferred: the best scoring cell",
-                prefer_name(prefer)
+                "prefer = {}: the other cells equivalent to the best are `post` twins of `in_query` cells (cheaper and faster only because the late filter drops context after retrieving it), never preferred: {}",
+                prefer_name(prefer),
+                candidates[0].cell
             )),
         ),
         _ if candidates.len() < 2 => (best.0, Some(cannot_prefer(rows, &scored, prefer, &name, margin))),
@@ -393,5 +396,29 @@ mod tests {
         // Without a filtered cell, leaks are only measured: every cell is eligible.
         rows[1].filter = Filter::None;
         assert_eq!(select(&rows, m, Prefer::Quality, excluded(&rows, &[], &[]), 0.02).unwrap().cell, "c1");
+    }
+
+    #[test]
+    fn a_post_best_gives_way_to_its_equivalent_in_query_twin_under_a_preference() {
+        let cell = |id: &str, filter: Filter, v: f64, standing: VsBest| {
+            let mut r = row(id, Split::Tuning, v);
+            r.filter = filter;
+            r.config = crate::results::Ordered(vec![
+                ("chunker".into(), "markdown".into()),
+                ("filter".into(), filter.to_string()),
+            ]);
+            r.vs_best = Some(standing);
+            r.usd_per_1k_queries =
+                crate::results::Ordered(vec![("@10".into(), if filter == Filter::Post { 1.0 } else { 2.0 })]);
+            r
+        };
+        let rows =
+            vec![cell("c01", Filter::InQuery, 0.80, VsBest::Equivalent), cell("c02", Filter::Post, 0.81, VsBest::Best)];
+        let m = MetricAt::at_k(Metric::Ndcg, 10);
+        let s = select(&rows, m, Prefer::Cost, vec![], 0.02).unwrap();
+        assert_eq!((s.best.as_str(), s.cell.as_str()), ("c02", "c01"), "{:?}", s.rule);
+        assert!(s.rule.unwrap().contains("never preferred: c01"));
+        // By quality the best stays the best.
+        assert_eq!(select(&rows, m, Prefer::Quality, vec![], 0.02).unwrap().cell, "c02");
     }
 }
