@@ -258,20 +258,45 @@ pub struct SectionEntry {
 
 /// Every document and its sections, in corpus order, each with its size and first words;
 /// with `grep`, those whose id or text contains it (any case).
+/// A `sections --grep` pattern: any case, as whole words unless `whole_words` is false.
+pub struct Grep {
+    pub pattern: String,
+    pub whole_words: bool,
+}
+
+impl Grep {
+    /// Whether `text` holds the pattern (any case), bounded by non-alphanumeric characters or
+    /// the text's ends when whole words are asked for.
+    pub fn finds(&self, text: &str) -> bool {
+        let (text, pattern) = (text.to_lowercase(), self.pattern.to_lowercase());
+        if pattern.is_empty() {
+            return true;
+        }
+        text.match_indices(pattern.as_str()).any(|(at, found)| {
+            !self.whole_words || {
+                let before = text[..at].chars().next_back();
+                let after = text[at + found.len()..].chars().next();
+                let edge = |c: Option<char>, inner: Option<char>| {
+                    c.is_none_or(|c| !c.is_alphanumeric()) || inner.is_none_or(|i| !i.is_alphanumeric())
+                };
+                edge(before, pattern.chars().next()) && edge(after, pattern.chars().next_back())
+            }
+        })
+    }
+}
+
 pub fn sections(
     corpus: &Corpus,
     counter: &crate::stages::cost::Counter,
-    grep: Option<&str>,
+    grep: Option<&Grep>,
 ) -> Result<Vec<SectionEntry>> {
-    let grep = grep.map(str::to_lowercase);
     let mut out = Vec::new();
     for id in corpus.label_ids() {
         let text = corpus.label_text(id).unwrap_or("");
-        if let Some(g) = &grep {
+        if let Some(g) = grep {
             // A document's entry is found by its indexed description too.
             let summary = corpus.doc_index(id).and_then(|d| corpus.summary(&corpus.docs[d])).unwrap_or("");
-            let found = [id, text, summary].iter().any(|s| s.to_lowercase().contains(g.as_str()));
-            if !found {
+            if ![id, text, summary].iter().any(|s| g.finds(s)) {
                 continue;
             }
         }

@@ -217,9 +217,13 @@ enum Command {
     Sections {
         /// A corpus (a folder of documents, a JSONL file, a BEIR folder) or an experiment (.toml).
         path: PathBuf,
-        /// Only documents and sections whose id or text contains this word (any case).
-        #[arg(long)]
+        /// Only documents and sections whose id, text or description holds this word or phrase
+        /// as whole words (any case; a pattern may start with `-`, e.g. `--grep "--gc"`).
+        #[arg(long, allow_hyphen_values = true)]
         grep: Option<String>,
+        /// With --grep: match anywhere inside words too (`prazo` finds `prazos`).
+        #[arg(long, requires = "grep")]
+        substring: bool,
         /// JSON Lines (id, doc, tokens, first_words, label_hash), ready to paste into golden cases.
         #[arg(long)]
         json: bool,
@@ -800,7 +804,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sections { path, grep, json } => {
+        Command::Sections { path, grep, substring, json } => {
             let (corpus_path, format, rules, exclude, index_meta) = if path.extension().is_some_and(|e| e == "toml") {
                 let exp = Experiment::load(&path)?;
                 (exp.corpus_path, exp.corpus_format, exp.access_key, exp.corpus_exclude, exp.index_meta)
@@ -815,7 +819,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 ragsweep::stages::cost::DEFAULT_COST_TOKENIZER,
                 &std::path::PathBuf::new(),
             )?;
-            let entries = ragsweep::init::sections(&corpus, &counter, grep.as_deref())?;
+            let grep = grep.map(|pattern| ragsweep::init::Grep { pattern, whole_words: !substring });
+            let entries = ragsweep::init::sections(&corpus, &counter, grep.as_ref())?;
             for e in &entries {
                 if json {
                     println!("{}", serde_json::to_string(e)?);

@@ -288,3 +288,29 @@ fn a_page_description_is_indexed_with_its_title() {
     let m = common::matrix(&second);
     assert_eq!(m["rows"][0]["metrics"]["hit@1"]["value"], 0.0, "not indexed: nothing matches");
 }
+
+/// `sections --grep` matches whole words by default (`--substring` for parts of words) and takes
+/// a pattern that starts with `-`.
+#[test]
+fn sections_grep_matches_whole_words_and_takes_patterns_with_a_dash() {
+    let f = common::Fixture::new(
+        &[
+            ("gc.md", "# Coleta\nRode com --gc para limpar o cache.\n"),
+            ("prazos.md", "# Prazos\nOs prazos mudam todo ano.\n"),
+        ],
+        "[]",
+        "name = \"g\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let grep = |args: &[&str]| {
+        let out = f.cmd().args(["sections", "docs"]).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(grep(&["--grep", "--gc"]), ["gc", "gc#Coleta"]);
+    assert!(grep(&["--grep", "prazo"]).is_empty(), "whole words: prazo is not prazos");
+    assert_eq!(grep(&["--grep", "prazo", "--substring"]), ["prazos", "prazos#Prazos"]);
+    assert_eq!(grep(&["--grep", "PRAZOS"]), ["prazos", "prazos#Prazos"]);
+}
