@@ -174,8 +174,9 @@ fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
 pub const PROGRESS_LINE_SECONDS: f64 = 30.0;
 
 /// Writes `pb`'s progress to stderr as a line every [`PROGRESS_LINE_SECONDS`] (stage,
-/// done/total, the current item, elapsed and remaining time), and a last line when a stage
-/// that wrote any finishes; stops when the bar is dropped.
+/// done/total, the current item, elapsed and remaining time), and a last line when it sees a
+/// stage that wrote any finish (best effort: the process may end first); stops when the bar is
+/// dropped.
 fn progress_lines(pb: &ProgressBar, what: &str) {
     let every = std::env::var("RAGSWEEP_PROGRESS_SECONDS")
         .ok()
