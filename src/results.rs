@@ -537,6 +537,13 @@ pub struct Selection {
     pub rule: Option<String>,
 }
 
+impl Selection {
+    /// Whether `cell` was left out of the selection (leaked, or failed a `require`).
+    pub fn excludes(&self, cell: &str) -> bool {
+        self.excluded.iter().any(|(c, _)| c == cell)
+    }
+}
+
 /// `matrix.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Matrix {

@@ -493,14 +493,7 @@ pub fn contexts(
     cell_id: &str,
     cut: Cut,
 ) -> Result<Vec<ContextLine>> {
-    let position = match cut {
-        Cut::K(k) => exp.k.iter().position(|&x| x == k),
-        Cut::Budget(b) => exp.budget.iter().position(|&x| x == b),
-    }
-    .ok_or_else(|| match cut {
-        Cut::K(k) => Error::Other(format!("k = {k} is not one of the experiment's cut-offs {:?}", exp.k)),
-        Cut::Budget(b) => Error::Other(format!("budget {b} is not one of the experiment's budgets {:?}", exp.budget)),
-    })?;
+    let position = exp.cut_position(cut)?;
     with_cell(exp, prepared, opts, cell_id, |scoring, run, vector| {
         let (corpus, cases, truths) = (scoring.corpus, scoring.cases, &scoring.truths);
         let set = &scoring.built.sets[run.chunks];
@@ -508,29 +501,26 @@ pub fn contexts(
             .into_par_iter()
             .map(|ci| {
                 let r = scoring.retrieve(run, ci, vector(ci), &mut Timing::default())?;
-                let pieces: Vec<crate::evaluate::label::Piece> = match cut {
+                // At k, each chunk carries the score of the unit it is judged as (the list's
+                // score); at a budget, the packed piece's own.
+                let (pieces, scores): (Vec<crate::evaluate::label::Piece>, Option<HashMap<&str, f32>>) = match cut {
                     Cut::K(k) => {
                         let list = r.list(position);
-                        let scores: HashMap<&str, f32> = list.items.iter().map(|i| (i.key.as_str(), i.score)).collect();
-                        list.returned
+                        let pieces = list
+                            .returned
                             .iter()
                             .take(k)
                             .map(|&c| {
                                 let chunk = &set.chunks[c as usize];
-                                let hit = [crate::retrieve::Hit { chunk: c, score: 0.0 }];
-                                let judged = truths[ci].judge(&hit, set, corpus, 1);
-                                let score = judged.items.first().and_then(|i| scores.get(i.key.as_str()).copied());
-                                crate::evaluate::label::Piece {
-                                    chunk: c,
-                                    start: chunk.start as usize,
-                                    end: chunk.end as usize,
-                                    score: score.unwrap_or(0.0),
-                                }
+                                let (start, end) = (chunk.start as usize, chunk.end as usize);
+                                crate::evaluate::label::Piece { chunk: c, start, end, score: 0.0 }
                             })
-                            .collect()
+                            .collect();
+                        (pieces, Some(list.items.iter().map(|i| (i.key.as_str(), i.score)).collect()))
                     }
                     Cut::Budget(_) => {
-                        scoring.packed(run, ci, &r)?.swap_remove(position).pieces.into_iter().map(|p| p.0).collect()
+                        let packed = scoring.packed(run, ci, &r)?.swap_remove(position);
+                        (packed.pieces.into_iter().map(|p| p.0).collect(), None)
                     }
                 };
                 let allowed = scoring.allowed(run.chunks, ci);
@@ -550,7 +540,10 @@ pub fn contexts(
                             unit: first.map_or_else(|| chunk.id.clone(), |i| i.key.clone()),
                             relevant: cases[ci].answerable && first.is_some_and(|i| i.gain > 0.0),
                             visible_to_user: allowed.is_none_or(|a| a.contains(piece.chunk)),
-                            score: piece.score,
+                            score: match &scores {
+                                Some(scores) => first.and_then(|i| scores.get(i.key.as_str()).copied()).unwrap_or(0.0),
+                                None => piece.score,
+                            },
                             // A budget's last piece is the chunk cut at the budget.
                             text: text.get(..kept).unwrap_or(text).to_string(),
                         }
@@ -837,10 +830,9 @@ impl<'a> Scoring<'a> {
             vec![Vec::new(); cases.len()]
         } else {
             let tokens_in = |d: u32, s: usize, e: usize| token_count(&doc_token_starts, corpus, counter, d, s, e);
-            cases
+            truths
                 .iter()
-                .zip(&truths)
-                .map(|(_, truth)| {
+                .map(|truth| {
                     let items = truth.item_tokens(corpus, &tokens_in, &|t| counter.count(t))?;
                     Ok(exp.budget.iter().map(|&b| context::ideal_count(&items, b)).collect())
                 })
@@ -947,6 +939,9 @@ impl Scoring<'_> {
             Access::Post(r) => Some(r.allowed),
             _ => None,
         };
+        // Tokens of every chunk the user may see: summed once per call, when a late filter left
+        // a context under its budget.
+        let visible = std::cell::OnceCell::new();
         self.exp
             .budget
             .iter()
@@ -957,9 +952,10 @@ impl Scoring<'_> {
                     // The late filter left less than the budget although the user may see more.
                     let held = packed.tokens() as usize;
                     if held < b {
-                        let visible: usize =
-                            allowed.iter().map(|c| self.chunk_tokens[run.chunks][c as usize] as usize).sum();
-                        packed.short |= visible > held;
+                        let visible: &usize = visible.get_or_init(|| {
+                            allowed.iter().map(|c| self.chunk_tokens[run.chunks][c as usize] as usize).sum()
+                        });
+                        packed.short |= *visible > held;
                     }
                 }
                 Ok(packed)

@@ -501,10 +501,6 @@ impl Comparison {
         ("<", Comparison::Below),
     ];
 
-    pub fn symbol(self) -> &'static str {
-        Comparison::ALL.iter().find(|(_, c)| *c == self).map_or("?", |(s, _)| s)
-    }
-
     pub fn holds(self, value: f64, want: f64) -> bool {
         match self {
             Comparison::AtLeast => value >= want,

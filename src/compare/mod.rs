@@ -234,42 +234,44 @@ pub const SUBSET_DRAWS: usize = 1000;
 pub fn line_requirement(side: &Side<'_>, spec: &str) -> Option<Result<(String, bool)>> {
     let (name, want) = spec.split_once('=')?;
     let name = name.trim();
-    let column = crate::evaluate::columns::column(name)?;
-    let is_line_column = ["leaks", "restricted_hits", "under_return", "recall_vs_oracle"].contains(&column.name);
-    if !is_line_column {
-        return None;
+    let column = crate::evaluate::columns::column(name).filter(|c| LINE_COLUMNS.contains(&c.name))?;
+    Some(check_line_requirement(side, spec, name, column, want))
+}
+
+/// Columns a case line keeps outside its metrics ([`line_value`]).
+const LINE_COLUMNS: [&str; 4] = ["leaks", "restricted_hits", "under_return", "recall_vs_oracle"];
+
+fn check_line_requirement(
+    side: &Side<'_>,
+    spec: &str,
+    name: &str,
+    column: &crate::evaluate::columns::Column,
+    want: &str,
+) -> Result<(String, bool)> {
+    let want: f64 = want
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v| column.check_value(*v).is_ok())
+        .ok_or_else(|| Error::Other(format!("--require {spec}: {want:?} is not a value of {name}")))?;
+    let values = case_values(side, name, None)?;
+    if values.is_empty() {
+        return Err(Error::Other(format!("--require {spec}: no case of cell {} has a value for {name}", side.cell.id)));
     }
-    Some((|| {
-        let want: f64 = want
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v| column.check_value(*v).is_ok())
-            .ok_or_else(|| Error::Other(format!("--require {spec}: {want:?} is not a value of {name}")))?;
-        let values = case_values(side, name, None)?;
-        if values.is_empty() {
-            return Err(Error::Other(format!(
-                "--require {spec}: no case of cell {} has a value for {name}",
-                side.cell.id
-            )));
-        }
-        let sign = column.requirement_sign();
-        let (value, what) = if column.defect {
-            (values.values().map(|v| v.0).fold(0.0, f64::max), "the worst case")
-        } else {
-            (values.values().map(|v| v.0).sum::<f64>() / values.len() as f64, "the mean")
-        };
-        let met = column.meets(value, want);
-        let verdict = if met { "PASS" } else { "FAIL" };
-        Ok((
-            format!(
-                "{verdict}: {name} of cell {}: {what} is {value} over {} cases, required {sign} {want}",
-                side.cell.id,
-                values.len()
-            ),
-            met,
-        ))
-    })())
+    let (value, what) = if column.defect {
+        (values.values().map(|v| v.0).fold(0.0, f64::max), "the worst case")
+    } else {
+        (values.values().map(|v| v.0).sum::<f64>() / values.len() as f64, "the mean")
+    };
+    let met = column.meets(value, want);
+    let line = format!(
+        "{}: {name} of cell {}: {what} is {value} over {} cases, required {} {want}",
+        if met { "PASS" } else { "FAIL" },
+        side.cell.id,
+        values.len(),
+        column.requirement_sign()
+    );
+    Ok((line, met))
 }
 
 /// A per-case value a line keeps outside its metrics: `leaks`, `restricted_hits` (0 or 1), and

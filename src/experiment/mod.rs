@@ -581,6 +581,19 @@ impl Experiment {
         ks.chain(self.budget.iter().map(|b| format!("@{b}t"))).collect()
     }
 
+    /// The position of `cut` among the experiment's cut-offs (a k) or budgets; an error naming
+    /// them when it is none of them.
+    pub fn cut_position(&self, cut: crate::vocab::Cut) -> Result<usize> {
+        let (list, what) = match cut {
+            crate::vocab::Cut::K(_) => (&self.k, "cut-offs"),
+            crate::vocab::Cut::Budget(_) => (&self.budget, "budgets"),
+        };
+        let (crate::vocab::Cut::K(v) | crate::vocab::Cut::Budget(v)) = cut;
+        list.iter()
+            .position(|&x| x == v)
+            .ok_or_else(|| Error::Other(format!("{cut} is not one of the experiment's {what} {list:?}")))
+    }
+
     pub fn max_k(&self) -> usize {
         *self.k.last().expect("k is validated non-empty")
     }

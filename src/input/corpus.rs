@@ -66,48 +66,41 @@ impl ReadReport {
     pub fn summary(&self) -> String {
         let read: Vec<String> = self.read.iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
         let mut out = format!("read {}", if read.is_empty() { "nothing".into() } else { read.join(", ") });
+        let with_why = |(p, why): &(PathBuf, String)| format!("{} ({why})", file_name(p));
         if !self.skipped.is_empty() {
-            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            let listed: Vec<String> =
-                self.skipped.iter().take(10).map(|(p, why)| format!("{} ({why})", name(p))).collect();
-            out.push_str(&format!("; skipped {}: {}", self.skipped.len(), listed.join(", ")));
-            let more = self.skipped.len().saturating_sub(10);
-            if more > 0 {
-                out.push_str(&format!(" and {more} more"));
-            }
+            out.push_str(&format!("; skipped {}: {}", self.skipped.len(), listed(self.skipped.iter().map(with_why))));
         }
         if !self.excluded.is_empty() {
-            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            let listed: Vec<String> = self.excluded.iter().take(10).map(name).collect();
-            let more = self.excluded.len().saturating_sub(10);
-            out.push_str(&format!(
-                "; excluded {} by [corpus] exclude: {}{}",
-                self.excluded.len(),
-                listed.join(", "),
-                if more > 0 { format!(" and {more} more") } else { String::new() }
-            ));
+            let names = self.excluded.iter().map(|p| file_name(p));
+            out.push_str(&format!("; excluded {} by [corpus] exclude: {}", self.excluded.len(), listed(names)));
         }
         if !self.lenient.is_empty() {
-            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            let listed: Vec<String> =
-                self.lenient.iter().take(5).map(|(p, why)| format!("{} ({why})", name(p))).collect();
-            out.push_str(&format!(
-                "; front matter read line by line (not YAML, no access key in it): {}{}",
-                listed.join(", "),
-                if self.lenient.len() > 5 { format!(" and {} more", self.lenient.len() - 5) } else { String::new() }
-            ));
+            let files = listed(self.lenient.iter().map(with_why));
+            out.push_str(&format!("; front matter read line by line (not YAML, no access key in it): {files}"));
         }
         if !self.dropped_lines.is_empty() {
-            let name = |p: &PathBuf| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
             let total: usize = self.dropped_lines.iter().map(|d| d.1).sum();
-            let listed: Vec<String> =
-                self.dropped_lines.iter().take(10).map(|(p, n)| format!("{} {n}", name(p))).collect();
+            let files = listed(self.dropped_lines.iter().map(|(p, n)| format!("{} {n}", file_name(p))));
             out.push_str(&format!(
-                "; dropped {total} running head and footer lines (repeated at one height on most pages): {}",
-                listed.join(", ")
+                "; dropped {total} running head and footer lines (repeated at one height on most pages): {files}"
             ));
         }
         out
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+}
+
+/// The first ten of `items`, comma-separated, then `and N more`.
+fn listed(items: impl ExactSizeIterator<Item = String>) -> String {
+    let more = items.len().saturating_sub(10);
+    let shown: Vec<String> = items.take(10).collect();
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
     }
 }
 

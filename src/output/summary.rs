@@ -95,11 +95,14 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> St
         left,
     };
     let mut intervals = true;
+    // Dropped first to last; the p50 stays when latency decided the selection.
     let mut optional = vec!["vs best", "p50 ms"];
     if with_usd {
         optional.insert(0, "$/1k q");
     }
-    let kept: &[&str] = if keep_p50 { &["p50 ms"] } else { &[] };
+    if keep_p50 {
+        optional.retain(|o| *o != "p50 ms");
+    }
     loop {
         let show = |m: Option<&Mean>| if intervals { mean(m) } else { mean_only(m) };
         let mut columns = vec![
@@ -113,7 +116,7 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> St
         }
         columns[0].values = (1..=lines.len()).map(|i| i.to_string()).collect();
         for name in ["vs best", "p50 ms", "$/1k q"] {
-            if optional.contains(&name) || kept.contains(&name) {
+            if optional.contains(&name) || (keep_p50 && name == "p50 ms") {
                 columns.push(match name {
                     "vs best" => column(name, true, &|l| l.standing.to_string()),
                     "p50 ms" => column(name, false, &|l| l.p50.clone()),
@@ -122,7 +125,6 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> St
             }
         }
         let total: usize = columns.iter().map(|c| c.width() + 1).sum::<usize>() - 1;
-        optional.retain(|o| !kept.contains(o));
         let label_alone = total > WIDTH && !intervals && optional.is_empty();
         if total <= WIDTH || label_alone {
             return render_table(&columns, label_alone);
@@ -191,7 +193,7 @@ fn ms(v: f64) -> String {
 fn standing(row: &Row, m: &Matrix) -> &'static str {
     match row.vs_best {
         Some(v) => v.as_str(),
-        None if m.selection.as_ref().is_some_and(|s| s.excluded.iter().any(|(c, _)| *c == row.cell)) => "ineligible",
+        None if m.selection.as_ref().is_some_and(|s| s.excludes(&row.cell)) => "ineligible",
         None => "",
     }
 }
@@ -264,7 +266,7 @@ fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String
 /// selected cell's 95% interval overlaps the next best one's.
 fn reserved_warning(m: &Matrix) -> Option<String> {
     let s = m.selection.as_ref()?;
-    let eligible = |cell: &str| !s.excluded.iter().any(|(c, _)| c == cell);
+    let eligible = |cell: &str| !s.excludes(cell);
     let reserved = |cell: &str| {
         let r = m.rows.iter().find(|r| r.cell == cell && r.split == Split::Reserved)?;
         let mean = r.metrics.get(&s.metric)?;
@@ -298,7 +300,7 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
     if m.unit != "section" {
         return Vec::new();
     }
-    let excluded = |cell: &str| m.selection.as_ref().is_some_and(|s| s.excluded.iter().any(|(c, _)| c == cell));
+    let excluded = |cell: &str| m.selection.as_ref().is_some_and(|s| s.excludes(cell));
     let chunker = |r: &Row| {
         let parts: Vec<&str> =
             labels::CHUNKER_KEYS.iter().filter_map(|k| r.config.get(k)).map(String::as_str).collect();

@@ -176,9 +176,7 @@ impl Scoring<'_> {
         let packed = match budget {
             None => None,
             Some(b) => {
-                let at = self.exp.budget.iter().position(|&x| x == b).ok_or_else(|| {
-                    Error::Other(format!("budget {b} is not one of the experiment's budgets {:?}", self.exp.budget))
-                })?;
+                let at = self.exp.cut_position(crate::vocab::Cut::Budget(b))?;
                 let pieces = self.packed(run, ci, &scored)?.swap_remove(at).pieces;
                 Some(self.truths[ci].judge_pieces(pieces.into_iter().map(|p| p.0), set, corpus, usize::MAX))
             }

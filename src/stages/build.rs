@@ -242,15 +242,16 @@ fn chunk_stage(
 ) -> Result<(Vec<ChunkSet>, Vec<[u8; 32]>)> {
     let corpus = ctx.corpus;
     let pb = (ctx.bar)(plan.chunkers.len(), "chunk");
+    // The headings chunkers split on are part of what a chunk set is made from.
+    let structure = corpus.structure_hash();
     let cached: Vec<(Cached<ChunkSet>, f64)> = plan
         .chunkers
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
-            // The headings chunkers split on are part of what a chunk set is made from.
             let key = cache::key(
                 "chunks-v2",
-                &[corpus.hash.as_bytes(), corpus.structure_hash().as_bytes(), format!("{spec:?}").as_bytes()],
+                &[corpus.hash.as_bytes(), structure.as_bytes(), format!("{spec:?}").as_bytes()],
             );
             let set = ctx.store.get_or_build(
                 "chunks",
