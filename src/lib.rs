@@ -21,6 +21,7 @@ pub mod init;
 pub mod input;
 pub mod install;
 pub mod installed;
+pub mod judge;
 pub mod npy;
 pub mod output;
 pub mod plan;

@@ -253,6 +253,43 @@ enum Command {
     },
     /// Print the man page (roff)
     Man,
+    /// Judge what the cells returned that no label names (SPEC §9): one unit at a time in the
+    /// terminal, each answer saved to judgments.jsonl beside the golden set before the next
+    Judge {
+        /// The run directory (results/NAME/latest, or a unique prefix of its run id).
+        run: PathBuf,
+        /// Pool these cells only (repeatable or comma-separated; default: every cell).
+        #[arg(long, value_delimiter = ',')]
+        cells: Vec<String>,
+        /// Pool each cell's top k (one of the experiment's k; default 10, else its largest).
+        #[arg(long, conflicts_with = "budget")]
+        k: Option<usize>,
+        /// Pool each cell's context packed into this budget (one of the experiment's).
+        #[arg(long)]
+        budget: Option<usize>,
+        /// Pool these cases only (repeatable or comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        cases: Vec<String>,
+        /// Write the pool as JSONL (fill `grade`, 0..3, and `note`) instead of judging here.
+        #[arg(long, conflicts_with = "import")]
+        export: Option<PathBuf>,
+        /// Add the judgments of a judged pool (JSONL of case, id, grade; grade null = unjudged).
+        #[arg(long)]
+        import: Option<PathBuf>,
+        /// Who judges (recorded with each judgment; default $USER).
+        #[arg(long)]
+        who: Option<String>,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
+    /// Score a finished run again with the current judgments, without retrieving (its ranked
+    /// lists are in per_query.jsonl); writes a new run beside it and names the cells whose rank moved
+    Rescore {
+        /// The run directory (results/NAME/latest, or a unique prefix of its run id).
+        run: PathBuf,
+        #[command(flatten)]
+        dirs: Dirs,
+    },
     /// Write contexts.jsonl: what a cell sends a generator at cut-off k, per case
     Contexts {
         /// The run directory (or results/NAME/latest); contexts.jsonl is written into it.
@@ -888,6 +925,101 @@ fn real_main() -> anyhow::Result<ExitCode> {
             man_page(&mut std::io::stdout())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Judge { run, cells, k, budget, cases, export, import, who, dirs } => {
+            let run = output::resolve_run(&run)?;
+            let (models_dir, cache_dir) = dirs.of_run(&run);
+            let options = RunOptions { progress: false, models_dir, cache_dir, engines_dir: dirs.engines() };
+            let (exp, prepared) = runner::load_run(&run, &options)?;
+            let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
+            if let Some(file) = import {
+                let n = ragsweep::judge::import(&file, &prepared.cases, &prepared.corpus, &exp.judgments, &who)?;
+                eprintln!(
+                    "{} added to {}; `ragsweep rescore {}` scores the run with them",
+                    ragsweep::words::count(n, "judgment"),
+                    exp.judgments.display(),
+                    run.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let cut = match budget {
+                Some(b) => runner::Cut::Budget(b),
+                None => runner::Cut::K(k.unwrap_or_else(|| ragsweep::vocab::headline_k(&exp.k))),
+            };
+            let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
+            let pool = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
+            let per_case = pool.iter().map(|p| &p.case).collect::<std::collections::BTreeSet<_>>().len();
+            if let Some(file) = export {
+                ragsweep::atomic::write_atomic(&file, &ragsweep::judge::export(&pool, &prepared.corpus))?;
+                eprintln!(
+                    "{} of {} written to {}: fill `grade` (0 not relevant, 1 relevant, 2 highly) and run `ragsweep judge {} --import {}`",
+                    ragsweep::words::count(pool.len(), "unit"),
+                    ragsweep::words::count(per_case, "case"),
+                    file.display(),
+                    run.display(),
+                    file.display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            if pool.is_empty() {
+                eprintln!("nothing to judge: every unit the cells returned within the cut carries a judgment");
+                return Ok(ExitCode::SUCCESS);
+            }
+            eprintln!(
+                "{} to judge for {}; answers are saved to {} as you go",
+                ragsweep::words::count(pool.len(), "unit"),
+                ragsweep::words::count(per_case, "case"),
+                exp.judgments.display()
+            );
+            let terminal = std::io::stdout().is_terminal();
+            let report = ragsweep::judge::session(
+                &pool,
+                &prepared.corpus,
+                &exp.judgments,
+                &who,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stdout().lock(),
+                terminal,
+            )?;
+            let (fixed, misses) = ragsweep::judge::misses_fixed(&run, &cells, &report.relevant)?;
+            println!("\n{} judged, {} skipped, {} left in the pool.", report.answered, report.skipped, report.left);
+            for (case, ids) in &report.relevant {
+                println!("  {case}: newly relevant {}", ids.join(", "));
+            }
+            println!(
+                "{fixed} of this run's {} become hits when it is rescored: ragsweep rescore {}",
+                ragsweep::words::count(misses, "miss"),
+                run.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Rescore { run, dirs } => {
+            let run = output::resolve_run(&run)?;
+            let (models_dir, cache_dir) = dirs.of_run(&run);
+            let progress = std::io::stderr().is_terminal();
+            let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
+            let (exp, prepared) = runner::load_run(&run, &options)?;
+            let manifest: ragsweep::results::Manifest =
+                ragsweep::input::text::json(&run.join("manifest.json"), "run manifest")?;
+            if !runner::rescore::judgments_changed(&manifest, &prepared) {
+                eprintln!("{} already scored the current judgments: nothing to rescore", run.display());
+                return Ok(ExitCode::SUCCESS);
+            }
+            let run_id = format!("{}-rescored", output::run_id(&exp, std::time::SystemTime::now()));
+            let experiment_dir = run.parent().expect("a run directory has a parent");
+            let mut writer = output::RunWriter::create(&experiment_dir.join(&run_id))?;
+            let mut rescored = runner::rescore::rescore(&run, &exp, &prepared, &options, &mut writer)?;
+            rescored.result.manifest.run_id = run_id;
+            let dir = writer.finish(&mut rescored.result, |staging| ragsweep::report::write(staging, None))?;
+            print_summary(&rescored.result, &dir, false)?;
+            if rescored.moved.is_empty() {
+                eprintln!("no cell changed rank on tuning ({})", rescored.result.decision_metric);
+            }
+            for (cell, was, now) in &rescored.moved {
+                eprintln!("{cell}: rank {was} → {now} on tuning ({})", rescored.result.decision_metric);
+            }
+            eprintln!("rescored {} with the current judgments; results in {}", run.display(), dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Contexts { run, cell, k, budget, split, dirs } => {
             let progress = std::io::stderr().is_terminal();
             let run = output::resolve_run(&run)?;
@@ -1093,8 +1225,11 @@ fn print_summary(run: &ragsweep::results::RunResult, dir: &std::path::Path, all_
 }
 
 fn warn_if_golden_differs(a: &RunData, b: &RunData) {
-    if a.golden_hash != b.golden_hash {
-        eprintln!("warning: the two runs used different golden sets; only cases with the same id are compared");
+    if !a.same_golden(b) {
+        eprintln!(
+            "warning: the two runs used different golden sets ({}); only cases with the same id are compared",
+            a.golden_difference(b)
+        );
     }
 }
 

@@ -341,6 +341,13 @@ pub struct CaseResult {
     pub ranking: Vec<(String, f32)>,
     /// Per budget: the items its packed context holds (the first of `ranking`).
     pub packed_items: Vec<usize>,
+    /// The ranked chunks of the case's last search call (id, score), unfiltered under `post`:
+    /// what `rescore` judges again with new labels. `None` for a cell that searches each k
+    /// with its own call (an engine).
+    pub hits: Option<Vec<(String, f32)>>,
+    /// The units a person could judge (SPEC §9): each unjudged item of `ranking` the case's user
+    /// may see, as the unit it would be judged as, with its 1-based rank (first rank per unit).
+    pub unjudged: Vec<(String, u32)>,
     /// The lists of the cut-offs whose list is not the first k of `ranking` (an engine cell
     /// asks each k with its own query, whose plan can differ), as `(cut key, item keys)`.
     pub top_at: Vec<(String, Vec<String>)>,
@@ -392,6 +399,13 @@ impl Parity {
 /// Items listed per case in `per_query.jsonl`.
 pub const PER_QUERY_TOP: usize = 10;
 
+/// A unit nobody has judged for a case, at the first rank a cell's list placed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnjudgedUnit {
+    pub id: String,
+    pub rank: u32,
+}
+
 /// One line of `per_query.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseLine {
@@ -410,6 +424,13 @@ pub struct CaseLine {
     /// Per budget: how many of `top`'s items its packed context holds.
     #[serde(default, skip_serializing_if = "Ordered::is_empty")]
     pub packed_items: Ordered<usize>,
+    /// The unjudged units of the ranking the user may see, with their first rank (SPEC §9):
+    /// what `judge` pools.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unjudged: Vec<UnjudgedUnit>,
+    /// The chunks of the case's last search call with their scores (`CaseResult::hits`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hits: Option<Vec<(String, f32)>>,
     /// Per k whose list is not the first k of `top` (an engine cell asks each k with its own
     /// query): that k's list, so every metric is recomputable from this file.
     #[serde(default, skip_serializing_if = "Ordered::is_empty")]
@@ -455,6 +476,8 @@ impl CaseLine {
             packed_items: Ordered(
                 cuts.iter().filter(|c| c.ends_with('t')).cloned().zip(r.packed_items.iter().copied()).collect(),
             ),
+            unjudged: r.unjudged.iter().map(|(id, rank)| UnjudgedUnit { id: id.clone(), rank: *rank }).collect(),
+            hits: r.hits.clone(),
             top_at: Ordered(r.top_at.clone()),
             leaks: r.leaks,
             restricted_hit: r.restricted_hit,
@@ -479,6 +502,8 @@ impl CaseLine {
             values,
             ranking: Vec::new(),
             packed_items: self.packed_items.values().copied().collect(),
+            unjudged: self.unjudged.iter().map(|u| (u.id.clone(), u.rank)).collect(),
+            hits: self.hits.clone(),
             top_at: self.top_at.0.clone(),
             short: cuts.iter().map(|k| self.short.get(k).copied()).collect::<Option<_>>()?,
             leaks: self.leaks,
@@ -658,6 +683,9 @@ pub struct GoldenInfo {
     /// Golden-set health warnings (too few cases, repeated questions, long labels).
     #[serde(default)]
     pub health: Vec<String>,
+    /// The judgments the run scored with (SPEC §9); `hash` above covers them too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgments: Option<crate::input::judgments::JudgmentsInfo>,
 }
 
 /// A model as the manifest records it.
@@ -713,6 +741,9 @@ pub struct Manifest {
     /// Cells that failed, with why: the run is incomplete (its other cells are whole).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_cells: Vec<(String, String)>,
+    /// The run this one rescored with newer judgments (`ragsweep rescore`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rescored_from: Option<String>,
 }
 
 /// One context item a generator would receive: a returned chunk, in rank order.

@@ -26,7 +26,7 @@ use crate::results::{CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Pa
 use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Timing};
 use crate::retrieve::Allowed;
-use crate::stages::build::{self, BuildContext, Built};
+use crate::stages::build::{self, BuildContext};
 use crate::stages::cache::StageCache;
 use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
@@ -52,7 +52,10 @@ pub struct RunOptions {
 pub struct Prepared {
     pub plan: Plan,
     pub corpus: Corpus,
+    /// The golden cases, with the judgments added as labels.
     pub cases: Vec<GoldenCase>,
+    /// What the judgments file held, when it held any.
+    pub judgments: Option<crate::input::judgments::JudgmentsInfo>,
     /// The plan's models, in its order.
     pub models: Vec<ModelInfo>,
     /// Counts the context tokens a retrieval would send to a model.
@@ -130,10 +133,11 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
             ));
         }
     }
+    let judgments = crate::input::judgments::apply(&exp.judgments, exp.unit, &mut cases, &corpus)?;
     let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
-    Ok(Prepared { plan, corpus, cases, models, counter, pg_server })
+    Ok(Prepared { plan, corpus, cases, judgments, models, counter, pg_server })
 }
 
 /// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.
@@ -294,7 +298,7 @@ pub fn run_with<'e>(
     on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Outcome> {
     let started = Instant::now();
-    let Prepared { plan, corpus, cases, models, counter, pg_server } = prepared;
+    let Prepared { plan, corpus, cases, models, counter, pg_server, .. } = prepared;
     let store = StageCache::new(&opts.cache_dir);
     let mut stages = Vec::new();
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
@@ -313,7 +317,7 @@ pub fn run_with<'e>(
 
     let plan_started = Instant::now();
     let columns = cut_columns(exp);
-    let scoring = Scoring::new(exp, corpus, cases, &built, &columns, counter)?;
+    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &columns, counter)?;
     let case_info = aggregate::case_info(cases, corpus);
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
@@ -473,7 +477,7 @@ fn with_cell<T>(
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
-    let scoring = Scoring::new(exp, corpus, cases, &built, &[], &prepared.counter)?;
+    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &[], &prepared.counter)?;
     let run = CellRun {
         cell: &one.cells[0],
         chunks: planned.chunks.0,
@@ -496,7 +500,7 @@ pub fn contexts(
     let position = exp.cut_position(cut)?;
     with_cell(exp, prepared, opts, cell_id, |scoring, run, vector| {
         let (corpus, cases, truths) = (scoring.corpus, scoring.cases, &scoring.truths);
-        let set = &scoring.built.sets[run.chunks];
+        let set = &scoring.sets[run.chunks];
         (0..cases.len())
             .into_par_iter()
             .map(|ci| {
@@ -649,7 +653,8 @@ struct Scoring<'a> {
     exp: &'a Experiment,
     corpus: &'a Corpus,
     cases: &'a [GoldenCase],
-    built: &'a Built,
+    /// The experiment's chunk sets, in plan order.
+    sets: &'a [crate::stages::chunk::ChunkSet],
     truths: Vec<Truth>,
     allowed_sets: HashMap<(usize, &'a [String]), Allowed>,
     /// Each metric column with the position of its cut-off in the experiment's cut keys
@@ -805,12 +810,11 @@ impl<'a> Scoring<'a> {
         exp: &'a Experiment,
         corpus: &'a Corpus,
         cases: &'a [GoldenCase],
-        built: &'a Built,
+        sets: &'a [crate::stages::chunk::ChunkSet],
         columns: &'a [(usize, MetricAt)],
         counter: &'a Counter,
     ) -> Result<Self> {
-        let chunk_tokens: Vec<Vec<u32>> = built
-            .sets
+        let chunk_tokens: Vec<Vec<u32>> = sets
             .iter()
             .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
             .collect::<Result<_>>()?;
@@ -842,17 +846,17 @@ impl<'a> Scoring<'a> {
             exp,
             corpus,
             cases,
-            built,
+            sets,
             truths,
-            allowed_sets: allowed_sets(corpus, cases, &built.sets),
+            allowed_sets: allowed_sets(corpus, cases, sets),
             columns,
             counter,
             chunk_tokens,
-            doc_chunks: doc_chunks(corpus, &built.sets),
+            doc_chunks: doc_chunks(corpus, sets),
             relevant_text,
             ideal_items,
             doc_token_starts,
-            spanning: spanning_chunks(exp.unit, cases, corpus, &built.sets),
+            spanning: spanning_chunks(exp.unit, cases, corpus, sets),
         })
     }
 
@@ -917,20 +921,24 @@ impl Scoring<'_> {
         vector: &[f32],
         timing: &mut Timing,
     ) -> Result<Retrieval> {
-        let set = &self.built.sets[run.chunks];
+        let query = Query { text: &self.cases[case].question, vector };
+        self.with_judge(run, case, |judge| cell::retrieve(retriever, &query, access, ks, judge, timing))
+    }
+
+    /// Calls `f` with how case `case`'s ranked chunks become its judged list in cell `run`.
+    fn with_judge<T>(&self, run: &CellRun<'_>, case: usize, f: impl FnOnce(&Judge<'_>) -> T) -> T {
+        let set = &self.sets[run.chunks];
         let (truth, corpus) = (&self.truths[case], self.corpus);
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
         let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
         let fill = self.exp.budget.last().map(|&b| (&self.chunk_tokens[run.chunks][..], b));
-        let judge = Judge { judge: &judge, collapses, chunks: set.len(), fill };
-        let query = Query { text: &self.cases[case].question, vector };
-        cell::retrieve(retriever, &query, access, ks, &judge, timing)
+        f(&Judge { judge: &judge, collapses, chunks: set.len(), fill })
     }
 
     /// The context packed into each budget (SPEC §3) from the cell's ranked list; under `post`
     /// the late filter drops what the user may not see from the packed context, refilling nothing.
     fn packed(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> Result<Vec<Packed>> {
-        let set = &self.built.sets[run.chunks];
+        let set = &self.sets[run.chunks];
         let cut = |chunk: u32, tokens: usize| -> Result<usize> {
             let spans = self.counter.token_spans(set.text(self.corpus, chunk as usize))?;
             Ok(spans.get(tokens.saturating_sub(1)).map_or(0, |s| if tokens == 0 { 0 } else { s.1 }))
@@ -966,7 +974,7 @@ impl Scoring<'_> {
     fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> Result<CaseResult> {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
-        let set = &self.built.sets[run.chunks];
+        let set = &self.sets[run.chunks];
         let chunk_tokens = &self.chunk_tokens[run.chunks];
         let packed = self.packed(run, ci, r)?;
         let judged_packed: Vec<Judged> = packed
@@ -1019,6 +1027,12 @@ impl Scoring<'_> {
             .collect();
         ctx_tokens.extend(packed.iter().map(Packed::tokens));
         let mut short: Vec<bool> = ks.iter().enumerate().map(|(i, &k)| r.list(i).items.len() < k).collect();
+        // Deeper than the deepest k list only where the largest budget's list extends it (a
+        // `post` cell's budget list is filtered after packing, its k lists per k).
+        let extends = |p: &&Judged| {
+            p.items.len() > deepest.items.len() && p.items.iter().zip(&deepest.items).all(|(a, b)| a.key == b.key)
+        };
+        let ranking = &judged_packed.last().filter(extends).unwrap_or(deepest).items;
         short.extend(packed.iter().map(|p| p.short));
         Ok(CaseResult {
             cell: run.cell.id.clone(),
@@ -1026,15 +1040,23 @@ impl Scoring<'_> {
             split: case.split.unwrap_or(Split::Tuning),
             answerable: case.answerable,
             values,
-            ranking: {
-                // Deeper only where the largest budget's list extends the deepest k list (a
-                // `post` cell's budget list is filtered after packing, its k lists per k).
-                let extends = |p: &&Judged| {
-                    p.items.len() > deepest.items.len()
-                        && p.items.iter().zip(&deepest.items).all(|(a, b)| a.key == b.key)
-                };
-                let packed = judged_packed.last().filter(extends);
-                packed.unwrap_or(deepest).items.iter().map(|i| (i.key.clone(), i.score)).collect()
+            ranking: ranking.iter().map(|i| (i.key.clone(), i.score)).collect(),
+            hits: (!run.retriever.plans_each_depth())
+                .then(|| r.hits.iter().map(|h| (set.chunks[h.chunk as usize].id.clone(), h.score)).collect()),
+            unjudged: {
+                let visible = self.allowed(run.chunks, ci);
+                let mut units: Vec<(String, u32)> = Vec::new();
+                for (rank, item) in ranking.iter().enumerate() {
+                    if item.judged || visible.is_some_and(|a| !a.contains(item.chunk)) {
+                        continue;
+                    }
+                    for unit in crate::evaluate::label::judging_units(self.exp.unit, set, self.corpus, item.chunk) {
+                        if !units.iter().any(|(u, _)| *u == unit) {
+                            units.push((unit, rank as u32 + 1));
+                        }
+                    }
+                }
+                units
             },
             packed_items: judged_packed.iter().map(|j| j.items.len()).collect(),
             top_at: ks
@@ -1111,5 +1133,6 @@ impl Scoring<'_> {
 
 mod diagnose;
 mod explain;
+pub mod rescore;
 #[cfg(test)]
 mod tests;

@@ -65,6 +65,8 @@ pub struct Item {
     pub new: u32,
     /// The chunk that placed the item (its best-ranked chunk).
     pub chunk: u32,
+    /// Whether the item carries a judgment: a labelled unit of any grade, 0 included (SPEC §9).
+    pub judged: bool,
 }
 
 /// The judged list of one case, and what it is judged against.
@@ -92,6 +94,8 @@ pub enum Metric {
     TokRecall,
     TokPrecision,
     TokIou,
+    /// Share of the list's items that carry a judgment (SPEC §9): how complete the labels are.
+    Judged,
 }
 
 /// `ndcg@10`-style name of a metric at a cut-off, or `recall@1024t` at a token budget.
@@ -122,6 +126,8 @@ pub struct Interval {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
+    /// Items nobody judged sit above the cut: one of them may be the answer (SPEC §9).
+    Unjudged,
     /// No chunk of the cell's chunker counts as a relevant unit: the evidence was cut.
     Chunking,
     /// Every relevant unit is invisible to the case's groups.
@@ -155,6 +161,36 @@ pub struct Miss {
     pub rank: Option<u32>,
     /// What decided it, in words a user can check against the text.
     pub evidence: String,
+    /// Under `unjudged`: the pipeline's cause, should the unjudged items be judged not relevant
+    /// (`evidence` is then that cause's evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<Cause>,
+    /// Items above the cut that carry no judgment (SPEC §9).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unjudged: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Miss {
+    /// A miss with its pipeline cause.
+    pub fn new(k: usize, cause: Cause, rank: Option<u32>, evidence: String) -> Miss {
+        Miss { k, cause, rank, evidence, pipeline: None, unjudged: 0 }
+    }
+
+    /// The cause and evidence in words: under `unjudged`, how many items and the pipeline's
+    /// cause should they be judged not relevant.
+    pub fn explained(&self) -> String {
+        match self.pipeline {
+            Some(p) if self.cause == Cause::Unjudged => format!(
+                "{} of the top {} carry no judgment (ragsweep judge); if none is relevant: {p} — {}",
+                self.unjudged, self.k, self.evidence
+            ),
+            _ => self.evidence.clone(),
+        }
+    }
 }
 
 /// Abstention rates at a floor.

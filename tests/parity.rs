@@ -40,7 +40,14 @@ fn scifact_run_scores_match_pytrec_eval_to_1e6() {
             .iter()
             .map(|(doc, score)| {
                 let gain = f64::from(grades.get(doc).copied().unwrap_or(0));
-                Item { key: doc.to_string(), score: *score as f32, gain, new: u32::from(gain > 0.0), chunk: 0 }
+                Item {
+                    key: doc.to_string(),
+                    score: *score as f32,
+                    gain,
+                    new: u32::from(gain > 0.0),
+                    chunk: 0,
+                    judged: true,
+                }
             })
             .collect();
         let mut ideal: Vec<f64> = grades.values().filter(|&&g| g > 0).map(|&g| f64::from(g)).collect();

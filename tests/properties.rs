@@ -85,7 +85,7 @@ proptest! {
         let items: Vec<Item> = gains
             .iter()
             .enumerate()
-            .map(|(i, &g)| Item { key: i.to_string(), score: 0.0, gain: g, new: u32::from(g > 0.0), chunk: 0 })
+            .map(|(i, &g)| Item { key: i.to_string(), score: 0.0, gain: g, new: u32::from(g > 0.0), chunk: 0, judged: true })
             .collect();
         let mut ideal: Vec<f64> = gains.iter().copied().filter(|&g| g > 0.0).collect();
         ideal.extend(std::iter::repeat_n(1.0, extra_relevant));

@@ -129,11 +129,11 @@ pub fn check(
         };
         let _ = writeln!(report, "\n{line}");
     }
-    if baseline.run.golden_hash != current.run.golden_hash {
+    if !baseline.run.same_golden(current.run) {
         let _ = writeln!(
             report,
-            "\nNOT COMPARABLE: the runs used different golden sets (hash {} vs {})",
-            baseline.run.golden_hash, current.run.golden_hash
+            "\nNOT COMPARABLE: the runs used different golden sets ({})",
+            baseline.run.golden_difference(current.run)
         );
         verdict = Verdict::NotComparable;
     }
@@ -177,6 +177,8 @@ mod tests {
                     top_score: None,
                     top: vec![],
                     packed_items: Ordered::default(),
+                    unjudged: vec![],
+                    hits: None,
                     top_at: Ordered::default(),
                     leaks: 0,
                     restricted_hit: false,
@@ -191,6 +193,7 @@ mod tests {
             cases: Default::default(),
             selected: None,
             golden_hash: golden.into(),
+            judgments_hash: None,
             decision_metric: "hit@1".into(),
         }
     }

@@ -76,12 +76,13 @@ fn bad(path: &Path, msg: String) -> Error {
 }
 
 /// The fields two shards of one run must agree on, with their values for `m`.
-fn identity(m: &Manifest) -> [(&'static str, String); 5] {
+fn identity(m: &Manifest) -> [(&'static str, String); 6] {
     [
         ("ragsweep_version", m.ragsweep_version.clone()),
         ("experiment config hash", m.experiment.config_hash.clone()),
         ("corpus hash", m.corpus.hash.clone()),
         ("golden set hash", m.golden.hash.clone()),
+        ("judgments hash", m.golden.judgments.as_ref().map_or_else(String::new, |j| j.hash.clone())),
         ("shard count", m.shard.map_or(0, |s| s.of).to_string()),
     ]
 }

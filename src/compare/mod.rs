@@ -40,6 +40,8 @@ pub struct RunData {
     /// The cell chosen by the experiment's `select`, if any.
     pub selected: Option<String>,
     pub golden_hash: String,
+    /// The hash of the judgments the run scored with (SPEC §9), if any.
+    pub judgments_hash: Option<String>,
     /// The experiment's `select` metric: what `diff`, `check` and `plan` compare by default.
     pub decision_metric: String,
 }
@@ -87,9 +89,30 @@ impl RunData {
             records,
             cases: cases.into_iter().map(|c| (c.case.clone(), c)).collect(),
             selected: matrix.selection.map(|s| s.cell),
+            judgments_hash: manifest.golden.judgments.map(|j| j.hash),
             golden_hash: manifest.golden.hash,
             decision_metric: matrix.decision_metric.unwrap_or_else(|| DEFAULT_METRIC.into()),
         })
+    }
+
+    /// Whether both runs scored the same truth: the same golden set and the same judgments.
+    pub fn same_golden(&self, other: &RunData) -> bool {
+        self.golden_hash == other.golden_hash && self.judgments_hash == other.judgments_hash
+    }
+
+    /// How this run's golden set differs from `other`'s, in words (hashes, and judgments when
+    /// those differ: a run before and after judging scores a different truth).
+    pub fn golden_difference(&self, other: &RunData) -> String {
+        let mut words = format!("hash {} vs {}", self.golden_hash, other.golden_hash);
+        if self.judgments_hash != other.judgments_hash {
+            let name = |h: &Option<String>| h.clone().unwrap_or_else(|| "none".into());
+            words += &format!(
+                "; judgments {} vs {}: rescore both with the same judgments (ragsweep rescore) to compare them",
+                name(&self.judgments_hash),
+                name(&other.judgments_hash)
+            );
+        }
+        words
     }
 
     /// A cell by id (`c03`) or by its exact label.
@@ -627,6 +650,8 @@ mod tests {
                     top_score: None,
                     top: Vec::new(),
                     packed_items: crate::results::Ordered::default(),
+                    unjudged: vec![],
+                    hits: None,
                     top_at: crate::results::Ordered::default(),
                     leaks: 0,
                     restricted_hit: false,
@@ -641,6 +666,7 @@ mod tests {
             cases: HashMap::new(),
             selected: None,
             golden_hash: String::new(),
+            judgments_hash: None,
             decision_metric: "hit@1".into(),
         }
     }

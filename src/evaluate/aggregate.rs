@@ -209,7 +209,7 @@ mod tests {
     use super::*;
 
     fn miss(k: usize, cause: Cause) -> Miss {
-        Miss { k, cause, rank: None, evidence: String::new() }
+        Miss::new(k, cause, None, String::new())
     }
 
     #[test]

@@ -11,7 +11,8 @@ use std::fmt;
 pub use crate::vocab::{Cause, Miss};
 
 impl Cause {
-    pub const ALL: [Cause; 9] = [
+    pub const ALL: [Cause; 10] = [
+        Cause::Unjudged,
         Cause::Chunking,
         Cause::NotVisible,
         Cause::LexicalMismatch,
@@ -25,6 +26,7 @@ impl Cause {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Cause::Unjudged => "unjudged",
             Cause::Chunking => "chunking",
             Cause::NotVisible => "not_visible",
             Cause::LexicalMismatch => "lexical_mismatch",

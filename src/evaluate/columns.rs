@@ -31,7 +31,7 @@ const fn defect(name: &'static str, max: f64) -> Column {
 
 /// Every per-case column, retrieval metrics first, then the answer columns, then what filters
 /// and engines are checked on (leaks, restricted hits, filter parity).
-pub const TABLE: [Column; 20] = [
+pub const TABLE: [Column; 21] = [
     col("hit", Better::Higher),
     col("recall", Better::Higher),
     col("precision", Better::Higher),
@@ -41,6 +41,7 @@ pub const TABLE: [Column; 20] = [
     col("tok_recall", Better::Higher),
     col("tok_precision", Better::Higher),
     col("tok_iou", Better::Higher),
+    col("judged", Better::Higher),
     col("citation_valid", Better::Higher),
     col("citation_relevant", Better::Higher),
     col("refusal_ok", Better::Higher),

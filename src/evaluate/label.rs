@@ -152,9 +152,11 @@ impl Truth {
                     returned.push(p.chunk);
                     let doc = chunks.chunks[p.chunk as usize].doc;
                     if seen.insert(doc) {
-                        let gain = grades.get(&doc).copied().unwrap_or(0) as f64;
+                        let grade = grades.get(&doc).copied();
+                        let gain = grade.unwrap_or(0) as f64;
                         let key = corpus.docs[doc as usize].id.clone();
-                        items.push(Item { key, score: p.score, gain, new: u32::from(gain > 0.0), chunk: p.chunk });
+                        let new = u32::from(gain > 0.0);
+                        items.push(Item { key, score: p.score, gain, new, chunk: p.chunk, judged: grade.is_some() });
                     }
                 }
             }
@@ -180,11 +182,19 @@ impl Truth {
                             seen[i] = true;
                             let gain = s.grade as f64;
                             let new = u32::from(gain > 0.0);
-                            items.push(Item { key: s.key.clone(), score: p.score, gain, new, chunk: p.chunk });
+                            items.push(Item {
+                                key: s.key.clone(),
+                                score: p.score,
+                                gain,
+                                new,
+                                chunk: p.chunk,
+                                judged: true,
+                            });
                         }
                     }
                     if !counted {
-                        items.push(Item { key: c.id.clone(), score: p.score, gain: 0.0, new: 0, chunk: p.chunk });
+                        let key = c.id.clone();
+                        items.push(Item { key, score: p.score, gain: 0.0, new: 0, chunk: p.chunk, judged: false });
                     }
                 }
             }
@@ -203,7 +213,8 @@ impl Truth {
                     }
                     let key = c.id.clone();
                     let gain = f64::from(u8::from(new > 0));
-                    items.push(Item { key, score: p.score, gain, new, chunk: p.chunk });
+                    // A text rule decides every chunk: the evidence unit has no unjudged items.
+                    items.push(Item { key, score: p.score, gain, new, chunk: p.chunk, judged: true });
                 }
             }
         }
@@ -217,6 +228,39 @@ impl Truth {
             _ => Vec::new(),
         }
     }
+}
+
+/// Leaf sections a chunk spanning several sections is pooled as, at most; a chunk over more
+/// (a whole chapter) is too coarse to judge and is left out of the pool.
+pub const MAX_UNITS_PER_CHUNK: usize = 3;
+
+/// The units a person judges for an unjudged item placed by chunk `chunk` (SPEC §9): its
+/// document (doc unit, or a document without headings); else the smallest heading section that
+/// holds half the chunk or more; else, for a chunk over several sections, the innermost sections
+/// it holds half or more of (none when more than [`MAX_UNITS_PER_CHUNK`]).
+pub fn judging_units(unit: Unit, chunks: &ChunkSet, corpus: &Corpus, chunk: u32) -> Vec<String> {
+    let c = &chunks.chunks[chunk as usize];
+    let doc = &corpus.docs[c.doc as usize];
+    let headings: Vec<&crate::input::corpus::Section> = doc.sections.iter().filter(|s| !s.page).collect();
+    if unit == Unit::Doc || headings.is_empty() {
+        return vec![doc.id.clone()];
+    }
+    let (cs, ce) = (c.start as usize, c.end as usize);
+    let overlap = |s: &crate::input::corpus::Section| ce.min(s.end).saturating_sub(cs.max(s.start));
+    if let Some(s) = headings.iter().filter(|s| 2 * overlap(s) >= ce - cs).min_by_key(|s| s.end - s.start) {
+        return vec![s.id.clone()];
+    }
+    let held: Vec<&&crate::input::corpus::Section> =
+        headings.iter().filter(|s| overlap(s) > 0 && 2 * overlap(s) >= s.end - s.start).collect();
+    let inner: Vec<String> = held
+        .iter()
+        .filter(|s| !held.iter().any(|o| o.id != s.id && s.start <= o.start && o.end <= s.end))
+        .map(|s| s.id.clone())
+        .collect();
+    if inner.len() > MAX_UNITS_PER_CHUNK {
+        return Vec::new();
+    }
+    inner
 }
 
 /// SPEC §2: a chunk span counts for a section span when at least half of the chunk's bytes or

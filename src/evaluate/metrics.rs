@@ -26,6 +26,7 @@ impl Metric {
             Metric::TokRecall => "tok_recall",
             Metric::TokPrecision => "tok_precision",
             Metric::TokIou => "tok_iou",
+            Metric::Judged => "judged",
         }
     }
 
@@ -36,6 +37,9 @@ impl Metric {
     /// The metric's value at cut-off `k`.
     pub fn at(self, j: &Judged, k: usize) -> Option<f64> {
         let top = &j.items[..k.min(j.items.len())];
+        if self == Metric::Judged {
+            return (!top.is_empty()).then(|| top.iter().filter(|i| i.judged).count() as f64 / top.len() as f64);
+        }
         if self == Metric::Precision {
             return Some(top.iter().filter(|i| i.gain > 0.0).count() as f64 / k as f64);
         }
@@ -70,8 +74,8 @@ impl Metric {
                 }
                 sum / r
             }
-            Metric::Precision | Metric::TokRecall | Metric::TokPrecision | Metric::TokIou => {
-                unreachable!("precision returns above; token-level measures are not list metrics")
+            Metric::Precision | Metric::Judged | Metric::TokRecall | Metric::TokPrecision | Metric::TokIou => {
+                unreachable!("precision and judged return above; token-level measures are not list metrics")
             }
         })
     }
@@ -168,7 +172,14 @@ mod tests {
             items: gains
                 .iter()
                 .enumerate()
-                .map(|(i, &g)| Item { key: format!("d{i}"), score: 0.0, gain: g, new: u32::from(g > 0.0), chunk: 0 })
+                .map(|(i, &g)| Item {
+                    key: format!("d{i}"),
+                    score: 0.0,
+                    gain: g,
+                    new: u32::from(g > 0.0),
+                    chunk: 0,
+                    judged: true,
+                })
                 .collect(),
             relevant,
             ideal: ideal.to_vec(),

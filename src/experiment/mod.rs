@@ -155,6 +155,9 @@ struct RawGolden {
     tuning: Vec<String>,
     #[serde(default)]
     reserved: Vec<String>,
+    /// Where judgments are kept (default: `judgments.jsonl` beside the golden set).
+    #[serde(default)]
+    judgments: Option<PathBuf>,
 }
 
 type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;
@@ -453,6 +456,11 @@ fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> 
     if unit != Unit::Doc {
         out.extend(Metric::TOKEN.iter().flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
     }
+    // Label completeness (SPEC §9); the evidence unit's text rule leaves nothing unjudged.
+    if unit != Unit::Evidence {
+        out.extend(k.iter().map(|&k| MetricAt::at_k(Metric::Judged, k)));
+        out.extend(budget.iter().map(|&b| MetricAt::at_budget(Metric::Judged, b)));
+    }
     out
 }
 
@@ -507,6 +515,8 @@ pub struct Experiment {
     /// Which document field holds the access list, and which look-alikes are metadata.
     pub access_key: AccessKey,
     pub golden: GoldenSource,
+    /// The judgments file the run reads (SPEC §9).
+    pub judgments: PathBuf,
     pub default_groups: Vec<String>,
     pub synthetic_acl: Option<SyntheticAcl>,
     /// Where `synthetic_groups` is set, for errors about it.
@@ -822,6 +832,15 @@ impl Experiment {
             corpus_exclude: raw.corpus.exclude,
             index_meta: raw.corpus.index_meta,
             access_key,
+            judgments: {
+                let golden = GoldenSource {
+                    path: base.join(raw.golden.path.get_ref()),
+                    format: None,
+                    tuning: Vec::new(),
+                    reserved: Vec::new(),
+                };
+                crate::input::judgments::path_for(&golden, raw.golden.judgments.map(|p| base.join(p)).as_deref())
+            },
             golden: GoldenSource {
                 path: base.join(raw.golden.path.get_ref()),
                 format: raw.golden.format,

@@ -7,4 +7,5 @@ pub mod formats;
 pub mod frontmatter;
 pub mod golden;
 pub mod health;
+pub mod judgments;
 pub mod text;

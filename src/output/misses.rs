@@ -43,7 +43,7 @@ pub struct MissesCsv(csv::Writer<Vec<u8>>);
 impl Default for MissesCsv {
     fn default() -> Self {
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(["cell", "split", "case", "k", "cause", "rank", "evidence"]).expect("memory");
+        w.write_record(["cell", "split", "case", "k", "cause", "rank", "evidence", "pipeline_cause"]).expect("memory");
         MissesCsv(w)
     }
 }
@@ -52,8 +52,18 @@ impl MissesCsv {
     pub fn add(&mut self, line: &CaseLine) {
         for m in &line.misses {
             let rank = m.rank.map(|r| r.to_string()).unwrap_or_default();
-            let record =
-                [&line.cell, line.split.as_str(), &line.case, &m.k.to_string(), m.cause.as_str(), &rank, &m.evidence];
+            let pipeline = m.pipeline.unwrap_or(m.cause);
+            let k = m.k.to_string();
+            let record = [
+                &line.cell,
+                line.split.as_str(),
+                &line.case,
+                &k,
+                m.cause.as_str(),
+                &rank,
+                &m.explained(),
+                pipeline.as_str(),
+            ];
             self.0.write_record(record).expect("memory");
         }
     }

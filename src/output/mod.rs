@@ -65,6 +65,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             missing_acl: exp.missing_acl,
             cases_per_split: outcome.split_counts.clone(),
             health: prepared.health().warnings,
+            judgments: prepared.judgments.clone(),
         },
         models: prepared
             .models
@@ -87,6 +88,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
         models_dir: None,
         cache_dir: None,
         failed_cells: outcome.failed.clone(),
+        rescored_from: None,
     }
 }
 
@@ -374,7 +376,7 @@ pub fn resolve_run(given: &Path) -> Result<PathBuf> {
 }
 
 /// Calls `f` with each line of a `per_query.jsonl`, in order.
-fn each_case_line(path: &Path, mut f: impl FnMut(CaseLine)) -> Result<()> {
+pub fn each_case_line(path: &Path, mut f: impl FnMut(CaseLine)) -> Result<()> {
     for line in crate::input::text::lines(path)? {
         let (n, line) = line?;
         if !line.trim().is_empty() {
@@ -411,7 +413,7 @@ fn write_misses(staging: &Path, run: &mut RunResult) -> Result<()> {
         csv.add(&line);
         if best.as_ref() == Some(&line.cell) {
             if let Some(m) = line.misses.iter().find(|m| m.k == k) {
-                best_causes.insert(line.case.clone(), m.cause);
+                best_causes.insert(line.case.clone(), m.pipeline.unwrap_or(m.cause));
             }
         }
     })?;

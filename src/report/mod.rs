@@ -175,21 +175,20 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         None => None,
         Some(Vs { run: other, allow_different_golden }) => {
             let (a, b) = (RunData::load(other)?, RunData::load(dir)?);
-            let banner = if a.golden_hash == b.golden_hash {
+            let banner = if a.same_golden(&b) {
                 String::new()
             } else if allow_different_golden {
                 format!(
-                    "WARNING: the two runs used different golden sets (hash {} vs {}): only cases with the same id are compared, and they may not ask the same question.\n\n",
-                    a.golden_hash, b.golden_hash
+                    "WARNING: the two runs used different golden sets ({}): only cases with the same id are compared, and they may not ask the same question.\n\n",
+                    a.golden_difference(&b)
                 )
             } else {
                 return Err(crate::error::Error::Other(format!(
-                    "not comparable: {} and {} used different golden sets (hash {} vs {}); \
+                    "not comparable: {} and {} used different golden sets ({}); \
                      pass --allow-different-golden to compare the cases they share anyway",
                     other.display(),
                     dir.display(),
-                    a.golden_hash,
-                    b.golden_hash
+                    a.golden_difference(&b)
                 )));
             };
             Some(grid_comparison(&a, &b, other, banner)?)

@@ -194,6 +194,38 @@ fn retrieve_deepest(
     judge: &Judge<'_>,
     timing: &mut Timing,
 ) -> Result<Retrieval> {
+    let restrict = access.in_query();
+    deepened(&mut |depth| retriever.search(query, depth, restrict.as_ref(), timing), access, ks, judge)
+}
+
+/// A case's lists rebuilt from the ranked chunks a run recorded (`hits`, the last search call
+/// of `depth` chunks) with the current labels: what a fresh run would list, provided it would
+/// search exactly as deep. `None` when it would not (the new labels collapse the list
+/// differently): only retrieving again can say what that run would list.
+pub fn replay(
+    hits: &[Hit],
+    depth: usize,
+    access: Access<'_>,
+    ks: &[usize],
+    judge: &Judge<'_>,
+) -> Result<Option<Retrieval>> {
+    let mut deeper = false;
+    let mut search = |d: usize| -> Result<Vec<Hit>> {
+        deeper |= d > depth;
+        Ok(hits[..d.min(hits.len())].to_vec())
+    };
+    let r = deepened(&mut search, access, ks, judge)?;
+    Ok((!deeper && r.depth == depth).then_some(r))
+}
+
+/// Searches ever deeper (×4) until the judged list holds the deepest cut-off's items and the
+/// largest budget is filled, or the source has no more; then applies a late filter.
+fn deepened(
+    search: &mut dyn FnMut(usize) -> Result<Vec<Hit>>,
+    access: Access<'_>,
+    ks: &[usize],
+    judge: &Judge<'_>,
+) -> Result<Retrieval> {
     let max_k = *ks.last().expect("at least one cut-off");
     let mut depth = first_depth(judge.collapses, max_k);
     let filled = |hits: &[Hit]| {
@@ -202,7 +234,7 @@ fn retrieve_deepest(
         })
     };
     let (hits, deepest) = loop {
-        let hits = retriever.search(query, depth, access.in_query().as_ref(), timing)?;
+        let hits = search(depth)?;
         let judged = (judge.judge)(&hits, max_k);
         if (judged.items.len() >= max_k && filled(&hits)) || hits.len() < depth || depth >= judge.chunks {
             break (hits, judged);
@@ -245,7 +277,7 @@ mod tests {
             let key = format!("d{}", h.chunk / 2);
             if !items.iter().any(|i| i.key == key) {
                 let gain = f64::from(u8::from(h.chunk / 2 == 0));
-                items.push(Item { key, score: h.score, gain, new: gain as u32, chunk: h.chunk });
+                items.push(Item { key, score: h.score, gain, new: gain as u32, chunk: h.chunk, judged: true });
             }
         }
         Judged { items, relevant: 1, ideal: vec![1.0], returned }

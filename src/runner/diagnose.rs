@@ -51,6 +51,19 @@ impl Scoring<'_> {
         r: &Retrieval,
         oracle: Option<&Oracle>,
     ) -> Result<Vec<Miss>> {
+        let misses = self.diagnose_pipeline(run, ci, vector, r, oracle)?;
+        Ok(unjudged_first(misses, r, &self.exp.k))
+    }
+
+    /// The first pipeline stage that lost the relevant unit, per missed cut-off.
+    fn diagnose_pipeline(
+        &self,
+        run: &CellRun<'_>,
+        ci: usize,
+        vector: &[f32],
+        r: &Retrieval,
+        oracle: Option<&Oracle>,
+    ) -> Result<Vec<Miss>> {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
         let missed: Vec<usize> = (0..ks.len()).filter(|&i| first_relevant(r.list(i), ks[i]).is_none()).collect();
@@ -58,9 +71,12 @@ impl Scoring<'_> {
             return Ok(Vec::new());
         }
         let every = |cause: Cause, evidence: String| -> Vec<Miss> {
-            missed.iter().map(|&i| Miss { k: ks[i], cause, rank: None, evidence: evidence.clone() }).collect()
+            missed
+                .iter()
+                .map(|&i| Miss { k: ks[i], pipeline: None, unjudged: 0, cause, rank: None, evidence: evidence.clone() })
+                .collect()
         };
-        let set = &self.built.sets[run.chunks];
+        let set = &self.sets[run.chunks];
         let relevant = self.relevant_chunks(run.chunks, ci);
         if relevant.is_empty() {
             let (cause, evidence) = self.unreachable(set, ci, run);
@@ -120,7 +136,7 @@ impl Scoring<'_> {
                         let evidence = format!(
                             "the exact scan over the same vectors ranks it {rank}; {approximate} does not within {k}"
                         );
-                        return Miss { k, cause: Cause::Approximation, rank: Some(rank), evidence };
+                        return Miss { k, pipeline: None, unjudged: 0, cause: Cause::Approximation, rank: Some(rank), evidence };
                     }
                 }
                 if let Some(rank) = sides.iter().find_map(|s| within(s.at_k[i])) {
@@ -140,24 +156,28 @@ impl Scoring<'_> {
                         })
                         .collect();
                     let evidence = format!("{}; fused: {fused}", alone.join("; "));
-                    return Miss { k, cause: Cause::Fusion, rank: Some(rank), evidence };
+                    return Miss { k, pipeline: None, unjudged: 0, cause: Cause::Fusion, rank: Some(rank), evidence };
                 }
                 if let Some(rank) = in_query.as_ref().and_then(|q| within(q.at_k[i])) {
                     let held = r.list(i).items.len();
                     let evidence = format!(
                         "the in-query filter ranks it {rank}; dropping what the user may not see from the unfiltered top {k} left {held} of {k} items"
                     );
-                    return Miss { k, cause: Cause::FilterLate, rank: Some(rank), evidence };
+                    return Miss { k, pipeline: None, unjudged: 0, cause: Cause::FilterLate, rank: Some(rank), evidence };
                 }
                 match &below {
                     Some((rank, of)) if *rank as usize <= k + CUTOFF_MARGIN => Miss {
                         k,
+                        pipeline: None,
+                        unjudged: 0,
                         cause: Cause::Cutoff,
                         rank: Some(*rank),
                         evidence: format!("retrieved at rank {rank}{of}, just below k = {k}"),
                     },
                     Some((rank, of)) => Miss {
                         k,
+                        pipeline: None,
+                        unjudged: 0,
                         cause: Cause::Ranking,
                         rank: Some(*rank),
                         evidence: format!(
@@ -166,6 +186,8 @@ impl Scoring<'_> {
                     },
                     None => Miss {
                         k,
+                        pipeline: None,
+                        unjudged: 0,
                         cause: Cause::Ranking,
                         rank: None,
                         evidence: format!("no relevant unit in the first {depth} items"),
@@ -178,7 +200,7 @@ impl Scoring<'_> {
     /// The chunks of `set` (chunk set `s`) that count as a relevant unit of case `ci` on
     /// their own, among the chunks of the documents that can hold one.
     fn relevant_chunks(&self, s: usize, ci: usize) -> Vec<u32> {
-        let set = &self.built.sets[s];
+        let set = &self.sets[s];
         let docs = self.labelled_docs(ci);
         let candidates: Vec<u32> = if docs.is_empty() {
             (0..set.len() as u32).collect()
@@ -333,4 +355,21 @@ impl Scoring<'_> {
             shown.join(", ")
         ))
     }
+}
+
+/// SPEC §9: a miss whose list holds unjudged items above the cut may not be a miss: its cause
+/// is `unjudged`, the pipeline's cause kept beside it for when those items are judged not
+/// relevant.
+pub(super) fn unjudged_first(misses: Vec<Miss>, r: &Retrieval, ks: &[usize]) -> Vec<Miss> {
+    misses
+        .into_iter()
+        .map(|m| {
+            let i = ks.iter().position(|&k| k == m.k).expect("a miss is at one of the cut-offs");
+            let unjudged = r.list(i).items.iter().take(m.k).filter(|item| !item.judged).count();
+            if unjudged == 0 {
+                return m;
+            }
+            Miss { cause: Cause::Unjudged, pipeline: Some(m.cause), unjudged: unjudged as u32, ..m }
+        })
+        .collect()
 }

@@ -168,7 +168,7 @@ impl Scoring<'_> {
             Error::Other(format!("no case {case_id:?} in the golden set {}", self.exp.golden.path.display()))
         })?;
         let (case, corpus) = (&self.cases[ci], self.corpus);
-        let set = &self.built.sets[run.chunks];
+        let set = &self.sets[run.chunks];
         let access = self.access(run, ci);
         let q = vector(ci);
         let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
@@ -303,7 +303,7 @@ impl Scoring<'_> {
     /// cell's first ranking source.
     fn unranked_item(&self, run: &CellRun<'_>, ci: usize, asked: &str, vector: &[f32]) -> Result<Item> {
         let corpus = self.corpus;
-        let set = &self.built.sets[run.chunks];
+        let set = &self.sets[run.chunks];
         let doc = corpus
             .doc_index(asked)
             .or_else(|| match corpus.target(asked) {
@@ -406,7 +406,7 @@ pub fn render(e: &Explanation) -> String {
         for group in e.misses.chunk_by(|a, b| a.cause == b.cause && a.rank == b.rank) {
             let ks: Vec<String> = group.iter().map(|m| format!("@{}", m.k)).collect();
             let last = group.last().expect("chunks are not empty");
-            let _ = writeln!(s, "  {}: {} — {}", ks.join(", "), last.cause, last.evidence);
+            let _ = writeln!(s, "  {}: {} — {}", ks.join(", "), last.cause, last.explained());
         }
     }
     s

@@ -201,6 +201,11 @@ fn report_checks(stages: &mut Vec<StageReport>, what: &str, repairs: Vec<String>
     stages.extend(repairs.into_iter().map(|why| StageReport::new("repair", why, 0.0)));
 }
 
+/// The plan's chunk sets alone (from the cache when built before): what scoring reads.
+pub fn chunk_sets(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Vec<ChunkSet>> {
+    Ok(chunk_stage(plan, ctx, stages)?.0)
+}
+
 /// One chunk set per distinct chunker, and the content key of the texts each set indexes.
 /// A chunk larger than this is far more than a prompt holds: the chunker did not split where it
 /// was meant to.

@@ -1,0 +1,407 @@
+//! `ragsweep judge`: grow the golden set by judging what the cells returned (SPEC §9).
+//!
+//! The pool of a run is, per case, the union of the units nobody judged in the top k (or the
+//! packed budget) of the chosen cells, most-returned first: what TREC pools and what a person
+//! can judge in minutes. Every answer is appended to the judgments file before the next item
+//! is shown, so quitting, a crash or a closed terminal loses nothing, and the next session
+//! resumes with what is left (a unit judged, at any grade, is never pooled again).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Location, Result};
+use crate::experiment::Experiment;
+use crate::input::corpus::{Corpus, Target};
+use crate::input::golden::GoldenCase;
+use crate::input::judgments::{self, Judgment};
+use crate::results::CaseLine;
+use crate::vocab::Cut;
+
+/// One unit to judge for one case, and which cells returned it at which rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolItem {
+    pub case: String,
+    pub question: String,
+    pub id: String,
+    /// `(cell, rank)`: each chosen cell that returned the unit within the cut.
+    pub cells: Vec<(String, u32)>,
+}
+
+/// What the pool is drawn from.
+pub struct PoolOptions<'a> {
+    /// Cells by id; every cell when empty.
+    pub cells: &'a [String],
+    pub cut: Cut,
+    /// Case ids; every answerable case when empty.
+    pub cases: &'a [String],
+}
+
+/// The pool of a run's `per_query.jsonl` against the current labels of `cases` (golden labels
+/// and judgments): per case in golden order, the unjudged units the chosen cells placed within
+/// the cut, by how many cells returned each, then by best rank.
+pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptions<'_>) -> Result<Vec<PoolItem>> {
+    let known: BTreeSet<&str> = exp.cells.iter().map(|c| c.id.as_str()).collect();
+    let unknown: Vec<&String> = opts.cells.iter().filter(|c| !known.contains(c.as_str())).collect();
+    if !unknown.is_empty() {
+        return Err(Error::Other(format!(
+            "no cell {} in this run (cells: {})",
+            unknown.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", "),
+            known.iter().copied().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let case_index: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+    let missing: Vec<&String> = opts.cases.iter().filter(|c| !case_index.contains_key(c.as_str())).collect();
+    if !missing.is_empty() {
+        return Err(Error::Other(format!(
+            "no case {} in the golden set",
+            missing.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    exp.cut_position(opts.cut)?;
+    let budget_key = match opts.cut {
+        Cut::Budget(b) => Some(format!("@{b}t")),
+        Cut::K(_) => None,
+    };
+    // (case, unit) → cells with ranks.
+    let mut found: BTreeMap<(usize, String), Vec<(String, u32)>> = BTreeMap::new();
+    crate::output::each_case_line(&run.join("per_query.jsonl"), |line: CaseLine| {
+        if !opts.cells.is_empty() && !opts.cells.contains(&line.cell) {
+            return;
+        }
+        if !opts.cases.is_empty() && !opts.cases.contains(&line.case) {
+            return;
+        }
+        let Some(&ci) = case_index.get(line.case.as_str()) else { return };
+        let case = &cases[ci];
+        if !case.answerable {
+            return;
+        }
+        let depth = match (&budget_key, opts.cut) {
+            (Some(key), _) => line.packed_items.get(key).copied().unwrap_or(0) as u32,
+            (None, Cut::K(k)) => k as u32,
+            (None, Cut::Budget(_)) => unreachable!("a budget cut has its key"),
+        };
+        for u in line.unjudged.iter().filter(|u| u.rank <= depth) {
+            if case.relevant.iter().any(|l| l.id == u.id) {
+                continue;
+            }
+            found.entry((ci, u.id.clone())).or_default().push((line.cell.clone(), u.rank));
+        }
+    })?;
+    let mut items: Vec<(usize, PoolItem)> = found
+        .into_iter()
+        .map(|((ci, id), mut cells)| {
+            cells.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+            (ci, PoolItem { case: cases[ci].id.clone(), question: cases[ci].question.clone(), id, cells })
+        })
+        .collect();
+    let best = |p: &PoolItem| p.cells.iter().map(|c| c.1).min().unwrap_or(u32::MAX);
+    items.sort_by(|(ca, a), (cb, b)| {
+        ca.cmp(cb).then(b.cells.len().cmp(&a.cells.len())).then(best(a).cmp(&best(b))).then(a.id.cmp(&b.id))
+    });
+    Ok(items.into_iter().map(|(_, p)| p).collect())
+}
+
+/// The text a person reads to judge unit `id`: the section's span, else the whole document,
+/// with the heading path above it (`Capítulo III › Art. 18`).
+pub fn unit_text<'c>(corpus: &'c Corpus, id: &str) -> Option<(&'c str, String, &'c str)> {
+    match corpus.target(id)? {
+        Target::Doc(d) => {
+            let doc = &corpus.docs[d];
+            Some((doc.id.as_str(), doc.title.clone().unwrap_or_default(), doc.text.as_str()))
+        }
+        Target::Section { doc, section } => {
+            let doc = &corpus.docs[doc];
+            let s = &doc.sections[section];
+            let mut path: Vec<&str> = doc
+                .sections
+                .iter()
+                .filter(|o| !o.page && o.level < s.level && o.start <= s.start && s.end <= o.end)
+                .map(|o| o.label.as_str())
+                .collect();
+            path.push(&s.label);
+            Some((doc.id.as_str(), path.join(" › "), &doc.text[s.start..s.end]))
+        }
+    }
+}
+
+/// Characters of a unit's text shown while judging; the rest is named, not shown.
+pub const SHOWN_CHARS: usize = 2400;
+
+/// `text` with the question's words (3 letters or more) marked: bold on a terminal, else «…».
+fn highlighted(text: &str, question: &str, terminal: bool) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    let fold = |w: &str| crate::analyze::normalize(w);
+    let terms: BTreeSet<String> = question.unicode_words().filter(|w| w.chars().count() >= 3).map(fold).collect();
+    let (open, close) = if terminal { ("\x1b[1;33m", "\x1b[0m") } else { ("«", "»") };
+    let mut out = String::with_capacity(text.len() + 64);
+    for piece in text.split_word_bounds() {
+        if terms.contains(&fold(piece)) {
+            out.push_str(open);
+            out.push_str(piece);
+            out.push_str(close);
+        } else {
+            out.push_str(piece);
+        }
+    }
+    out
+}
+
+/// What a judging session did.
+#[derive(Debug, Default)]
+pub struct SessionReport {
+    pub answered: usize,
+    pub skipped: usize,
+    pub left: usize,
+    /// Per case: the units newly judged relevant.
+    pub relevant: BTreeMap<String, Vec<String>>,
+}
+
+/// One answer read from the person: a grade with an optional note, or a move.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Grade(u32, Option<String>),
+    Skip,
+    Back,
+    Quit,
+}
+
+fn parse_answer(line: &str) -> Option<Answer> {
+    let line = line.trim();
+    let (key, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let note = (!rest.trim().is_empty()).then(|| rest.trim().to_string());
+    Some(match key {
+        "0" | "1" | "2" | "3" => Answer::Grade(key.parse().expect("a digit"), note),
+        "s" | "" => Answer::Skip,
+        "b" => Answer::Back,
+        "q" => Answer::Quit,
+        _ => return None,
+    })
+}
+
+/// Walks a person through `items`: the question, the unit's text with the question's words
+/// marked, its document and heading path and the cells that returned it; reads one answer per
+/// line from `input` (`2`, `1`, `0`, each with an optional note after a space; `s` skip, `b`
+/// back, `q` quit; end of input quits) and appends each grade to `path` before showing the next.
+pub fn session(
+    items: &[PoolItem],
+    corpus: &Corpus,
+    path: &Path,
+    who: &str,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    terminal: bool,
+) -> Result<SessionReport> {
+    let mut report = SessionReport::default();
+    let mut answered: Vec<Option<u32>> = vec![None; items.len()];
+    let mut i = 0;
+    let io = |e: std::io::Error| Error::Other(format!("judging: {e}"));
+    while i < items.len() {
+        let item = &items[i];
+        let Some((doc, heading, text)) = unit_text(corpus, &item.id) else {
+            i += 1;
+            continue;
+        };
+        let shown: String = text.chars().take(SHOWN_CHARS).collect();
+        let more = text.len() - shown.len();
+        let cells: Vec<String> = item.cells.iter().map(|(c, r)| format!("{c} #{r}")).collect();
+        writeln!(out, "\n[{}/{}] case {} · returned by {}", i + 1, items.len(), item.case, cells.join(", "))
+            .map_err(io)?;
+        writeln!(out, "question: {}", item.question).map_err(io)?;
+        writeln!(
+            out,
+            "unit: {} · document {doc}{}",
+            item.id,
+            if heading.is_empty() { String::new() } else { format!(" · {heading}") }
+        )
+        .map_err(io)?;
+        if let Some(g) = answered[i] {
+            writeln!(out, "(judged {g} in this session)").map_err(io)?;
+        }
+        writeln!(out, "----\n{}", highlighted(shown.trim(), &item.question, terminal)).map_err(io)?;
+        if more > 0 {
+            writeln!(out, "… ({more} more bytes of this unit)").map_err(io)?;
+        }
+        write!(out, "----\nrelevant? 2 highly · 1 relevant · 0 not relevant (a note may follow: `1 cites §2`) · s skip · b back · q quit\n> ")
+            .map_err(io)?;
+        out.flush().map_err(io)?;
+        let mut line = String::new();
+        if input.read_line(&mut line).map_err(io)? == 0 {
+            break;
+        }
+        match parse_answer(&line) {
+            None => writeln!(out, "? answer 2, 1, 0, s, b or q").map_err(io)?,
+            Some(Answer::Quit) => break,
+            Some(Answer::Skip) => {
+                report.skipped += usize::from(answered[i].is_none());
+                i += 1;
+            }
+            Some(Answer::Back) => i = i.saturating_sub(1),
+            Some(Answer::Grade(grade, note)) => {
+                let j = Judgment {
+                    case: item.case.clone(),
+                    id: item.id.clone(),
+                    grade,
+                    note,
+                    who: who.to_string(),
+                    when: now(),
+                };
+                judgments::append(path, std::slice::from_ref(&j))?;
+                let relevant = report.relevant.entry(item.case.clone()).or_default();
+                relevant.retain(|id| *id != item.id);
+                if grade > 0 {
+                    relevant.push(item.id.clone());
+                }
+                if answered[i].is_none() {
+                    report.answered += 1;
+                }
+                answered[i] = Some(grade);
+                i += 1;
+            }
+        }
+    }
+    report.relevant.retain(|_, ids| !ids.is_empty());
+    report.left = answered.iter().filter(|a| a.is_none()).count();
+    Ok(report)
+}
+
+/// The current UTC time as `YYYYMMDDTHHMMSSZ`.
+pub fn now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    crate::output::utc_stamp(secs)
+}
+
+/// How many of the run's misses (chosen cells, every k) a unit judged relevant now would turn
+/// into hits when the run is rescored, and how many misses there were.
+pub fn misses_fixed(run: &Path, cells: &[String], relevant: &BTreeMap<String, Vec<String>>) -> Result<(usize, usize)> {
+    let (mut fixed, mut misses) = (0, 0);
+    crate::output::each_case_line(&run.join("per_query.jsonl"), |line: CaseLine| {
+        if !cells.is_empty() && !cells.contains(&line.cell) {
+            return;
+        }
+        let new = relevant.get(&line.case);
+        for m in &line.misses {
+            misses += 1;
+            let hit =
+                new.is_some_and(|ids| line.unjudged.iter().any(|u| u.rank as usize <= m.k && ids.contains(&u.id)));
+            fixed += usize::from(hit);
+        }
+    })?;
+    Ok((fixed, misses))
+}
+
+/// One line of a pool exported for judging elsewhere: fill `grade` (and `note`), leave the rest.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ExportedItem {
+    pub case: String,
+    pub id: String,
+    pub grade: Option<u32>,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub who: Option<String>,
+    #[serde(default)]
+    pub question: String,
+    #[serde(default)]
+    pub document: String,
+    #[serde(default)]
+    pub heading: String,
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub cells: Vec<(String, u32)>,
+}
+
+/// Characters of a unit's text an exported pool line carries.
+const EXPORTED_CHARS: usize = 20_000;
+
+/// The pool as JSONL, one unit per line with its text, for a spreadsheet or another tool.
+pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
+    let mut out = Vec::new();
+    for item in items {
+        let (document, heading, text) = unit_text(corpus, &item.id).unwrap_or(("", String::new(), ""));
+        let line = ExportedItem {
+            case: item.case.clone(),
+            id: item.id.clone(),
+            grade: None,
+            note: None,
+            who: None,
+            question: item.question.clone(),
+            document: document.to_string(),
+            heading,
+            text: text.chars().take(EXPORTED_CHARS).collect(),
+            cells: item.cells.clone(),
+        };
+        serde_json::to_writer(&mut out, &line).expect("json");
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Reads a judged pool (lines of `case`, `id`, `grade`; `grade` null or absent = not judged)
+/// and appends its judgments to `path`. Every line that cannot stand is an error at its line,
+/// all listed, and then nothing is written.
+pub fn import(file: &Path, cases: &[GoldenCase], corpus: &Corpus, path: &Path, who: &str) -> Result<usize> {
+    let text = crate::input::text::read(file)?;
+    let by_id: HashMap<&str, &GoldenCase> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    let when = now();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |column: usize| Location { path: file.to_path_buf(), line: i + 1, column };
+        let item: ExportedItem = match serde_json::from_str(line) {
+            Ok(item) => item,
+            Err(e) => {
+                errors.push(Error::input(at(e.column()), e.to_string()));
+                continue;
+            }
+        };
+        let Some(grade) = item.grade else { continue };
+        let j = Judgment {
+            case: item.case,
+            id: item.id,
+            grade,
+            note: item.note.filter(|n| !n.trim().is_empty()),
+            who: item.who.filter(|w| !w.trim().is_empty()).unwrap_or_else(|| who.to_string()),
+            when: when.clone(),
+        };
+        let problem = match by_id.get(j.case.as_str()) {
+            None => Some(format!("no case {:?} in the golden set", j.case)),
+            Some(case) => judgments::problem(&j, case, corpus),
+        };
+        match problem {
+            Some(why) => errors.push(Error::input(at(0), why)),
+            None => out.push(j),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::many(errors, crate::input::corpus::ERRORS_LISTED));
+    }
+    judgments::append(path, &out)?;
+    Ok(out.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_a_key_and_an_optional_note() {
+        assert_eq!(parse_answer("1 cites §2\n"), Some(Answer::Grade(1, Some("cites §2".into()))));
+        assert_eq!(parse_answer("0"), Some(Answer::Grade(0, None)));
+        assert_eq!(parse_answer("\n"), Some(Answer::Skip));
+        assert_eq!(parse_answer("b"), Some(Answer::Back));
+        assert_eq!(parse_answer("yes"), None);
+    }
+
+    #[test]
+    fn question_words_are_marked_whole_and_case_folded() {
+        let got = highlighted("O Prazo de prazos: prazo.", "Qual o prazo?", false);
+        assert_eq!(got, "O «Prazo» de prazos: «prazo».");
+    }
+}

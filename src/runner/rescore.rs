@@ -1,0 +1,201 @@
+//! `ragsweep rescore`: a finished run scored again with the current judgments (SPEC §9),
+//! without retrieving: each case's ranked chunks are in its `per_query.jsonl` line.
+//!
+//! The lists are judged again exactly as a fresh run judges them, provided the fresh run would
+//! search as deep (new labels can collapse chunks into fewer sections and ask for a deeper
+//! search): a case where it would not is refused, never approximated. Latency, build cost
+//! and filter parity are measurements, not labels: they are the run's. A miss the run diagnosed
+//! keeps its pipeline cause; a miss only the new labels make is `undecided` until a run
+//! diagnoses it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use super::*;
+use crate::evaluate::causes::Miss;
+use crate::input::text::json;
+use crate::output::RunWriter;
+use crate::results::{CaseLine, Manifest, Matrix, RunResult};
+use crate::retrieve::Hit;
+
+/// A rescored run, and the cells whose rank on tuning (by the decision metric) moved.
+pub struct Rescored {
+    pub result: RunResult,
+    /// `(cell, rank before, rank after)`, 1-based among the cells with a tuning score.
+    pub moved: Vec<(String, usize, usize)>,
+}
+
+/// Whether the run at `run` scored the judgments the experiment reads now.
+pub fn judgments_changed(manifest: &Manifest, prepared: &Prepared) -> bool {
+    manifest.golden.hash != crate::input::golden::golden_hash(&prepared.cases)
+        || manifest.golden.judgments.as_ref().map(|j| &j.hash) != prepared.judgments.as_ref().map(|j| &j.hash)
+}
+
+/// Scores the run at `run` again with the judgments its experiment reads now, writing the
+/// per-case files into `out`.
+pub fn rescore(
+    run: &Path,
+    exp: &Experiment,
+    prepared: &Prepared,
+    opts: &RunOptions,
+    out: &mut RunWriter,
+) -> Result<Rescored> {
+    let manifest: Manifest = json(&run.join("manifest.json"), "run manifest")?;
+    if manifest.shard.is_some() {
+        return Err(Error::Other(format!(
+            "{}: a shard; merge the shards first, then rescore the merged run",
+            run.display()
+        )));
+    }
+    let matrix: Matrix = json(&run.join("matrix.json"), "matrix")?;
+    let mut lines: BTreeMap<String, Vec<CaseLine>> = BTreeMap::new();
+    crate::output::each_case_line(&run.join("per_query.jsonl"), |l: CaseLine| {
+        lines.entry(l.cell.clone()).or_default().push(l)
+    })?;
+
+    let Prepared { plan, corpus, cases, models, counter, .. } = prepared;
+    let store = StageCache::new(&opts.cache_dir);
+    let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
+    let embedder = |_: ModelId| -> Result<&dyn Embedding> { Err(Error::Other("rescoring embeds nothing".into())) };
+    let ctx = BuildContext {
+        corpus,
+        cases,
+        models,
+        embedder: &embedder,
+        store: &store,
+        cache_dir: &opts.cache_dir,
+        engines_dir: &opts.engines_dir,
+        pg_server: None,
+        bar: &make_bar,
+    };
+    let mut stages = Vec::new();
+    let started = Instant::now();
+    let sets = build::chunk_sets(plan, &ctx, &mut stages)?;
+    let columns = cut_columns(exp);
+    let scoring = Scoring::new(exp, corpus, cases, &sets, &columns, counter)?;
+    let case_at: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+    let case_info = aggregate::case_info(cases, corpus);
+    let slices_of = aggregate::case_slices(&case_info);
+    let golden_tags = aggregate::golden_tags(&case_info);
+    let decision = exp.decision_metric();
+    let decision_column = columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
+    let cuts = exp.cut_keys();
+    let (mut rows, mut slices, mut decision_values) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ordinals: HashMap<usize, HashMap<&str, u32>> = HashMap::new();
+    for (cell, planned) in exp.cells.iter().zip(&plan.cells) {
+        let written: Vec<&Row> = matrix.rows.iter().filter(|r| r.cell == cell.id).collect();
+        let Some(cell_lines) = lines.get(&cell.id).filter(|_| !written.is_empty()) else {
+            return Err(Error::Other(format!("cell {}: not in the run (it failed or the run is incomplete)", cell.id)));
+        };
+        let this = CellRun {
+            cell,
+            chunks: planned.chunks.0,
+            retriever: CellRetriever { sources: Vec::new(), fusion: None },
+            model: None,
+        };
+        let set = &sets[this.chunks];
+        let ordinal = ordinals
+            .entry(this.chunks)
+            .or_insert_with(|| set.chunks.iter().enumerate().map(|(i, c)| (c.id.as_str(), i as u32)).collect());
+        let mut results = Vec::with_capacity(cell_lines.len());
+        for line in cell_lines {
+            let refuse = |why: String| Error::Other(format!("cell {} case {}: {why}", cell.id, line.case));
+            let ci = *case_at.get(line.case.as_str()).ok_or_else(|| refuse("no such case in the golden set".into()))?;
+            let recorded = line.hits.as_ref().ok_or_else(|| {
+                refuse("the run did not record its ranked chunks (an engine cell, or a run older than rescore): run it again".into())
+            })?;
+            let hits: Vec<Hit> = recorded
+                .iter()
+                .map(|(id, score)| ordinal.get(id.as_str()).map(|&chunk| Hit { chunk, score: *score }))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    refuse("a recorded chunk is not in the chunk set: the chunks changed since the run".into())
+                })?;
+            let access = scoring.access(&this, ci);
+            let r = scoring
+                .with_judge(&this, ci, |judge| cell::replay(&hits, line.depth, access, &exp.k, judge))?
+                .ok_or_else(|| {
+                    refuse(format!(
+                        "with the new judgments a fresh run would search deeper than the {} chunks recorded: run it again",
+                        line.depth
+                    ))
+                })?;
+            let mut result = scoring.score(&this, ci, &r)?;
+            result.misses = diagnose::unjudged_first(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
+            result.parity = line.parity.values().copied().collect();
+            results.push(result);
+        }
+        let (mut cell_rows, cell_slices) =
+            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
+        for row in &mut cell_rows {
+            if let Some(theirs) = written.iter().find(|w| w.split == row.split) {
+                row.latency = theirs.latency;
+                row.cost = theirs.cost.clone();
+            }
+        }
+        decision_values.push(CellValues {
+            cell: cell.id.clone(),
+            values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
+        });
+        out.add_cell(&exp.columns(), &cuts, &results)?;
+        rows.extend(cell_rows);
+        slices.extend(cell_slices);
+    }
+    let excluded = crate::evaluate::selection::excluded_cells(&rows, &slices, &exp.require);
+    ties::mark(&mut rows, &decision_values, &decision.to_string(), &excluded, exp.margin);
+    stages.push(StageReport::new(
+        "rescore",
+        format!("{} cells × {} cases judged again from the recorded lists", exp.cells.len(), cases.len()),
+        started.elapsed().as_secs_f64(),
+    ));
+    let moved = moved(&matrix.rows, &rows, &decision.to_string());
+    let mut manifest = manifest;
+    manifest.golden.hash = crate::input::golden::golden_hash(cases);
+    manifest.golden.judgments = prepared.judgments.clone();
+    manifest.golden.health = prepared.health().warnings;
+    manifest.rescored_from = Some(manifest.run_id.clone());
+    manifest.stages.extend(stages);
+    let selection = crate::evaluate::selection::select_for(exp, &rows, &slices);
+    let result =
+        RunResult { columns: exp.columns(), decision_metric: decision, rows, slices, case_info, selection, manifest };
+    Ok(Rescored { result, moved })
+}
+
+/// The misses of a rescored case: each missed cut-off keeps the cause the run diagnosed when
+/// the run missed it too, else it is `undecided` (only retrieving again can diagnose it).
+fn kept_misses(result: &CaseResult, line: &CaseLine, ks: &[usize], r: &Retrieval) -> Vec<Miss> {
+    if !result.answerable {
+        return Vec::new();
+    }
+    ks.iter()
+        .enumerate()
+        .filter(|&(i, &k)| !r.list(i).items.iter().take(k).any(|item| item.gain > 0.0))
+        .map(|(_, &k)| match line.misses.iter().find(|m| m.k == k) {
+            Some(m) => Miss::new(k, m.pipeline.unwrap_or(m.cause), m.rank, m.evidence.clone()),
+            None => Miss::new(
+                k,
+                crate::evaluate::causes::Cause::Undecided,
+                None,
+                "a miss under the new judgments, rescored without retrieving: run again to diagnose it".into(),
+            ),
+        })
+        .collect()
+}
+
+/// Cells whose rank among the tuning rows (by `metric`, best first) differs between runs.
+fn moved(before: &[Row], after: &[Row], metric: &str) -> Vec<(String, usize, usize)> {
+    let ranks = |rows: &[Row]| -> HashMap<String, usize> {
+        let mut scored: Vec<(&str, f64)> = rows
+            .iter()
+            .filter(|r| r.split == Split::Tuning)
+            .filter_map(|r| Some((r.cell.as_str(), r.metrics.get(metric)?.value?)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        scored.into_iter().enumerate().map(|(i, (c, _))| (c.to_string(), i + 1)).collect()
+    };
+    let (was, now) = (ranks(before), ranks(after));
+    let mut out: Vec<(String, usize, usize)> =
+        was.iter().filter_map(|(cell, &a)| now.get(cell).filter(|&&b| b != a).map(|&b| (cell.clone(), a, b))).collect();
+    out.sort_by_key(|a| a.2);
+    out
+}
