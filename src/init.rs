@@ -12,15 +12,25 @@ use crate::analyze::AnalyzerKind;
 use crate::error::{Error, Result};
 use crate::input::corpus::Corpus;
 
-/// Stub cases written, of which this many are unanswerable.
-pub const STUBS: usize = 30;
-pub const UNANSWERABLE_STUBS: usize = 4;
+/// Stub cases written by default (`--stubs`), of which a tenth (at least one) are unanswerable.
+pub const STUBS: usize = 40;
+
+/// Unanswerable stubs among `stubs`.
+pub fn unanswerable_stubs(stubs: usize) -> usize {
+    (stubs / 10).max(1).min(stubs)
+}
 
 const PT_WORDS: [&str; 12] = ["de", "que", "não", "para", "com", "uma", "os", "do", "da", "em", "é", "são"];
 const EN_WORDS: [&str; 12] = ["the", "of", "and", "to", "is", "in", "that", "for", "with", "are", "this", "be"];
 
 /// Portuguese or English, by which language's common words the corpus uses more.
 pub fn language(corpus: &Corpus) -> AnalyzerKind {
+    language_mix(corpus).0
+}
+
+/// The corpus's main language and whether the other one is a large share too (a quarter or
+/// more of the common words counted): mixed text needs a multilingual model.
+pub fn language_mix(corpus: &Corpus) -> (AnalyzerKind, bool) {
     let (mut pt, mut en) = (0usize, 0usize);
     for doc in corpus.docs.iter().take(500) {
         for word in doc.text.split(|c: char| !c.is_alphanumeric()).take(2000) {
@@ -29,11 +39,21 @@ pub fn language(corpus: &Corpus) -> AnalyzerKind {
             en += usize::from(EN_WORDS.contains(&w.as_str()));
         }
     }
-    if pt > en {
-        AnalyzerKind::Pt
+    let mixed = pt.min(en) * 4 >= pt.max(en) && pt.max(en) > 0;
+    (if pt > en { AnalyzerKind::Pt } else { AnalyzerKind::En }, mixed)
+}
+
+/// The embedding model `init` puts in the grid: the fastest installed one that fits the text.
+/// English: MiniLM int8 first; Portuguese or mixed: multilingual e5-small int8 first (int8 is
+/// measured 1.6–2.3× faster than fp32 at the same ranking on this project's corpora; BENCHMARKS.md).
+pub fn default_model(models_dir: &Path, lang: AnalyzerKind, mixed: bool) -> &'static str {
+    let english = lang == AnalyzerKind::En && !mixed;
+    let order: &[&'static str] = if english {
+        &["minilm-l6-int8", "minilm-l6", "e5-small-int8", "e5-small"]
     } else {
-        AnalyzerKind::En
-    }
+        &["e5-small-int8", "e5-small", "e5-small-fused"]
+    };
+    order.iter().copied().find(|id| crate::stages::embed::find_model(models_dir, id).is_ok()).unwrap_or(order[0])
 }
 
 /// What `init` wrote and found.
@@ -43,6 +63,8 @@ pub struct Initialised {
     pub documents: usize,
     pub sections: usize,
     pub language: AnalyzerKind,
+    /// The embedding model of the grid's dense and hybrid cells.
+    pub model: &'static str,
     pub stubs: usize,
     /// What was read per format and what was skipped.
     pub read: String,
@@ -63,7 +85,7 @@ fn snippet(text: &str) -> String {
 
 /// Writes `experiment.toml` and `golden.jsonl` into `out` for the corpus at `corpus_path`;
 /// never overwrites a file.
-pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
+pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> Result<Initialised> {
     let corpus = Corpus::load(corpus_path, None, &crate::input::access_key::AccessKey::default())?;
     let experiment = out.join("experiment.toml");
     let golden = out.join("golden.jsonl");
@@ -77,12 +99,13 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
     }
     let sections: usize = corpus.docs.iter().map(|d| d.sections.len()).sum();
     let by_section = sections >= corpus.docs.len();
+    let unanswerable = unanswerable_stubs(stubs);
+    let wanted = stubs - unanswerable;
     // Sections that can hold an answer: enough words of their own, not a table of contents.
     // When too few sections are that long, short ones (not link lists) are labelled too.
-    let wanted = STUBS - UNANSWERABLE_STUBS;
     let pick = |min_words: usize| -> Vec<Vec<usize>> {
         let doc_sections = |d: &crate::input::corpus::Document| -> Vec<usize> {
-            (0..d.sections.len()).filter(|&i| answerable_section(d, i, min_words)).collect()
+            (0..d.sections.len()).filter(|&i| !d.sections[i].page && answerable_section(d, i, min_words)).collect()
         };
         corpus.docs.iter().map(doc_sections).collect()
     };
@@ -91,35 +114,26 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         usable = pick(0);
     }
     let skipped = sections - usable.iter().map(Vec::len).sum::<usize>();
-    let lang = language(&corpus);
-    // Labels spread across the corpus: every document's first section (or the document,
-    // without headings) in turn, then every document's second section, and so on; with more
-    // documents than stubs, evenly spaced documents.
-    let target = |d: usize, r: usize| -> Option<(String, String)> {
-        let doc = &corpus.docs[d];
-        if by_section {
-            usable[d].get(r).map(|&i| {
-                let s = &doc.sections[i];
-                (s.id.clone(), snippet(&doc.text[s.start..s.end]))
-            })
-        } else {
-            (r == 0).then(|| (doc.id.clone(), snippet(&doc.text)))
-        }
-    };
-    let n = corpus.docs.len();
-    let targets: Vec<(String, String)> = if n >= wanted {
-        (0..wanted).filter_map(|i| target(i * n / wanted, 0).or_else(|| target(i * n / wanted, 1))).collect()
-    } else {
-        let rounds = usable.iter().map(|u| u.len().max(1)).max().unwrap_or(1);
-        (0..rounds).flat_map(|r| (0..n).map(move |d| (d, r))).filter_map(|(d, r)| target(d, r)).take(wanted).collect()
-    };
+    let (lang, mixed) = language_mix(&corpus);
+    let model = default_model(models_dir, lang, mixed);
+    let targets: Vec<(usize, Option<usize>)> = stratified(&corpus, &usable, by_section, wanted);
+    let rarity = crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
     let mut lines = String::new();
-    for (i, (label, text)) in targets.iter().enumerate() {
+    for (i, &(d, section)) in targets.iter().enumerate() {
+        let doc = &corpus.docs[d];
+        let (label, heading, text) = match section {
+            Some(j) => {
+                let s = &doc.sections[j];
+                (s.id.clone(), s.label.clone(), &doc.text[s.start..s.end])
+            }
+            None => (doc.id.clone(), doc.title.clone().unwrap_or_else(|| doc.id.clone()), doc.text.as_str()),
+        };
         let case = json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label],
-            "label_hash": corpus.label_hash(label), "meta": {"snippet": text}});
+            "label_hash": corpus.label_hash(&label),
+            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&heading, text, lang, &rarity)}});
         let _ = writeln!(lines, "{case}");
     }
-    for i in 0..UNANSWERABLE_STUBS {
+    for i in 0..unanswerable {
         let case = json!({"id": format!("u{:02}", i + 1), "question": "", "answerable": false,
             "meta": {"hint": "a question your users ask that these documents do not answer"}});
         let _ = writeln!(lines, "{case}");
@@ -142,8 +156,12 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
          name = \"my-retrieval\"\nunit = \"{unit}\"\nk = [1, 3, 5, 10]\nselect = \"ndcg@10\"\nreserved_fraction = 0.3\n\n\
          [corpus]\npath = {corpus_toml}\n\n[golden]\npath = \"golden.jsonl\"\n\n{chunker}\n\
          [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"{analyzer}\"\n\n\
-         [[retrievers]]\nkind = \"dense\"\nmodel = \"e5-small\"\n\n\
-         [[retrievers]]\nkind = \"hybrid\"\nanalyzer = \"{analyzer}\"\nmodel = \"e5-small\"\nfusion = \"rrf\"\n",
+         # {model}: the fastest installed model for {text} text. For Portuguese or mixed text use\n\
+         # e5-small-int8 (multilingual), for English minilm-l6-int8; `ragsweep models list` shows what is\n\
+         # installed, and `ragsweep validate` estimates how long the first run embeds.\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"{model}\"\n\n\
+         [[retrievers]]\nkind = \"hybrid\"\nanalyzer = \"{analyzer}\"\nmodel = \"{model}\"\nfusion = \"rrf\"\n",
+        text = if mixed { "mixed Portuguese and English" } else if lang == AnalyzerKind::Pt { "Portuguese" } else { "English" },
         corpus = corpus_path.display(),
         docs = corpus.docs.len(),
         corpus_toml = toml::Value::String(corpus_ref.display().to_string()),
@@ -156,7 +174,8 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         documents: corpus.docs.len(),
         sections,
         language: lang,
-        stubs: targets.len() + UNANSWERABLE_STUBS,
+        model,
+        stubs: targets.len() + unanswerable,
         read: corpus.report.summary(),
         metadata: {
             let mut keys: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
@@ -167,6 +186,131 @@ pub fn init(corpus_path: &Path, out: &Path) -> Result<Initialised> {
         },
         skipped_sections: if by_section { skipped } else { 0 },
     })
+}
+
+/// The stubs' labels, stratified: folders take turns (the folder of `guide/a.md` is `guide`),
+/// each giving its next document in a fixed pseudo-random order (a hash of the id, so a rerun
+/// picks the same ones) until every document of the folder had a turn, then the documents'
+/// second usable sections, and so on. `(document, section)`; no section without headings.
+fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: usize) -> Vec<(usize, Option<usize>)> {
+    let mut folders: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
+    for (d, doc) in corpus.docs.iter().enumerate() {
+        folders.entry(doc.id.rsplit_once('/').map_or("", |(f, _)| f)).or_default().push(d);
+    }
+    let order = |d: &usize| blake3::hash(corpus.docs[*d].id.as_bytes());
+    // Per folder, its candidates in the order it offers them.
+    let mut queues: Vec<std::collections::VecDeque<(usize, Option<usize>)>> = folders
+        .into_values()
+        .map(|mut docs| {
+            docs.sort_by_key(|d| *order(d).as_bytes());
+            let rounds = if by_section { docs.iter().map(|&d| usable[d].len()).max().unwrap_or(0) } else { 1 };
+            (0..rounds)
+                .flat_map(|r| docs.iter().map(move |&d| (d, r)))
+                .filter_map(|(d, r)| if by_section { usable[d].get(r).map(|&j| (d, Some(j))) } else { Some((d, None)) })
+                .collect()
+        })
+        .collect();
+    let mut out = Vec::with_capacity(wanted);
+    while out.len() < wanted && queues.iter().any(|q| !q.is_empty()) {
+        for q in &mut queues {
+            if out.len() < wanted {
+                if let Some(next) = q.pop_front() {
+                    out.push(next);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Candidate phrasings of a stub's question from its section's own text (SPEC §9's drafts):
+/// the heading as a topic, the first sentence as a stem, and the section's rarest exact terms
+/// (flags, field names, codes, numbers). Drafts to edit: a question copied from the text makes
+/// retrieval look easier than users make it.
+pub fn drafts(
+    heading: &str,
+    text: &str,
+    lang: AnalyzerKind,
+    rarity: &crate::evaluate::exact_terms::Rarity,
+) -> Vec<String> {
+    let pt = lang == AnalyzerKind::Pt;
+    let mut out = Vec::new();
+    let heading = heading.trim().trim_start_matches('#').trim();
+    if !heading.is_empty() {
+        out.push(if pt { format!("O que diz {heading}?") } else { format!("What does {heading} say?") });
+    }
+    if let Some(sentence) = first_sentence(text) {
+        out.push(if pt { format!("É verdade que {sentence}?") } else { format!("Is it true that {sentence}?") });
+    }
+    for term in exact_terms(text, rarity).into_iter().take(3) {
+        out.push(if pt { format!("O que é {term}?") } else { format!("What is {term}?") });
+    }
+    out
+}
+
+/// The first sentence of the text below its heading (at most 25 words): the first paragraph
+/// holding a sentence end, cut there. A period after a short capitalised word or a number
+/// (`Art. 5.`, `Dr.`) does not end a sentence; a colon does (a list follows).
+fn first_sentence(text: &str) -> Option<String> {
+    for paragraph in text.split("\n\n").skip(1) {
+        let words: Vec<&str> = paragraph.split_whitespace().collect();
+        if words.len() < 6 || words[0].starts_with('#') {
+            continue;
+        }
+        let end = words.iter().position(|w| {
+            let bare = w.trim_end_matches(['.', '?', '!', ':']);
+            let period_only = w.ends_with('.') && !w.ends_with("..");
+            bare.len() < w.len()
+                && (!period_only || bare.chars().count() > 3 && !bare.chars().all(|c| c.is_ascii_digit()))
+        });
+        let Some(end) = end else { continue };
+        let sentence = words[..=end].iter().take(25).copied().collect::<Vec<_>>().join(" ");
+        return Some(sentence.trim_end_matches(['.', '?', '!', ':']).to_string());
+    }
+    None
+}
+
+/// The section's exact terms a user would type verbatim, most distinctive first: command-line
+/// flags and `code spans`, then codes, identifiers and numbers, then rare words; within each,
+/// the fewest documents first.
+fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity) -> Vec<String> {
+    use crate::evaluate::exact_terms::Tag;
+    let mut found: Vec<(u8, u32, String)> = Vec::new();
+    let mut push = |rank: u8, term: &str| {
+        let term = term.trim();
+        if !term.is_empty() && term.chars().count() <= 40 && !found.iter().any(|(_, _, t)| t == term) {
+            found.push((rank, rarity.df(term.trim_matches('`')), term.to_string()));
+        }
+    };
+    for word in text.split_whitespace() {
+        let w = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_');
+        if w.starts_with("--") && w.len() > 3
+            || w.starts_with('-') && w.len() == 2 && w[1..].chars().all(char::is_alphabetic)
+        {
+            push(0, w);
+        }
+    }
+    for (i, span) in text.split('`').enumerate() {
+        if i % 2 == 1 && !span.contains('\n') {
+            push(0, &format!("`{span}`"));
+        }
+    }
+    let roman = |t: &str| t.chars().all(|c| "IVXLCDM".contains(c));
+    for t in crate::evaluate::exact_terms::tag(text, rarity, "") {
+        if t.text.chars().count() < 3 || roman(&t.text) {
+            continue;
+        }
+        let rank = if t.tags.iter().any(|g| matches!(g, Tag::Code | Tag::CamelCase | Tag::AllCaps)) {
+            1
+        } else if t.tags.contains(&Tag::Rare) {
+            2
+        } else {
+            continue;
+        };
+        push(rank, &t.text);
+    }
+    found.sort_by_key(|(rank, df, _)| (*rank, *df));
+    found.into_iter().map(|(_, _, t)| t).collect()
 }
 
 /// Words a section needs of its own text (to its first subsection) to be a stub's label.
@@ -218,17 +362,20 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {}\n\n\
+        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {}, embedding model {} (experiment.toml says how to switch)\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\
          \x20  answer is (meta.snippet shows the text); keep it, or point it at the right section.\n\
          2. The u* stubs are unanswerable: questions users ask that your documents do not answer. They measure\n\
          \x20  whether retrieval (and your model) knows when to say nothing.\n\
-         3. Why 30: below about 30 answerable cases a mean's 95% interval is wider than ±0.18, too wide to\n\
-         \x20  tell configurations apart; add more where you can (see `ragsweep plan` after a first run).\n\
-         4. ragsweep validate experiment.toml   (it lists the stubs still empty)\n\
-         5. ragsweep run experiment.toml\n",
+         3. Each stub's meta.drafts proposes phrasings from its section's text (heading, first sentence, exact\n\
+         \x20  terms): start from one, but rewrite it as a user would ask. A question left equal to a draft while\n\
+         \x20  meta.draft is true is not counted (validate lists them); set \"draft\": false to accept one as is.\n\
+         4. Why so many: below about 30 answerable cases a mean's 95% interval is wider than ±0.18, too wide\n\
+         \x20  to tell configurations apart; add more where you can (see `ragsweep plan` after a first run).\n\
+         5. ragsweep validate experiment.toml   (it lists the stubs still empty)\n\
+         6. ragsweep run experiment.toml, then `ragsweep judge` what the cells returned that no label names\n",
         i.read,
         if i.metadata.is_empty() {
             "none".to_string()
@@ -241,7 +388,8 @@ pub fn guide(i: &Initialised) -> String {
         i.documents,
         i.sections,
         i.skipped_sections,
-        i.language
+        i.language,
+        i.model
     )
 }
 

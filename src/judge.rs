@@ -347,6 +347,8 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
 pub fn import(file: &Path, cases: &[GoldenCase], corpus: &Corpus, path: &Path, who: &str) -> Result<usize> {
     let text = crate::input::text::read(file)?;
     let by_id: HashMap<&str, &GoldenCase> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    // `cases` carry the judgments made so far as labels: those may be judged again.
+    let earlier: BTreeSet<(String, String)> = judgments::read(path)?.into_iter().map(|(_, j)| (j.case, j.id)).collect();
     let (mut out, mut errors) = (Vec::new(), Vec::new());
     let when = now();
     for (i, line) in text.lines().enumerate() {
@@ -372,7 +374,10 @@ pub fn import(file: &Path, cases: &[GoldenCase], corpus: &Corpus, path: &Path, w
         };
         let problem = match by_id.get(j.case.as_str()) {
             None => Some(format!("no case {:?} in the golden set", j.case)),
-            Some(case) => judgments::problem(&j, case, corpus),
+            Some(case) => {
+                let judged = |id: &str| earlier.contains(&(j.case.clone(), id.to_string()));
+                judgments::problem(&j, case, corpus, &judged)
+            }
         };
         match problem {
             Some(why) => errors.push(Error::input(at(0), why)),

@@ -235,6 +235,13 @@ enum Command {
         /// Where to write experiment.toml and golden.jsonl.
         #[arg(long, default_value = ".")]
         out: PathBuf,
+        /// Stub cases to write, spread across folders and sections (a tenth unanswerable).
+        #[arg(long, default_value_t = ragsweep::init::STUBS as u64, value_parser = clap::value_parser!(u64).range(2..=10000))]
+        stubs: u64,
+        /// Installed embedding models, from which init picks the grid's (default ./models when
+        /// it exists, else ~/.local/share/ragsweep/models).
+        #[arg(long, env = "RAGSWEEP_MODELS")]
+        models: Option<PathBuf>,
     },
     /// Install or list the embedding models and ONNX Runtime
     Models {
@@ -870,8 +877,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Init { corpus, out } => {
-            let done = ragsweep::init::init(&corpus, &out)?;
+        Command::Init { corpus, out, stubs, models } => {
+            let models = models.unwrap_or_else(ragsweep::install::default_dir);
+            let done = ragsweep::init::init(&corpus, &out, stubs as usize, &models)?;
             print!("{}", ragsweep::init::guide(&done));
             Ok(ExitCode::SUCCESS)
         }
@@ -1097,6 +1105,18 @@ fn real_main() -> anyhow::Result<ExitCode> {
             for info in &prepared.models {
                 ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
                 println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
+            }
+            for e in runner::cold_run(&prepared, &dirs.models())? {
+                let seconds = e.passages as f64 / e.per_second.max(1e-9);
+                println!(
+                    "cold run: {} embeds {} passages at about {:.0}/s (a {:.1} s probe on {} threads): about {}; cached after the first run",
+                    e.model,
+                    e.passages,
+                    e.per_second,
+                    e.probe_seconds,
+                    rayon::current_num_threads(),
+                    ragsweep::words::duration(seconds)
+                );
             }
             if prepared.plan.indexes.iter().any(ragsweep::plan::IndexSpec::in_engine) {
                 let install = dirs.engines().join("pg");

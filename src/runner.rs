@@ -30,7 +30,7 @@ use crate::stages::build::{self, BuildContext};
 use crate::stages::cache::StageCache;
 use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
-use crate::stages::embed::{self, Embedding, LazyEmbedder, ModelInfo, Role};
+use crate::stages::embed::{self, Embedder, Embedding, LazyEmbedder, ModelInfo, Role};
 pub use crate::vocab::Cut;
 
 pub use explain::{render as render_explanation, Explanation};
@@ -54,6 +54,8 @@ pub struct Prepared {
     pub corpus: Corpus,
     /// The golden cases, with the judgments added as labels.
     pub cases: Vec<GoldenCase>,
+    /// Cases left out as unedited drafts (`init`'s proposed questions, not yet edited).
+    pub drafts: Vec<String>,
     /// What the judgments file held, when it held any.
     pub judgments: Option<crate::input::judgments::JudgmentsInfo>,
     /// The plan's models, in its order.
@@ -72,7 +74,15 @@ impl Prepared {
 
     /// What the golden set holds and what makes its numbers weak.
     pub fn health(&self) -> crate::input::health::Health {
-        crate::input::health::health(&self.cases, &self.corpus)
+        let mut health = crate::input::health::health(&self.cases, &self.corpus);
+        if !self.drafts.is_empty() {
+            health.warnings.push(format!(
+                "{} left out ({}): the question is still one `init` drafted from the labelled text; rewrite it the way your users would ask, or set \"draft\": false in its meta to accept it",
+                crate::words::count(self.drafts.len(), "unedited draft"),
+                self.drafts.join(", ")
+            ));
+        }
+        health
     }
 
     /// One line on who may see the corpus, for the terminal.
@@ -102,6 +112,7 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
         corpus.index_meta = keys.clone();
     }
     let mut cases = golden::load(&exp.golden, &corpus)?;
+    let drafts = golden::take_unedited_drafts(&mut cases);
     golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
     if let Some(synthetic) = exp.synthetic_acl {
         if let Some(doc) = corpus.docs.iter().find(|d| d.acl.is_some()) {
@@ -137,7 +148,84 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
-    Ok(Prepared { plan, corpus, cases, judgments, models, counter, pg_server })
+    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, counter, pg_server })
+}
+
+/// One model's share of a cold run (nothing cached): the passages it embeds and how fast.
+pub struct ColdEstimate {
+    pub model: String,
+    pub passages: usize,
+    /// Passages per second measured by the probe.
+    pub per_second: f64,
+    pub probe_seconds: f64,
+}
+
+/// Seconds the passage-embedding probe of [`cold_run`] runs per model, at most.
+pub const PROBE_SECONDS: f64 = 2.0;
+
+/// What a cold run would spend embedding, per model: the distinct passages of every chunk set
+/// the model embeds, and its passages/s measured by embedding a spread of them with the run's
+/// threads for about [`PROBE_SECONDS`] (after one warm-up text).
+pub fn cold_run(prepared: &Prepared, models_dir: &Path) -> Result<Vec<ColdEstimate>> {
+    let plan = &prepared.plan;
+    let sets: Vec<Option<crate::stages::chunk::ChunkSet>> = (0..plan.chunkers.len())
+        .map(|c| {
+            plan.embeddings
+                .iter()
+                .any(|e| e.chunks.0 == c)
+                .then(|| crate::stages::chunk::ChunkSet::build(&prepared.corpus, &plan.chunkers[c]))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (m, info) in prepared.models.iter().enumerate() {
+        let mut texts: Vec<String> = plan
+            .embeddings
+            .iter()
+            .filter(|e| e.model.0 == m)
+            .filter_map(|e| sets[e.chunks.0].as_ref())
+            .flat_map(|set| (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)))
+            .collect();
+        texts.sort_unstable();
+        texts.dedup();
+        if texts.is_empty() {
+            continue;
+        }
+        let embedder = Embedder::load(models_dir, info, rayon::current_num_threads())?;
+        // A spread of the passages by length, batched among similar lengths as the run batches
+        // them, the batches visited in a scattered order so a probe cut short is not biased.
+        texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+        let step = (texts.len() / 256).max(1);
+        let sample: Vec<&str> = texts.iter().step_by(step).map(String::as_str).collect();
+        // Tokens estimated at four bytes each, cut at the model's maximum length.
+        let lengths: Vec<u32> = sample.iter().map(|t| (t.len() / 4).clamp(1, info.max_length) as u32).collect();
+        let mut start = 0;
+        let mut batches: Vec<&[&str]> = embed::token_batches(&lengths, embed::TOKEN_BUDGET, embed::MAX_BATCH)
+            .into_iter()
+            .map(|n| {
+                start += n;
+                &sample[start - n..start]
+            })
+            .collect();
+        batches.sort_by_key(|b| *blake3::hash(b[0].as_bytes()).as_bytes());
+        embedder.embed_batch(&batches[0][..1], Role::Passage)?;
+        let started = Instant::now();
+        let mut done = 0;
+        for batch in batches {
+            embedder.embed_batch(batch, Role::Passage)?;
+            done += batch.len();
+            if started.elapsed().as_secs_f64() >= PROBE_SECONDS {
+                break;
+            }
+        }
+        let probe_seconds = started.elapsed().as_secs_f64();
+        out.push(ColdEstimate {
+            model: info.id.clone(),
+            passages: texts.len(),
+            per_second: done as f64 / probe_seconds.max(1e-9),
+            probe_seconds,
+        });
+    }
+    Ok(out)
 }
 
 /// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.

@@ -41,6 +41,16 @@ pub fn number(v: f64) -> String {
     }
 }
 
+/// A duration as people say it: `40 s`, `3 min`, `1 h 20 min`.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=89 => format!("{s} s"),
+        90..=3599 => format!("{} min", (s + 30) / 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600 + 30) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,7 +82,7 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
         .success()
         .stdout(predicate::str::contains("for 6 documents (24 sections, 0 without a stub"))
         .stdout(predicate::str::contains("BM25 analyzer pt"))
-        .stdout(predicate::str::contains("Why 30"));
+        .stdout(predicate::str::contains("Why so many"));
     let toml = std::fs::read_to_string(project.join("experiment.toml")).unwrap();
     assert!(
         toml.contains("analyzer = \"pt\"")
@@ -201,4 +201,77 @@ fn init_reads_a_folder_of_pdfs() {
     }
     common::ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "."]).assert().success();
     assert!(dir.path().join("golden.jsonl").is_file());
+}
+
+/// `init --stubs 40` on 300 documents in three folders: 36 answerable stubs spread evenly over
+/// the folders and over 36 documents, each with drafts from its own text (heading, first
+/// sentence, its flag); the English text gets the English int8 model; a question left equal to
+/// a draft is not counted, and `validate` says so.
+#[test]
+fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_drafts() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["guide", "reference", "tutorial"] {
+        std::fs::create_dir_all(dir.path().join("docs").join(folder)).unwrap();
+        for i in 0..100 {
+            let text = format!(
+                "# Page {i} of the {folder}\n\n## Setting {i}\n\nThe `--opt-{folder}-{i}` flag controls how the builder treats page {i}. \
+                 It is read once at start-up and applies to every page of the site, including drafts and archived \
+                 pages, unless a page overrides it in its own front matter.\n\n## Caveats {i}\n\nOlder releases ignored the \
+                 flag when the cache was warm, so clear the cache after changing it; the log then shows which pages \
+                 were built again and which were reused from the previous build.\n"
+            );
+            std::fs::write(dir.path().join("docs").join(folder).join(format!("p{i:03}.md")), text).unwrap();
+        }
+    }
+    let cmd = |args: &[&str]| {
+        let mut c = ragsweep();
+        c.current_dir(dir.path()).args(args);
+        c
+    };
+    cmd(&["init", "docs", "--out", "project", "--stubs", "40"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(40 stubs) for 300 documents"))
+        .stdout(predicate::str::contains("embedding model minilm-l6-int8"));
+    let toml = std::fs::read_to_string(dir.path().join("project/experiment.toml")).unwrap();
+    assert!(toml.contains("model = \"minilm-l6-int8\"") && toml.contains("e5-small-int8 (multilingual)"), "{toml}");
+    let golden = dir.path().join("project/golden.jsonl");
+    let stubs: Vec<Value> =
+        std::fs::read_to_string(&golden).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(stubs.len(), 40);
+    let labels: Vec<&str> = stubs.iter().filter_map(|s| s["relevant"][0].as_str()).collect();
+    assert_eq!(labels.len(), 36, "a tenth unanswerable");
+    for folder in ["guide", "reference", "tutorial"] {
+        assert_eq!(labels.iter().filter(|l| l.starts_with(&format!("{folder}/"))).count(), 12, "{labels:?}");
+    }
+    let docs: std::collections::BTreeSet<&str> = labels.iter().map(|l| l.split('#').next().unwrap()).collect();
+    assert_eq!(docs.len(), 36, "a document's second section waits until every document had one");
+    let first = &stubs[0];
+    let drafts: Vec<&str> = first["meta"]["drafts"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    let n =
+        first["relevant"][0].as_str().unwrap().split('#').nth(1).unwrap().trim_start_matches("Setting ").to_string();
+    assert_eq!(first["meta"]["draft"], true);
+    assert!(drafts.iter().any(|d| d.starts_with("What does Setting")), "{drafts:?}");
+    assert!(drafts.iter().any(|d| d.starts_with("Is it true that The `--opt-")), "{drafts:?}");
+    assert!(drafts.iter().any(|d| d.contains(&format!("-{n}`?")) || d.contains(&format!("-{n}?"))), "{drafts:?}");
+
+    // q01 keeps a draft as its question; every other stub gets a question of its own.
+    let filled: Vec<String> = stubs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            s["question"] =
+                Value::String(if i == 0 { drafts[0].to_string() } else { format!("how do I set option number {i}") });
+            s.to_string()
+        })
+        .collect();
+    std::fs::write(&golden, filled.join("\n") + "\n").unwrap();
+    cmd(&["validate", "project/experiment.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("39 cases (4 unanswerable)"))
+        .stdout(predicate::str::contains("1 unedited draft left out"))
+        .stdout(predicate::str::contains("q01"))
+        .stdout(predicate::str::contains("cold run: minilm-l6-int8 embeds"));
 }

@@ -62,6 +62,11 @@ impl Rarity {
         Rarity { df, docs }
     }
 
+    /// Documents holding `word` (folded).
+    pub fn df(&self, word: &str) -> u32 {
+        self.df.get(&fold(word)).copied().unwrap_or(0)
+    }
+
     pub fn is_rare(&self, word: &str) -> bool {
         let df = self.df.get(&fold(word)).copied().unwrap_or(0);
         let max_df = (self.docs as f64 * RARE_MAX_DF_FRACTION).max(1.0);

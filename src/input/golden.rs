@@ -458,6 +458,23 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
     Ok(cases)
 }
 
+/// Takes out of `cases` the unedited drafts: a case whose `meta.draft` is true and whose
+/// question is still one of the `meta.drafts` that `init` proposed from the labelled text. A
+/// question copied from the text is not a question a user asked (SPEC §9): it is not counted
+/// until a person edits it or accepts it (`"draft": false`). Returns their ids.
+pub fn take_unedited_drafts(cases: &mut Vec<GoldenCase>) -> Vec<String> {
+    let unedited = |c: &GoldenCase| {
+        let Some(meta) = &c.meta else { return false };
+        meta.get("draft").and_then(serde_json::Value::as_bool) == Some(true)
+            && meta.get("drafts").and_then(serde_json::Value::as_array).is_some_and(|drafts| {
+                drafts.iter().filter_map(serde_json::Value::as_str).any(|d| d.trim() == c.question.trim())
+            })
+    };
+    let ids = cases.iter().filter(|c| unedited(c)).map(|c| c.id.clone()).collect();
+    cases.retain(|c| !unedited(c));
+    ids
+}
+
 /// Gives every case without a split one, by a stable hash of its id and the seed (SPEC §6).
 pub fn assign_splits(cases: &mut [GoldenCase], seed: u64, reserved_fraction: f64) {
     for case in cases.iter_mut().filter(|c| c.split.is_none()) {

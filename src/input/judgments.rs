@@ -101,9 +101,10 @@ pub fn read(path: &Path) -> Result<Vec<(usize, Judgment)>> {
 }
 
 /// Why a judgment cannot stand for `case`, if it cannot: an unknown unit, one the case's user
-/// may not see (that is a leak, not an answer), one the golden set labels already, a grade out of
-/// range, or a case that is not answerable.
-pub fn problem(j: &Judgment, case: &GoldenCase, corpus: &Corpus) -> Option<String> {
+/// may not see (that is a leak, not an answer), one the golden set labels already (`judged`:
+/// whether a label of `case.relevant` came from a judgment instead), a grade out of range, or a
+/// case that is not answerable.
+pub fn problem(j: &Judgment, case: &GoldenCase, corpus: &Corpus, judged: &dyn Fn(&str) -> bool) -> Option<String> {
     if !case.answerable {
         return Some(format!(
             "case {:?} is not answerable: judging adds answers only to answerable cases (edit the golden set)",
@@ -126,7 +127,7 @@ pub fn problem(j: &Judgment, case: &GoldenCase, corpus: &Corpus) -> Option<Strin
             case.user_groups()
         ));
     }
-    if case.relevant.iter().any(|l| l.id == j.id) {
+    if case.relevant.iter().any(|l| l.id == j.id && !judged(&l.id)) {
         return Some(format!(
             "the golden set labels {:?} for case {:?} already: edit the golden set to change it",
             j.id, case.id
@@ -171,7 +172,7 @@ pub fn apply(path: &Path, unit: Unit, cases: &mut [GoldenCase], corpus: &Corpus)
             errors.push(Error::input(at, format!("no case {:?} in the golden set", j.case)));
             continue;
         };
-        if let Some(why) = problem(j, &cases[ci], corpus) {
+        if let Some(why) = problem(j, &cases[ci], corpus, &|_| false) {
             errors.push(Error::input(at, why));
             continue;
         }

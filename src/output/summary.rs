@@ -340,8 +340,11 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
 /// model, chunks credited for several labelled sections, a k or budget that reaches everything a
 /// cell can return, short lists of the selected cell, a reserved split too small to separate
 /// the top cells.
-pub fn warnings(m: &Matrix, manifest: &Manifest) -> Vec<String> {
+/// `files`: where the run's files are now; `shown`: the run's path as commands should name it
+/// (`RUN` when unknown, as in the report written before the run moves into place).
+pub fn warnings(m: &Matrix, manifest: &Manifest, files: &Path, shown: Option<&Path>) -> Vec<String> {
     let mut out = Vec::new();
+    out.extend(thin_labels(m, files, shown));
     for stage in manifest.stages.iter().filter(|s| s.stage == "chunk") {
         if let Some(note) = &stage.note {
             out.push(format!("chunk {}: {note}", stage.key));
@@ -474,7 +477,7 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         out.push('\n');
         out.push_str(&wrap(&selection_summary(s), WIDTH, 4));
     }
-    for w in warnings(m, manifest) {
+    for w in warnings(m, manifest, dir, Some(dir)) {
         out.push_str(&wrap(&format!("warning: {w}"), WIDTH, 2));
     }
     out.push('\n');
@@ -560,6 +563,48 @@ fn first_budget_miss(dir: &Path, cell: &str, metric: &str) -> Option<String> {
         }
     }
     found.map(|(_, case)| case)
+}
+
+/// Below this share of judged items in the selected cell's top 10 on tuning, its misses may
+/// be answers nobody labelled (SPEC §9; TREC pools aim far higher).
+pub const JUDGED_FLOOR: f64 = 0.7;
+
+/// The warning that the selected cell's labels are too thin to trust its misses: its
+/// `judged@10` (the largest k below 10) on tuning under [`JUDGED_FLOOR`], with how many
+/// unjudged units sit above its first relevant item (read from `dir`'s `per_query.jsonl`).
+fn thin_labels(m: &Matrix, dir: &Path, shown: Option<&Path>) -> Option<String> {
+    let s = m.selection.as_ref()?;
+    let k = m
+        .rows
+        .first()?
+        .ctx_tokens
+        .keys()
+        .filter_map(|c| c.strip_prefix('@')?.parse::<usize>().ok())
+        .filter(|&k| k <= 10)
+        .max()?;
+    let row = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning)?;
+    let judged = row.metrics.get(&format!("judged@{k}"))?.value?;
+    if judged >= JUDGED_FLOOR {
+        return None;
+    }
+    let (mut above, mut cases) = (0, 0);
+    crate::output::each_case_line(&dir.join("per_query.jsonl"), |l: crate::results::CaseLine| {
+        if l.cell == s.cell && l.split == Split::Tuning && l.answerable {
+            let first = l.first_relevant.unwrap_or(k as u32 + 1);
+            let n = l.unjudged.iter().filter(|u| u.rank < first).count();
+            above += n;
+            cases += usize::from(n > 0);
+        }
+    })
+    .ok()?;
+    Some(format!(
+        "labels are thin: the selected cell {}'s judged@{k} on tuning is {judged:.2} (below {JUDGED_FLOOR}); {} sit above its first relevant item in {}: some of its misses may be answers nobody labelled; judge them (`ragsweep judge {} --cells {}`), then `ragsweep rescore`",
+        s.cell,
+        crate::words::count(above, "unjudged unit"),
+        crate::words::count(cases, "case"),
+        shown.map_or_else(|| "RUN".into(), |p| shell_word(&p.display().to_string())),
+        s.cell
+    ))
 }
 
 /// A case `cell` missed, from `misses.csv`: at cut-off `cut` when it is a k, else at the
@@ -661,7 +706,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
         let fence = fence(&text);
         out.push_str(&format!("\n{fence}\n{text}{fence}\n"));
     }
-    let warnings = warnings(m, manifest);
+    let warnings = warnings(m, manifest, files, Some(run));
     if !warnings.is_empty() {
         out.push_str("\nWarnings:\n");
         for w in &warnings {

@@ -77,6 +77,8 @@ struct Data {
     run_id: String,
     corpus: Value,
     golden_hash: String,
+    /// The cut-off the report's pool of unjudged units is drawn at.
+    pool_k: usize,
     cases_per_split: Value,
     decision: String,
     columns: Vec<String>,
@@ -171,6 +173,21 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
             }
         }
     }
+    // Per case, the units nobody judged that the cells ranked within the headline k (SPEC §9).
+    let headline = crate::vocab::headline_k(&manifest.experiment.k) as u32;
+    let mut pool: Vec<BTreeMap<&str, Vec<&str>>> = vec![BTreeMap::new(); cases.len()];
+    for l in &lines {
+        if let Some(&k) = case_index.get(l.case.as_str()) {
+            for u in l.unjudged.iter().filter(|u| u.rank <= headline) {
+                pool[k].entry(u.id.as_str()).or_default().push(l.cell.as_str());
+            }
+        }
+    }
+    for (case, units) in cases.iter_mut().zip(&pool) {
+        let mut units: Vec<(&&str, &Vec<&str>)> = units.iter().collect();
+        units.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        case["unjudged"] = json!(units.iter().map(|(id, cells)| json!({"id": id, "cells": cells})).collect::<Vec<_>>());
+    }
     let vs = match vs {
         None => None,
         Some(Vs { run: other, allow_different_golden }) => {
@@ -198,6 +215,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         experiment: matrix.experiment.clone(),
         unit: matrix.unit.clone(),
         run_id: manifest.run_id.clone(),
+        pool_k: headline as usize,
         corpus: json!({"path": manifest.corpus.path, "hash": manifest.corpus.hash, "documents": manifest.corpus.documents, "public": manifest.corpus.public_documents}),
         golden_hash: manifest.golden.hash.clone(),
         cases_per_split: serde_json::to_value(&manifest.golden.cases_per_split).expect("json"),
@@ -209,7 +227,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         selection: serde_json::to_value(&matrix.selection).expect("json"),
         varying,
         priced: manifest.cost.prices.any(),
-        warnings: summary::warnings(&matrix, &manifest),
+        warnings: summary::warnings(&matrix, &manifest, dir, None),
         health: manifest.golden.health.clone(),
         cells,
         rows: matrix.rows.iter().map(row_data).collect(),

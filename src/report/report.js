@@ -304,7 +304,7 @@ function grid() {
   const tip = sv("title", {}, "");
   svg.append(tip);
   const at = (e) => { const p = svg.createSVGPoint(); p.x = e.clientX; p.y = e.clientY; const q = p.matrixTransform(svg.getScreenCTM().inverse()); const j = Math.floor((q.x - L) / cw), row = Math.floor((q.y - T) / ch); return j >= 0 && j < shown.length && row >= 0 && row < cellOrder.length ? [shown[j], cellOrder[row]] : null; };
-  svg.addEventListener("mousemove", (e) => { const a = at(e); tip.textContent = a ? `${D.cells[a[1]].id} · ${D.cases[a[0]].id}: ${gridStatus(a[1], a[0])} at ${cutText}` : ""; });
+  svg.addEventListener("mousemove", (e) => { const a = at(e); tip.textContent = a ? `${D.cells[a[1]].id} · ${D.cases[a[0]].id}: ${gridStatus(a[1], a[0])} at ${cutText} · judge these: ${(D.cases[a[0]].unjudged || []).length}` : ""; });
   svg.addEventListener("click", (e) => { const a = at(e); if (a) show(a[0]); });
   const key = el("div", { class: "legend" }, Object.entries(GRID_COLOURS).map(([s, c]) => el("span", {}, el("i", { style: `background:${c}` }), { hit: "hit", miss: "miss", unanswerable: "unanswerable (not scored)", withheld: "restricted answer withheld (correct)", leaked: "restricted answer returned (leak)" }[s])));
   return el("section", { id: "grid" }, el("h2", {}, `Per question at ${cutText}, ${state.split} cases; rows best first, columns by how many cells hit`),
@@ -332,6 +332,17 @@ function causes() {
     el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {}, el("th", { class: "text" }, "cell"), el("th", { class: "text" }, "configuration"), el("th", {}, "misses"), names.map((n) => el("th", {}, n)))),
       rows.map((r) => { const m = r.misses["@" + state.k]; return el("tr", { class: r.cell === selected ? "selected" : "" }, el("td", { class: "text" }, r.cell), el("td", { class: "text" }, shortOf(r.cell)),
         el("td", {}, String(Object.values(m).reduce((a, b) => a + b, 0))), names.map((n) => el("td", {}, String(m[n])))); }))));
+}
+
+// ---- where the labels are thin: what the cells returned that nobody judged (SPEC §9) ----
+function labels() {
+  const thin = D.cases.filter((c) => c.split === state.split && c.unjudged && c.unjudged.length).sort((a, b) => b.unjudged.length - a.unjudged.length);
+  if (!thin.length) return null;
+  const units = (c) => c.unjudged.slice(0, 5).map((u) => `${u.id} (${u.cells.join(", ")})`).join("; ") + (c.unjudged.length > 5 ? `; … ${c.unjudged.length - 5} more` : "");
+  return el("section", { id: "labels" }, el("h2", {}, `Where labels are thin (${state.split}): units the cells ranked in their top ${D.pool_k} that nobody judged, most-returned first — judge them with ragsweep judge, then ragsweep rescore`),
+    el("div", { class: "scroll" }, el("table", {}, el("thead", {}, el("tr", {}, el("th", { class: "text" }, "case"), el("th", { class: "text" }, "question"), el("th", {}, "judge these"), el("th", { class: "text" }, "units (cells that returned them)"))),
+      thin.slice(0, 100).map((c) => el("tr", {}, el("td", { class: "text" }, c.id), el("td", { class: "text" }, c.question), el("td", {}, String(c.unjudged.length)), el("td", { class: "text" }, units(c)))))),
+    thin.length > 100 ? el("div", { class: "muted" }, `… and ${thin.length - 100} more cases`) : null);
 }
 
 function filters() {
@@ -428,7 +439,7 @@ function redraw() {
         : emptyPanel("quality-cost", "Quality against cost", "Not drawn: no prices are declared ([cost] embedding_usd_per_1m_tokens, llm_usd_per_1m_input_tokens), so every cell costs 0. The context each cell sends is in the matrix (ctx_tokens)."),
       curves(),
       tuningReserved())),
-    ...[grid(), causes(), slices(), filters(), matrixTable()].filter(Boolean));
+    ...[grid(), causes(), labels(), slices(), filters(), matrixTable()].filter(Boolean));
 }
 app.append(header(), controls(redraw));
 const vs = versus();

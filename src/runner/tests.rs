@@ -101,8 +101,16 @@ impl Setup {
         let mut cases = golden::load(&exp.golden, &corpus).unwrap();
         golden::assign_splits(&mut cases, exp.seed, exp.reserved_fraction);
         let models = vec![fake_model(dir.path())];
-        let prepared =
-            Prepared { plan, corpus, cases, judgments: None, models, counter: Counter::Words, pg_server: None };
+        let prepared = Prepared {
+            plan,
+            corpus,
+            cases,
+            drafts: Vec::new(),
+            judgments: None,
+            models,
+            counter: Counter::Words,
+            pg_server: None,
+        };
         Setup { dir, exp, prepared }
     }
 

@@ -1,0 +1,158 @@
+//! Judging (issue 32, SPEC §9) through the real binary: judged@k, the `unjudged` miss cause,
+//! the pool `judge` builds (order, union, nothing judged asked again), a session that saves
+//! every answer and resumes, `--export`/`--import`, `rescore` equal to a fresh run with the same
+//! judgments, and `check` refusing runs scored with different judgments.
+
+mod common;
+
+use common::{matrix, runs_in, without_timing, Fixture};
+use serde_json::Value;
+
+/// Three documents; `b#Pagamentos` answers q1 as well as the labelled `a#Cláusula 1` and ranks
+/// above it (only it says "corridos"), but nobody labelled it.
+fn fixture() -> Fixture {
+    let docs = [
+        ("a.md", "# Contrato A\n\n## Cláusula 1\n\nO prazo de pagamento é de 30 dias.\n\n## Cláusula 2\n\nA multa por atraso é de 2%.\n"),
+        ("b.md", "# Manual B\n\n## Pagamentos\n\nO prazo de pagamento é de 30 dias corridos.\n\n## Outros\n\nNada a declarar sobre o pagamento.\n"),
+        ("c.md", "# Guia C\n\n## Multas\n\nA multa por atraso no pagamento é de 2%.\n\n## Juros\n\nJuros de mora de 1% ao mês.\n"),
+    ];
+    let golden = r#"[
+      {"id": "q1", "question": "prazo de pagamento em dias corridos", "relevant": ["a#Cláusula 1"], "split": "tuning"},
+      {"id": "q2", "question": "multa por atraso", "relevant": ["a#Cláusula 2"], "split": "tuning"},
+      {"id": "q3", "question": "juros de mora ao mês", "relevant": ["c#Juros"], "split": "tuning"}
+    ]"#;
+    Fixture::new(
+        &docs,
+        golden,
+        "name = \"judging\"\nunit = \"section\"\nk = [1, 3]\nmetrics = [\"hit\", \"recall\"]\nlatency_cases = 2\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = [\"pt\", \"simple\"]\n",
+    )
+}
+
+fn lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn case_line<'a>(run: &'a [Value], cell: &str, case: &str) -> &'a Value {
+    run.iter().find(|l| l["cell"] == cell && l["case"] == case).unwrap()
+}
+
+#[test]
+fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
+    let f = fixture();
+    let first = f.run();
+    let per_query = lines(&first.join("per_query.jsonl"));
+    let q1 = case_line(&per_query, "c01", "q1");
+    assert!(q1["top"][0].as_str().unwrap().starts_with("b@"), "the unlabelled answer ranks first: {q1}");
+    assert_eq!(q1["metrics"]["judged@1"], 0.0);
+    assert_eq!(q1["unjudged"][0]["id"], "b#Pagamentos", "{q1}");
+    let misses = std::fs::read_to_string(first.join("misses.csv")).unwrap();
+    let q1_miss = misses.lines().find(|l| l.starts_with("c01,tuning,q1,1,")).unwrap();
+    assert!(q1_miss.contains(",unjudged,") && q1_miss.contains("carry no judgment"), "{q1_miss}");
+    let m = matrix(&first);
+    assert!(m["rows"][0]["metrics"]["judged@3"]["value"].as_f64().unwrap() < 1.0, "{}", m["rows"][0]);
+
+    // The pool of both cells at k = 3: each unit once, returned-by-both first.
+    let pool_path = f.path().join("pool.jsonl");
+    f.cmd()
+        .args(["judge", first.to_str().unwrap(), "--cells", "c01,c02", "--k", "3", "--export"])
+        .arg(&pool_path)
+        .assert()
+        .success();
+    let pool = lines(&pool_path);
+    let ids: Vec<(String, String)> =
+        pool.iter().map(|p| (p["case"].as_str().unwrap().into(), p["id"].as_str().unwrap().into())).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "a unit is pooled once per case: {ids:?}");
+    let first_q1 = pool.iter().find(|p| p["case"] == "q1").unwrap();
+    assert_eq!(first_q1["id"], "b#Pagamentos");
+    assert_eq!(first_q1["cells"].as_array().unwrap().len(), 2, "{first_q1}");
+    for case in ["q1", "q2", "q3"] {
+        let counts: Vec<usize> =
+            pool.iter().filter(|p| p["case"] == case).map(|p| p["cells"].as_array().unwrap().len()).collect();
+        assert!(counts.windows(2).all(|w| w[0] >= w[1]), "most-returned first: {case} {counts:?}");
+    }
+    assert!(pool.iter().all(|p| !(p["case"] == "q1" && p["id"] == "a#Cláusula 1")), "labelled units are not pooled");
+
+    // A session: judge the first unit not relevant, quit; the next session starts after it.
+    let judgments = f.path().join("judgments.jsonl");
+    let shown = f
+        .cmd()
+        .args(["judge", first.to_str().unwrap(), "--k", "3", "--who", "ana"])
+        .write_stdin("0 no\nq\n")
+        .assert()
+        .success();
+    let out = String::from_utf8(shown.get_output().stdout.clone()).unwrap();
+    let total = pool.len();
+    assert!(out.contains(&format!("[1/{total}] case q1")) && out.contains("unit: b#Pagamentos"), "{out}");
+    let saved = lines(&judgments);
+    assert_eq!(saved.len(), 1);
+    assert_eq!(
+        (saved[0]["case"].as_str(), saved[0]["id"].as_str(), saved[0]["grade"].as_u64()),
+        (Some("q1"), Some("b#Pagamentos"), Some(0))
+    );
+    assert_eq!((saved[0]["who"].as_str(), saved[0]["note"].as_str()), (Some("ana"), Some("no")));
+    let again = f.cmd().args(["judge", first.to_str().unwrap(), "--k", "3"]).write_stdin("q\n").assert().success();
+    let out = String::from_utf8(again.get_output().stdout.clone()).unwrap();
+    assert!(
+        out.contains(&format!("[1/{}]", total - 1)) && !out.contains("unit: b#Pagamentos"),
+        "grade 0 is never asked again: {out}"
+    );
+
+    // Judged relevant after all (the last line wins), through --import.
+    let judged = f.path().join("judged.jsonl");
+    std::fs::write(&judged, "{\"case\": \"q1\", \"id\": \"b#Pagamentos\", \"grade\": 1}\n{\"case\": \"q2\", \"id\": \"c#Multas\", \"grade\": null}\n").unwrap();
+    f.cmd().args(["judge", first.to_str().unwrap(), "--import"]).arg(&judged).assert().success();
+    assert_eq!(lines(&judgments).len(), 2, "an ungraded line adds nothing");
+
+    f.cmd().args(["rescore", first.to_str().unwrap(), "--cache"]).arg(f.path().join("cache")).assert().success();
+    let folder = first.parent().unwrap();
+    let rescored = runs_in(folder).into_iter().find(|r| r.to_string_lossy().ends_with("-rescored")).unwrap();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(rescored.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["golden"]["judgments"]["judged"], 1);
+    assert_eq!(manifest["golden"]["judgments"]["relevant"], 1);
+    let after = lines(&rescored.join("per_query.jsonl"));
+    assert_eq!(case_line(&after, "c01", "q1")["metrics"]["hit@1"], 1.0, "the unlabelled answer now counts");
+
+    f.run_cmd().assert().success();
+    let fresh = runs_in(folder).into_iter().find(|r| r != &first && r != &rescored).unwrap();
+    let read = |r: &std::path::Path| without_timing(&std::fs::read_to_string(r.join("matrix.csv")).unwrap());
+    assert_eq!(read(&rescored), read(&fresh), "rescore equals a fresh run with the same judgments");
+
+    // Scored with other judgments: another golden set for the gate.
+    let gate = f
+        .cmd()
+        .args(["check", fresh.to_str().unwrap(), "--cell", "c01", "--baseline", first.to_str().unwrap()])
+        .assert()
+        .code(2);
+    let output = gate.get_output();
+    let out = String::from_utf8(output.stdout.clone()).unwrap() + &String::from_utf8(output.stderr.clone()).unwrap();
+    assert!(out.contains("NOT COMPARABLE") && out.contains("judgments"), "{out}");
+    let same = f
+        .cmd()
+        .args(["check", fresh.to_str().unwrap(), "--cell", "c01", "--baseline", rescored.to_str().unwrap()])
+        .assert();
+    let output = same.get_output();
+    let out = String::from_utf8(output.stdout.clone()).unwrap() + &String::from_utf8(output.stderr.clone()).unwrap();
+    assert!(!out.contains("NOT COMPARABLE"), "rescored with the same judgments: comparable\n{out}");
+}
+
+#[test]
+fn a_judgment_that_cannot_stand_stops_the_run_at_its_line() {
+    let f = fixture();
+    std::fs::write(
+        f.path().join("judgments.jsonl"),
+        "{\"case\": \"q1\", \"id\": \"b#Pagamentos\", \"grade\": 1}\n{\"case\": \"q9\", \"id\": \"b\", \"grade\": 1}\n{\"case\": \"q2\", \"id\": \"a#Cláusula 2\", \"grade\": 0}\n",
+    )
+    .unwrap();
+    let failed = f.run_cmd().assert().failure();
+    let err = String::from_utf8(failed.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("judgments.jsonl:2") && err.contains("no case \"q9\""), "{err}");
+    assert!(err.contains("judgments.jsonl:3") && err.contains("labels \"a#Cláusula 2\""), "{err}");
+    assert!(
+        !f.path().join("out").join("judging").exists() || runs_in(&f.path().join("out").join("judging")).is_empty()
+    );
+}
