@@ -1015,7 +1015,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let run_id = format!("{}-rescored", output::run_id(&exp, std::time::SystemTime::now()));
             let experiment_dir = run.parent().expect("a run directory has a parent");
             let mut writer = output::RunWriter::create(&experiment_dir.join(&run_id))?;
-            let mut rescored = runner::rescore::rescore(&run, &exp, &prepared, &options, &mut writer)?;
+            let (columns, cuts) = (exp.columns(), exp.cut_keys());
+            let mut on_cell = |results: &[ragsweep::results::CaseResult]| writer.add_cell(&columns, &cuts, results);
+            let mut rescored = runner::rescore::rescore(&run, &exp, &prepared, &options, &mut on_cell)?;
             rescored.result.manifest.run_id = run_id;
             let dir = writer.finish(&mut rescored.result, |staging| ragsweep::report::write(staging, None))?;
             print_summary(&rescored.result, &dir, false)?;
@@ -1106,6 +1108,10 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
                 println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
             }
+            if prepared.plan.indexes.iter().any(ragsweep::plan::IndexSpec::in_engine) {
+                let install = dirs.engines().join("pg");
+                println!("{}", ragsweep::engine::pgvector::check(&install, prepared.pg_server.as_ref())?);
+            }
             for e in runner::cold_run(&prepared, &dirs.models())? {
                 let seconds = e.passages as f64 / e.per_second.max(1e-9);
                 println!(
@@ -1117,10 +1123,6 @@ fn real_main() -> anyhow::Result<ExitCode> {
                     rayon::current_num_threads(),
                     ragsweep::words::duration(seconds)
                 );
-            }
-            if prepared.plan.indexes.iter().any(ragsweep::plan::IndexSpec::in_engine) {
-                let install = dirs.engines().join("pg");
-                println!("{}", ragsweep::engine::pgvector::check(&install, prepared.pg_server.as_ref())?);
             }
             Ok(ExitCode::SUCCESS)
         }

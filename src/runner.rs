@@ -197,7 +197,7 @@ pub fn cold_run(prepared: &Prepared, models_dir: &Path) -> Result<Vec<ColdEstima
         let step = (texts.len() / 256).max(1);
         let sample: Vec<&str> = texts.iter().step_by(step).map(String::as_str).collect();
         // Tokens estimated at four bytes each, cut at the model's maximum length.
-        let lengths: Vec<u32> = sample.iter().map(|t| (t.len() / 4).clamp(1, info.max_length) as u32).collect();
+        let lengths: Vec<u32> = sample.iter().map(|t| (t.len() / 4).clamp(1, info.max_length.max(1)) as u32).collect();
         let mut start = 0;
         let mut batches: Vec<&[&str]> = embed::token_batches(&lengths, embed::TOKEN_BUDGET, embed::MAX_BATCH)
             .into_iter()

@@ -169,24 +169,26 @@ impl Truth {
                     returned.push(p.chunk);
                     let c = &chunks.chunks[p.chunk as usize];
                     let (cs, ce) = (p.start, p.end);
-                    let mut counted = false;
+                    // Relevant sections collapse the list; a section judged not relevant (grade 0)
+                    // only marks the chunk judged, so judging "not relevant" moves no metric.
+                    let (mut counted, mut judged_zero) = (false, false);
                     for (i, s) in spans.iter().enumerate() {
-                        if s.doc != c.doc {
+                        if s.doc != c.doc || !counts_for((cs, ce), (s.start, s.end)) {
                             continue;
                         }
-                        if !counts_for((cs, ce), (s.start, s.end)) {
+                        if s.grade == 0 {
+                            judged_zero = true;
                             continue;
                         }
                         counted = true;
                         if !seen[i] && items.len() < max_items {
                             seen[i] = true;
                             let gain = s.grade as f64;
-                            let new = u32::from(gain > 0.0);
                             items.push(Item {
                                 key: s.key.clone(),
                                 score: p.score,
                                 gain,
-                                new,
+                                new: 1,
                                 chunk: p.chunk,
                                 judged: true,
                             });
@@ -194,7 +196,8 @@ impl Truth {
                     }
                     if !counted {
                         let key = c.id.clone();
-                        items.push(Item { key, score: p.score, gain: 0.0, new: 0, chunk: p.chunk, judged: false });
+                        let judged = judged_zero;
+                        items.push(Item { key, score: p.score, gain: 0.0, new: 0, chunk: p.chunk, judged });
                     }
                 }
             }
@@ -351,6 +354,22 @@ mod tests {
         let j = truth.judge(&hits(&[0, 2, 1, 3]), &set, &corpus, 10);
         let keys: Vec<_> = j.items.iter().map(|i| (i.key.as_str(), i.gain)).collect();
         assert_eq!(keys, [("d@0-10", 0.0), ("d#S", 1.0), ("d@31-33", 0.0)]);
+    }
+
+    #[test]
+    fn a_section_judged_not_relevant_marks_its_chunks_judged_and_moves_nothing() {
+        let text = "## S\nabcdefghijklmn\n## T\nopqrstuvwxyz\n## U\nzz";
+        let corpus = Corpus::from_docs(vec![doc("d", text)], "m".into()).unwrap();
+        let spec = ChunkerSpec { kind: ChunkerKind::Markdown { max_chars: None }, title: false, headings: false };
+        let set = ChunkSet::build(&corpus, &spec);
+        let order = hits(&(0..set.len() as u32).rev().collect::<Vec<_>>());
+        let without = Truth::new(Unit::Section, &case(&[("d#S", 1)], &[]), &corpus).judge(&order, &set, &corpus, 10);
+        let with =
+            Truth::new(Unit::Section, &case(&[("d#S", 1), ("d#T", 0)], &[]), &corpus).judge(&order, &set, &corpus, 10);
+        let keys = |j: &Judged| j.items.iter().map(|i| (i.key.clone(), i.gain)).collect::<Vec<_>>();
+        assert_eq!(keys(&with), keys(&without), "the same list, the same gains");
+        let judged: Vec<bool> = with.items.iter().map(|i| i.judged).collect();
+        assert_eq!(judged, [false, true, true], "U unjudged, T judged not relevant, S labelled");
     }
 
     #[test]

@@ -13,8 +13,7 @@ use std::path::Path;
 
 use super::*;
 use crate::evaluate::causes::Miss;
-use crate::input::text::json;
-use crate::output::RunWriter;
+use crate::input::text::{json, jsonl};
 use crate::results::{CaseLine, Manifest, Matrix, RunResult};
 use crate::retrieve::Hit;
 
@@ -31,14 +30,14 @@ pub fn judgments_changed(manifest: &Manifest, prepared: &Prepared) -> bool {
         || manifest.golden.judgments.as_ref().map(|j| &j.hash) != prepared.judgments.as_ref().map(|j| &j.hash)
 }
 
-/// Scores the run at `run` again with the judgments its experiment reads now, writing the
-/// per-case files into `out`.
+/// Scores the run at `run` again with the judgments its experiment reads now; `on_cell`
+/// receives each cell's case results in grid order, to write them out.
 pub fn rescore(
     run: &Path,
     exp: &Experiment,
     prepared: &Prepared,
     opts: &RunOptions,
-    out: &mut RunWriter,
+    on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Rescored> {
     let manifest: Manifest = json(&run.join("manifest.json"), "run manifest")?;
     if manifest.shard.is_some() {
@@ -49,9 +48,9 @@ pub fn rescore(
     }
     let matrix: Matrix = json(&run.join("matrix.json"), "matrix")?;
     let mut lines: BTreeMap<String, Vec<CaseLine>> = BTreeMap::new();
-    crate::output::each_case_line(&run.join("per_query.jsonl"), |l: CaseLine| {
-        lines.entry(l.cell.clone()).or_default().push(l)
-    })?;
+    for l in jsonl::<CaseLine>(&run.join("per_query.jsonl"))? {
+        lines.entry(l.cell.clone()).or_default().push(l);
+    }
 
     let Prepared { plan, corpus, cases, models, counter, .. } = prepared;
     let store = StageCache::new(&opts.cache_dir);
@@ -79,7 +78,6 @@ pub fn rescore(
     let golden_tags = aggregate::golden_tags(&case_info);
     let decision = exp.decision_metric();
     let decision_column = columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
-    let cuts = exp.cut_keys();
     let (mut rows, mut slices, mut decision_values) = (Vec::new(), Vec::new(), Vec::new());
     let mut ordinals: HashMap<usize, HashMap<&str, u32>> = HashMap::new();
     for (cell, planned) in exp.cells.iter().zip(&plan.cells) {
@@ -137,7 +135,7 @@ pub fn rescore(
             cell: cell.id.clone(),
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
         });
-        out.add_cell(&exp.columns(), &cuts, &results)?;
+        on_cell(&results)?;
         rows.extend(cell_rows);
         slices.extend(cell_slices);
     }
