@@ -185,7 +185,7 @@ impl Miss {
     pub fn explained(&self) -> String {
         match self.pipeline {
             Some(p) if self.cause == Cause::Unjudged => format!(
-                "{} of the top {} carry no judgment (ragsweep judge); if none is relevant: {p} — {}",
+                "{} of the top {} unjudged (ragsweep judge); if none is relevant: {p} — {}",
                 self.unjudged, self.k, self.evidence
             ),
             _ => self.evidence.clone(),

@@ -48,7 +48,9 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     assert_eq!(q1["unjudged"][0]["id"], "b#Pagamentos", "{q1}");
     let misses = std::fs::read_to_string(first.join("misses.csv")).unwrap();
     let q1_miss = misses.lines().find(|l| l.starts_with("c01,tuning,q1,1,")).unwrap();
-    assert!(q1_miss.contains(",unjudged,") && q1_miss.contains("carry no judgment"), "{q1_miss}");
+    assert!(q1_miss.contains(",unjudged,") && q1_miss.contains("1 of the top 1 unjudged"), "{q1_miss}");
+    let report = std::fs::read_to_string(first.join("report.html")).unwrap();
+    assert!(report.contains(r#""unjudged":[{"cells":["c01","c02"],"id":"b#Pagamentos"}"#), "the report's panel data");
     let m = matrix(&first);
     assert!(m["rows"][0]["metrics"]["judged@3"]["value"].as_f64().unwrap() < 1.0, "{}", m["rows"][0]);
 

@@ -118,6 +118,8 @@ fn the_demo_report_renders_offline_with_one_mark_per_cell() {
     assert!(dom.contains("data-resources=\"0\""), "the page loaded a resource");
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
+    let thin = element(&dom, "section", "labels");
+    assert!(thin.contains("Where labels are thin") && thin.contains("judge these"), "the panel of unjudged units");
     for id in ["quality-latency", "tuning-reserved"] {
         let svg = element(&dom, "svg", id);
         assert_eq!(svg.matches(" class=\"mark").count(), cells, "#{id}: one mark per cell");

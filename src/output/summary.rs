@@ -255,6 +255,30 @@ fn misses_line(m: &Matrix, metric: &str, cell: &str) -> Option<String> {
     Some(format!("{cell} at {at} ({}): {what}", row.split.as_str()))
 }
 
+/// How complete the labels are under the cells shown (SPEC §9): `judged@k` on tuning at the
+/// largest k up to 10.
+fn judged_line(m: &Matrix, cells: &[&str]) -> Option<String> {
+    let k = m
+        .rows
+        .first()?
+        .ctx_tokens
+        .keys()
+        .filter_map(|c| c.strip_prefix('@')?.parse::<usize>().ok())
+        .filter(|&k| k <= 10)
+        .max()?;
+    let column = format!("judged@{k}");
+    let values: Vec<String> = cells
+        .iter()
+        .filter_map(|c| {
+            let row = m.rows.iter().find(|r| r.cell == *c && r.split == Split::Tuning)?;
+            Some(format!("{c} {:.2}", row.metrics.get(&column)?.value?))
+        })
+        .collect();
+    (!values.is_empty()).then(|| {
+        format!("labels: {column} on tuning (share of the top {k} that carries a judgment): {}", values.join(" · "))
+    })
+}
+
 fn header(m: &Matrix, manifest: &Manifest, metric: &str, total: usize) -> String {
     let splits: Vec<String> =
         manifest.golden.cases_per_split.iter().map(|(s, n)| format!("{} {n}", s.as_str())).collect();
@@ -471,6 +495,9 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         out.push_str("no prices declared ([cost] in the experiment): cost columns are left out\n");
     }
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
+        out.push_str(&wrap(&line, WIDTH, 2));
+    }
+    if let Some(line) = judged_line(m, &lines.iter().map(|l| l.cell).collect::<Vec<_>>()) {
         out.push_str(&wrap(&line, WIDTH, 2));
     }
     if let Some(s) = &m.selection {
@@ -699,6 +726,9 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
         out.push_str("\nNo prices declared (`[cost]` in the experiment): cost columns are left out.\n");
     }
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
+        out.push_str(&format!("\n{}\n", md(&line)));
+    }
+    if let Some(line) = judged_line(m, &lines.iter().map(|l| l.cell).collect::<Vec<_>>()) {
         out.push_str(&format!("\n{}\n", md(&line)));
     }
     if let Some(s) = &m.selection {

@@ -335,7 +335,7 @@ function causes() {
 }
 
 // ---- where the labels are thin: what the cells returned that nobody judged (SPEC §9) ----
-function labels() {
+function thinLabels() {
   const thin = D.cases.filter((c) => c.split === state.split && c.unjudged && c.unjudged.length).sort((a, b) => b.unjudged.length - a.unjudged.length);
   if (!thin.length) return null;
   const units = (c) => c.unjudged.slice(0, 5).map((u) => `${u.id} (${u.cells.join(", ")})`).join("; ") + (c.unjudged.length > 5 ? `; … ${c.unjudged.length - 5} more` : "");
@@ -439,7 +439,7 @@ function redraw() {
         : emptyPanel("quality-cost", "Quality against cost", "Not drawn: no prices are declared ([cost] embedding_usd_per_1m_tokens, llm_usd_per_1m_input_tokens), so every cell costs 0. The context each cell sends is in the matrix (ctx_tokens)."),
       curves(),
       tuningReserved())),
-    ...[grid(), causes(), labels(), slices(), filters(), matrixTable()].filter(Boolean));
+    ...[grid(), causes(), thinLabels(), slices(), filters(), matrixTable()].filter(Boolean));
 }
 app.append(header(), controls(redraw));
 const vs = versus();
