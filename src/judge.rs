@@ -61,10 +61,6 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
         )));
     }
     exp.cut_position(opts.cut)?;
-    let budget_key = match opts.cut {
-        Cut::Budget(b) => Some(format!("@{b}t")),
-        Cut::K(_) => None,
-    };
     // (case, unit) → cells with ranks.
     let mut found: BTreeMap<(usize, String), Vec<(String, u32)>> = BTreeMap::new();
     crate::output::each_case_line(&run.join("per_query.jsonl"), |line: CaseLine| {
@@ -79,10 +75,9 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
         if !case.answerable {
             return;
         }
-        let depth = match (&budget_key, opts.cut) {
-            (Some(key), _) => line.packed_items.get(key).copied().unwrap_or(0) as u32,
-            (None, Cut::K(k)) => k as u32,
-            (None, Cut::Budget(_)) => unreachable!("a budget cut has its key"),
+        let depth = match opts.cut {
+            Cut::K(k) => k as u32,
+            Cut::Budget(b) => line.packed_items.get(&format!("@{b}t")).copied().unwrap_or(0) as u32,
         };
         for u in line.unjudged.iter().filter(|u| u.rank <= depth) {
             if case.relevant.iter().any(|l| l.id == u.id) {
