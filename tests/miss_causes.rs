@@ -193,7 +193,10 @@ fn bm25_with_no_shared_term_is_a_lexical_mismatch_and_a_lower_rank_a_cutoff() {
     };
     assert_eq!((pedido_tf(&items[0]), pedido_tf(&items[1])), (4, 1), "the winner repeats the common word");
     // An unlabelled item ranks above the answer: unjudged first, the pipeline's cause kept.
-    assert_eq!((e["misses"][0]["cause"].as_str(), e["misses"][0]["pipeline"].as_str()), (Some("unjudged"), Some("cutoff")));
+    assert_eq!(
+        (e["misses"][0]["cause"].as_str(), e["misses"][0]["pipeline"].as_str()),
+        (Some("unjudged"), Some("cutoff"))
+    );
     let text = explain(&f, &run, &["--cell", "c01", "--case", "vr"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("no relevant item in the first 100") && text.contains("lexical_mismatch"), "{text}");

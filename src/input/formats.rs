@@ -162,7 +162,8 @@ fn unligature(text: &str) -> String {
 
 /// Drops running heads and footers: a line no larger than the body text, in the top or bottom
 /// tenth of the page (heights in thousandths of the page), that recurs at the same height on at
-/// least 60% of the pages of a document of three pages or more — as is, or, for a line of at
+/// least 60% of the pages of a document of two pages or more (both pages of a two-page one: a
+/// browser prints its date, title, address and page number on every page) — as is, or, for a line of at
 /// most five words, with its digits read as one placeholder (so "Página 3 de 10" and
 /// "Página 4 de 10" match). Headings and body text stay, however repetitive.
 fn without_running_lines(lines: Vec<(usize, u32, String, i64)>) -> Vec<(usize, u32, String)> {
@@ -184,7 +185,7 @@ fn without_running_lines(lines: Vec<(usize, u32, String, i64)>) -> Vec<(usize, u
     let candidate = |size: u32, top: i64| size <= body && !(100..900).contains(&top);
     let mut on_pages: std::collections::HashMap<(String, i64), std::collections::BTreeSet<usize>> =
         std::collections::HashMap::new();
-    if pages >= 3 {
+    if pages >= 2 {
         for (page, _, text, top) in lines.iter().filter(|l| candidate(l.1, l.3)) {
             on_pages.entry((shape(text), top / 4)).or_default().insert(*page);
         }
@@ -783,8 +784,15 @@ mod tests {
         let kept = without_running_lines(lines.clone());
         assert_eq!(kept.len(), 16, "headings, body lines and numbered body lines at the top stay: {kept:?}");
         assert!(!kept.iter().any(|l| l.2 == "Relatório Interno" || l.2.starts_with("Página")), "{kept:?}");
-        // Two pages are too few to tell a running head from repeated text.
-        assert_eq!(without_running_lines(lines.into_iter().filter(|l| l.0 <= 2).collect()).len(), 12);
+        // A browser prints its head and foot on both pages of a two-page document too; a line
+        // at the top of one page only stays.
+        let mut two: Vec<_> = lines.into_iter().filter(|l| l.0 <= 2).collect();
+        two.push((2, 10, "Anexo".to_string(), 30));
+        let kept = without_running_lines(two);
+        assert_eq!(kept.len(), 9, "{kept:?}");
+        assert!(kept.iter().any(|l| l.2 == "Anexo") && !kept.iter().any(|l| l.2 == "Relatório Interno"), "{kept:?}");
+        // One page says nothing about what runs.
+        assert_eq!(without_running_lines(vec![(1, 10, "Relatório Interno".to_string(), 20)]).len(), 1);
     }
 
     #[test]
