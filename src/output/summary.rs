@@ -255,17 +255,16 @@ fn misses_line(m: &Matrix, metric: &str, cell: &str) -> Option<String> {
     Some(format!("{cell} at {at} ({}): {what}", row.split.as_str()))
 }
 
+/// The k whose `judged@k` the summary reads: the largest of the run's k up to 10.
+fn judged_k(m: &Matrix) -> Option<usize> {
+    let cuts = m.rows.first()?.ctx_tokens.keys();
+    cuts.filter_map(|c| c.strip_prefix('@')?.parse::<usize>().ok()).filter(|&k| k <= 10).max()
+}
+
 /// How complete the labels are under the cells shown (SPEC §9): `judged@k` on tuning at the
 /// largest k up to 10.
 fn judged_line(m: &Matrix, cells: &[&str]) -> Option<String> {
-    let k = m
-        .rows
-        .first()?
-        .ctx_tokens
-        .keys()
-        .filter_map(|c| c.strip_prefix('@')?.parse::<usize>().ok())
-        .filter(|&k| k <= 10)
-        .max()?;
+    let k = judged_k(m)?;
     let column = format!("judged@{k}");
     let values: Vec<String> = cells
         .iter()
@@ -601,14 +600,7 @@ pub const JUDGED_FLOOR: f64 = 0.7;
 /// unjudged units sit above its first relevant item (read from `dir`'s `per_query.jsonl`).
 fn thin_labels(m: &Matrix, dir: &Path, shown: Option<&Path>) -> Option<String> {
     let s = m.selection.as_ref()?;
-    let k = m
-        .rows
-        .first()?
-        .ctx_tokens
-        .keys()
-        .filter_map(|c| c.strip_prefix('@')?.parse::<usize>().ok())
-        .filter(|&k| k <= 10)
-        .max()?;
+    let k = judged_k(m)?;
     let row = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning)?;
     let judged = row.metrics.get(&format!("judged@{k}"))?.value?;
     if judged >= JUDGED_FLOOR {
