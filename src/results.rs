@@ -541,7 +541,7 @@ pub struct Selection {
     pub excluded: Vec<(String, String)>,
     /// What chose among the cells equivalent to the best.
     #[serde(default)]
-    pub prefer: crate::experiment::Prefer,
+    pub prefer: crate::vocab::Prefer,
     /// The cell with the best tuning score (the selected one unless `prefer` chose another).
     #[serde(default)]
     pub best: String,

@@ -589,3 +589,16 @@ pub fn parse_requirement(text: &str, metric_columns: &[MetricAt], cuts: &[String
     }
     Ok(Requirement { text: text.trim().to_string(), slice, column, op, value })
 }
+
+/// Which cell of those equivalent to the best on tuning the selection names (SPEC §7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prefer {
+    /// The best tuning score.
+    #[default]
+    Quality,
+    /// The lowest median latency.
+    Latency,
+    /// The lowest cost per 1,000 queries at the selection's k.
+    Cost,
+}

@@ -31,13 +31,52 @@ fn resolve(known: &BTreeMap<String, String>, segments: &[&str]) -> Option<String
     (1..=segments.len()).rev().map(|n| segments[..n].join("::")).find(|m| known.contains_key(m))
 }
 
+/// `text` without its `#[cfg(test)] mod … { … }` blocks (and `#[cfg(test)] mod …;` lines): test
+/// code may import anything, but an item marked `#[cfg(test)]` elsewhere (an `impl`, a
+/// function) is only the attribute, and the code after it is still read.
+fn without_test_modules(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        let item = after.trim_start();
+        if !(item.starts_with("mod ") || item.starts_with("pub mod ") || item.starts_with("pub(crate) mod ")) {
+            rest = after;
+            continue;
+        }
+        let head_end = item.find(['{', ';']).unwrap_or(item.len());
+        if item[head_end..].starts_with(';') {
+            rest = &item[head_end + 1..];
+            continue;
+        }
+        // Skip to the brace that closes the module (braces in strings and comments are rare
+        // enough in this code base that counting them is exact).
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (i, c) in item.char_indices().skip(head_end) {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn edges(known: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, text) in known {
-        let code: String = text
-            .split("#[cfg(test)]")
-            .next()
-            .unwrap()
+        let code: String = without_test_modules(text)
             .lines()
             .filter(|l| !l.trim_start().starts_with("//"))
             .collect::<Vec<_>>()

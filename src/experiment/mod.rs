@@ -464,18 +464,7 @@ fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> 
     out
 }
 
-/// Which cell of those equivalent to the best on tuning the selection names (SPEC §7).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Prefer {
-    /// The best tuning score.
-    #[default]
-    Quality,
-    /// The lowest median latency.
-    Latency,
-    /// The lowest cost per 1,000 queries at the selection's k.
-    Cost,
-}
+pub use crate::vocab::Prefer;
 
 #[derive(Debug, Clone)]
 pub struct Experiment {
