@@ -80,6 +80,18 @@ pub enum Error {
     #[error("no cell {cell:?} in {} (cells: {})", source_of.display(), known.join(", "))]
     UnknownCell { cell: String, source_of: PathBuf, known: Vec<String> },
 
+    /// Case ids that the golden set does not have.
+    #[error("no case {} in the golden set {}", .cases.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", "), golden.display())]
+    UnknownCase { cases: Vec<String>, golden: PathBuf },
+
+    /// A run directory that exists already: a run never writes into another.
+    #[error("{}: a run with this id already exists", dir.display())]
+    RunExists { dir: PathBuf },
+
+    /// A model name that the installer does not know.
+    #[error("unknown model {name:?}: the models are {}", known.join(", "))]
+    UnknownModel { name: String, known: Vec<String> },
+
     #[error("{0}")]
     Other(String),
 

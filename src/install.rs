@@ -68,7 +68,10 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
     for m in models {
         if !MODELS.iter().any(|(id, _)| id == m) {
             let ids: Vec<&str> = MODELS.iter().map(|(id, _)| *id).collect();
-            return Err(Error::Other(format!("unknown model {m:?}: the models are {}", ids.join(", "))));
+            return Err(Error::UnknownModel {
+                name: m.to_string(),
+                known: ids.iter().map(|i| i.to_string()).collect(),
+            });
         }
     }
     let python = which("python3").ok_or_else(|| {

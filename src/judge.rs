@@ -43,22 +43,14 @@ pub struct PoolOptions<'a> {
 /// and judgments): per case in golden order, the unjudged units the chosen cells placed within
 /// the cut, by how many cells returned each, then by best rank.
 pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptions<'_>) -> Result<Vec<PoolItem>> {
-    let known: BTreeSet<&str> = exp.cells.iter().map(|c| c.id.as_str()).collect();
-    let unknown: Vec<&String> = opts.cells.iter().filter(|c| !known.contains(c.as_str())).collect();
-    if !unknown.is_empty() {
-        return Err(Error::Other(format!(
-            "no cell {} in this run (cells: {})",
-            unknown.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", "),
-            known.iter().copied().collect::<Vec<_>>().join(", ")
-        )));
+    if let Some(cell) = opts.cells.iter().find(|c| !exp.cells.iter().any(|k| &k.id == *c)) {
+        let known = exp.cells.iter().map(|c| c.id.clone()).collect();
+        return Err(Error::UnknownCell { cell: cell.clone(), source_of: exp.file.clone(), known });
     }
     let case_index: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
-    let missing: Vec<&String> = opts.cases.iter().filter(|c| !case_index.contains_key(c.as_str())).collect();
+    let missing: Vec<String> = opts.cases.iter().filter(|c| !case_index.contains_key(c.as_str())).cloned().collect();
     if !missing.is_empty() {
-        return Err(Error::Other(format!(
-            "no case {} in the golden set",
-            missing.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ")
-        )));
+        return Err(Error::UnknownCase { cases: missing, golden: exp.golden.path.clone() });
     }
     exp.cut_position(opts.cut)?;
     // (case, unit) → cells with ranks.

@@ -1131,10 +1131,11 @@ impl Scoring<'_> {
             ranking: ranking.iter().map(|i| (i.key.clone(), i.score)).collect(),
             hits: (!run.retriever.plans_each_depth())
                 .then(|| r.hits.iter().map(|h| (set.chunks[h.chunk as usize].id.clone(), h.score)).collect()),
+            // Only an answerable case is judged (an unanswerable one has no answer to find).
             unjudged: {
                 let visible = self.allowed(run.chunks, ci);
                 let mut units: Vec<(String, u32)> = Vec::new();
-                for (rank, item) in ranking.iter().enumerate() {
+                for (rank, item) in ranking.iter().enumerate().filter(|_| case.answerable) {
                     if item.judged || visible.is_some_and(|a| !a.contains(item.chunk)) {
                         continue;
                     }

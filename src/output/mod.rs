@@ -223,7 +223,7 @@ impl RunWriter {
         fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         let removed_stale = remove_stale_staging(parent)?;
         if dir.exists() {
-            return Err(Error::Other(format!("{}: a run with this id already exists", dir.display())));
+            return Err(Error::RunExists { dir: dir.to_path_buf() });
         }
         let staging = parent.join(format!(".{name}.partial"));
         fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;

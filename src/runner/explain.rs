@@ -164,8 +164,9 @@ impl Scoring<'_> {
         budget: Option<usize>,
         vector: &'v (dyn Fn(usize) -> &'v [f32] + Sync),
     ) -> Result<Explanation> {
-        let ci = self.cases.iter().position(|c| c.id == case_id).ok_or_else(|| {
-            Error::Other(format!("no case {case_id:?} in the golden set {}", self.exp.golden.path.display()))
+        let ci = self.cases.iter().position(|c| c.id == case_id).ok_or_else(|| Error::UnknownCase {
+            cases: vec![case_id.to_string()],
+            golden: self.exp.golden.path.clone(),
         })?;
         let (case, corpus) = (&self.cases[ci], self.corpus);
         let set = &self.sets[run.chunks];
