@@ -314,3 +314,39 @@ fn sections_grep_matches_whole_words_and_takes_patterns_with_a_dash() {
     assert_eq!(grep(&["--grep", "prazo", "--substring"]), ["prazos", "prazos#Prazos"]);
     assert_eq!(grep(&["--grep", "PRAZOS"]), ["prazos", "prazos#Prazos"]);
 }
+
+/// A documentation page that includes another file (Hugo `readfile`, MkDocs snippets) is read
+/// with that file's text in place, so its answer is found under the page; an included file
+/// with its own access list stops the run at the page.
+#[test]
+fn includes_are_read_in_place_and_an_included_access_list_is_refused() {
+    let f = common::Fixture::new(
+        &[
+            ("guide/install.md", "# Install\n\nRun the installer.\n\n{{< readfile file=\"shared/flags.md\" >}}\n"),
+            ("shared/flags.md", "The --purge-cache flag removes every cached wheel before installing.\n"),
+            ("guide/other.md", "# Other\n\nNothing about caches here.\n--8<-- \"shared/missing.md\"\n"),
+        ],
+        r#"[{"id": "q1", "question": "which flag removes cached wheels", "relevant": ["guide/install"]}]"#,
+        "name = \"includes\"\nunit = \"doc\"\nk = [1, 3]\nmetrics = [\"hit\"]\nlatency_cases = 1\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n",
+    );
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("read 1 include in place, 1 not"))
+        .stdout(predicate::str::contains("other.md → shared/missing.md"));
+    let run = f.run();
+    let line = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();
+    // The included file ranks too (it is a document of its own); the page is found by words
+    // that only the included text gives it.
+    assert!(line.contains("\"hit@3\":1.0") && line.contains("\"guide/install\""), "{line}");
+
+    std::fs::write(f.path().join("docs/shared/flags.md"), "---\nacl: [ops]\n---\nThe --purge-cache flag.\n").unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("install.md: includes"))
+        .stderr(predicate::str::contains("declares its own access list"));
+}

@@ -56,6 +56,8 @@ pub struct ReadReport {
     pub dropped_lines: Vec<(PathBuf, usize)>,
     /// Files left out by `[corpus] exclude`.
     pub excluded: Vec<PathBuf>,
+    /// Pages with includes: how many were read in place, and the targets that could not be.
+    pub includes: Vec<(PathBuf, usize, Vec<String>)>,
     /// Files whose front matter was not YAML this reader parses and declared nothing about
     /// access: read for their plain keys, with why.
     pub lenient: Vec<(PathBuf, String)>,
@@ -77,6 +79,22 @@ impl ReadReport {
         if !self.lenient.is_empty() {
             let files = listed(self.lenient.iter().map(with_why));
             out.push_str(&format!("; front matter read line by line (not YAML, no access key in it): {files}"));
+        }
+        if !self.includes.is_empty() {
+            let read: usize = self.includes.iter().map(|i| i.1).sum();
+            let missing: Vec<String> = self
+                .includes
+                .iter()
+                .flat_map(|(p, _, targets)| targets.iter().map(move |t| format!("{} → {t}", file_name(p))))
+                .collect();
+            out.push_str(&format!("; read {} in place", crate::words::count(read, "include")));
+            if !missing.is_empty() {
+                out.push_str(&format!(
+                    ", {} not (missing, outside the corpus, over 1 MiB or a cycle): {}",
+                    missing.len(),
+                    listed(missing.into_iter())
+                ));
+            }
         }
         if !self.dropped_lines.is_empty() {
             let total: usize = self.dropped_lines.iter().map(|d| d.1).sum();
@@ -478,21 +496,25 @@ fn extract(
     path: &Path,
     format: Format,
     rules: &AccessKey,
+    root: &Path,
 ) -> Result<std::result::Result<(FrontMatter, Extracted), Skipped>> {
     let text_file = |headings: fn(&str) -> Vec<formats::Heading>| -> Result<(FrontMatter, Extracted)> {
         let raw = text::read(path)?;
         let (front, body) = frontmatter::split(path, &raw, rules)?;
         // Site generators' markup (shortcodes, template tags, MDX imports and components) is
         // not text a reader sees.
-        let text = match format {
-            Format::Markdown => formats::without_site_markup(body),
-            _ => body.to_string(),
+        let (text, included, unresolved) = match format {
+            Format::Markdown => {
+                let r = crate::input::includes::resolve(body, path, root, rules)?;
+                (formats::without_site_markup(&r.text), r.included, r.unresolved)
+            }
+            _ => (body.to_string(), 0, Vec::new()),
         };
         let headings = headings(&text);
         // reST adornment lines (`=======` under a title) are layout, not text: blanked in place,
         // so every offset (and so every section span) stays where the headings put it.
         let text = if format == Format::Rst { formats::without_adornments(&text) } else { text };
-        Ok((front, Extracted { headings, text, ..Default::default() }))
+        Ok((front, Extracted { headings, text, included, unresolved, ..Default::default() }))
     };
     let declared = |e: Extracted| (FrontMatter { title: e.title.clone(), ..Default::default() }, e);
     Ok(Ok(match format {
@@ -584,7 +606,7 @@ fn read_folder(root: &Path, rules: &AccessKey, exclude: &[String]) -> Result<(Ve
                 format!("document id {id:?} is also the id of {} (ids are paths without extension)", first.display()),
             ));
         }
-        let (front, extracted) = match extract(&path, format, rules) {
+        let (front, extracted) = match extract(&path, format, rules, &canonical) {
             Ok(Ok(read)) => read,
             Ok(Err(why)) => {
                 report.skipped.push((path, why));
@@ -605,6 +627,9 @@ fn read_folder(root: &Path, rules: &AccessKey, exclude: &[String]) -> Result<(Ve
         *report.read.entry(format).or_insert(0) += 1;
         if extracted.dropped_lines > 0 {
             report.dropped_lines.push((path.clone(), extracted.dropped_lines));
+        }
+        if extracted.included > 0 || !extracted.unresolved.is_empty() {
+            report.includes.push((path.clone(), extracted.included, extracted.unresolved.clone()));
         }
         let mut sections = sections_from(&id, &extracted.text, &extracted.headings);
         sections.extend(page_sections(&id, &extracted.text, &extracted.pages));

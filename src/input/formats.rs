@@ -62,6 +62,9 @@ pub struct Extracted {
     pub meta_names: Vec<String>,
     /// For a PDF: running heads and footers dropped (lines repeated at one height on most pages).
     pub dropped_lines: usize,
+    /// For Markdown: includes read in place, and the targets that could not be read.
+    pub included: usize,
+    pub unresolved: Vec<String>,
 }
 
 /// reStructuredText section titles: a text line underlined (and optionally overlined) by a

@@ -7,5 +7,6 @@ pub mod formats;
 pub mod frontmatter;
 pub mod golden;
 pub mod health;
+pub mod includes;
 pub mod judgments;
 pub mod text;

@@ -1,0 +1,187 @@
+//! Includes, as documentation sites render them: a page that pulls another file into itself
+//! (Hugo `{{< readfile file="…" >}}` and `{{% include "…" %}}`, MkDocs snippets `--8<-- "…"`,
+//! MyST ```` ```{include} … ```` ````) is read with that file's text in place, so its answer is
+//! found under the page a reader sees, not only under the included file's own id.
+//!
+//! Bounded: an included path must stay inside the corpus folder, a file is read at most
+//! [`MAX_INCLUDE_BYTES`], includes nest at most [`MAX_DEPTH`] deep, and a file that includes
+//! itself (directly or not) is not read again. Fail closed: an included file whose front matter
+//! declares an access list is an error — the page would carry its text to whoever may see the
+//! page.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Location, Result};
+use crate::input::access_key::AccessKey;
+
+/// Bytes of one included file read at most.
+pub const MAX_INCLUDE_BYTES: u64 = 1 << 20;
+
+/// Includes inside includes, at most.
+pub const MAX_DEPTH: usize = 3;
+
+/// What resolving a page's includes did.
+#[derive(Debug, Default, PartialEq)]
+pub struct Resolved {
+    pub text: String,
+    pub included: usize,
+    /// Include targets that could not be read (missing, outside the corpus, too large, a cycle).
+    pub unresolved: Vec<String>,
+}
+
+/// The include target a line names, with the byte range of the directive in the line.
+fn directive(line: &str) -> Option<(usize, usize, String)> {
+    let quoted = |s: &str| -> Option<String> {
+        let open = s.find(['"', '\''])?;
+        let q = s[open..].chars().next()?;
+        let rest = &s[open + 1..];
+        let close = rest.find(q)?;
+        Some(rest[..close].to_string())
+    };
+    for (open, close) in [("{{<", ">}}"), ("{{%", "%}}")] {
+        if let Some(start) = line.find(open) {
+            let end = start + line[start..].find(close)? + close.len();
+            let inner = line[start + open.len()..end - close.len()].trim();
+            let name = inner.split_whitespace().next().unwrap_or("");
+            if name == "readfile" || name == "include" {
+                return Some((start, end, quoted(inner)?));
+            }
+        }
+    }
+    let trimmed = line.trim();
+    if let Some(rest) = trimmed.strip_prefix("--8<--") {
+        let start = line.find("--8<--")?;
+        return Some((start, line.trim_end().len(), quoted(rest)?));
+    }
+    None
+}
+
+/// `target` as a file inside `root`: relative to `dir` (the including file's folder), else to
+/// `root`; `None` when it resolves outside `root` or to nothing.
+fn locate(target: &str, dir: &Path, root: &Path) -> Option<PathBuf> {
+    let candidates = [dir.join(target.trim_start_matches('/')), root.join(target.trim_start_matches('/'))];
+    candidates.iter().filter_map(|c| c.canonicalize().ok()).find(|c| c.starts_with(root) && c.is_file())
+}
+
+/// `text` (the page at `file`) with its includes replaced by the included files' text (their
+/// front matter left out). `root` is the corpus folder, canonical.
+pub fn resolve(text: &str, file: &Path, root: &Path, rules: &AccessKey) -> Result<Resolved> {
+    let mut out = Resolved::default();
+    let mut walk = Walk { root, rules, chain: vec![file.canonicalize().unwrap_or_else(|_| file.to_path_buf())] };
+    out.text = walk.expand(text, file.parent().unwrap_or(root), &mut out)?;
+    Ok(out)
+}
+
+/// The files being expanded, outermost first, and what they are read with.
+struct Walk<'a> {
+    root: &'a Path,
+    rules: &'a AccessKey,
+    chain: Vec<PathBuf>,
+}
+
+impl Walk<'_> {
+    fn expand(&mut self, text: &str, dir: &Path, done: &mut Resolved) -> Result<String> {
+        let mut out = String::with_capacity(text.len());
+        let mut fence: Option<String> = None;
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            let marker: String = trimmed.chars().take_while(|&c| c == '`' || c == '~').collect();
+            // MyST's include directive is a fence of its own: ```{include} path
+            if marker.len() >= 3 && fence.is_none() {
+                if let Some(target) = trimmed[marker.len()..].trim().strip_prefix("{include}") {
+                    fence = Some(format!("include:{marker}"));
+                    out.push_str(&self.include(target.trim(), dir, done)?);
+                    continue;
+                }
+            }
+            match &fence {
+                Some(f) if f.starts_with("include:") => {
+                    if trimmed.starts_with(&f["include:".len()..]) {
+                        fence = None;
+                    }
+                    continue;
+                }
+                Some(f) => {
+                    if trimmed.starts_with(f.as_str()) {
+                        fence = None;
+                    }
+                    out.push_str(line);
+                    continue;
+                }
+                None if marker.len() >= 3 => {
+                    fence = Some(marker);
+                    out.push_str(line);
+                    continue;
+                }
+                None => {}
+            }
+            match directive(line) {
+                Some((start, end, target)) => {
+                    out.push_str(&line[..start]);
+                    out.push_str(&self.include(&target, dir, done)?);
+                    out.push_str(&line[end..]);
+                }
+                None => out.push_str(line),
+            }
+        }
+        Ok(out)
+    }
+
+    fn include(&mut self, target: &str, dir: &Path, done: &mut Resolved) -> Result<String> {
+        let chain = &self.chain;
+        let found = locate(target, dir, self.root).filter(|p| !chain.contains(p) && chain.len() <= MAX_DEPTH);
+        let text = found.as_ref().and_then(|p| {
+            let small = std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_INCLUDE_BYTES);
+            small.then(|| std::fs::read_to_string(p).ok()).flatten()
+        });
+        let (Some(path), Some(text)) = (found, text) else {
+            done.unresolved.push(target.to_string());
+            return Ok(String::new());
+        };
+        let (front, body) = crate::input::frontmatter::split(&path, &text, self.rules)?;
+        if front.acl.is_some() {
+            return Err(Error::input(
+            Location::file(&self.chain[0]),
+            format!(
+                "includes {}, which declares its own access list: the page would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)",
+                path.display()
+            ),
+        ));
+        }
+        done.included += 1;
+        self.chain.push(path.clone());
+        let expanded = self.expand(body, path.parent().unwrap_or(self.root), done)?;
+        self.chain.pop();
+        let mut expanded = expanded.trim_end().to_string();
+        expanded.push('\n');
+        Ok(expanded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hugo_mkdocs_and_myst_includes_are_read_in_place_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("docs/shared")).unwrap();
+        std::fs::write(root.join("docs/shared/fact.md"), "---\ntitle: x\n---\nThe gc flag removes unused files.\n")
+            .unwrap();
+        std::fs::write(root.join("docs/shared/loop.md"), "{{% include \"loop.md\" %}}\nloop body\n").unwrap();
+        std::fs::write(dir.path().parent().unwrap().join("outside-ragsweep-test.md"), "secret").ok();
+        let page = root.join("docs/page.md");
+        let text = "# Page\n{{< readfile file=\"shared/fact.md\" >}}\n--8<-- \"docs/shared/fact.md\"\n```{include} shared/fact.md\n```\n```sh\n{{< readfile file=\"shared/fact.md\" >}}\n```\n{{% include \"../../outside-ragsweep-test.md\" %}}\n{{% include \"shared/loop.md\" %}}\n";
+        let r = resolve(text, &page, &root, &AccessKey::default()).unwrap();
+        assert_eq!(r.text.matches("The gc flag removes unused files.").count(), 3, "{}", r.text);
+        assert!(r.text.contains("```sh\n{{< readfile"), "fenced code stays as written: {}", r.text);
+        assert!(!r.text.contains("secret") && !r.text.contains("title: x"), "{}", r.text);
+        assert_eq!(r.text.matches("loop body").count(), 1, "a file including itself is read once: {}", r.text);
+        assert_eq!(r.included, 4);
+        assert_eq!(r.unresolved, ["../../outside-ragsweep-test.md", "loop.md"]);
+        std::fs::write(root.join("docs/shared/rh.md"), "---\nacl: [rh]\n---\nsalários\n").unwrap();
+        let err = resolve("{{< readfile file=\"shared/rh.md\" >}}\n", &page, &root, &AccessKey::default()).unwrap_err();
+        assert!(err.to_string().contains("declares its own access list"), "{err}");
+    }
+}
