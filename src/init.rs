@@ -119,18 +119,20 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let targets: Vec<(usize, Option<usize>)> = stratified(&corpus, &usable, by_section, wanted);
     let rarity = crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
     let mut lines = String::new();
+    // Exact terms already proposed for an earlier stub (text included in many pages repeats).
+    let mut used = std::collections::HashSet::new();
     for (i, &(d, section)) in targets.iter().enumerate() {
         let doc = &corpus.docs[d];
         let (label, heading, text) = match section {
             Some(j) => {
                 let s = &doc.sections[j];
-                (s.id.clone(), s.label.clone(), &doc.text[s.start..s.end])
+                (s.id.clone(), s.label.clone(), own_text(doc, j))
             }
             None => (doc.id.clone(), doc.title.clone().unwrap_or_else(|| doc.id.clone()), doc.text.as_str()),
         };
         let case = json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label],
             "label_hash": corpus.label_hash(&label),
-            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&heading, text, lang, &rarity)}});
+            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&heading, text, lang, &rarity, &mut used)}});
         let _ = writeln!(lines, "{case}");
     }
     for i in 0..unanswerable {
@@ -225,13 +227,14 @@ fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: 
 
 /// Candidate phrasings of a stub's question from its section's own text (SPEC §9's drafts):
 /// the heading as a topic, the first sentence as a stem, and the section's rarest exact terms
-/// (flags, field names, codes, numbers). Drafts to edit: a question copied from the text makes
-/// retrieval look easier than users make it.
+/// (flags, field names, codes, numbers) not proposed for an earlier stub (`used`). Drafts to edit:
+/// a question copied from the text makes retrieval look easier than users make it.
 pub fn drafts(
     heading: &str,
     text: &str,
     lang: AnalyzerKind,
     rarity: &crate::evaluate::exact_terms::Rarity,
+    used: &mut std::collections::HashSet<String>,
 ) -> Vec<String> {
     let pt = lang == AnalyzerKind::Pt;
     let mut out = Vec::new();
@@ -242,7 +245,7 @@ pub fn drafts(
     if let Some(sentence) = first_sentence(text) {
         out.push(if pt { format!("É verdade que {sentence}?") } else { format!("Is it true that {sentence}?") });
     }
-    for term in exact_terms(text, rarity).into_iter().take(3) {
+    for term in exact_terms(text, rarity).into_iter().filter(|t| used.insert(t.clone())).take(3) {
         out.push(if pt { format!("O que é {term}?") } else { format!("What is {term}?") });
     }
     out
@@ -316,12 +319,10 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity) -> Vec
 /// Words a section needs of its own text (to its first subsection) to be a stub's label.
 pub const MIN_STUB_WORDS: usize = 30;
 
-/// Whether section `i` of `doc` can hold an answer: at least `min_words` words before its
-/// first subsection, and not mostly links (a table of contents, a link list).
-fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words: usize) -> bool {
+/// Section `i`'s own text: to the first heading after its start (a PDF lists its pages after
+/// its headings, so the next section in the list can start earlier).
+fn own_text(doc: &crate::input::corpus::Document, i: usize) -> &str {
     let s = &doc.sections[i];
-    // Its own text runs to the first heading after its start (a PDF lists its pages after its
-    // headings, so the next section in the list can start earlier).
     let own_end = doc
         .sections
         .iter()
@@ -330,7 +331,13 @@ fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words:
         .min()
         .map_or(s.end, |next| next.min(s.end))
         .max(s.start);
-    let own = &doc.text[s.start..own_end];
+    &doc.text[s.start..own_end]
+}
+
+/// Whether section `i` of `doc` can hold an answer: at least `min_words` words before its
+/// first subsection, and not mostly links (a table of contents, a link list).
+fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words: usize) -> bool {
+    let own = own_text(doc, i);
     let body: Vec<&str> = own.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
     let links =
         body.iter().filter(|l| l.contains("](") || l.trim_start().starts_with(['-', '*']) && l.contains('[')).count();
