@@ -204,7 +204,7 @@ fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: 
     let mut queues: Vec<std::collections::VecDeque<(usize, Option<usize>)>> = folders
         .into_values()
         .map(|mut docs| {
-            docs.sort_by_key(|d| *order(d).as_bytes());
+            docs.sort_by_cached_key(|d| *order(d).as_bytes());
             let rounds = if by_section { docs.iter().map(|&d| usable[d].len()).max().unwrap_or(0) } else { 1 };
             (0..rounds)
                 .flat_map(|r| docs.iter().map(move |&d| (d, r)))

@@ -95,24 +95,18 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
 /// The text a person reads to judge unit `id`: the section's span, else the whole document,
 /// with the heading path above it (`Capítulo III › Art. 18`).
 pub fn unit_text<'c>(corpus: &'c Corpus, id: &str) -> Option<(&'c str, String, &'c str)> {
-    match corpus.target(id)? {
-        Target::Doc(d) => {
-            let doc = &corpus.docs[d];
-            Some((doc.id.as_str(), doc.title.clone().unwrap_or_default(), doc.text.as_str()))
-        }
+    let text = corpus.label_text(id)?;
+    Some(match corpus.target(id)? {
+        Target::Doc(d) => (corpus.docs[d].id.as_str(), corpus.docs[d].title.clone().unwrap_or_default(), text),
         Target::Section { doc, section } => {
             let doc = &corpus.docs[doc];
             let s = &doc.sections[section];
-            let mut path: Vec<&str> = doc
-                .sections
-                .iter()
-                .filter(|o| !o.page && o.level < s.level && o.start <= s.start && s.end <= o.end)
-                .map(|o| o.label.as_str())
-                .collect();
-            path.push(&s.label);
-            Some((doc.id.as_str(), path.join(" › "), &doc.text[s.start..s.end]))
+            let enclosing =
+                doc.sections.iter().filter(|o| !o.page && o.level < s.level && o.start <= s.start && s.end <= o.end);
+            let path: Vec<&str> = enclosing.map(|o| o.label.as_str()).chain([s.label.as_str()]).collect();
+            (doc.id.as_str(), path.join(" › "), text)
         }
-    }
+    })
 }
 
 /// Characters of a unit's text shown while judging; the rest is named, not shown.
@@ -329,13 +323,18 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
 }
 
 /// Reads a judged pool (lines of `case`, `id`, `grade`; `grade` null or absent = not judged)
-/// and appends its judgments to `path`. Every line that cannot stand is an error at its line,
-/// all listed, and then nothing is written.
-pub fn import(file: &Path, cases: &[GoldenCase], corpus: &Corpus, path: &Path, who: &str) -> Result<usize> {
+/// and appends its judgments to `path` (`earlier`: what it held when `cases` were read). Every
+/// line that cannot stand is an error at its line, all listed, and then nothing is written.
+pub fn import(
+    file: &Path,
+    cases: &[GoldenCase],
+    corpus: &Corpus,
+    earlier: Option<&judgments::JudgmentsInfo>,
+    path: &Path,
+    who: &str,
+) -> Result<usize> {
     let text = crate::input::text::read(file)?;
     let by_id: HashMap<&str, &GoldenCase> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
-    // `cases` carry the judgments made so far as labels: those may be judged again.
-    let earlier: BTreeSet<(String, String)> = judgments::read(path)?.into_iter().map(|(_, j)| (j.case, j.id)).collect();
     let (mut out, mut errors) = (Vec::new(), Vec::new());
     let when = now();
     for (i, line) in text.lines().enumerate() {
@@ -362,7 +361,8 @@ pub fn import(file: &Path, cases: &[GoldenCase], corpus: &Corpus, path: &Path, w
         let problem = match by_id.get(j.case.as_str()) {
             None => Some(format!("no case {:?} in the golden set", j.case)),
             Some(case) => {
-                let judged = |id: &str| earlier.contains(&(j.case.clone(), id.to_string()));
+                // `cases` carry the judgments made so far as labels: those may be judged again.
+                let judged = |id: &str| earlier.is_some_and(|e| e.units.contains(&(j.case.clone(), id.to_string())));
                 judgments::problem(&j, case, corpus, &judged)
             }
         };

@@ -940,7 +940,14 @@ fn real_main() -> anyhow::Result<ExitCode> {
             let (exp, prepared) = runner::load_run(&run, &options)?;
             let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
             if let Some(file) = import {
-                let n = ragsweep::judge::import(&file, &prepared.cases, &prepared.corpus, &exp.judgments, &who)?;
+                let n = ragsweep::judge::import(
+                    &file,
+                    &prepared.cases,
+                    &prepared.corpus,
+                    prepared.judgments.as_ref(),
+                    &exp.judgments,
+                    &who,
+                )?;
                 eprintln!(
                     "{} added to {}; `ragsweep rescore {}` scores the run with them",
                     ragsweep::words::count(n, "judgment"),
@@ -1112,7 +1119,13 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 let install = dirs.engines().join("pg");
                 println!("{}", ragsweep::engine::pgvector::check(&install, prepared.pg_server.as_ref())?);
             }
-            for e in runner::cold_run(&prepared, &dirs.models())? {
+            let options = RunOptions {
+                progress: false,
+                models_dir: dirs.models(),
+                cache_dir: dirs.cache(),
+                engines_dir: dirs.engines(),
+            };
+            for e in runner::cold_run(&prepared, &options)? {
                 let seconds = e.passages as f64 / e.per_second.max(1e-9);
                 println!(
                     "cold run: {} embeds {} passages at about {:.0}/s (a {:.1} s probe on {} threads): about {}; cached after the first run",

@@ -214,6 +214,10 @@ pub struct Row {
     /// Per cut-off (`@k`): missed answerable cases by first cause (`evaluate::causes`).
     #[serde(default)]
     pub misses: Ordered<Ordered<usize>>,
+    /// Unjudged units ranked above the first relevant item (or within the cut when none is),
+    /// summed over answerable cases, at [`crate::vocab::judged_k`], and the cases with any.
+    #[serde(default)]
+    pub unjudged_above: (usize, usize),
 }
 
 #[cfg(test)]
@@ -244,6 +248,7 @@ impl Row {
             vs_best: None,
             diff_vs_best: None,
             misses: Ordered::default(),
+            unjudged_above: (0, 0),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::evaluate::aggregate;
 use crate::evaluate::context::{self, Overlap, Packed};
 use crate::evaluate::label::{Judged, Truth, Unit};
 use crate::evaluate::metrics::{Metric, MetricAt};
-use crate::evaluate::ties::{self, CellValues};
+use crate::evaluate::ties::CellValues;
 use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
@@ -166,23 +166,16 @@ pub const PROBE_SECONDS: f64 = 2.0;
 /// What a cold run would spend embedding, per model: the distinct passages of every chunk set
 /// the model embeds, and its passages/s measured by embedding a spread of them with the run's
 /// threads for about [`PROBE_SECONDS`] (after one warm-up text).
-pub fn cold_run(prepared: &Prepared, models_dir: &Path) -> Result<Vec<ColdEstimate>> {
+pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstimate>> {
     let plan = &prepared.plan;
-    let sets: Vec<Option<crate::stages::chunk::ChunkSet>> = (0..plan.chunkers.len())
-        .map(|c| {
-            plan.embeddings
-                .iter()
-                .any(|e| e.chunks.0 == c)
-                .then(|| crate::stages::chunk::ChunkSet::build(&prepared.corpus, &plan.chunkers[c]))
-        })
-        .collect();
+    let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
     let mut out = Vec::new();
     for (m, info) in prepared.models.iter().enumerate() {
         let mut texts: Vec<String> = plan
             .embeddings
             .iter()
             .filter(|e| e.model.0 == m)
-            .filter_map(|e| sets[e.chunks.0].as_ref())
+            .map(|e| &sets[e.chunks.0])
             .flat_map(|set| (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)))
             .collect();
         texts.sort_unstable();
@@ -190,7 +183,7 @@ pub fn cold_run(prepared: &Prepared, models_dir: &Path) -> Result<Vec<ColdEstima
         if texts.is_empty() {
             continue;
         }
-        let embedder = Embedder::load(models_dir, info, rayon::current_num_threads())?;
+        let embedder = Embedder::load(&opts.models_dir, info, rayon::current_num_threads())?;
         // A spread of the passages by length, batched among similar lengths as the run batches
         // them, the batches visited in a scattered order so a probe cut short is not biased.
         texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
@@ -226,6 +219,30 @@ pub fn cold_run(prepared: &Prepared, models_dir: &Path) -> Result<Vec<ColdEstima
         });
     }
     Ok(out)
+}
+
+/// The plan's chunk sets (from the cache, or chunked and cached now), without embedding or
+/// indexing anything: what scoring and the cold-run estimate read.
+pub fn chunk_sets(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    stages: &mut Vec<StageReport>,
+) -> Result<Vec<crate::stages::chunk::ChunkSet>> {
+    let store = StageCache::new(&opts.cache_dir);
+    let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
+    let embedder = |_: ModelId| -> Result<&dyn Embedding> { Err(Error::Other("chunking embeds nothing".into())) };
+    let ctx = BuildContext {
+        corpus: &prepared.corpus,
+        cases: &prepared.cases,
+        models: &prepared.models,
+        embedder: &embedder,
+        store: &store,
+        cache_dir: &opts.cache_dir,
+        engines_dir: &opts.engines_dir,
+        pg_server: None,
+        bar: &make_bar,
+    };
+    build::chunk_sets(&prepared.plan, &ctx, stages)
 }
 
 /// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.
@@ -487,8 +504,7 @@ pub fn run_with<'e>(
     pb.finish_and_clear();
     let t = Instant::now();
     if exp.shard.is_none() {
-        let excluded = crate::evaluate::selection::excluded_cells(&rows, &slices, &exp.require);
-        ties::mark(&mut rows, &decision_values, &decision.to_string(), &excluded, exp.margin);
+        crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
     }
     aggregate_seconds += t.elapsed().as_secs_f64();
     let retrieve_seconds = retrieve_started.elapsed().as_secs_f64() - aggregate_seconds - latency_seconds;

@@ -7,6 +7,11 @@ use serde::{Deserialize, Serialize};
 
 /// The cut-off headline figures are read at when nothing else is chosen: 10 when the grid has
 /// it, else its largest.
+/// The k whose `judged@k` says how complete the labels are: the largest cut-off up to 10.
+pub fn judged_k(ks: &[usize]) -> Option<usize> {
+    ks.iter().copied().filter(|&k| k <= 10).max()
+}
+
 pub fn headline_k(ks: &[usize]) -> usize {
     if ks.contains(&10) {
         10

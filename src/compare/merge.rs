@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Location, Result};
 use crate::evaluate::aggregate;
-use crate::evaluate::ties::{self, CellValues};
+use crate::evaluate::ties::CellValues;
 use crate::experiment::Experiment;
 use crate::input::text::{json, jsonl};
 use crate::output::RunWriter;
@@ -304,8 +304,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         let merged = manifest.golden.cases_per_split.entry(*split).or_insert(*n);
         *merged = (*merged).max(*n);
     }
-    let excluded = crate::evaluate::selection::excluded_cells(&rows, &slices, &exp.require);
-    ties::mark(&mut rows, &decision_values, &decision.to_string(), &excluded, exp.margin);
+    crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
     let selection = crate::evaluate::selection::select_for(exp, &rows, &slices);
     Ok(RunResult { columns, decision_metric: decision, rows, slices, case_info, selection, manifest })
 }

@@ -165,6 +165,14 @@ pub fn aggregate_cell(
             vs_best: None,
             diff_vs_best: None,
             misses: miss_counts(ks, mine.iter().flat_map(|r| &r.misses)),
+            unjudged_above: crate::vocab::judged_k(ks).map_or((0, 0), |k| {
+                let counts: Vec<usize> = mine
+                    .iter()
+                    .filter(|r| r.answerable)
+                    .map(|r| r.unjudged.iter().filter(|u| u.1 < r.first_relevant.unwrap_or(k as u32 + 1)).count())
+                    .collect();
+                (counts.iter().sum(), counts.iter().filter(|&&n| n > 0).count())
+            }),
             latency: None,
             cost: cost.clone(),
             ctx_tokens: Ordered::of_keys(&cuts, ctx_tokens),

@@ -32,9 +32,17 @@ pub fn excluded(rows: &[Row], slices: &[SliceRow], requirements: &[Requirement])
     out
 }
 
-/// The cells `excluded` names, as `ties::mark` takes them.
-pub fn excluded_cells(rows: &[Row], slices: &[SliceRow], requirements: &[Requirement]) -> Vec<String> {
-    excluded(rows, slices, requirements).into_iter().map(|(cell, _)| cell).collect()
+/// Where each eligible cell stands against the best of its split on the experiment's decision
+/// metric (`ties::mark`), leaking cells and cells failing a `require` left out; `values` holds
+/// each cell's per-case values of that metric.
+pub fn mark_standing(
+    exp: &Experiment,
+    rows: &mut [Row],
+    slices: &[SliceRow],
+    values: &[crate::evaluate::ties::CellValues],
+) {
+    let excluded: Vec<String> = excluded(rows, slices, &exp.require).into_iter().map(|(cell, _)| cell).collect();
+    crate::evaluate::ties::mark(rows, values, &exp.decision_metric().to_string(), &excluded, exp.margin);
 }
 
 /// The selection an experiment asks for over `rows`: none without `select`, and none for a

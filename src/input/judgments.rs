@@ -52,6 +52,9 @@ pub struct JudgmentsInfo {
     /// Units judged, and how many of them relevant (grade > 0).
     pub judged: usize,
     pub relevant: usize,
+    /// The (case, unit) pairs judged: their labels came from judgments, not the golden set.
+    #[serde(skip)]
+    pub units: std::collections::BTreeSet<(String, String)>,
 }
 
 /// The judgments file of a golden set: the one the experiment names, else `judgments.jsonl`
@@ -166,6 +169,7 @@ pub fn apply(path: &Path, unit: Unit, cases: &mut [GoldenCase], corpus: &Corpus)
     let mut accepted: Vec<(usize, Label)> = Vec::new();
     let mut hasher = blake3::Hasher::new();
     let (mut judged, mut relevant) = (0, 0);
+    let mut units = std::collections::BTreeSet::new();
     for (line, j) in &lines {
         let at = Location { path: path.to_path_buf(), line: *line, column: 0 };
         let Some(&ci) = by_id.get(j.case.as_str()) else {
@@ -181,6 +185,7 @@ pub fn apply(path: &Path, unit: Unit, cases: &mut [GoldenCase], corpus: &Corpus)
         }
         judged += 1;
         relevant += usize::from(j.grade > 0);
+        units.insert((j.case.clone(), j.id.clone()));
         let section_of_doc = matches!(corpus.target(&j.id), Some(Target::Section { .. }));
         if unit == Unit::Doc && j.grade == 0 && section_of_doc {
             continue;
@@ -194,7 +199,7 @@ pub fn apply(path: &Path, unit: Unit, cases: &mut [GoldenCase], corpus: &Corpus)
         cases[ci].relevant.push(label);
     }
     let hash = hasher.finalize().to_hex()[..16].to_string();
-    Ok(Some(JudgmentsInfo { path: path.to_path_buf(), hash, judged, relevant }))
+    Ok(Some(JudgmentsInfo { path: path.to_path_buf(), hash, judged, relevant, units }))
 }
 
 /// Appends judgments to `path` and flushes them to disk before returning: a judging session

@@ -255,16 +255,10 @@ fn misses_line(m: &Matrix, metric: &str, cell: &str) -> Option<String> {
     Some(format!("{cell} at {at} ({}): {what}", row.split.as_str()))
 }
 
-/// The k whose `judged@k` the summary reads: the largest of the run's k up to 10.
-fn judged_k(m: &Matrix) -> Option<usize> {
-    let cuts = m.rows.first()?.ctx_tokens.keys();
-    cuts.filter_map(|c| c.strip_prefix('@')?.parse::<usize>().ok()).filter(|&k| k <= 10).max()
-}
-
 /// How complete the labels are under the cells shown (SPEC §9): `judged@k` on tuning at the
 /// largest k up to 10.
-fn judged_line(m: &Matrix, cells: &[&str]) -> Option<String> {
-    let k = judged_k(m)?;
+fn judged_line(m: &Matrix, manifest: &Manifest, cells: &[&str]) -> Option<String> {
+    let k = crate::vocab::judged_k(&manifest.experiment.k)?;
     let column = format!("judged@{k}");
     let values: Vec<String> = cells
         .iter()
@@ -363,11 +357,11 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
 /// model, chunks credited for several labelled sections, a k or budget that reaches everything a
 /// cell can return, short lists of the selected cell, a reserved split too small to separate
 /// the top cells.
-/// `files`: where the run's files are now; `shown`: the run's path as commands should name it
-/// (`RUN` when unknown, as in the report written before the run moves into place).
-pub fn warnings(m: &Matrix, manifest: &Manifest, files: &Path, shown: Option<&Path>) -> Vec<String> {
+/// `shown`: the run's path as commands should name it (`RUN` when unknown, as in the report
+/// written before the run moves into place).
+pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<String> {
     let mut out = Vec::new();
-    out.extend(thin_labels(m, files, shown));
+    out.extend(thin_labels(m, manifest, shown));
     for stage in manifest.stages.iter().filter(|s| s.stage == "chunk") {
         if let Some(note) = &stage.note {
             out.push(format!("chunk {}: {note}", stage.key));
@@ -496,14 +490,14 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
         out.push_str(&wrap(&line, WIDTH, 2));
     }
-    if let Some(line) = judged_line(m, &lines.iter().map(|l| l.cell).collect::<Vec<_>>()) {
+    if let Some(line) = judged_line(m, manifest, &lines.iter().map(|l| l.cell).collect::<Vec<_>>()) {
         out.push_str(&wrap(&line, WIDTH, 2));
     }
     if let Some(s) = &m.selection {
         out.push('\n');
         out.push_str(&wrap(&selection_summary(s), WIDTH, 4));
     }
-    for w in warnings(m, manifest, dir, Some(dir)) {
+    for w in warnings(m, manifest, Some(dir)) {
         out.push_str(&wrap(&format!("warning: {w}"), WIDTH, 2));
     }
     out.push('\n');
@@ -596,26 +590,17 @@ fn first_budget_miss(dir: &Path, cell: &str, metric: &str) -> Option<String> {
 pub const JUDGED_FLOOR: f64 = 0.7;
 
 /// The warning that the selected cell's labels are too thin to trust its misses: its
-/// `judged@10` (the largest k below 10) on tuning under [`JUDGED_FLOOR`], with how many
-/// unjudged units sit above its first relevant item (read from `dir`'s `per_query.jsonl`).
-fn thin_labels(m: &Matrix, dir: &Path, shown: Option<&Path>) -> Option<String> {
+/// `judged@k` ([`crate::vocab::judged_k`]) on tuning under [`JUDGED_FLOOR`], with how many
+/// unjudged units sit above its first relevant item.
+fn thin_labels(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Option<String> {
     let s = m.selection.as_ref()?;
-    let k = judged_k(m)?;
+    let k = crate::vocab::judged_k(&manifest.experiment.k)?;
     let row = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning)?;
     let judged = row.metrics.get(&format!("judged@{k}"))?.value?;
     if judged >= JUDGED_FLOOR {
         return None;
     }
-    let (mut above, mut cases) = (0, 0);
-    crate::output::each_case_line(&dir.join("per_query.jsonl"), |l: crate::results::CaseLine| {
-        if l.cell == s.cell && l.split == Split::Tuning && l.answerable {
-            let first = l.first_relevant.unwrap_or(k as u32 + 1);
-            let n = l.unjudged.iter().filter(|u| u.rank < first).count();
-            above += n;
-            cases += usize::from(n > 0);
-        }
-    })
-    .ok()?;
+    let (above, cases) = row.unjudged_above;
     Some(format!(
         "labels are thin: the selected cell {}'s judged@{k} on tuning is {judged:.2} (below {JUDGED_FLOOR}); {} sit above its first relevant item in {}: some of its misses may be answers nobody labelled; judge them (`ragsweep judge {} --cells {}`), then `ragsweep rescore`",
         s.cell,
@@ -720,7 +705,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
     if let Some(line) = lines.first().and_then(|l| misses_line(m, &metric, l.cell)) {
         out.push_str(&format!("\n{}\n", md(&line)));
     }
-    if let Some(line) = judged_line(m, &lines.iter().map(|l| l.cell).collect::<Vec<_>>()) {
+    if let Some(line) = judged_line(m, manifest, &lines.iter().map(|l| l.cell).collect::<Vec<_>>()) {
         out.push_str(&format!("\n{}\n", md(&line)));
     }
     if let Some(s) = &m.selection {
@@ -728,7 +713,7 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
         let fence = fence(&text);
         out.push_str(&format!("\n{fence}\n{text}{fence}\n"));
     }
-    let warnings = warnings(m, manifest, files, Some(run));
+    let warnings = warnings(m, manifest, Some(run));
     if !warnings.is_empty() {
         out.push_str("\nWarnings:\n");
         for w in &warnings {

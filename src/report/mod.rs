@@ -227,7 +227,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         selection: serde_json::to_value(&matrix.selection).expect("json"),
         varying,
         priced: manifest.cost.prices.any(),
-        warnings: summary::warnings(&matrix, &manifest, dir, None),
+        warnings: summary::warnings(&matrix, &manifest, None),
         health: manifest.golden.health.clone(),
         cells,
         rows: matrix.rows.iter().map(row_data).collect(),

@@ -52,24 +52,10 @@ pub fn rescore(
         lines.entry(l.cell.clone()).or_default().push(l);
     }
 
-    let Prepared { plan, corpus, cases, models, counter, .. } = prepared;
-    let store = StageCache::new(&opts.cache_dir);
-    let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
-    let embedder = |_: ModelId| -> Result<&dyn Embedding> { Err(Error::Other("rescoring embeds nothing".into())) };
-    let ctx = BuildContext {
-        corpus,
-        cases,
-        models,
-        embedder: &embedder,
-        store: &store,
-        cache_dir: &opts.cache_dir,
-        engines_dir: &opts.engines_dir,
-        pg_server: None,
-        bar: &make_bar,
-    };
+    let Prepared { plan, corpus, cases, counter, .. } = prepared;
     let mut stages = Vec::new();
     let started = Instant::now();
-    let sets = build::chunk_sets(plan, &ctx, &mut stages)?;
+    let sets = chunk_sets(prepared, opts, &mut stages)?;
     let columns = cut_columns(exp);
     let scoring = Scoring::new(exp, corpus, cases, &sets, &columns, counter)?;
     let case_at: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
@@ -139,8 +125,7 @@ pub fn rescore(
         rows.extend(cell_rows);
         slices.extend(cell_slices);
     }
-    let excluded = crate::evaluate::selection::excluded_cells(&rows, &slices, &exp.require);
-    ties::mark(&mut rows, &decision_values, &decision.to_string(), &excluded, exp.margin);
+    crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
     stages.push(StageReport::new(
         "rescore",
         format!("{} cells × {} cases judged again from the recorded lists", exp.cells.len(), cases.len()),

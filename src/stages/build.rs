@@ -206,7 +206,6 @@ pub fn chunk_sets(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<Stag
     Ok(chunk_stage(plan, ctx, stages)?.0)
 }
 
-/// One chunk set per distinct chunker, and the content key of the texts each set indexes.
 /// A chunk larger than this is far more than a prompt holds: the chunker did not split where it
 /// was meant to.
 pub const LARGE_CHUNK_BYTES: usize = 32 << 10;
@@ -240,6 +239,7 @@ fn oversized(set: &ChunkSet, corpus: &crate::input::corpus::Corpus) -> Option<St
     ))
 }
 
+/// One chunk set per distinct chunker, and the content key of the texts each set indexes.
 fn chunk_stage(
     plan: &Plan,
     ctx: &BuildContext<'_, '_>,
