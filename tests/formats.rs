@@ -23,6 +23,12 @@ fn experiment(dir: &Path, format: &str, unit: &str) {
     std::fs::write(dir.join(format!("{format}-{unit}.toml")), toml).unwrap();
 }
 
+/// A chunk's words: its letters and digits, up to white space, punctuation and markup (heading
+/// marks, pandoc's “ ” for ", a list number's `a)` or `a.`).
+fn words(s: &str) -> String {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
 fn hit_at_5(dir: &Path, format: &str, unit: &str) -> f64 {
     let out = dir.join("out");
     let assert = Command::cargo_bin("ragsweep")
@@ -89,7 +95,7 @@ fn unknown_files_are_listed_and_a_pdf_without_text_is_reported() {
 
 /// The section chunker splits on the document's own headings in every format: the three
 /// documents give the same section chunks as Markdown, HTML, DOCX, reStructuredText and PDF
-/// (same number, through the binary; the same text up to white space and heading markup).
+/// (same number, through the binary; the same words, list numbers included).
 #[test]
 fn the_section_chunker_follows_the_headings_of_every_format() {
     let dir = tempfile::tempdir().unwrap();
@@ -112,14 +118,6 @@ fn the_section_chunker_follows_the_headings_of_every_format() {
         assert_eq!(chunks_of(format), markdown, "{format}: one chunk per section, as in Markdown");
     }
 
-    // Up to white space, heading markup and typographic quotes (pandoc writes “ ” for ").
-    let words = |s: &str| -> String {
-        let s = s.replace(['“', '”'], "\"").replace(['‘', '’'], "'");
-        s.split_whitespace()
-            .filter(|w| !w.chars().all(|c| c == '#' || c == '=' || c == '-'))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     let texts = |format: &str| -> Vec<String> {
         let corpus = ragsweep::input::corpus::Corpus::load(
             &repo().join("tests/fixtures/formats").join(format),
@@ -139,7 +137,7 @@ fn the_section_chunker_follows_the_headings_of_every_format() {
         texts
     };
     let markdown = texts("md");
-    for format in ["html", "docx", "rst"] {
+    for format in ["html", "docx", "rst", "pdf"] {
         assert_eq!(texts(format), markdown, "{format}");
     }
     // reST title underlines are layout, not text.
@@ -196,4 +194,151 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
         predicate::str::contains("dropped 8 running head and footer lines")
             .and(predicate::str::contains("norma.pdf 8")),
     );
+}
+
+/// Runs a converter and panics with what it printed when it fails.
+fn convert(cmd: &mut std::process::Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/install-test-tools.sh installs it)"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The statute (../shared/corpora/lgpd, ten chapters with a title in front matter and one
+/// heading per article) exported as users export it: pandoc's standalone HTML, DOCX and
+/// reStructuredText (the title as a title block), and that HTML printed to PDF by Chromium. Every format lists the same 80
+/// section ids (a PDF's pages aside), the section chunker gives the same chunks (same sections,
+/// same words), and BM25's recall@10 on the statute's golden set is within 0.02 of Markdown's.
+#[test]
+fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = repo().join("../shared/corpora/lgpd/corpus");
+    for format in ["md", "html", "docx", "rst", "pdf"] {
+        std::fs::create_dir_all(dir.path().join(format)).unwrap();
+    }
+    let mut chapters: Vec<_> = std::fs::read_dir(&source).unwrap().map(|e| e.unwrap().path()).collect();
+    chapters.sort();
+    assert_eq!(chapters.len(), 10, "{}", source.display());
+    for chapter in &chapters {
+        let name = chapter.file_stem().unwrap().to_str().unwrap();
+        let md = dir.path().join("md").join(format!("{name}.md"));
+        std::fs::copy(chapter, &md).unwrap();
+        for (format, extra) in
+            [("html", vec!["-s", "-t", "html5"]), ("docx", vec!["-t", "docx"]), ("rst", vec!["-s", "-t", "rst"])]
+        {
+            convert(
+                std::process::Command::new("pandoc")
+                    .args(["-f", "markdown"])
+                    .args(extra)
+                    .arg(&md)
+                    .arg("-o")
+                    .arg(dir.path().join(format).join(format!("{name}.{format}"))),
+            );
+        }
+        convert(
+            std::process::Command::new(common::chromium())
+                .args([
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--no-pdf-header-footer",
+                ])
+                .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+                .arg(format!("--print-to-pdf={}", dir.path().join("pdf").join(format!("{name}.pdf")).display()))
+                .arg(dir.path().join("html").join(format!("{name}.html"))),
+        );
+    }
+
+    let section_ids = |format: &str| -> Vec<String> {
+        let out = Command::cargo_bin("ragsweep")
+            .unwrap()
+            .args(["sections", "--json"])
+            .arg(dir.path().join(format))
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_string())
+            .filter(|id| id.rsplit_once("#p").is_none_or(|(_, n)| n.parse::<u32>().is_err()))
+            .collect()
+    };
+    let markdown = section_ids("md");
+    assert_eq!(markdown.iter().filter(|id| id.contains('#')).count(), 80, "the 80 articles: {markdown:?}");
+    for format in ["html", "docx", "rst", "pdf"] {
+        assert_eq!(section_ids(format), markdown, "{format}: the section ids of the Markdown");
+    }
+
+    // Each section chunk as (the section it starts in, its words).
+    let chunks = |format: &str| -> Vec<(String, String)> {
+        let corpus =
+            ragsweep::input::corpus::Corpus::load(&dir.path().join(format), None, &Default::default()).unwrap();
+        let spec = ragsweep::vocab::ChunkerSpec {
+            kind: ragsweep::vocab::ChunkerKind::Markdown { max_chars: None },
+            title: false,
+            headings: false,
+        };
+        let set = ragsweep::stages::chunk::ChunkSet::build(&corpus, &spec);
+        let mut chunks: Vec<(String, String)> = set
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let doc = &corpus.docs[c.doc as usize];
+                let section = doc
+                    .sections
+                    .iter()
+                    .filter(|s| !s.page && s.start <= c.start as usize && (c.start as usize) < s.end)
+                    .max_by_key(|s| s.start)
+                    .map_or_else(|| doc.id.clone(), |s| s.id.clone());
+                (section, words(set.text(&corpus, i)))
+            })
+            .collect();
+        chunks.sort();
+        chunks
+    };
+    let markdown = chunks("md");
+    assert!(markdown.len() >= 90, "{}", markdown.len());
+    for format in ["html", "docx", "rst", "pdf"] {
+        let other = chunks(format);
+        let only_markdown: Vec<_> = markdown.iter().filter(|c| !other.contains(c)).take(3).collect();
+        let only_other: Vec<_> = other.iter().filter(|c| !markdown.contains(c)).take(3).collect();
+        assert!(
+            only_markdown.is_empty() && only_other.is_empty() && other.len() == markdown.len(),
+            "{format}: {} chunks, Markdown {}; only in Markdown {only_markdown:#?}, only in {format} {only_other:#?}",
+            other.len(),
+            markdown.len()
+        );
+    }
+
+    let recall = |format: &str| -> f64 {
+        let toml = format!(
+            "name = \"statute-{format}\"\nunit = \"section\"\nk = [10]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+             [corpus]\npath = {:?}\n[golden]\npath = {:?}\n\
+             [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+            dir.path().join(format).display().to_string(),
+            repo().join("experiments/lgpd/golden.jsonl").display().to_string()
+        );
+        std::fs::write(dir.path().join(format!("{format}.toml")), toml).unwrap();
+        Command::cargo_bin("ragsweep")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["run", "-q", "--cache"])
+            .arg(dir.path().join("cache"))
+            .arg("--out")
+            .arg(dir.path().join("out"))
+            .arg(format!("{format}.toml"))
+            .assert()
+            .success();
+        let run = common::runs_in(&dir.path().join("out").join(format!("statute-{format}"))).pop().unwrap();
+        common::matrix(&run)["rows"][0]["metrics"]["recall@10"]["value"].as_f64().unwrap()
+    };
+    let markdown = recall("md");
+    for format in ["html", "docx", "rst", "pdf"] {
+        let r = recall(format);
+        println!("{format}: recall@10 {r:.3} (Markdown {markdown:.3})");
+        assert!((r - markdown).abs() <= 0.02, "{format}: recall@10 {r} against Markdown's {markdown}");
+    }
 }

@@ -514,7 +514,11 @@ fn extract(
         // reST adornment lines (`=======` under a title) are layout, not text: blanked in place,
         // so every offset (and so every section span) stays where the headings put it.
         let text = if format == Format::Rst { formats::without_adornments(&text) } else { text };
-        Ok((front, Extracted { headings, text, included, unresolved, ..Default::default() }))
+        let mut extracted = Extracted { headings, text, included, unresolved, ..Default::default() };
+        if format == Format::Rst {
+            formats::promote_title_block(&mut extracted, formats::rst_title_block);
+        }
+        Ok((front, extracted))
     };
     let declared = |e: Extracted| (FrontMatter { title: e.title.clone(), ..Default::default() }, e);
     Ok(Ok(match format {
@@ -556,7 +560,7 @@ fn extract(
             return Ok(Err("pdftohtml is not installed: apt install poppler-utils".into()))
         }
         Format::Pdf => match formats::pdf(path) {
-            Ok(e) => (FrontMatter::default(), e),
+            Ok(e) => declared(e),
             Err(Error::Input { message, .. }) if message.starts_with("no extractable text") => {
                 return Ok(Err("no extractable text: a scan?".into()))
             }

@@ -4,6 +4,7 @@
 //! (a heading spans to the next heading of the same or a higher level) and evidence spans are
 //! found in the extracted text. A file in no known format is listed as skipped, never dropped.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -316,6 +317,39 @@ pub fn without_adornments(text: &str) -> String {
     out
 }
 
+/// A title block is the document's title, not a section: when the first heading opens the
+/// document (nothing but white space before it) and `is_title_block` says it is set as one (an
+/// overlined lone reST title, as pandoc writes a title block and docutils promotes it; a PDF line
+/// that repeats the title the file declares), it becomes the title and its line is blanked in
+/// place (offsets unchanged), as a title block is not body text in HTML or DOCX either.
+pub fn promote_title_block(extracted: &mut Extracted, is_title_block: impl FnOnce(&Extracted) -> bool) {
+    let Some(&(start, _, ref title)) = extracted.headings.first() else { return };
+    if !extracted.text[..start].trim().is_empty() || !is_title_block(extracted) {
+        return;
+    }
+    let title = title.clone();
+    let end = extracted.text[start..]
+        .find(title.as_str())
+        .map(|at| start + at + title.len())
+        .map_or(start, |after| extracted.text[after..].find('\n').map_or(extracted.text.len(), |n| after + n));
+    // Spaces of each character's byte length, so every later offset stays where it was.
+    let blank: String = extracted.text[start..end]
+        .chars()
+        .map(|c| if c == '\n' { "\n".into() } else { " ".repeat(c.len_utf8()) })
+        .collect();
+    extracted.text.replace_range(start..end, &blank);
+    extracted.headings.remove(0);
+    extracted.title.get_or_insert(title);
+}
+
+/// For reST text with its adornments blanked: the first title is overlined (its heading starts
+/// at a blank line, the overline's) and no other title is at its level or above.
+pub fn rst_title_block(extracted: &Extracted) -> bool {
+    let Some(&(start, level, _)) = extracted.headings.first() else { return false };
+    extracted.headings[1..].iter().all(|h| h.1 > level)
+        && extracted.text[start..].lines().next().is_some_and(|l| l.trim().is_empty())
+}
+
 /// Seconds `pdftohtml` may take on one file.
 pub const PDF_SECONDS: u64 = 120;
 
@@ -402,12 +436,18 @@ pub fn html(source: &str) -> Extracted {
     use scraper::{Html, Node};
     let page = Html::parse_document(source);
     let mut out = Extracted::default();
-    fn walk(node: ego_tree::NodeRef<'_, Node>, out: &mut Extracted) {
+    // `marker`: an ordered list item's number, written before the item's first text as a
+    // browser shows it (`a. `), since the number is rendered, not in the page's text.
+    fn walk(node: ego_tree::NodeRef<'_, Node>, out: &mut Extracted, marker: &mut Option<String>) {
         match node.value() {
             Node::Text(t) => {
                 let text: String = t.split_whitespace().collect::<Vec<_>>().join(" ");
                 if !text.is_empty() {
                     if !out.text.is_empty() && !out.text.ends_with(['\n', ' ']) && t.starts_with(char::is_whitespace) {
+                        out.text.push(' ');
+                    }
+                    if let Some(m) = marker.take() {
+                        out.text.push_str(&m);
                         out.text.push(' ');
                     }
                     out.text.push_str(&text);
@@ -428,8 +468,23 @@ pub fn html(source: &str) -> Extracted {
                     newline(&mut out.text);
                 }
                 let start = out.text.len();
-                for child in node.children() {
-                    walk(child, out);
+                if name == "ol" {
+                    let style = e.attr("type").unwrap_or("1");
+                    let mut n: i64 = e.attr("start").and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+                    for child in node.children() {
+                        if let Some(li) = child.value().as_element().filter(|c| c.name() == "li") {
+                            n = li.attr("value").and_then(|v| v.trim().parse().ok()).unwrap_or(n);
+                            *marker = Some(format!("{}.", list_number(n, style)));
+                            n += 1;
+                        }
+                        walk(child, out, marker);
+                        // An item without text leaves no number behind for the next one.
+                        *marker = None;
+                    }
+                } else {
+                    for child in node.children() {
+                        walk(child, out, marker);
+                    }
                 }
                 if heading {
                     let label = out.text[start..].trim().to_string();
@@ -443,7 +498,7 @@ pub fn html(source: &str) -> Extracted {
             }
             _ => {
                 for child in node.children() {
-                    walk(child, out);
+                    walk(child, out, marker);
                 }
             }
         }
@@ -461,8 +516,8 @@ pub fn html(source: &str) -> Extracted {
         .map(|t| t.text().collect::<String>().split_whitespace().collect::<Vec<_>>().join(" "));
     let body = scraper::Selector::parse("body").ok().and_then(|s| page.select(&s).next());
     match body {
-        Some(body) => walk(*body, &mut out),
-        None => walk(page.tree.root(), &mut out),
+        Some(body) => walk(*body, &mut out, &mut None),
+        None => walk(page.tree.root(), &mut out, &mut None),
     }
     newline(&mut out.text);
     out.title = title.filter(|t| !t.is_empty());
@@ -470,6 +525,58 @@ pub fn html(source: &str) -> Extracted {
         out.meta_names = page.select(&metas).filter_map(|m| m.value().attr("name")).map(str::to_string).collect();
     }
     out
+}
+
+/// A list item's number in a list style: `a`/`A` letters (`z`, `aa`, …), `i`/`I` Roman
+/// numerals, else decimal (also for numbers below 1, as browsers show them).
+fn list_number(n: i64, style: &str) -> String {
+    match style {
+        "a" | "A" if n >= 1 => {
+            let (mut n, mut letters) = (n, Vec::new());
+            while n > 0 {
+                n -= 1;
+                letters.push(b'a' + (n % 26) as u8);
+                n /= 26;
+            }
+            letters.reverse();
+            let text = String::from_utf8(letters).unwrap_or_default();
+            if style == "A" {
+                text.to_uppercase()
+            } else {
+                text
+            }
+        }
+        "i" | "I" if (1..4000).contains(&n) => {
+            const ROMAN: [(i64, &str); 13] = [
+                (1000, "m"),
+                (900, "cm"),
+                (500, "d"),
+                (400, "cd"),
+                (100, "c"),
+                (90, "xc"),
+                (50, "l"),
+                (40, "xl"),
+                (10, "x"),
+                (9, "ix"),
+                (5, "v"),
+                (4, "iv"),
+                (1, "i"),
+            ];
+            let (mut n, mut text) = (n, String::new());
+            for (value, digits) in ROMAN {
+                while n >= value {
+                    text.push_str(digits);
+                    n -= value;
+                }
+            }
+            if style == "I" {
+                text.to_uppercase()
+            } else {
+                text
+            }
+        }
+        _ => n.to_string(),
+    }
 }
 
 /// The paragraphs of a DOCX file (a zip of OOXML), one per line; paragraphs in a heading
@@ -533,21 +640,28 @@ pub fn docx(path: &Path) -> Result<Extracted> {
             }
         }
     }
+    let mut numbering = ListNumbering::read(&read("word/numbering.xml")?.unwrap_or_default())
+        .map_err(|e| bad(format!("word/numbering.xml: {e}")))?;
     let mut out = Extracted::default();
     let mut reader = quick_xml::Reader::from_str(&document);
     let (mut paragraph, mut style, mut in_text) = (String::new(), None::<String>, false);
+    let (mut list, mut list_level) = (None::<String>, 0u8);
     loop {
         match reader.read_event() {
             Ok(Event::Start(e)) => match e.local_name().as_ref() {
                 b"p" => {
                     paragraph.clear();
                     style = None;
+                    list = None;
+                    list_level = 0;
                 }
                 b"t" => in_text = true,
                 _ => {}
             },
             Ok(Event::Empty(e)) => match e.local_name().as_ref() {
                 b"pStyle" => style = attr(&e, b"val"),
+                b"numId" => list = attr(&e, b"val"),
+                b"ilvl" => list_level = attr(&e, b"val").and_then(|v| v.parse().ok()).unwrap_or(0),
                 b"tab" => paragraph.push('\t'),
                 b"br" | b"cr" => paragraph.push('\n'),
                 _ => {}
@@ -566,11 +680,23 @@ pub fn docx(path: &Path) -> Result<Extracted> {
                 b"t" => in_text = false,
                 b"p" => {
                     let text = paragraph.trim();
+                    let heading = style.as_ref().and_then(|s| levels.get(s));
+                    // A numbered item's number, as Word shows it (`a)`); headings keep their text as is.
+                    let number =
+                        list.as_ref().and_then(|id| numbering.next(id, list_level)).filter(|_| heading.is_none());
                     if !text.is_empty() {
-                        match style.as_ref().and_then(|s| levels.get(s)) {
-                            Some(0) if out.title.is_none() => out.title = Some(text.to_string()),
+                        match heading {
+                            // The title (pandoc's title block, Word's Title style) is not body text.
+                            Some(0) if out.title.is_none() => {
+                                out.title = Some(text.to_string());
+                                continue;
+                            }
                             Some(&level) if level > 0 => out.headings.push((out.text.len(), level, text.to_string())),
                             _ => {}
+                        }
+                        if let Some(number) = number {
+                            out.text.push_str(&number);
+                            out.text.push(' ');
                         }
                         out.text.push_str(text);
                         out.text.push('\n');
@@ -584,6 +710,103 @@ pub fn docx(path: &Path) -> Result<Extracted> {
         }
     }
     Ok(out)
+}
+
+/// Word's list numbering (`word/numbering.xml`): each list instance (`numId`) points at an
+/// abstract definition whose levels give a start, a number format and a text such as `%1)`;
+/// instances of one definition share its counters unless they override a level's start.
+#[derive(Default)]
+struct ListNumbering {
+    /// abstractNumId → level → (start, format, text)
+    definitions: HashMap<String, HashMap<u8, (i64, String, String)>>,
+    /// numId → (abstractNumId, level → start override)
+    instances: HashMap<String, (String, HashMap<u8, i64>)>,
+    counters: HashMap<String, [Option<i64>; 9]>,
+    started: std::collections::HashSet<String>,
+}
+
+impl ListNumbering {
+    fn read(xml: &str) -> std::result::Result<ListNumbering, quick_xml::Error> {
+        use quick_xml::events::Event;
+        let mut out = ListNumbering::default();
+        let mut reader = quick_xml::Reader::from_str(xml);
+        let (mut abstract_id, mut num_id, mut level) = (None::<String>, None::<String>, 0u8);
+        loop {
+            match reader.read_event()? {
+                Event::Start(e) | Event::Empty(e) => {
+                    let val = || attr(&e, b"val");
+                    match e.local_name().as_ref() {
+                        b"abstractNum" => (abstract_id, num_id) = (attr(&e, b"abstractNumId"), None),
+                        b"num" => (num_id, abstract_id) = (attr(&e, b"numId"), None),
+                        b"lvl" | b"lvlOverride" => level = attr(&e, b"ilvl").and_then(|v| v.parse().ok()).unwrap_or(0),
+                        b"abstractNumId" => {
+                            if let (Some(num), Some(id)) = (&num_id, val()) {
+                                out.instances.entry(num.clone()).or_default().0 = id;
+                            }
+                        }
+                        b"startOverride" => {
+                            if let (Some(num), Some(start)) = (&num_id, val().and_then(|v| v.parse().ok())) {
+                                out.instances.entry(num.clone()).or_default().1.insert(level, start);
+                            }
+                        }
+                        name @ (b"start" | b"numFmt" | b"lvlText") => {
+                            if let (Some(id), Some(v)) = (&abstract_id, val()) {
+                                let lvl = out.definitions.entry(id.clone()).or_default().entry(level).or_insert((
+                                    1,
+                                    "decimal".into(),
+                                    String::new(),
+                                ));
+                                match name {
+                                    b"start" => lvl.0 = v.parse().unwrap_or(1),
+                                    b"numFmt" => lvl.1 = v,
+                                    _ => lvl.2 = v,
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Event::Eof => return Ok(out),
+                _ => {}
+            }
+        }
+    }
+
+    /// The number of the next item of list `num_id` at `level` (`a)`, `iv.`), or `None` for a
+    /// bullet, an unnumbered level or an unknown list.
+    fn next(&mut self, num_id: &str, level: u8) -> Option<String> {
+        let (abstract_id, overrides) = self.instances.get(num_id)?;
+        let definition = self.definitions.get(abstract_id)?;
+        let level = level.min(8);
+        let counters = self.counters.entry(abstract_id.clone()).or_default();
+        if self.started.insert(num_id.to_string()) && !overrides.is_empty() {
+            for l in overrides.keys() {
+                counters[(*l).min(8) as usize] = None;
+            }
+        }
+        let start = |l: u8| overrides.get(&l).or(definition.get(&l).map(|d| &d.0)).copied().unwrap_or(1);
+        let n = counters[level as usize].map_or(start(level), |n| n + 1);
+        counters[level as usize] = Some(n);
+        counters[level as usize + 1..].iter_mut().for_each(|c| *c = None);
+        let (_, format, text) = definition.get(&level)?;
+        if matches!(format.as_str(), "bullet" | "none") || text.trim().is_empty() {
+            return None;
+        }
+        let mut number = text.clone();
+        for l in 0..=level {
+            let value = counters[l as usize].unwrap_or(start(l));
+            let format = definition.get(&l).map_or("decimal", |d| d.1.as_str());
+            let style = match format {
+                "lowerLetter" => "a",
+                "upperLetter" => "A",
+                "lowerRoman" => "i",
+                "upperRoman" => "I",
+                _ => "1",
+            };
+            number = number.replace(&format!("%{}", l + 1), &list_number(value, style));
+        }
+        Some(number)
+    }
 }
 
 fn attr(e: &quick_xml::events::BytesStart<'_>, name: &[u8]) -> Option<String> {
@@ -717,7 +940,19 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
         }
         push_line(&mut out.text, &text);
     }
+    if let Some(declared) = pdf_declared_title(path) {
+        let same = |a: &str| a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        promote_title_block(&mut out, |e| same(&e.headings[0].2) == same(&declared));
+    }
     Ok(out)
+}
+
+/// The title a PDF declares in its document information (poppler's `pdfinfo`), if any.
+fn pdf_declared_title(path: &Path) -> Option<String> {
+    let output = run_with_timeout(Command::new("pdfinfo").args(["-enc", "UTF-8"]).arg(path), PDF_SECONDS).ok()??;
+    let info = String::from_utf8_lossy(&output.stdout);
+    let title = info.lines().find_map(|l| l.strip_prefix("Title:"))?.trim();
+    (!title.is_empty()).then(|| title.to_string())
 }
 
 /// Appends a PDF line to `text`, joining a word broken at the previous line's end: after a soft
@@ -823,5 +1058,52 @@ mod tests {
         assert_eq!(labels, [(1, "Férias"), (2, "Saldo")]);
         let (at, _, label) = &e.headings[1];
         assert!(e.text[*at..].starts_with(label.as_str()));
+    }
+
+    #[test]
+    fn ordered_list_numbers_are_text_as_a_browser_and_word_show_them() {
+        let e = html("<body><p>Casos:</p><ol type=\"a\"><li><p>um;</p></li><li>dois</li></ol><ol start=\"4\" type=\"I\"><li>quatro</li><li value=\"9\">nove</li></ol><ul><li>sem número</li></ul></body>");
+        assert_eq!(e.text.trim(), "Casos:\na. um;\nb. dois\nIV. quatro\nIX. nove\nsem número");
+        assert_eq!(
+            (list_number(28, "a"), list_number(1994, "i"), list_number(0, "a")),
+            ("ab".into(), "mcmxciv".into(), "0".into())
+        );
+
+        let numbering = r#"<w:numbering xmlns:w="w"><w:abstractNum w:abstractNumId="7"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="%1)"/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerRoman"/><w:lvlText w:val="%1.%2"/></w:lvl></w:abstractNum><w:abstractNum w:abstractNumId="8"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/><w:lvlText w:val="•"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="7"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="7"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num><w:num w:numId="3"><w:abstractNumId w:val="8"/></w:num></w:numbering>"#;
+        let mut lists = ListNumbering::read(numbering).unwrap();
+        let numbers: Vec<Option<String>> =
+            [("1", 0), ("1", 1), ("1", 1), ("1", 0), ("2", 0), ("1", 0), ("3", 0), ("9", 0)]
+                .iter()
+                .map(|(id, l)| lists.next(id, *l))
+                .collect();
+        let expected = ["a)", "a.i", "a.ii", "b)", "a)", "b)"].map(|s| Some(s.to_string()));
+        assert_eq!(
+            numbers[..6],
+            expected,
+            "a list restarted by an override, then the first one going on with the shared counter"
+        );
+        assert_eq!(numbers[6..], [None, None], "bullets and unknown lists have no number");
+    }
+
+    #[test]
+    fn a_title_block_opening_the_document_is_its_title_not_a_section() {
+        let text = "==========\nLei Ótima\n==========\n\nPreâmbulo.\n\nArt. 1\n------\n\nTexto.\n";
+        let read = |text: &str| {
+            let mut e =
+                Extracted { headings: rst_headings(text), text: without_adornments(text), ..Default::default() };
+            promote_title_block(&mut e, rst_title_block);
+            e
+        };
+        let e = read(text);
+        assert_eq!(e.title.as_deref(), Some("Lei Ótima"));
+        assert_eq!(e.headings.iter().map(|h| h.2.as_str()).collect::<Vec<_>>(), ["Art. 1"]);
+        assert_eq!(e.text.len(), text.len(), "blanked in place");
+        assert!(e.text[e.headings[0].0..].starts_with("Art. 1") && !e.text.contains("Ótima"), "{:?}", e.text);
+        // Underlined only, or followed by another title of its level: a section, as written.
+        for text in ["Lei\n===\n\nArt. 1\n------\n", "===\nLei\n===\n\n=====\nOutra\n=====\n"] {
+            let e = read(text);
+            assert_eq!(e.title, None, "{text}");
+            assert!(e.headings.iter().any(|h| h.2 == "Lei"), "{text}");
+        }
     }
 }
