@@ -118,7 +118,9 @@ impl Tally {
     }
 }
 
-/// The in-process filtered graph search at `ef_search` on the same access, for reference.
+/// The in-process dense index on the same access, for reference: the filtered graph at
+/// `ef_search` and the exact scan of the allowed vectors (the filter planner off), and the
+/// planner choosing per query (on).
 pub fn measure_in_process(
     hnsw: &HnswIndex,
     exact: &ExactIndex,
@@ -130,15 +132,21 @@ pub fn measure_in_process(
     let mut out = Vec::new();
     for &fraction in fractions {
         let (allowed, truth, _) = access(exact, queries, k, fraction);
-        let mut tally = Tally::new();
-        for (q, truth) in queries.iter().zip(&truth) {
-            let started = Instant::now();
-            let hits = hnsw.search_with(q, k, ef_search, Some(&allowed), FilteredSearch::Graph);
-            let micros = started.elapsed().as_secs_f64() * 1e6;
-            let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
-            tally.add(micros, &ids, truth);
+        for (strategy, setting) in [
+            (FilteredSearch::Graph, format!("in-process filtered graph, ef_search={ef_search} (planner off)")),
+            (FilteredSearch::Scan, "in-process scan of the allowed (planner off)".to_string()),
+            (FilteredSearch::Auto, "in-process planner (on)".to_string()),
+        ] {
+            let mut tally = Tally::new();
+            for (q, truth) in queries.iter().zip(&truth) {
+                let started = Instant::now();
+                let hits = hnsw.search_with(q, k, ef_search, Some(&allowed), strategy);
+                let micros = started.elapsed().as_secs_f64() * 1e6;
+                let ids: Vec<u32> = hits.iter().map(|h| h.chunk).collect();
+                tally.add(micros, &ids, truth);
+            }
+            out.push(tally.row(fraction, setting));
         }
-        out.push(tally.row(fraction, format!("in-process hnsw_rs filtered graph, ef_search={ef_search}")));
     }
     out
 }

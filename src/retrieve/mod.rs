@@ -7,7 +7,9 @@ pub mod access;
 pub mod bm25;
 pub mod cell;
 pub mod dense;
+pub mod exact;
 pub mod fusion;
+pub mod graph;
 pub mod hits;
 pub mod source;
 

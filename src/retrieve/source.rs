@@ -154,7 +154,7 @@ impl RankingSource for ExactSource<'_> {
     }
 }
 
-/// The in-process HNSW graph (hnsw_rs) at a given `ef_search`.
+/// The in-process HNSW graph at a given `ef_search`.
 pub struct HnswSource<'a> {
     pub index: &'a HnswIndex,
     pub ef_search: usize,
