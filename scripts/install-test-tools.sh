@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # What the tests need from Debian's packages, when missing: headless Chromium for the report
 # test (tests/report_browser.rs) and printing test PDFs, and poppler-utils (pdftohtml) for
-# reading PDF documents, and pandoc for converting the statute to HTML, DOCX and reStructuredText
-# (tests/formats.rs). Needs apt (and root, or sudo) the first time.
+# reading PDF documents, pandoc for converting the statute to HTML, DOCX and reStructuredText
+# (tests/formats.rs), and Slurm with munge for the one-node cluster of tests/slurm.rs.
+# Needs apt (and root, or sudo) the first time.
 set -euo pipefail
 missing=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 command -v pdftohtml >/dev/null 2>&1 || missing+=(poppler-utils)
 command -v pandoc >/dev/null 2>&1 || missing+=(pandoc)
+command -v slurmctld >/dev/null 2>&1 || missing+=(slurm-wlm)
+command -v munged >/dev/null 2>&1 || missing+=(munge)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
@@ -18,3 +21,5 @@ DEBIAN_FRONTEND=noninteractive sudo_if_needed apt-get install -y -q "${missing[@
 command -v chromium >/dev/null
 command -v pdftohtml >/dev/null
 command -v pandoc >/dev/null
+command -v slurmctld >/dev/null
+command -v munged >/dev/null

@@ -84,6 +84,10 @@ pub enum Error {
     #[error("no case {} in the golden set {}", .cases.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", "), golden.display())]
     UnknownCase { cases: Vec<String>, golden: PathBuf },
 
+    /// `run --shard from-env` in a process no scheduler started as one task of an array.
+    #[error("--shard from-env: {why}")]
+    ShardFromEnv { why: String },
+
     /// A run directory that exists already: a run never writes into another.
     #[error("{}: a run with this id already exists", dir.display())]
     RunExists { dir: PathBuf },

@@ -50,8 +50,10 @@ enum Command {
         #[arg(long)]
         all_columns: bool,
         /// Run only shard I of N of the grid's cells (every N-th cell); `merge` combines shards.
-        #[arg(long, value_name = "I/N", value_parser = parse_shard)]
-        shard: Option<(usize, usize)>,
+        /// `from-env`: the shard a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, JOB_COMPLETIONS)
+        /// or a Slurm job array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) gives this task.
+        #[arg(long, value_name = "I/N|from-env", value_parser = parse_shard)]
+        shard: Option<Shard>,
         #[command(flatten)]
         dirs: Dirs,
     },
@@ -88,8 +90,8 @@ enum Command {
         #[command(flatten)]
         dirs: Dirs,
     },
-    /// Latency of filtered vector search (graph, exact scan, per-query choice) at 1%, 10%, 50%
-    /// and 90% allowed, on the chunks of an experiment's first chunker and first dense model.
+    /// Latency of filtered vector search (graph, exact scan, per-query choice) at 1% to 90%
+    /// allowed, on the chunks of an experiment's first chunker and first dense model.
     BenchFilter {
         /// The experiment whose first chunker and dense model are timed.
         experiment: PathBuf,
@@ -136,7 +138,8 @@ enum Command {
         dirs: Dirs,
     },
     /// Exact scan and HNSW on given vectors (.npy): build time, queries/s one query at a time on
-    /// one thread, and HNSW recall@k against the scan. Prints one JSON line.
+    /// one thread, and HNSW recall@k against the scan, at --ef-search and over a sweep of beams
+    /// (10 to 512: `sweep` holds [ef, queries/s, recall]). Prints one JSON line.
     BenchAnn {
         /// The indexed vectors (.npy, unit length, float32).
         passages: PathBuf,
@@ -601,6 +604,11 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 rayon::ThreadPoolBuilder::new().num_threads(n).build_global().context("setting up worker threads")?;
             }
             let mut exp = Experiment::load(&experiment)?;
+            let shard = match shard {
+                Some(Shard::Given(i, n)) => Some((i, n)),
+                Some(Shard::FromEnv) => Some(ragsweep::experiment::shard::from_env(|v| std::env::var(v).ok())?),
+                None => None,
+            };
             if let Some((i, n)) = shard {
                 exp.keep_shard(i, n);
             }
@@ -1345,16 +1353,29 @@ fn bench_ann(
         (lists, qv.len() as f64 / dim as f64 / t.elapsed().as_secs_f64())
     };
     let (truth, exact_qps) = timed(&|q| exact.search(q, k, None).iter().map(|h| h.chunk).collect());
-    let (found, hnsw_qps) = timed(&|q| hnsw.search(q, k, ef_search, None).iter().map(|h| h.chunk).collect());
-    let hits: usize = truth.iter().zip(&found).map(|(t, f)| f.iter().filter(|c| t.contains(c)).count()).sum();
     let wanted: usize = truth.iter().map(Vec::len).sum();
+    let at = |ef: usize| {
+        let (found, qps) = timed(&|q| hnsw.search(q, k, ef, None).iter().map(|h| h.chunk).collect());
+        let hits: usize = truth.iter().zip(&found).map(|(t, f)| f.iter().filter(|c| t.contains(c)).count()).sum();
+        (qps, hits as f64 / wanted.max(1) as f64)
+    };
+    let (hnsw_qps, hnsw_recall) = at(ef_search);
+    // Queries/s against recall over a range of beams, for recall-matched comparisons.
+    let sweep: Vec<[f64; 3]> = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+        .into_iter()
+        .filter(|&ef| ef >= k)
+        .map(|ef| {
+            let (qps, recall) = at(ef);
+            [ef as f64, qps, recall]
+        })
+        .collect();
     println!(
         "{}",
         serde_json::json!({
             "passages": n, "queries": truth.len(), "dim": dim, "k": k, "threads": rayon::current_num_threads(),
             "m": m, "ef_construction": ef_construction, "ef_search": ef_search,
             "hnsw_build_s": build_s, "exact_qps": exact_qps, "hnsw_qps": hnsw_qps,
-            "hnsw_recall": hits as f64 / wanted.max(1) as f64,
+            "hnsw_recall": hnsw_recall, "sweep": sweep,
         })
     );
     Ok(())
@@ -1399,7 +1420,7 @@ fn bench_filter(
             percentile(&micros, 0.95)
         );
     }
-    for fraction in [0.01, 0.10, 0.50, 0.90] {
+    for fraction in [0.01, 0.05, 0.10, 0.20, 0.30, 0.50, 0.90] {
         let allowed: Vec<Allowed> = (0..n_queries)
             .map(|q| {
                 Allowed::from_fn(n_chunks, |i| {
@@ -1511,14 +1532,24 @@ fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
     }
 }
 
-fn parse_shard(s: &str) -> Result<(usize, usize), String> {
-    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/3")?;
+/// `--shard`: given on the command line, or read from the scheduler's variables.
+#[derive(Clone, Copy, Debug)]
+enum Shard {
+    Given(usize, usize),
+    FromEnv,
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    if s == "from-env" {
+        return Ok(Shard::FromEnv);
+    }
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/3, or from-env")?;
     let i: usize = i.parse().map_err(|_| format!("bad shard index {i:?}"))?;
     let n: usize = n.parse().map_err(|_| format!("bad shard count {n:?}"))?;
     if n == 0 || i == 0 || i > n {
         return Err(format!("shard {i}/{n}: I must be between 1 and N"));
     }
-    Ok((i, n))
+    Ok(Shard::Given(i, n))
 }
 
 #[cfg(test)]

@@ -256,3 +256,126 @@ fn three_concurrent_shards_on_one_fresh_cache_merge_into_the_unsharded_run() {
     assert_eq!(stable_json(&merged, "matrix.json"), stable_json(&whole, "matrix.json"));
     assert_eq!(without_timing(&read(&merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
 }
+
+/// `--shard from-env`: a task of a Kubernetes Indexed Job or of a Slurm job array runs the
+/// shard its scheduler's variables name (the same cells as `--shard I/N`), and a process no
+/// scheduler started stops before writing anything.
+#[test]
+fn a_scheduler_task_runs_the_shard_its_variables_name() {
+    let experiment = repo().join("tests/fixtures/sweep.toml");
+    const VARS: [&str; 6] = [
+        "JOB_COMPLETION_INDEX",
+        "JOB_COMPLETIONS",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_STEP",
+    ];
+    let task = |out: &Path, vars: &[(&str, String)]| {
+        let mut cmd = ragsweep();
+        for v in VARS {
+            cmd.env_remove(v);
+        }
+        cmd.envs(vars.iter().map(|(k, v)| (*k, v.as_str())));
+        cmd.args(["run", "-q", "--shard", "from-env", "--out"]).arg(out).arg(&experiment).assert()
+    };
+    let given = tempfile::tempdir().unwrap();
+    let kubernetes = tempfile::tempdir().unwrap();
+    let slurm = tempfile::tempdir().unwrap();
+    for i in 1..=3usize {
+        let expected = shard(given.path(), i, 3);
+        task(kubernetes.path(), &[("JOB_COMPLETION_INDEX", (i - 1).to_string()), ("JOB_COMPLETIONS", "3".into())])
+            .success();
+        // `sbatch --array=4-8:2`: tasks 4, 6 and 8.
+        task(
+            slurm.path(),
+            &[
+                ("SLURM_ARRAY_TASK_ID", (2 + 2 * i).to_string()),
+                ("SLURM_ARRAY_TASK_COUNT", "3".into()),
+                ("SLURM_ARRAY_TASK_MIN", "4".into()),
+                ("SLURM_ARRAY_TASK_STEP", "2".into()),
+            ],
+        )
+        .success();
+        for out in [&kubernetes, &slurm] {
+            let run = common::runs_in(&out.path().join("sweep"))
+                .into_iter()
+                .find(|p| p.to_string_lossy().ends_with(&format!("shard{i}of3")))
+                .unwrap_or_else(|| panic!("no shard{i}of3 in {}", out.path().display()));
+            assert_eq!(without_timing(&read(&run, "matrix.csv")), without_timing(&read(&expected, "matrix.csv")));
+        }
+    }
+
+    let nowhere = tempfile::tempdir().unwrap();
+    task(nowhere.path(), &[]).failure().stderr(predicates::str::contains("give --shard I/N"));
+    task(nowhere.path(), &[("JOB_COMPLETION_INDEX", "3".into()), ("JOB_COMPLETIONS", "3".into())])
+        .failure()
+        .stderr(predicates::str::contains("shard 4 of 3"));
+    assert!(walk(nowhere.path()).is_empty(), "nothing written: {:?}", walk(nowhere.path()));
+}
+
+/// docs/scheduler/k8s-indexed-job.yml as Kubernetes runs it: the shard Job's container command
+/// once per completion index, with the variables its spec and Kubernetes set, then the merge
+/// Job's command; `/shared` is a temporary folder holding the demo grid. The merged run equals
+/// an unsharded one.
+#[test]
+fn the_kubernetes_recipe_runs_and_merges_into_the_unsharded_run() {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let text = std::fs::read_to_string(repo().join("docs/scheduler/k8s-indexed-job.yml")).unwrap();
+    let jobs = YamlLoader::load_from_str(&text).unwrap();
+    assert_eq!(jobs.len(), 2, "the shard Job and the merge Job");
+    let shared = tempfile::tempdir().unwrap();
+    let root = shared.path().to_str().unwrap().to_string();
+    let local = |s: &str| s.replace("/shared", &root);
+    std::fs::create_dir_all(shared.path().join("exp")).unwrap();
+    let grid = std::fs::read_to_string(repo().join("tests/fixtures/sweep.toml"))
+        .unwrap()
+        .replace("name = \"sweep\"", "name = \"grid\"")
+        .replace("../../corpora", repo().join("corpora").to_str().unwrap());
+    std::fs::write(shared.path().join("exp/grid.toml"), &grid).unwrap();
+    let container = |job: &Yaml| job["spec"]["template"]["spec"]["containers"][0].clone();
+    let words = |c: &Yaml| -> Vec<String> {
+        c["command"].as_vec().unwrap().iter().map(|w| local(w.as_str().unwrap())).collect()
+    };
+    let bin_dir = assert_cmd::cargo::cargo_bin("ragsweep").parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+
+    let shard_job = &jobs[0];
+    assert_eq!(shard_job["spec"]["completionMode"].as_str(), Some("Indexed"));
+    let completions = shard_job["spec"]["completions"].as_i64().unwrap();
+    let shard = container(shard_job);
+    let env: Vec<(String, String)> = shard["env"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap().to_string(), local(e["value"].as_str().unwrap())))
+        .collect();
+    assert!(env.contains(&("JOB_COMPLETIONS".into(), completions.to_string())), "{env:?}");
+    for index in 0..completions {
+        let command = words(&shard);
+        std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .env("PATH", &path)
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .envs(env.iter().cloned())
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .env("RAGSWEEP_CACHE", shared.path().join("cache"))
+            .status()
+            .map(|s| assert!(s.success(), "shard {index}: {command:?}"))
+            .unwrap();
+    }
+    let merge = words(&container(&jobs[1]));
+    let status = std::process::Command::new(&merge[0]).args(&merge[1..]).env("PATH", &path).status().unwrap();
+    assert!(status.success(), "{merge:?}");
+
+    let merged = common::runs_in(&shared.path().join("results/grid"))
+        .into_iter()
+        .find(|p| !p.to_string_lossy().contains("shard"))
+        .expect("the merged run");
+    let whole = tempfile::tempdir().unwrap();
+    std::fs::write(whole.path().join("grid.toml"), &grid).unwrap();
+    ragsweep().args(["run", "-q", "--out"]).arg(whole.path()).arg(whole.path().join("grid.toml")).assert().success();
+    let whole = run_dir(whole.path(), "grid");
+    assert_eq!(without_timing(&read(&merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
+    assert_eq!(read(&merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
+}

@@ -4,6 +4,8 @@
 //! parameter given as an array is a grid axis, and each entry expands to the cartesian
 //! product of its axes. Paths are relative to the experiment file.
 
+pub mod shard;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;

@@ -1,0 +1,16 @@
+#!/bin/bash
+# A ragsweep grid as a Slurm job array: 8 tasks, each runs the shard its SLURM_ARRAY_TASK_ID
+# names (`--shard from-env`), on a filesystem every node sees (the cache is shared safely).
+# Submit it and the merge, which starts only when every task succeeded:
+#   array=$(sbatch --parsable slurm-array.sh)
+#   sbatch --dependency=afterok:$array slurm-merge.sh
+# tests/slurm.rs submits both to a one-node Slurm cluster and checks the merged run equals an
+# unsharded one.
+#SBATCH --job-name=ragsweep-grid
+#SBATCH --array=1-8
+#SBATCH --cpus-per-task=2
+#SBATCH --output=ragsweep-grid-%a.log
+set -euo pipefail
+: "${RAGSWEEP_CACHE:=$PWD/cache}"
+export RAGSWEEP_CACHE
+ragsweep run -q --jobs "${SLURM_CPUS_PER_TASK:-1}" --shard from-env --out results grid.toml
