@@ -8,12 +8,16 @@
 #     vectors (SciFact MiniLM vectors, 100,000 clustered and 100,000 random unit vectors), same m,
 #     ef_construction and ef_search, build on 2 threads, queries one at a time on one thread
 #     (scripts/ann_peers.py);
+#   - filtered vector search: ragsweep's in-process index with its filter planner off (graph;
+#     scan) and on, beside PostgreSQL + pgvector (exact, HNSW per iterative scan) on the same
+#     SciFact MiniLM vectors and ACLs at 1/10/50/90% allowed (`bench-filter --engine pg`; needs
+#     scripts/install-engines.sh);
 #   - the embedder: ragsweep (fastembed + ONNX Runtime) against Python onnxruntime on the
 #     same ONNX file, the same texts in the same token-budget batches, 2 threads.
 #
 # A throw-away virtualenv from PyPI holds the peers. The result replaces the "peers" section of
 # BENCHMARKS.md (scripts/bench-scale.sh writes the "scaling" one).
-# usage: scripts/bench-peers.sh [N_DOCS] ["bm25 ann embed"]   (the parts to run; each writes its own section)
+# usage: scripts/bench-peers.sh [N_DOCS] ["bm25 ann filter embed"]   (the parts to run; each writes its own section)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -26,7 +30,7 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install --quiet --disable-pip-version-check bm25s PyStemmer numpy faiss-cpu hnswlib
 cargo build --release --quiet
 out="$root/BENCHMARKS.md"
-parts="${2:-bm25 ann embed}"
+parts="${2:-bm25 ann filter embed}"
 wants() { [[ " $parts " == *" $1 "* ]]; }
 # Writes the part just measured as its own section of BENCHMARKS.md.
 finish() {
@@ -140,6 +144,21 @@ for vectors in scifact clustered random; do
   python3 scripts/ann_peers.py table "$work/ann-$vectors.jsonl" "$vectors" >> "$out.tmp"
 done
 finish ann
+fi
+if wants filter; then
+{
+  echo "## Filtered vector search: in process (planner off and on) beside PostgreSQL + pgvector"
+  echo
+  stamp filter
+  echo "SciFact documents (title + text) embedded with MiniLM; HNSW m = 16, ef_construction = 64 in"
+  echo "process and in pgvector; each document in one of 100 groups, the user in the first 1, 10, 50"
+  echo "or 90; top 10, one query at a time (the engine over its unix socket). \`recall_vs_oracle@10\`:"
+  echo "against the exact filtered top 10 of the same vectors."
+  echo
+  RAGSWEEP_CACHE="${RAGSWEEP_CACHE:-$root/cache}" ./target/release/ragsweep bench-filter experiments/bench-filter-pg.toml \
+    --queries 300 --engine pg 2> /dev/null | sed -n '/^Filter parity/,$p' | grep '^|'
+} > "$out.tmp"
+finish filter
 fi
 if wants embed; then
 {

@@ -195,7 +195,7 @@ impl Plan {
                 IndexSpec::Hnsw { embedding, params: HnswParams { m, ef_construction } },
                 QueryParams::Hnsw { ef_search },
             ),
-            DenseIndex::Pg { index, iterative_scan } => {
+            DenseIndex::Pg { index, iterative_scan, force_index } => {
                 let (build, ef_search, probes) = match index {
                     PgVectorIndex::Exact => (VectorBuild::Exact, 0, 0),
                     PgVectorIndex::Hnsw { m, ef_construction, ef_search } => {
@@ -205,7 +205,7 @@ impl Plan {
                 };
                 (
                     IndexSpec::PgVector { embedding, build },
-                    QueryParams::PgVector(VectorQuery { ef_search, probes, iterative_scan }),
+                    QueryParams::PgVector(VectorQuery { ef_search, probes, iterative_scan, force_index }),
                 )
             }
         };

@@ -197,6 +197,10 @@ pub struct Row {
     /// found something); empty for cells without an oracle.
     #[serde(default, skip_serializing_if = "Ordered::is_empty")]
     pub recall_vs_oracle: Ordered<Option<f64>>,
+    /// Per k, for cells served by an engine: the plan the engine chose for a list of k
+    /// (`vector index`, `sequential scan (index unused)`), read with `EXPLAIN` once per k.
+    #[serde(default, skip_serializing_if = "Ordered::is_empty")]
+    pub engine_plan: Ordered<String>,
     pub abstain: Option<AbstainRow>,
     /// Every metric column's mean, n and interval, in column order.
     pub metrics: Ordered<Mean>,
@@ -242,6 +246,7 @@ impl Row {
             short_lists: Ordered::default(),
             under_return: Ordered::default(),
             recall_vs_oracle: Ordered::default(),
+            engine_plan: Ordered::default(),
             abstain: None,
             metrics: Ordered(vec![(metric.into(), Mean { value: Some(value), n, ci: None })]),
             p_vs_best: None,

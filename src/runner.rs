@@ -22,7 +22,9 @@ use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
 use crate::plan::{ModelId, Plan};
-use crate::results::{CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Parity, Row, SliceRow, StageReport};
+use crate::results::{
+    CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Ordered, Parity, Row, SliceRow, StageReport,
+};
 use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Timing};
 use crate::retrieve::Allowed;
@@ -474,10 +476,11 @@ pub fn run_with<'e>(
         let t = Instant::now();
         let timed = scored.and_then(|results| {
             let latency = scoring.time_cell(&this, &sample, embedder, &scored_vector, &results, opts.progress)?;
-            Ok((results, latency))
+            let plans = scoring.engine_plans(&this, &scored_vector)?;
+            Ok((results, latency, plans))
         });
         latency_seconds += t.elapsed().as_secs_f64();
-        let (results, latency) = match timed {
+        let (results, latency, plans) = match timed {
             Ok(done) => done,
             Err(e) => {
                 pb.suspend(|| eprintln!("warning: cell {} failed, the other cells go on: {e}", cell.id));
@@ -497,6 +500,7 @@ pub fn run_with<'e>(
         });
         for row in &mut cell_rows {
             row.latency = latency;
+            row.engine_plan = plans.clone();
         }
         rows.extend(cell_rows);
         slices.extend(cell_slices);
@@ -997,6 +1001,30 @@ impl Scoring<'_> {
     }
 
     /// The one retrieval call of a case in a cell: what is scored, and what is timed.
+    /// For a cell served by an engine: the plan the engine chooses for a list of each k, read
+    /// with `EXPLAIN` for the first answerable case as its user asks it (an engine's planner
+    /// may take its vector index for one `LIMIT` and scan for another, or never use it on a
+    /// small table). Empty for in-process cells.
+    fn engine_plans<'v>(&self, run: &CellRun<'_>, vector: &dyn Fn(usize) -> &'v [f32]) -> Result<Ordered<String>> {
+        let mut plans = Ordered::default();
+        if !run.retriever.plans_each_depth() {
+            return Ok(plans);
+        }
+        let Some(case) = (0..self.cases.len()).find(|&c| self.cases[c].answerable).or(self.cases.len().checked_sub(1))
+        else {
+            return Ok(plans);
+        };
+        let query = Query { text: &self.cases[case].question, vector: vector(case) };
+        let access = self.access(run, case);
+        let restrict = access.in_query();
+        for &k in &self.exp.k {
+            if let Some(plan) = run.retriever.plan(&query, k, restrict.as_ref())? {
+                plans.0.push((format!("@{k}"), plan));
+            }
+        }
+        Ok(plans)
+    }
+
     fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
         let access = self.access(run, case);
         self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, timing)

@@ -443,6 +443,9 @@ pub enum DenseIndex {
     Pg {
         index: PgVectorIndex,
         iterative_scan: IterativeScan,
+        /// Planner scans off for the query, so the vector index is walked (`force_index`).
+        #[serde(default)]
+        force_index: bool,
     },
 }
 

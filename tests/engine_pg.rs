@@ -696,3 +696,46 @@ fn values_reach_the_users_server_as_parameters_whatever_its_string_settings() {
     assert_eq!(check.trim(), "0", "the question ran as SQL");
     assert_eq!(server.sql(password, "SHOW standard_conforming_strings").trim(), "off", "the server's own setting");
 }
+
+/// On a 90-document table PostgreSQL's planner never walks the HNSW index for a filtered
+/// `LIMIT 10`: the `plan@10` column says so, the summary warns that the cell's numbers are an
+/// exact search's, and `force_index = true` makes the engine walk the index, where
+/// `iterative_scan = off` under-returns on a tenth-visible filter.
+#[test]
+fn the_plan_column_shows_an_unused_index_and_force_index_measures_it() {
+    assert!(
+        repo().join("engines/pg/bin/postgres").is_file(),
+        "PostgreSQL is not installed: run scripts/install-engines.sh (.ci/run does)"
+    );
+    let (dir, _) = project(90);
+    let root = dir.path();
+    let grid = experiment(
+        root,
+        "pg-plan",
+        "filter = \"in_query\"\n[permissions]\nsynthetic_groups = 10\n",
+        "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\n\
+         ef_construction = 40\nef_search = 40\niterative_scan = \"off\"\nforce_index = [false, true]\n",
+    );
+    let out = ragsweep_in(root, "run", &grid, &repo().join("engines")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let latest = root.join("results/pg-plan/latest");
+    let matrix: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("matrix.json")).unwrap()).unwrap();
+    let rows = matrix["rows"].as_array().unwrap();
+    let row = |forced: bool| {
+        rows.iter()
+            .find(|r| r["label"].as_str().unwrap().contains(",force_index") == forced)
+            .unwrap_or_else(|| panic!("no row with force_index = {forced}: {rows:?}"))
+    };
+    let (planned, forced) = (row(false), row(true));
+    let plan = planned["engine_plan"]["@10"].as_str().unwrap();
+    assert!(plan.ends_with("(index unused)"), "{plan}");
+    assert_eq!(planned["under_return"]["@10"], 0, "an exact plan fills every list: {planned}");
+    assert_eq!(forced["engine_plan"]["@10"], "vector index", "{forced}");
+    assert!(forced["under_return"]["@10"].as_u64().unwrap() > 0, "40 graph candidates, a tenth visible: {forced}");
+    let csv = std::fs::read_to_string(latest.join("matrix.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains(",plan@10"), "{csv:.400}");
+    assert!(csv.contains("vector index") && csv.contains("(index unused)"), "{csv}");
+    assert!(stdout.contains("warning: index unused:"), "{stdout}");
+}

@@ -5,7 +5,8 @@
 //! Nothing a shard says is taken on trust. Every row and slice is recomputed from the shard's
 //! `per_query.jsonl` by the aggregation the run itself uses, and must equal what the shard's
 //! `matrix.json` says (so an edited number, a deleted row or deleted case lines are refused);
-//! only measurements that no per-case line records (latency, build cost) come from the rows.
+//! only measurements that no per-case line records (latency, build cost, an engine's plans)
+//! come from the rows.
 //! Shards must share the ragsweep version, experiment, corpus, golden set and model keys.
 
 use std::collections::BTreeMap;
@@ -244,6 +245,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
             })?;
             row.latency = theirs.latency;
             row.cost = theirs.cost.clone();
+            row.engine_plan = theirs.engine_plan.clone();
             if let Some((field, mine, theirs)) = first_difference(row, *theirs) {
                 return Err(bad(
                     &matrix_path,

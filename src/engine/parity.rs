@@ -163,7 +163,7 @@ pub fn measure(
     ef_search: usize,
     fractions: &[f64],
 ) -> Result<Vec<ParityRow>> {
-    let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan };
+    let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan, force_index: false };
     let mut settings = vec![(
         "pg exact (no vector index)".to_string(),
         PgVectorSource {

@@ -54,6 +54,9 @@ pub struct VectorQuery {
     pub ef_search: usize,
     pub probes: usize,
     pub iterative_scan: IterativeScan,
+    /// Walk the vector index even where the planner estimates a scan cheaper
+    /// (`enable_seqscan` and `enable_bitmapscan` off for the query).
+    pub force_index: bool,
 }
 
 /// A running engine: where it listens (a server of ours, private or with its data in the stage
@@ -302,6 +305,18 @@ impl PgEngine {
         )
     }
 
+    /// The plan PostgreSQL chooses for `sql` with `params` under the session `settings`
+    /// (`EXPLAIN`, its text).
+    fn explain(&self, settings: &str, sql: &str, params: &[&str]) -> Result<String> {
+        let rows = self.with(|c| {
+            if !settings.is_empty() {
+                c.query(settings)?;
+            }
+            c.query_params(&format!("EXPLAIN {sql}"), params)
+        })?;
+        Ok(rows.into_iter().filter_map(|r| r.into_iter().next().flatten()).collect::<Vec<_>>().join("\n"))
+    }
+
     /// Rows of `(id, score)` of `sql` run with `params` after the session `settings`, best
     /// first by the ties rule of every source.
     fn hits(&self, settings: &str, sql: &str, params: &[&str], depth: usize, negate: bool) -> Result<Vec<Hit>> {
@@ -337,30 +352,63 @@ pub struct PgVectorSource<'a> {
 impl PgVectorSource<'_> {
     /// The session settings a query of this source runs under.
     fn settings(&self) -> String {
-        let VectorQuery { ef_search, probes, iterative_scan } = self.query;
+        let VectorQuery { ef_search, probes, iterative_scan, force_index } = self.query;
+        // Connections are pooled: every setting a query depends on is set on every query.
+        let scans = if force_index { "off" } else { "on" };
+        let planner = format!("SET enable_seqscan = {scans}; SET enable_bitmapscan = {scans}; ");
         match self.build {
-            VectorBuild::Exact => String::new(),
-            VectorBuild::Hnsw { .. } => {
-                format!("SET hnsw.ef_search = {ef_search}; SET hnsw.iterative_scan = {}; ", iterative_scan.as_str())
-            }
-            VectorBuild::Ivfflat { .. } => {
-                format!("SET ivfflat.probes = {probes}; SET ivfflat.iterative_scan = {}; ", iterative_scan.as_str())
-            }
+            VectorBuild::Exact => planner,
+            VectorBuild::Hnsw { .. } => format!(
+                "{planner}SET hnsw.ef_search = {ef_search}; SET hnsw.iterative_scan = {}; ",
+                iterative_scan.as_str()
+            ),
+            VectorBuild::Ivfflat { .. } => format!(
+                "{planner}SET ivfflat.probes = {probes}; SET ivfflat.iterative_scan = {}; ",
+                iterative_scan.as_str()
+            ),
         }
     }
-}
 
-impl RankingSource for PgVectorSource<'_> {
-    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
-        let v = vector_literal(query.vector);
+    /// The query a search of `depth` runs, and its parameters.
+    fn sql(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> (String, Vec<String>) {
         let groups = restrict.map(acl_groups);
         let filter = if groups.is_some() { " WHERE acl && $2::text[]" } else { "" };
         let sql = format!(
             "SELECT id, embedding <#> $1::vector FROM {}{filter} ORDER BY embedding <#> $1::vector LIMIT {depth}",
             self.table.name
         );
-        let params: Vec<&str> = std::iter::once(v.as_str()).chain(groups.as_deref()).collect();
+        (sql, std::iter::once(vector_literal(query.vector)).chain(groups).collect())
+    }
+}
+
+/// What a plan of [`PgVectorSource`]'s query does, in a few words: `vector index` (an index
+/// scan ordered by distance), `acl index, exact sort` (the GIN index on the ACL, then a sort of
+/// the rows it allows) or `sequential scan` (every row read and sorted).
+fn plan_summary(plan: &str, table: &str) -> String {
+    if plan.contains(&format!("Index Scan using {table}_embedding_idx")) {
+        "vector index".into()
+    } else if plan.contains("Bitmap Index Scan on") {
+        "acl index, exact sort".into()
+    } else if plan.contains("Seq Scan") {
+        "sequential scan".into()
+    } else {
+        plan.lines().next().unwrap_or("").split("  (").next().unwrap_or("").trim().to_string()
+    }
+}
+
+impl RankingSource for PgVectorSource<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        let (sql, params) = self.sql(query, depth, restrict);
+        let params: Vec<&str> = params.iter().map(String::as_str).collect();
         self.engine.hits(&self.settings(), &sql, &params, depth, true)
+    }
+
+    fn plan(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
+        let (sql, params) = self.sql(query, depth, restrict);
+        let params: Vec<&str> = params.iter().map(String::as_str).collect();
+        let summary = plan_summary(&self.engine.explain(&self.settings(), &sql, &params)?, &self.table.name);
+        let approximate = !matches!(self.build, VectorBuild::Exact);
+        Ok(Some(if approximate && summary != "vector index" { format!("{summary} (index unused)") } else { summary }))
     }
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
@@ -372,15 +420,16 @@ impl RankingSource for PgVectorSource<'_> {
     }
 
     fn identity(&self) -> String {
-        let VectorQuery { ef_search, probes, iterative_scan } = self.query;
+        let VectorQuery { ef_search, probes, iterative_scan, force_index } = self.query;
+        let forced = if force_index { ",force_index" } else { "" };
         match self.build {
             VectorBuild::Exact => "pg exact".into(),
             VectorBuild::Hnsw { m, ef_construction } => format!(
-                "pg hnsw(m={m},efc={ef_construction},ef_search={ef_search},iterative_scan={})",
+                "pg hnsw(m={m},efc={ef_construction},ef_search={ef_search},iterative_scan={}{forced})",
                 iterative_scan.as_str()
             ),
             VectorBuild::Ivfflat { lists } => {
-                format!("pg ivfflat(lists={lists},probes={probes},iterative_scan={})", iterative_scan.as_str())
+                format!("pg ivfflat(lists={lists},probes={probes},iterative_scan={}{forced})", iterative_scan.as_str())
             }
         }
     }

@@ -180,6 +180,7 @@ pub fn aggregate_cell(
             short_lists: Ordered::of_keys(&cuts, (0..cuts.len()).map(|i| mine.iter().filter(|r| r.short[i]).count())),
             under_return: parity.0,
             recall_vs_oracle: parity.1,
+            engine_plan: Ordered::default(),
             abstain: floor.map(|(floor, calibrated)| AbstainRow {
                 floor,
                 calibrated,

@@ -193,19 +193,23 @@ impl fmt::Display for DenseIndex {
             DenseIndex::Hnsw { m, ef_construction, ef_search } => {
                 write!(f, "hnsw,m={m},efc={ef_construction},ef={ef_search}")
             }
-            DenseIndex::Pg { index, iterative_scan } => {
+            DenseIndex::Pg { index, iterative_scan, force_index } => {
                 write!(f, "pg ")?;
                 match index {
-                    PgVectorIndex::Exact => write!(f, "exact"),
+                    PgVectorIndex::Exact => write!(f, "exact")?,
                     PgVectorIndex::Hnsw { m, ef_construction, ef_search } => write!(
                         f,
                         "hnsw,m={m},efc={ef_construction},ef={ef_search},iterative_scan={}",
                         iterative_scan.as_str()
-                    ),
+                    )?,
                     PgVectorIndex::Ivfflat { lists, probes } => {
-                        write!(f, "ivfflat,lists={lists},probes={probes},iterative_scan={}", iterative_scan.as_str())
+                        write!(f, "ivfflat,lists={lists},probes={probes},iterative_scan={}", iterative_scan.as_str())?
                     }
                 }
+                if *force_index {
+                    write!(f, ",force_index")?;
+                }
+                Ok(())
             }
         }
     }
@@ -392,7 +396,7 @@ impl Cell {
             match index {
                 DenseIndex::Exact => out.push(("index", "exact".into())),
                 DenseIndex::Hnsw { m, ef_construction, ef_search } => hnsw(out, m, ef_construction, ef_search),
-                DenseIndex::Pg { index, iterative_scan } => {
+                DenseIndex::Pg { index, iterative_scan, force_index } => {
                     if !out.iter().any(|(k, _)| *k == "engine") {
                         out.push(("engine", "pg".into()));
                     }
@@ -409,6 +413,7 @@ impl Cell {
                     }
                     if *index != PgVectorIndex::Exact {
                         out.push(("iterative_scan", iterative_scan.as_str().into()));
+                        out.push(("force_index", force_index.to_string()));
                     }
                 }
             }
@@ -1057,8 +1062,8 @@ fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) 
 
 const LEXICAL_KEYS: [&str; 3] = ["analyzer", "k1", "b"];
 const FULL_TEXT_KEYS: [&str; 2] = ["analyzer", "terms"];
-const DENSE_KEYS: [&str; 8] =
-    ["model", "index", "m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan"];
+const DENSE_KEYS: [&str; 9] =
+    ["model", "index", "m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan", "force_index"];
 
 fn analyzer_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<AnalyzerKind> {
     choice(
@@ -1108,7 +1113,7 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
     if pg {
         return Ok(DenseSpec { model, index: pg_dense_from(combo, bad)? });
     }
-    for key in ["lists", "probes", "iterative_scan"] {
+    for key in ["lists", "probes", "iterative_scan", "force_index"] {
         if let Some((_, span)) = combo.get(key) {
             return Err(bad(span, format!("`{key}` is a pgvector setting: it needs engine = \"pg\"")));
         }
@@ -1209,8 +1214,10 @@ fn pg_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
         Kind::Exact => {
             only_for(&["m", "ef_construction", "ef_search"], "hnsw")?;
             only_for(&["lists", "probes"], "ivfflat")?;
-            if let Some((_, span)) = combo.get("iterative_scan") {
-                return Err(bad(span, "`iterative_scan` applies to an hnsw or ivfflat index".into()));
+            for key in ["iterative_scan", "force_index"] {
+                if let Some((_, span)) = combo.get(key) {
+                    return Err(bad(span, format!("`{key}` applies to an hnsw or ivfflat index")));
+                }
             }
             PgVectorIndex::Exact
         }
@@ -1237,7 +1244,7 @@ fn pg_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
             PgVectorIndex::Ivfflat { lists, probes }
         }
     };
-    Ok(DenseIndex::Pg { index, iterative_scan })
+    Ok(DenseIndex::Pg { index, iterative_scan, force_index: boolean(combo, "force_index", bad)? })
 }
 
 fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<Fusion> {

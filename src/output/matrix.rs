@@ -97,6 +97,15 @@ pub fn columns(run: &RunResult) -> Vec<Column> {
             }));
         }
     }
+    // The plan an engine chose per k (cells served by an engine; empty for the others).
+    if let Some(keys) = run.rows.iter().find(|r| !r.engine_plan.is_empty()).map(|r| r.engine_plan.keys()) {
+        for cut in keys.map(String::from).collect::<Vec<_>>() {
+            let key = cut.clone();
+            cols.push(Column::new(format!("plan{cut}"), move |r| {
+                Field::Text(r.engine_plan.get(&key).cloned().unwrap_or_default())
+            }));
+        }
+    }
     for (i, c) in run.columns.iter().enumerate() {
         cols.push(Column::new(c.to_string(), move |r| Field::Num(r.metrics.at(i).value, 6)));
         cols.push(Column::new(format!("{c}_n"), move |r| Field::Int(r.metrics.at(i).n as u64)));

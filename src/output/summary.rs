@@ -453,6 +453,17 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
             under.join(", ")
         ));
     }
+    let unused: Vec<String> = first_rows
+        .iter()
+        .filter(|r| !r.engine_plan.is_empty() && r.engine_plan.0.iter().all(|(_, p)| p.contains("index unused")))
+        .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.replace(" (index unused)", "")))
+        .collect();
+    if !unused.is_empty() {
+        out.push(format!(
+            "index unused: the engine planned {} without its approximate index at every k (plan@k): their numbers are an exact search's, not the index's; `force_index = true` measures the index",
+            unused.join(", ")
+        ));
+    }
     if let Some(s) = &m.selection {
         let cut = s.metric.split_once('@').map(|(_, c)| format!("@{c}")).unwrap_or_default();
         if let Some(r) = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning) {

@@ -74,6 +74,19 @@ impl<'a> CellRetriever<'a> {
         self.sources.iter().any(|s| s.plans_each_depth())
     }
 
+    /// How the engine plans each engine source's search of a list of `depth` (its own
+    /// `LIMIT`, for fused cells its candidates), joined with `; `; `None` when no source is
+    /// served by an engine.
+    pub fn plan(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
+        let mut plans = Vec::new();
+        for source in &self.sources {
+            if let Some(plan) = source.plan(query, self.side_depth(depth), restrict)? {
+                plans.push(plan);
+            }
+        }
+        Ok((!plans.is_empty()).then(|| plans.join("; ")))
+    }
+
     /// The first source on `side`.
     pub fn first(&self, side: Side) -> Option<&(dyn RankingSource + 'a)> {
         self.sources.iter().find(|s| s.side() == side).map(|s| &**s)

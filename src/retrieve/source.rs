@@ -83,6 +83,12 @@ pub trait RankingSource: Send + Sync {
         false
     }
 
+    /// How a serving engine plans this search (its `EXPLAIN`, in a few words: `vector index`,
+    /// `sequential scan (index unused)`); `None` for in-process sources, which have one way.
+    fn plan(&self, _query: &Query<'_>, _depth: usize, _restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
+        Ok(None)
+    }
+
     /// The in-process BM25 index behind the source, for term-level diagnoses.
     fn bm25(&self) -> Option<&Bm25Index> {
         None
