@@ -165,21 +165,7 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     );
     std::fs::write(dir.path().join("norma.html"), html).unwrap();
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-    let status = std::process::Command::new(common::chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--no-pdf-header-footer",
-        ])
-        .arg(format!("--print-to-pdf={}", dir.path().join("docs/norma.pdf").display()))
-        .arg(dir.path().join("norma.html"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    print_pdf(&dir.path().join("norma.html"), &dir.path().join("docs/norma.pdf"), &dir.path().join("profile"));
     let sections = |grep: &str| {
         Command::cargo_bin("ragsweep")
             .unwrap()
@@ -193,6 +179,23 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     sections("prazo").stdout(predicate::str::contains("norma#Capítulo 3")).stderr(
         predicate::str::contains("dropped 8 running head and footer lines")
             .and(predicate::str::contains("norma.pdf 8")),
+    );
+}
+
+/// Prints `html` to `pdf` with headless Chromium, as a browser's "Save as PDF" does.
+fn print_pdf(html: &Path, pdf: &Path, profile: &Path) {
+    convert(
+        std::process::Command::new(common::chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-pdf-header-footer",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--print-to-pdf={}", pdf.display()))
+            .arg(html),
     );
 }
 
@@ -233,18 +236,10 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
                     .arg(dir.path().join(format).join(format!("{name}.{format}"))),
             );
         }
-        convert(
-            std::process::Command::new(common::chromium())
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--no-pdf-header-footer",
-                ])
-                .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
-                .arg(format!("--print-to-pdf={}", dir.path().join("pdf").join(format!("{name}.pdf")).display()))
-                .arg(dir.path().join("html").join(format!("{name}.html"))),
+        print_pdf(
+            &dir.path().join("html").join(format!("{name}.html")),
+            &dir.path().join("pdf").join(format!("{name}.pdf")),
+            &dir.path().join("profile"),
         );
     }
 
