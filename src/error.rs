@@ -84,6 +84,10 @@ pub enum Error {
     #[error("no case {} in the golden set {}", .cases.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", "), golden.display())]
     UnknownCase { cases: Vec<String>, golden: PathBuf },
 
+    /// Answers scored against a run whose contexts were never written.
+    #[error("{} is missing: write it with `ragsweep contexts`", path.display())]
+    MissingContexts { path: PathBuf },
+
     /// `run --shard from-env` in a process no scheduler started as one task of an array.
     #[error("--shard from-env: {why}")]
     ShardFromEnv { why: String },

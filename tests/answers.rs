@@ -96,6 +96,17 @@ fn bad_answer_lines_are_located_and_nothing_is_written() {
     let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     run_experiment("experiments/demo-exact-terms.toml", out.path(), cache.path());
     let run = run_dir(out.path(), "demo-exact-terms");
+    let bad = out.path().join("bad.jsonl");
+    // Before `contexts` wrote what the cells sent, there is nothing to score answers against.
+    std::fs::write(&bad, "{\"id\": \"nv-01\"}\n").unwrap();
+    ragsweep()
+        .arg("answers")
+        .arg(&run)
+        .arg(&bad)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("contexts.jsonl is missing: write it with `ragsweep contexts`"));
+    assert!(!run.join("answers.jsonl").exists() && !run.join("answers.csv").exists());
     ragsweep()
         .arg("contexts")
         .arg(&run)
@@ -103,7 +114,6 @@ fn bad_answer_lines_are_located_and_nothing_is_written() {
         .arg(cache.path())
         .assert()
         .success();
-    let bad = out.path().join("bad.jsonl");
     for (text, message) in [
         ("{\"id\": \"nv-01\"}\n{\"id\": \"nada\"}\n", "bad.jsonl:2: case \"nada\" is not in the contexts"),
         (

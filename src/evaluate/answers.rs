@@ -224,7 +224,7 @@ pub fn aggregate(scored: &[ScoredAnswer], tags: &HashMap<String, Vec<String>>) -
 pub fn score_run(run: &Path, answers: &Path, contexts: Option<&Path>, phrases: &[String]) -> Result<Vec<AnswerRow>> {
     let contexts_path = contexts.map_or_else(|| run.join("contexts.jsonl"), Path::to_path_buf);
     if !contexts_path.is_file() {
-        return Err(Error::Other(format!("{} is missing: write it with `ragsweep contexts`", contexts_path.display())));
+        return Err(Error::MissingContexts { path: contexts_path });
     }
     let contexts: Vec<ContextLine> = text::jsonl(&contexts_path)?;
     let scored = score(answers, &contexts, phrases)?;
