@@ -12,6 +12,7 @@
 
 pub mod analyze;
 pub mod atomic;
+pub mod bench;
 pub mod compare;
 pub mod engine;
 pub mod error;

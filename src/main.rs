@@ -718,7 +718,9 @@ fn real_main() -> anyhow::Result<ExitCode> {
         }
         Command::BenchFilter { experiment, queries, engine, engine_ef_search, dirs } => {
             let engine = engine.map(|_| (dirs.engines(), engine_ef_search));
-            bench_filter(&experiment, queries, engine, &dirs)?;
+            ragsweep::bench::filter(&experiment, queries, engine, &dirs.models(), &dirs.cache(), &mut |l| {
+                println!("{l}")
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Diff { a, b, run, metric, split } => {
@@ -817,7 +819,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Vectors { experiment, out, dirs } => {
-            let v = dense_vectors(&experiment, usize::MAX, &dirs)?;
+            let v = ragsweep::bench::dense_vectors(&experiment, usize::MAX, &dirs.models(), &dirs.cache())?;
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             ragsweep::npy::write_f32(&out.join("passages.npy"), &v.passages, v.dim)?;
             ragsweep::npy::write_f32(&out.join("queries.npy"), &v.queries, v.dim)?;
@@ -832,7 +834,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::BenchAnn { passages, queries, m, ef_construction, ef_search, k } => {
-            bench_ann(&passages, &queries, m, ef_construction, ef_search, k)?;
+            ragsweep::bench::ann(&passages, &queries, m, ef_construction, ef_search, k, &mut |l| println!("{l}"))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Synth { out, documents, questions, vocabulary, seed } => {
@@ -1274,229 +1276,6 @@ fn warn_if_golden_differs(a: &RunData, b: &RunData) {
             a.golden_difference(b)
         );
     }
-}
-
-/// The passage and query vectors of an experiment's first dense cell (embedding what the
-/// cache lacks), with the cell's HNSW parameters (the defaults for an exact cell).
-struct DenseVectors {
-    dim: usize,
-    passages: Vec<f32>,
-    queries: Vec<f32>,
-    hnsw: (usize, usize, usize),
-}
-
-fn dense_vectors(experiment: &std::path::Path, queries: usize, dirs: &Dirs) -> anyhow::Result<DenseVectors> {
-    use ragsweep::experiment::{DenseIndex, PgVectorIndex, RetrieverSpec};
-    use ragsweep::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
-
-    let exp = Experiment::load(experiment)?;
-    let prepared = runner::prepare(&exp, &dirs.models())?;
-    let (cell, model, index) = exp
-        .cells
-        .iter()
-        .find_map(|c| match &c.retriever {
-            RetrieverSpec::Dense { model, index } => Some((c, model, index)),
-            _ => None,
-        })
-        .context("the experiment needs a dense retriever")?;
-    let hnsw = match *index {
-        DenseIndex::Hnsw { m, ef_construction, ef_search }
-        | DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, ef_search }, .. } => {
-            (m, ef_construction, ef_search)
-        }
-        DenseIndex::Exact | DenseIndex::Pg { .. } => ragsweep::experiment::HNSW_DEFAULTS,
-    };
-    let info = find_model(&dirs.models(), model)?;
-    let set = ragsweep::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
-    let mut cache = VectorCache::open(&dirs.cache(), &info)?;
-    let models_dir = dirs.models();
-    let embedder = LazyEmbedder::new(&models_dir, &info, rayon::current_num_threads());
-    let load = || -> ragsweep::Result<&dyn ragsweep::stages::embed::Embedding> { Ok(embedder.get()?) };
-    let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
-    let counter = ragsweep::stages::cost::Counter::for_model(&info)?;
-    let passage_counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Passage, &texts);
-    let (passages, stats) = embed_all(&texts, Role::Passage, &mut cache, &passage_counts, &load, &|_, _| {})?;
-    let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
-    let query_counts = ragsweep::stages::build::token_counts(&counter, &info, Role::Query, &questions);
-    let (queries, _) = embed_all(&questions, Role::Query, &mut cache, &query_counts, &load, &|_, _| {})?;
-    eprintln!("{} chunks ({} embedded now), {} queries, {}", set.len(), stats.embedded, questions.len(), info.id);
-    Ok(DenseVectors { dim: info.dim, passages, queries, hnsw })
-}
-
-fn bench_ann(
-    passages: &std::path::Path,
-    queries: &std::path::Path,
-    m: usize,
-    ef_construction: usize,
-    ef_search: usize,
-    k: usize,
-) -> anyhow::Result<()> {
-    use ragsweep::retrieve::{ExactIndex, HnswIndex, HnswParams};
-    use std::time::Instant;
-
-    let (vectors, dim) = ragsweep::npy::read_f32(passages)?;
-    let (qv, qdim) = ragsweep::npy::read_f32(queries)?;
-    anyhow::ensure!(qdim == dim, "{} has {qdim} columns, {} has {dim}", queries.display(), passages.display());
-    let unit = |v: &[f32]| (v.iter().map(|x| x * x).sum::<f32>() - 1.0).abs() < 1e-3;
-    anyhow::ensure!(
-        vectors.chunks_exact(dim).chain(qv.chunks_exact(dim)).all(unit),
-        "every vector must have unit length (scores are dot products)"
-    );
-    let n = vectors.len() / dim;
-    let exact = ExactIndex::new(dim, vectors);
-    let t = Instant::now();
-    let hnsw = HnswIndex::build(exact.clone(), HnswParams { m, ef_construction });
-    let build_s = t.elapsed().as_secs_f64();
-    let timed = |search: &dyn Fn(&[f32]) -> Vec<u32>| {
-        let t = Instant::now();
-        let lists: Vec<Vec<u32>> = qv.chunks_exact(dim).map(search).collect();
-        (lists, qv.len() as f64 / dim as f64 / t.elapsed().as_secs_f64())
-    };
-    let (truth, exact_qps) = timed(&|q| exact.search(q, k, None).iter().map(|h| h.chunk).collect());
-    let wanted: usize = truth.iter().map(Vec::len).sum();
-    let at = |ef: usize| {
-        let (found, qps) = timed(&|q| hnsw.search(q, k, ef, None).iter().map(|h| h.chunk).collect());
-        let hits: usize = truth.iter().zip(&found).map(|(t, f)| f.iter().filter(|c| t.contains(c)).count()).sum();
-        (qps, hits as f64 / wanted.max(1) as f64)
-    };
-    let (hnsw_qps, hnsw_recall) = at(ef_search);
-    // Queries/s against recall over a range of beams, for recall-matched comparisons.
-    let sweep: Vec<[f64; 3]> = [10, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
-        .into_iter()
-        .filter(|&ef| ef >= k)
-        .map(|ef| {
-            let (qps, recall) = at(ef);
-            [ef as f64, qps, recall]
-        })
-        .collect();
-    println!(
-        "{}",
-        serde_json::json!({
-            "passages": n, "queries": truth.len(), "dim": dim, "k": k, "threads": rayon::current_num_threads(),
-            "m": m, "ef_construction": ef_construction, "ef_search": ef_search,
-            "hnsw_build_s": build_s, "exact_qps": exact_qps, "hnsw_qps": hnsw_qps,
-            "hnsw_recall": hnsw_recall, "sweep": sweep,
-        })
-    );
-    Ok(())
-}
-
-/// `engine`: the engines folder and the engine's ef_search, when `--engine pg` is given.
-fn bench_filter(
-    experiment: &std::path::Path,
-    queries: usize,
-    engine: Option<(PathBuf, usize)>,
-    dirs: &Dirs,
-) -> anyhow::Result<()> {
-    use ragsweep::results::percentile;
-    use ragsweep::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
-    use std::time::Instant;
-
-    let DenseVectors { dim, passages: vectors, queries: qv, hnsw: (m, efc, ef) } =
-        dense_vectors(experiment, queries, dirs)?;
-    let n_chunks = vectors.len() / dim;
-    let queries: Vec<&[f32]> = qv.chunks_exact(dim).collect();
-    let n_queries = queries.len();
-    let exact = ExactIndex::new(dim, vectors);
-    let t = Instant::now();
-    let hnsw = HnswIndex::build(exact.clone(), HnswParams { m, ef_construction: efc });
-    eprintln!("hnsw m={m} ef_construction={efc} built in {:.1}s; ef_search={ef}, k=10", t.elapsed().as_secs_f64());
-    println!("| allowed | strategy | mean µs | p50 µs | p95 µs | recall@10 vs exact |");
-    println!("|---:|---|---:|---:|---:|---:|");
-    {
-        let mut micros: Vec<f64> = (0..n_queries)
-            .map(|q| {
-                let v = queries[q];
-                let t = Instant::now();
-                std::hint::black_box(hnsw.search(v, 10, ef, None));
-                t.elapsed().as_secs_f64() * 1e6
-            })
-            .collect();
-        micros.sort_by(f64::total_cmp);
-        let mean = micros.iter().sum::<f64>() / micros.len() as f64;
-        println!(
-            "| 100% | graph, no filter | {mean:.0} | {:.0} | {:.0} | – |",
-            percentile(&micros, 0.5),
-            percentile(&micros, 0.95)
-        );
-    }
-    for fraction in [0.01, 0.05, 0.10, 0.20, 0.30, 0.50, 0.90] {
-        let allowed: Vec<Allowed> = (0..n_queries)
-            .map(|q| {
-                Allowed::from_fn(n_chunks, |i| {
-                    let h = blake3::hash(&[(q as u64).to_le_bytes(), (i as u64).to_le_bytes()].concat());
-                    (u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap()) as f64 / u64::MAX as f64) < fraction
-                })
-            })
-            .collect();
-        let truth: Vec<Vec<u32>> = (0..n_queries)
-            .map(|q| {
-                let v = queries[q];
-                exact.search(v, 10, Some(&allowed[q])).iter().map(|h| h.chunk).collect()
-            })
-            .collect();
-        for (name, strategy) in
-            [("graph", FilteredSearch::Graph), ("scan", FilteredSearch::Scan), ("auto", FilteredSearch::Auto)]
-        {
-            let mut micros = Vec::with_capacity(n_queries);
-            let mut found = 0usize;
-            for q in 0..n_queries {
-                let v = queries[q];
-                let t = Instant::now();
-                let hits = hnsw.search_with(v, 10, ef, Some(&allowed[q]), strategy);
-                micros.push(t.elapsed().as_secs_f64() * 1e6);
-                found += hits.iter().filter(|h| truth[q].contains(&h.chunk)).count();
-            }
-            micros.sort_by(f64::total_cmp);
-            let mean = micros.iter().sum::<f64>() / micros.len() as f64;
-            let wanted: usize = truth.iter().map(Vec::len).sum();
-            println!(
-                "| {:.0}% | {name} | {mean:.0} | {:.0} | {:.0} | {:.4} |",
-                fraction * 100.0,
-                percentile(&micros, 0.5),
-                percentile(&micros, 0.95),
-                found as f64 / wanted.max(1) as f64
-            );
-        }
-    }
-    if let Some((engines, ef_search)) = engine {
-        use ragsweep::engine::{parity, pgvector::PgEngine};
-        let started = std::time::Instant::now();
-        let (engine, _) = PgEngine::start(&engines.join("pg"), None, None)?;
-        let tables = parity::load(&engine, &exact, m, efc)?;
-        let build = tables.scan.build_seconds + tables.graph.build_seconds;
-        eprintln!(
-            "\npg: private server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
-            started.elapsed().as_secs_f64() - build
-        );
-        let fractions = [0.01, 0.10, 0.50, 0.90];
-        let mut rows = parity::measure_in_process(&hnsw, &exact, &queries, 10, ef_search, &fractions);
-        rows.extend(parity::measure(&engine, &tables, &exact, &queries, 10, ef_search, &fractions)?);
-        rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
-        println!(
-            "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; `WHERE acl && groups ORDER BY distance LIMIT 10` against the exact filtered top 10 of the same vectors.\n",
-            parity::TENANTS
-        );
-        println!(
-            "| allowed | search | mean µs | p50 µs | p95 µs | rows (of 10) | under_return@10 | recall_vs_oracle@10 |"
-        );
-        println!("|---:|---|---:|---:|---:|---:|---:|---:|");
-        for r in &rows {
-            println!(
-                "| {:.0}% | {} | {:.0} | {:.0} | {:.0} | {:.2} | {} of {} | {:.4} |",
-                r.fraction * 100.0,
-                r.setting,
-                r.mean_us,
-                r.p50_us,
-                r.p95_us,
-                r.rows,
-                r.under_return,
-                r.queries,
-                r.recall_vs_oracle
-            );
-        }
-    }
-    Ok(())
 }
 
 /// One line per chunk, embedding and index stage: what was built now and what was reused.

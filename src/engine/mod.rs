@@ -9,7 +9,6 @@
 
 pub mod connect;
 pub mod install;
-pub mod parity;
 pub mod pg;
 pub mod pgvector;
 
