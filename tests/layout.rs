@@ -161,6 +161,31 @@ fn no_module_imports_a_module_that_imports_it_back() {
     }
 }
 
+/// The check reads whole files: in planted sources, a cycle (experiment → engine::connect →
+/// results → experiment) that closes only after a `#[cfg(test)]` item that is not a test
+/// module (an `impl` kept for tests, which hid 430 lines of `results.rs` from an earlier
+/// version) is found; imports inside a `mod tests` block are not edges.
+#[test]
+fn planted_cycles_are_found_in_whole_files() {
+    let sources = |b: &str| -> BTreeMap<String, String> {
+        [
+            ("experiment".to_string(), "use crate::engine::connect::Endpoint;\n".to_string()),
+            ("engine".to_string(), "pub mod connect;\n".to_string()),
+            ("engine::connect".to_string(), "use super::install;\nuse crate::results::Row;\n".to_string()),
+            ("engine::install".to_string(), String::new()),
+            ("results".to_string(), b.to_string()),
+        ]
+        .into()
+    };
+    let behind_test_impl =
+        "pub struct Row;\n#[cfg(test)]\nimpl Row {\n    fn t() {}\n}\n\nfn prefer(p: crate::experiment::Prefer) {}\n";
+    let cycle = first_cycle(&edges(&sources(behind_test_impl))).expect("the cycle behind a #[cfg(test)] impl");
+    assert_eq!(cycle.first(), cycle.last());
+    assert!(cycle.contains(&"results".to_string()) && cycle.contains(&"experiment".to_string()), "{cycle:?}");
+    let in_tests = "pub struct Row;\n#[cfg(test)]\nmod tests {\n    use crate::experiment::Prefer;\n}\n";
+    assert!(first_cycle(&edges(&sources(in_tests))).is_none(), "a test module's imports are not the module's");
+}
+
 #[test]
 fn no_folder_imports_a_folder_that_imports_it_back() {
     let (_, graph) = library_graph();
