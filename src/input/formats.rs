@@ -475,7 +475,7 @@ pub fn html(source: &str) -> Extracted {
                         if let Some(li) = child.value().as_element().filter(|c| c.name() == "li") {
                             n = li.attr("value").and_then(|v| v.trim().parse().ok()).unwrap_or(n);
                             *marker = Some(format!("{}.", list_number(n, style)));
-                            n += 1;
+                            n = n.saturating_add(1);
                         }
                         walk(child, out, marker);
                         // An item without text leaves no number behind for the next one.
@@ -785,7 +785,7 @@ impl ListNumbering {
             }
         }
         let start = |l: u8| overrides.get(&l).or(definition.get(&l).map(|d| &d.0)).copied().unwrap_or(1);
-        let n = counters[level as usize].map_or(start(level), |n| n + 1);
+        let n = counters[level as usize].map_or(start(level), |n| n.saturating_add(1));
         counters[level as usize] = Some(n);
         counters[level as usize + 1..].iter_mut().for_each(|c| *c = None);
         let (_, format, text) = definition.get(&level)?;
@@ -1068,6 +1068,9 @@ mod tests {
             (list_number(28, "a"), list_number(1994, "i"), list_number(0, "a")),
             ("ab".into(), "mcmxciv".into(), "0".into())
         );
+        // A hostile start is a number, not an overflow.
+        let e = html(&format!("<ol start=\"{}\"><li>x</li><li>y</li></ol>", i64::MAX));
+        assert!(e.text.contains(&format!("{}. y", i64::MAX)), "{:?}", e.text);
 
         let numbering = r#"<w:numbering xmlns:w="w"><w:abstractNum w:abstractNumId="7"><w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/><w:lvlText w:val="%1)"/></w:lvl><w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerRoman"/><w:lvlText w:val="%1.%2"/></w:lvl></w:abstractNum><w:abstractNum w:abstractNumId="8"><w:lvl w:ilvl="0"><w:numFmt w:val="bullet"/><w:lvlText w:val="•"/></w:lvl></w:abstractNum><w:num w:numId="1"><w:abstractNumId w:val="7"/></w:num><w:num w:numId="2"><w:abstractNumId w:val="7"/><w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num><w:num w:numId="3"><w:abstractNumId w:val="8"/></w:num></w:numbering>"#;
         let mut lists = ListNumbering::read(numbering).unwrap();
@@ -1077,6 +1080,10 @@ mod tests {
                 .map(|(id, l)| lists.next(id, *l))
                 .collect();
         let expected = ["a)", "a.i", "a.ii", "b)", "a)", "b)"].map(|s| Some(s.to_string()));
+        let huge = numbering
+            .replace(r#"<w:startOverride w:val="1"/>"#, &format!(r#"<w:startOverride w:val="{}"/>"#, i64::MAX));
+        let mut overflowing = ListNumbering::read(&huge).unwrap();
+        assert!((0..3).all(|_| overflowing.next("2", 0).is_some()), "a start at i64::MAX counts on without overflow");
         assert_eq!(
             numbers[..6],
             expected,
