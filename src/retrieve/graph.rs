@@ -128,7 +128,8 @@ impl FlatGraph {
                     graph.set_neighbours(layer, p, list);
                 }
             }
-            let mut pruned: Vec<((usize, u32), Vec<u32>)> = reverse
+            // Each list is pruned on its own, so the order they come back in does not matter.
+            let pruned: Vec<((usize, u32), Vec<u32>)> = reverse
                 .into_par_iter()
                 .map(|((layer, q), added)| {
                     let mut list = graph.neighbours(layer, q).to_vec();
@@ -144,7 +145,6 @@ impl FlatGraph {
                     ((layer, q), list)
                 })
                 .collect();
-            pruned.sort_unstable_by_key(|(key, _)| *key);
             for ((layer, q), list) in pruned {
                 graph.set_neighbours(layer, q, list);
             }
