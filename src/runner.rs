@@ -476,11 +476,12 @@ pub fn run_with<'e>(
         let t = Instant::now();
         let timed = scored.and_then(|results| {
             let latency = scoring.time_cell(&this, &sample, embedder, &scored_vector, &results, opts.progress)?;
-            let plans = scoring.engine_plans(&this, &scored_vector)?;
-            Ok((results, latency, plans))
+            Ok((results, latency))
         });
         latency_seconds += t.elapsed().as_secs_f64();
-        let (results, latency, plans) = match timed {
+        let with_plans =
+            timed.and_then(|(results, latency)| Ok((results, latency, scoring.engine_plans(&this, &scored_vector)?)));
+        let (results, latency, plans) = match with_plans {
             Ok(done) => done,
             Err(e) => {
                 pb.suspend(|| eprintln!("warning: cell {} failed, the other cells go on: {e}", cell.id));
@@ -1000,7 +1001,6 @@ impl Scoring<'_> {
         Access::of(run.cell.filter, self.allowed(run.chunks, case), self.cases[case].user_groups())
     }
 
-    /// The one retrieval call of a case in a cell: what is scored, and what is timed.
     /// For a cell served by an engine: the plan the engine chooses for a list of each k, read
     /// with `EXPLAIN` for the first answerable case as its user asks it (an engine's planner
     /// may take its vector index for one `LIMIT` and scan for another, or never use it on a
@@ -1010,10 +1010,10 @@ impl Scoring<'_> {
         if !run.retriever.plans_each_depth() {
             return Ok(plans);
         }
-        let Some(case) = (0..self.cases.len()).find(|&c| self.cases[c].answerable).or(self.cases.len().checked_sub(1))
-        else {
+        if self.cases.is_empty() {
             return Ok(plans);
-        };
+        }
+        let case = self.cases.iter().position(|c| c.answerable).unwrap_or(0);
         let query = Query { text: &self.cases[case].question, vector: vector(case) };
         let access = self.access(run, case);
         let restrict = access.in_query();
@@ -1025,6 +1025,7 @@ impl Scoring<'_> {
         Ok(plans)
     }
 
+    /// The one retrieval call of a case in a cell: what is scored, and what is timed.
     fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
         let access = self.access(run, case);
         self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, timing)

@@ -5,13 +5,17 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The cut-off headline figures are read at when nothing else is chosen: 10 when the grid has
-/// it, else its largest.
+/// Appended to an engine cell's `plan@k` when it was planned without its approximate index
+/// (the engine writes it, the summary warns on it).
+pub const INDEX_UNUSED: &str = " (index unused)";
+
 /// The k whose `judged@k` says how complete the labels are: the largest cut-off up to 10.
 pub fn judged_k(ks: &[usize]) -> Option<usize> {
     ks.iter().copied().filter(|&k| k <= 10).max()
 }
 
+/// The cut-off headline figures are read at when nothing else is chosen: 10 when the grid has
+/// it, else its largest.
 pub fn headline_k(ks: &[usize]) -> usize {
     if ks.contains(&10) {
         10

@@ -328,17 +328,13 @@ fn the_kubernetes_recipe_runs_and_merges_into_the_unsharded_run() {
     let root = shared.path().to_str().unwrap().to_string();
     let local = |s: &str| s.replace("/shared", &root);
     std::fs::create_dir_all(shared.path().join("exp")).unwrap();
-    let grid = std::fs::read_to_string(repo().join("tests/fixtures/sweep.toml"))
-        .unwrap()
-        .replace("name = \"sweep\"", "name = \"grid\"")
-        .replace("../../corpora", repo().join("corpora").to_str().unwrap());
+    let grid = common::demo_grid();
     std::fs::write(shared.path().join("exp/grid.toml"), &grid).unwrap();
     let container = |job: &Yaml| job["spec"]["template"]["spec"]["containers"][0].clone();
     let words = |c: &Yaml| -> Vec<String> {
         c["command"].as_vec().unwrap().iter().map(|w| local(w.as_str().unwrap())).collect()
     };
-    let bin_dir = assert_cmd::cargo::cargo_bin("ragsweep").parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = common::path_with_ragsweep();
 
     let shard_job = &jobs[0];
     assert_eq!(shard_job["spec"]["completionMode"].as_str(), Some("Indexed"));
@@ -372,10 +368,5 @@ fn the_kubernetes_recipe_runs_and_merges_into_the_unsharded_run() {
         .into_iter()
         .find(|p| !p.to_string_lossy().contains("shard"))
         .expect("the merged run");
-    let whole = tempfile::tempdir().unwrap();
-    std::fs::write(whole.path().join("grid.toml"), &grid).unwrap();
-    ragsweep().args(["run", "-q", "--out"]).arg(whole.path()).arg(whole.path().join("grid.toml")).assert().success();
-    let whole = run_dir(whole.path(), "grid");
-    assert_eq!(without_timing(&read(&merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
-    assert_eq!(read(&merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
+    common::assert_merged_equals_unsharded(&merged, &grid);
 }

@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ragsweep, repo, run_dir, without_timing};
+use common::repo;
 
 /// A one-node Slurm cluster in a temporary folder, stopped when dropped.
 struct Cluster {
@@ -114,16 +114,12 @@ impl Drop for Cluster {
 fn an_array_job_and_its_afterok_merge_give_the_unsharded_run() {
     let cluster = Cluster::start();
     let work = tempfile::tempdir().unwrap();
-    let grid = std::fs::read_to_string(repo().join("tests/fixtures/sweep.toml"))
-        .unwrap()
-        .replace("name = \"sweep\"", "name = \"grid\"")
-        .replace("../../corpora", repo().join("corpora").to_str().unwrap());
+    let grid = common::demo_grid();
     std::fs::write(work.path().join("grid.toml"), &grid).unwrap();
     for script in ["slurm-array.sh", "slurm-merge.sh"] {
         std::fs::copy(repo().join("docs/scheduler").join(script), work.path().join(script)).unwrap();
     }
-    let bin_dir: PathBuf = assert_cmd::cargo::cargo_bin("ragsweep").parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = common::path_with_ragsweep();
     let submit = |args: &[&str]| -> String {
         let out = cluster
             .command("sbatch")
@@ -167,12 +163,5 @@ fn an_array_job_and_its_afterok_merge_give_the_unsharded_run() {
         .iter()
         .find(|p| !p.to_string_lossy().contains("shard"))
         .unwrap_or_else(|| panic!("no merged run: {runs:?}\n{}", logs(work.path())));
-
-    let whole = tempfile::tempdir().unwrap();
-    std::fs::write(whole.path().join("grid.toml"), &grid).unwrap();
-    ragsweep().args(["run", "-q", "--out"]).arg(whole.path()).arg(whole.path().join("grid.toml")).assert().success();
-    let whole = run_dir(whole.path(), "grid");
-    let read = |dir: &Path, f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
-    assert_eq!(without_timing(&read(merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
-    assert_eq!(read(merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
+    common::assert_merged_equals_unsharded(merged, &grid);
 }

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{IterativeScan, Terms};
+use crate::vocab::{IterativeScan, Terms, INDEX_UNUSED};
 
 /// The group every public chunk (no ACL) carries, and every user is a member of: the filter
 /// stays the one `acl && groups` an application writes.
@@ -408,7 +408,7 @@ impl RankingSource for PgVectorSource<'_> {
         let params: Vec<&str> = params.iter().map(String::as_str).collect();
         let summary = plan_summary(&self.engine.explain(&self.settings(), &sql, &params)?, &self.table.name);
         let approximate = !matches!(self.build, VectorBuild::Exact);
-        Ok(Some(if approximate && summary != "vector index" { format!("{summary} (index unused)") } else { summary }))
+        Ok(Some(if approximate && summary != "vector index" { summary + INDEX_UNUSED } else { summary }))
     }
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {

@@ -226,9 +226,8 @@ pub fn without_site_markup(text: &str) -> String {
             out.push_str(line);
             continue;
         }
-        let marker: String = trimmed.chars().take_while(|&c| c == '`' || c == '~').collect();
-        if marker.len() >= 3 && marker.chars().all(|c| c == marker.chars().next().unwrap_or('`')) {
-            fence = Some(marker);
+        if let Some(marker) = fence_marker(trimmed) {
+            fence = Some(marker.to_string());
             out.push_str(line);
             continue;
         }
@@ -255,6 +254,14 @@ pub fn without_site_markup(text: &str) -> String {
         out.push_str(&line);
     }
     out
+}
+
+/// The run that opens a Markdown code fence at the start of `line` (three or more backticks,
+/// or of tildes), which the line that closes the fence starts with too.
+pub fn fence_marker(line: &str) -> Option<&str> {
+    let c = line.chars().next().filter(|&c| c == '`' || c == '~')?;
+    let len = line.len() - line.trim_start_matches(c).len();
+    (len >= 3).then(|| &line[..len])
 }
 
 /// One line without template tags, shortcodes, JSX component tags and MyST role markers.
@@ -940,10 +947,9 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
         }
         push_line(&mut out.text, &text);
     }
-    if let Some(declared) = pdf_declared_title(path) {
-        let same = |a: &str| a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-        promote_title_block(&mut out, |e| same(&e.headings[0].2) == same(&declared));
-    }
+    // `pdfinfo` runs only for a PDF whose first line is a heading.
+    let same = |a: &str| a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    promote_title_block(&mut out, |e| pdf_declared_title(path).is_some_and(|d| same(&d) == same(&e.headings[0].2)));
     Ok(out)
 }
 

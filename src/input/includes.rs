@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::AccessKey;
+use crate::input::formats::fence_marker;
 
 /// Bytes of one included file read at most.
 pub const MAX_INCLUDE_BYTES: u64 = 1 << 20;
@@ -72,6 +73,13 @@ pub fn resolve(text: &str, file: &Path, root: &Path, rules: &AccessKey) -> Resul
     Ok(out)
 }
 
+/// A fenced block being read, by the marker that closes it: code (kept as written, includes in
+/// it are examples) or a MyST include directive (replaced by the file it names).
+enum Fence {
+    Code(String),
+    Include(String),
+}
+
 /// The files being expanded, outermost first, and what they are read with.
 struct Walk<'a> {
     root: &'a Path,
@@ -82,38 +90,35 @@ struct Walk<'a> {
 impl Walk<'_> {
     fn expand(&mut self, text: &str, dir: &Path, done: &mut Resolved) -> Result<String> {
         let mut out = String::with_capacity(text.len());
-        let mut fence: Option<String> = None;
+        let mut fence: Option<Fence> = None;
         for line in text.split_inclusive('\n') {
             let trimmed = line.trim_start();
-            let marker: String = trimmed.chars().take_while(|&c| c == '`' || c == '~').collect();
-            // MyST's include directive is a fence of its own: ```{include} path
-            if marker.len() >= 3 && fence.is_none() {
-                if let Some(target) = trimmed[marker.len()..].trim().strip_prefix("{include}") {
-                    fence = Some(format!("include:{marker}"));
-                    out.push_str(&self.include(target.trim(), dir, done)?);
-                    continue;
-                }
-            }
             match &fence {
-                Some(f) if f.starts_with("include:") => {
-                    if trimmed.starts_with(&f["include:".len()..]) {
+                Some(Fence::Include(marker)) => {
+                    if trimmed.starts_with(marker.as_str()) {
                         fence = None;
                     }
                     continue;
                 }
-                Some(f) => {
-                    if trimmed.starts_with(f.as_str()) {
+                Some(Fence::Code(marker)) => {
+                    if trimmed.starts_with(marker.as_str()) {
                         fence = None;
                     }
-                    out.push_str(line);
-                    continue;
-                }
-                None if marker.len() >= 3 => {
-                    fence = Some(marker);
                     out.push_str(line);
                     continue;
                 }
                 None => {}
+            }
+            if let Some(marker) = fence_marker(trimmed) {
+                // MyST's include directive is a fence of its own: ```{include} path
+                if let Some(target) = trimmed[marker.len()..].trim().strip_prefix("{include}") {
+                    out.push_str(&self.include(target.trim(), dir, done)?);
+                    fence = Some(Fence::Include(marker.to_string()));
+                } else {
+                    out.push_str(line);
+                    fence = Some(Fence::Code(marker.to_string()));
+                }
+                continue;
             }
             match directive(line) {
                 Some((start, end, target)) => {
@@ -140,13 +145,8 @@ impl Walk<'_> {
         };
         let (front, body) = crate::input::frontmatter::split(&path, &text, self.rules)?;
         if front.acl.is_some() {
-            return Err(Error::input(
-            Location::file(&self.chain[0]),
-            format!(
-                "includes {}, which declares its own access list: the page would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)",
-                path.display()
-            ),
-        ));
+            let why = "which declares its own access list: the page would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)";
+            return Err(Error::input(Location::file(&self.chain[0]), format!("includes {}, {why}", path.display())));
         }
         done.included += 1;
         self.chain.push(path.clone());

@@ -10,6 +10,7 @@ use crate::input::golden::Split;
 use crate::output::labels;
 use crate::output::matrix::selection_summary;
 use crate::results::{Manifest, Matrix, Row};
+use crate::vocab::INDEX_UNUSED;
 use crate::words;
 
 /// Cells listed in a summary.
@@ -455,8 +456,8 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
     }
     let unused: Vec<String> = first_rows
         .iter()
-        .filter(|r| !r.engine_plan.is_empty() && r.engine_plan.0.iter().all(|(_, p)| p.contains("index unused")))
-        .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.replace(" (index unused)", "")))
+        .filter(|r| !r.engine_plan.is_empty() && r.engine_plan.0.iter().all(|(_, p)| p.ends_with(INDEX_UNUSED)))
+        .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.strip_suffix(INDEX_UNUSED).unwrap_or_default()))
         .collect();
     if !unused.is_empty() {
         out.push(format!(

@@ -96,10 +96,7 @@ impl FlatGraph {
                 .map(|i| {
                     let p = batch[i] as usize;
                     let query = vectors.vector(p);
-                    let mut current = Scored(dot(query, vectors.vector(graph.entry as usize)), graph.entry);
-                    for layer in (levels[p] + 1..=top).rev() {
-                        current = graph.greedy(vectors, query, current, layer);
-                    }
+                    let mut current = graph.descend(vectors, query, levels[p] + 1);
                     let mates: Vec<(Scored, usize)> = batch[..i]
                         .iter()
                         .map(|&q| (Scored(dot(query, vectors.vector(q as usize)), q), levels[q as usize]))
@@ -218,6 +215,16 @@ impl FlatGraph {
         }
     }
 
+    /// The point a greedy walk from the entry reaches for `query`, layer by layer from the top
+    /// down to layer `lowest` (the layers above it that the graph has).
+    fn descend(&self, vectors: &ExactIndex, query: &[f32], lowest: usize) -> Scored {
+        let mut current = Scored(dot(query, vectors.vector(self.entry as usize)), self.entry);
+        for layer in (lowest..=self.upper.len()).rev() {
+            current = self.greedy(vectors, query, current, layer);
+        }
+        current
+    }
+
     /// The `ef` most similar allowed points to `query` on `layer` found by a beam search from
     /// `start`, most similar first. Forbidden points are walked through but never returned, as
     /// hnswlib's filter does.
@@ -299,33 +306,27 @@ impl FlatGraph {
         if self.is_empty() || depth == 0 {
             return Vec::new();
         }
-        let mut current = Scored(dot(query, vectors.vector(self.entry as usize)), self.entry);
-        for layer in (1..=self.upper.len()).rev() {
-            current = self.greedy(vectors, query, current, layer);
-        }
-        let found = self.beam(vectors, query, current, ef.max(depth), 0, allowed);
+        let start = self.descend(vectors, query, 1);
+        let found = self.beam(vectors, query, start, ef.max(depth), 0, allowed);
         found.into_iter().take(depth).map(|s| Hit { chunk: s.1, score: s.0 }).collect()
     }
 
     /// Writes the graph as one file in `dir` (little-endian u32s after a magic header).
     pub fn write(&self, dir: &Path) -> Result<()> {
-        let mut words: Vec<u32> = vec![self.len() as u32, self.stride as u32, self.entry, self.upper.len() as u32];
-        words.extend(&self.counts);
-        words.extend(&self.layer0);
+        let mut bytes = MAGIC.to_vec();
+        bytes.reserve(4 * (4 + self.counts.len() + self.layer0.len()));
+        let mut put = |words: &[u32]| words.iter().for_each(|w| bytes.extend_from_slice(&w.to_le_bytes()));
+        put(&[self.len() as u32, self.stride as u32, self.entry, self.upper.len() as u32]);
+        put(&self.counts);
+        put(&self.layer0);
         for layer in &self.upper {
             let mut points: Vec<(&u32, &Vec<u32>)> = layer.iter().collect();
             points.sort();
-            words.push(points.len() as u32);
+            put(&[points.len() as u32]);
             for (p, ns) in points {
-                words.push(*p);
-                words.push(ns.len() as u32);
-                words.extend(ns);
+                put(&[*p, ns.len() as u32]);
+                put(ns);
             }
-        }
-        let mut bytes = MAGIC.to_vec();
-        bytes.reserve(words.len() * 4);
-        for w in words {
-            bytes.extend_from_slice(&w.to_le_bytes());
         }
         let path = dir.join(GRAPH_FILE);
         std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))

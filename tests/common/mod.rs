@@ -182,3 +182,30 @@ pub fn chromium() -> PathBuf {
     }
     panic!("no chromium on the PATH: run scripts/install-test-tools.sh (this test needs a real browser)");
 }
+
+/// The demo sweep (tests/fixtures/sweep.toml) as the scheduler recipes' `grid.toml`: named
+/// `grid`, its corpus paths absolute so it runs from any folder.
+pub fn demo_grid() -> String {
+    std::fs::read_to_string(repo().join("tests/fixtures/sweep.toml"))
+        .unwrap()
+        .replace("name = \"sweep\"", "name = \"grid\"")
+        .replace("../../corpora", repo().join("corpora").to_str().unwrap())
+}
+
+/// `PATH` with the ragsweep under test first, as a scheduler's task finds `ragsweep`.
+pub fn path_with_ragsweep() -> String {
+    let bin_dir = assert_cmd::cargo::cargo_bin("ragsweep").parent().unwrap().to_path_buf();
+    format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Runs `grid` unsharded and asserts that `merged` holds its matrix (timings aside) and its
+/// per-case lines.
+pub fn assert_merged_equals_unsharded(merged: &Path, grid: &str) {
+    let whole = tempfile::tempdir().unwrap();
+    std::fs::write(whole.path().join("grid.toml"), grid).unwrap();
+    ragsweep().args(["run", "-q", "--out"]).arg(whole.path()).arg(whole.path().join("grid.toml")).assert().success();
+    let whole = run_dir(whole.path(), "grid");
+    let read = |dir: &Path, f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    assert_eq!(without_timing(&read(merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
+    assert_eq!(read(merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
+}
