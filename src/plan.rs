@@ -5,8 +5,11 @@
 //! runner builds what the plan lists and never has to guess which position holds what.
 
 use crate::analyze::AnalyzerKind;
+use crate::engine::milvus::{MilvusBuild, MilvusQuery};
 use crate::engine::pgvector::{VectorBuild, VectorQuery};
-use crate::experiment::{DenseIndex, DenseSpec, Experiment, LexicalSpec, PgVectorIndex, RetrieverSpec, Terms};
+use crate::experiment::{
+    DenseIndex, DenseSpec, Experiment, LexicalSpec, MilvusIndex, PgVectorIndex, RetrieverSpec, Terms,
+};
 use crate::retrieve::HnswParams;
 use crate::vocab::{Bm25Params, ChunkerSpec, Fusion};
 
@@ -66,12 +69,28 @@ pub enum IndexSpec {
         chunks: ChunkSetId,
         analyzer: AnalyzerKind,
     },
+    /// A Milvus collection of the vectors with the chunks' ACLs, and its index.
+    MilvusVector {
+        embedding: EmbeddingId,
+        build: MilvusBuild,
+    },
+}
+
+/// The serving engines an index can live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Pg,
+    Milvus,
 }
 
 impl IndexSpec {
-    /// Served by a PostgreSQL engine.
-    pub fn in_engine(&self) -> bool {
-        matches!(self, IndexSpec::PgVector { .. } | IndexSpec::PgText { .. })
+    /// The serving engine that holds the index; `None` in process.
+    pub fn engine(&self) -> Option<EngineKind> {
+        match self {
+            IndexSpec::PgVector { .. } | IndexSpec::PgText { .. } => Some(EngineKind::Pg),
+            IndexSpec::MilvusVector { .. } => Some(EngineKind::Milvus),
+            IndexSpec::Bm25 { .. } | IndexSpec::Exact { .. } | IndexSpec::Hnsw { .. } => None,
+        }
     }
 }
 
@@ -83,6 +102,7 @@ pub enum QueryParams {
     Hnsw { ef_search: usize },
     PgVector(VectorQuery),
     PgText(Terms),
+    MilvusVector(MilvusQuery),
 }
 
 /// One ranking source of a cell: an index and how it is queried.
@@ -208,6 +228,16 @@ impl Plan {
                     QueryParams::PgVector(VectorQuery { ef_search, probes, iterative_scan, force_index }),
                 )
             }
+            DenseIndex::Milvus { index } => {
+                let (build, ef, nprobe) = match index {
+                    MilvusIndex::Flat => (MilvusBuild::Flat, 0, 0),
+                    MilvusIndex::Hnsw { m, ef_construction, ef_search } => {
+                        (MilvusBuild::Hnsw { m, ef_construction }, ef_search, 0)
+                    }
+                    MilvusIndex::IvfFlat { lists, probes } => (MilvusBuild::IvfFlat { nlist: lists }, 0, probes),
+                };
+                (IndexSpec::MilvusVector { embedding, build }, QueryParams::MilvusVector(MilvusQuery { ef, nprobe }))
+            }
         };
         (SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }, embedding)
     }
@@ -227,7 +257,8 @@ impl Plan {
             IndexSpec::Bm25 { chunks, .. } | IndexSpec::PgText { chunks, .. } => chunks,
             IndexSpec::Exact { embedding }
             | IndexSpec::Hnsw { embedding, .. }
-            | IndexSpec::PgVector { embedding, .. } => self.embedding(embedding).chunks,
+            | IndexSpec::PgVector { embedding, .. }
+            | IndexSpec::MilvusVector { embedding, .. } => self.embedding(embedding).chunks,
         }
     }
 }

@@ -66,6 +66,8 @@ pub struct Prepared {
     pub counter: Counter,
     /// The user's own PostgreSQL server, its password read (`[engines.pg]`).
     pub pg_server: Option<crate::engine::connect::Endpoint>,
+    /// The user's own Milvus, its token read (`[engines.milvus]`).
+    pub milvus_server: Option<crate::engine::milvus::MilvusEndpoint>,
 }
 
 impl Prepared {
@@ -150,7 +152,8 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
-    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, counter, pg_server })
+    let milvus_server = exp.milvus_server.as_ref().map(milvus_endpoint).transpose()?;
+    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, counter, pg_server, milvus_server })
 }
 
 /// One model's share of a cold run (nothing cached): the passages it embeds and how fast.
@@ -242,6 +245,7 @@ pub fn chunk_sets(
         cache_dir: &opts.cache_dir,
         engines_dir: &opts.engines_dir,
         pg_server: None,
+        milvus_server: None,
         bar: &make_bar,
     };
     build::chunk_sets(&prepared.plan, &ctx, stages)
@@ -257,6 +261,17 @@ fn pg_endpoint(spec: &crate::experiment::PgServerSpec) -> Result<crate::engine::
         endpoint.password = Some(password);
     }
     Ok(endpoint)
+}
+
+/// The user's Milvus of `[engines.milvus]`, with the token its variable holds.
+fn milvus_endpoint(spec: &crate::experiment::MilvusServerSpec) -> Result<crate::engine::milvus::MilvusEndpoint> {
+    let token = match &spec.token_env {
+        None => None,
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            Error::input(spec.at.clone(), format!("`token_env` names {var}, which is not set in the environment"))
+        })?),
+    };
+    Ok(crate::engine::milvus::MilvusEndpoint { url: spec.url.clone(), token })
 }
 
 fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
@@ -405,7 +420,7 @@ pub fn run_with<'e>(
     on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Outcome> {
     let started = Instant::now();
-    let Prepared { plan, corpus, cases, models, counter, pg_server, .. } = prepared;
+    let Prepared { plan, corpus, cases, models, counter, pg_server, milvus_server, .. } = prepared;
     let store = StageCache::new(&opts.cache_dir);
     let mut stages = Vec::new();
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
@@ -418,6 +433,7 @@ pub fn run_with<'e>(
         cache_dir: &opts.cache_dir,
         engines_dir: &opts.engines_dir,
         pg_server: pg_server.as_ref(),
+        milvus_server: milvus_server.as_ref(),
         bar: &make_bar,
     };
     let built = build::build(plan, &ctx, &mut stages)?;
@@ -582,6 +598,7 @@ fn with_cell<T>(
         cache_dir: &opts.cache_dir,
         engines_dir: &opts.engines_dir,
         pg_server: prepared.pg_server.as_ref(),
+        milvus_server: prepared.milvus_server.as_ref(),
         bar: &make_bar,
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;

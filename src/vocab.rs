@@ -428,6 +428,24 @@ pub enum PgVectorIndex {
     },
 }
 
+/// A vector index in Milvus, with its search-time parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MilvusIndex {
+    /// `FLAT`: every vector compared.
+    Flat,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        /// The search's `ef` (Milvus takes at least the number of results asked).
+        ef_search: usize,
+    },
+    IvfFlat {
+        lists: usize,
+        probes: usize,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenseSpec {
     pub model: String,
@@ -450,6 +468,10 @@ pub enum DenseIndex {
         /// Planner scans off for the query, so the vector index is walked (`force_index`).
         #[serde(default)]
         force_index: bool,
+    },
+    /// Served by Milvus (`engine = "milvus"`).
+    Milvus {
+        index: MilvusIndex,
     },
 }
 

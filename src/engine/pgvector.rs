@@ -14,15 +14,12 @@ use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, text_array_value, vector_literal, PgConn, PgServer};
+use crate::engine::PUBLIC;
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
 use crate::vocab::{IterativeScan, Terms, INDEX_UNUSED};
-
-/// The group every public chunk (no ACL) carries, and every user is a member of: the filter
-/// stays the one `acl && groups` an application writes.
-pub const PUBLIC: &str = "ragsweep:public";
 
 /// How the engine indexes a table of vectors (build-time parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -23,7 +23,9 @@ use crate::vocab::{
     Bm25Params, ChunkerKind, ChunkerSpec, Filter, Fusion, Metric, MetricAt, MissingAcl, Norm, Prices, SyntheticAcl,
     Unit, DEFAULT_COST_TOKENIZER,
 };
-pub use crate::vocab::{DenseIndex, DenseSpec, IterativeScan, LexicalSpec, PgVectorIndex, RetrieverSpec, Terms};
+pub use crate::vocab::{
+    DenseIndex, DenseSpec, IterativeScan, LexicalSpec, MilvusIndex, PgVectorIndex, RetrieverSpec, Terms,
+};
 
 /// The largest cut-off or budget an experiment may ask for: every input has bounded cost.
 pub const MAX_CUTOFF: usize = 1_000_000;
@@ -91,6 +93,26 @@ struct RawCost {
 struct RawEngines {
     #[serde(default)]
     pg: Option<RawPg>,
+    #[serde(default)]
+    milvus: Option<RawMilvus>,
+}
+
+/// `[engines.milvus]`: the user's own Milvus (standalone or cluster) instead of a private one.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMilvus {
+    url: Spanned<String>,
+    #[serde(default)]
+    token_env: Option<Spanned<String>>,
+}
+
+/// The user's own Milvus for cells with `engine = "milvus"`: its `http://host:port` and the
+/// environment variable that holds the token (`user:password` or an API key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MilvusServerSpec {
+    pub url: String,
+    pub token_env: Option<String>,
+    pub at: Location,
 }
 
 #[derive(Debug, Deserialize)]
@@ -211,6 +233,13 @@ impl fmt::Display for DenseIndex {
                 }
                 Ok(())
             }
+            DenseIndex::Milvus { index } => match index {
+                MilvusIndex::Flat => write!(f, "milvus flat"),
+                MilvusIndex::Hnsw { m, ef_construction, ef_search } => {
+                    write!(f, "milvus hnsw,m={m},efc={ef_construction},ef={ef_search}")
+                }
+                MilvusIndex::IvfFlat { lists, probes } => write!(f, "milvus ivf_flat,lists={lists},probes={probes}"),
+            },
         }
     }
 }
@@ -327,6 +356,13 @@ impl Cell {
             DenseIndex::Pg { index: PgVectorIndex::Ivfflat { lists, .. }, .. } => {
                 format!("pg-ivfflat({model},{lists})")
             }
+            DenseIndex::Milvus { index: MilvusIndex::Flat } => format!("milvus-flat({model})"),
+            DenseIndex::Milvus { index: MilvusIndex::Hnsw { m, ef_construction, .. } } => {
+                format!("milvus-hnsw({model},{m},{ef_construction})")
+            }
+            DenseIndex::Milvus { index: MilvusIndex::IvfFlat { lists, .. } } => {
+                format!("milvus-ivf_flat({model},{lists})")
+            }
         };
         let sides = match &self.retriever {
             RetrieverSpec::Bm25 { analyzer, .. } => lexical(analyzer, false),
@@ -414,6 +450,18 @@ impl Cell {
                     if *index != PgVectorIndex::Exact {
                         out.push(("iterative_scan", iterative_scan.as_str().into()));
                         out.push(("force_index", force_index.to_string()));
+                    }
+                }
+                DenseIndex::Milvus { index } => {
+                    out.push(("engine", "milvus".into()));
+                    match index {
+                        MilvusIndex::Flat => out.push(("index", "flat".into())),
+                        MilvusIndex::Hnsw { m, ef_construction, ef_search } => hnsw(out, m, ef_construction, ef_search),
+                        MilvusIndex::IvfFlat { lists, probes } => {
+                            out.push(("index", "ivf_flat".into()));
+                            out.push(("lists", lists.to_string()));
+                            out.push(("probes", probes.to_string()));
+                        }
                     }
                 }
             }
@@ -528,6 +576,8 @@ pub struct Experiment {
     pub shard: Option<(usize, usize)>,
     /// `[engines.pg]`: the user's own server; `None` runs a private one.
     pub pg_server: Option<PgServerSpec>,
+    /// `[engines.milvus]`: the user's own Milvus; `None` runs a private one.
+    pub milvus_server: Option<MilvusServerSpec>,
 }
 
 impl Experiment {
@@ -720,6 +770,23 @@ impl Experiment {
                 })
             }
         };
+        let milvus_server = match &raw.engines.milvus {
+            None => None,
+            Some(m) => {
+                let url =
+                    crate::engine::milvus::MilvusEndpoint::parse(m.url.get_ref()).map_err(|e| bad(m.url.span(), e))?;
+                if let Some(var) = &m.token_env {
+                    if var.get_ref().is_empty() || var.get_ref().contains('=') {
+                        return Err(bad(var.span(), "`token_env` names an environment variable".into()));
+                    }
+                }
+                Some(MilvusServerSpec {
+                    url,
+                    token_env: m.token_env.as_ref().map(|v| v.get_ref().clone()),
+                    at: at(m.url.span()),
+                })
+            }
+        };
         let filters = match &raw.filter {
             None => vec![Filter::None],
             Some(v) => {
@@ -869,6 +936,7 @@ impl Experiment {
             shared: Experiment::shared_stages(&cells),
             shard: None,
             pg_server,
+            milvus_server,
             cells,
         })
     }
@@ -1075,9 +1143,22 @@ fn analyzer_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
     )
 }
 
-/// Whether the retriever is served by PostgreSQL (`engine = "pg"`) or in process (the default).
-fn pg_engine(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
-    choice(combo, "engine", false, &[("in_process", false), ("pg", true)], bad)
+/// What serves a retriever: ragsweep in process (the default) or a serving engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EngineChoice {
+    InProcess,
+    Pg,
+    Milvus,
+}
+
+fn engine_of(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<EngineChoice> {
+    choice(
+        combo,
+        "engine",
+        EngineChoice::InProcess,
+        &[("in_process", EngineChoice::InProcess), ("pg", EngineChoice::Pg), ("milvus", EngineChoice::Milvus)],
+        bad,
+    )
 }
 
 fn full_text_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<LexicalSpec> {
@@ -1109,9 +1190,10 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
             ))
         }
     };
-    let pg = pg_engine(combo, bad)?;
-    if pg {
-        return Ok(DenseSpec { model, index: pg_dense_from(combo, bad)? });
+    match engine_of(combo, bad)? {
+        EngineChoice::Pg => return Ok(DenseSpec { model, index: pg_dense_from(combo, bad)? }),
+        EngineChoice::Milvus => return Ok(DenseSpec { model, index: milvus_dense_from(combo, bad)? }),
+        EngineChoice::InProcess => {}
     }
     for key in ["lists", "probes", "iterative_scan", "force_index"] {
         if let Some((_, span)) = combo.get(key) {
@@ -1174,6 +1256,69 @@ fn pg_hnsw_params(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error
         return Err(bad(at("ef_search"), "pgvector's `ef_search` must be between 1 and 1000".into()));
     }
     Ok((m, efc, ef))
+}
+
+/// A Milvus index and its search parameter: `flat` (the default), `hnsw` (`m`,
+/// `ef_construction`, `ef_search` as Milvus accepts them) or `ivf_flat` (`lists`, `probes`).
+fn milvus_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<DenseIndex> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Flat,
+        Hnsw,
+        IvfFlat,
+    }
+    let kind = choice(
+        combo,
+        "index",
+        Kind::Flat,
+        &[("flat", Kind::Flat), ("hnsw", Kind::Hnsw), ("ivf_flat", Kind::IvfFlat)],
+        bad,
+    )?;
+    let forbid = |keys: &[&str], why: &str| -> Result<()> {
+        for key in keys {
+            if let Some((_, span)) = combo.get(key) {
+                return Err(bad(span, format!("`{key}` {why}")));
+            }
+        }
+        Ok(())
+    };
+    forbid(&["iterative_scan", "force_index"], "is a pgvector setting: it needs engine = \"pg\"")?;
+    let at = |key: &str| combo.get(key).map_or(combo.kind.1.clone(), |g| g.1);
+    let index = match kind {
+        Kind::Flat => {
+            forbid(&["m", "ef_construction", "ef_search"], "only applies to index = \"hnsw\"")?;
+            forbid(&["lists", "probes"], "only applies to index = \"ivf_flat\"")?;
+            MilvusIndex::Flat
+        }
+        Kind::Hnsw => {
+            forbid(&["lists", "probes"], "only applies to index = \"ivf_flat\"")?;
+            let (m, efc, ef) = HNSW_DEFAULTS;
+            let (m, ef_construction, ef_search) = (
+                int(combo, "m", Some(m), bad)?,
+                int(combo, "ef_construction", Some(efc), bad)?,
+                int(combo, "ef_search", Some(ef), bad)?,
+            );
+            if !(2..=2048).contains(&m) {
+                return Err(bad(at("m"), "Milvus's HNSW `m` must be between 2 and 2048".into()));
+            }
+            if ef_construction == 0 || ef_search == 0 {
+                let key = if ef_construction == 0 { "ef_construction" } else { "ef_search" };
+                return Err(bad(at(key), format!("`{key}` must be at least 1")));
+            }
+            MilvusIndex::Hnsw { m, ef_construction, ef_search }
+        }
+        Kind::IvfFlat => {
+            forbid(&["m", "ef_construction", "ef_search"], "only applies to index = \"hnsw\"")?;
+            let lists = int(combo, "lists", Some(128), bad)?;
+            let probes = int(combo, "probes", Some(8), bad)?;
+            if !(1..=65_536).contains(&lists) || probes == 0 || probes > lists {
+                let span = combo.get("probes").or(combo.get("lists")).map_or(combo.kind.1.clone(), |g| g.1);
+                return Err(bad(span, "`lists` must be between 1 and 65536, `probes` between 1 and `lists`".into()));
+            }
+            MilvusIndex::IvfFlat { lists, probes }
+        }
+    };
+    Ok(DenseIndex::Milvus { index })
 }
 
 /// A pgvector index and its query-time settings.
@@ -1317,7 +1462,18 @@ fn retriever_cell_from(
 }
 
 fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {
-    let pg = pg_engine(combo, bad)?;
+    let engine = engine_of(combo, bad)?;
+    if engine == EngineChoice::Milvus && combo.kind.0 != "dense" {
+        let span = combo.get("engine").expect("given").1;
+        return Err(bad(
+            span,
+            format!(
+                "Milvus 2.3 serves dense retrieval only: kind {:?} has no engine = \"milvus\" (use kind = \"dense\")",
+                combo.kind.0
+            ),
+        ));
+    }
+    let pg = engine == EngineChoice::Pg;
     fn with_engine<'k>(keys: &[&'k str]) -> Vec<&'k str> {
         let mut all = vec!["engine"];
         all.extend_from_slice(keys);

@@ -110,6 +110,7 @@ impl Setup {
             models,
             counter: Counter::Words,
             pg_server: None,
+            milvus_server: None,
         };
         Setup { dir, exp, prepared }
     }

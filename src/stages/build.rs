@@ -9,13 +9,14 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::analyze::Analyzer;
+use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEndpoint, MilvusEngine, MilvusVectorSource};
 use crate::engine::pgvector::{PgEngine, PgTable, PgTextSource, PgVectorSource, VectorBuild};
 use crate::error::{Error, Result};
 use crate::experiment::Experiment;
 use crate::input::corpus::Corpus;
 use crate::input::golden::GoldenCase;
 use crate::plan::QueryParams;
-use crate::plan::{CellPlan, ChunkSetId, EmbeddingId, IndexId, IndexSpec, ModelId, Plan};
+use crate::plan::{CellPlan, ChunkSetId, EmbeddingId, EngineKind, IndexId, IndexSpec, ModelId, Plan};
 use crate::results::{CellCost, StageReport};
 use crate::retrieve::cell::CellRetriever;
 use crate::retrieve::source::{Bm25Source, ExactSource, HnswSource, RankingSource};
@@ -48,6 +49,8 @@ pub struct BuildContext<'a, 'e> {
     pub engines_dir: &'a std::path::Path,
     /// The user's own PostgreSQL server (`[engines.pg]`), its password read; `None`: our own.
     pub pg_server: Option<&'a crate::engine::connect::Endpoint>,
+    /// The user's own Milvus (`[engines.milvus]`), its token read; `None`: our own.
+    pub milvus_server: Option<&'a MilvusEndpoint>,
     /// Makes a progress bar of a length and a name.
     pub bar: &'a dyn Fn(usize, &str) -> ProgressBar,
 }
@@ -66,6 +69,12 @@ pub enum BuiltIndex {
         table: PgTable,
         analyzer: crate::analyze::AnalyzerKind,
     },
+    /// A collection in Milvus, and the same vectors in process (the oracle).
+    MilvusVector {
+        collection: MilvusCollection,
+        exact: ExactIndex,
+        build: MilvusBuild,
+    },
 }
 
 impl BuiltIndex {
@@ -75,6 +84,7 @@ impl BuiltIndex {
             BuiltIndex::Exact(i) => i.size_bytes(),
             BuiltIndex::Hnsw(i) => i.size_bytes(),
             BuiltIndex::PgVector { table, .. } | BuiltIndex::PgText { table, .. } => table.bytes,
+            BuiltIndex::MilvusVector { collection, .. } => collection.bytes,
         }
     }
 }
@@ -119,8 +129,15 @@ pub struct Built {
     pub queries: Vec<(Vec<f32>, f64)>,
     /// Per index: the index, and what building it cost (when built before, its recorded cost).
     pub indexes: Vec<(BuiltIndex, f64)>,
-    /// The serving engine, when a cell is served by one; stopped when the build is dropped.
-    pub engine: Option<PgEngine>,
+    /// The serving engines cells are served by; stopped when the build is dropped.
+    pub engines: Engines,
+}
+
+/// The serving engines a plan uses, each started once.
+#[derive(Default)]
+pub struct Engines {
+    pub pg: Option<PgEngine>,
+    pub milvus: Option<MilvusEngine>,
 }
 
 impl Built {
@@ -146,12 +163,16 @@ impl Built {
                 (BuiltIndex::Exact(index), QueryParams::Exact) => Arc::new(ExactSource { index }),
                 (BuiltIndex::Hnsw(index), QueryParams::Hnsw { ef_search }) => Arc::new(HnswSource { index, ef_search }),
                 (BuiltIndex::PgVector { table, exact, build }, QueryParams::PgVector(query)) => {
-                    let engine = self.engine.as_ref().expect("an engine table has its engine");
+                    let engine = self.engines.pg.as_ref().expect("an engine table has its engine");
                     Arc::new(PgVectorSource { engine, table, exact, build: *build, query })
                 }
                 (BuiltIndex::PgText { table, analyzer }, QueryParams::PgText(terms)) => {
-                    let engine = self.engine.as_ref().expect("an engine table has its engine");
+                    let engine = self.engines.pg.as_ref().expect("an engine table has its engine");
                     Arc::new(PgTextSource { engine, table, analyzer: *analyzer, terms })
+                }
+                (BuiltIndex::MilvusVector { collection, exact, build }, QueryParams::MilvusVector(query)) => {
+                    let engine = self.engines.milvus.as_ref().expect("a collection has its engine");
+                    Arc::new(MilvusVectorSource { engine, collection, exact, build: *build, query })
                 }
                 _ => unreachable!("the plan pairs query parameters with their index kind"),
             }
@@ -185,9 +206,9 @@ impl Built {
 /// Builds every stage of `plan`, appending a report per stage to `stages`.
 pub fn build(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Built> {
     // The engine first: a server that cannot start stops the run before any work.
-    let engine = engine_stage(plan, ctx, stages)?;
+    let engines = engine_stage(plan, ctx, stages)?;
     let (sets, text_keys) = chunk_stage(plan, ctx, stages)?;
-    let mut built = Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new(), engine };
+    let mut built = Built { sets, text_keys, vectors: Vec::new(), queries: Vec::new(), indexes: Vec::new(), engines };
     embed_stage(plan, ctx, &mut built, stages)?;
     index_stage(plan, ctx, &mut built, stages)?;
     let (repairs, seconds) = ctx.store.checks();
@@ -395,24 +416,40 @@ fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[Stri
     Ok(total)
 }
 
-/// The serving engine, when a cell is served by one: our server started (its data in the stage
-/// cache), or the experiment's own server connected.
-fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Option<PgEngine>> {
-    if !plan.indexes.iter().any(IndexSpec::in_engine) {
-        return Ok(None);
-    }
-    let t = Instant::now();
-    let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir), ctx.pg_server.cloned())?;
-    let what = match ctx.pg_server {
-        Some(_) => "connected to the experiment's PostgreSQL server",
-        None => "PostgreSQL + pgvector server started",
+/// The serving engines cells are served by: our servers started (their data in the stage
+/// cache), or the experiment's own servers connected.
+fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Engines> {
+    let uses = |kind: EngineKind| plan.indexes.iter().any(|i| i.engine() == Some(kind));
+    let mut engines = Engines::default();
+    let mut report = |t: Instant, what: &str, note: Option<String>| {
+        let mut r = StageReport::new("engine", what.into(), t.elapsed().as_secs_f64());
+        if let Some(note) = note {
+            r.key = format!("{}; {note}", r.key);
+        }
+        stages.push(r);
     };
-    let mut r = StageReport::new("engine", what.into(), t.elapsed().as_secs_f64());
-    if let Some(note) = note {
-        r.key = format!("{}; {note}", r.key);
+    if uses(EngineKind::Pg) {
+        let t = Instant::now();
+        let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir), ctx.pg_server.cloned())?;
+        let what = match ctx.pg_server {
+            Some(_) => "connected to the experiment's PostgreSQL server",
+            None => "PostgreSQL + pgvector server started",
+        };
+        report(t, what, note);
+        engines.pg = Some(engine);
     }
-    stages.push(r);
-    Ok(Some(engine))
+    if uses(EngineKind::Milvus) {
+        let t = Instant::now();
+        let (engine, note) =
+            MilvusEngine::start(&ctx.engines_dir.join("milvus"), Some(ctx.cache_dir), ctx.milvus_server.cloned())?;
+        let what = match ctx.milvus_server {
+            Some(_) => "connected to the experiment's Milvus",
+            None => "Milvus 2.3.5 standalone server started",
+        };
+        report(t, what, note);
+        engines.milvus = Some(engine);
+    }
+    Ok(engines)
 }
 
 /// An engine table's build as a cache record: reused or built, and what building it cost.
@@ -435,7 +472,7 @@ fn index_stage(
     };
     let pb = (ctx.bar)(plan.indexes.len(), "index");
     // Per chunk set, for engine tables only: each chunk's ACL, and their content key.
-    let with_engine = if built.engine.is_some() { &built.sets[..] } else { &[] };
+    let with_engine = if built.engines.pg.is_some() || built.engines.milvus.is_some() { &built.sets[..] } else { &[] };
     let acls: Vec<Vec<Option<&[String]>>> = with_engine
         .iter()
         .map(|set| set.chunks.iter().map(|c| corpus.docs[c.doc as usize].acl.as_deref()).collect())
@@ -455,7 +492,7 @@ fn index_stage(
             *h.finalize().as_bytes()
         })
         .collect();
-    let engine = built.engine.as_ref();
+    let engine = built.engines.pg.as_ref();
     let indexes: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = plan
         .indexes
         .par_iter()
@@ -531,6 +568,30 @@ fn index_stage(
                     let record = engine_record(&table);
                     (BuiltIndex::PgText { table, analyzer }, Some(record))
                 }
+                IndexSpec::MilvusVector { embedding, build } => {
+                    let job = plan.embedding(embedding);
+                    let info = &models[job.model.0];
+                    let key = cache::key(
+                        "milvus-vector",
+                        &[
+                            info.key().as_bytes(),
+                            &built.text_keys[job.chunks.0],
+                            &acl_keys[job.chunks.0],
+                            format!("{build:?}").as_bytes(),
+                        ],
+                    );
+                    let acl = &acls[job.chunks.0];
+                    let acl = |i: usize| acl[i];
+                    let engine = built.engines.milvus.as_ref().expect("started above");
+                    let vectors = &built.vectors[embedding.0].passages;
+                    let collection = engine.vector_collection(&key[..24], vectors, info.dim, &acl, build)?;
+                    let record = Cached {
+                        value: (),
+                        build: cache::BuildRecord { seconds: collection.build_seconds },
+                        reused: collection.reused,
+                    };
+                    (BuiltIndex::MilvusVector { collection, exact: exact(embedding), build }, Some(record))
+                }
             };
             pb.inc(1);
             Ok((index, t.elapsed().as_secs_f64(), cached))
@@ -552,6 +613,9 @@ fn index_stage(
                 format!("pg vectors({},{build})", models[plan.embedding(embedding).model.0].id)
             }
             IndexSpec::PgText { analyzer, .. } => format!("pg fulltext({analyzer})"),
+            IndexSpec::MilvusVector { embedding, build } => {
+                format!("milvus vectors({},{build})", models[plan.embedding(embedding).model.0].id)
+            }
         };
         let mut r = StageReport::new("index", format!("{name} on {}", plan.chunkers[chunks.0]), secs);
         r.chunks = built.sets[chunks.0].len();

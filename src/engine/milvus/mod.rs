@@ -1,0 +1,679 @@
+//! Milvus as the ranking source of dense cells: the chunk vectors ragsweep computed, loaded into
+//! a collection with each chunk's ACL as an array field, searched the way an application
+//! searches (`array_contains_any(acl, [groups])` as the search's own filter expression), with
+//! Milvus's index kinds and search parameters as grid axes.
+//!
+//! The server is a private Milvus standalone started from the PyPI wheel (`server.rs`), or the
+//! user's own Milvus (standalone or cluster: the same gRPC API) at a URL with a token read from
+//! an environment variable. Collections are content-keyed like every stage: a collection's name
+//! is the key of what it holds, and it counts as built only once a property written after its
+//! index finished says how many rows it holds, so an interrupted build is dropped and redone.
+
+mod proto;
+pub mod server;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use prost::Message;
+
+use self::proto::{kv, HasStatus};
+use self::server::MilvusServer;
+use crate::engine::PUBLIC;
+use crate::error::{Error, Result};
+use crate::retrieve::dense::ExactIndex;
+use crate::retrieve::hits::{top_hits, Hit};
+use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
+use crate::vocab::INDEX_UNUSED;
+
+const ENGINE: &str = "milvus";
+const VECTOR_FIELD: &str = "embedding";
+/// Rows per insert request: well under the proxy's 64 MiB message limit for 1,024 dimensions.
+const INSERT_BYTES: usize = 16 << 20;
+/// How long building an index or loading a collection may take before the run stops.
+const WAIT_LIMIT: Duration = Duration::from_secs(3600);
+
+pub(crate) fn fail(what: impl Into<String>) -> Error {
+    Error::Engine { engine: ENGINE, what: what.into(), source: None }
+}
+
+/// The `authorization` value of a user and password (`base64(user:password)`, as Milvus's
+/// clients send it).
+fn basic_token(user: &str, password: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+}
+
+/// How Milvus indexes a collection's vectors (build-time parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MilvusBuild {
+    /// `FLAT`: every vector compared, no approximation.
+    Flat,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+    },
+    IvfFlat {
+        nlist: usize,
+    },
+}
+
+impl std::fmt::Display for MilvusBuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MilvusBuild::Flat => write!(f, "flat"),
+            MilvusBuild::Hnsw { m, ef_construction } => write!(f, "hnsw,m={m},efc={ef_construction}"),
+            MilvusBuild::IvfFlat { nlist } => write!(f, "ivf_flat,nlist={nlist}"),
+        }
+    }
+}
+
+impl MilvusBuild {
+    fn index_params(self) -> Vec<proto::KeyValuePair> {
+        let (kind, params) = match self {
+            MilvusBuild::Flat => ("FLAT", "{}".to_string()),
+            MilvusBuild::Hnsw { m, ef_construction } => {
+                ("HNSW", format!("{{\"M\": {m}, \"efConstruction\": {ef_construction}}}"))
+            }
+            MilvusBuild::IvfFlat { nlist } => ("IVF_FLAT", format!("{{\"nlist\": {nlist}}}")),
+        };
+        vec![kv("index_type", kind), kv("metric_type", "IP"), kv("params", params)]
+    }
+}
+
+/// Query-time settings of a Milvus search: HNSW's `ef` and IVF's `nprobe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MilvusQuery {
+    pub ef: usize,
+    pub nprobe: usize,
+}
+
+/// A gRPC connection to a Milvus proxy, and the runtime its calls run on.
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    channel: tonic::transport::Channel,
+    authorization: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>,
+}
+
+impl Client {
+    /// A client of the proxy at `url` (`http://host:port`); connects on first use.
+    pub fn connect(url: &str, token: Option<String>) -> Result<Client> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| fail(format!("cannot start the gRPC runtime: {e}")))?;
+        let endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
+            .map_err(|e| fail(format!("{url:?} is not a server address: {e}")))?
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true);
+        let channel = {
+            let _guard = runtime.enter();
+            endpoint.connect_lazy()
+        };
+        let authorization = token
+            .map(|t| t.parse().map_err(|_| fail("the token holds characters a request header cannot carry")))
+            .transpose()?;
+        Ok(Client { runtime, channel, authorization })
+    }
+
+    /// One unary call of `MilvusService/method`; a response whose status is not success is an
+    /// error naming the method and Milvus's reason.
+    fn call<Req, Resp>(&self, method: &str, request: Req) -> Result<Resp>
+    where
+        Req: Message + Send + Sync + 'static,
+        Resp: Message + Default + HasStatus + Send + Sync + 'static,
+    {
+        let path: tonic::codegen::http::uri::PathAndQuery = format!("/milvus.proto.milvus.MilvusService/{method}")
+            .parse()
+            .map_err(|_| fail(format!("bad method name {method}")))?;
+        let mut request = tonic::Request::new(request);
+        if let Some(auth) = &self.authorization {
+            request.metadata_mut().insert("authorization", auth.clone());
+        }
+        let mut grpc = tonic::client::Grpc::new(self.channel.clone())
+            .max_decoding_message_size(256 << 20)
+            .max_encoding_message_size(256 << 20);
+        let response: Resp = self
+            .runtime
+            .block_on(async move {
+                grpc.ready().await.map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+                grpc.unary(request, path, tonic_prost::ProstCodec::default()).await
+            })
+            .map_err(|s| fail(format!("{method}: {} {}", s.code(), s.message())))?
+            .into_inner();
+        if let Some(status) = response.status() {
+            if status.error_code != 0 || status.code != 0 {
+                return Err(fail(format!("{method}: {} (code {})", status.reason, status.code.max(status.error_code))));
+            }
+        }
+        Ok(response)
+    }
+
+    fn healthy(&self) -> Result<()> {
+        let health: proto::CheckHealthResponse = self.call("CheckHealth", proto::Empty {})?;
+        if health.is_healthy {
+            Ok(())
+        } else {
+            Err(fail("the server says it is not healthy"))
+        }
+    }
+
+    fn set_password(&self, user: &str, old: &str, new: &str) -> Result<()> {
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let request =
+            proto::UpdateCredentialRequest { username: user.into(), old_password: b64(old), new_password: b64(new) };
+        self.call::<_, proto::Status>("UpdateCredential", request).map(|_| ())
+    }
+}
+
+/// The user's own Milvus: where it is and the token to log in with (`user:password` or an API
+/// key), read from the environment variable the experiment names.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MilvusEndpoint {
+    pub url: String,
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for MilvusEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MilvusEndpoint")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl MilvusEndpoint {
+    /// Reads `http://host:port` (`https://` for TLS is not supported: say so).
+    pub fn parse(url: &str) -> std::result::Result<String, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!(
+                "{url:?} is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)"
+            )
+        })?;
+        if rest.contains('@') {
+            return Err("the URL holds credentials: give the token in the variable that `token_env` names".into());
+        }
+        let hostport = rest.trim_end_matches('/');
+        if hostport.is_empty() || hostport.contains('/') {
+            return Err(format!("{url:?} is not an http://host:port address"));
+        }
+        Ok(format!("http://{hostport}"))
+    }
+}
+
+/// A running engine: a server of ours or the user's, and a client of it.
+pub struct MilvusEngine {
+    client: Client,
+    /// Finished builds, one file per alias (rows and build seconds): Milvus 2.3 keeps no
+    /// collection property across a restart.
+    records: std::path::PathBuf,
+    /// Dropped after the client.
+    _server: Option<MilvusServer>,
+}
+
+/// A collection built (or found) in the engine.
+#[derive(Debug, Clone)]
+pub struct MilvusCollection {
+    pub name: String,
+    /// The bytes loaded (vectors and ACLs); Milvus 2.3 does not report an index's size.
+    pub bytes: u64,
+    pub build_seconds: f64,
+    pub reused: bool,
+}
+
+/// Each chunk's ACL as the collection stores it: its document's groups, or [`PUBLIC`].
+pub type ChunkAcl<'a> = &'a (dyn Fn(usize) -> Option<&'a [String]> + Sync);
+
+/// A Milvus string literal of `value`: quotes, backslashes and control characters escaped, so
+/// a group name stays a value whatever it holds.
+fn string_literal(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The filter expression of a restricted search: the user's groups and the public marker.
+fn acl_filter(restrict: &Restriction<'_>) -> String {
+    let groups: Vec<String> = restrict.groups.iter().map(String::as_str).chain([PUBLIC]).map(string_literal).collect();
+    format!("array_contains_any(acl, [{}])", groups.join(", "))
+}
+
+/// The collection a build of alias `alias` (`v_…`) fills (`b_…`).
+fn building(alias: &str) -> String {
+    format!("b_{}", alias.trim_start_matches("v_"))
+}
+
+/// What `validate` says of the engine, without starting a server: the installed binary, or the
+/// user's server answering a health check.
+pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
+    match own {
+        None => {
+            server::binary(install)?;
+            Ok(format!(
+                "engine milvus: Milvus 2.3.5 in {}, started by each run (its data in the stage cache)",
+                install.display()
+            ))
+        }
+        Some(endpoint) => {
+            let client = Client::connect(
+                &endpoint.url,
+                endpoint.token.as_deref().map(|t| base64::engine::general_purpose::STANDARD.encode(t)),
+            )?;
+            let version: proto::GetVersionResponse = client.call("GetVersion", proto::Empty {})?;
+            client.healthy()?;
+            Ok(format!(
+                "engine milvus: the experiment's server at {} (Milvus {}), healthy",
+                endpoint.url, version.version
+            ))
+        }
+    }
+}
+
+impl MilvusEngine {
+    /// Starts a server from `install`, its data in `cache` when given, or connects to `own`;
+    /// returns a note when the cache could not be used.
+    pub fn start(
+        install: &Path,
+        cache: Option<&Path>,
+        own: Option<MilvusEndpoint>,
+    ) -> Result<(MilvusEngine, Option<String>)> {
+        match own {
+            Some(endpoint) => {
+                let token = endpoint.token.as_deref().map(|t| base64::engine::general_purpose::STANDARD.encode(t));
+                let client = Client::connect(&endpoint.url, token)?;
+                client.healthy()?;
+                let server = blake3::hash(endpoint.url.as_bytes()).to_hex();
+                let records = match cache {
+                    Some(cache) => cache.join("milvus-servers").join(&server[..16]),
+                    None => std::env::temp_dir().join(format!("ragsweep-milvus-records-{}", std::process::id())),
+                };
+                std::fs::create_dir_all(&records).map_err(|e| Error::io(&records, e))?;
+                Ok((MilvusEngine { client, records, _server: None }, None))
+            }
+            None => {
+                let (server, note) = MilvusServer::start_cached(install, cache)?;
+                let url = format!("http://127.0.0.1:{}", server.port);
+                let client = Client::connect(&url, Some(basic_token("root", &server.password)))?;
+                let records = server.data.join("ragsweep-builds");
+                std::fs::create_dir_all(&records).map_err(|e| Error::io(&records, e))?;
+                Ok((MilvusEngine { client, records, _server: Some(server) }, note))
+            }
+        }
+    }
+
+    /// Polls `done` every 100 ms until it says yes, for at most [`WAIT_LIMIT`].
+    fn wait(&self, what: &str, mut done: impl FnMut() -> Result<bool>) -> Result<()> {
+        let t = Instant::now();
+        while !done()? {
+            if t.elapsed() > WAIT_LIMIT {
+                return Err(fail(format!("{what} did not finish within {} s", WAIT_LIMIT.as_secs())));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
+    /// The collection of alias `name` when a finished build made the alias (it is made only
+    /// once the index is built); `None` otherwise, with a half-built collection dropped.
+    fn registered(&self, name: &str, rows: usize) -> Result<Option<MilvusCollection>> {
+        let described: Result<proto::DescribeCollectionResponse> =
+            self.client.call("DescribeCollection", proto::CollectionName { collection_name: name.into() });
+        let Ok(described) = described else {
+            // Dropping a collection that does not exist fails: there is nothing to drop then.
+            let _ = self
+                .client
+                .call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: building(name) });
+            return Ok(None);
+        };
+        let record = std::fs::read_to_string(self.records.join(name)).ok();
+        let (found, seconds) = match record.as_deref().and_then(|r| r.split_once(' ')) {
+            Some((found, seconds)) => (found.parse::<usize>().ok(), seconds.trim().parse().unwrap_or(0.0)),
+            // Built by another machine on the user's server: its build time is not known here.
+            None => (Some(rows), 0.0),
+        };
+        if found != Some(rows) {
+            return Err(fail(format!(
+                "collection {name} was recorded with {found:?} rows, its key says {rows}: remove the cache's milvus folder"
+            )));
+        }
+        let name = if described.collection_name.is_empty() { building(name) } else { described.collection_name };
+        Ok(Some(MilvusCollection { name, bytes: 0, build_seconds: seconds, reused: true }))
+    }
+
+    /// A collection of `vectors` (`dim` each, chunk ordinals as ids) with each chunk's ACL,
+    /// indexed by `build` and loaded; `key` names its content.
+    pub fn vector_collection(
+        &self,
+        key: &str,
+        vectors: &[f32],
+        dim: usize,
+        acl: ChunkAcl<'_>,
+        build: MilvusBuild,
+    ) -> Result<MilvusCollection> {
+        let name = format!("v_{key}");
+        let rows = vectors.len() / dim.max(1);
+        let acls: Vec<Vec<String>> =
+            (0..rows).map(|i| acl(i).map_or_else(|| vec![PUBLIC.to_string()], <[String]>::to_vec)).collect();
+        let bytes = vectors.len() as u64 * 4 + acls.iter().flatten().map(|g| g.len() as u64).sum::<u64>();
+        let mut collection = match self.registered(&name, rows)? {
+            Some(c) => c,
+            None => self.build(&name, vectors, dim, &acls, build)?,
+        };
+        collection.bytes = bytes;
+        let loading = collection.name.clone();
+        self.client
+            .call::<_, proto::Status>("LoadCollection", proto::CollectionName { collection_name: loading.clone() })?;
+        self.wait("loading the collection", || {
+            let state: proto::GetLoadStateResponse =
+                self.client.call("GetLoadState", proto::GetLoadStateRequest { collection_name: loading.clone() })?;
+            Ok(state.state == 3)
+        })?;
+        Ok(collection)
+    }
+
+    /// Builds collection `b_…` of alias `name`: created, loaded with the rows, flushed and
+    /// indexed; the alias is made last, so it names only a finished build.
+    fn build(
+        &self,
+        alias: &str,
+        vectors: &[f32],
+        dim: usize,
+        acls: &[Vec<String>],
+        build: MilvusBuild,
+    ) -> Result<MilvusCollection> {
+        use proto::data_type::*;
+        let started = Instant::now();
+        let rows = vectors.len() / dim.max(1);
+        let name = &building(alias);
+        let capacity = acls.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        let longest = acls.iter().flatten().map(String::len).max().unwrap_or(1).max(1);
+        if capacity > 4096 || longest > 65_535 {
+            return Err(fail(format!(
+                "a chunk's ACL has {capacity} groups or a group of {longest} bytes: Milvus stores at most 4,096 groups of 65,535 bytes"
+            )));
+        }
+        let field = |name: &str, data_type: i32, params: Vec<proto::KeyValuePair>| proto::FieldSchema {
+            name: name.into(),
+            data_type,
+            type_params: params,
+            ..Default::default()
+        };
+        let schema = proto::CollectionSchema {
+            name: name.into(),
+            fields: vec![
+                proto::FieldSchema { is_primary_key: true, ..field("id", INT64, vec![]) },
+                proto::FieldSchema {
+                    element_type: VARCHAR,
+                    ..field(
+                        "acl",
+                        ARRAY,
+                        vec![kv("max_capacity", capacity.to_string()), kv("max_length", longest.to_string())],
+                    )
+                },
+                field(VECTOR_FIELD, FLOAT_VECTOR, vec![kv("dim", dim.to_string())]),
+            ],
+        };
+        self.client.call::<_, proto::Status>(
+            "CreateCollection",
+            proto::CreateCollectionRequest {
+                collection_name: name.into(),
+                schema: schema.encode_to_vec(),
+                shards_num: 1,
+            },
+        )?;
+        let per_batch = (INSERT_BYTES / (dim * 4 + 64)).max(1);
+        for start in (0..rows).step_by(per_batch) {
+            let end = (start + per_batch).min(rows);
+            let acl_rows: Vec<proto::ScalarField> = acls[start..end]
+                .iter()
+                .map(|groups| proto::ScalarField {
+                    data: Some(proto::scalar_field::Data::Strings(proto::StringArray { data: groups.clone() })),
+                })
+                .collect();
+            let batch = &vectors[start * dim..end * dim];
+            let request = proto::InsertRequest {
+                collection_name: name.into(),
+                num_rows: (end - start) as u32,
+                fields_data: vec![
+                    proto::FieldData {
+                        r#type: INT64,
+                        field_name: "id".into(),
+                        scalars: Some(proto::ScalarField {
+                            data: Some(proto::scalar_field::Data::Long(proto::LongArray {
+                                data: (start as i64..end as i64).collect(),
+                            })),
+                        }),
+                        vectors: None,
+                    },
+                    proto::FieldData {
+                        r#type: ARRAY,
+                        field_name: "acl".into(),
+                        scalars: Some(proto::ScalarField {
+                            data: Some(proto::scalar_field::Data::Array(proto::ArrayArray {
+                                data: acl_rows,
+                                element_type: VARCHAR,
+                            })),
+                        }),
+                        vectors: None,
+                    },
+                    proto::FieldData {
+                        r#type: FLOAT_VECTOR,
+                        field_name: VECTOR_FIELD.into(),
+                        scalars: None,
+                        vectors: Some(proto::VectorField {
+                            dim: dim as i64,
+                            float_vector: Some(proto::FloatArray { data: batch.to_vec() }),
+                        }),
+                    },
+                ],
+            };
+            let inserted: proto::MutationResult = self.client.call("Insert", request)?;
+            if inserted.insert_cnt != (end - start) as i64 {
+                return Err(fail(format!("Insert: {} of {} rows inserted", inserted.insert_cnt, end - start)));
+            }
+        }
+        let flushed: proto::FlushResponse =
+            self.client.call("Flush", proto::FlushRequest { collection_names: vec![name.into()] })?;
+        let segments = flushed.coll_seg_ids.get(name).map(|s| s.data.clone()).unwrap_or_default();
+        let flush_ts = flushed.coll_flush_ts.get(name).copied().unwrap_or(0);
+        self.wait("flushing the collection", || {
+            let state: proto::BoolResponse = self.client.call(
+                "GetFlushState",
+                proto::GetFlushStateRequest { segment_ids: segments.clone(), flush_ts, collection_name: name.into() },
+            )?;
+            Ok(state.value)
+        })?;
+        self.client.call::<_, proto::Status>(
+            "CreateIndex",
+            proto::CreateIndexRequest {
+                collection_name: name.into(),
+                field_name: VECTOR_FIELD.into(),
+                extra_params: build.index_params(),
+            },
+        )?;
+        self.wait("building the index", || {
+            let described: proto::DescribeIndexResponse = self.client.call(
+                "DescribeIndex",
+                proto::DescribeIndexRequest { collection_name: name.into(), field_name: VECTOR_FIELD.into() },
+            )?;
+            let Some(index) = described.index_descriptions.first() else { return Ok(false) };
+            if index.state == 4 {
+                return Err(fail(format!("building the index failed: {}", index.index_state_fail_reason)));
+            }
+            Ok(index.state == 3 && index.indexed_rows >= rows as i64 && index.pending_index_rows == 0)
+        })?;
+        let seconds = started.elapsed().as_secs_f64();
+        self.client.call::<_, proto::Status>(
+            "CreateAlias",
+            proto::CreateAliasRequest { collection_name: name.clone(), alias: alias.into() },
+        )?;
+        let record = self.records.join(alias);
+        crate::atomic::write_atomic(&record, format!("{rows} {seconds}\n").as_bytes())?;
+        Ok(MilvusCollection { name: name.clone(), bytes: 0, build_seconds: seconds, reused: false })
+    }
+
+    /// How the loaded collection is searched: `(rows in indexed segments, all rows)`. Milvus
+    /// searches a segment it has no index for by brute force (segments under
+    /// `minSegmentNumRowsToEnableIndex`, 1,024 rows by default, are never indexed).
+    fn indexed_rows(&self, collection: &str) -> Result<(i64, i64)> {
+        let info: proto::GetQuerySegmentInfoResponse = self
+            .client
+            .call("GetQuerySegmentInfo", proto::GetQuerySegmentInfoRequest { collection_name: collection.into() })?;
+        let all = info.infos.iter().map(|s| s.num_rows).sum();
+        let indexed = info.infos.iter().filter(|s| !s.index_name.is_empty()).map(|s| s.num_rows).sum();
+        Ok((indexed, all))
+    }
+
+    /// The `depth` best chunks of `vector`, restricted by `filter` (a boolean expression).
+    fn search(&self, collection: &str, vector: &[f32], depth: usize, filter: &str, params: String) -> Result<Vec<Hit>> {
+        let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let group = proto::PlaceholderGroup {
+            placeholders: vec![proto::PlaceholderValue { tag: "$0".into(), r#type: 101, values: vec![bytes] }],
+        };
+        let request = proto::SearchRequest {
+            collection_name: collection.into(),
+            dsl: filter.into(),
+            placeholder_group: group.encode_to_vec(),
+            dsl_type: 1,
+            search_params: vec![
+                kv("anns_field", VECTOR_FIELD),
+                kv("topk", depth.to_string()),
+                kv("metric_type", "IP"),
+                kv("params", params),
+                kv("round_decimal", "-1"),
+                kv("offset", "0"),
+                kv("ignore_growing", "False"),
+            ],
+            nq: 1,
+            // Everything searched was flushed, indexed and loaded before the first query: no
+            // query waits for the server's clock (Strong would, up to a time tick).
+            consistency_level: 3,
+            use_default_consistency: false,
+        };
+        let found: proto::SearchResults = self.client.call("Search", request)?;
+        let Some(results) = found.results else { return Ok(Vec::new()) };
+        let ids = results.ids.and_then(|i| i.int_id).map(|l| l.data).unwrap_or_default();
+        if ids.len() != results.scores.len() {
+            return Err(fail(format!("Search: {} ids and {} scores", ids.len(), results.scores.len())));
+        }
+        let hits = ids
+            .into_iter()
+            .zip(results.scores)
+            .map(|(id, score)| {
+                u32::try_from(id).map(|chunk| Hit { chunk, score }).map_err(|_| fail(format!("Search: chunk id {id}")))
+            })
+            .collect::<Result<Vec<Hit>>>()?;
+        Ok(top_hits(hits, depth))
+    }
+}
+
+/// A Milvus search over one collection.
+pub struct MilvusVectorSource<'a> {
+    pub engine: &'a MilvusEngine,
+    pub collection: &'a MilvusCollection,
+    /// The same vectors in process: the oracle, and cosines for `explain`.
+    pub exact: &'a ExactIndex,
+    pub build: MilvusBuild,
+    pub query: MilvusQuery,
+}
+
+impl MilvusVectorSource<'_> {
+    /// The search's `params`: Milvus refuses an HNSW `ef` below the number of results asked,
+    /// so `ef` is at least `depth`.
+    fn params(&self, depth: usize) -> String {
+        match self.build {
+            MilvusBuild::Flat => "{}".into(),
+            MilvusBuild::Hnsw { .. } => format!("{{\"ef\": {}}}", self.query.ef.max(depth)),
+            MilvusBuild::IvfFlat { .. } => format!("{{\"nprobe\": {}}}", self.query.nprobe),
+        }
+    }
+}
+
+impl RankingSource for MilvusVectorSource<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        let filter = restrict.map(acl_filter).unwrap_or_default();
+        self.engine.search(&self.collection.name, query.vector, depth, &filter, self.params(depth))
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        ExactSource { index: self.exact }.explain(query, chunk)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.collection.bytes
+    }
+
+    fn identity(&self) -> String {
+        let MilvusQuery { ef, nprobe } = self.query;
+        match self.build {
+            MilvusBuild::Flat => "milvus flat".into(),
+            MilvusBuild::Hnsw { m, ef_construction } => format!("milvus hnsw(m={m},efc={ef_construction},ef={ef})"),
+            MilvusBuild::IvfFlat { nlist } => format!("milvus ivf_flat(nlist={nlist},nprobe={nprobe})"),
+        }
+    }
+
+    fn side(&self) -> Side {
+        Side::Dense
+    }
+
+    /// A list of k is its own search: HNSW's `ef` grows with k.
+    fn plans_each_depth(&self) -> bool {
+        true
+    }
+
+    fn plan(&self, _query: &Query<'_>, _depth: usize, _restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
+        if self.build == MilvusBuild::Flat {
+            return Ok(Some("flat (brute force)".into()));
+        }
+        let (indexed, all) = self.engine.indexed_rows(&self.collection.name)?;
+        let kind = match self.build {
+            MilvusBuild::Flat => unreachable!("answered above"),
+            MilvusBuild::Hnsw { .. } => "hnsw index",
+            MilvusBuild::IvfFlat { .. } => "ivf_flat index",
+        };
+        Ok(Some(if indexed == all {
+            kind.to_string()
+        } else if indexed == 0 {
+            format!("brute force (segments too small to index){INDEX_UNUSED}")
+        } else {
+            format!("{kind} on {indexed} of {all} rows, brute force on the rest")
+        }))
+    }
+
+    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
+        let exact: Arc<dyn RankingSource + '_> = Arc::new(ExactSource { index: self.exact });
+        Some((exact, self.identity()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_names_stay_string_values_in_the_filter_expression() {
+        assert_eq!(string_literal("g1"), "\"g1\"");
+        assert_eq!(string_literal("a\"], [\"x"), "\"a\\\"], [\\\"x\"");
+        assert_eq!(string_literal("back\\slash\nline"), "\"back\\\\slash\\u000aline\"");
+        assert_eq!(string_literal("ação"), "\"ação\"");
+    }
+
+    #[test]
+    fn only_a_plain_http_address_without_credentials_is_a_server() {
+        assert_eq!(MilvusEndpoint::parse("http://db:19530/").unwrap(), "http://db:19530");
+        assert!(MilvusEndpoint::parse("https://db:19530").unwrap_err().contains("TLS"));
+        assert!(MilvusEndpoint::parse("http://root:pw@db:19530").unwrap_err().contains("token_env"));
+    }
+}

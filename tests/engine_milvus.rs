@@ -1,0 +1,239 @@
+//! Milvus as a serving engine, through the binary: `engine = "milvus"` cells start a private
+//! Milvus 2.3.5 standalone server (installed by scripts/install-engines.sh, which .ci/run calls;
+//! the tests fail when it is missing, they are never skipped), load the same vectors with their
+//! ACLs, and search with the filter as Milvus's own expression. The flat index returns the
+//! in-process exact lists case by case; group names stay values in the filter expression; a
+//! second run reuses the collections; the server is gone when the run ends.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::repo;
+use serde_json::Value;
+
+/// `ragsweep run` of `experiment` in `root` with the project's models, cache and results.
+fn run(root: &Path, experiment: &Path) -> std::process::Output {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    cmd.current_dir(root).arg("run").arg(experiment).arg("--models").arg(root.join("models"));
+    cmd.arg("--engines").arg(repo().join("engines")).arg("--out").arg(root.join("results"));
+    cmd.arg("--cache").arg(root.join("cache"));
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "the run failed (scripts/install-engines.sh installs Milvus; .ci/run does):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn random_model(root: &Path) {
+    std::fs::create_dir_all(root.join("models/random-64")).unwrap();
+    std::fs::write(root.join("models/random-64/model.toml"), "id = \"random-64\"\nkind = \"random\"\ndim = 64\n")
+        .unwrap();
+}
+
+/// Lines of the latest run's per_query.jsonl of experiment `name`.
+fn per_query(root: &Path, name: &str) -> Vec<Value> {
+    std::fs::read_to_string(root.join("results").join(name).join("latest/per_query.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The ranked documents of `cell` for `case`, and the first one's score.
+fn top(lines: &[Value], cell: &str, case: &str) -> (Vec<String>, f64) {
+    let line = lines.iter().find(|l| l["cell"] == cell && l["case"] == case).expect("a line per cell and case");
+    let docs = line["top"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect();
+    (docs, line["top_score"].as_f64().unwrap_or(f64::NAN))
+}
+
+/// Milvus processes whose data folder is under `root`.
+fn servers_under(root: &Path) -> usize {
+    let root = root.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| {
+            let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            cwd.to_string_lossy().starts_with(&root) && String::from_utf8_lossy(&cmdline).contains("milvus")
+        })
+        .count()
+}
+
+/// A synthetic corpus of 1,200 documents (one segment over Milvus's 1,024-row indexing
+/// threshold) in 10 synthetic ACL groups, searched without and with the filter: in process
+/// exactly, by Milvus's flat index and by its HNSW graph.
+fn grid_project(root: &Path) -> PathBuf {
+    common::ragsweep()
+        .arg("synth")
+        .arg(root.join("corpus"))
+        .args(["--documents", "1200", "--questions", "60", "--vocabulary", "5000"])
+        .assert()
+        .success();
+    random_model(root);
+    let exp = root.join("grid.toml");
+    std::fs::write(
+        &exp,
+        "name = \"grid\"\nunit = \"doc\"\nk = [10]\nfilter = [\"none\", \"in_query\"]\n\
+         [permissions]\nsynthetic_groups = 10\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
+         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\n\
+         [[retrievers]]\nkind = \"dense\"\nengine = \"milvus\"\nmodel = \"random-64\"\nindex = [\"flat\", \"hnsw\"]\n",
+    )
+    .unwrap();
+    exp
+}
+
+#[test]
+fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let exp = grid_project(root);
+    run(root, &exp);
+    assert_eq!(servers_under(root), 0, "the server stops with the run");
+    let lines = per_query(root, "grid");
+    let matrix: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/grid/latest/matrix.json")).unwrap()).unwrap();
+    let rows = matrix["rows"].as_array().unwrap();
+    let row = |cell: &str| rows.iter().find(|r| r["cell"] == cell).unwrap_or_else(|| panic!("no row {cell}"));
+    // c01/c02: in process without and with the filter; c03/c04 Milvus flat; c05/c06 HNSW.
+    let cases: Vec<String> =
+        lines.iter().filter(|l| l["cell"] == "c01").map(|l| l["case"].as_str().unwrap().to_string()).collect();
+    assert!(cases.len() >= 20, "{}", cases.len());
+    for (milvus, exact) in [("c03", "c01"), ("c04", "c02")] {
+        for case in &cases {
+            let ((m, ms), (e, es)) = (top(&lines, milvus, case), top(&lines, exact, case));
+            assert_eq!(m.len(), 10, "{milvus} {case}");
+            assert_eq!(m, e, "{milvus} ranks {case} as the exact search does");
+            assert!((ms - es).abs() < 1e-4, "{milvus} {case}: top score {ms} vs {es}");
+        }
+        assert_eq!(row(milvus)["under_return"]["@10"], 0, "{milvus}");
+        assert_eq!(row(milvus)["recall_vs_oracle"]["@10"], 1.0, "{milvus}");
+        assert_eq!(row(milvus)["engine_plan"]["@10"], "flat (brute force)", "{milvus}");
+    }
+    assert_eq!(row("c06")["engine_plan"]["@10"], "hnsw index", "1,200 rows are one indexed segment");
+    for cell in ["c02", "c04", "c06"] {
+        assert!(lines.iter().filter(|l| l["cell"] == cell).all(|l| l["leaks"] == 0), "{cell} filters in the query");
+    }
+    let csv = std::fs::read_to_string(root.join("results/grid/latest/matrix.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().contains("plan@10"), "{csv:.300}");
+    assert!(csv.contains("engine=milvus") || csv.contains(",milvus,"), "the engine is a column value: {csv:.600}");
+
+    // A second run finds the collections built and reuses them.
+    run(root, &exp);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/grid/latest/manifest.json")).unwrap())
+            .unwrap();
+    let milvus: Vec<&Value> = manifest["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("milvus"))
+        .collect();
+    assert_eq!(milvus.len(), 2, "{manifest}");
+    assert!(milvus.iter().all(|s| s["reused"] == true), "collections are reused: {milvus:?}");
+    assert_eq!(top(&per_query(root, "grid"), "c04", &cases[0]).0, top(&lines, "c04", &cases[0]).0);
+    assert_eq!(servers_under(root), 0);
+}
+
+/// Group names with quotes, brackets, backslashes and accents, one written as an attempt to
+/// widen the filter expression, reach Milvus's ACL field and its filter as values: each user
+/// sees exactly what the in-process filter shows them.
+#[test]
+fn odd_group_names_stay_values_in_the_milvus_filter_expression() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    let docs = [
+        ("lab.md", r#"acl: ["r&d, \"lab\""]"#, "O protocolo do laboratório exige luvas nitrílicas."),
+        ("cofre.md", r#"acl: ["a\\b", "colchete ][ 'ação'"]"#, "O cofre abre com a senha trimestral do financeiro."),
+        ("rh.md", r#"acl: ["rh"]"#, "A folha de pagamento fecha no dia vinte."),
+        ("geral.md", "", "O refeitório abre às onze horas."),
+    ];
+    for (name, acl, text) in docs {
+        let front = if acl.is_empty() { String::new() } else { format!("---\n{acl}\n---\n") };
+        std::fs::write(root.join("docs").join(name), format!("{front}# {name}\n{text}\n")).unwrap();
+    }
+    let widen = r#"x\"]) || array_contains_any(acl, [\"rh"#;
+    std::fs::write(
+        root.join("golden.jsonl"),
+        [
+            r#"{"id": "q1", "question": "luvas no laboratório", "relevant": ["lab"], "groups": ["r&d, \"lab\""]}"#
+                .to_string(),
+            r#"{"id": "q2", "question": "senha do cofre", "relevant": ["cofre"], "groups": ["colchete ][ 'ação'"]}"#
+                .into(),
+            format!(
+                r#"{{"id": "q3", "question": "folha de pagamento", "relevant": ["geral"], "groups": ["{widen}"]}}"#
+            ),
+            r#"{"id": "q4", "question": "senha", "relevant": ["cofre"], "groups": ["a\\b"]}"#.into(),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    random_model(root);
+    let exp = root.join("odd.toml");
+    std::fs::write(
+        &exp,
+        "name = \"odd\"\nunit = \"doc\"\nk = [4]\nreserved_fraction = 0.0\nfilter = \"in_query\"\n\
+         [corpus]\npath = \"docs\"\n[golden]\npath = \"golden.jsonl\"\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\n\
+         [[retrievers]]\nkind = \"dense\"\nengine = \"milvus\"\nmodel = \"random-64\"\n",
+    )
+    .unwrap();
+    run(root, &exp);
+    let lines = per_query(root, "odd");
+    let top = |cell: &str, case: &str| -> Vec<String> {
+        let mut docs = top(&lines, cell, case).0;
+        docs.sort();
+        docs
+    };
+    assert_eq!(top("c01", "q1").len(), 2, "the lab user sees the lab and the public document");
+    assert_eq!(top("c01", "q2").len(), 2, "the user of a group with brackets and quotes sees the safe and the public");
+    assert_eq!(top("c01", "q3").len(), 1, "the widening group sees only the public document");
+    for case in ["q1", "q2", "q3", "q4"] {
+        assert_eq!(top("c02", case), top("c01", case), "Milvus's filter matches the in-process one for {case}");
+    }
+}
+
+/// `ragsweep engines install milvus` from the wheel already fetched (no network) unpacks the
+/// same server and libraries as scripts/install-engines.sh.
+#[test]
+fn engines_install_unpacks_the_same_milvus_as_the_script() {
+    let installed = repo().join("engines/milvus");
+    let wheel = repo().join("engines/.wheels/milvus-2.3.5-py3-none-manylinux2014_x86_64.whl");
+    assert!(wheel.is_file(), "scripts/install-engines.sh keeps the wheel in engines/.wheels");
+    let engines = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(engines.path().join(".wheels")).unwrap();
+    std::fs::copy(&wheel, engines.path().join(".wheels").join(wheel.file_name().unwrap())).unwrap();
+    assert_cmd::Command::cargo_bin("ragsweep")
+        .unwrap()
+        .args(["engines", "install", "milvus", "--engines"])
+        .arg(engines.path())
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("Milvus 2.3.5"));
+    let files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.join("bin"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .chain([dir.join("config.yaml.template"), dir.join("glog.conf")])
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .collect();
+        out.sort();
+        out
+    };
+    let (ours, script) = (files(&engines.path().join("milvus")), files(&installed));
+    assert_eq!(ours.len(), script.len());
+    for ((name, bytes), (script_name, script_bytes)) in ours.iter().zip(&script) {
+        assert_eq!(name, script_name);
+        assert!(bytes == script_bytes, "{name} differs from the script's");
+    }
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(engines.path().join("milvus/bin/milvus")).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o111, 0o111, "the server is executable");
+}
