@@ -2,8 +2,9 @@
 //! Milvus 2.3.5 standalone server (installed by scripts/install-engines.sh, which .ci/run calls;
 //! the tests fail when it is missing, they are never skipped), load the same vectors with their
 //! ACLs, and search with the filter as Milvus's own expression. The flat index returns the
-//! in-process exact lists case by case; group names stay values in the filter expression; a
-//! second run reuses the collections; the server is gone when the run ends.
+//! in-process exact lists case by case; group names stay values in the filter expression; the
+//! server is gone when the run ends and after Ctrl-C; a run after a SIGKILL stops the orphaned
+//! server and reuses the collections.
 
 mod common;
 
@@ -13,12 +14,33 @@ use common::repo;
 use serde_json::Value;
 
 /// `ragsweep run` of `experiment` in `root` with the project's models, cache and results.
-fn run(root: &Path, experiment: &Path) -> std::process::Output {
+fn command(root: &Path, experiment: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
     cmd.current_dir(root).arg("run").arg(experiment).arg("--models").arg(root.join("models"));
     cmd.arg("--engines").arg(repo().join("engines")).arg("--out").arg(root.join("results"));
     cmd.arg("--cache").arg(root.join("cache"));
-    let out = cmd.output().unwrap();
+    cmd
+}
+
+/// Starts the run and waits until its Milvus server process runs.
+fn spawn_until_the_server_runs(root: &Path, experiment: &Path) -> std::process::Child {
+    let mut child = command(root, experiment)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while servers_under(root) == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before its server started");
+        assert!(started.elapsed().as_secs() < 180, "the server never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    child
+}
+
+fn run(root: &Path, experiment: &Path) -> std::process::Output {
+    let out = command(root, experiment).output().unwrap();
     assert!(
         out.status.success(),
         "the run failed (scripts/install-engines.sh installs Milvus; .ci/run does):\n{}",
@@ -123,8 +145,18 @@ fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once()
     assert!(csv.lines().next().unwrap().contains("plan@10"), "{csv:.300}");
     assert!(csv.contains("engine=milvus") || csv.contains(",milvus,"), "the engine is a column value: {csv:.600}");
 
-    // A second run finds the collections built and reuses them.
+    // Ctrl-C stops the server; SIGKILL leaves it running on the cache, and the next run stops
+    // that orphan, reuses the collections and returns the same lists.
+    let mut child = spawn_until_the_server_runs(root, &exp);
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(servers_under(root), 0, "Ctrl-C stops the server");
+    let mut child = spawn_until_the_server_runs(root, &exp);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(servers_under(root), 1, "SIGKILL leaves the server");
     run(root, &exp);
+    assert_eq!(servers_under(root), 0, "the next run stopped the orphan");
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("results/grid/latest/manifest.json")).unwrap())
             .unwrap();
@@ -136,8 +168,10 @@ fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once()
         .collect();
     assert_eq!(milvus.len(), 2, "{manifest}");
     assert!(milvus.iter().all(|s| s["reused"] == true), "collections are reused: {milvus:?}");
-    assert_eq!(top(&per_query(root, "grid"), "c04", &cases[0]).0, top(&lines, "c04", &cases[0]).0);
-    assert_eq!(servers_under(root), 0);
+    let again = per_query(root, "grid");
+    for case in &cases {
+        assert_eq!(top(&again, "c04", case).0, top(&lines, "c04", case).0, "{case}");
+    }
 }
 
 /// Group names with quotes, brackets, backslashes and accents, one written as an attempt to
