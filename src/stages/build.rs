@@ -493,6 +493,21 @@ fn index_stage(
         })
         .collect();
     let engine = built.engines.pg.as_ref();
+    // An engine's vector index: its key (model, texts, ACLs, build parameters) and what it loads.
+    let engine_vectors = |kind: &str, embedding: EmbeddingId, build: &dyn std::fmt::Debug| {
+        let job = plan.embedding(embedding);
+        let info = &models[job.model.0];
+        let key = cache::key(
+            kind,
+            &[
+                info.key().as_bytes(),
+                &built.text_keys[job.chunks.0],
+                &acl_keys[job.chunks.0],
+                format!("{build:?}").as_bytes(),
+            ],
+        );
+        (key, info.dim, &acls[job.chunks.0], &built.vectors[embedding.0].passages)
+    };
     let indexes: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = plan
         .indexes
         .par_iter()
@@ -536,22 +551,10 @@ fn index_stage(
                     (BuiltIndex::Hnsw(index), Some(record))
                 }
                 IndexSpec::PgVector { embedding, build } => {
-                    let job = plan.embedding(embedding);
-                    let info = &models[job.model.0];
-                    let key = cache::key(
-                        "pg-vector",
-                        &[
-                            info.key().as_bytes(),
-                            &built.text_keys[job.chunks.0],
-                            &acl_keys[job.chunks.0],
-                            format!("{build:?}").as_bytes(),
-                        ],
-                    );
-                    let acl = &acls[job.chunks.0];
+                    let (key, dim, acl, vectors) = engine_vectors("pg-vector", embedding, &build);
                     let acl = |i: usize| acl[i];
                     let engine = engine.expect("started above");
-                    let vectors = &built.vectors[embedding.0].passages;
-                    let table = engine.vector_table(&key[..24], vectors, info.dim, &acl, build)?;
+                    let table = engine.vector_table(&key[..24], vectors, dim, &acl, build)?;
                     let record = engine_record(&table);
                     (BuiltIndex::PgVector { table, exact: exact(embedding), build }, Some(record))
                 }
@@ -569,22 +572,10 @@ fn index_stage(
                     (BuiltIndex::PgText { table, analyzer }, Some(record))
                 }
                 IndexSpec::MilvusVector { embedding, build } => {
-                    let job = plan.embedding(embedding);
-                    let info = &models[job.model.0];
-                    let key = cache::key(
-                        "milvus-vector",
-                        &[
-                            info.key().as_bytes(),
-                            &built.text_keys[job.chunks.0],
-                            &acl_keys[job.chunks.0],
-                            format!("{build:?}").as_bytes(),
-                        ],
-                    );
-                    let acl = &acls[job.chunks.0];
+                    let (key, dim, acl, vectors) = engine_vectors("milvus-vector", embedding, &build);
                     let acl = |i: usize| acl[i];
                     let engine = built.engines.milvus.as_ref().expect("started above");
-                    let vectors = &built.vectors[embedding.0].passages;
-                    let collection = engine.vector_collection(&key[..24], vectors, info.dim, &acl, build)?;
+                    let collection = engine.vector_collection(&key[..24], vectors, dim, &acl, build)?;
                     let record = Cached {
                         value: (),
                         build: cache::BuildRecord { seconds: collection.build_seconds },
