@@ -87,17 +87,22 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
 }
 
 /// Per-case latency of a cell's whole retrieval call, in milliseconds (SPEC §8).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     pub n: usize,
     pub p50_ms: f64,
     pub p95_ms: f64,
     pub p99_ms: f64,
     pub mean_ms: f64,
-    /// Means of the call's parts: query embedding, index search, fusion.
+    /// Views of `stages_ms`: query embedding, every index search, fusion.
     pub embed_ms: f64,
     pub search_ms: f64,
     pub fuse_ms: f64,
+    /// Mean milliseconds of each named stage of the call, in call order: `embed`, `search
+    /// <source>` per ranking source, `fuse`, and `judge` (the rest of the call: deepening,
+    /// the late filter, judging and packing the lists).
+    #[serde(default)]
+    pub stages_ms: Ordered<f64>,
 }
 
 /// The nearest-rank percentile `p` (0..1) of ascending `sorted` values.
@@ -106,22 +111,38 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((n as f64 * p).ceil() as usize).clamp(1, n) - 1]
 }
 
+/// The stage of a call that is not embedding, searching or fusing.
+pub const JUDGE_STAGE: &str = "judge";
+
 impl Latency {
-    /// From per-case [total, embed, search, fuse] seconds.
-    pub fn of(timings: &[[f64; 4]]) -> Latency {
-        let mut totals: Vec<f64> = timings.iter().map(|t| t[0] * 1e3).collect();
+    /// From each case's total seconds and its seconds per named stage; the time the stages do
+    /// not account for is the `judge` stage.
+    pub fn of(timings: &[(f64, Vec<(String, f64)>)]) -> Latency {
+        let mut totals: Vec<f64> = timings.iter().map(|t| t.0 * 1e3).collect();
         totals.sort_by(f64::total_cmp);
         let n = totals.len();
-        let mean = |i: usize| timings.iter().map(|t| t[i] * 1e3).sum::<f64>() / n as f64;
+        let mut stages: Vec<(String, f64)> = Vec::new();
+        for (total, parts) in timings {
+            let rest = total - parts.iter().map(|p| p.1).sum::<f64>();
+            for (name, seconds) in parts.iter().map(|(n, s)| (n.as_str(), *s)).chain([(JUDGE_STAGE, rest.max(0.0))]) {
+                match stages.iter_mut().find(|(k, _)| k == name) {
+                    Some((_, sum)) => *sum += seconds,
+                    None => stages.push((name.to_string(), seconds)),
+                }
+            }
+        }
+        let stages_ms = Ordered(stages.into_iter().map(|(k, s)| (k, s * 1e3 / n as f64)).collect());
+        let sum = |keep: &dyn Fn(&str) -> bool| stages_ms.0.iter().filter(|(k, _)| keep(k)).map(|(_, v)| v).sum();
         Latency {
             n,
             p50_ms: percentile(&totals, 0.50),
             p95_ms: percentile(&totals, 0.95),
             p99_ms: percentile(&totals, 0.99),
-            mean_ms: mean(0),
-            embed_ms: mean(1),
-            search_ms: mean(2),
-            fuse_ms: mean(3),
+            mean_ms: totals.iter().sum::<f64>() / n as f64,
+            embed_ms: sum(&|k| k == "embed"),
+            search_ms: sum(&|k| k.starts_with("search ")),
+            fuse_ms: sum(&|k| k == "fuse"),
+            stages_ms,
         }
     }
 }

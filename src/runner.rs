@@ -516,7 +516,7 @@ pub fn run_with<'e>(
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
         });
         for row in &mut cell_rows {
-            row.latency = latency;
+            row.latency = latency.clone();
             row.engine_plan = plans.clone();
         }
         rows.extend(cell_rows);
@@ -1257,14 +1257,14 @@ impl Scoring<'_> {
         let pb = bar(progress, sample.len(), "latency");
         pb.set_message(run.cell.id.clone());
         let warm_up = sample.len().min(LATENCY_WARM_UP);
-        let mut timings: Vec<[f64; 4]> = Vec::with_capacity(sample.len());
+        let mut timings: Vec<(f64, Vec<(String, f64)>)> = Vec::with_capacity(sample.len());
         for &ci in sample[..warm_up].iter().chain(sample) {
             let mut timing = Timing::default();
             let started = Instant::now();
             if let Some(m) = run.model {
                 std::hint::black_box(embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?);
+                timing.add("embed", started.elapsed().as_secs_f64());
             }
-            let embed_s = started.elapsed().as_secs_f64();
             let r = self.retrieve(run, ci, scored_vector(ci), &mut timing)?;
             let total = started.elapsed().as_secs_f64();
             if r.depth != scored[ci].depth {
@@ -1274,7 +1274,7 @@ impl Scoring<'_> {
                 )));
             }
             std::hint::black_box(&r);
-            timings.push([total, embed_s, timing.search_s, timing.fuse_s]);
+            timings.push((total, timing.stages));
             pb.inc(1);
         }
         pb.finish_and_clear();

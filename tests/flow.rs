@@ -103,6 +103,8 @@ fn latest_and_id_prefixes_name_runs_and_a_run_remembers_its_models() {
         .success()
         .stdout(predicate::str::contains("cell c05"));
     bare(&["contexts", latest.to_str().unwrap(), "--cell", dense, "--k", "1"]).assert().success();
+    // A trailing slash (what a shell completes a link to a folder with) names the same run.
+    bare(&["contexts", &format!("{}/", latest.display()), "--cell", dense, "--k", "1"]).assert().success();
     assert!(!elsewhere.path().join("cache").exists(), "the run's cache was used, not a new one here");
     assert!(f.path().join("my-cache").is_dir());
 

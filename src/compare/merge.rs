@@ -243,7 +243,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
                     format!("cell {} has case lines of split {} but no row for it", cell.id, row.split.as_str()),
                 )
             })?;
-            row.latency = theirs.latency;
+            row.latency = theirs.latency.clone();
             row.cost = theirs.cost.clone();
             row.engine_plan = theirs.engine_plan.clone();
             if let Some((field, mine, theirs)) = first_difference(row, *theirs) {

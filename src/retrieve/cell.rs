@@ -26,11 +26,26 @@ pub struct CellRetriever<'a> {
     pub fusion: Option<(Fusion, usize)>,
 }
 
-/// Seconds spent in index searches and in fusion, added up over one call.
-#[derive(Debug, Clone, Copy, Default)]
+/// Seconds spent in each named stage of one call, in the order first met, added up over its
+/// searches: `search <source>` per ranking source, then `fuse`. A new kind of stage (a reranker)
+/// adds a name, not a field.
+#[derive(Debug, Clone, Default)]
 pub struct Timing {
-    pub search_s: f64,
-    pub fuse_s: f64,
+    pub stages: Vec<(String, f64)>,
+}
+
+impl Timing {
+    pub fn add(&mut self, stage: &str, seconds: f64) {
+        match self.stages.iter_mut().find(|(name, _)| name == stage) {
+            Some((_, s)) => *s += seconds,
+            None => self.stages.push((stage.to_string(), seconds)),
+        }
+    }
+}
+
+/// The stage name of a search of `source`.
+pub fn search_stage(source: &dyn RankingSource) -> String {
+    format!("search {}", source.identity())
 }
 
 impl<'a> CellRetriever<'a> {
@@ -100,20 +115,21 @@ impl<'a> CellRetriever<'a> {
         restrict: Option<&Restriction<'_>>,
         timing: &mut Timing,
     ) -> Result<Vec<Hit>> {
-        let t = Instant::now();
+        let mut timed = |source: &Arc<dyn RankingSource + 'a>, depth: usize| -> Result<Vec<Hit>> {
+            let t = Instant::now();
+            let hits = source.search(query, depth, restrict)?;
+            timing.add(&search_stage(&**source), t.elapsed().as_secs_f64());
+            Ok(hits)
+        };
         let Some((fusion, _)) = self.fusion.filter(|_| self.sources.len() > 1) else {
-            let hits = self.sources[0].search(query, depth, restrict)?;
-            timing.search_s += t.elapsed().as_secs_f64();
-            return Ok(hits);
+            return timed(&self.sources[0], depth);
         };
         let side_depth = self.side_depth(depth);
-        let lists: Vec<Vec<Hit>> =
-            self.sources.iter().map(|s| s.search(query, side_depth, restrict)).collect::<Result<_>>()?;
-        timing.search_s += t.elapsed().as_secs_f64();
+        let lists: Vec<Vec<Hit>> = self.sources.iter().map(|s| timed(s, side_depth)).collect::<Result<_>>()?;
         let t = Instant::now();
         let sided: Vec<(&[Hit], Side)> = lists.iter().zip(&self.sources).map(|(l, s)| (&l[..], s.side())).collect();
         let fused = fusion::fuse(&sided, fusion, depth);
-        timing.fuse_s += t.elapsed().as_secs_f64();
+        timing.add("fuse", t.elapsed().as_secs_f64());
         Ok(fused)
     }
 }

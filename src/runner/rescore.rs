@@ -113,7 +113,7 @@ pub fn rescore(
             aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
         for row in &mut cell_rows {
             if let Some(theirs) = written.iter().find(|w| w.split == row.split) {
-                row.latency = theirs.latency;
+                row.latency = theirs.latency.clone();
                 row.cost = theirs.cost.clone();
             }
         }
