@@ -441,7 +441,7 @@ fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageR
     if uses(EngineKind::Milvus) {
         let t = Instant::now();
         let (engine, note) =
-            MilvusEngine::start(&ctx.engines_dir.join("milvus"), Some(ctx.cache_dir), ctx.milvus_server.cloned())?;
+            MilvusEngine::start(&ctx.engines_dir.join("milvus"), ctx.cache_dir, ctx.milvus_server.cloned())?;
         let what = match ctx.milvus_server {
             Some(_) => "connected to the experiment's Milvus",
             None => "Milvus 2.3.5 standalone server started",

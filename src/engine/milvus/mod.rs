@@ -186,6 +186,12 @@ impl std::fmt::Debug for MilvusEndpoint {
 }
 
 impl MilvusEndpoint {
+    /// A client of the server, logged in with the token when there is one.
+    fn client(&self) -> Result<Client> {
+        let token = self.token.as_deref().map(|t| base64::engine::general_purpose::STANDARD.encode(t));
+        Client::connect(&self.url, token)
+    }
+
     /// Reads `http://host:port` (`https://` for TLS is not supported: say so).
     pub fn parse(url: &str) -> std::result::Result<String, String> {
         let rest = url.strip_prefix("http://").ok_or_else(|| {
@@ -267,10 +273,7 @@ pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
             ))
         }
         Some(endpoint) => {
-            let client = Client::connect(
-                &endpoint.url,
-                endpoint.token.as_deref().map(|t| base64::engine::general_purpose::STANDARD.encode(t)),
-            )?;
+            let client = endpoint.client()?;
             let version: proto::GetVersionResponse = client.call("GetVersion", proto::Empty {})?;
             client.healthy()?;
             Ok(format!(
@@ -282,28 +285,20 @@ pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
 }
 
 impl MilvusEngine {
-    /// Starts a server from `install`, its data in `cache` when given, or connects to `own`;
-    /// returns a note when the cache could not be used.
-    pub fn start(
-        install: &Path,
-        cache: Option<&Path>,
-        own: Option<MilvusEndpoint>,
-    ) -> Result<(MilvusEngine, Option<String>)> {
+    /// Starts a server from `install`, its data in the stage cache `cache`, or connects to
+    /// `own`; returns a note when the cache could not be used.
+    pub fn start(install: &Path, cache: &Path, own: Option<MilvusEndpoint>) -> Result<(MilvusEngine, Option<String>)> {
         match own {
             Some(endpoint) => {
-                let token = endpoint.token.as_deref().map(|t| base64::engine::general_purpose::STANDARD.encode(t));
-                let client = Client::connect(&endpoint.url, token)?;
+                let client = endpoint.client()?;
                 client.healthy()?;
                 let server = blake3::hash(endpoint.url.as_bytes()).to_hex();
-                let records = match cache {
-                    Some(cache) => cache.join("milvus-servers").join(&server[..16]),
-                    None => std::env::temp_dir().join(format!("ragsweep-milvus-records-{}", std::process::id())),
-                };
+                let records = cache.join("milvus-servers").join(&server[..16]);
                 std::fs::create_dir_all(&records).map_err(|e| Error::io(&records, e))?;
                 Ok((MilvusEngine { client, records, _server: None }, None))
             }
             None => {
-                let (server, note) = MilvusServer::start_cached(install, cache)?;
+                let (server, note) = MilvusServer::start_cached(install, Some(cache))?;
                 let url = format!("http://127.0.0.1:{}", server.port);
                 let client = Client::connect(&url, Some(basic_token("root", &server.password)))?;
                 let records = server.data.join("ragsweep-builds");
@@ -383,7 +378,7 @@ impl MilvusEngine {
         Ok(collection)
     }
 
-    /// Builds collection `b_…` of alias `name`: created, loaded with the rows, flushed and
+    /// Builds collection `b_…` of alias `alias`: created, filled with the rows, flushed and
     /// indexed; the alias is made last, so it names only a finished build.
     fn build(
         &self,
