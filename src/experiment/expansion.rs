@@ -1,0 +1,158 @@
+//! Grid expansion: a `[[chunkers]]` or `[[retrievers]]` table whose array values are axes becomes
+//! one combination per point of their product, each value keeping where it was written, and
+//! the typed readers of one value (integer, float, choice, flag) that point their errors there.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use toml::Value;
+
+use super::schema::GridTable;
+use crate::error::{Error, Location, Result};
+
+/// One combination of a grid table's axes: parameter name → (value, where it was written).
+pub(super) struct Combo<'a> {
+    pub(super) values: BTreeMap<&'a str, (&'a Value, Range<usize>)>,
+    pub(super) kind: (&'a str, Range<usize>),
+}
+
+impl Combo<'_> {
+    pub(super) fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
+        self.values.get(key).map(|(v, s)| (*v, s.clone()))
+    }
+}
+
+pub(super) type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
+
+pub(super) fn expand_all<T>(
+    tables: &[GridTable],
+    section: &str,
+    text: &str,
+    path: &Path,
+    build: Builder<T>,
+) -> Result<Vec<T>> {
+    let bad = |span: Range<usize>, msg: String| Error::input(Location::at_offset(path, text, span.start), msg);
+    if tables.is_empty() {
+        return Err(Error::input(Location::file(path), format!("declare at least one [[{section}]] table")));
+    }
+    let mut out = Vec::new();
+    for table in tables {
+        let table_start = table.keys().map(|k| k.span().start).min().unwrap_or(0);
+        let table_span = table_start..table_start;
+        let kind = table
+            .iter()
+            .find(|(k, _)| k.get_ref() == "kind")
+            .ok_or_else(|| bad(table_span.clone(), format!("a [[{section}]] table needs `kind`")))?;
+        let kind_str = kind.1.get_ref().as_str().ok_or_else(|| bad(kind.1.span(), "`kind` must be a string".into()))?;
+        let mut axes: Vec<(&str, Vec<&Value>, Range<usize>)> = Vec::new();
+        for (key, value) in table.iter().filter(|(k, _)| k.get_ref() != "kind") {
+            let values: Vec<&Value> = match value.get_ref() {
+                Value::Array(items) if items.is_empty() => {
+                    return Err(bad(value.span(), format!("`{}` is an empty list", key.get_ref())))
+                }
+                Value::Array(items) => items.iter().collect(),
+                v => vec![v],
+            };
+            axes.push((key.get_ref().as_str(), values, value.span()));
+        }
+        let mut combos: Vec<BTreeMap<&str, (&Value, Range<usize>)>> = vec![BTreeMap::new()];
+        for (key, values, span) in &axes {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.insert(*key, (*v, span.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for values in combos {
+            let combo = Combo { values, kind: (kind_str, kind.1.span()) };
+            out.push(build(&combo, &bad)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that the combo only uses `allowed` keys.
+pub(super) fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
+    for (key, (_, span)) in &combo.values {
+        if !allowed.contains(key) {
+            return Err(bad(
+                span.clone(),
+                format!(
+                    "unknown parameter `{key}` for kind {:?} (expected one of: {})",
+                    combo.kind.0,
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn int(
+    combo: &Combo<'_>,
+    key: &str,
+    default: Option<usize>,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<usize> {
+    match combo.get(key) {
+        Some((Value::Integer(i), _)) if *i >= 0 => Ok(*i as usize),
+        Some((v, span)) => Err(bad(
+            span,
+            format!("`{key}` must be a non-negative integer (or a list of them), found {}", v.type_str()),
+        )),
+        None => default.ok_or_else(|| bad(combo.kind.1.clone(), format!("kind {:?} needs `{key}`", combo.kind.0))),
+    }
+}
+
+pub(super) fn float(
+    combo: &Combo<'_>,
+    key: &str,
+    default: f64,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<f64> {
+    match combo.get(key) {
+        Some((Value::Float(f), span)) if !f.is_finite() => {
+            Err(bad(span, format!("`{key}` must be a finite number, found {f}")))
+        }
+        Some((Value::Float(f), _)) => Ok(*f),
+        Some((Value::Integer(i), _)) => Ok(*i as f64),
+        Some((v, span)) => {
+            Err(bad(span, format!("`{key}` must be a number (or a list of them), found {}", v.type_str())))
+        }
+        None => Ok(default),
+    }
+}
+
+/// One of a fixed set of named values, `default` when absent.
+pub(super) fn choice<T: Copy>(
+    combo: &Combo<'_>,
+    key: &str,
+    default: T,
+    options: &[(&str, T)],
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<T> {
+    let names = || options.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+    match combo.get(key) {
+        None => Ok(default),
+        Some((Value::String(s), span)) => options
+            .iter()
+            .find(|(n, _)| n == s)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| bad(span, format!("unknown {key} {s:?} (expected {})", names()))),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be one of {}, found {}", names(), v.type_str()))),
+    }
+}
+
+pub(super) fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
+    match combo.get(key) {
+        Some((Value::Boolean(b), _)) => Ok(*b),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be true or false, found {}", v.type_str()))),
+        None => Ok(false),
+    }
+}
