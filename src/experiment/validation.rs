@@ -174,10 +174,7 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
 
 /// pgvector's HNSW `m`, `ef_construction` and `ef_search` (hnswlib's defaults when absent),
 /// within the ranges pgvector accepts.
-fn pg_hnsw_params(
-    combo: &Combo<'_>,
-    bad: &dyn Fn(Range<usize>, String) -> Error,
-) -> Result<(usize, usize, usize)> {
+fn pg_hnsw_params(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<(usize, usize, usize)> {
     let (m, efc, ef) = HNSW_DEFAULTS;
     let (m, efc, ef) = (
         int(combo, "m", Some(m), bad)?,

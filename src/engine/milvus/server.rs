@@ -220,7 +220,11 @@ impl MilvusServer {
             rendered.replacen(embed, &format!("\n  config:\n    path: {}{embed}", etcd_config.display()), 1);
         // A stop ends within seconds, and a restart waits at most 10 s for the sessions of a
         // server that was killed (30 s and 30 min by default).
-        for (from, to) in [("gracefulStopTimeout: 1800", "gracefulStopTimeout: 5"), ("    ttl: 30 ", "    ttl: 10 ")] {
+        for (from, to) in [
+            ("gracefulStopTimeout: 1800", "gracefulStopTimeout: 20"),
+            ("    ttl: 30 ", "    ttl: 10 "),
+            ("\nqueryNode:\n", "\nqueryNode:\n  gracefulStopTimeout: 1\n"),
+        ] {
             if !rendered.contains(from) {
                 return Err(fail(format!("Milvus's configuration template has no {from:?}")));
             }
