@@ -76,12 +76,7 @@ pub enum IndexSpec {
     },
 }
 
-/// The serving engines an index can live in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EngineKind {
-    Pg,
-    Milvus,
-}
+pub use crate::vocab::EngineKind;
 
 impl IndexSpec {
     /// The serving engine that holds the index; `None` in process.

@@ -26,7 +26,7 @@ use crate::results::{
     CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Ordered, Parity, Row, SliceRow, StageReport,
 };
 use crate::retrieve::access::{self, Access};
-use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Timing};
+use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Stage, Timing};
 use crate::retrieve::Allowed;
 use crate::stages::build::{self, BuildContext};
 use crate::stages::cache::StageCache;
@@ -1263,7 +1263,7 @@ impl Scoring<'_> {
             let started = Instant::now();
             if let Some(m) = run.model {
                 std::hint::black_box(embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?);
-                timing.add("embed", started.elapsed().as_secs_f64());
+                timing.add(Stage::Embed, started.elapsed().as_secs_f64());
             }
             let r = self.retrieve(run, ci, scored_vector(ci), &mut timing)?;
             let total = started.elapsed().as_secs_f64();
@@ -1274,7 +1274,8 @@ impl Scoring<'_> {
                 )));
             }
             std::hint::black_box(&r);
-            timings.push((total, timing.stages));
+            // Named after the call: the timed window holds no formatting.
+            timings.push((total, timing.stages.into_iter().map(|(st, s)| (st.name(&run.retriever), s)).collect()));
             pb.inc(1);
         }
         pb.finish_and_clear();

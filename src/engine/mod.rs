@@ -26,6 +26,34 @@ pub fn default_dir() -> PathBuf {
 /// cannot name it (`input::access_key::RESERVED_GROUP_PREFIX`).
 pub const PUBLIC: &str = "ragsweep:public";
 
+/// Each chunk's ACL: its document's groups, `None` for a public document.
+pub type ChunkAcl<'a> = &'a (dyn Fn(usize) -> Option<&'a [String]> + Sync);
+
+/// The groups an engine stores for a chunk: its document's, or [`PUBLIC`].
+pub fn stored_groups(acl: Option<&[String]>) -> Vec<String> {
+    acl.map_or_else(|| vec![PUBLIC.to_string()], <[String]>::to_vec)
+}
+
+/// The groups a restricted search asks for: the user's, and [`PUBLIC`].
+pub fn asked_groups<'a>(restrict: &crate::retrieve::source::Restriction<'a>) -> Vec<&'a str> {
+    restrict.groups.iter().map(String::as_str).chain([PUBLIC]).collect()
+}
+
+/// Takes the lock of an engine's cache folder `folder` (created the first time); `None` when
+/// another run holds it. The lock is held while the returned file is open.
+pub(crate) fn lock_folder(folder: &std::path::Path) -> crate::error::Result<Option<std::fs::File>> {
+    use crate::error::Error;
+    std::fs::create_dir_all(folder).map_err(|e| Error::io(folder, e))?;
+    let path = folder.join("lock");
+    let lock = std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+    Ok(lock.try_lock().is_ok().then_some(lock))
+}
+
+/// Whether process `pid` is alive.
+pub(crate) fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 static INTERRUPT_HANDLER: std::sync::Once = std::sync::Once::new();
 
 /// On Ctrl-C, stops every server this process started (PostgreSQL, Milvus), then exits 130.

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use crate::engine::alive;
 use crate::engine::connect::{Address, Endpoint, Scram};
 use crate::error::{Error, Result};
 
@@ -137,11 +138,6 @@ fn stop(r: &Running) {
     let _ = std::fs::remove_dir_all(&r.dir);
 }
 
-/// Whether process `pid` is alive.
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// The live postmaster of data folder `data`, from its `postmaster.pid`.
 fn live_postmaster(data: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(data.join("postmaster.pid")).ok()?;
@@ -212,16 +208,13 @@ impl PgServer {
     pub fn start_cached(install: &Path, cache: Option<&Path>) -> Result<(PgServer, Option<String>)> {
         let Some(cache) = cache else { return Ok((PgServer::start(install)?, None)) };
         let folder = cache.join("pg");
-        std::fs::create_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
-        let lock_path = folder.join("lock");
-        let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
-        if lock.try_lock().is_err() {
+        let Some(lock) = super::lock_folder(&folder)? else {
             let note = format!(
                 "the engine cache {} is in use by another run: tables built in a private server",
                 folder.display()
             );
             return Ok((PgServer::start(install)?, Some(note)));
-        }
+        };
         let run_as = is_root().then(|| "nobody".to_string());
         let data = folder.join("data-18");
         // We hold the cache's lock, so a server running on its data folder was left by a run
@@ -253,8 +246,8 @@ impl PgServer {
             Err(first) => {
                 // A data folder that does not start is rebuilt, never half used.
                 let _ = std::fs::remove_dir_all(&data);
-                let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
-                lock.try_lock().map_err(|_| fail(format!("{} is locked", lock_path.display())))?;
+                let lock = super::lock_folder(&folder)?
+                    .ok_or_else(|| fail(format!("{} is locked", folder.join("lock").display())))?;
                 let server = PgServer::start_in(install, Some(data), Some(lock))?;
                 Ok((server, Some(format!("the engine cache did not start ({first}): emptied and rebuilt"))))
             }
@@ -663,8 +656,8 @@ pub fn vector_literal(v: &[f32]) -> String {
 
 /// A `text[]` value in PostgreSQL's array syntax (`{"a","b"}`), every element quoted and
 /// escaped for that syntax: a parameter value, never SQL text.
-pub fn text_array_value(items: &[String]) -> String {
+pub fn text_array_value<S: AsRef<str>>(items: &[S]) -> String {
     let inner: Vec<String> =
-        items.iter().map(|g| format!("\"{}\"", g.replace('\\', "\\\\").replace('"', "\\\""))).collect();
+        items.iter().map(|g| format!("\"{}\"", g.as_ref().replace('\\', "\\\\").replace('"', "\\\""))).collect();
     format!("{{{}}}", inner.join(","))
 }

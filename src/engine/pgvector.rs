@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, text_array_value, vector_literal, PgConn, PgServer};
-use crate::engine::PUBLIC;
+use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -75,9 +75,6 @@ pub struct PgTable {
     pub reused: bool,
 }
 
-/// Each chunk's ACL as the table stores it: its document's groups, or [`PUBLIC`].
-pub type ChunkAcl<'a> = &'a (dyn Fn(usize) -> Option<&'a [String]> + Sync);
-
 /// A value as a column of `COPY … FROM STDIN` (text format): backslashes, tabs and line breaks
 /// escaped, NUL dropped.
 fn copy_field(value: &str) -> String {
@@ -86,11 +83,7 @@ fn copy_field(value: &str) -> String {
 
 /// A chunk's ACL as a `text[]` literal for `COPY`.
 fn acl_literal(acl: Option<&[String]>) -> String {
-    let groups: Vec<String> = match acl {
-        None => vec![PUBLIC.to_string()],
-        Some(g) => g.to_vec(),
-    };
-    copy_field(&text_array_value(&groups))
+    copy_field(&text_array_value(&stored_groups(acl)))
 }
 
 fn text_config(analyzer: crate::analyze::AnalyzerKind) -> &'static str {
@@ -104,9 +97,7 @@ fn text_config(analyzer: crate::analyze::AnalyzerKind) -> &'static str {
 /// The user's groups and the public marker, as the `text[]` parameter of a restricted search
 /// (`acl && $n::text[]`).
 fn acl_groups(restrict: &Restriction<'_>) -> String {
-    let mut groups = restrict.groups.to_vec();
-    groups.push(PUBLIC.to_string());
-    text_array_value(&groups)
+    text_array_value(&asked_groups(restrict))
 }
 
 /// What `validate` says of the engine, without starting a server or writing to the user's:

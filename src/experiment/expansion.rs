@@ -21,6 +21,11 @@ impl Combo<'_> {
     pub(super) fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
         self.values.get(key).map(|(v, s)| (*v, s.clone()))
     }
+
+    /// Where `key` is written, or the table's `kind` when it is not.
+    pub(super) fn span_of(&self, key: &str) -> Range<usize> {
+        self.get(key).map_or(self.kind.1.clone(), |g| g.1)
+    }
 }
 
 pub(super) type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
@@ -78,6 +83,19 @@ pub(super) fn expand_all<T>(
 }
 
 /// Checks that the combo only uses `allowed` keys.
+/// An error at the first of `keys` given, as "`key` {why}".
+pub(super) fn forbid(
+    combo: &Combo<'_>,
+    keys: &[&str],
+    why: &str,
+    bad: &dyn Fn(Range<usize>, String) -> Error,
+) -> Result<()> {
+    match keys.iter().find_map(|key| combo.get(key).map(|(_, span)| (key, span))) {
+        Some((key, span)) => Err(bad(span, format!("`{key}` {why}"))),
+        None => Ok(()),
+    }
+}
+
 pub(super) fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
     for (key, (_, span)) in &combo.values {
         if !allowed.contains(key) {

@@ -605,39 +605,31 @@ impl Experiment {
         let base = path.parent().unwrap_or(Path::new("."));
         let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
         let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
+        // The name of the environment variable a secret is read from.
+        let variable = |var: &Option<Spanned<String>>, key: &str| -> Result<Option<String>> {
+            match var {
+                Some(v) if v.get_ref().is_empty() || v.get_ref().contains('=') => {
+                    Err(bad(v.span(), format!("`{key}` names an environment variable")))
+                }
+                v => Ok(v.as_ref().map(|v| v.get_ref().clone())),
+            }
+        };
         let pg_server = match &raw.engines.pg {
             None => None,
-            Some(pg) => {
-                let endpoint =
-                    crate::engine::connect::Endpoint::parse(pg.url.get_ref()).map_err(|e| bad(pg.url.span(), e))?;
-                if let Some(var) = &pg.password_env {
-                    if var.get_ref().is_empty() || var.get_ref().contains('=') {
-                        return Err(bad(var.span(), "`password_env` names an environment variable".into()));
-                    }
-                }
-                Some(PgServerSpec {
-                    endpoint,
-                    password_env: pg.password_env.as_ref().map(|v| v.get_ref().clone()),
-                    at: at(pg.url.span()),
-                })
-            }
+            Some(pg) => Some(PgServerSpec {
+                endpoint: crate::engine::connect::Endpoint::parse(pg.url.get_ref())
+                    .map_err(|e| bad(pg.url.span(), e))?,
+                password_env: variable(&pg.password_env, "password_env")?,
+                at: at(pg.url.span()),
+            }),
         };
         let milvus_server = match &raw.engines.milvus {
             None => None,
-            Some(m) => {
-                let url =
-                    crate::engine::milvus::MilvusEndpoint::parse(m.url.get_ref()).map_err(|e| bad(m.url.span(), e))?;
-                if let Some(var) = &m.token_env {
-                    if var.get_ref().is_empty() || var.get_ref().contains('=') {
-                        return Err(bad(var.span(), "`token_env` names an environment variable".into()));
-                    }
-                }
-                Some(MilvusServerSpec {
-                    url,
-                    token_env: m.token_env.as_ref().map(|v| v.get_ref().clone()),
-                    at: at(m.url.span()),
-                })
-            }
+            Some(m) => Some(MilvusServerSpec {
+                url: crate::engine::milvus::MilvusEndpoint::parse(m.url.get_ref()).map_err(|e| bad(m.url.span(), e))?,
+                token_env: variable(&m.token_env, "token_env")?,
+                at: at(m.url.span()),
+            }),
         };
         let filters = match &raw.filter {
             None => vec![Filter::None],

@@ -8,12 +8,13 @@ use toml::Value;
 
 use crate::analyze::AnalyzerKind;
 use crate::error::{Error, Result};
+use crate::vocab::EngineKind;
 use crate::vocab::{Bm25Params, ChunkerKind, ChunkerSpec, Fusion, Norm};
 use crate::vocab::{
     DenseIndex, DenseSpec, IterativeScan, LexicalSpec, MilvusIndex, PgVectorIndex, RetrieverSpec, Terms,
 };
 
-use super::expansion::{boolean, choice, float, int, only, Combo};
+use super::expansion::{boolean, choice, float, forbid, int, only, Combo};
 use super::{Abstain, HNSW_DEFAULTS, HYBRID_CANDIDATES};
 
 pub(super) fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<ChunkerSpec> {
@@ -82,20 +83,13 @@ fn analyzer_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
     )
 }
 
-/// What serves a retriever: ragsweep in process (the default) or a serving engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EngineChoice {
-    InProcess,
-    Pg,
-    Milvus,
-}
-
-fn engine_of(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<EngineChoice> {
+/// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).
+fn engine_of(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<Option<EngineKind>> {
     choice(
         combo,
         "engine",
-        EngineChoice::InProcess,
-        &[("in_process", EngineChoice::InProcess), ("pg", EngineChoice::Pg), ("milvus", EngineChoice::Milvus)],
+        None,
+        &[("in_process", None), ("pg", Some(EngineKind::Pg)), ("milvus", Some(EngineKind::Milvus))],
         bad,
     )
 }
@@ -130,15 +124,11 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
         }
     };
     match engine_of(combo, bad)? {
-        EngineChoice::Pg => return Ok(DenseSpec { model, index: pg_dense_from(combo, bad)? }),
-        EngineChoice::Milvus => return Ok(DenseSpec { model, index: milvus_dense_from(combo, bad)? }),
-        EngineChoice::InProcess => {}
+        Some(EngineKind::Pg) => return Ok(DenseSpec { model, index: pg_dense_from(combo, bad)? }),
+        Some(EngineKind::Milvus) => return Ok(DenseSpec { model, index: milvus_dense_from(combo, bad)? }),
+        None => {}
     }
-    for key in ["lists", "probes", "iterative_scan", "force_index"] {
-        if let Some((_, span)) = combo.get(key) {
-            return Err(bad(span, format!("`{key}` is a pgvector setting: it needs engine = \"pg\"")));
-        }
-    }
+    forbid(combo, &["lists", "probes", "iterative_scan", "force_index"], PGVECTOR_ONLY, bad)?;
     let index_span = combo.get("index").map(|i| i.1);
     let hnsw = choice(combo, "index", false, &[("exact", false), ("hnsw", true), ("ivfflat", false)], bad)?;
     if matches!(combo.get("index"), Some((Value::String(s), _)) if s == "ivfflat") {
@@ -148,20 +138,13 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
         ));
     }
     let index = if !hnsw {
-        for key in ["m", "ef_construction", "ef_search"] {
-            if let Some((_, span)) = combo.get(key) {
-                return Err(bad(span, format!("`{key}` only applies to index = \"hnsw\"")));
-            }
-        }
+        forbid(combo, &HNSW_KEYS, "only applies to index = \"hnsw\"", bad)?;
         DenseIndex::Exact
     } else {
         let (m, efc, ef) = HNSW_DEFAULTS;
         let m = int(combo, "m", Some(m), bad)?;
         if !(2..=255).contains(&m) {
-            return Err(bad(
-                combo.get("m").map_or(combo.kind.1.clone(), |g| g.1),
-                "`m` must be between 2 and 255".into(),
-            ));
+            return Err(bad(combo.span_of("m"), "`m` must be between 2 and 255".into()));
         }
         DenseIndex::Hnsw {
             m,
@@ -175,13 +158,8 @@ fn dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) ->
 /// pgvector's HNSW `m`, `ef_construction` and `ef_search` (hnswlib's defaults when absent),
 /// within the ranges pgvector accepts.
 fn pg_hnsw_params(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<(usize, usize, usize)> {
-    let (m, efc, ef) = HNSW_DEFAULTS;
-    let (m, efc, ef) = (
-        int(combo, "m", Some(m), bad)?,
-        int(combo, "ef_construction", Some(efc), bad)?,
-        int(combo, "ef_search", Some(ef), bad)?,
-    );
-    let at = |key: &str| combo.get(key).map_or(combo.kind.1.clone(), |g| g.1);
+    let (m, efc, ef) = hnsw_params(combo, bad)?;
+    let at = |key: &str| combo.span_of(key);
     if !(2..=100).contains(&m) {
         return Err(bad(at("m"), "pgvector's `m` must be between 2 and 100".into()));
     }
@@ -195,6 +173,21 @@ fn pg_hnsw_params(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error
         return Err(bad(at("ef_search"), "pgvector's `ef_search` must be between 1 and 1000".into()));
     }
     Ok((m, efc, ef))
+}
+
+/// The keys of an HNSW index, and the message of a pgvector key outside engine = "pg".
+const HNSW_KEYS: [&str; 3] = ["m", "ef_construction", "ef_search"];
+const PGVECTOR_ONLY: &str = "is a pgvector setting: it needs engine = \"pg\"";
+
+/// An HNSW index's `m`, `ef_construction` and `ef_search`, hnswlib's defaults when absent; each
+/// engine checks its own ranges.
+fn hnsw_params(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<(usize, usize, usize)> {
+    let (m, efc, ef) = HNSW_DEFAULTS;
+    Ok((
+        int(combo, "m", Some(m), bad)?,
+        int(combo, "ef_construction", Some(efc), bad)?,
+        int(combo, "ef_search", Some(ef), bad)?,
+    ))
 }
 
 /// A Milvus index and its search parameter: `flat` (the default), `hnsw` (`m`,
@@ -213,41 +206,28 @@ fn milvus_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Er
         &[("flat", Kind::Flat), ("hnsw", Kind::Hnsw), ("ivf_flat", Kind::IvfFlat)],
         bad,
     )?;
-    let forbid = |keys: &[&str], why: &str| -> Result<()> {
-        for key in keys {
-            if let Some((_, span)) = combo.get(key) {
-                return Err(bad(span, format!("`{key}` {why}")));
-            }
-        }
-        Ok(())
-    };
-    forbid(&["iterative_scan", "force_index"], "is a pgvector setting: it needs engine = \"pg\"")?;
-    let at = |key: &str| combo.get(key).map_or(combo.kind.1.clone(), |g| g.1);
+    let forbid = |keys: &[&str], why: &str| forbid(combo, keys, why, bad);
+    forbid(&["iterative_scan", "force_index"], PGVECTOR_ONLY)?;
     let index = match kind {
         Kind::Flat => {
-            forbid(&["m", "ef_construction", "ef_search"], "only applies to index = \"hnsw\"")?;
+            forbid(&HNSW_KEYS, "only applies to index = \"hnsw\"")?;
             forbid(&["lists", "probes"], "only applies to index = \"ivf_flat\"")?;
             MilvusIndex::Flat
         }
         Kind::Hnsw => {
             forbid(&["lists", "probes"], "only applies to index = \"ivf_flat\"")?;
-            let (m, efc, ef) = HNSW_DEFAULTS;
-            let (m, ef_construction, ef_search) = (
-                int(combo, "m", Some(m), bad)?,
-                int(combo, "ef_construction", Some(efc), bad)?,
-                int(combo, "ef_search", Some(ef), bad)?,
-            );
+            let (m, ef_construction, ef_search) = hnsw_params(combo, bad)?;
             if !(2..=2048).contains(&m) {
-                return Err(bad(at("m"), "Milvus's HNSW `m` must be between 2 and 2048".into()));
+                return Err(bad(combo.span_of("m"), "Milvus's HNSW `m` must be between 2 and 2048".into()));
             }
             if ef_construction == 0 || ef_search == 0 {
                 let key = if ef_construction == 0 { "ef_construction" } else { "ef_search" };
-                return Err(bad(at(key), format!("`{key}` must be at least 1")));
+                return Err(bad(combo.span_of(key), format!("`{key}` must be at least 1")));
             }
             MilvusIndex::Hnsw { m, ef_construction, ef_search }
         }
         Kind::IvfFlat => {
-            forbid(&["m", "ef_construction", "ef_search"], "only applies to index = \"hnsw\"")?;
+            forbid(&HNSW_KEYS, "only applies to index = \"hnsw\"")?;
             let lists = int(combo, "lists", Some(128), bad)?;
             let probes = int(combo, "probes", Some(8), bad)?;
             if !(1..=65_536).contains(&lists) || probes == 0 || probes > lists {
@@ -275,14 +255,8 @@ fn pg_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
         &[("exact", Kind::Exact), ("hnsw", Kind::Hnsw), ("ivfflat", Kind::Ivfflat)],
         bad,
     )?;
-    let only_for = |keys: &[&str], index: &str| -> Result<()> {
-        for key in keys {
-            if let Some((_, span)) = combo.get(key) {
-                return Err(bad(span, format!("`{key}` only applies to index = \"{index}\"")));
-            }
-        }
-        Ok(())
-    };
+    let only_for =
+        |keys: &[&str], index: &str| forbid(combo, keys, &format!("only applies to index = \"{index}\""), bad);
     let iterative_scan = choice(
         combo,
         "iterative_scan",
@@ -296,13 +270,9 @@ fn pg_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
     )?;
     let index = match kind {
         Kind::Exact => {
-            only_for(&["m", "ef_construction", "ef_search"], "hnsw")?;
+            only_for(&HNSW_KEYS, "hnsw")?;
             only_for(&["lists", "probes"], "ivfflat")?;
-            for key in ["iterative_scan", "force_index"] {
-                if let Some((_, span)) = combo.get(key) {
-                    return Err(bad(span, format!("`{key}` applies to an hnsw or ivfflat index")));
-                }
-            }
+            forbid(combo, &["iterative_scan", "force_index"], "applies to an hnsw or ivfflat index", bad)?;
             PgVectorIndex::Exact
         }
         Kind::Hnsw => {
@@ -311,7 +281,7 @@ fn pg_dense_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error)
             PgVectorIndex::Hnsw { m, ef_construction, ef_search }
         }
         Kind::Ivfflat => {
-            only_for(&["m", "ef_construction", "ef_search"], "hnsw")?;
+            only_for(&HNSW_KEYS, "hnsw")?;
             if iterative_scan == IterativeScan::StrictOrder {
                 let span = combo.get("iterative_scan").expect("given").1;
                 return Err(bad(
@@ -337,14 +307,8 @@ fn fusion_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -
         Some((v, span)) => return Err(bad(span, format!("`fusion` must be a string, found {}", v.type_str()))),
         None => return Err(bad(combo.kind.1.clone(), "kind \"hybrid\" needs `fusion` (rrf, convex or dbsf)".into())),
     };
-    let forbid = |keys: &[&str]| -> Result<()> {
-        for key in keys {
-            if let Some((_, span)) = combo.get(key) {
-                return Err(bad(span, format!("`{key}` does not apply to fusion = {method:?}")));
-            }
-        }
-        Ok(())
-    };
+    let why = format!("does not apply to fusion = {method:?}");
+    let forbid = |keys: &[&str]| forbid(combo, keys, &why, bad);
     Ok(match method {
         "rrf" => {
             forbid(&["alpha", "norm"])?;
@@ -402,7 +366,7 @@ pub(super) fn retriever_cell_from(
 
 fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<RetrieverSpec> {
     let engine = engine_of(combo, bad)?;
-    if engine == EngineChoice::Milvus && combo.kind.0 != "dense" {
+    if engine == Some(EngineKind::Milvus) && combo.kind.0 != "dense" {
         let span = combo.get("engine").expect("given").1;
         return Err(bad(
             span,
@@ -412,7 +376,7 @@ fn retriever_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error
             ),
         ));
     }
-    let pg = engine == EngineChoice::Pg;
+    let pg = engine == Some(EngineKind::Pg);
     fn with_engine<'k>(keys: &[&'k str]) -> Vec<&'k str> {
         let mut all = vec!["engine"];
         all.extend_from_slice(keys);

@@ -26,26 +26,40 @@ pub struct CellRetriever<'a> {
     pub fusion: Option<(Fusion, usize)>,
 }
 
-/// Seconds spent in each named stage of one call, in the order first met, added up over its
-/// searches: `search <source>` per ranking source, then `fuse`. A new kind of stage (a reranker)
-/// adds a name, not a field.
-#[derive(Debug, Clone, Default)]
-pub struct Timing {
-    pub stages: Vec<(String, f64)>,
+/// A stage of one retrieval call. A new kind of stage (a reranker) adds a variant, not a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Embedding the question.
+    Embed,
+    /// The search of the retriever's source at this position.
+    Search(usize),
+    Fuse,
 }
 
-impl Timing {
-    pub fn add(&mut self, stage: &str, seconds: f64) {
-        match self.stages.iter_mut().find(|(name, _)| name == stage) {
-            Some((_, s)) => *s += seconds,
-            None => self.stages.push((stage.to_string(), seconds)),
+impl Stage {
+    /// The stage's name in the results: `embed`, `search <source identity>`, `fuse`.
+    pub fn name(self, retriever: &CellRetriever<'_>) -> String {
+        match self {
+            Stage::Embed => "embed".into(),
+            Stage::Search(i) => format!("search {}", retriever.sources[i].identity()),
+            Stage::Fuse => "fuse".into(),
         }
     }
 }
 
-/// The stage name of a search of `source`.
-pub fn search_stage(source: &dyn RankingSource) -> String {
-    format!("search {}", source.identity())
+/// Seconds spent in each stage of one call, in the order first met, added up over its searches.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    pub stages: Vec<(Stage, f64)>,
+}
+
+impl Timing {
+    pub fn add(&mut self, stage: Stage, seconds: f64) {
+        match self.stages.iter_mut().find(|(s, _)| *s == stage) {
+            Some((_, total)) => *total += seconds,
+            None => self.stages.push((stage, seconds)),
+        }
+    }
 }
 
 impl<'a> CellRetriever<'a> {
@@ -115,21 +129,21 @@ impl<'a> CellRetriever<'a> {
         restrict: Option<&Restriction<'_>>,
         timing: &mut Timing,
     ) -> Result<Vec<Hit>> {
-        let mut timed = |source: &Arc<dyn RankingSource + 'a>, depth: usize| -> Result<Vec<Hit>> {
+        let mut timed = |i: usize, depth: usize| -> Result<Vec<Hit>> {
             let t = Instant::now();
-            let hits = source.search(query, depth, restrict)?;
-            timing.add(&search_stage(&**source), t.elapsed().as_secs_f64());
+            let hits = self.sources[i].search(query, depth, restrict)?;
+            timing.add(Stage::Search(i), t.elapsed().as_secs_f64());
             Ok(hits)
         };
         let Some((fusion, _)) = self.fusion.filter(|_| self.sources.len() > 1) else {
-            return timed(&self.sources[0], depth);
+            return timed(0, depth);
         };
         let side_depth = self.side_depth(depth);
-        let lists: Vec<Vec<Hit>> = self.sources.iter().map(|s| timed(s, side_depth)).collect::<Result<_>>()?;
+        let lists: Vec<Vec<Hit>> = (0..self.sources.len()).map(|i| timed(i, side_depth)).collect::<Result<_>>()?;
         let t = Instant::now();
         let sided: Vec<(&[Hit], Side)> = lists.iter().zip(&self.sources).map(|(l, s)| (&l[..], s.side())).collect();
         let fused = fusion::fuse(&sided, fusion, depth);
-        timing.add("fuse", t.elapsed().as_secs_f64());
+        timing.add(Stage::Fuse, t.elapsed().as_secs_f64());
         Ok(fused)
     }
 }

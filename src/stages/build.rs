@@ -452,9 +452,9 @@ fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageR
     Ok(engines)
 }
 
-/// An engine table's build as a cache record: reused or built, and what building it cost.
-fn engine_record(table: &PgTable) -> Cached<()> {
-    Cached { value: (), build: cache::BuildRecord { seconds: table.build_seconds }, reused: table.reused }
+/// An engine table's or collection's build as a cache record: reused or built, and what building it cost.
+fn engine_record(build_seconds: f64, reused: bool) -> Cached<()> {
+    Cached { value: (), build: cache::BuildRecord { seconds: build_seconds }, reused }
 }
 
 /// Every planned index, from the stage cache when its content was built before. Exact
@@ -555,7 +555,7 @@ fn index_stage(
                     let acl = |i: usize| acl[i];
                     let engine = engine.expect("started above");
                     let table = engine.vector_table(&key[..24], vectors, dim, &acl, build)?;
-                    let record = engine_record(&table);
+                    let record = engine_record(table.build_seconds, table.reused);
                     (BuiltIndex::PgVector { table, exact: exact(embedding), build }, Some(record))
                 }
                 IndexSpec::PgText { chunks, analyzer } => {
@@ -568,7 +568,7 @@ fn index_stage(
                     let acl = &acls[chunks.0];
                     let acl = |i: usize| acl[i];
                     let table = engine.expect("started above").text_table(&key[..24], &texts, &acl, analyzer)?;
-                    let record = engine_record(&table);
+                    let record = engine_record(table.build_seconds, table.reused);
                     (BuiltIndex::PgText { table, analyzer }, Some(record))
                 }
                 IndexSpec::MilvusVector { embedding, build } => {
@@ -576,11 +576,7 @@ fn index_stage(
                     let acl = |i: usize| acl[i];
                     let engine = built.engines.milvus.as_ref().expect("started above");
                     let collection = engine.vector_collection(&key[..24], vectors, dim, &acl, build)?;
-                    let record = Cached {
-                        value: (),
-                        build: cache::BuildRecord { seconds: collection.build_seconds },
-                        reused: collection.reused,
-                    };
+                    let record = engine_record(collection.build_seconds, collection.reused);
                     (BuiltIndex::MilvusVector { collection, exact: exact(embedding), build }, Some(record))
                 }
             };

@@ -6,8 +6,8 @@
 //! The server is a private Milvus standalone started from the PyPI wheel (`server.rs`), or the
 //! user's own Milvus (standalone or cluster: the same gRPC API) at a URL with a token read from
 //! an environment variable. Collections are content-keyed like every stage: a collection's name
-//! is the key of what it holds, and it counts as built only once a property written after its
-//! index finished says how many rows it holds, so an interrupted build is dropped and redone.
+//! is the key of what it holds, and it counts as built only once the alias made after its index
+//! finished names it, so an interrupted build is dropped and redone.
 
 mod proto;
 pub mod server;
@@ -21,7 +21,7 @@ use prost::Message;
 
 use self::proto::{kv, HasStatus};
 use self::server::MilvusServer;
-use crate::engine::PUBLIC;
+use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -39,10 +39,8 @@ pub(crate) fn fail(what: impl Into<String>) -> Error {
     Error::Engine { engine: ENGINE, what: what.into(), source: None }
 }
 
-/// The `authorization` value of a user and password (`base64(user:password)`, as Milvus's
-/// clients send it).
-fn basic_token(user: &str, password: &str) -> String {
-    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+fn base64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
 }
 
 /// How Milvus indexes a collection's vectors (build-time parameters).
@@ -97,8 +95,10 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of the proxy at `url` (`http://host:port`); connects on first use.
-    pub fn connect(url: &str, token: Option<String>) -> Result<Client> {
+    /// A client of the proxy at `url` (`http://host:port`) that logs in with `credential`
+    /// (`user:password` or an API key; sent base64-encoded, as Milvus's clients send it);
+    /// connects on first use.
+    pub fn connect(url: &str, credential: Option<&str>) -> Result<Client> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -112,8 +112,8 @@ impl Client {
             let _guard = runtime.enter();
             endpoint.connect_lazy()
         };
-        let authorization = token
-            .map(|t| t.parse().map_err(|_| fail("the token holds characters a request header cannot carry")))
+        let authorization = credential
+            .map(|c| base64(c).parse().map_err(|_| fail("the token holds characters a request header cannot carry")))
             .transpose()?;
         Ok(Client { runtime, channel, authorization })
     }
@@ -161,9 +161,11 @@ impl Client {
     }
 
     fn set_password(&self, user: &str, old: &str, new: &str) -> Result<()> {
-        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-        let request =
-            proto::UpdateCredentialRequest { username: user.into(), old_password: b64(old), new_password: b64(new) };
+        let request = proto::UpdateCredentialRequest {
+            username: user.into(),
+            old_password: base64(old),
+            new_password: base64(new),
+        };
         self.call::<_, proto::Status>("UpdateCredential", request).map(|_| ())
     }
 }
@@ -188,8 +190,7 @@ impl std::fmt::Debug for MilvusEndpoint {
 impl MilvusEndpoint {
     /// A client of the server, logged in with the token when there is one.
     fn client(&self) -> Result<Client> {
-        let token = self.token.as_deref().map(|t| base64::engine::general_purpose::STANDARD.encode(t));
-        Client::connect(&self.url, token)
+        Client::connect(&self.url, self.token.as_deref())
     }
 
     /// Reads `http://host:port` (`https://` for TLS is not supported: say so).
@@ -230,9 +231,6 @@ pub struct MilvusCollection {
     pub reused: bool,
 }
 
-/// Each chunk's ACL as the collection stores it: its document's groups, or [`PUBLIC`].
-pub type ChunkAcl<'a> = &'a (dyn Fn(usize) -> Option<&'a [String]> + Sync);
-
 /// A Milvus string literal of `value`: quotes, backslashes and control characters escaped, so
 /// a group name stays a value whatever it holds.
 fn string_literal(value: &str) -> String {
@@ -252,7 +250,7 @@ fn string_literal(value: &str) -> String {
 
 /// The filter expression of a restricted search: the user's groups and the public marker.
 fn acl_filter(restrict: &Restriction<'_>) -> String {
-    let groups: Vec<String> = restrict.groups.iter().map(String::as_str).chain([PUBLIC]).map(string_literal).collect();
+    let groups: Vec<String> = asked_groups(restrict).into_iter().map(string_literal).collect();
     format!("array_contains_any(acl, [{}])", groups.join(", "))
 }
 
@@ -298,9 +296,9 @@ impl MilvusEngine {
                 Ok((MilvusEngine { client, records, _server: None }, None))
             }
             None => {
-                let (server, note) = MilvusServer::start_cached(install, Some(cache))?;
+                let (server, note) = MilvusServer::start_cached(install, cache)?;
                 let url = format!("http://127.0.0.1:{}", server.port);
-                let client = Client::connect(&url, Some(basic_token("root", &server.password)))?;
+                let client = Client::connect(&url, Some(&format!("root:{}", server.password)))?;
                 let records = server.data.join("ragsweep-builds");
                 std::fs::create_dir_all(&records).map_err(|e| Error::io(&records, e))?;
                 Ok((MilvusEngine { client, records, _server: Some(server) }, note))
@@ -320,9 +318,10 @@ impl MilvusEngine {
         Ok(())
     }
 
-    /// The collection of alias `name` when a finished build made the alias (it is made only
-    /// once the index is built); `None` otherwise, with a half-built collection dropped.
-    fn registered(&self, name: &str, rows: usize) -> Result<Option<MilvusCollection>> {
+    /// The collection of alias `name` and its recorded build seconds when a finished build made
+    /// the alias (it is made only once the index is built); `None` otherwise, with a half-built
+    /// collection dropped.
+    fn registered(&self, name: &str, rows: usize) -> Result<Option<(String, f64)>> {
         let described: Result<proto::DescribeCollectionResponse> =
             self.client.call("DescribeCollection", proto::CollectionName { collection_name: name.into() });
         let Ok(described) = described else {
@@ -344,7 +343,7 @@ impl MilvusEngine {
             )));
         }
         let name = if described.collection_name.is_empty() { building(name) } else { described.collection_name };
-        Ok(Some(MilvusCollection { name, bytes: 0, build_seconds: seconds, reused: true }))
+        Ok(Some((name, seconds)))
     }
 
     /// A collection of `vectors` (`dim` each, chunk ordinals as ids) with each chunk's ACL,
@@ -359,15 +358,15 @@ impl MilvusEngine {
     ) -> Result<MilvusCollection> {
         let name = format!("v_{key}");
         let rows = vectors.len() / dim.max(1);
-        let acls: Vec<Vec<String>> =
-            (0..rows).map(|i| acl(i).map_or_else(|| vec![PUBLIC.to_string()], <[String]>::to_vec)).collect();
+        let acls: Vec<Vec<String>> = (0..rows).map(|i| stored_groups(acl(i))).collect();
         let bytes = vectors.len() as u64 * 4 + acls.iter().flatten().map(|g| g.len() as u64).sum::<u64>();
-        let mut collection = match self.registered(&name, rows)? {
-            Some(c) => c,
-            None => self.build(&name, vectors, dim, &acls, build)?,
+        let (loading, build_seconds, reused) = match self.registered(&name, rows)? {
+            Some((found, seconds)) => (found, seconds, true),
+            None => {
+                let (built, seconds) = self.build(&name, vectors, dim, &acls, build)?;
+                (built, seconds, false)
+            }
         };
-        collection.bytes = bytes;
-        let loading = collection.name.clone();
         self.client
             .call::<_, proto::Status>("LoadCollection", proto::CollectionName { collection_name: loading.clone() })?;
         self.wait("loading the collection", || {
@@ -375,11 +374,12 @@ impl MilvusEngine {
                 self.client.call("GetLoadState", proto::GetLoadStateRequest { collection_name: loading.clone() })?;
             Ok(state.state == 3)
         })?;
-        Ok(collection)
+        Ok(MilvusCollection { name: loading, bytes, build_seconds, reused })
     }
 
     /// Builds collection `b_…` of alias `alias`: created, filled with the rows, flushed and
-    /// indexed; the alias is made last, so it names only a finished build.
+    /// indexed; the alias is made last, so it names only a finished build. Returns the
+    /// collection's name and the seconds the build took.
     fn build(
         &self,
         alias: &str,
@@ -387,7 +387,7 @@ impl MilvusEngine {
         dim: usize,
         acls: &[Vec<String>],
         build: MilvusBuild,
-    ) -> Result<MilvusCollection> {
+    ) -> Result<(String, f64)> {
         use proto::data_type::*;
         let started = Instant::now();
         let rows = vectors.len() / dim.max(1);
@@ -516,7 +516,7 @@ impl MilvusEngine {
         )?;
         let record = self.records.join(alias);
         crate::atomic::write_atomic(&record, format!("{rows} {seconds}\n").as_bytes())?;
-        Ok(MilvusCollection { name: name.clone(), bytes: 0, build_seconds: seconds, reused: false })
+        Ok((name.clone(), seconds))
     }
 
     /// How the loaded collection is searched: `(rows in indexed segments, all rows)`. Milvus

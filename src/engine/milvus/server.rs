@@ -115,21 +115,17 @@ fn write_secret(path: &Path, secret: &str) -> Result<()> {
 }
 
 impl MilvusServer {
-    /// Starts a server whose data lives in `cache/milvus` (created the first time); with no
-    /// cache, or one that another run holds, a private server and a note that says why.
-    pub fn start_cached(install: &Path, cache: Option<&Path>) -> Result<(MilvusServer, Option<String>)> {
-        let Some(cache) = cache else { return Ok((MilvusServer::start_private(install)?, None)) };
+    /// Starts a server whose data lives in `cache/milvus` (created the first time); with one
+    /// that another run holds, a private server and a note that says why.
+    pub fn start_cached(install: &Path, cache: &Path) -> Result<(MilvusServer, Option<String>)> {
         let folder = cache.join("milvus");
-        std::fs::create_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
-        let lock_path = folder.join("lock");
-        let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
-        if lock.try_lock().is_err() {
+        let Some(lock) = crate::engine::lock_folder(&folder)? else {
             let note = format!(
                 "the engine cache {} is in use by another run: collections built in a private server",
                 folder.display()
             );
             return Ok((MilvusServer::start_private(install)?, Some(note)));
-        }
+        };
         let data = folder.join("data-2.3.5");
         // We hold the lock: a server still running on the folder was left by a run that died.
         let orphan = stop_orphan(&data);
@@ -138,8 +134,8 @@ impl MilvusServer {
             Err(first) => {
                 // A data folder that does not start (or whose password is lost) is rebuilt.
                 let _ = std::fs::remove_dir_all(&data);
-                let lock = std::fs::File::create(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
-                lock.try_lock().map_err(|_| fail(format!("{} is locked", lock_path.display())))?;
+                let lock = crate::engine::lock_folder(&folder)?
+                    .ok_or_else(|| fail(format!("{} is locked", folder.join("lock").display())))?;
                 let server = MilvusServer::start_in(install, &data, None, Some(lock))?;
                 Ok((server, Some(format!("the engine cache did not start ({first}): emptied and rebuilt"))))
             }
@@ -272,8 +268,8 @@ impl MilvusServer {
     fn wait_ready(&mut self, log: &Path, fresh: bool) -> Result<()> {
         let started = Instant::now();
         let url = format!("http://127.0.0.1:{}", self.port);
-        let default_login = Client::connect(&url, Some(super::basic_token("root", "Milvus")))?;
-        let login = Client::connect(&url, Some(super::basic_token("root", &self.password)))?;
+        let default_login = Client::connect(&url, Some("root:Milvus"))?;
+        let login = Client::connect(&url, Some(&format!("root:{}", self.password)))?;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -317,7 +313,7 @@ fn stop_orphan(data: &Path) -> bool {
     }
     signal(pid, "-KILL");
     let t = Instant::now();
-    while Path::new(&format!("/proc/{pid}")).exists() && t.elapsed() < Duration::from_secs(10) {
+    while crate::engine::alive(pid) && t.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(50));
     }
     true
