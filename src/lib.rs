@@ -1,23 +1,27 @@
 //! ragsweep: measure retrieval for RAG systems.
 //!
 //! Data flows one way, and the folders follow it: `experiment` (the TOML grid) → `plan`
-//! (the distinct stages and, per cell, its sources) → `stages` (chunk, embed, count tokens,
-//! the content-keyed cache) → `retrieve` (indexes, fusion, access rules, one retriever per
-//! cell) → `evaluate` (labels, metrics, statistics) → `results` (the typed schema) →
-//! `output` (run directory and exporters) → `compare` (diff, check, misses, merge).
-//! `runner` orchestrates. The types several layers name (units, metrics, filters, chunker
-//! and retriever parameters, judged lists) live in `vocab`, which imports nothing of the crate;
-//! `tests/layout.rs` fails on any import cycle between modules or between folders. See
-//! `docs/ARCHITECTURE.md` for the map.
+//! (the distinct stages and, per cell, its sources) → `build` (chunk, embed, count tokens in
+//! `stages`, then each index by its kind in `catalog`, from the content-keyed cache) →
+//! `retrieve` (indexes, fusion, access rules, one retriever per cell) → `evaluate` (labels,
+//! metrics, statistics) → `results` (the typed schema) → `output` (run directory and
+//! exporters) → `compare` (diff, check, misses, merge). `runner` orchestrates. Only `catalog`
+//! matches on a retriever's kind. The types several layers name (units, metrics, filters,
+//! chunker and retriever parameters, judged lists) live in `vocab`, which imports nothing of the
+//! crate; `tests/layout.rs` fails on any import cycle between modules or between folders, and on
+//! a kind named outside the catalog. See `docs/ARCHITECTURE.md` for the map.
 
 pub mod analyze;
 pub mod atomic;
 pub mod bench;
+pub mod build;
+pub mod catalog;
 pub mod compare;
 pub mod engine;
 pub mod error;
 pub mod evaluate;
 pub mod experiment;
+pub mod grid;
 pub mod init;
 pub mod input;
 pub mod install;

@@ -4,14 +4,12 @@
 //! same work share it), and every cell says which of them it reads through typed ids. The
 //! runner builds what the plan lists and never has to guess which position holds what.
 
-use crate::analyze::AnalyzerKind;
-use crate::engine::milvus::{MilvusBuild, MilvusQuery};
-use crate::engine::pgvector::{VectorBuild, VectorQuery};
-use crate::experiment::{
-    DenseIndex, DenseSpec, Experiment, LexicalSpec, MilvusIndex, PgVectorIndex, RetrieverSpec, Terms,
-};
-use crate::retrieve::HnswParams;
-use crate::vocab::{Bm25Params, ChunkerSpec, Fusion};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::catalog::{Composition, SourceKind};
+use crate::experiment::Experiment;
+use crate::vocab::{ChunkerSpec, EngineKind, Fusion};
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {
@@ -45,70 +43,34 @@ pub struct EmbeddingJob {
     pub model: ModelId,
 }
 
-/// What an index is built from; query-time parameters are not part of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexSpec {
-    Bm25 {
-        chunks: ChunkSetId,
-        analyzer: AnalyzerKind,
-    },
-    Exact {
-        embedding: EmbeddingId,
-    },
-    Hnsw {
-        embedding: EmbeddingId,
-        params: HnswParams,
-    },
-    /// A PostgreSQL table of the vectors with the chunks' ACLs, and its pgvector index.
-    PgVector {
-        embedding: EmbeddingId,
-        build: VectorBuild,
-    },
-    /// A PostgreSQL full-text table of the chunks' texts with their ACLs.
-    PgText {
-        chunks: ChunkSetId,
-        analyzer: AnalyzerKind,
-    },
-    /// A Milvus collection of the vectors with the chunks' ACLs, and its index.
-    MilvusVector {
-        embedding: EmbeddingId,
-        build: MilvusBuild,
-    },
+/// An index to build: its kind's identity over a chunk set (query-time parameters are not
+/// part of it), and the passage vectors it reads, if any.
+#[derive(Debug, Clone)]
+pub struct IndexSpec {
+    pub chunks: ChunkSetId,
+    pub embedding: Option<EmbeddingId>,
+    pub identity: String,
+    /// The kind that builds it (the first cell's; every kind of the same identity reads it).
+    pub kind: Arc<dyn SourceKind>,
 }
-
-pub use crate::vocab::EngineKind;
 
 impl IndexSpec {
     /// The serving engine that holds the index; `None` in process.
     pub fn engine(&self) -> Option<EngineKind> {
-        match self {
-            IndexSpec::PgVector { .. } | IndexSpec::PgText { .. } => Some(EngineKind::Pg),
-            IndexSpec::MilvusVector { .. } => Some(EngineKind::Milvus),
-            IndexSpec::Bm25 { .. } | IndexSpec::Exact { .. } | IndexSpec::Hnsw { .. } => None,
-        }
+        self.kind.engine()
     }
 }
 
-/// Query-time parameters of one source.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum QueryParams {
-    Bm25(Bm25Params),
-    Exact,
-    Hnsw { ef_search: usize },
-    PgVector(VectorQuery),
-    PgText(Terms),
-    MilvusVector(MilvusQuery),
-}
-
-/// One ranking source of a cell: an index and how it is queried.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One ranking source of a cell: an index, and the kind (with its query-time parameters) that
+/// searches it.
+#[derive(Debug, Clone)]
 pub struct SourcePlan {
     pub index: IndexId,
-    pub query: QueryParams,
+    pub kind: Arc<dyn SourceKind>,
 }
 
 /// A cell's retrieval as a composition: its sources, fused when there are several.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RetrieverPlan {
     pub sources: Vec<SourcePlan>,
     /// How several sources' lists fuse, and the candidates each fetches.
@@ -116,7 +78,7 @@ pub struct RetrieverPlan {
 }
 
 /// What one cell reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CellPlan {
     pub chunks: ChunkSetId,
     /// The passage vectors of the cell's dense side, if it has one.
@@ -124,7 +86,7 @@ pub struct CellPlan {
     pub retriever: RetrieverPlan,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Plan {
     pub chunkers: Vec<ChunkerSpec>,
     /// Model ids as the experiment names them.
@@ -157,84 +119,34 @@ impl Plan {
         };
         for cell in &exp.cells {
             let chunks = ChunkSetId(intern(&mut plan.chunkers, cell.chunker.clone()));
-            let planned = match &cell.retriever {
-                RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => {
-                    let spec = match cell.retriever {
-                        RetrieverSpec::Bm25 { analyzer, params } => LexicalSpec { analyzer, params, full_text: None },
-                        RetrieverSpec::FullText { analyzer, terms } => {
-                            LexicalSpec { analyzer, params: Bm25Params::default(), full_text: Some(terms) }
-                        }
-                        _ => unreachable!("matched above"),
-                    };
-                    let lexical = plan.lexical(chunks, &spec);
-                    let retriever = RetrieverPlan { sources: vec![lexical], fusion: None };
-                    CellPlan { chunks, embedding: None, retriever }
-                }
-                RetrieverSpec::Dense { model, index } => {
-                    let (dense, embedding) = plan.dense(chunks, &DenseSpec { model: model.clone(), index: *index });
-                    let retriever = RetrieverPlan { sources: vec![dense], fusion: None };
-                    CellPlan { chunks, embedding: Some(embedding), retriever }
-                }
-                RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
-                    let lexical = plan.lexical(chunks, lexical);
-                    let (dense, embedding) = plan.dense(chunks, dense);
-                    CellPlan {
-                        chunks,
-                        embedding: Some(embedding),
-                        retriever: RetrieverPlan {
-                            sources: vec![lexical, dense],
-                            fusion: Some((*fusion, *candidates)),
-                        },
-                    }
-                }
-            };
-            plan.cells.push(planned);
+            let Composition { sources, fusion } = cell.retriever.composition();
+            let sources: Vec<SourcePlan> = sources.into_iter().map(|kind| plan.source(chunks, kind.into())).collect();
+            let embedding = sources.iter().find_map(|s| plan.indexes[s.index.0].embedding);
+            plan.cells.push(CellPlan { chunks, embedding, retriever: RetrieverPlan { sources, fusion } });
         }
         plan
     }
 
-    fn lexical(&mut self, chunks: ChunkSetId, spec: &LexicalSpec) -> SourcePlan {
-        let (index, query) = match spec.full_text {
-            None => (IndexSpec::Bm25 { chunks, analyzer: spec.analyzer }, QueryParams::Bm25(spec.params)),
-            Some(terms) => (IndexSpec::PgText { chunks, analyzer: spec.analyzer }, QueryParams::PgText(terms)),
+    /// A source over `chunks`: its model's embedding job and its index, each listed once.
+    fn source(&mut self, chunks: ChunkSetId, kind: Arc<dyn SourceKind>) -> SourcePlan {
+        let embedding = kind.model().map(|model| {
+            let model = ModelId(intern(&mut self.models, model.to_string()));
+            EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model }))
+        });
+        let identity = kind.index_identity();
+        let index = match self.indexes.iter().position(|i| i.chunks == chunks && i.identity == identity) {
+            Some(i) => i,
+            None => {
+                self.indexes.push(IndexSpec { chunks, embedding, identity, kind: kind.clone() });
+                self.indexes.len() - 1
+            }
         };
-        SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }
+        SourcePlan { index: IndexId(index), kind }
     }
 
-    fn dense(&mut self, chunks: ChunkSetId, spec: &DenseSpec) -> (SourcePlan, EmbeddingId) {
-        let model = ModelId(intern(&mut self.models, spec.model.clone()));
-        let embedding = EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model }));
-        let (index, query) = match spec.index {
-            DenseIndex::Exact => (IndexSpec::Exact { embedding }, QueryParams::Exact),
-            DenseIndex::Hnsw { m, ef_construction, ef_search } => (
-                IndexSpec::Hnsw { embedding, params: HnswParams { m, ef_construction } },
-                QueryParams::Hnsw { ef_search },
-            ),
-            DenseIndex::Pg { index, iterative_scan, force_index } => {
-                let (build, ef_search, probes) = match index {
-                    PgVectorIndex::Exact => (VectorBuild::Exact, 0, 0),
-                    PgVectorIndex::Hnsw { m, ef_construction, ef_search } => {
-                        (VectorBuild::Hnsw { m, ef_construction }, ef_search, 0)
-                    }
-                    PgVectorIndex::Ivfflat { lists, probes } => (VectorBuild::Ivfflat { lists }, 0, probes),
-                };
-                (
-                    IndexSpec::PgVector { embedding, build },
-                    QueryParams::PgVector(VectorQuery { ef_search, probes, iterative_scan, force_index }),
-                )
-            }
-            DenseIndex::Milvus { index } => {
-                let (build, ef, nprobe) = match index {
-                    MilvusIndex::Flat => (MilvusBuild::Flat, 0, 0),
-                    MilvusIndex::Hnsw { m, ef_construction, ef_search } => {
-                        (MilvusBuild::Hnsw { m, ef_construction }, ef_search, 0)
-                    }
-                    MilvusIndex::IvfFlat { lists, probes } => (MilvusBuild::IvfFlat { nlist: lists }, 0, probes),
-                };
-                (IndexSpec::MilvusVector { embedding, build }, QueryParams::MilvusVector(MilvusQuery { ef, nprobe }))
-            }
-        };
-        (SourcePlan { index: IndexId(intern(&mut self.indexes, index)), query }, embedding)
+    /// The serving engines the plan's indexes live in.
+    pub fn engines(&self) -> BTreeSet<EngineKind> {
+        self.indexes.iter().filter_map(IndexSpec::engine).collect()
     }
 
     pub fn embedding(&self, id: EmbeddingId) -> EmbeddingJob {
@@ -248,13 +160,7 @@ impl Plan {
 
     /// The chunk set an index is built over.
     pub fn index_chunks(&self, id: IndexId) -> ChunkSetId {
-        match self.indexes[id.0] {
-            IndexSpec::Bm25 { chunks, .. } | IndexSpec::PgText { chunks, .. } => chunks,
-            IndexSpec::Exact { embedding }
-            | IndexSpec::Hnsw { embedding, .. }
-            | IndexSpec::PgVector { embedding, .. }
-            | IndexSpec::MilvusVector { embedding, .. } => self.embedding(embedding).chunks,
-        }
+        self.indexes[id.0].chunks
     }
 }
 
@@ -278,10 +184,10 @@ mod tests {
         assert_eq!(p.models, vec!["e5-small".to_string()]);
         assert_eq!(p.embeddings.len(), 1);
         assert_eq!(p.indexes.len(), 2);
-        let [lexical, dense] = p.cells[0].retriever.sources[..] else { panic!("two sources") };
+        let [lexical, dense] = &p.cells[0].retriever.sources[..] else { panic!("two sources") };
         assert!(p.cells[0].retriever.fusion.is_some());
-        assert!(matches!(p.indexes[lexical.index.0], IndexSpec::Bm25 { .. }));
-        assert!(matches!(p.indexes[dense.index.0], IndexSpec::Exact { .. }));
+        assert_eq!(p.indexes[lexical.index.0].identity, "bm25(pt)");
+        assert_eq!(p.indexes[dense.index.0].identity, "exact(e5-small)");
         assert_eq!(p.cell_model(&p.cells[0]), Some(ModelId(0)));
     }
 

@@ -2,7 +2,7 @@
 //! cell through the cell's one retriever (in parallel), scores and aggregates each cell as
 //! soon as it is done, then times each cell's retrieval call one case at a time.
 //!
-//! Orchestration only: planning is `plan`, building is `stages::build`, retrieval and the
+//! Orchestration only: planning is `plan`, building is `build`, retrieval and the
 //! filter modes are `retrieve::cell`, scoring is `evaluate`.
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,6 +12,8 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
+use crate::build::{self, BuildContext};
+use crate::engine::servers::EngineSources;
 use crate::error::{Error, Result};
 use crate::evaluate::aggregate;
 use crate::evaluate::context::{self, Overlap, Packed};
@@ -28,7 +30,6 @@ use crate::results::{
 use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Stage, Timing};
 use crate::retrieve::Allowed;
-use crate::stages::build::{self, BuildContext};
 use crate::stages::cache::StageCache;
 use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
@@ -243,9 +244,12 @@ pub fn chunk_sets(
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        engines_dir: &opts.engines_dir,
-        pg_server: None,
-        milvus_server: None,
+        engines: EngineSources {
+            engines_dir: &opts.engines_dir,
+            cache_dir: &opts.cache_dir,
+            pg_server: None,
+            milvus_server: None,
+        },
         bar: &make_bar,
     };
     build::chunk_sets(&prepared.plan, &ctx, stages)
@@ -431,9 +435,12 @@ pub fn run_with<'e>(
         embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        engines_dir: &opts.engines_dir,
-        pg_server: pg_server.as_ref(),
-        milvus_server: milvus_server.as_ref(),
+        engines: EngineSources {
+            engines_dir: &opts.engines_dir,
+            cache_dir: &opts.cache_dir,
+            pg_server: pg_server.as_ref(),
+            milvus_server: milvus_server.as_ref(),
+        },
         bar: &make_bar,
     };
     let built = build::build(plan, &ctx, &mut stages)?;
@@ -506,7 +513,7 @@ pub fn run_with<'e>(
             }
         };
         let t = Instant::now();
-        let cost = built.cost(exp, plan, c, planned);
+        let cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices);
         let (mut cell_rows, cell_slices) =
             aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &cost);
         aggregate_seconds += t.elapsed().as_secs_f64();
@@ -596,9 +603,12 @@ fn with_cell<T>(
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        engines_dir: &opts.engines_dir,
-        pg_server: prepared.pg_server.as_ref(),
-        milvus_server: prepared.milvus_server.as_ref(),
+        engines: EngineSources {
+            engines_dir: &opts.engines_dir,
+            cache_dir: &opts.cache_dir,
+            pg_server: prepared.pg_server.as_ref(),
+            milvus_server: prepared.milvus_server.as_ref(),
+        },
         bar: &make_bar,
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;

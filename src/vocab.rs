@@ -430,7 +430,7 @@ pub enum PgVectorIndex {
 
 /// The serving engines a retriever can be served by (`engine = "pg" | "milvus"`; ragsweep's
 /// own indexes otherwise).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EngineKind {
     Pg,
     Milvus,

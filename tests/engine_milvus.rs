@@ -271,3 +271,113 @@ fn engines_install_unpacks_the_same_milvus_as_the_script() {
     );
     assert_eq!(mode & 0o111, 0o111, "the server is executable");
 }
+
+/// `bench-filter --engine milvus`: the same vectors and tenant ACLs loaded through the grid's
+/// loader, each search through a grid cell's source. FLAT returns the exact filtered lists at
+/// every allowed fraction; HNSW and IVF_FLAT rows are measured beside it; no server is left.
+#[test]
+fn bench_filter_measures_milvus_beside_the_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::ragsweep()
+        .arg("synth")
+        .arg(root.join("corpus"))
+        .args(["--documents", "300", "--questions", "20", "--vocabulary", "2000"])
+        .assert()
+        .success();
+    random_model(root);
+    let experiment = root.join("bench.toml");
+    std::fs::write(
+        &experiment,
+        "name = \"bench\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
+         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .current_dir(root)
+        .arg("bench-filter")
+        .arg(&experiment)
+        .args(["--queries", "20", "--engine", "milvus", "--models"])
+        .arg(root.join("models"))
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}\n{table}", String::from_utf8_lossy(&out.stderr));
+    let row = |allowed: &str, setting: &str| -> (f64, usize, f64) {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {allowed} | {setting} |")))
+            .unwrap_or_else(|| panic!("no row {allowed} {setting} in:\n{table}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let under = cells[7].split(' ').next().unwrap().parse().unwrap();
+        (cells[6].parse().unwrap(), under, cells[8].parse().unwrap())
+    };
+    for allowed in ["1%", "10%", "50%", "90%"] {
+        let (_, under_return, recall) = row(allowed, "milvus flat");
+        assert_eq!((under_return, recall), (0, 1.0), "FLAT at {allowed} is the oracle:\n{table}");
+        row(allowed, "milvus hnsw(m=8,efc=40,ef=40)");
+        row(allowed, "milvus ivf_flat(nlist=128,nprobe=8)");
+    }
+    assert_eq!(servers_under(root), 0, "the benchmark's server is stopped");
+}
+
+/// A Milvus retriever's settings are checked before anything starts, each error at its key:
+/// `validate` stops with the file, line and column and writes nothing.
+#[test]
+fn milvus_settings_are_refused_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("corpus.jsonl"), "{\"id\": \"d1\", \"text\": \"one\"}\n").unwrap();
+    std::fs::write(root.join("golden.jsonl"), "{\"id\": \"q1\", \"question\": \"one?\", \"relevant\": [\"d1\"]}\n")
+        .unwrap();
+    let cases = [
+        ("kind = \"bm25\"\nengine = \"milvus\"\n", 11, "Milvus 2.3 serves dense retrieval only"),
+        (
+            "kind = \"dense\"\nmodel = \"m\"\nengine = \"milvus\"\niterative_scan = \"relaxed_order\"\n",
+            13,
+            "is a pgvector setting",
+        ),
+        (
+            "kind = \"dense\"\nmodel = \"m\"\nengine = \"milvus\"\nindex = \"flat\"\nm = 16\n",
+            14,
+            "only applies to index = \"hnsw\"",
+        ),
+        (
+            "kind = \"dense\"\nmodel = \"m\"\nengine = \"milvus\"\nindex = \"hnsw\"\nm = 1\n",
+            14,
+            "`m` must be between 2 and 2048",
+        ),
+        (
+            "kind = \"dense\"\nmodel = \"m\"\nengine = \"milvus\"\nindex = \"ivf_flat\"\nlists = 4\nprobes = 8\n",
+            15,
+            "`probes` between 1 and `lists`",
+        ),
+        ("kind = \"dense\"\nmodel = \"m\"\nengine = \"chroma\"\n", 12, "unknown engine \"chroma\""),
+    ];
+    for (retriever, line, message) in cases {
+        let exp = root.join("exp.toml");
+        std::fs::write(
+            &exp,
+            format!(
+                "name = \"v\"\nk = [10]\n[corpus]\npath = \"corpus.jsonl\"\n[golden]\npath = \"golden.jsonl\"\n\
+                 [[chunkers]]\nkind = \"none\"\n[[retrievers]]\n{retriever}"
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+            .current_dir(root)
+            .args(["validate", "exp.toml", "--engines"])
+            .arg(repo().join("engines"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{retriever}: {stderr}");
+        assert!(stderr.contains(&format!("exp.toml:{line}:")) && stderr.contains(message), "{retriever}: {stderr}");
+    }
+    assert!(!root.join("results").exists() && !root.join("cache").exists(), "nothing written");
+}

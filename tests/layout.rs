@@ -1,6 +1,7 @@
 //! No module imports a module that imports it back: the source tree is read, every
 //! `crate::…` and `super::…` path is resolved to the module file that defines it, and the
-//! graph of those edges must have no cycle. Data flows one way.
+//! graph of those edges must have no cycle. Data flows one way. And only the catalog asks
+//! which kind a retriever is: no other file names a kind's variant.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -207,4 +208,47 @@ fn the_vocabulary_imports_nothing_of_the_crate() {
     let (known, graph) = library_graph();
     assert!(known.contains_key("vocab"));
     assert!(graph.get("vocab").is_none_or(BTreeSet::is_empty), "vocab imports {:?}", graph.get("vocab"));
+}
+
+/// The enums whose variants are retriever and engine kinds, and the field that picks a lexical
+/// kind: only `catalog/` (and `engine/servers.rs`, which owns the engine enum) may name them.
+const KIND_PATHS: [&str; 6] =
+    ["RetrieverSpec::", "DenseIndex::", "PgVectorIndex::", "MilvusIndex::", "EngineKind::", ".full_text"];
+
+/// Where a module outside the catalog names a kind's variant: `module: line`.
+fn kinds_named_outside_the_catalog(known: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (module, text) in known {
+        if module == "catalog" || module.starts_with("catalog::") || module == "engine::servers" {
+            continue;
+        }
+        for line in without_test_modules(text).lines().filter(|l| !l.trim_start().starts_with("//")) {
+            if KIND_PATHS.iter().any(|p| line.contains(p)) {
+                out.push(format!("{module}: {}", line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_catalog_names_a_kind() {
+    let (mut known, _) = library_graph();
+    let main = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
+    known.insert("main".into(), std::fs::read_to_string(main).unwrap());
+    let found = kinds_named_outside_the_catalog(&known);
+    assert!(found.is_empty(), "kinds matched outside src/catalog/:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_kind_matched_outside_the_catalog_is_found() {
+    let planted = "fn family(r: &RetrieverSpec) -> &str {\n    match r {\n        RetrieverSpec::Bm25 { .. } => \"bm25\",\n        _ => \"other\",\n    }\n}\n";
+    let sources = |module: &str| -> BTreeMap<String, String> { [(module.to_string(), planted.to_string())].into() };
+    let found = kinds_named_outside_the_catalog(&sources("report"));
+    assert_eq!(found, ["report: RetrieverSpec::Bm25 { .. } => \"bm25\","]);
+    assert!(kinds_named_outside_the_catalog(&sources("catalog::bm25")).is_empty());
+    let in_tests = format!("#[cfg(test)]\nmod tests {{\n{planted}}}\n");
+    assert!(kinds_named_outside_the_catalog(&[("report".to_string(), in_tests)].into()).is_empty());
+    let picked = "let lexical = if spec.full_text.is_some() { 1 } else { 2 };\n";
+    assert_eq!(kinds_named_outside_the_catalog(&[("plan".to_string(), picked.to_string())].into()).len(), 1);
 }

@@ -21,27 +21,21 @@ pub struct DenseVectors {
 }
 
 pub fn dense_vectors(experiment: &Path, queries: usize, models: &Path, cache: &Path) -> Result<DenseVectors> {
-    use crate::experiment::{DenseIndex, PgVectorIndex, RetrieverSpec};
     use crate::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
 
     let exp = Experiment::load(experiment)?;
     let prepared = crate::runner::prepare(&exp, models)?;
-    let (cell, model, index) = exp
+    let (cell, source) = exp
         .cells
         .iter()
-        .find_map(|c| match &c.retriever {
-            RetrieverSpec::Dense { model, index } => Some((c, model, index)),
-            _ => None,
+        .find_map(|c| {
+            let composition = c.retriever.composition();
+            let [source] = <[_; 1]>::try_from(composition.sources).ok()?;
+            source.model().is_some().then_some((c, source))
         })
         .ok_or_else(|| Error::input(Location::file(experiment), "bench-filter and vectors need a dense retriever"))?;
-    let hnsw = match *index {
-        DenseIndex::Hnsw { m, ef_construction, ef_search }
-        | DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, ef_search }, .. }
-        | DenseIndex::Milvus { index: crate::vocab::MilvusIndex::Hnsw { m, ef_construction, ef_search } } => {
-            (m, ef_construction, ef_search)
-        }
-        DenseIndex::Exact | DenseIndex::Pg { .. } | DenseIndex::Milvus { .. } => crate::experiment::HNSW_DEFAULTS,
-    };
+    let model = source.model().expect("a dense source");
+    let hnsw = source.graph().unwrap_or(crate::catalog::hnsw::DEFAULTS);
     let info = find_model(models, model)?;
     let set = crate::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
     let mut cache = VectorCache::open(cache, &info)?;
@@ -49,10 +43,10 @@ pub fn dense_vectors(experiment: &Path, queries: usize, models: &Path, cache: &P
     let load = || -> Result<&dyn crate::stages::embed::Embedding> { Ok(embedder.get()?) };
     let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)).collect();
     let counter = crate::stages::cost::Counter::for_model(&info)?;
-    let passage_counts = crate::stages::build::token_counts(&counter, &info, Role::Passage, &texts);
+    let passage_counts = crate::build::token_counts(&counter, &info, Role::Passage, &texts);
     let (passages, stats) = embed_all(&texts, Role::Passage, &mut cache, &passage_counts, &load, &|_, _| {})?;
     let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
-    let query_counts = crate::stages::build::token_counts(&counter, &info, Role::Query, &questions);
+    let query_counts = crate::build::token_counts(&counter, &info, Role::Query, &questions);
     let (queries, _) = embed_all(&questions, Role::Query, &mut cache, &query_counts, &load, &|_, _| {})?;
     eprintln!("{} chunks ({} embedded now), {} queries, {}", set.len(), stats.embedded, questions.len(), info.id);
     Ok(DenseVectors { dim: info.dim, passages, queries, hnsw })
@@ -124,15 +118,24 @@ pub fn ann(
     Ok(())
 }
 
-/// `engine`: the engines folder and the engine's ef_search, when `--engine pg` is given.
+/// The serving engine `bench-filter --engine` measures beside the in-process index.
+pub struct BenchEngine {
+    /// `pg` or `milvus`.
+    pub name: String,
+    /// Where engines are installed.
+    pub engines: PathBuf,
+    /// The HNSW candidate list of the engine's search.
+    pub ef_search: usize,
+}
+
 /// `bench-filter`: filtered vector search on an experiment's first dense cell at 1% to 90%
 /// allowed — the filtered graph, the exact scan of the allowed vectors and the planner's
-/// choice — and, with `engine` (the engines folder and its `ef_search`), the same beside
-/// PostgreSQL + pgvector ([`parity`]); Markdown table lines to `out`.
+/// choice — and, with `engine`, the same beside PostgreSQL + pgvector or Milvus ([`parity`]);
+/// Markdown table lines to `out`.
 pub fn filter(
     experiment: &Path,
     queries: usize,
-    engine: Option<(PathBuf, usize)>,
+    engine: Option<BenchEngine>,
     models: &Path,
     cache: &Path,
     out: &mut dyn FnMut(&str),
@@ -208,22 +211,44 @@ pub fn filter(
             ));
         }
     }
-    if let Some((engines, ef_search)) = engine {
-        use crate::engine::pgvector::PgEngine;
-        let started = std::time::Instant::now();
-        let (engine, _) = PgEngine::start(&engines.join("pg"), None, None)?;
-        let tables = parity::load(&engine, &exact, m, efc)?;
-        let build = tables.scan.build_seconds + tables.graph.build_seconds;
-        eprintln!(
-            "\npg: private server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
-            started.elapsed().as_secs_f64() - build
-        );
+    if let Some(engine) = engine {
         let fractions = [0.01, 0.10, 0.50, 0.90];
+        let ef_search = engine.ef_search;
         let mut rows = parity::measure_in_process(&hnsw, &exact, &queries, 10, ef_search, &fractions);
-        rows.extend(parity::measure(&engine, &tables, &exact, &queries, 10, ef_search, &fractions)?);
+        let started = std::time::Instant::now();
+        match engine.name.as_str() {
+            "pg" => {
+                let (pg, _) = crate::engine::pgvector::PgEngine::start(&engine.engines.join("pg"), None, None)?;
+                let tables = parity::load(&pg, &exact, m, efc)?;
+                let build = tables.scan.build_seconds + tables.graph.build_seconds;
+                eprintln!(
+                    "\npg: private server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
+                    started.elapsed().as_secs_f64() - build
+                );
+                rows.extend(parity::measure(
+                    &parity::pg_settings(&pg, &tables, &exact, ef_search),
+                    &exact,
+                    &queries,
+                    10,
+                    &fractions,
+                )?);
+            }
+            _ => {
+                let (milvus, _) =
+                    crate::engine::milvus::MilvusEngine::start(&engine.engines.join("milvus"), cache, None)?;
+                let collections = parity::load_milvus(&milvus, &exact, m, efc)?;
+                let build: f64 = collections.iter().map(|(_, c)| c.build_seconds).sum();
+                eprintln!(
+                    "\nmilvus: private server ready in {:.1}s; {n_chunks} vectors loaded three times (FLAT, HNSW m={m} ef_construction={efc}, IVF_FLAT lists=128), built in {build:.1}s",
+                    started.elapsed().as_secs_f64() - build
+                );
+                let settings = parity::milvus_settings(&milvus, &collections, &exact, ef_search);
+                rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
+            }
+        }
         rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
         out(&format!(
-            "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; `WHERE acl && groups ORDER BY distance LIMIT 10` against the exact filtered top 10 of the same vectors.\n",
+            "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; the engine's filtered search for the top 10 (`WHERE acl && groups ORDER BY distance LIMIT 10`, or Milvus's `array_contains_any`) against the exact filtered top 10 of the same vectors.\n",
             parity::TENANTS
         ));
         out("| allowed | search | mean µs | p50 µs | p95 µs | rows (of 10) | under_return@10 | recall_vs_oracle@10 |");

@@ -3,14 +3,17 @@
 //!
 //! Each chunk belongs to one of [`TENANTS`] groups (by the hash of its ordinal); a user allowed
 //! a fraction f of the corpus is a member of the first f · TENANTS groups. The engine stores each
-//! chunk's group list in an ACL column and is asked the way an application asks: `WHERE acl &&
-//! groups ORDER BY distance LIMIT k`. Per setting the report gives the client-observed latency,
+//! chunk's group list in an ACL column (PostgreSQL) or array field (Milvus) and is asked the way
+//! an application asks: `WHERE acl && groups ORDER BY distance LIMIT k`, or Milvus's
+//! `array_contains_any` filter expression. Each setting is searched through the source a grid
+//! cell uses. Per setting the report gives the client-observed latency,
 //! how many rows came back, how many queries got a shorter list than the exact filtered search
 //! (`under_return`), and the mean overlap with its top k (`recall_vs_oracle`): the rule of the
 //! grid's parity columns.
 
 use std::time::Instant;
 
+use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEngine, MilvusQuery, MilvusVectorSource};
 use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::error::Result;
 use crate::results::{percentile, Parity};
@@ -50,6 +53,22 @@ pub struct ParityRow {
     pub recall_vs_oracle: f64,
 }
 
+/// Each chunk's tenant group, as an engine's ACL.
+fn tenant_groups(exact: &ExactIndex) -> Vec<[String; 1]> {
+    (0..exact.len()).map(|i| [format!("t{}", tenant(i))]).collect()
+}
+
+/// A name for what an engine holds of `exact`'s vectors built with `build`: their content, so a
+/// collection or table kept from an earlier benchmark is reused only for the same vectors.
+fn content_name(kind: &str, exact: &ExactIndex, build: &dyn std::fmt::Debug) -> String {
+    let mut h = blake3::Hasher::new();
+    for v in exact.vectors() {
+        h.update(&v.to_le_bytes());
+    }
+    h.update(format!("{build:?}").as_bytes());
+    format!("bench_{kind}_{}", &h.finalize().to_hex()[..16])
+}
+
 /// The engine's tables of the vectors, each chunk's tenant as its ACL.
 pub struct Tables {
     /// No vector index: the engine's exact scan.
@@ -61,7 +80,7 @@ pub struct Tables {
 
 /// Loads [`Tables`] through the loader of grid cells, the graph with `m` and `ef_construction`.
 pub fn load(engine: &PgEngine, exact: &ExactIndex, m: usize, ef_construction: usize) -> Result<Tables> {
-    let groups: Vec<[String; 1]> = (0..exact.len()).map(|i| [format!("t{}", tenant(i))]).collect();
+    let groups = tenant_groups(exact);
     let acl = |i: usize| Some(&groups[i][..]);
     let dim = exact.vectors().len() / exact.len().max(1);
     let scan = engine.vector_table("bench_exact", exact.vectors(), dim, &acl, VectorBuild::Exact)?;
@@ -69,6 +88,72 @@ pub fn load(engine: &PgEngine, exact: &ExactIndex, m: usize, ef_construction: us
     let graph =
         engine.vector_table(&format!("bench_hnsw_{m}_{ef_construction}"), exact.vectors(), dim, &acl, graph_build)?;
     Ok(Tables { scan, graph, graph_build })
+}
+
+/// PostgreSQL's settings: its exact scan, then HNSW at `ef_search` with each iterative-scan mode.
+pub fn pg_settings<'a>(
+    engine: &'a PgEngine,
+    tables: &'a Tables,
+    exact: &'a ExactIndex,
+    ef_search: usize,
+) -> Vec<(String, Box<dyn RankingSource + 'a>)> {
+    let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan, force_index: false };
+    let scan = PgVectorSource {
+        engine,
+        table: &tables.scan,
+        exact,
+        build: VectorBuild::Exact,
+        query: query(IterativeScan::Off),
+    };
+    let mut settings: Vec<(String, Box<dyn RankingSource + 'a>)> =
+        vec![("pg exact (no vector index)".to_string(), Box::new(scan))];
+    for mode in [IterativeScan::Off, IterativeScan::RelaxedOrder, IterativeScan::StrictOrder] {
+        let graph =
+            PgVectorSource { engine, table: &tables.graph, exact, build: tables.graph_build, query: query(mode) };
+        settings.push((format!("pg hnsw ef_search={ef_search} iterative_scan={}", mode.as_str()), Box::new(graph)));
+    }
+    settings
+}
+
+/// Milvus collections of the vectors (each chunk's tenant in its ACL field), loaded through the
+/// loader of grid cells: `FLAT`, HNSW with `m` and `ef_construction`, and IVF_FLAT with 128 lists.
+pub fn load_milvus(
+    engine: &MilvusEngine,
+    exact: &ExactIndex,
+    m: usize,
+    ef_construction: usize,
+) -> Result<Vec<(MilvusBuild, MilvusCollection)>> {
+    let groups = tenant_groups(exact);
+    let acl = |i: usize| Some(&groups[i][..]);
+    let dim = exact.vectors().len() / exact.len().max(1);
+    [MilvusBuild::Flat, MilvusBuild::Hnsw { m, ef_construction }, MilvusBuild::IvfFlat { nlist: 128 }]
+        .into_iter()
+        .map(|build| {
+            let name = content_name("milvus", exact, &build);
+            Ok((build, engine.vector_collection(&name, exact.vectors(), dim, &acl, build)?))
+        })
+        .collect()
+}
+
+/// Milvus's settings: `FLAT`, HNSW at `ef_search`, IVF_FLAT with 8 probes.
+pub fn milvus_settings<'a>(
+    engine: &'a MilvusEngine,
+    collections: &'a [(MilvusBuild, MilvusCollection)],
+    exact: &'a ExactIndex,
+    ef_search: usize,
+) -> Vec<(String, Box<dyn RankingSource + 'a>)> {
+    collections
+        .iter()
+        .map(|(build, collection)| {
+            let query = match build {
+                MilvusBuild::Flat => MilvusQuery { ef: 0, nprobe: 0 },
+                MilvusBuild::Hnsw { .. } => MilvusQuery { ef: ef_search, nprobe: 0 },
+                MilvusBuild::IvfFlat { .. } => MilvusQuery { ef: 0, nprobe: 8 },
+            };
+            let source = MilvusVectorSource { engine, collection, exact, build: *build, query };
+            (source.identity(), Box::new(source) as Box<dyn RankingSource + 'a>)
+        })
+        .collect()
 }
 
 /// A user allowed `fraction`: the allowed set, the exact top `k` of each query under it (the
@@ -151,40 +236,20 @@ pub fn measure_in_process(
     out
 }
 
-/// Measures the engine's exact scan, then HNSW at `ef_search` with each iterative-scan mode,
-/// at every fraction with `queries` (unit vectors), top `k`: each query is a grid cell's
-/// search (`PgVectorSource`), the filter inside it.
+/// Measures each of an engine's `settings` at every fraction with `queries` (unit vectors), top
+/// `k`: each query is a grid cell's search, the filter inside it.
 pub fn measure(
-    engine: &PgEngine,
-    tables: &Tables,
+    settings: &[(String, Box<dyn RankingSource + '_>)],
     exact: &ExactIndex,
     queries: &[&[f32]],
     k: usize,
-    ef_search: usize,
     fractions: &[f64],
 ) -> Result<Vec<ParityRow>> {
-    let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan, force_index: false };
-    let mut settings = vec![(
-        "pg exact (no vector index)".to_string(),
-        PgVectorSource {
-            engine,
-            table: &tables.scan,
-            exact,
-            build: VectorBuild::Exact,
-            query: query(IterativeScan::Off),
-        },
-    )];
-    for mode in [IterativeScan::Off, IterativeScan::RelaxedOrder, IterativeScan::StrictOrder] {
-        settings.push((
-            format!("pg hnsw ef_search={ef_search} iterative_scan={}", mode.as_str()),
-            PgVectorSource { engine, table: &tables.graph, exact, build: tables.graph_build, query: query(mode) },
-        ));
-    }
     let mut out = Vec::new();
     for &fraction in fractions {
         let (allowed, truth, groups) = access(exact, queries, k, fraction);
         let restriction = Restriction { allowed: &allowed, groups: &groups };
-        for (setting, source) in &settings {
+        for (setting, source) in settings {
             let search = |q: &[f32]| source.search(&Query { text: "", vector: q }, k, Some(&restriction));
             // Warm-up: the index pages in memory, as a serving engine has them.
             for q in queries.iter().take(10) {

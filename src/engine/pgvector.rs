@@ -18,7 +18,7 @@ use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
-use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
+use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
 use crate::vocab::{IterativeScan, Terms, INDEX_UNUSED};
 
 /// How the engine indexes a table of vectors (build-time parameters).
@@ -476,7 +476,8 @@ impl RankingSource for PgTextSource<'_> {
             self.tsquery()
         );
         let score = self.engine.hits("", &sql, &[query.text], 1, false)?.first().map(|h| h.score);
-        Ok(SourceScore { score, bm25: None, cosine: None })
+        let parts = vec![ScoreNode::leaf("ts_rank_cd of the chunk's tsvector and the question's tsquery", score)];
+        Ok(SourceScore { score, parts, bm25: None })
     }
 
     fn size_bytes(&self) -> u64 {

@@ -4,7 +4,6 @@
 //! parameter given as an array is a grid axis, and each entry expands to the cartesian
 //! product of its axes. Paths are relative to the experiment file.
 
-mod expansion;
 mod schema;
 pub mod shard;
 mod validation;
@@ -17,138 +16,25 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use toml::{Spanned, Value};
 
-use crate::analyze::AnalyzerKind;
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::AccessKey;
 use crate::input::corpus::CorpusFormat;
 use crate::input::golden::GoldenSource;
+pub use crate::vocab::RetrieverSpec;
 use crate::vocab::{
-    Bm25Params, ChunkerKind, ChunkerSpec, Filter, Fusion, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit,
-    DEFAULT_COST_TOKENIZER,
-};
-pub use crate::vocab::{
-    DenseIndex, DenseSpec, IterativeScan, LexicalSpec, MilvusIndex, PgVectorIndex, RetrieverSpec, Terms,
+    ChunkerKind, ChunkerSpec, Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER,
 };
 
-use self::expansion::expand_all;
 use self::schema::*;
 pub use self::schema::{MilvusServerSpec, PgServerSpec};
 use self::validation::{chunker_from, retriever_cell_from};
+use crate::grid::expand_all;
 
 /// The largest cut-off or budget an experiment may ask for: every input has bounded cost.
 pub const MAX_CUTOFF: usize = 1_000_000;
 
-/// Default candidates per side of a hybrid retriever.
-pub const HYBRID_CANDIDATES: usize = 100;
-
-impl Terms {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Terms::Any => "any",
-            Terms::All => "all",
-        }
-    }
-}
-
-impl IterativeScan {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IterativeScan::Off => "off",
-            IterativeScan::RelaxedOrder => "relaxed_order",
-            IterativeScan::StrictOrder => "strict_order",
-        }
-    }
-}
-
-impl fmt::Display for DenseIndex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DenseIndex::Exact => write!(f, "exact"),
-            DenseIndex::Hnsw { m, ef_construction, ef_search } => {
-                write!(f, "hnsw,m={m},efc={ef_construction},ef={ef_search}")
-            }
-            DenseIndex::Pg { index, iterative_scan, force_index } => {
-                write!(f, "pg ")?;
-                match index {
-                    PgVectorIndex::Exact => write!(f, "exact")?,
-                    PgVectorIndex::Hnsw { m, ef_construction, ef_search } => write!(
-                        f,
-                        "hnsw,m={m},efc={ef_construction},ef={ef_search},iterative_scan={}",
-                        iterative_scan.as_str()
-                    )?,
-                    PgVectorIndex::Ivfflat { lists, probes } => {
-                        write!(f, "ivfflat,lists={lists},probes={probes},iterative_scan={}", iterative_scan.as_str())?
-                    }
-                }
-                if *force_index {
-                    write!(f, ",force_index")?;
-                }
-                Ok(())
-            }
-            DenseIndex::Milvus { index } => match index {
-                MilvusIndex::Flat => write!(f, "milvus flat"),
-                MilvusIndex::Hnsw { m, ef_construction, ef_search } => {
-                    write!(f, "milvus hnsw,m={m},efc={ef_construction},ef={ef_search}")
-                }
-                MilvusIndex::IvfFlat { lists, probes } => write!(f, "milvus ivf_flat,lists={lists},probes={probes}"),
-            },
-        }
-    }
-}
-
-impl fmt::Display for LexicalSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.full_text {
-            None => write!(f, "bm25({},k1={},b={})", self.analyzer, self.params.k1, self.params.b),
-            Some(terms) => write!(f, "pg fulltext({},{})", self.analyzer, terms.as_str()),
-        }
-    }
-}
-
 /// Default number of cases in each cell's timed latency pass.
 pub const LATENCY_CASES: usize = 100;
-
-/// HNSW defaults: the graph parameters hnswlib suggests for recall-oriented use.
-pub const HNSW_DEFAULTS: (usize, usize, usize) = (16, 200, 128);
-
-impl RetrieverSpec {
-    /// The embedding model of the dense side, if any.
-    pub fn model(&self) -> Option<&str> {
-        match self {
-            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
-            RetrieverSpec::Dense { model, .. } => Some(model),
-            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
-        }
-    }
-
-    /// The analyzer of the lexical side, if any.
-    pub fn analyzer(&self) -> Option<AnalyzerKind> {
-        match self {
-            RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
-            RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense { .. } => None,
-        }
-    }
-}
-
-impl fmt::Display for RetrieverSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RetrieverSpec::Bm25 { analyzer, params } => {
-                write!(f, "{}", LexicalSpec { analyzer: *analyzer, params: *params, full_text: None })
-            }
-            RetrieverSpec::FullText { analyzer, terms } => {
-                let lexical =
-                    LexicalSpec { analyzer: *analyzer, params: Bm25Params::default(), full_text: Some(*terms) };
-                write!(f, "{lexical}")
-            }
-            RetrieverSpec::Dense { model, index } => write!(f, "dense({model},{index})"),
-            RetrieverSpec::Hybrid { lexical, dense, fusion, candidates } => {
-                write!(f, "hybrid({fusion},n={candidates}; {lexical} + dense({},{}))", dense.model, dense.index)
-            }
-        }
-    }
-}
 
 /// One cell of the grid: everything that determines one ranking per case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -191,40 +77,7 @@ impl Cell {
     /// What the cell's indexes are built from (query-time parameters left out): cells with
     /// equal identities share their indexes.
     pub fn index_identity(&self) -> String {
-        let lexical = |l: &AnalyzerKind, full_text: bool| {
-            if full_text {
-                format!("pg-fulltext({l})")
-            } else {
-                format!("bm25({l})")
-            }
-        };
-        let dense = |model: &str, index: &DenseIndex| match index {
-            DenseIndex::Exact => format!("exact({model})"),
-            DenseIndex::Hnsw { m, ef_construction, .. } => format!("hnsw({model},{m},{ef_construction})"),
-            DenseIndex::Pg { index: PgVectorIndex::Exact, .. } => format!("pg-exact({model})"),
-            DenseIndex::Pg { index: PgVectorIndex::Hnsw { m, ef_construction, .. }, .. } => {
-                format!("pg-hnsw({model},{m},{ef_construction})")
-            }
-            DenseIndex::Pg { index: PgVectorIndex::Ivfflat { lists, .. }, .. } => {
-                format!("pg-ivfflat({model},{lists})")
-            }
-            DenseIndex::Milvus { index: MilvusIndex::Flat } => format!("milvus-flat({model})"),
-            DenseIndex::Milvus { index: MilvusIndex::Hnsw { m, ef_construction, .. } } => {
-                format!("milvus-hnsw({model},{m},{ef_construction})")
-            }
-            DenseIndex::Milvus { index: MilvusIndex::IvfFlat { lists, .. } } => {
-                format!("milvus-ivf_flat({model},{lists})")
-            }
-        };
-        let sides = match &self.retriever {
-            RetrieverSpec::Bm25 { analyzer, .. } => lexical(analyzer, false),
-            RetrieverSpec::FullText { analyzer, .. } => lexical(analyzer, true),
-            RetrieverSpec::Dense { model, index } => dense(model, index),
-            RetrieverSpec::Hybrid { lexical: l, dense: d, .. } => {
-                format!("{}+{}", lexical(&l.analyzer, l.full_text.is_some()), dense(&d.model, &d.index))
-            }
-        };
-        format!("{} {sides}", self.chunker)
+        format!("{} {}", self.chunker, self.retriever.index_identity())
     }
 
     /// The embedding model the cell needs, if any.
@@ -260,96 +113,7 @@ impl Cell {
         out.push(("chunk_overlap", opt(overlap)));
         out.push(("title", c.title.to_string()));
         out.push(("headings", c.headings.to_string()));
-        let lexical = |out: &mut Vec<(&'static str, String)>, l: &LexicalSpec| {
-            out.push(("analyzer", l.analyzer.to_string()));
-            match l.full_text {
-                None => {
-                    out.push(("k1", l.params.k1.to_string()));
-                    out.push(("b", l.params.b.to_string()));
-                }
-                Some(terms) => {
-                    out.push(("engine", "pg".into()));
-                    out.push(("terms", terms.as_str().into()));
-                }
-            }
-        };
-        let dense = |out: &mut Vec<(&'static str, String)>, model: &str, index: &DenseIndex| {
-            out.push(("model", model.to_string()));
-            let hnsw = |out: &mut Vec<(&'static str, String)>, m: &usize, efc: &usize, ef: &usize| {
-                out.push(("index", "hnsw".into()));
-                out.push(("m", m.to_string()));
-                out.push(("ef_construction", efc.to_string()));
-                out.push(("ef_search", ef.to_string()));
-            };
-            match index {
-                DenseIndex::Exact => out.push(("index", "exact".into())),
-                DenseIndex::Hnsw { m, ef_construction, ef_search } => hnsw(out, m, ef_construction, ef_search),
-                DenseIndex::Pg { index, iterative_scan, force_index } => {
-                    if !out.iter().any(|(k, _)| *k == "engine") {
-                        out.push(("engine", "pg".into()));
-                    }
-                    match index {
-                        PgVectorIndex::Exact => out.push(("index", "exact".into())),
-                        PgVectorIndex::Hnsw { m, ef_construction, ef_search } => {
-                            hnsw(out, m, ef_construction, ef_search)
-                        }
-                        PgVectorIndex::Ivfflat { lists, probes } => {
-                            out.push(("index", "ivfflat".into()));
-                            out.push(("lists", lists.to_string()));
-                            out.push(("probes", probes.to_string()));
-                        }
-                    }
-                    if *index != PgVectorIndex::Exact {
-                        out.push(("iterative_scan", iterative_scan.as_str().into()));
-                        out.push(("force_index", force_index.to_string()));
-                    }
-                }
-                DenseIndex::Milvus { index } => {
-                    out.push(("engine", "milvus".into()));
-                    match index {
-                        MilvusIndex::Flat => out.push(("index", "flat".into())),
-                        MilvusIndex::Hnsw { m, ef_construction, ef_search } => hnsw(out, m, ef_construction, ef_search),
-                        MilvusIndex::IvfFlat { lists, probes } => {
-                            out.push(("index", "ivf_flat".into()));
-                            out.push(("lists", lists.to_string()));
-                            out.push(("probes", probes.to_string()));
-                        }
-                    }
-                }
-            }
-        };
-        match &self.retriever {
-            RetrieverSpec::Bm25 { analyzer, params } => {
-                out.push(("retriever", "bm25".into()));
-                lexical(&mut out, &LexicalSpec { analyzer: *analyzer, params: *params, full_text: None });
-            }
-            RetrieverSpec::FullText { analyzer, terms } => {
-                out.push(("retriever", "fulltext".into()));
-                let spec = LexicalSpec { analyzer: *analyzer, params: Bm25Params::default(), full_text: Some(*terms) };
-                lexical(&mut out, &spec);
-            }
-            RetrieverSpec::Dense { model, index } => {
-                out.push(("retriever", "dense".into()));
-                dense(&mut out, model, index);
-            }
-            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => {
-                out.push(("retriever", "hybrid".into()));
-                lexical(&mut out, l);
-                dense(&mut out, &d.model, &d.index);
-                let (method, k, alpha, norm) = match fusion {
-                    Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
-                    Fusion::Convex { alpha, norm } => {
-                        ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
-                    }
-                    Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
-                };
-                out.push(("fusion", method.into()));
-                out.push(("rrf_k", k));
-                out.push(("alpha", alpha));
-                out.push(("norm", norm));
-                out.push(("candidates", candidates.to_string()));
-            }
-        }
+        self.retriever.config(&mut out);
         out.push(("filter", self.filter.to_string()));
         out.push(("abstain_below", self.abstain.map(|a| a.to_string()).unwrap_or_default()));
         out

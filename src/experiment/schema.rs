@@ -1,13 +1,13 @@
 //! The experiment file's TOML as read: every table and key with where it was written, before
 //! any value is checked (`deny_unknown_fields` catches a misspelt key at its line).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use crate::error::Location;
+use crate::grid::GridTable;
 use crate::input::corpus::CorpusFormat;
 use crate::input::golden::GoldenFormat;
 use crate::vocab::Prefer;
@@ -166,5 +166,3 @@ pub(super) struct RawGolden {
     #[serde(default)]
     pub(super) judgments: Option<PathBuf>,
 }
-
-pub(super) type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;

@@ -18,7 +18,6 @@ use crate::error::Result;
 use crate::input::text;
 use crate::output::{labels, summary};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix, Row};
-use crate::vocab::RetrieverSpec;
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
@@ -138,12 +137,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         .cells
         .iter()
         .map(|c| {
-            let family = match c.retriever {
-                RetrieverSpec::Bm25 { .. } => "bm25",
-                RetrieverSpec::FullText { .. } => "fulltext",
-                RetrieverSpec::Dense { .. } => "dense",
-                RetrieverSpec::Hybrid { .. } => "hybrid",
-            };
+            let family = c.retriever.family();
             let row = matrix.rows.iter().find(|r| r.cell == c.cell);
             let config: serde_json::Map<String, Value> =
                 varying.iter().map(|k| (k.clone(), json!(row.map_or("", |r| labels::value_of(r, k))))).collect();

@@ -45,15 +45,45 @@ impl Side {
     }
 }
 
+/// A score and how it was made, as a tree (tantivy's `Explanation`): a source's score with its
+/// parts below it, and in `explain` the fusion above the sources. A new source or stage adds
+/// nodes, not fields.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ScoreNode {
+    pub name: String,
+    pub value: Option<f32>,
+    /// 1-based rank of the chunk in this node's list, where the node ranks a list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ScoreNode>,
+}
+
+impl ScoreNode {
+    pub fn leaf(name: impl Into<String>, value: Option<f32>) -> ScoreNode {
+        ScoreNode { name: name.into(), value, rank: None, children: Vec::new() }
+    }
+
+    /// The tree as indented lines, one per node: `name = value (rank r)`.
+    pub fn render(&self, indent: usize, out: &mut String) {
+        let value = self.value.map_or_else(|| "–".to_string(), |v| format!("{v:.6}"));
+        let rank = self.rank.map_or_else(String::new, |r| format!(" (rank {r})"));
+        out.push_str(&format!("{:indent$}{} = {value}{rank}\n", "", self.name));
+        for child in &self.children {
+            child.render(indent + 2, out);
+        }
+    }
+}
+
 /// How a source scores one chunk for a query, by itself.
 #[derive(Debug, Clone)]
 pub struct SourceScore {
     /// The source's score (BM25, cosine, `ts_rank_cd`); `None` when it does not score the chunk.
     pub score: Option<f32>,
-    /// BM25's per-term table, for in-process BM25.
+    /// What the score is made of: BM25's terms, the cosine of the vectors.
+    pub parts: Vec<ScoreNode>,
+    /// BM25's per-term table, for in-process BM25 (the term-level diagnoses read it).
     pub bm25: Option<Bm25Explanation>,
-    /// The cosine of query and chunk vectors, for dense sources.
-    pub cosine: Option<f32>,
 }
 
 /// One ranking source of a cell: an index and its query-time parameters.
@@ -108,7 +138,20 @@ impl RankingSource for Bm25Source<'_> {
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
         let e = self.index.explain(query.text, self.params, chunk)?;
-        Ok(SourceScore { score: Some(e.score), bm25: Some(e), cosine: None })
+        let mut parts: Vec<ScoreNode> = e
+            .terms
+            .iter()
+            .map(|t| {
+                let name = format!(
+                    "term {:?}: idf {:.4}, tf {}, {}× in the query, in {} chunks",
+                    t.term, t.idf, t.tf, t.query_count, t.doc_freq
+                );
+                ScoreNode::leaf(name, Some(t.contribution))
+            })
+            .collect();
+        let length = format!("length {} terms (average {:.1}), k1 = {}, b = {}", e.length, e.avg_length, e.k1, e.b);
+        parts.push(ScoreNode::leaf(length, None));
+        Ok(SourceScore { score: Some(e.score), parts, bm25: Some(e) })
     }
 
     fn size_bytes(&self) -> u64 {
@@ -130,7 +173,8 @@ impl RankingSource for Bm25Source<'_> {
 
 fn cosine_score(query: &Query<'_>, vector: &[f32]) -> SourceScore {
     let cosine = dot(query.vector, vector);
-    SourceScore { score: Some(cosine), bm25: None, cosine: Some(cosine) }
+    let parts = vec![ScoreNode::leaf("cosine of the query and chunk vectors", Some(cosine))];
+    SourceScore { score: Some(cosine), parts, bm25: None }
 }
 
 /// The exact scan over a chunk set's vectors.

@@ -14,7 +14,7 @@ use crate::retrieve::access::Filter;
 use crate::retrieve::bm25::Bm25Explanation;
 use crate::retrieve::cell::{CellRetriever, Query, Timing};
 use crate::retrieve::fusion::{self, Fusion};
-use crate::retrieve::source::Side;
+use crate::retrieve::source::{ScoreNode, Side};
 use crate::retrieve::Hit;
 
 /// One case in one cell, explained.
@@ -72,6 +72,9 @@ pub struct ExplainedItem {
     pub dense: Option<DenseExplanation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hybrid: Option<HybridExplanation>,
+    /// How the score was made, for any composition: the fusion (if any) at the root, each
+    /// source below it with its rank, its score and its parts.
+    pub score_tree: ScoreNode,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,13 +120,11 @@ fn rank_in(hits: &[Hit], chunk: u32) -> Option<u32> {
 }
 
 impl FusedSides {
-    /// Each source's rank, score and share of the fused score of `chunk` (the first lexical and
-    /// the first dense source are shown).
-    fn explain(&self, retriever: &CellRetriever<'_>, chunk: u32) -> HybridExplanation {
+    /// Each source's rank, score and share of the fused score of `chunk`, in source order.
+    fn scores(&self, retriever: &CellRetriever<'_>, chunk: u32) -> Vec<SideScore> {
         let sided: Vec<(&[Hit], Side)> =
             self.lists.iter().zip(&retriever.sources).map(|(l, s)| (&l[..], s.side())).collect();
-        let scores: Vec<SideScore> = self
-            .lists
+        self.lists
             .iter()
             .zip(fusion::all_contributions(&sided, self.fusion))
             .map(|(hits, parts)| {
@@ -134,7 +135,11 @@ impl FusedSides {
                     fused_part: at.map_or(0.0, |p| parts[p]),
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// The first lexical and the first dense source's scores (the `hybrid` view).
+    fn explain(&self, retriever: &CellRetriever<'_>, scores: &[SideScore]) -> HybridExplanation {
         let first = |side: Side| {
             retriever
                 .sources
@@ -262,23 +267,56 @@ impl Scoring<'_> {
                     bm25: None,
                     dense: None,
                     hybrid: None,
+                    score_tree: ScoreNode::leaf("", None),
                 };
-                if let Some(lexical) = run.retriever.first(Side::Lexical) {
-                    out.bm25 = lexical.explain(&query, item.chunk)?.bm25;
-                }
-                let hybrid = sides.as_ref().map(|s| s.explain(&run.retriever, item.chunk));
-                if let Some(dense) = run.retriever.first(Side::Dense) {
-                    let cosine = dense.explain(&query, item.chunk)?.cosine.unwrap_or(f32::NAN);
-                    let (rank, exact_rank) = match (&hybrid, &sides) {
-                        (Some(h), Some(s)) => {
-                            (h.dense.rank, s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)))
-                        }
-                        // Outside the list, the dense search's rank is the one the deeper search
-                        // found (a dense cell's list is its dense search).
-                        _ => (ranked.or(out.deeper_rank), exact_list.as_ref().and_then(|l| rank_of(l, &item.key))),
-                    };
+                let explained: Vec<_> =
+                    run.retriever.sources.iter().map(|s| s.explain(&query, item.chunk)).collect::<Result<_>>()?;
+                out.bm25 = run.retriever.sources.iter().zip(&explained).find_map(|(_, e)| e.bm25.clone());
+                let scores = sides.as_ref().map(|s| s.scores(&run.retriever, item.chunk));
+                let hybrid = sides.as_ref().zip(scores.as_ref()).map(|(s, scores)| s.explain(&run.retriever, scores));
+                // A source's exact-scan rank: the exact list in place of a fused cell's dense side,
+                // or of a single source.
+                let exact_rank = match &sides {
+                    Some(s) => s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)),
+                    None => exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
+                };
+                if let Some(d) = run.retriever.sources.iter().position(|s| s.side() == Side::Dense) {
+                    let cosine = explained[d].score.unwrap_or(f32::NAN);
+                    // Outside the list, the dense search's rank is the one the deeper search found
+                    // (a dense cell's list is its dense search).
+                    let rank = hybrid.as_ref().map_or(ranked.or(out.deeper_rank), |h| h.dense.rank);
                     out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
                 }
+                let first_dense = run.retriever.sources.iter().position(|s| s.side() == Side::Dense);
+                let mut nodes: Vec<ScoreNode> = run
+                    .retriever
+                    .sources
+                    .iter()
+                    .zip(explained)
+                    .enumerate()
+                    .map(|(i, (source, e))| {
+                        let mut node = ScoreNode {
+                            name: source.identity(),
+                            value: e.score,
+                            rank: scores.as_ref().map_or(ranked.or(out.deeper_rank), |s| s[i].rank),
+                            children: e.parts,
+                        };
+                        if let Some(r) = exact_rank.filter(|_| Some(i) == first_dense && source.oracle().is_some()) {
+                            let exact = "the exact scan over the same vectors, same depth and filter";
+                            node.children.push(ScoreNode { rank: Some(r), ..ScoreNode::leaf(exact, None) });
+                        }
+                        if let Some(s) = &scores {
+                            node.children.push(ScoreNode::leaf("part of the fused score", Some(s[i].fused_part)));
+                        }
+                        node
+                    })
+                    .collect();
+                out.score_tree = match &hybrid {
+                    Some(h) => {
+                        ScoreNode { name: h.fusion.clone(), value: Some(h.fused), rank: ranked, children: nodes }
+                    }
+                    None => nodes.swap_remove(0),
+                };
                 out.hybrid = hybrid;
                 Ok(out)
             })
@@ -395,6 +433,9 @@ pub fn render(e: &Explanation) -> String {
             let exact = d.exact_rank.map_or(String::new(), |r| format!("; exact-scan rank {r}"));
             let _ = writeln!(s, "  cosine {:.6}; dense rank {}{exact}", d.cosine, opt(d.rank));
         }
+        let mut tree = String::new();
+        item.score_tree.render(4, &mut tree);
+        let _ = write!(s, "  how the score was made:\n{tree}");
         if let Some(h) = &item.hybrid {
             let side =
                 |x: &SideScore| format!("rank {}, score {}, fused part {:.6}", opt(x.rank), opt(x.score), x.fused_part);

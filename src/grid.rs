@@ -1,4 +1,4 @@
-//! Grid expansion: a `[[chunkers]]` or `[[retrievers]]` table whose array values are axes becomes
+//! Grid expansion (shared by the experiment's sections and the catalog's kinds): a `[[chunkers]]` or `[[retrievers]]` table whose array values are axes becomes
 //! one combination per point of their product, each value keeping where it was written, and
 //! the typed readers of one value (integer, float, choice, flag) that point their errors there.
 
@@ -6,31 +6,33 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 
-use toml::Value;
+use toml::{Spanned, Value};
 
-use super::schema::GridTable;
 use crate::error::{Error, Location, Result};
 
+/// A `[[chunkers]]` or `[[retrievers]]` table as read: every key and value with where it was written.
+pub type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;
+
 /// One combination of a grid table's axes: parameter name → (value, where it was written).
-pub(super) struct Combo<'a> {
-    pub(super) values: BTreeMap<&'a str, (&'a Value, Range<usize>)>,
-    pub(super) kind: (&'a str, Range<usize>),
+pub struct Combo<'a> {
+    pub values: BTreeMap<&'a str, (&'a Value, Range<usize>)>,
+    pub kind: (&'a str, Range<usize>),
 }
 
 impl Combo<'_> {
-    pub(super) fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
+    pub fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
         self.values.get(key).map(|(v, s)| (*v, s.clone()))
     }
 
     /// Where `key` is written, or the table's `kind` when it is not.
-    pub(super) fn span_of(&self, key: &str) -> Range<usize> {
+    pub fn span_of(&self, key: &str) -> Range<usize> {
         self.get(key).map_or(self.kind.1.clone(), |g| g.1)
     }
 }
 
-pub(super) type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
+pub type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
 
-pub(super) fn expand_all<T>(
+pub fn expand_all<T>(
     tables: &[GridTable],
     section: &str,
     text: &str,
@@ -84,19 +86,14 @@ pub(super) fn expand_all<T>(
 
 /// Checks that the combo only uses `allowed` keys.
 /// An error at the first of `keys` given, as "`key` {why}".
-pub(super) fn forbid(
-    combo: &Combo<'_>,
-    keys: &[&str],
-    why: &str,
-    bad: &dyn Fn(Range<usize>, String) -> Error,
-) -> Result<()> {
+pub fn forbid(combo: &Combo<'_>, keys: &[&str], why: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
     match keys.iter().find_map(|key| combo.get(key).map(|(_, span)| (key, span))) {
         Some((key, span)) => Err(bad(span, format!("`{key}` {why}"))),
         None => Ok(()),
     }
 }
 
-pub(super) fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
+pub fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
     for (key, (_, span)) in &combo.values {
         if !allowed.contains(key) {
             return Err(bad(
@@ -112,7 +109,7 @@ pub(super) fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize
     Ok(())
 }
 
-pub(super) fn int(
+pub fn int(
     combo: &Combo<'_>,
     key: &str,
     default: Option<usize>,
@@ -128,12 +125,7 @@ pub(super) fn int(
     }
 }
 
-pub(super) fn float(
-    combo: &Combo<'_>,
-    key: &str,
-    default: f64,
-    bad: &dyn Fn(Range<usize>, String) -> Error,
-) -> Result<f64> {
+pub fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<f64> {
     match combo.get(key) {
         Some((Value::Float(f), span)) if !f.is_finite() => {
             Err(bad(span, format!("`{key}` must be a finite number, found {f}")))
@@ -148,7 +140,7 @@ pub(super) fn float(
 }
 
 /// One of a fixed set of named values, `default` when absent.
-pub(super) fn choice<T: Copy>(
+pub fn choice<T: Copy>(
     combo: &Combo<'_>,
     key: &str,
     default: T,
@@ -167,7 +159,7 @@ pub(super) fn choice<T: Copy>(
     }
 }
 
-pub(super) fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
+pub fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
     match combo.get(key) {
         Some((Value::Boolean(b), _)) => Ok(*b),
         Some((v, span)) => Err(bad(span, format!("`{key}` must be true or false, found {}", v.type_str()))),

@@ -8,23 +8,20 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::analyze::Analyzer;
-use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEndpoint, MilvusEngine, MilvusVectorSource};
-use crate::engine::pgvector::{PgEngine, PgTable, PgTextSource, PgVectorSource, VectorBuild};
+use crate::catalog::{BuiltIndex, IndexInput};
+use crate::engine::servers::{EngineSources, Engines};
 use crate::error::{Error, Result};
-use crate::experiment::Experiment;
 use crate::input::corpus::Corpus;
 use crate::input::golden::GoldenCase;
-use crate::plan::QueryParams;
-use crate::plan::{CellPlan, ChunkSetId, EmbeddingId, EngineKind, IndexId, IndexSpec, ModelId, Plan};
+use crate::plan::{CellPlan, ChunkSetId, IndexId, ModelId, Plan};
 use crate::results::{CellCost, StageReport};
 use crate::retrieve::cell::CellRetriever;
-use crate::retrieve::source::{Bm25Source, ExactSource, HnswSource, RankingSource};
-use crate::retrieve::{Bm25Index, ExactIndex, HnswIndex};
+use crate::retrieve::source::RankingSource;
 use crate::stages::cache::{self, Cached, StageCache};
 use crate::stages::chunk::ChunkSet;
 use crate::stages::cost::Counter;
 use crate::stages::embed::{self, EmbedStats, Embedding, ModelInfo, Role, VectorCache};
+use crate::vocab::Prices;
 
 /// Tokens the model sees for the texts at given indices (its prefix added, truncated).
 pub fn token_counts<'a>(
@@ -45,48 +42,10 @@ pub struct BuildContext<'a, 'e> {
     pub embedder: &'a (dyn Fn(ModelId) -> Result<&'e dyn Embedding> + Sync),
     pub store: &'a StageCache,
     pub cache_dir: &'a std::path::Path,
-    /// Installed serving engines (`engines/pg`), for cells an engine serves.
-    pub engines_dir: &'a std::path::Path,
-    /// The user's own PostgreSQL server (`[engines.pg]`), its password read; `None`: our own.
-    pub pg_server: Option<&'a crate::engine::connect::Endpoint>,
-    /// The user's own Milvus (`[engines.milvus]`), its token read; `None`: our own.
-    pub milvus_server: Option<&'a MilvusEndpoint>,
+    /// The serving engines cells are served by: installed ones, or the experiment's own.
+    pub engines: EngineSources<'a>,
     /// Makes a progress bar of a length and a name.
     pub bar: &'a dyn Fn(usize, &str) -> ProgressBar,
-}
-
-pub enum BuiltIndex {
-    Bm25(Bm25Index),
-    Exact(ExactIndex),
-    Hnsw(HnswIndex),
-    /// A table in the engine, and the same vectors in process (the oracle).
-    PgVector {
-        table: PgTable,
-        exact: ExactIndex,
-        build: VectorBuild,
-    },
-    PgText {
-        table: PgTable,
-        analyzer: crate::analyze::AnalyzerKind,
-    },
-    /// A collection in Milvus, and the same vectors in process (the oracle).
-    MilvusVector {
-        collection: MilvusCollection,
-        exact: ExactIndex,
-        build: MilvusBuild,
-    },
-}
-
-impl BuiltIndex {
-    pub fn size_bytes(&self) -> u64 {
-        match self {
-            BuiltIndex::Bm25(i) => i.size_bytes(),
-            BuiltIndex::Exact(i) => i.size_bytes(),
-            BuiltIndex::Hnsw(i) => i.size_bytes(),
-            BuiltIndex::PgVector { table, .. } | BuiltIndex::PgText { table, .. } => table.bytes,
-            BuiltIndex::MilvusVector { collection, .. } => collection.bytes,
-        }
-    }
 }
 
 /// What one embedding job produced and cost.
@@ -133,13 +92,6 @@ pub struct Built {
     pub engines: Engines,
 }
 
-/// The serving engines a plan uses, each started once.
-#[derive(Default)]
-pub struct Engines {
-    pub pg: Option<PgEngine>,
-    pub milvus: Option<MilvusEngine>,
-}
-
 impl Built {
     pub fn set(&self, id: ChunkSetId) -> &ChunkSet {
         &self.sets[id.0]
@@ -158,35 +110,24 @@ impl Built {
     /// The retriever a cell searches with.
     pub fn retriever(&self, cell: &CellPlan) -> CellRetriever<'_> {
         let source = |s: &crate::plan::SourcePlan| -> Arc<dyn RankingSource + '_> {
-            match (self.built_index(s.index), s.query) {
-                (BuiltIndex::Bm25(index), QueryParams::Bm25(params)) => Arc::new(Bm25Source { index, params }),
-                (BuiltIndex::Exact(index), QueryParams::Exact) => Arc::new(ExactSource { index }),
-                (BuiltIndex::Hnsw(index), QueryParams::Hnsw { ef_search }) => Arc::new(HnswSource { index, ef_search }),
-                (BuiltIndex::PgVector { table, exact, build }, QueryParams::PgVector(query)) => {
-                    let engine = self.engines.pg.as_ref().expect("an engine table has its engine");
-                    Arc::new(PgVectorSource { engine, table, exact, build: *build, query })
-                }
-                (BuiltIndex::PgText { table, analyzer }, QueryParams::PgText(terms)) => {
-                    let engine = self.engines.pg.as_ref().expect("an engine table has its engine");
-                    Arc::new(PgTextSource { engine, table, analyzer: *analyzer, terms })
-                }
-                (BuiltIndex::MilvusVector { collection, exact, build }, QueryParams::MilvusVector(query)) => {
-                    let engine = self.engines.milvus.as_ref().expect("a collection has its engine");
-                    Arc::new(MilvusVectorSource { engine, collection, exact, build: *build, query })
-                }
-                _ => unreachable!("the plan pairs query parameters with their index kind"),
-            }
+            s.kind.source(self.built_index(s.index), &self.engines)
         };
         CellRetriever { sources: cell.retriever.sources.iter().map(source).collect(), fusion: cell.retriever.fusion }
     }
 
     /// What building a cell's stages cost; shared work is named by the experiment.
-    pub fn cost(&self, exp: &Experiment, plan: &Plan, cell: usize, planned: &CellPlan) -> CellCost {
+    pub fn cost(
+        &self,
+        plan: &Plan,
+        planned: &CellPlan,
+        shared: (Option<String>, Option<String>),
+        prices: &Prices,
+    ) -> CellCost {
         let mut cost = CellCost { chunks: self.set(planned.chunks).len(), ..Default::default() };
         for source in &planned.retriever.sources {
             let (index, seconds) = &self.indexes[source.index.0];
             cost.index_s += seconds;
-            cost.index_bytes += index.size_bytes();
+            cost.index_bytes += index.bytes;
         }
         if let Some(embedding) = planned.embedding {
             let v = &self.vectors[embedding.0];
@@ -197,8 +138,8 @@ impl Built {
             cost.reused_texts = v.stats.reused;
             cost.query_tokens = self.queries[plan.embedding(embedding).model.0].1;
         }
-        (cost.shared_embeddings, cost.shared_index) = exp.shared[&exp.cells[cell].id].clone();
-        cost.usd_index = crate::stages::cost::usd(cost.tokens_embedded as f64, exp.prices.embedding_usd_per_1m_tokens);
+        (cost.shared_embeddings, cost.shared_index) = shared;
+        cost.usd_index = crate::stages::cost::usd(cost.tokens_embedded as f64, prices.embedding_usd_per_1m_tokens);
         cost
     }
 }
@@ -419,69 +360,37 @@ fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[Stri
 /// The serving engines cells are served by: our servers started (their data in the stage
 /// cache), or the experiment's own servers connected.
 fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Engines> {
-    let uses = |kind: EngineKind| plan.indexes.iter().any(|i| i.engine() == Some(kind));
-    let mut engines = Engines::default();
-    let mut report = |t: Instant, what: &str, note: Option<String>| {
-        let mut r = StageReport::new("engine", what.into(), t.elapsed().as_secs_f64());
+    Engines::start(&plan.engines(), &ctx.engines, &mut |seconds, what, note| {
+        let mut r = StageReport::new("engine", what.into(), seconds);
         if let Some(note) = note {
             r.key = format!("{}; {note}", r.key);
         }
         stages.push(r);
-    };
-    if uses(EngineKind::Pg) {
-        let t = Instant::now();
-        let (engine, note) = PgEngine::start(&ctx.engines_dir.join("pg"), Some(ctx.cache_dir), ctx.pg_server.cloned())?;
-        let what = match ctx.pg_server {
-            Some(_) => "connected to the experiment's PostgreSQL server",
-            None => "PostgreSQL + pgvector server started",
-        };
-        report(t, what, note);
-        engines.pg = Some(engine);
-    }
-    if uses(EngineKind::Milvus) {
-        let t = Instant::now();
-        let (engine, note) =
-            MilvusEngine::start(&ctx.engines_dir.join("milvus"), ctx.cache_dir, ctx.milvus_server.cloned())?;
-        let what = match ctx.milvus_server {
-            Some(_) => "connected to the experiment's Milvus",
-            None => "Milvus 2.3.5 standalone server started",
-        };
-        report(t, what, note);
-        engines.milvus = Some(engine);
-    }
-    Ok(engines)
+    })
 }
 
-/// An engine table's or collection's build as a cache record: reused or built, and what building it cost.
-fn engine_record(build_seconds: f64, reused: bool) -> Cached<()> {
-    Cached { value: (), build: cache::BuildRecord { seconds: build_seconds }, reused }
-}
-
-/// Every planned index, from the stage cache when its content was built before. Exact
-/// indexes are the vectors themselves: nothing to build.
+/// Every planned index, each built by its kind (from the stage cache when its content was
+/// built before).
 fn index_stage(
     plan: &Plan,
     ctx: &BuildContext<'_, '_>,
     built: &mut Built,
     stages: &mut Vec<StageReport>,
 ) -> Result<()> {
-    let (corpus, models, store) = (ctx.corpus, ctx.models, ctx.store);
-    let exact = |embedding: EmbeddingId| {
-        let job = plan.embedding(embedding);
-        ExactIndex::new(models[job.model.0].dim, built.vectors[embedding.0].passages.clone())
-    };
+    let corpus = ctx.corpus;
     let pb = (ctx.bar)(plan.indexes.len(), "index");
-    // Per chunk set, for engine tables only: each chunk's ACL, and their content key.
-    let with_engine = if built.engines.pg.is_some() || built.engines.milvus.is_some() { &built.sets[..] } else { &[] };
-    let acls: Vec<Vec<Option<&[String]>>> = with_engine
+    // Per chunk set: the content key of the chunks' ACLs, which engine tables and collections
+    // store (no engine: nothing reads it).
+    let acl_keys: Vec<[u8; 32]> = built
+        .sets
         .iter()
-        .map(|set| set.chunks.iter().map(|c| corpus.docs[c.doc as usize].acl.as_deref()).collect())
-        .collect();
-    let acl_keys: Vec<[u8; 32]> = acls
-        .iter()
-        .map(|acl| {
+        .map(|set| {
             let mut h = blake3::Hasher::new();
-            for groups in acl {
+            if !built.engines.any() {
+                return [0; 32];
+            }
+            for c in &set.chunks {
+                let groups = corpus.docs[c.doc as usize].acl.as_deref();
                 h.update(&[u8::from(groups.is_some())]);
                 for g in groups.iter().flat_map(|g| g.iter()) {
                     h.update(&(g.len() as u64).to_le_bytes());
@@ -492,125 +401,44 @@ fn index_stage(
             *h.finalize().as_bytes()
         })
         .collect();
-    let engine = built.engines.pg.as_ref();
-    // An engine's vector index: its key (model, texts, ACLs, build parameters) and what it loads.
-    let engine_vectors = |kind: &str, embedding: EmbeddingId, build: &dyn std::fmt::Debug| {
-        let job = plan.embedding(embedding);
-        let info = &models[job.model.0];
-        let key = cache::key(
-            kind,
-            &[
-                info.key().as_bytes(),
-                &built.text_keys[job.chunks.0],
-                &acl_keys[job.chunks.0],
-                format!("{build:?}").as_bytes(),
-            ],
-        );
-        (key, info.dim, &acls[job.chunks.0], &built.vectors[embedding.0].passages)
-    };
-    let indexes: Vec<(BuiltIndex, f64, Option<Cached<()>>)> = plan
+    let indexes: Vec<(BuiltIndex, f64)> = plan
         .indexes
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
-            let (index, cached) = match *spec {
-                IndexSpec::Bm25 { chunks, analyzer } => {
-                    let set = &built.sets[chunks.0];
-                    let analyzer = Analyzer::new(analyzer);
-                    let key = cache::key("bm25", &[format!("{analyzer:?}").as_bytes(), &built.text_keys[chunks.0]]);
-                    let c = store.get_or_build(
-                        "bm25",
-                        &key,
-                        |dir| Bm25Index::write(dir, &analyzer, (0..set.len()).map(|i| set.indexed_text(corpus, i))),
-                        |dir| Bm25Index::open(dir, &analyzer),
-                    )?;
-                    let (index, record) = c.into_parts();
-                    (BuiltIndex::Bm25(index), Some(record))
-                }
-                IndexSpec::Exact { embedding } => (BuiltIndex::Exact(exact(embedding)), None),
-                IndexSpec::Hnsw { embedding, params } => {
-                    let job = plan.embedding(embedding);
-                    let exact = exact(embedding);
-                    let key = cache::key(
-                        "hnsw",
-                        &[
-                            crate::retrieve::dense::GRAPH_VERSION.as_bytes(),
-                            models[job.model.0].key().as_bytes(),
-                            &built.text_keys[job.chunks.0],
-                            &(params.m as u64).to_le_bytes(),
-                            &(params.ef_construction as u64).to_le_bytes(),
-                        ],
-                    );
-                    let c = store.get_or_build(
-                        "hnsw",
-                        &key,
-                        |dir| HnswIndex::build(exact.clone(), params).write(dir),
-                        |dir| HnswIndex::open(dir, exact.clone()),
-                    )?;
-                    let (index, record) = c.into_parts();
-                    (BuiltIndex::Hnsw(index), Some(record))
-                }
-                IndexSpec::PgVector { embedding, build } => {
-                    let (key, dim, acl, vectors) = engine_vectors("pg-vector", embedding, &build);
-                    let acl = |i: usize| acl[i];
-                    let engine = engine.expect("started above");
-                    let table = engine.vector_table(&key[..24], vectors, dim, &acl, build)?;
-                    let record = engine_record(table.build_seconds, table.reused);
-                    (BuiltIndex::PgVector { table, exact: exact(embedding), build }, Some(record))
-                }
-                IndexSpec::PgText { chunks, analyzer } => {
-                    let set = &built.sets[chunks.0];
-                    let key = cache::key(
-                        "pg-text",
-                        &[format!("{analyzer:?}").as_bytes(), &built.text_keys[chunks.0], &acl_keys[chunks.0]],
-                    );
-                    let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
-                    let acl = &acls[chunks.0];
-                    let acl = |i: usize| acl[i];
-                    let table = engine.expect("started above").text_table(&key[..24], &texts, &acl, analyzer)?;
-                    let record = engine_record(table.build_seconds, table.reused);
-                    (BuiltIndex::PgText { table, analyzer }, Some(record))
-                }
-                IndexSpec::MilvusVector { embedding, build } => {
-                    let (key, dim, acl, vectors) = engine_vectors("milvus-vector", embedding, &build);
-                    let acl = |i: usize| acl[i];
-                    let engine = built.engines.milvus.as_ref().expect("started above");
-                    let collection = engine.vector_collection(&key[..24], vectors, dim, &acl, build)?;
-                    let record = engine_record(collection.build_seconds, collection.reused);
-                    (BuiltIndex::MilvusVector { collection, exact: exact(embedding), build }, Some(record))
-                }
+            let set = &built.sets[spec.chunks.0];
+            let text = |i: usize| set.indexed_text(corpus, i);
+            let acl = |i: usize| corpus.docs[set.chunks[i].doc as usize].acl.as_deref();
+            let vectors = spec.embedding.map(|e| {
+                let job = plan.embedding(e);
+                (&ctx.models[job.model.0], &built.vectors[e.0].passages)
+            });
+            let input = IndexInput {
+                store: ctx.store,
+                chunks: set.len(),
+                text: &text,
+                text_key: &built.text_keys[spec.chunks.0],
+                acl: &acl,
+                acl_key: &acl_keys[spec.chunks.0],
+                vectors,
+                engines: &built.engines,
             };
+            let index = spec.kind.build(&input)?;
             pb.inc(1);
-            Ok((index, t.elapsed().as_secs_f64(), cached))
+            Ok((index, t.elapsed().as_secs_f64()))
         })
         .collect::<Result<_>>()?;
     pb.finish_and_clear();
-    for (i, (index, secs, cached)) in indexes.into_iter().enumerate() {
-        let chunks = plan.index_chunks(IndexId(i));
-        let name = match plan.indexes[i] {
-            IndexSpec::Bm25 { analyzer, .. } => format!("bm25({analyzer})"),
-            IndexSpec::Exact { embedding } => format!("exact({})", models[plan.embedding(embedding).model.0].id),
-            IndexSpec::Hnsw { embedding, params } => format!(
-                "hnsw({},m={},efc={})",
-                models[plan.embedding(embedding).model.0].id,
-                params.m,
-                params.ef_construction
-            ),
-            IndexSpec::PgVector { embedding, build } => {
-                format!("pg vectors({},{build})", models[plan.embedding(embedding).model.0].id)
-            }
-            IndexSpec::PgText { analyzer, .. } => format!("pg fulltext({analyzer})"),
-            IndexSpec::MilvusVector { embedding, build } => {
-                format!("milvus vectors({},{build})", models[plan.embedding(embedding).model.0].id)
-            }
-        };
-        let mut r = StageReport::new("index", format!("{name} on {}", plan.chunkers[chunks.0]), secs);
-        r.chunks = built.sets[chunks.0].len();
-        r.bytes = index.size_bytes();
-        r.reused = cached.as_ref().is_some_and(|c| c.reused);
+    for (i, (index, secs)) in indexes.into_iter().enumerate() {
+        let spec = &plan.indexes[i];
+        let mut r =
+            StageReport::new("index", format!("{} on {}", spec.kind.index_name(), plan.chunkers[spec.chunks.0]), secs);
+        r.chunks = built.sets[spec.chunks.0].len();
+        r.bytes = index.bytes;
+        r.reused = index.record.as_ref().is_some_and(|c| c.reused);
         stages.push(r);
         // A cached index costs what building it cost when it was built.
-        let cost = cached.as_ref().map_or(secs, |c| c.build.seconds);
+        let cost = index.record.as_ref().map_or(secs, |c| c.build.seconds);
         built.indexes.push((index, cost));
     }
     Ok(())

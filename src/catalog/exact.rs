@@ -1,0 +1,57 @@
+//! The exact scan in process: `kind = "dense"` with `index = "exact"` (the default). Every
+//! vector is compared; the oracle every approximate kind is measured against.
+
+use std::sync::Arc;
+
+use super::{Bad, BuiltIndex, Config, IndexInput, SourceKind, HNSW_KEYS};
+use crate::engine::servers::Engines;
+use crate::error::Result;
+use crate::grid::{forbid, Combo};
+use crate::retrieve::source::{ExactSource, RankingSource};
+use crate::retrieve::ExactIndex;
+use crate::vocab::DenseIndex;
+
+#[derive(Debug)]
+pub struct Exact {
+    pub model: String,
+}
+
+/// No parameters of its own.
+pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
+    forbid(combo, &HNSW_KEYS, "only applies to index = \"hnsw\"", bad)?;
+    Ok(DenseIndex::Exact)
+}
+
+impl SourceKind for Exact {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
+    fn label(&self) -> String {
+        format!("dense({},exact)", self.model)
+    }
+
+    fn config(&self, out: &mut Config) {
+        out.push(("model", self.model.clone()));
+        out.push(("index", "exact".into()));
+    }
+
+    fn index_identity(&self) -> String {
+        format!("exact({})", self.model)
+    }
+
+    fn index_name(&self) -> String {
+        self.index_identity()
+    }
+
+    /// The vectors themselves: nothing to build.
+    fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
+        let (info, passages) = input.vectors();
+        let index = ExactIndex::new(info.dim, passages.clone());
+        Ok(BuiltIndex { bytes: index.size_bytes(), index: Box::new(index), record: None })
+    }
+
+    fn source<'a>(&self, index: &'a BuiltIndex, _: &'a Engines) -> Arc<dyn RankingSource + 'a> {
+        Arc::new(ExactSource { index: index.get::<ExactIndex>() })
+    }
+}

@@ -1,0 +1,438 @@
+//! The catalog: every kind of ranking source ragsweep retrieves with, one file each.
+//!
+//! A kind's file reads its parameters from a `[[retrievers]]` combination (each error located
+//! at its key), names itself (label, configuration columns, the identity of the index it
+//! builds), builds that index from the stage cache or in a serving engine, and turns the built
+//! index into a [`RankingSource`]. As in tantivy's `Query → Weight → Scorer`, only this folder
+//! asks which kind a retriever is; the plan, the build and the runner hold [`SourceKind`]s and
+//! built objects. A retriever is one source or a fusion of a lexical and a dense one; a new
+//! kind is its file here and its line in [`lexical`] or [`dense`] (and in [`dense_from`] for
+//! its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
+
+pub mod bm25;
+pub mod exact;
+pub mod full_text;
+pub mod hnsw;
+pub mod milvus;
+pub mod pgvector;
+
+use std::any::Any;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use toml::Value;
+
+use crate::analyze::AnalyzerKind;
+use crate::engine::servers::Engines;
+use crate::engine::ChunkAcl;
+use crate::error::{Error, Result};
+use crate::grid::{choice, float, forbid, int, only, Combo};
+use crate::retrieve::source::RankingSource;
+use crate::stages::cache::{Cached, StageCache};
+use crate::stages::embed::ModelInfo;
+use crate::vocab::{DenseIndex, DenseSpec, EngineKind, Fusion, LexicalSpec, Norm, RetrieverSpec};
+
+/// Default candidates per side of a hybrid retriever.
+pub const HYBRID_CANDIDATES: usize = 100;
+
+/// Configuration columns of a cell, in order: name and value.
+pub type Config = Vec<(&'static str, String)>;
+
+/// The error maker of a combination: a message at a span of the experiment file.
+pub type Bad<'a> = &'a dyn Fn(Range<usize>, String) -> Error;
+
+/// What an index is built from.
+pub struct IndexInput<'a> {
+    pub store: &'a StageCache,
+    /// The chunk set's size and each chunk's indexed text.
+    pub chunks: usize,
+    pub text: &'a (dyn Fn(usize) -> String + Sync),
+    /// The content key of those texts.
+    pub text_key: &'a [u8; 32],
+    /// Each chunk's ACL, and their content key (what an engine stores beside the chunk).
+    pub acl: ChunkAcl<'a>,
+    pub acl_key: &'a [u8; 32],
+    /// The passage vectors and the model that made them, for a kind with a model.
+    pub vectors: Option<(&'a ModelInfo, &'a Arc<Vec<f32>>)>,
+    pub engines: &'a Engines,
+}
+
+impl<'a> IndexInput<'a> {
+    fn vectors(&self) -> (&'a ModelInfo, &'a Arc<Vec<f32>>) {
+        self.vectors.expect("a kind with a model is given its vectors")
+    }
+}
+
+/// A built index: what its kind keeps (read back by that kind alone), its size, and its
+/// stage-cache record (`None` when nothing was built).
+pub struct BuiltIndex {
+    pub index: Box<dyn Any + Send + Sync>,
+    pub bytes: u64,
+    pub record: Option<Cached<()>>,
+}
+
+impl BuiltIndex {
+    /// The index as the kind that built it keeps it.
+    fn get<T: 'static>(&self) -> &T {
+        self.index.downcast_ref().expect("an index is read by the kind that built it")
+    }
+}
+
+/// One kind of ranking source, with its parameters.
+pub trait SourceKind: Send + Sync + fmt::Debug {
+    /// The embedding model it searches with, if any.
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
+    /// The serving engine that holds its index; `None` in process.
+    fn engine(&self) -> Option<EngineKind> {
+        None
+    }
+
+    /// How a cell label names it (`bm25(en,k1=0.9,b=0.4)`, `dense(e5-small,hnsw,m=16,…)`).
+    fn label(&self) -> String;
+
+    /// Its configuration columns.
+    fn config(&self, out: &mut Config);
+
+    /// What its index is built from, query-time parameters left out: over one chunk set, equal
+    /// identities share one index.
+    fn index_identity(&self) -> String;
+
+    /// The index's name in the stage report.
+    fn index_name(&self) -> String;
+
+    /// The HNSW graph its index is (`m`, `ef_construction`, `ef_search`), if it is one.
+    fn graph(&self) -> Option<(usize, usize, usize)> {
+        None
+    }
+
+    fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex>;
+
+    /// The source that searches `index` (built by a kind of the same identity) with this
+    /// kind's query-time parameters.
+    fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a>;
+}
+
+/// The source kind of a lexical side.
+pub fn lexical(spec: &LexicalSpec) -> Box<dyn SourceKind> {
+    match spec.full_text {
+        None => Box::new(bm25::Bm25 { analyzer: spec.analyzer, params: spec.params }),
+        Some(terms) => Box::new(full_text::FullText { analyzer: spec.analyzer, terms }),
+    }
+}
+
+/// The source kind of a dense side.
+pub fn dense(spec: &DenseSpec) -> Box<dyn SourceKind> {
+    let model = spec.model.clone();
+    match spec.index {
+        DenseIndex::Exact => Box::new(exact::Exact { model }),
+        DenseIndex::Hnsw { m, ef_construction, ef_search } => {
+            Box::new(hnsw::Hnsw { model, m, ef_construction, ef_search })
+        }
+        DenseIndex::Pg { index, iterative_scan, force_index } => {
+            Box::new(pgvector::PgVector { model, index, iterative_scan, force_index })
+        }
+        DenseIndex::Milvus { index } => Box::new(milvus::Milvus { model, index }),
+    }
+}
+
+/// A retriever's composition: its sources (lexical first), and how their lists fuse with the
+/// candidates each fetches when there are several.
+pub struct Composition {
+    pub sources: Vec<Box<dyn SourceKind>>,
+    pub fusion: Option<(Fusion, usize)>,
+}
+
+impl RetrieverSpec {
+    pub fn composition(&self) -> Composition {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, params } => Composition {
+                sources: vec![Box::new(bm25::Bm25 { analyzer: *analyzer, params: *params })],
+                fusion: None,
+            },
+            RetrieverSpec::FullText { analyzer, terms } => Composition {
+                sources: vec![Box::new(full_text::FullText { analyzer: *analyzer, terms: *terms })],
+                fusion: None,
+            },
+            RetrieverSpec::Dense { model, index } => {
+                Composition { sources: vec![dense(&DenseSpec { model: model.clone(), index: *index })], fusion: None }
+            }
+            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => {
+                Composition { sources: vec![lexical(l), dense(d)], fusion: Some((*fusion, *candidates)) }
+            }
+        }
+    }
+
+    /// `bm25`, `fulltext`, `dense` or `hybrid`: the `kind` the retriever was declared with.
+    pub fn family(&self) -> &'static str {
+        match self {
+            RetrieverSpec::Bm25 { .. } => "bm25",
+            RetrieverSpec::FullText { .. } => "fulltext",
+            RetrieverSpec::Dense { .. } => "dense",
+            RetrieverSpec::Hybrid { .. } => "hybrid",
+        }
+    }
+
+    /// The embedding model of the dense side, if any.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
+            RetrieverSpec::Dense { model, .. } => Some(model),
+            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
+        }
+    }
+
+    /// The analyzer of the lexical side, if any.
+    pub fn analyzer(&self) -> Option<AnalyzerKind> {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
+            RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
+            RetrieverSpec::Dense { .. } => None,
+        }
+    }
+
+    /// What the retriever's indexes are built from, query-time parameters left out.
+    pub fn index_identity(&self) -> String {
+        let sources: Vec<String> = self.composition().sources.iter().map(|s| s.index_identity()).collect();
+        sources.join("+")
+    }
+
+    /// The retriever's configuration columns.
+    pub fn config(&self, out: &mut Config) {
+        out.push(("retriever", self.family().into()));
+        let composition = self.composition();
+        for source in &composition.sources {
+            source.config(out);
+        }
+        if let Some((fusion, candidates)) = composition.fusion {
+            let (method, k, alpha, norm) = match fusion {
+                Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
+                Fusion::Convex { alpha, norm } => {
+                    ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
+                }
+                Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
+            };
+            out.push(("fusion", method.into()));
+            out.push(("rrf_k", k));
+            out.push(("alpha", alpha));
+            out.push(("norm", norm));
+            out.push(("candidates", candidates.to_string()));
+        }
+    }
+}
+
+impl fmt::Display for RetrieverSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let composition = self.composition();
+        let labels: Vec<String> = composition.sources.iter().map(|s| s.label()).collect();
+        match composition.fusion {
+            Some((fusion, candidates)) => write!(f, "hybrid({fusion},n={candidates}; {})", labels.join(" + ")),
+            None => write!(f, "{}", labels.join(" + ")),
+        }
+    }
+}
+
+const DENSE_KEYS: [&str; 9] =
+    ["model", "index", "m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan", "force_index"];
+
+/// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).
+fn engine_of(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Option<EngineKind>> {
+    choice(
+        combo,
+        "engine",
+        None,
+        &[("in_process", None), ("pg", Some(EngineKind::Pg)), ("milvus", Some(EngineKind::Milvus))],
+        bad,
+    )
+}
+
+/// A dense side: its model, and its index as the engine that serves it reads it.
+fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
+    let model = match combo.get("model") {
+        Some((Value::String(s), _)) => s.clone(),
+        Some((v, span)) => return Err(bad(span, format!("`model` must be a string, found {}", v.type_str()))),
+        None => {
+            return Err(bad(
+                combo.kind.1.clone(),
+                format!("kind {:?} needs `model` (e.g. \"minilm-l6\")", combo.kind.0),
+            ))
+        }
+    };
+    let index = match engine_of(combo, bad)? {
+        Some(EngineKind::Pg) => pgvector::parse(combo, bad)?,
+        Some(EngineKind::Milvus) => milvus::parse(combo, bad)?,
+        None => {
+            forbid(combo, &["lists", "probes", "iterative_scan", "force_index"], pgvector::ONLY, bad)?;
+            match choice(combo, "index", "exact", &[("exact", "exact"), ("hnsw", "hnsw"), ("ivfflat", "ivfflat")], bad)?
+            {
+                "hnsw" => hnsw::parse(combo, bad)?,
+                "ivfflat" => {
+                    return Err(bad(
+                        combo.span_of("index"),
+                        "index = \"ivfflat\" is served by PostgreSQL + pgvector: add engine = \"pg\"".into(),
+                    ))
+                }
+                _ => exact::parse(combo, bad)?,
+            }
+        }
+    };
+    Ok(DenseSpec { model, index })
+}
+
+fn fusion_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Fusion> {
+    let (method, span) = match combo.get("fusion") {
+        Some((Value::String(s), span)) => (s.as_str(), span),
+        Some((v, span)) => return Err(bad(span, format!("`fusion` must be a string, found {}", v.type_str()))),
+        None => return Err(bad(combo.kind.1.clone(), "kind \"hybrid\" needs `fusion` (rrf, convex or dbsf)".into())),
+    };
+    let why = format!("does not apply to fusion = {method:?}");
+    let forbid = |keys: &[&str]| forbid(combo, keys, &why, bad);
+    Ok(match method {
+        "rrf" => {
+            forbid(&["alpha", "norm"])?;
+            let k = float(combo, "k", 60.0, bad)?;
+            if k <= 0.0 {
+                return Err(bad(combo.span_of("k"), "`k` must be positive".into()));
+            }
+            Fusion::Rrf { k: k as f32 }
+        }
+        "convex" => {
+            forbid(&["k"])?;
+            let alpha = float(combo, "alpha", 0.5, bad)?;
+            if !(0.0..=1.0).contains(&alpha) {
+                return Err(bad(combo.span_of("alpha"), "`alpha` must be between 0 and 1".into()));
+            }
+            let norm = choice(
+                combo,
+                "norm",
+                Norm::MinMax,
+                &[("minmax", Norm::MinMax), ("zscore", Norm::ZScore), ("none", Norm::None)],
+                bad,
+            )?;
+            Fusion::Convex { alpha: alpha as f32, norm }
+        }
+        "dbsf" => {
+            forbid(&["k", "alpha", "norm"])?;
+            Fusion::Dbsf
+        }
+        other => return Err(bad(span, format!("unknown fusion {other:?} (expected rrf, convex, dbsf)"))),
+    })
+}
+
+/// A `[[retrievers]]` combination read into its spec (`abstain_below` taken out before).
+pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
+    let engine = engine_of(combo, bad)?;
+    if engine == Some(EngineKind::Milvus) && combo.kind.0 != "dense" {
+        return Err(bad(
+            combo.span_of("engine"),
+            format!(
+                "Milvus 2.3 serves dense retrieval only: kind {:?} has no engine = \"milvus\" (use kind = \"dense\")",
+                combo.kind.0
+            ),
+        ));
+    }
+    let pg = engine == Some(EngineKind::Pg);
+    let with_engine = |keys: &[&'static str]| -> Vec<&'static str> { ["engine"].iter().chain(keys).copied().collect() };
+    match combo.kind.0 {
+        "bm25" => {
+            if pg {
+                return Err(bad(
+                    combo.span_of("engine"),
+                    "PostgreSQL has no BM25: its lexical ranking is kind = \"fulltext\" (ts_rank_cd)".into(),
+                ));
+            }
+            only(combo, &with_engine(&bm25::KEYS), bad)?;
+            let LexicalSpec { analyzer, params, .. } = bm25::parse(combo, bad)?;
+            Ok(RetrieverSpec::Bm25 { analyzer, params })
+        }
+        "fulltext" => {
+            if !pg {
+                return Err(bad(
+                    combo.kind.1.clone(),
+                    "kind \"fulltext\" is PostgreSQL's full-text search: add engine = \"pg\"".into(),
+                ));
+            }
+            only(combo, &with_engine(&full_text::KEYS), bad)?;
+            let spec = full_text::parse(combo, bad)?;
+            Ok(RetrieverSpec::FullText { analyzer: spec.analyzer, terms: spec.full_text.expect("full text") })
+        }
+        "dense" => {
+            // pgvector's keys pass here so that, without the engine, they get their own message.
+            only(combo, &with_engine(&DENSE_KEYS), bad)?;
+            let DenseSpec { model, index } = dense_from(combo, bad)?;
+            Ok(RetrieverSpec::Dense { model, index })
+        }
+        "hybrid" => {
+            let lexical_keys: &[&str] = if pg { &full_text::KEYS } else { &bm25::KEYS };
+            let mut keys: Vec<&str> = lexical_keys.iter().chain(&DENSE_KEYS).copied().collect();
+            keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
+            let mut allowed = vec!["engine"];
+            allowed.extend(keys);
+            only(combo, &allowed, bad)?;
+            let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
+            if candidates == 0 {
+                return Err(bad(combo.span_of("candidates"), "`candidates` must be at least 1".into()));
+            }
+            Ok(RetrieverSpec::Hybrid {
+                lexical: if pg { full_text::parse(combo, bad)? } else { bm25::parse(combo, bad)? },
+                dense: dense_from(combo, bad)?,
+                fusion: fusion_from(combo, bad)?,
+                candidates,
+            })
+        }
+        other => Err(bad(
+            combo.kind.1.clone(),
+            format!(
+                "unknown retriever kind {other:?} (expected bm25, dense, hybrid; with engine = \"pg\" also fulltext)"
+            ),
+        )),
+    }
+}
+
+/// The analyzer of a lexical kind (`en` when absent).
+fn analyzer_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<AnalyzerKind> {
+    choice(
+        combo,
+        "analyzer",
+        AnalyzerKind::En,
+        &[("en", AnalyzerKind::En), ("pt", AnalyzerKind::Pt), ("simple", AnalyzerKind::Simple)],
+        bad,
+    )
+}
+
+/// The keys of an HNSW index.
+const HNSW_KEYS: [&str; 3] = ["m", "ef_construction", "ef_search"];
+
+/// An HNSW index's `m`, `ef_construction` and `ef_search`, hnswlib's defaults when absent; each
+/// kind checks its own ranges.
+fn hnsw_params(combo: &Combo<'_>, bad: Bad<'_>) -> Result<(usize, usize, usize)> {
+    let (m, efc, ef) = hnsw::DEFAULTS;
+    Ok((
+        int(combo, "m", Some(m), bad)?,
+        int(combo, "ef_construction", Some(efc), bad)?,
+        int(combo, "ef_search", Some(ef), bad)?,
+    ))
+}
+
+/// The exact scan kept beside an engine's index: the oracle its lists are measured against.
+fn exact_beside(input: &IndexInput<'_>) -> crate::retrieve::ExactIndex {
+    let (info, passages) = input.vectors();
+    crate::retrieve::ExactIndex::new(info.dim, passages.clone())
+}
+
+/// An engine index's content key: model, texts, ACLs and build parameters.
+fn engine_key(kind: &str, input: &IndexInput<'_>, build: &dyn fmt::Debug) -> String {
+    let (info, _) = input.vectors();
+    crate::stages::cache::key(
+        kind,
+        &[info.key().as_bytes(), input.text_key, input.acl_key, format!("{build:?}").as_bytes()],
+    )
+}
+
+/// An engine table's or collection's build as a cache record: reused or built, and its cost.
+fn engine_record(build_seconds: f64, reused: bool) -> Option<Cached<()>> {
+    Some(Cached { value: (), build: crate::stages::cache::BuildRecord { seconds: build_seconds }, reused })
+}

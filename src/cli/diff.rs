@@ -1,0 +1,37 @@
+//! `ragsweep diff`: Compare two cells case by case: fixed and broke lists, intervals, p-value.
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// `RUN_DIR:CELL`, or `CELL` with --run (a cell id such as c03, or its label).
+    pub a: String,
+    /// The same form as A.
+    pub b: String,
+    /// The run directory of cells given without one.
+    #[arg(long)]
+    pub run: Option<PathBuf>,
+    /// The metric compared, e.g. ndcg@10 or recall@1024t (default: the experiment's `select`).
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// tuning, reserved or all (default: reserved when the run has reserved cases).
+    #[arg(long, value_parser = parse_split)]
+    pub split: Option<SplitChoice>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args { a, b, run, metric, split } = args;
+    let (dir_a, cell_a) = side_of(&a, run.as_ref())?;
+    let (dir_b, cell_b) = side_of(&b, run.as_ref())?;
+    let (dir_a, dir_b) = (output::resolve_run(&dir_a)?, output::resolve_run(&dir_b)?);
+    let run_a = RunData::load(&dir_a)?;
+    let run_b = if dir_b == dir_a { None } else { Some(RunData::load(&dir_b)?) };
+    let run_b = run_b.as_ref().unwrap_or(&run_a);
+    warn_if_golden_differs(&run_a, run_b);
+    let sa = Side { run: &run_a, cell: run_a.cell(&cell_a)? };
+    let sb = Side { run: run_b, cell: run_b.cell(&cell_b)? };
+    let metric = metric.unwrap_or_else(|| run_b.decision_metric.clone());
+    let split = split.map_or_else(|| run_b.default_split(), |s| s.0);
+    print!("{}", safe(&compare::compare(&sa, &sb, &metric, split)?.render(&sa, &sb)));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,109 @@
+//! `ragsweep judge`: Judge what the cells returned that no label names (SPEC §9): one unit at a
+//! time in the terminal, each answer saved to judgments.jsonl beside the golden set before the next
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run directory (results/NAME/latest, or a unique prefix of its run id).
+    pub run: PathBuf,
+    /// Pool these cells only (repeatable or comma-separated; default: every cell).
+    #[arg(long, value_delimiter = ',')]
+    pub cells: Vec<String>,
+    /// Pool each cell's top k (one of the experiment's k; default 10, else its largest).
+    #[arg(long, conflicts_with = "budget")]
+    pub k: Option<usize>,
+    /// Pool each cell's context packed into this budget (one of the experiment's).
+    #[arg(long)]
+    pub budget: Option<usize>,
+    /// Pool these cases only (repeatable or comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub cases: Vec<String>,
+    /// Write the pool as JSONL (fill `grade`, 0..3, and `note`) instead of judging here.
+    #[arg(long, conflicts_with = "import")]
+    pub export: Option<PathBuf>,
+    /// Add the judgments of a judged pool (JSONL of case, id, grade; grade null = unjudged).
+    #[arg(long)]
+    pub import: Option<PathBuf>,
+    /// Who judges (recorded with each judgment; default $USER).
+    #[arg(long)]
+    pub who: Option<String>,
+    #[command(flatten)]
+    pub dirs: Dirs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args { run, cells, k, budget, cases, export, import, who, dirs } = args;
+    let run = output::resolve_run(&run)?;
+    let (models_dir, cache_dir) = dirs.of_run(&run);
+    let options = RunOptions { progress: false, models_dir, cache_dir, engines_dir: dirs.engines() };
+    let (exp, prepared) = runner::load_run(&run, &options)?;
+    let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
+    if let Some(file) = import {
+        let n = ragsweep::judge::import(
+            &file,
+            &prepared.cases,
+            &prepared.corpus,
+            prepared.judgments.as_ref(),
+            &exp.judgments,
+            &who,
+        )?;
+        eprintln!(
+            "{} added to {}; `ragsweep rescore {}` scores the run with them",
+            ragsweep::words::count(n, "judgment"),
+            exp.judgments.display(),
+            run.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let cut = match budget {
+        Some(b) => runner::Cut::Budget(b),
+        None => runner::Cut::K(k.unwrap_or_else(|| ragsweep::vocab::headline_k(&exp.k))),
+    };
+    let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
+    let pool = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
+    let per_case = pool.iter().map(|p| &p.case).collect::<std::collections::BTreeSet<_>>().len();
+    if let Some(file) = export {
+        ragsweep::atomic::write_atomic(&file, &ragsweep::judge::export(&pool, &prepared.corpus))?;
+        eprintln!(
+            "{} of {} written to {}: fill `grade` (0 not relevant, 1 relevant, 2 highly) and run `ragsweep judge {} --import {}`",
+            ragsweep::words::count(pool.len(), "unit"),
+            ragsweep::words::count(per_case, "case"),
+            file.display(),
+            run.display(),
+            file.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if pool.is_empty() {
+        eprintln!("nothing to judge: every unit the cells returned within the cut carries a judgment");
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "{} to judge for {}; answers are saved to {} as you go",
+        ragsweep::words::count(pool.len(), "unit"),
+        ragsweep::words::count(per_case, "case"),
+        exp.judgments.display()
+    );
+    let terminal = std::io::stdout().is_terminal();
+    let report = ragsweep::judge::session(
+        &pool,
+        &prepared.corpus,
+        &exp.judgments,
+        &who,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+        terminal,
+    )?;
+    let (fixed, misses) = ragsweep::judge::misses_fixed(&run, &cells, &report.relevant)?;
+    println!("\n{} judged, {} skipped, {} left in the pool.", report.answered, report.skipped, report.left);
+    for (case, ids) in &report.relevant {
+        println!("  {case}: newly relevant {}", ids.join(", "));
+    }
+    println!(
+        "{fixed} of this run's {} become hits when it is rescored: ragsweep rescore {}",
+        ragsweep::words::count(misses, "miss"),
+        run.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

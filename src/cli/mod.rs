@@ -1,0 +1,270 @@
+//! The commands of the `ragsweep` binary, one module each (`ragsweep <command>` is
+//! `cli::<command>::run`), and what several of them share: the folders they read, how a
+//! split, a margin or a shard is written, and how results are printed.
+
+pub mod answers;
+pub mod bench_ann;
+pub mod bench_embed;
+pub mod bench_filter;
+pub mod check;
+pub mod contexts;
+pub mod diff;
+pub mod engines;
+pub mod explain;
+pub mod init;
+pub mod judge;
+pub mod man;
+pub mod merge;
+pub mod misses;
+pub mod models;
+pub mod plan;
+pub mod report;
+pub mod rescore;
+pub mod run;
+pub mod sections;
+pub mod synth;
+pub mod validate;
+pub mod vectors;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use ragsweep::compare::{self, RunData, Side};
+use ragsweep::experiment::Experiment;
+use ragsweep::input::golden::Split;
+use ragsweep::output;
+use ragsweep::output::matrix::{Exporter, Markdown};
+use ragsweep::runner::{self, RunOptions};
+
+/// `ragsweep completions SHELL`: the shell's completion script on standard output.
+pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut crate::Cli::command(), "ragsweep", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct SplitChoice(Option<Split>);
+
+pub(crate) fn parse_margin(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if m.is_finite() && m >= 0.0 => Ok(m),
+        _ => Err(format!("{s:?} is not a finite number ≥ 0")),
+    }
+}
+
+pub(crate) fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a <= 1.0 => Ok(a),
+        _ => Err(format!("{s:?} is not in (0, 1]")),
+    }
+}
+
+pub(crate) fn parse_split(s: &str) -> Result<SplitChoice, String> {
+    match s {
+        "tuning" => Ok(SplitChoice(Some(Split::Tuning))),
+        "reserved" => Ok(SplitChoice(Some(Split::Reserved))),
+        "all" => Ok(SplitChoice(None)),
+        _ => Err("expected tuning, reserved or all".into()),
+    }
+}
+
+/// `RUN_DIR:CELL`, or a bare cell of `--run`.
+pub(crate) fn side_of(spec: &str, run: Option<&PathBuf>) -> anyhow::Result<(PathBuf, String)> {
+    match spec.rsplit_once(':') {
+        Some((dir, cell)) if !cell.contains('/') && !dir.is_empty() => Ok((PathBuf::from(dir), cell.to_string())),
+        _ => {
+            let run = run.with_context(|| format!("{spec:?} names no run directory: use RUN_DIR:CELL or --run"))?;
+            Ok((run.clone(), spec.to_string()))
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub(crate) struct Dirs {
+    /// Installed embedding models (`ragsweep models install`; default ./models when it
+    /// exists, else ~/.local/share/ragsweep/models).
+    #[arg(long, env = "RAGSWEEP_MODELS")]
+    models: Option<PathBuf>,
+    /// The content-addressed cache shared by all runs (vectors, chunk sets, BM25 indexes,
+    /// HNSW graphs; default ./cache).
+    #[arg(long, env = "RAGSWEEP_CACHE")]
+    cache: Option<PathBuf>,
+    /// Installed serving engines, for cells with engine = "pg" (scripts/install-engines.sh;
+    /// default ./engines when it exists, else ~/.local/share/ragsweep/engines).
+    #[arg(long, env = "RAGSWEEP_ENGINES")]
+    engines: Option<PathBuf>,
+}
+
+impl Dirs {
+    pub(crate) fn engines(&self) -> PathBuf {
+        self.engines.clone().unwrap_or_else(ragsweep::engine::default_dir)
+    }
+
+    pub(crate) fn models(&self) -> PathBuf {
+        self.models.clone().unwrap_or_else(ragsweep::install::default_dir)
+    }
+
+    pub(crate) fn cache(&self) -> PathBuf {
+        self.cache.clone().unwrap_or_else(|| PathBuf::from("cache"))
+    }
+
+    /// The folders for a command on the run `dir`: those given (flag or environment), else
+    /// those the run recorded, else the defaults.
+    pub(crate) fn of_run(&self, dir: &std::path::Path) -> (PathBuf, PathBuf) {
+        let manifest: Option<ragsweep::results::Manifest> =
+            ragsweep::input::text::json(&dir.join("manifest.json"), "run manifest").ok();
+        let recorded = |f: fn(&ragsweep::results::Manifest) -> Option<PathBuf>| {
+            manifest.as_ref().and_then(f).filter(|p| p.is_dir())
+        };
+        let models =
+            self.models.clone().or_else(|| recorded(|m| m.models_dir.clone())).unwrap_or_else(|| self.models());
+        let cache = self.cache.clone().or_else(|| recorded(|m| m.cache_dir.clone())).unwrap_or_else(|| self.cache());
+        (models, cache)
+    }
+
+    /// Both folders made absolute, as a run records them.
+    pub(crate) fn record(&self, manifest: &mut ragsweep::results::Manifest) {
+        manifest.models_dir = std::path::absolute(self.models()).ok();
+        manifest.cache_dir = std::path::absolute(self.cache()).ok();
+    }
+}
+
+/// Text from the data (ids, questions, headings) made safe for a terminal: control characters
+/// other than line ends and tabs are shown as `\u{..}` instead of being sent raw.
+pub(crate) fn safe(text: &str) -> String {
+    ragsweep::output::terminal_safe(text)
+}
+
+pub(crate) fn print_health(health: &ragsweep::input::health::Health, to_stderr: bool) {
+    let lines = health.lines.iter().cloned().chain(health.warnings.iter().map(|w| format!("warning: {w}")));
+    for line in lines.map(|l| safe(&l)) {
+        if to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+}
+
+/// Checks `COLUMN=VALUE` requirements on the run's scored answers, printing each; true when
+/// one is unmet.
+pub(crate) fn check_requirements(
+    run: &std::path::Path,
+    require: &[String],
+    cell: Option<&str>,
+) -> anyhow::Result<bool> {
+    let mut unmet = false;
+    let data = if require.is_empty() { None } else { Some(RunData::load(run)?) };
+    for r in require {
+        let line_column = data.as_ref().and_then(|data| {
+            let side = Side { run: data, cell: data.cell_or_default(cell).ok()? };
+            compare::line_requirement(&side, r)
+        });
+        let (line, met) = match line_column {
+            Some(result) => result?,
+            None => ragsweep::evaluate::answers::requirement(run, r)?,
+        };
+        println!("{line}");
+        unmet |= !met;
+    }
+    Ok(unmet)
+}
+
+pub(crate) fn create_writer(
+    out: &std::path::Path,
+    exp: &Experiment,
+    run_id: &str,
+) -> anyhow::Result<output::RunWriter> {
+    let writer = output::RunWriter::create(&output::run_dir(out, exp, run_id))?;
+    for stale in writer.removed_stale() {
+        eprintln!("removed {}: left by a run killed more than a day ago", stale.display());
+    }
+    Ok(writer)
+}
+
+/// The run's summary on standard output (100 columns), or with `all_columns` the whole
+/// matrix as Markdown and the selection.
+pub(crate) fn print_summary(
+    run: &ragsweep::results::RunResult,
+    dir: &std::path::Path,
+    all_columns: bool,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if all_columns {
+        Markdown { compact: false }.write(run, &mut stdout)?;
+        if let Some(s) = &run.selection {
+            writeln!(stdout, "\n{}", output::matrix::selection_summary(s))?;
+        }
+    } else {
+        write!(stdout, "{}", safe(&output::summary::terminal(&output::matrix::matrix(run), &run.manifest, dir)))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn warn_if_golden_differs(a: &RunData, b: &RunData) {
+    if !a.same_golden(b) {
+        eprintln!(
+            "warning: the two runs used different golden sets ({}); only cases with the same id are compared",
+            a.golden_difference(b)
+        );
+    }
+}
+
+/// One line per chunk, embedding and index stage: what was built now and what was reused.
+pub(crate) fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
+    for stage in stages {
+        let done = if stage.reused { "reused from cache, loaded" } else { "built" };
+        match (stage.stage.as_str(), &stage.embedding) {
+            (_, Some(e)) => eprintln!(
+                "embed {}: {} texts, {} reused, {} embedded in {:.1}s{}",
+                stage.key,
+                e.texts,
+                e.reused,
+                e.embedded,
+                e.seconds,
+                e.padding_efficiency().map_or(String::new(), |p| format!(
+                    " ({} tokens, padding efficiency {:.1}%)",
+                    e.tokens,
+                    100.0 * p
+                ))
+            ),
+            ("chunk", _) => {
+                eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds);
+                if let Some(note) = &stage.note {
+                    eprintln!("warning: chunk {}: {}", stage.key, safe(note));
+                }
+            }
+            ("index", _) if stage.key.starts_with("exact") => {}
+            ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
+            ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),
+            ("engine", _) => eprintln!("engine: {} in {:.1}s", stage.key, stage.seconds),
+            _ => {}
+        }
+    }
+}
+
+/// `--shard`: given on the command line, or read from the scheduler's variables.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Shard {
+    Given(usize, usize),
+    FromEnv,
+}
+
+pub(crate) fn parse_shard(s: &str) -> Result<Shard, String> {
+    if s == "from-env" {
+        return Ok(Shard::FromEnv);
+    }
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/3, or from-env")?;
+    let i: usize = i.parse().map_err(|_| format!("bad shard index {i:?}"))?;
+    let n: usize = n.parse().map_err(|_| format!("bad shard count {n:?}"))?;
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("shard {i}/{n}: I must be between 1 and N"));
+    }
+    Ok(Shard::Given(i, n))
+}

@@ -1,0 +1,59 @@
+//! `ragsweep validate`: Parse and check an experiment, its corpus, golden set and models, without
+//! running it.
+
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The experiment file (TOML).
+    pub experiment: PathBuf,
+    #[command(flatten)]
+    pub dirs: Dirs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Args { experiment, dirs } = args;
+    let exp = Experiment::load(&experiment)?;
+    let prepared = runner::prepare(&exp, &dirs.models())?;
+    println!(
+        "{}: {} cells, {} documents, {} cases ({} unanswerable)",
+        experiment.display(),
+        exp.cells.len(),
+        prepared.corpus.docs.len(),
+        prepared.cases.len(),
+        prepared.cases.iter().filter(|c| !c.answerable).count()
+    );
+    if !prepared.corpus.report.read.is_empty() {
+        println!("corpus: {}", safe(&prepared.corpus.report.summary()));
+    }
+    println!("{}", safe(&prepared.access_summary(&exp)));
+    print_health(&prepared.health(), false);
+    for info in &prepared.models {
+        ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
+        println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
+    }
+    let engines = ragsweep::engine::servers::EngineSources {
+        engines_dir: &dirs.engines(),
+        cache_dir: &dirs.cache(),
+        pg_server: prepared.pg_server.as_ref(),
+        milvus_server: prepared.milvus_server.as_ref(),
+    };
+    for line in ragsweep::engine::servers::Engines::check(&prepared.plan.engines(), &engines)? {
+        println!("{line}");
+    }
+    let options =
+        RunOptions { progress: false, models_dir: dirs.models(), cache_dir: dirs.cache(), engines_dir: dirs.engines() };
+    for e in runner::cold_run(&prepared, &options)? {
+        let seconds = e.passages as f64 / e.per_second.max(1e-9);
+        println!(
+            "cold run: {} embeds {} passages at about {:.0}/s (a {:.1} s probe on {} threads): about {}; cached after the first run",
+            e.model,
+            e.passages,
+            e.per_second,
+            e.probe_seconds,
+            rayon::current_num_threads(),
+            ragsweep::words::duration(seconds)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

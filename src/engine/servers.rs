@@ -1,0 +1,89 @@
+//! The serving engines a plan's sources need, each started (or connected to) once for a run,
+//! and stopped when the run's build is dropped.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Instant;
+
+use crate::engine::connect::Endpoint;
+use crate::engine::milvus::{MilvusEndpoint, MilvusEngine};
+use crate::engine::pgvector::PgEngine;
+use crate::error::Result;
+use crate::vocab::EngineKind;
+
+/// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
+/// `cache_dir`), or the experiment's own servers.
+pub struct EngineSources<'a> {
+    pub engines_dir: &'a Path,
+    pub cache_dir: &'a Path,
+    /// `[engines.pg]`, its password read.
+    pub pg_server: Option<&'a Endpoint>,
+    /// `[engines.milvus]`, its token read.
+    pub milvus_server: Option<&'a MilvusEndpoint>,
+}
+
+#[derive(Default)]
+pub struct Engines {
+    pub pg: Option<PgEngine>,
+    pub milvus: Option<MilvusEngine>,
+}
+
+impl Engines {
+    /// Starts or connects to each of `kinds`; `report` gets the seconds each took, what was
+    /// done, and a note when there is one.
+    pub fn start(
+        kinds: &BTreeSet<EngineKind>,
+        from: &EngineSources<'_>,
+        report: &mut dyn FnMut(f64, &str, Option<String>),
+    ) -> Result<Engines> {
+        let mut engines = Engines::default();
+        for kind in kinds {
+            let t = Instant::now();
+            match kind {
+                EngineKind::Pg => {
+                    let (engine, note) =
+                        PgEngine::start(&from.engines_dir.join("pg"), Some(from.cache_dir), from.pg_server.cloned())?;
+                    let what = match from.pg_server {
+                        Some(_) => "connected to the experiment's PostgreSQL server",
+                        None => "PostgreSQL + pgvector server started",
+                    };
+                    report(t.elapsed().as_secs_f64(), what, note);
+                    engines.pg = Some(engine);
+                }
+                EngineKind::Milvus => {
+                    let (engine, note) = MilvusEngine::start(
+                        &from.engines_dir.join("milvus"),
+                        from.cache_dir,
+                        from.milvus_server.cloned(),
+                    )?;
+                    let what = match from.milvus_server {
+                        Some(_) => "connected to the experiment's Milvus",
+                        None => "Milvus 2.3.5 standalone server started",
+                    };
+                    report(t.elapsed().as_secs_f64(), what, note);
+                    engines.milvus = Some(engine);
+                }
+            }
+        }
+        Ok(engines)
+    }
+
+    /// Whether any engine runs (chunk ACLs are then loaded beside the chunks).
+    pub fn any(&self) -> bool {
+        self.pg.is_some() || self.milvus.is_some()
+    }
+
+    /// For `validate`: a line per engine of `kinds` saying it is installed and answers, or the
+    /// error that says why not.
+    pub fn check(kinds: &BTreeSet<EngineKind>, from: &EngineSources<'_>) -> Result<Vec<String>> {
+        kinds
+            .iter()
+            .map(|kind| match kind {
+                EngineKind::Pg => crate::engine::pgvector::check(&from.engines_dir.join("pg"), from.pg_server),
+                EngineKind::Milvus => {
+                    crate::engine::milvus::check(&from.engines_dir.join("milvus"), from.milvus_server)
+                }
+            })
+            .collect()
+    }
+}
