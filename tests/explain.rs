@@ -120,6 +120,7 @@ fn explain_ranks_and_scores_equal_the_run_for_every_cell_kind_and_filter() {
                         let score = item["score"].as_f64().unwrap() as f32 as f64;
                         let gap = score - trec_score;
                         assert!((0.0..=1e-5).contains(&gap), "{cell} {case} {key}: explain {score}, TREC {trec_score}");
+                        score_tree_adds_up(&item["score_tree"], item, rank, &format!("{cell} {case} {key}"));
                         if let Some(dense_rank) = item["dense"]["rank"].as_u64() {
                             if item["hybrid"].is_null() {
                                 assert_eq!(dense_rank, rank, "{cell} {case}: a dense cell's dense rank is its rank");
@@ -139,6 +140,44 @@ fn explain_ranks_and_scores_equal_the_run_for_every_cell_kind_and_filter() {
         }
     }
     assert!(checked > 18 * 20, "every cell and case explained: {checked}");
+}
+
+/// An item's score tree: for a fused cell the fusion at the root with the fused score and a node
+/// per source whose parts of the fused score sum to it; for one source the source's own score.
+/// BM25's term contributions sum to the BM25 score. The root's rank is the item's rank.
+fn score_tree_adds_up(tree: &Value, item: &Value, rank: u64, what: &str) {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-4 * b.abs().max(1.0);
+    let value = |node: &Value| node["value"].as_f64().unwrap();
+    assert_eq!(tree["rank"].as_u64(), Some(rank), "{what}: {tree}");
+    let sources: Vec<&Value> = if item["hybrid"].is_null() {
+        assert!(close(value(tree), item["score"].as_f64().unwrap()), "{what}: {tree}");
+        vec![tree]
+    } else {
+        assert_eq!(tree["name"], item["hybrid"]["fusion"], "{what}: the fusion at the root");
+        let children = tree["children"].as_array().unwrap();
+        assert_eq!(children.len(), 2, "{what}: a node per source: {tree}");
+        let parts: f64 = children
+            .iter()
+            .map(|c| {
+                let part = c["children"].as_array().unwrap().iter().find(|n| n["name"] == "part of the fused score");
+                value(part.expect("each source's part of the fused score"))
+            })
+            .sum();
+        assert!(close(parts, value(tree)), "{what}: parts {parts} of {tree}");
+        children.iter().collect()
+    };
+    for source in sources.iter().filter(|s| s["name"].as_str().unwrap().starts_with("bm25")) {
+        let terms: f64 = source["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["name"].as_str().unwrap().starts_with("term "))
+            .map(value)
+            .sum();
+        if let Some(score) = source["value"].as_f64() {
+            assert!(close(terms, score), "{what}: terms {terms} of {source}");
+        }
+    }
 }
 
 /// A case whose best relevant item is the cell's first item is shown once, as the top, and is
