@@ -308,20 +308,11 @@ fn bench_filter_measures_milvus_beside_the_oracle() {
         .unwrap();
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{}\n{table}", String::from_utf8_lossy(&out.stderr));
-    let row = |allowed: &str, setting: &str| -> (f64, usize, f64) {
-        let line = table
-            .lines()
-            .find(|l| l.starts_with(&format!("| {allowed} | {setting} |")))
-            .unwrap_or_else(|| panic!("no row {allowed} {setting} in:\n{table}"));
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        let under = cells[7].split(' ').next().unwrap().parse().unwrap();
-        (cells[6].parse().unwrap(), under, cells[8].parse().unwrap())
-    };
     for allowed in ["1%", "10%", "50%", "90%"] {
-        let (_, under_return, recall) = row(allowed, "milvus flat");
+        let (_, under_return, recall) = common::parity_row(&table, allowed, "milvus flat");
         assert_eq!((under_return, recall), (0, 1.0), "FLAT at {allowed} is the oracle:\n{table}");
-        row(allowed, "milvus hnsw(m=8,efc=40,ef=40)");
-        row(allowed, "milvus ivf_flat(nlist=128,nprobe=8)");
+        common::parity_row(&table, allowed, "milvus hnsw(m=8,efc=40,ef=40)");
+        common::parity_row(&table, allowed, "milvus ivf_flat(nlist=128,nprobe=8)");
     }
     assert_eq!(servers_under(root), 0, "the benchmark's server is stopped");
 }

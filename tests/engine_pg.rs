@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::repo;
+use common::{parity_row, repo};
 
 /// A synthetic corpus of `documents` and an experiment whose dense model is a free random one.
 fn project(documents: usize) -> (tempfile::TempDir, PathBuf) {
@@ -71,17 +71,6 @@ fn server_dirs(pid: u32) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `(rows, under_return, recall_vs_oracle)` of the parity row at `allowed` for `setting`.
-fn row(table: &str, allowed: &str, setting: &str) -> (f64, usize, f64) {
-    let line = table
-        .lines()
-        .find(|l| l.starts_with(&format!("| {allowed} | {setting} |")))
-        .unwrap_or_else(|| panic!("no row {allowed} {setting} in:\n{table}"));
-    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-    let under = cells[7].split(' ').next().unwrap().parse().unwrap();
-    (cells[6].parse().unwrap(), under, cells[8].parse().unwrap())
-}
-
 #[test]
 fn pg_filtered_hnsw_under_returns_without_iterative_scan_and_the_server_is_stopped() {
     assert!(
@@ -99,20 +88,20 @@ fn pg_filtered_hnsw_under_returns_without_iterative_scan_and_the_server_is_stopp
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
     for allowed in ["1%", "10%", "50%", "90%"] {
-        let exact = row(&stdout, allowed, "pg exact (no vector index)");
+        let exact = parity_row(&stdout, allowed, "pg exact (no vector index)");
         assert_eq!((exact.1, exact.2), (0, 1.0), "an exact scan in the engine returns the oracle's lists:\n{stdout}");
         for mode in ["relaxed_order", "strict_order"] {
-            let (rows, under, _) = row(&stdout, allowed, &format!("pg hnsw ef_search=40 iterative_scan={mode}"));
+            let (rows, under, _) = parity_row(&stdout, allowed, &format!("pg hnsw ef_search=40 iterative_scan={mode}"));
             assert_eq!((rows, under), (10.0, 0), "{mode} fills the list at {allowed}:\n{stdout}");
         }
     }
     // At 10% allowed (300 rows) the planner takes the HNSW index (at 1% it filters first and
     // sorts exactly): 40 graph candidates hold about 4 visible rows.
-    let off = row(&stdout, "10%", "pg hnsw ef_search=40 iterative_scan=off");
+    let off = parity_row(&stdout, "10%", "pg hnsw ef_search=40 iterative_scan=off");
     assert!(off.1 > 0 && off.0 < 10.0, "a selective filter after a 40-candidate graph search under-returns:\n{stdout}");
-    let relaxed = row(&stdout, "10%", "pg hnsw ef_search=40 iterative_scan=relaxed_order");
+    let relaxed = parity_row(&stdout, "10%", "pg hnsw ef_search=40 iterative_scan=relaxed_order");
     assert!(relaxed.2 > off.2, "{stdout}");
-    let open = row(&stdout, "90%", "pg hnsw ef_search=40 iterative_scan=off");
+    let open = parity_row(&stdout, "90%", "pg hnsw ef_search=40 iterative_scan=off");
     assert_eq!(open.1, 0, "a filter that keeps most rows does not under-return:\n{stdout}");
     assert!(server_dirs(pid).is_empty(), "the server's folder is removed when the command ends");
 }

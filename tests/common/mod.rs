@@ -209,3 +209,14 @@ pub fn assert_merged_equals_unsharded(merged: &Path, grid: &str) {
     assert_eq!(without_timing(&read(merged, "matrix.csv")), without_timing(&read(&whole, "matrix.csv")));
     assert_eq!(read(merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
 }
+
+/// `(rows, under_return, recall_vs_oracle)` of the `bench-filter` parity table's row at `allowed` for `setting`.
+pub fn parity_row(table: &str, allowed: &str, setting: &str) -> (f64, usize, f64) {
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {allowed} | {setting} |")))
+        .unwrap_or_else(|| panic!("no row {allowed} {setting} in:\n{table}"));
+    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+    let under = cells[7].split(' ').next().unwrap().parse().unwrap();
+    (cells[6].parse().unwrap(), under, cells[8].parse().unwrap())
+}
