@@ -66,9 +66,9 @@ impl ScoreNode {
 
     /// The tree as indented lines, one per node: `name = value (rank r)`.
     pub fn render(&self, indent: usize, out: &mut String) {
-        let value = self.value.map_or_else(|| "–".to_string(), |v| format!("{v:.6}"));
+        let value = self.value.map_or_else(String::new, |v| format!(" = {v:.6}"));
         let rank = self.rank.map_or_else(String::new, |r| format!(" (rank {r})"));
-        out.push_str(&format!("{:indent$}{} = {value}{rank}\n", "", self.name));
+        out.push_str(&format!("{:indent$}{}{value}{rank}\n", "", self.name));
         for child in &self.children {
             child.render(indent + 2, out);
         }
@@ -143,8 +143,12 @@ impl RankingSource for Bm25Source<'_> {
             .iter()
             .map(|t| {
                 let name = format!(
-                    "term {:?}: idf {:.4}, tf {}, {}× in the query, in {} chunks",
-                    t.term, t.idf, t.tf, t.query_count, t.doc_freq
+                    "term {:?}: idf {:.4}, tf {}, {}× in the query, in {}",
+                    t.term,
+                    t.idf,
+                    t.tf,
+                    t.query_count,
+                    crate::words::count(t.doc_freq as usize, "chunk")
                 );
                 ScoreNode::leaf(name, Some(t.contribution))
             })
