@@ -6,7 +6,7 @@
 //! index into a [`RankingSource`]. As in tantivy's `Query → Weight → Scorer`, only this folder
 //! asks which kind a retriever is; the plan, the build and the runner hold [`SourceKind`]s and
 //! built objects. A retriever is one source or a fusion of a lexical and a dense one; a new
-//! kind is its file here and its line in [`lexical`] or [`dense`] (and in [`dense_from`] for
+//! kind is its file here and its line in [`lexical`] or [`dense`] (and in `dense_from` for
 //! its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
 
 pub mod bm25;
