@@ -385,10 +385,10 @@ fn index_stage(
         .sets
         .iter()
         .map(|set| {
-            let mut h = blake3::Hasher::new();
             if !built.engines.any() {
                 return [0; 32];
             }
+            let mut h = blake3::Hasher::new();
             for c in &set.chunks {
                 let groups = corpus.docs[c.doc as usize].acl.as_deref();
                 h.update(&[u8::from(groups.is_some())]);

@@ -6,7 +6,7 @@
 //! index into a [`RankingSource`]. As in tantivy's `Query → Weight → Scorer`, only this folder
 //! asks which kind a retriever is; the plan, the build and the runner hold [`SourceKind`]s and
 //! built objects. A retriever is one source or a fusion of a lexical and a dense one; a new
-//! kind is its file here and its line in [`lexical`] or [`dense`] (and in `dense_from` for
+//! kind is its file here and its line in `lexical` or `dense` (and in `dense_from` for
 //! its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
 
 pub mod bm25;
@@ -117,7 +117,7 @@ pub trait SourceKind: Send + Sync + fmt::Debug {
 }
 
 /// The source kind of a lexical side.
-pub fn lexical(spec: &LexicalSpec) -> Box<dyn SourceKind> {
+fn lexical(spec: &LexicalSpec) -> Box<dyn SourceKind> {
     match spec.full_text {
         None => Box::new(bm25::Bm25 { analyzer: spec.analyzer, params: spec.params }),
         Some(terms) => Box::new(full_text::FullText { analyzer: spec.analyzer, terms }),
@@ -125,7 +125,7 @@ pub fn lexical(spec: &LexicalSpec) -> Box<dyn SourceKind> {
 }
 
 /// The source kind of a dense side.
-pub fn dense(spec: &DenseSpec) -> Box<dyn SourceKind> {
+fn dense(spec: &DenseSpec) -> Box<dyn SourceKind> {
     let model = spec.model.clone();
     match spec.index {
         DenseIndex::Exact => Box::new(exact::Exact { model }),
