@@ -55,6 +55,17 @@ fn random_model(root: &Path) {
         .unwrap();
 }
 
+/// A synthetic corpus of `documents` in `root/corpus` and the free random model.
+fn synthetic_project(root: &Path, documents: usize, questions: usize) {
+    common::ragsweep()
+        .arg("synth")
+        .arg(root.join("corpus"))
+        .args(["--documents", &documents.to_string(), "--questions", &questions.to_string(), "--vocabulary", "5000"])
+        .assert()
+        .success();
+    random_model(root);
+}
+
 /// Lines of the latest run's per_query.jsonl of experiment `name`.
 fn per_query(root: &Path, name: &str) -> Vec<Value> {
     std::fs::read_to_string(root.join("results").join(name).join("latest/per_query.jsonl"))
@@ -90,13 +101,7 @@ fn servers_under(root: &Path) -> usize {
 /// threshold) in 10 synthetic ACL groups, searched without and with the filter: in process
 /// exactly, by Milvus's flat index and by its HNSW graph.
 fn grid_project(root: &Path) -> PathBuf {
-    common::ragsweep()
-        .arg("synth")
-        .arg(root.join("corpus"))
-        .args(["--documents", "1200", "--questions", "60", "--vocabulary", "5000"])
-        .assert()
-        .success();
-    random_model(root);
+    synthetic_project(root, 1_200, 60);
     let exp = root.join("grid.toml");
     std::fs::write(
         &exp,
@@ -279,13 +284,7 @@ fn engines_install_unpacks_the_same_milvus_as_the_script() {
 fn bench_filter_measures_milvus_beside_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    common::ragsweep()
-        .arg("synth")
-        .arg(root.join("corpus"))
-        .args(["--documents", "300", "--questions", "20", "--vocabulary", "2000"])
-        .assert()
-        .success();
-    random_model(root);
+    synthetic_project(root, 300, 20);
     let experiment = root.join("bench.toml");
     std::fs::write(
         &experiment,
