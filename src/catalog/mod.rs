@@ -366,12 +366,10 @@ pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> 
             Ok(RetrieverSpec::Dense { model, index })
         }
         "hybrid" => {
-            let lexical_keys: &[&str] = if pg { &full_text::KEYS } else { &bm25::KEYS };
-            let mut keys: Vec<&str> = lexical_keys.iter().chain(&DENSE_KEYS).copied().collect();
+            let lexical_keys: &[&'static str] = if pg { &full_text::KEYS } else { &bm25::KEYS };
+            let mut keys: Vec<&'static str> = lexical_keys.iter().chain(&DENSE_KEYS).copied().collect();
             keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
-            let mut allowed = vec!["engine"];
-            allowed.extend(keys);
-            only(combo, &allowed, bad)?;
+            only(combo, &with_engine(&keys), bad)?;
             let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
             if candidates == 0 {
                 return Err(bad(combo.span_of("candidates"), "`candidates` must be at least 1".into()));

@@ -248,6 +248,9 @@ impl Scoring<'_> {
             }
             None => None,
         };
+        // The dense source whose exact-scan rank is reported, and whether it approximates one.
+        let first_dense = run.retriever.sources.iter().position(|s| s.side() == Side::Dense);
+        let dense_approximates = first_dense.is_some_and(|d| run.retriever.sources[d].oracle().is_some());
         let items = chosen
             .into_iter()
             .map(|(role, item)| {
@@ -271,7 +274,7 @@ impl Scoring<'_> {
                 };
                 let explained: Vec<_> =
                     run.retriever.sources.iter().map(|s| s.explain(&query, item.chunk)).collect::<Result<_>>()?;
-                out.bm25 = run.retriever.sources.iter().zip(&explained).find_map(|(_, e)| e.bm25.clone());
+                out.bm25 = explained.iter().find_map(|e| e.bm25.clone());
                 let scores = sides.as_ref().map(|s| s.scores(&run.retriever, item.chunk));
                 let hybrid = sides.as_ref().zip(scores.as_ref()).map(|(s, scores)| s.explain(&run.retriever, scores));
                 // A source's exact-scan rank: the exact list in place of a fused cell's dense side,
@@ -280,14 +283,13 @@ impl Scoring<'_> {
                     Some(s) => s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)),
                     None => exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
                 };
-                if let Some(d) = run.retriever.sources.iter().position(|s| s.side() == Side::Dense) {
+                if let Some(d) = first_dense {
                     let cosine = explained[d].score.unwrap_or(f32::NAN);
                     // Outside the list, the dense search's rank is the one the deeper search found
                     // (a dense cell's list is its dense search).
                     let rank = hybrid.as_ref().map_or(ranked.or(out.deeper_rank), |h| h.dense.rank);
                     out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
                 }
-                let first_dense = run.retriever.sources.iter().position(|s| s.side() == Side::Dense);
                 let mut nodes: Vec<ScoreNode> = run
                     .retriever
                     .sources
@@ -301,7 +303,7 @@ impl Scoring<'_> {
                             rank: scores.as_ref().map_or(ranked.or(out.deeper_rank), |s| s[i].rank),
                             children: e.parts,
                         };
-                        if let Some(r) = exact_rank.filter(|_| Some(i) == first_dense && source.oracle().is_some()) {
+                        if let Some(r) = exact_rank.filter(|_| Some(i) == first_dense && dense_approximates) {
                             let exact = "the exact scan over the same vectors, same depth and filter";
                             node.children.push(ScoreNode { rank: Some(r), ..ScoreNode::leaf(exact, None) });
                         }

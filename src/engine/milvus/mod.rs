@@ -629,15 +629,12 @@ impl RankingSource for MilvusVectorSource<'_> {
     }
 
     fn plan(&self, _query: &Query<'_>, _depth: usize, _restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
-        if self.build == MilvusBuild::Flat {
-            return Ok(Some("flat (brute force)".into()));
-        }
-        let (indexed, all) = self.engine.indexed_rows(&self.collection.name)?;
         let kind = match self.build {
-            MilvusBuild::Flat => unreachable!("answered above"),
+            MilvusBuild::Flat => return Ok(Some("flat (brute force)".into())),
             MilvusBuild::Hnsw { .. } => "hnsw index",
             MilvusBuild::IvfFlat { .. } => "ivf_flat index",
         };
+        let (indexed, all) = self.engine.indexed_rows(&self.collection.name)?;
         Ok(Some(if indexed == all {
             kind.to_string()
         } else if indexed == 0 {
