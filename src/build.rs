@@ -15,7 +15,7 @@ use crate::input::corpus::Corpus;
 use crate::input::golden::GoldenCase;
 use crate::plan::{CellPlan, ChunkSetId, IndexId, ModelId, Plan};
 use crate::results::{CellCost, StageReport};
-use crate::retrieve::cell::CellRetriever;
+use crate::retrieve::cell::{CellRetriever, Reranker};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache::{self, Cached, StageCache};
 use crate::stages::chunk::ChunkSet;
@@ -112,7 +112,16 @@ impl Built {
         let source = |s: &crate::plan::SourcePlan| -> Arc<dyn RankingSource + '_> {
             s.kind.source(self.built_index(s.index), &self.engines)
         };
-        CellRetriever { sources: cell.retriever.sources.iter().map(source).collect(), fusion: cell.retriever.fusion }
+        CellRetriever {
+            sources: cell.retriever.sources.iter().map(source).collect(),
+            fusion: cell.retriever.fusion,
+            rerank: cell
+                .retriever
+                .rerank
+                .iter()
+                .map(|(s, n)| Reranker { source: source(s), candidates: *n, name: s.kind.label() })
+                .collect(),
+        }
     }
 
     /// What building a cell's stages cost; shared work is named by the experiment.
@@ -124,7 +133,7 @@ impl Built {
         prices: &Prices,
     ) -> CellCost {
         let mut cost = CellCost { chunks: self.set(planned.chunks).len(), ..Default::default() };
-        for source in &planned.retriever.sources {
+        for source in planned.retriever.all_sources() {
             let (index, seconds) = &self.indexes[source.index.0];
             cost.index_s += seconds;
             cost.index_bytes += index.bytes;

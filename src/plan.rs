@@ -69,12 +69,22 @@ pub struct SourcePlan {
     pub kind: Arc<dyn SourceKind>,
 }
 
-/// A cell's retrieval as a composition: its sources, fused when there are several.
+/// A cell's retrieval as a composition: its sources, fused when there are several, then
+/// reranked.
 #[derive(Debug, Clone)]
 pub struct RetrieverPlan {
     pub sources: Vec<SourcePlan>,
     /// How several sources' lists fuse, and the candidates each fetches.
     pub fusion: Option<(Fusion, usize)>,
+    /// Each reranker's source and the chunks it reorders.
+    pub rerank: Vec<(SourcePlan, usize)>,
+}
+
+impl RetrieverPlan {
+    /// Every source the cell reads: the ranking ones, then the rerankers'.
+    pub fn all_sources(&self) -> impl Iterator<Item = &SourcePlan> {
+        self.sources.iter().chain(self.rerank.iter().map(|r| &r.0))
+    }
 }
 
 /// What one cell reads.
@@ -119,10 +129,12 @@ impl Plan {
         };
         for cell in &exp.cells {
             let chunks = ChunkSetId(intern(&mut plan.chunkers, cell.chunker.clone()));
-            let Composition { sources, fusion } = cell.retriever.composition();
+            let Composition { sources, fusion, rerank } = cell.retriever.composition();
             let sources: Vec<SourcePlan> = sources.into_iter().map(|kind| plan.source(chunks, kind.into())).collect();
-            let embedding = sources.iter().find_map(|s| plan.indexes[s.index.0].embedding);
-            plan.cells.push(CellPlan { chunks, embedding, retriever: RetrieverPlan { sources, fusion } });
+            let rerank = rerank.into_iter().map(|(kind, n)| (plan.source(chunks, kind.into()), n)).collect();
+            let retriever = RetrieverPlan { sources, fusion, rerank };
+            let embedding = retriever.all_sources().find_map(|s| plan.indexes[s.index.0].embedding);
+            plan.cells.push(CellPlan { chunks, embedding, retriever });
         }
         plan
     }

@@ -147,6 +147,8 @@ pub enum Cause {
     Approximation,
     /// Hybrid: a component ranks a relevant unit within k, the fused list does not.
     Fusion,
+    /// A reranker: the list it reorders ranks a relevant unit within k, its reordering does not.
+    Rerank,
     /// `post`: the in-query filter ranks a relevant unit within k; dropping invisible items
     /// from the unfiltered list left the list short of it.
     FilterLate,
@@ -377,6 +379,13 @@ pub enum RetrieverSpec {
         lexical: LexicalSpec,
         dense: DenseSpec,
         fusion: Fusion,
+        candidates: usize,
+    },
+    /// Another retriever's first `candidates` chunks reordered by a dense model's cosine (a
+    /// bi-encoder reranker), the list then cut at the asked depth.
+    Rerank {
+        first: Box<RetrieverSpec>,
+        model: String,
         candidates: usize,
     },
 }

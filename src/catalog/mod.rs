@@ -5,9 +5,9 @@
 //! builds), builds that index from the stage cache or in a serving engine, and turns the built
 //! index into a [`RankingSource`]. As in tantivy's `Query → Weight → Scorer`, only this folder
 //! asks which kind a retriever is; the plan, the build and the runner hold [`SourceKind`]s and
-//! built objects. A retriever is one source or a fusion of a lexical and a dense one; a new
-//! kind is its file here and its line in `lexical` or `dense` (and in `dense_from` for
-//! its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
+//! built objects. A retriever is one source or a fusion of a lexical and a dense one, then
+//! optionally reranked; a new kind is its file here and its line in `lexical` or `dense` (and
+//! in `dense_from` for its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
 
 pub mod bm25;
 pub mod exact;
@@ -15,6 +15,7 @@ pub mod full_text;
 pub mod hnsw;
 pub mod milvus;
 pub mod pgvector;
+pub mod rerank;
 
 use std::any::Any;
 use std::fmt;
@@ -139,29 +140,42 @@ fn dense(spec: &DenseSpec) -> Box<dyn SourceKind> {
     }
 }
 
-/// A retriever's composition: its sources (lexical first), and how their lists fuse with the
-/// candidates each fetches when there are several.
+/// A retriever's composition: its sources (lexical first), how their lists fuse with the
+/// candidates each fetches when there are several, and the rerankers that reorder the result,
+/// each with the chunks it reorders.
 pub struct Composition {
     pub sources: Vec<Box<dyn SourceKind>>,
     pub fusion: Option<(Fusion, usize)>,
+    pub rerank: Vec<(Box<dyn SourceKind>, usize)>,
+}
+
+impl Composition {
+    fn of(source: Box<dyn SourceKind>) -> Composition {
+        Composition { sources: vec![source], fusion: None, rerank: Vec::new() }
+    }
 }
 
 impl RetrieverSpec {
     pub fn composition(&self) -> Composition {
         match self {
-            RetrieverSpec::Bm25 { analyzer, params } => Composition {
-                sources: vec![Box::new(bm25::Bm25 { analyzer: *analyzer, params: *params })],
-                fusion: None,
-            },
-            RetrieverSpec::FullText { analyzer, terms } => Composition {
-                sources: vec![Box::new(full_text::FullText { analyzer: *analyzer, terms: *terms })],
-                fusion: None,
-            },
-            RetrieverSpec::Dense { model, index } => {
-                Composition { sources: vec![dense(&DenseSpec { model: model.clone(), index: *index })], fusion: None }
+            RetrieverSpec::Bm25 { analyzer, params } => {
+                Composition::of(Box::new(bm25::Bm25 { analyzer: *analyzer, params: *params }))
             }
-            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => {
-                Composition { sources: vec![lexical(l), dense(d)], fusion: Some((*fusion, *candidates)) }
+            RetrieverSpec::FullText { analyzer, terms } => {
+                Composition::of(Box::new(full_text::FullText { analyzer: *analyzer, terms: *terms }))
+            }
+            RetrieverSpec::Dense { model, index } => {
+                Composition::of(dense(&DenseSpec { model: model.clone(), index: *index }))
+            }
+            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
+                sources: vec![lexical(l), dense(d)],
+                fusion: Some((*fusion, *candidates)),
+                rerank: Vec::new(),
+            },
+            RetrieverSpec::Rerank { first, model, candidates } => {
+                let mut composition = first.composition();
+                composition.rerank.push((Box::new(rerank::Rerank { model: model.clone() }), *candidates));
+                composition
             }
         }
     }
@@ -173,6 +187,7 @@ impl RetrieverSpec {
             RetrieverSpec::FullText { .. } => "fulltext",
             RetrieverSpec::Dense { .. } => "dense",
             RetrieverSpec::Hybrid { .. } => "hybrid",
+            RetrieverSpec::Rerank { first, .. } => first.family(),
         }
     }
 
@@ -182,6 +197,7 @@ impl RetrieverSpec {
             RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
             RetrieverSpec::Dense { model, .. } => Some(model),
             RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
+            RetrieverSpec::Rerank { model, .. } => Some(model),
         }
     }
 
@@ -191,12 +207,15 @@ impl RetrieverSpec {
             RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
             RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
             RetrieverSpec::Dense { .. } => None,
+            RetrieverSpec::Rerank { first, .. } => first.analyzer(),
         }
     }
 
     /// What the retriever's indexes are built from, query-time parameters left out.
     pub fn index_identity(&self) -> String {
-        let sources: Vec<String> = self.composition().sources.iter().map(|s| s.index_identity()).collect();
+        let composition = self.composition();
+        let reranks = composition.rerank.iter().map(|r| &r.0);
+        let sources: Vec<String> = composition.sources.iter().chain(reranks).map(|s| s.index_identity()).collect();
         sources.join("+")
     }
 
@@ -221,6 +240,10 @@ impl RetrieverSpec {
             out.push(("norm", norm));
             out.push(("candidates", candidates.to_string()));
         }
+        for (kind, candidates) in &composition.rerank {
+            kind.config(out);
+            out.push(("rerank_candidates", candidates.to_string()));
+        }
     }
 }
 
@@ -228,10 +251,14 @@ impl fmt::Display for RetrieverSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let composition = self.composition();
         let labels: Vec<String> = composition.sources.iter().map(|s| s.label()).collect();
-        match composition.fusion {
-            Some((fusion, candidates)) => write!(f, "hybrid({fusion},n={candidates}; {})", labels.join(" + ")),
-            None => write!(f, "{}", labels.join(" + ")),
+        let mut label = match composition.fusion {
+            Some((fusion, candidates)) => format!("hybrid({fusion},n={candidates}; {})", labels.join(" + ")),
+            None => labels.join(" + "),
+        };
+        for (kind, candidates) in &composition.rerank {
+            label = format!("{}(n={candidates}; {label})", kind.label());
         }
+        f.write_str(&label)
     }
 }
 
@@ -324,6 +351,12 @@ fn fusion_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Fusion> {
 
 /// A `[[retrievers]]` combination read into its spec (`abstain_below` taken out before).
 pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
+    let (first, reranker) = rerank::take(combo, bad)?;
+    rerank::wrap(first_from(&first, bad)?, reranker, bad)
+}
+
+/// The retriever a reranker would reorder.
+fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
     let engine = engine_of(combo, bad)?;
     if engine == Some(EngineKind::Milvus) && combo.kind.0 != "dense" {
         return Err(bad(
@@ -335,7 +368,10 @@ pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> 
         ));
     }
     let pg = engine == Some(EngineKind::Pg);
-    let with_engine = |keys: &[&'static str]| -> Vec<&'static str> { ["engine"].iter().chain(keys).copied().collect() };
+    // The reranker's keys were taken out before; they are listed for a misspelt key's message.
+    let with_engine = |keys: &[&'static str]| -> Vec<&'static str> {
+        ["engine"].iter().chain(keys).chain(&rerank::KEYS).copied().collect()
+    };
     match combo.kind.0 {
         "bm25" => {
             if pg {

@@ -11,13 +11,14 @@ use std::fmt;
 pub use crate::vocab::{Cause, Miss};
 
 impl Cause {
-    pub const ALL: [Cause; 10] = [
+    pub const ALL: [Cause; 11] = [
         Cause::Unjudged,
         Cause::Chunking,
         Cause::NotVisible,
         Cause::LexicalMismatch,
         Cause::Approximation,
         Cause::Fusion,
+        Cause::Rerank,
         Cause::FilterLate,
         Cause::Cutoff,
         Cause::Ranking,
@@ -32,6 +33,7 @@ impl Cause {
             Cause::LexicalMismatch => "lexical_mismatch",
             Cause::Approximation => "approximation",
             Cause::Fusion => "fusion",
+            Cause::Rerank => "rerank",
             Cause::FilterLate => "filter_late",
             Cause::Cutoff => "cutoff",
             Cause::Ranking => "ranking",

@@ -12,21 +12,34 @@ use std::time::Instant;
 use crate::error::Result;
 use crate::retrieve::access::Access;
 use crate::retrieve::fusion::{self, Fusion};
-use crate::retrieve::hits::Hit;
+use crate::retrieve::hits::{top_hits, Hit};
 pub use crate::retrieve::source::Query;
 use crate::retrieve::source::{RankingSource, Restriction, Side};
 use crate::vocab::Judged;
 
-/// What a cell retrieves with: one or more ranking sources, fused when there are several.
+/// What a cell retrieves with: one or more ranking sources, fused when there are several,
+/// then reordered by each reranker in turn.
 #[derive(Clone)]
 pub struct CellRetriever<'a> {
     pub sources: Vec<Arc<dyn RankingSource + 'a>>,
     /// With several sources: how their lists fuse, and the chunks each source fetches at
     /// least (more when a deeper list is asked for); the fused list is cut at the asked depth.
     pub fusion: Option<(Fusion, usize)>,
+    /// Rerankers, each reordering the list before it.
+    pub rerank: Vec<Reranker<'a>>,
 }
 
-/// A stage of one retrieval call. A new kind of stage (a reranker) adds a variant, not a field.
+/// A reranker: it reorders the first `candidates` chunks of the list before it (more when a
+/// deeper list is asked for) by its source's scores.
+#[derive(Clone)]
+pub struct Reranker<'a> {
+    pub source: Arc<dyn RankingSource + 'a>,
+    pub candidates: usize,
+    /// Its name in the results (`rerank(minilm-l6)`).
+    pub name: String,
+}
+
+/// A stage of one retrieval call. A new kind of stage adds a variant, not a field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     /// Embedding the question.
@@ -34,15 +47,19 @@ pub enum Stage {
     /// The search of the retriever's source at this position.
     Search(usize),
     Fuse,
+    /// The reranker at this position.
+    Rerank(usize),
 }
 
 impl Stage {
-    /// The stage's name in the results: `embed`, `search <source identity>`, `fuse`.
+    /// The stage's name in the results: `embed`, `search <source identity>`, `fuse`,
+    /// the reranker's name.
     pub fn name(self, retriever: &CellRetriever<'_>) -> String {
         match self {
             Stage::Embed => "embed".into(),
             Stage::Search(i) => format!("search {}", retriever.sources[i].identity()),
             Stage::Fuse => "fuse".into(),
+            Stage::Rerank(i) => retriever.rerank[i].name.clone(),
         }
     }
 }
@@ -64,7 +81,7 @@ impl Timing {
 
 impl<'a> CellRetriever<'a> {
     pub fn single(source: Arc<dyn RankingSource + 'a>) -> Self {
-        CellRetriever { sources: vec![source], fusion: None }
+        CellRetriever { sources: vec![source], fusion: None, rerank: Vec::new() }
     }
 
     /// The cell's retriever with the oracle of each approximate source in its place, and
@@ -84,16 +101,33 @@ impl<'a> CellRetriever<'a> {
                 }
             })
             .collect::<Vec<_>>();
-        (!what.is_empty()).then(|| (CellRetriever { sources, fusion: self.fusion }, what.join(", ")))
+        (!what.is_empty())
+            .then(|| (CellRetriever { sources, fusion: self.fusion, rerank: self.rerank.clone() }, what.join(", ")))
     }
 
-    /// The sides of a fused cell, each searched alone as the cell searches it.
+    /// The sides of a fused cell, each searched alone as the cell searches it (not reranked).
     pub fn alone(&self) -> Vec<CellRetriever<'a>> {
         self.sources.iter().map(|s| CellRetriever::single(s.clone())).collect()
     }
 
-    /// The chunks each source fetches for a fused list of `depth`.
+    /// The cell's retriever without its rerankers: the list they reorder. `None` without one.
+    pub fn unreranked(&self) -> Option<CellRetriever<'a>> {
+        (!self.rerank.is_empty()).then(|| CellRetriever {
+            sources: self.sources.clone(),
+            fusion: self.fusion,
+            rerank: Vec::new(),
+        })
+    }
+
+    /// The chunks the sources' list holds for a list of `depth`: the most any reranker
+    /// reorders, at least `depth`.
+    pub fn first_depth(&self, depth: usize) -> usize {
+        self.rerank.iter().map(|r| r.candidates).fold(depth, usize::max)
+    }
+
+    /// The chunks each source fetches for a list of `depth`.
     pub fn side_depth(&self, depth: usize) -> usize {
+        let depth = self.first_depth(depth);
         self.fusion.map_or(depth, |(_, candidates)| candidates.max(depth))
     }
 
@@ -123,6 +157,28 @@ impl<'a> CellRetriever<'a> {
 
     /// The top `depth` chunks for `query`, restricted in the search when `restrict` is given.
     pub fn search(
+        &self,
+        query: &Query<'_>,
+        depth: usize,
+        restrict: Option<&Restriction<'_>>,
+        timing: &mut Timing,
+    ) -> Result<Vec<Hit>> {
+        let mut hits = self.first_stage(query, self.first_depth(depth), restrict, timing)?;
+        for (i, reranker) in self.rerank.iter().enumerate() {
+            let t = Instant::now();
+            let n = hits.len().min(reranker.candidates.max(depth));
+            let chunks: Vec<u32> = hits[..n].iter().map(|h| h.chunk).collect();
+            let scores = reranker.source.rescore(query, &chunks)?;
+            let reordered = chunks.into_iter().zip(scores).map(|(chunk, score)| Hit { chunk, score }).collect();
+            hits = top_hits(reordered, n);
+            timing.add(Stage::Rerank(i), t.elapsed().as_secs_f64());
+        }
+        hits.truncate(depth);
+        Ok(hits)
+    }
+
+    /// The sources' list of `depth` chunks: the one source's, or the sides' fused.
+    fn first_stage(
         &self,
         query: &Query<'_>,
         depth: usize,
@@ -324,6 +380,32 @@ mod tests {
             }
         }
         Judged { items, relevant: 1, ideal: vec![1.0], returned }
+    }
+
+    #[test]
+    fn a_reranker_reorders_only_its_candidates_and_at_least_the_asked_depth() {
+        // The first stage ranks chunks 0..6 in order; the reranker's vectors the other way round.
+        let first = ExactIndex::new(2, (0..6).flat_map(|i| [0.0, 1.0 - i as f32 * 0.1]).collect::<Vec<_>>());
+        let second = ExactIndex::new(2, (0..6).flat_map(|i| [0.0, i as f32 * 0.1]).collect::<Vec<_>>());
+        let reranked = |candidates| CellRetriever {
+            sources: vec![Arc::new(ExactSource { index: &first })],
+            fusion: None,
+            rerank: vec![Reranker { source: Arc::new(ExactSource { index: &second }), candidates, name: "r".into() }],
+        };
+        let search = |retriever: &CellRetriever<'_>, vector: &[f32], depth| -> Vec<u32> {
+            let mut t = Timing::default();
+            let query = Query { text: "", vector };
+            retriever.search(&query, depth, None, &mut t).unwrap().iter().map(|h| h.chunk).collect()
+        };
+        // Candidates 3, depth 2: the first stage's top 3 (0, 1, 2) reordered by the second query.
+        let q = [0.0, 1.0];
+        assert_eq!(search(&reranked(3), &q, 2), [2, 1]);
+        // Fewer candidates than the depth: the asked depth is reordered.
+        assert_eq!(search(&reranked(1), &q, 4), [3, 2, 1, 0]);
+        let mut t = Timing::default();
+        reranked(3).search(&Query { text: "", vector: &q }, 2, None, &mut t).unwrap();
+        let stages: Vec<Stage> = t.stages.iter().map(|s| s.0).collect();
+        assert_eq!(stages, [Stage::Search(0), Stage::Rerank(0)]);
     }
 
     #[test]

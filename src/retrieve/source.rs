@@ -94,6 +94,12 @@ pub trait RankingSource: Send + Sync {
     /// This source's own score of `chunk` for `query`.
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore>;
 
+    /// This source's scores of `chunks` for `query` (what a reranker orders by); a chunk it
+    /// does not score gets `-inf`.
+    fn rescore(&self, query: &Query<'_>, chunks: &[u32]) -> Result<Vec<f32>> {
+        chunks.iter().map(|&c| Ok(self.explain(query, c)?.score.unwrap_or(f32::NEG_INFINITY))).collect()
+    }
+
     fn size_bytes(&self) -> u64;
 
     /// What the source is: kind, build and query parameters (`hnsw(m=16,efc=64,ef=40)`).
@@ -193,6 +199,10 @@ impl RankingSource for ExactSource<'_> {
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
         Ok(cosine_score(query, self.index.vector(chunk as usize)))
+    }
+
+    fn rescore(&self, query: &Query<'_>, chunks: &[u32]) -> Result<Vec<f32>> {
+        Ok(chunks.iter().map(|&c| dot(query.vector, self.index.vector(c as usize))).collect())
     }
 
     fn size_bytes(&self) -> u64 {

@@ -110,6 +110,7 @@ impl Scoring<'_> {
         } else {
             Vec::new()
         };
+        let unreranked = run.retriever.unreranked().map(|r| ranks(&r, access)).transpose()?;
         let in_query = match access {
             Access::Post(restriction) => Some(ranks(&run.retriever, Access::InQuery(restriction))?),
             _ => None,
@@ -139,7 +140,8 @@ impl Scoring<'_> {
                         return Miss { k, pipeline: None, unjudged: 0, cause: Cause::Approximation, rank: Some(rank), evidence };
                     }
                 }
-                if let Some(rank) = sides.iter().find_map(|s| within(s.at_k[i])) {
+                let before_rerank = unreranked.as_ref().and_then(|u| within(u.at_k[i]));
+                if let Some(rank) = sides.iter().find_map(|s| within(s.at_k[i])).filter(|_| before_rerank.is_none()) {
                     let fused = first_relevant(&r.deepest, usize::MAX)
                         .map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
                     let alone: Vec<String> = sides
@@ -157,6 +159,16 @@ impl Scoring<'_> {
                         .collect();
                     let evidence = format!("{}; fused: {fused}", alone.join("; "));
                     return Miss { k, pipeline: None, unjudged: 0, cause: Cause::Fusion, rank: Some(rank), evidence };
+                }
+                if let Some(rank) = before_rerank {
+                    let rerankers: Vec<String> = run.retriever.rerank.iter().map(|r| r.name.clone()).collect();
+                    let after = first_relevant(&r.deepest, usize::MAX)
+                        .map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
+                    let evidence = format!(
+                        "before reranking it is rank {rank}; after {}: {after}",
+                        rerankers.join(", then ")
+                    );
+                    return Miss { k, pipeline: None, unjudged: 0, cause: Cause::Rerank, rank: Some(rank), evidence };
                 }
                 if let Some(rank) = in_query.as_ref().and_then(|q| within(q.at_k[i])) {
                     let held = r.list(i).items.len();

@@ -248,6 +248,14 @@ impl Scoring<'_> {
             }
             None => None,
         };
+        // With rerankers: the list they reorder, as the cell searched it.
+        let unreranked = match run.retriever.unreranked() {
+            Some(first) => {
+                let depth = run.retriever.first_depth(scored.depth);
+                Some(first.search(&query, depth, access.in_query().as_ref(), &mut Timing::default())?)
+            }
+            None => None,
+        };
         // The dense source whose exact-scan rank is reported, and whether it approximates one.
         let first_dense = run.retriever.sources.iter().position(|s| s.side() == Side::Dense);
         let dense_approximates = first_dense.is_some_and(|d| run.retriever.sources[d].oracle().is_some());
@@ -290,6 +298,11 @@ impl Scoring<'_> {
                     let rank = hybrid.as_ref().map_or(ranked.or(out.deeper_rank), |h| h.dense.rank);
                     out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
                 }
+                // The rank in the list the sources made: before any reranker.
+                let first_rank = match &unreranked {
+                    Some(list) => rank_in(list, item.chunk),
+                    None => ranked.or(out.deeper_rank),
+                };
                 let mut nodes: Vec<ScoreNode> = run
                     .retriever
                     .sources
@@ -300,7 +313,7 @@ impl Scoring<'_> {
                         let mut node = ScoreNode {
                             name: source.identity(),
                             value: e.score,
-                            rank: scores.as_ref().map_or(ranked.or(out.deeper_rank), |s| s[i].rank),
+                            rank: scores.as_ref().map_or(first_rank, |s| s[i].rank),
                             children: e.parts,
                         };
                         if let Some(r) = exact_rank.filter(|_| Some(i) == first_dense && dense_approximates) {
@@ -313,12 +326,21 @@ impl Scoring<'_> {
                         node
                     })
                     .collect();
-                out.score_tree = match &hybrid {
+                let mut tree = match &hybrid {
                     Some(h) => {
-                        ScoreNode { name: h.fusion.clone(), value: Some(h.fused), rank: ranked, children: nodes }
+                        ScoreNode { name: h.fusion.clone(), value: Some(h.fused), rank: first_rank, children: nodes }
                     }
                     None => nodes.swap_remove(0),
                 };
+                for (i, reranker) in run.retriever.rerank.iter().enumerate() {
+                    let e = reranker.source.explain(&query, item.chunk)?;
+                    let last = i + 1 == run.retriever.rerank.len();
+                    let name = format!("{} of the first {}", reranker.name, reranker.candidates);
+                    let mut children = e.parts;
+                    children.push(tree);
+                    tree = ScoreNode { name, value: e.score, rank: if last { ranked } else { None }, children };
+                }
+                out.score_tree = tree;
                 out.hybrid = hybrid;
                 Ok(out)
             })

@@ -74,7 +74,7 @@ pub fn rescore(
         let this = CellRun {
             cell,
             chunks: planned.chunks.0,
-            retriever: CellRetriever { sources: Vec::new(), fusion: None },
+            retriever: CellRetriever { sources: Vec::new(), fusion: None, rerank: Vec::new() },
             model: None,
         };
         let set = &sets[this.chunks];
