@@ -16,7 +16,7 @@ use crate::input::golden::GoldenCase;
 use crate::plan::{CellPlan, ChunkSetId, IndexId, ModelId, Plan};
 use crate::results::{CellCost, StageReport};
 use crate::retrieve::cell::{CellRetriever, Reranker};
-use crate::retrieve::source::RankingSource;
+use crate::retrieve::source::{RankingSource, Sliced};
 use crate::stages::cache::{self, Cached, StageCache};
 use crate::stages::chunk::ChunkSet;
 use crate::stages::cost::Counter;
@@ -78,14 +78,36 @@ impl PassageTokens {
     }
 }
 
+/// One model's question vectors.
+pub struct QueryVectors {
+    /// Every case's vector, flat.
+    pub vectors: Vec<f32>,
+    pub dim: usize,
+    /// Mean tokens of a question.
+    pub mean_tokens: f64,
+}
+
+/// A cell's question vectors: per case, its models' vectors concatenated in the plan's order
+/// (borrowed when the cell has one model; empty when it has none).
+pub struct CellQueries<'a> {
+    dim: usize,
+    vectors: std::borrow::Cow<'a, [f32]>,
+}
+
+impl CellQueries<'_> {
+    pub fn vector(&self, case: usize) -> &[f32] {
+        &self.vectors[case * self.dim..(case + 1) * self.dim]
+    }
+}
+
 /// Every built stage of a plan.
 pub struct Built {
     pub sets: Vec<ChunkSet>,
     /// Per chunk set: the content key of the texts it indexes.
     text_keys: Vec<[u8; 32]>,
     pub vectors: Vec<Vectors>,
-    /// Per model: every case's query vector (flat), and mean tokens of a query.
-    pub queries: Vec<(Vec<f32>, f64)>,
+    /// Per model: every case's query vector.
+    pub queries: Vec<QueryVectors>,
     /// Per index: the index, and what building it cost (when built before, its recorded cost).
     pub indexes: Vec<(BuiltIndex, f64)>,
     /// The serving engines cells are served by; stopped when the build is dropped.
@@ -101,16 +123,39 @@ impl Built {
         &self.indexes[id.0].0
     }
 
-    /// Case `case`'s query vector for `model`.
-    pub fn query_vector(&self, models: &[ModelInfo], model: ModelId, case: usize) -> &[f32] {
-        let dim = models[model.0].dim;
-        &self.queries[model.0].0[case * dim..(case + 1) * dim]
+    /// A cell's question vectors.
+    pub fn cell_queries(&self, cell: &CellPlan) -> CellQueries<'_> {
+        match &cell.models[..] {
+            [] => CellQueries { dim: 0, vectors: std::borrow::Cow::Borrowed(&[]) },
+            [m] => {
+                let q = &self.queries[m.0];
+                CellQueries { dim: q.dim, vectors: std::borrow::Cow::Borrowed(&q.vectors) }
+            }
+            several => {
+                let parts: Vec<&QueryVectors> = several.iter().map(|m| &self.queries[m.0]).collect();
+                let cases = parts[0].vectors.len() / parts[0].dim.max(1);
+                let vectors = (0..cases)
+                    .flat_map(|c| parts.iter().flat_map(move |q| &q.vectors[c * q.dim..(c + 1) * q.dim]))
+                    .copied()
+                    .collect();
+                CellQueries { dim: parts.iter().map(|q| q.dim).sum(), vectors: std::borrow::Cow::Owned(vectors) }
+            }
+        }
     }
 
-    /// The retriever a cell searches with.
+    /// The retriever a cell searches with; with several models, each source reads its own
+    /// model's part of the cell's question vector.
     pub fn retriever(&self, cell: &CellPlan) -> CellRetriever<'_> {
         let source = |s: &crate::plan::SourcePlan| -> Arc<dyn RankingSource + '_> {
-            s.kind.source(self.built_index(s.index), &self.engines)
+            let built = s.kind.source(self.built_index(s.index), &self.engines);
+            match s.model.filter(|_| cell.models.len() > 1) {
+                Some(model) => {
+                    let before = cell.models.iter().take_while(|&&m| m != model);
+                    let start: usize = before.map(|m| self.queries[m.0].dim).sum();
+                    Arc::new(Sliced { inner: built, at: start..start + self.queries[model.0].dim })
+                }
+                None => built,
+            }
         };
         CellRetriever {
             sources: cell.retriever.sources.iter().map(source).collect(),
@@ -138,14 +183,19 @@ impl Built {
             cost.index_s += seconds;
             cost.index_bytes += index.bytes;
         }
-        if let Some(embedding) = planned.embedding {
+        // Several models: their work adds up; truncation is the worst model's.
+        let worst = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        for &embedding in &planned.embeddings {
             let v = &self.vectors[embedding.0];
-            cost.tokens_embedded = v.tokens.embedded;
-            cost.truncated_chunks = v.tokens.truncated_share();
-            cost.truncated_tokens = v.tokens.dropped_share();
-            cost.embed_s = v.stats.seconds;
-            cost.reused_texts = v.stats.reused;
-            cost.query_tokens = self.queries[plan.embedding(embedding).model.0].1;
+            cost.tokens_embedded += v.tokens.embedded;
+            cost.truncated_chunks = worst(cost.truncated_chunks, v.tokens.truncated_share());
+            cost.truncated_tokens = worst(cost.truncated_tokens, v.tokens.dropped_share());
+            cost.embed_s += v.stats.seconds;
+            cost.reused_texts += v.stats.reused;
+            cost.query_tokens += self.queries[plan.embedding(embedding).model.0].mean_tokens;
         }
         (cost.shared_embeddings, cost.shared_index) = shared;
         cost.usd_index = crate::stages::cost::usd(cost.tokens_embedded as f64, prices.embedding_usd_per_1m_tokens);
@@ -291,7 +341,7 @@ fn embed_stage(
         let mut r = StageReport::new("embed", format!("{} queries", info.id), stats.seconds);
         r.embedding = Some(stats);
         stages.push(r);
-        built.queries.push((vectors, mean_tokens));
+        built.queries.push(QueryVectors { vectors, dim: info.dim, mean_tokens });
         for (e, job) in plan.embeddings.iter().enumerate().filter(|(_, job)| job.model.0 == m) {
             let set = &built.sets[job.chunks.0];
             let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();

@@ -61,12 +61,13 @@ impl IndexSpec {
     }
 }
 
-/// One ranking source of a cell: an index, and the kind (with its query-time parameters) that
-/// searches it.
+/// One ranking source of a cell: an index, the kind (with its query-time parameters) that
+/// searches it, and the model that embeds its questions, if any.
 #[derive(Debug, Clone)]
 pub struct SourcePlan {
     pub index: IndexId,
     pub kind: Arc<dyn SourceKind>,
+    pub model: Option<ModelId>,
 }
 
 /// A cell's retrieval as a composition: its sources, fused when there are several, then
@@ -91,8 +92,10 @@ impl RetrieverPlan {
 #[derive(Debug, Clone)]
 pub struct CellPlan {
     pub chunks: ChunkSetId,
-    /// The passage vectors of the cell's dense side, if it has one.
-    pub embedding: Option<EmbeddingId>,
+    /// The passage vectors of each model the cell's sources search with, in source order.
+    pub embeddings: Vec<EmbeddingId>,
+    /// Those models: the cell's question vector is theirs, concatenated in this order.
+    pub models: Vec<ModelId>,
     pub retriever: RetrieverPlan,
 }
 
@@ -133,18 +136,20 @@ impl Plan {
             let sources: Vec<SourcePlan> = sources.into_iter().map(|kind| plan.source(chunks, kind.into())).collect();
             let rerank = rerank.into_iter().map(|(kind, n)| (plan.source(chunks, kind.into()), n)).collect();
             let retriever = RetrieverPlan { sources, fusion, rerank };
-            let embedding = retriever.all_sources().find_map(|s| plan.indexes[s.index.0].embedding);
-            plan.cells.push(CellPlan { chunks, embedding, retriever });
+            let mut embeddings = Vec::new();
+            for e in retriever.all_sources().filter_map(|s| plan.indexes[s.index.0].embedding) {
+                intern(&mut embeddings, e);
+            }
+            let models = embeddings.iter().map(|&e| plan.embedding(e).model).collect();
+            plan.cells.push(CellPlan { chunks, embeddings, models, retriever });
         }
         plan
     }
 
     /// A source over `chunks`: its model's embedding job and its index, each listed once.
     fn source(&mut self, chunks: ChunkSetId, kind: Arc<dyn SourceKind>) -> SourcePlan {
-        let embedding = kind.model().map(|model| {
-            let model = ModelId(intern(&mut self.models, model.to_string()));
-            EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model }))
-        });
+        let model = kind.model().map(|model| ModelId(intern(&mut self.models, model.to_string())));
+        let embedding = model.map(|model| EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model })));
         let identity = kind.index_identity();
         let index = match self.indexes.iter().position(|i| i.chunks == chunks && i.identity == identity) {
             Some(i) => i,
@@ -153,7 +158,7 @@ impl Plan {
                 self.indexes.len() - 1
             }
         };
-        SourcePlan { index: IndexId(index), kind }
+        SourcePlan { index: IndexId(index), kind, model }
     }
 
     /// The serving engines the plan's indexes live in.
@@ -163,11 +168,6 @@ impl Plan {
 
     pub fn embedding(&self, id: EmbeddingId) -> EmbeddingJob {
         self.embeddings[id.0]
-    }
-
-    /// The model that embeds a cell's queries, if it has a dense side.
-    pub fn cell_model(&self, cell: &CellPlan) -> Option<ModelId> {
-        cell.embedding.map(|e| self.embedding(e).model)
     }
 
     /// The chunk set an index is built over.
@@ -200,7 +200,7 @@ mod tests {
         assert!(p.cells[0].retriever.fusion.is_some());
         assert_eq!(p.indexes[lexical.index.0].identity, "bm25(pt)");
         assert_eq!(p.indexes[dense.index.0].identity, "exact(e5-small)");
-        assert_eq!(p.cell_model(&p.cells[0]), Some(ModelId(0)));
+        assert_eq!(p.cells[0].models, [ModelId(0)]);
     }
 
     #[test]

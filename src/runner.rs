@@ -469,12 +469,9 @@ pub fn run_with<'e>(
     let mut failed: Vec<(String, String)> = Vec::new();
     for (c, (cell, planned)) in exp.cells.iter().zip(&plan.cells).enumerate() {
         pb.set_message(cell.id.clone());
-        let this = CellRun {
-            cell,
-            chunks: planned.chunks.0,
-            retriever: built.retriever(planned),
-            model: plan.cell_model(planned),
-        };
+        let this =
+            CellRun { cell, chunks: planned.chunks.0, retriever: built.retriever(planned), models: &planned.models };
+        let queries = built.cell_queries(planned);
         // One cell's failure (a consistency check, an engine error) is that cell's: the other
         // cells' results are kept, and the run says it is incomplete.
         let scored: Result<Vec<CaseResult>> = (0..cases.len())
@@ -483,7 +480,7 @@ pub fn run_with<'e>(
                 if failing_on_purpose(&cell.id) {
                     return Err(Error::Other(format!("cell {}: failed on purpose ({FAIL_CELL_VAR})", cell.id)));
                 }
-                let vector = this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
+                let vector = queries.vector(ci);
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
                 let oracle = scoring.oracle(&this, ci, vector)?;
                 let mut result = scoring.score(&this, ci, &retrieval)?;
@@ -495,7 +492,7 @@ pub fn run_with<'e>(
                 Ok(result)
             })
             .collect();
-        let scored_vector = |ci: usize| this.model.map_or(&[][..], |m| built.query_vector(models, m, ci));
+        let scored_vector = |ci: usize| queries.vector(ci);
         let t = Instant::now();
         let timed = scored.and_then(|results| {
             let latency = scoring.time_cell(&this, &sample, embedder, &scored_vector, &results, opts.progress)?;
@@ -618,9 +615,10 @@ fn with_cell<T>(
         cell: &one.cells[0],
         chunks: planned.chunks.0,
         retriever: built.retriever(planned),
-        model: plan.cell_model(planned),
+        models: &planned.models,
     };
-    let vector = |ci: usize| run.model.map_or(&[][..], |m| built.query_vector(&plan_models, m, ci));
+    let queries = built.cell_queries(planned);
+    let vector = |ci: usize| queries.vector(ci);
     f(&scoring, &run, &vector)
 }
 
@@ -936,8 +934,8 @@ struct CellRun<'a> {
     cell: &'a Cell,
     chunks: usize,
     retriever: CellRetriever<'a>,
-    /// The model that embeds the cell's queries, if any.
-    model: Option<ModelId>,
+    /// The models that embed the cell's questions.
+    models: &'a [ModelId],
 }
 
 impl<'a> Scoring<'a> {
@@ -1271,8 +1269,10 @@ impl Scoring<'_> {
         for &ci in sample[..warm_up].iter().chain(sample) {
             let mut timing = Timing::default();
             let started = Instant::now();
-            if let Some(m) = run.model {
+            for &m in run.models {
                 std::hint::black_box(embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?);
+            }
+            if !run.models.is_empty() {
                 timing.add(Stage::Embed, started.elapsed().as_secs_f64());
             }
             let r = self.retrieve(run, ci, scored_vector(ci), &mut timing)?;

@@ -118,18 +118,41 @@ fn a_reranked_list_is_its_candidates_in_the_models_order_and_its_losses_are_rera
 }
 
 #[test]
+fn a_reranker_with_another_model_reads_its_own_question_vector() {
+    let grid = "name = \"two\"\nunit = \"doc\"\nk = [1, 3]\nlatency_cases = 2\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = [\"e5-small\", \"minilm-l6\"]\n[[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\nrerank = \"e5-small\"\n[[retrievers]]\nkind = \"hybrid\"\nanalyzer = \"pt\"\nmodel = \"minilm-l6\"\nfusion = \"rrf\"\nrerank = \"e5-small\"\n";
+    let f = Fixture::new(&DOCS, GOLDEN, grid);
+    let run = f.run();
+    let m = matrix(&run);
+    let e5 = lists(&run, &cell(&m, "dense(e5-small"));
+    let minilm = lists(&run, &cell(&m, "dense(minilm-l6"));
+    assert!(e5.iter().any(|(c, l)| l.0 != minilm[c].0), "precondition: the two models order some case apart");
+    // Every document is a candidate of both first stages: reranked, they are e5's lists.
+    for first in ["rerank(e5-small)(n=100; dense(minilm-l6", "rerank(e5-small)(n=100; hybrid("] {
+        let reranked = lists(&run, &cell(&m, first));
+        assert_eq!(reranked.len(), 6);
+        for (case, (top, _)) in &reranked {
+            assert_eq!(top, &e5[case].0, "{first}, {case}: reranked by e5, in e5's order");
+        }
+    }
+    // Both models' work is the cell's: embedding cost adds up, the question is embedded twice.
+    let rows = m["rows"].as_array().unwrap();
+    let row = |label: &str| rows.iter().find(|r| r["label"].as_str().unwrap().contains(label)).unwrap();
+    let tokens = |label: &str| row(label)["cost"]["tokens_embedded"].as_u64().unwrap();
+    let both = tokens("; dense(minilm-l6");
+    assert_eq!(both, tokens(" dense(e5-small") + tokens(" dense(minilm-l6"), "{both}");
+    let stages = row("; dense(minilm-l6")["latency"]["stages_ms"].as_object().unwrap();
+    let names: Vec<&str> = stages.keys().map(String::as_str).collect();
+    assert_eq!(names, ["embed", "judge", "rerank(e5-small)", "search exact"], "(JSON keys sort)");
+}
+
+#[test]
 fn rerank_declarations_that_cannot_mean_anything_are_refused_at_their_key() {
     let head = "name = \"r\"\nunit = \"doc\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\n";
     for (retriever, line, message) in [
         (
             "kind = \"dense\"\nmodel = \"minilm-l6\"\nrerank = \"minilm-l6\"\n",
             13,
-            "already in its model's cosine order",
-        ),
-        (
-            "kind = \"hybrid\"\nmodel = \"minilm-l6\"\nfusion = \"rrf\"\nrerank = \"e5-small\"\n",
-            14,
-            "dense side uses \"minilm-l6\", so rerank = \"minilm-l6\"",
+            "already in \"minilm-l6\"'s cosine order: rerank it with another model",
         ),
         ("kind = \"bm25\"\nrerank_candidates = 50\n", 12, "`rerank_candidates` needs a reranker"),
         ("kind = \"bm25\"\nrerank = \"minilm-l6\"\nrerank_candidates = 0\n", 13, "must be at least 1"),

@@ -191,13 +191,13 @@ impl RetrieverSpec {
         }
     }
 
-    /// The embedding model of the dense side, if any.
+    /// The embedding model of the dense side, else of the reranker, if any.
     pub fn model(&self) -> Option<&str> {
         match self {
             RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
             RetrieverSpec::Dense { model, .. } => Some(model),
             RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
-            RetrieverSpec::Rerank { model, .. } => Some(model),
+            RetrieverSpec::Rerank { first, model, .. } => first.model().or(Some(model)),
         }
     }
 

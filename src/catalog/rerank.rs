@@ -1,12 +1,9 @@
-//! A bi-encoder reranker: `rerank = "<model>"` on a `bm25`, `fulltext` or `hybrid` retriever
-//! reorders the first `rerank_candidates` chunks of its list (100 by default; at least the
-//! asked depth) by the cosine of the question's and each chunk's vectors under that model, in
-//! process, after any filter in the query. Lexical candidates reordered by meaning is the
-//! classic retrieve-then-rerank pipeline, measured here against fusion at the same budget.
-//!
-//! A dense retriever's list is already in its model's cosine order, so reranking it by that
-//! model is refused, and a hybrid reranks with its dense side's model: a cell embeds its
-//! questions with one model.
+//! A bi-encoder reranker: `rerank = "<model>"` on any retriever reorders the first
+//! `rerank_candidates` chunks of its list (100 by default; at least the asked depth) by the
+//! cosine of the question's and each chunk's vectors under that model, in process, after any
+//! filter in the query: lexical candidates reordered by meaning, or a small model's candidates
+//! by a larger one. A dense list is already in its own model's cosine order, so reranking it by
+//! that same model is refused.
 
 use std::sync::Arc;
 
@@ -106,17 +103,11 @@ pub fn take<'a>(combo: &Combo<'a>, bad: Bad<'_>) -> Result<(Combo<'a>, Option<De
 /// `first` reranked as declared.
 pub fn wrap(first: RetrieverSpec, declared: Option<Declared>, bad: Bad<'_>) -> Result<RetrieverSpec> {
     let Some(Declared { model, candidates, at }) = declared else { return Ok(first) };
-    match first.model() {
-        Some(_) if first.family() == "dense" => Err(bad(
+    if first.family() == "dense" && first.model() == Some(&model) {
+        return Err(bad(
             at,
-            "a dense list is already in its model's cosine order: rerank a bm25, fulltext or hybrid retriever".into(),
-        )),
-        Some(dense) if dense != model => Err(bad(
-            at,
-            format!(
-                "a cell embeds its questions with one model: this hybrid's dense side uses {dense:?}, so rerank = {dense:?}"
-            ),
-        )),
-        _ => Ok(RetrieverSpec::Rerank { first: Box::new(first), model, candidates }),
+            format!("a dense list is already in {model:?}'s cosine order: rerank it with another model"),
+        ));
     }
+    Ok(RetrieverSpec::Rerank { first: Box::new(first), model, candidates })
 }

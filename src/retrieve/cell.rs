@@ -121,13 +121,13 @@ impl<'a> CellRetriever<'a> {
 
     /// The chunks the sources' list holds for a list of `depth`: the most any reranker
     /// reorders, at least `depth`.
-    pub fn first_depth(&self, depth: usize) -> usize {
+    pub fn reranked_depth(&self, depth: usize) -> usize {
         self.rerank.iter().map(|r| r.candidates).fold(depth, usize::max)
     }
 
     /// The chunks each source fetches for a list of `depth`.
     pub fn side_depth(&self, depth: usize) -> usize {
-        let depth = self.first_depth(depth);
+        let depth = self.reranked_depth(depth);
         self.fusion.map_or(depth, |(_, candidates)| candidates.max(depth))
     }
 
@@ -163,7 +163,7 @@ impl<'a> CellRetriever<'a> {
         restrict: Option<&Restriction<'_>>,
         timing: &mut Timing,
     ) -> Result<Vec<Hit>> {
-        let mut hits = self.first_stage(query, self.first_depth(depth), restrict, timing)?;
+        let mut hits = self.first_stage(query, self.reranked_depth(depth), restrict, timing)?;
         for (i, reranker) in self.rerank.iter().enumerate() {
             let t = Instant::now();
             let n = hits.len().min(reranker.candidates.max(depth));

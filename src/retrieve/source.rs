@@ -250,3 +250,59 @@ impl RankingSource for HnswSource<'_> {
         Some((exact, format!("the graph (ef_search = {})", self.ef_search)))
     }
 }
+
+/// A source that reads its own model's part of the question vector: a cell whose sources
+/// search with several models concatenates their question vectors, in the plan's order.
+pub struct Sliced<'a> {
+    pub inner: Arc<dyn RankingSource + 'a>,
+    pub at: std::ops::Range<usize>,
+}
+
+impl Sliced<'_> {
+    fn query<'q>(&self, query: &Query<'q>) -> Query<'q> {
+        Query { text: query.text, vector: &query.vector[self.at.clone()] }
+    }
+}
+
+impl RankingSource for Sliced<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        self.inner.search(&self.query(query), depth, restrict)
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        self.inner.explain(&self.query(query), chunk)
+    }
+
+    fn rescore(&self, query: &Query<'_>, chunks: &[u32]) -> Result<Vec<f32>> {
+        self.inner.rescore(&self.query(query), chunks)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.inner.size_bytes()
+    }
+
+    fn identity(&self) -> String {
+        self.inner.identity()
+    }
+
+    fn side(&self) -> Side {
+        self.inner.side()
+    }
+
+    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
+        let (exact, with) = self.inner.oracle()?;
+        Some((Arc::new(Sliced { inner: exact, at: self.at.clone() }), with))
+    }
+
+    fn plans_each_depth(&self) -> bool {
+        self.inner.plans_each_depth()
+    }
+
+    fn plan(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
+        self.inner.plan(&self.query(query), depth, restrict)
+    }
+
+    fn bm25(&self) -> Option<&Bm25Index> {
+        self.inner.bm25()
+    }
+}

@@ -251,7 +251,7 @@ impl Scoring<'_> {
         // With rerankers: the list they reorder, as the cell searched it.
         let unreranked = match run.retriever.unreranked() {
             Some(first) => {
-                let depth = run.retriever.first_depth(scored.depth);
+                let depth = run.retriever.reranked_depth(scored.depth);
                 Some(first.search(&query, depth, access.in_query().as_ref(), &mut Timing::default())?)
             }
             None => None,

@@ -75,7 +75,7 @@ pub fn rescore(
             cell,
             chunks: planned.chunks.0,
             retriever: CellRetriever { sources: Vec::new(), fusion: None, rerank: Vec::new() },
-            model: None,
+            models: &[],
         };
         let set = &sets[this.chunks];
         let ordinal = ordinals
