@@ -44,23 +44,6 @@ fn cell(m: &Value, label: &str) -> String {
     row.unwrap_or_else(|| panic!("no cell labelled {label}: {}", m["rows"]))["cell"].as_str().unwrap().into()
 }
 
-/// `ragsweep explain RUN ARGS…` with the fixture's models and cache.
-fn explain(f: &Fixture, run: &Path, args: &[&str]) -> std::process::Output {
-    let out = f
-        .cmd()
-        .arg("explain")
-        .arg(run)
-        .args(args)
-        .arg("--models")
-        .arg(common::repo().join("models"))
-        .arg("--cache")
-        .arg(f.path().join("cache"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
 fn only_miss<'m>(all: &'m [MissRow], cell: &str, case: &str, k: usize) -> &'m MissRow {
     let found: Vec<&MissRow> = all.iter().filter(|m| m.cell == cell && m.case == case && m.k == k).collect();
     assert_eq!(found.len(), 1, "one miss of {case} in {cell} at k = {k}: {all:#?}");
@@ -170,7 +153,7 @@ fn bm25_with_no_shared_term_is_a_lexical_mismatch_and_a_lower_rank_a_cutoff() {
     assert_eq!((pedido.cause.as_str(), pedido.rank), ("cutoff", Some(2)), "{pedido:?}");
 
     // explain: the winner's and the relevant document's BM25 terms add up to their scores.
-    let out = explain(&f, &run, &["--cell", "c01", "--case", "pedido", "--json"]);
+    let out = f.explain(&run, &["--cell", "c01", "--case", "pedido", "--json"]);
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     let items = e["items"].as_array().unwrap();
     assert_eq!(items[0]["role"], "top");
@@ -197,7 +180,7 @@ fn bm25_with_no_shared_term_is_a_lexical_mismatch_and_a_lower_rank_a_cutoff() {
         (e["misses"][0]["cause"].as_str(), e["misses"][0]["pipeline"].as_str()),
         (Some("unjudged"), Some("cutoff"))
     );
-    let text = explain(&f, &run, &["--cell", "c01", "--case", "vr"]);
+    let text = f.explain(&run, &["--cell", "c01", "--case", "vr"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("no relevant item in the first 100") && text.contains("lexical_mismatch"), "{text}");
 }
@@ -326,7 +309,7 @@ fn a_hybrid_that_loses_what_one_side_ranked_first_is_a_fusion_miss() {
     }
 
     let hybrid = cell(&m, "alpha=1,");
-    let out = explain(&f, &run, &["--cell", &hybrid, "--case", "q5", "--json"]);
+    let out = f.explain(&run, &["--cell", &hybrid, "--case", "q5", "--json"]);
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     let items = e["items"].as_array().unwrap();
     let relevant = items.iter().find(|i| i["role"] == "best relevant").unwrap();

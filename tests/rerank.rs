@@ -95,17 +95,7 @@ fn a_reranked_list_is_its_candidates_in_the_models_order_and_its_losses_are_rera
 
     // explain: the reranker's score on top of the tree, the BM25 score and rank below it.
     let case = lost[0];
-    let out = f
-        .cmd()
-        .args(["explain"])
-        .arg(&run)
-        .args(["--cell", &reranked_id, "--case", case, "--json", "--models"])
-        .arg(common::repo().join("models"))
-        .arg("--cache")
-        .arg(f.path().join("cache"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = f.explain(&run, &["--cell", &reranked_id, "--case", case, "--json"]);
     let e: Value = serde_json::from_slice(&out.stdout).unwrap();
     let relevant = e["items"].as_array().unwrap().iter().find(|i| i["role"] == "best relevant").unwrap();
     let tree = &relevant["score_tree"];

@@ -149,6 +149,25 @@ impl Fixture {
         cmd
     }
 
+    /// `ragsweep explain RUN ARGS…` with the installed models and the fixture's cache, asserted
+    /// to succeed.
+    #[allow(dead_code)]
+    pub fn explain(&self, run: &Path, args: &[&str]) -> std::process::Output {
+        let out = self
+            .cmd()
+            .arg("explain")
+            .arg(run)
+            .args(args)
+            .arg("--models")
+            .arg(repo().join("models"))
+            .arg("--cache")
+            .arg(self.dir.path().join("cache"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
     /// Runs the experiment and returns its run directory.
     pub fn run(&self) -> PathBuf {
         self.run_cmd().assert().success();
