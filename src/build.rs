@@ -159,6 +159,7 @@ impl Built {
         };
         CellRetriever {
             sources: cell.retriever.sources.iter().map(source).collect(),
+            names: cell.retriever.sources.iter().map(|s| s.kind.label()).collect(),
             fusion: cell.retriever.fusion,
             rerank: cell
                 .retriever

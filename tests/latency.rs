@@ -39,14 +39,15 @@ fn a_hybrid_cell_reports_each_stage_and_the_columns_are_views_of_them() {
     names.sort_by_key(|n| block.find(&format!("\"{n}\"")).unwrap());
     assert_eq!(names.len(), 5, "{names:?}");
     assert_eq!(names[0], "embed");
-    assert!(names[1].starts_with("search bm25"), "{names:?}");
-    assert_eq!(names[2], "search exact");
+    // Each search is named by its source's label, as the cell's label names it.
+    assert_eq!(names[1], "search bm25(en,k1=0.9,b=0.4)", "{names:?}");
+    assert_eq!(names[2], "search dense(random-64,exact)");
     assert_eq!(&names[3..], ["fuse", "judge"]);
     let ms = |name: &str| stages[name].as_f64().unwrap();
     assert!(names.iter().all(|n| ms(n) >= 0.0));
     let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
     assert!(close(latency["embed_ms"].as_f64().unwrap(), ms("embed")));
-    assert!(close(latency["search_ms"].as_f64().unwrap(), ms(names[1]) + ms("search exact")));
+    assert!(close(latency["search_ms"].as_f64().unwrap(), ms(names[1]) + ms(names[2])));
     assert!(close(latency["fuse_ms"].as_f64().unwrap(), ms("fuse")));
     let all: f64 = names.iter().map(|n| ms(n)).sum();
     assert!(close(latency["mean_ms"].as_f64().unwrap(), all), "the stages add up to the call: {latency}");

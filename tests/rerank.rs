@@ -132,7 +132,7 @@ fn a_reranker_with_another_model_reads_its_own_question_vector() {
     assert_eq!(both, tokens(" dense(e5-small") + tokens(" dense(minilm-l6"), "{both}");
     let stages = row("; dense(minilm-l6")["latency"]["stages_ms"].as_object().unwrap();
     let names: Vec<&str> = stages.keys().map(String::as_str).collect();
-    assert_eq!(names, ["embed", "judge", "rerank(e5-small)", "search exact"], "(JSON keys sort)");
+    assert_eq!(names, ["embed", "judge", "rerank(e5-small)", "search dense(minilm-l6,exact)"], "(JSON keys sort)");
 }
 
 #[test]

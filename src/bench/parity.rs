@@ -145,13 +145,18 @@ pub fn milvus_settings<'a>(
     collections
         .iter()
         .map(|(build, collection)| {
-            let query = match build {
-                MilvusBuild::Flat => MilvusQuery { ef: 0, nprobe: 0 },
-                MilvusBuild::Hnsw { .. } => MilvusQuery { ef: ef_search, nprobe: 0 },
-                MilvusBuild::IvfFlat { .. } => MilvusQuery { ef: 0, nprobe: 8 },
+            let (query, name) = match *build {
+                MilvusBuild::Flat => (MilvusQuery { ef: 0, nprobe: 0 }, "milvus flat".to_string()),
+                MilvusBuild::Hnsw { m, ef_construction } => (
+                    MilvusQuery { ef: ef_search, nprobe: 0 },
+                    format!("milvus hnsw(m={m},efc={ef_construction},ef={ef_search})"),
+                ),
+                MilvusBuild::IvfFlat { nlist } => {
+                    (MilvusQuery { ef: 0, nprobe: 8 }, format!("milvus ivf_flat(nlist={nlist},nprobe=8)"))
+                }
             };
             let source = MilvusVectorSource { engine, collection, exact, build: *build, query };
-            (source.identity(), Box::new(source) as Box<dyn RankingSource + 'a>)
+            (name, Box::new(source) as Box<dyn RankingSource + 'a>)
         })
         .collect()
 }

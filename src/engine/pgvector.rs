@@ -407,21 +407,6 @@ impl RankingSource for PgVectorSource<'_> {
         self.table.bytes
     }
 
-    fn identity(&self) -> String {
-        let VectorQuery { ef_search, probes, iterative_scan, force_index } = self.query;
-        let forced = if force_index { ",force_index" } else { "" };
-        match self.build {
-            VectorBuild::Exact => "pg exact".into(),
-            VectorBuild::Hnsw { m, ef_construction } => format!(
-                "pg hnsw(m={m},efc={ef_construction},ef_search={ef_search},iterative_scan={}{forced})",
-                iterative_scan.as_str()
-            ),
-            VectorBuild::Ivfflat { lists } => {
-                format!("pg ivfflat(lists={lists},probes={probes},iterative_scan={}{forced})", iterative_scan.as_str())
-            }
-        }
-    }
-
     fn side(&self) -> Side {
         Side::Dense
     }
@@ -430,9 +415,8 @@ impl RankingSource for PgVectorSource<'_> {
         true
     }
 
-    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
-        let exact: Arc<dyn RankingSource + '_> = Arc::new(ExactSource { index: self.exact });
-        Some((exact, self.identity()))
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
+        Some(Arc::new(ExactSource { index: self.exact }))
     }
 }
 
@@ -482,10 +466,6 @@ impl RankingSource for PgTextSource<'_> {
 
     fn size_bytes(&self) -> u64 {
         self.table.bytes
-    }
-
-    fn identity(&self) -> String {
-        format!("pg fulltext({},{})", text_config(self.analyzer), self.terms.as_str())
     }
 
     fn side(&self) -> Side {

@@ -22,6 +22,8 @@ use crate::vocab::Judged;
 #[derive(Clone)]
 pub struct CellRetriever<'a> {
     pub sources: Vec<Arc<dyn RankingSource + 'a>>,
+    /// Each source's name in the results: its catalog kind's label.
+    pub names: Vec<String>,
     /// With several sources: how their lists fuse, and the chunks each source fetches at
     /// least (more when a deeper list is asked for); the fused list is cut at the asked depth.
     pub fusion: Option<(Fusion, usize)>,
@@ -52,12 +54,12 @@ pub enum Stage {
 }
 
 impl Stage {
-    /// The stage's name in the results: `embed`, `search <source identity>`, `fuse`,
-    /// the reranker's name.
+    /// The stage's name in the results: `embed`, `search <source name>`, `fuse`, the
+    /// reranker's name.
     pub fn name(self, retriever: &CellRetriever<'_>) -> String {
         match self {
             Stage::Embed => "embed".into(),
-            Stage::Search(i) => format!("search {}", retriever.sources[i].identity()),
+            Stage::Search(i) => format!("search {}", retriever.names[i]),
             Stage::Fuse => "fuse".into(),
             Stage::Rerank(i) => retriever.rerank[i].name.clone(),
         }
@@ -80,40 +82,44 @@ impl Timing {
 }
 
 impl<'a> CellRetriever<'a> {
-    pub fn single(source: Arc<dyn RankingSource + 'a>) -> Self {
-        CellRetriever { sources: vec![source], fusion: None, rerank: Vec::new() }
+    pub fn single(source: Arc<dyn RankingSource + 'a>, name: String) -> Self {
+        CellRetriever { sources: vec![source], names: vec![name], fusion: None, rerank: Vec::new() }
     }
 
     /// The cell's retriever with the oracle of each approximate source in its place, and
-    /// what the replaced sources approximate with; `None` when no source approximates.
+    /// the names of the sources replaced; `None` when no source approximates.
     pub fn oracle(&self) -> Option<(CellRetriever<'_>, String)> {
         let mut what = Vec::new();
         let sources = self
             .sources
             .iter()
-            .map(|s| -> Arc<dyn RankingSource + '_> {
+            .zip(&self.names)
+            .map(|(s, name)| -> Arc<dyn RankingSource + '_> {
                 match s.oracle() {
-                    Some((exact, with)) => {
-                        what.push(with);
+                    Some(exact) => {
+                        what.push(name.as_str());
                         exact
                     }
                     None => s.clone(),
                 }
             })
             .collect::<Vec<_>>();
-        (!what.is_empty())
-            .then(|| (CellRetriever { sources, fusion: self.fusion, rerank: self.rerank.clone() }, what.join(", ")))
+        let names = self.names.clone();
+        (!what.is_empty()).then(|| {
+            (CellRetriever { sources, names, fusion: self.fusion, rerank: self.rerank.clone() }, what.join(", "))
+        })
     }
 
     /// The sides of a fused cell, each searched alone as the cell searches it (not reranked).
     pub fn alone(&self) -> Vec<CellRetriever<'a>> {
-        self.sources.iter().map(|s| CellRetriever::single(s.clone())).collect()
+        self.sources.iter().zip(&self.names).map(|(s, name)| CellRetriever::single(s.clone(), name.clone())).collect()
     }
 
     /// The cell's retriever without its rerankers: the list they reorder. `None` without one.
     pub fn unreranked(&self) -> Option<CellRetriever<'a>> {
         (!self.rerank.is_empty()).then(|| CellRetriever {
             sources: self.sources.clone(),
+            names: self.names.clone(),
             fusion: self.fusion,
             rerank: Vec::new(),
         })
@@ -389,6 +395,7 @@ mod tests {
         let second = ExactIndex::new(2, (0..6).flat_map(|i| [0.0, i as f32 * 0.1]).collect::<Vec<_>>());
         let reranked = |candidates| CellRetriever {
             sources: vec![Arc::new(ExactSource { index: &first })],
+            names: vec!["first".into()],
             fusion: None,
             rerank: vec![Reranker { source: Arc::new(ExactSource { index: &second }), candidates, name: "r".into() }],
         };
@@ -412,7 +419,7 @@ mod tests {
     fn post_drops_from_the_unfiltered_list_and_never_refills() {
         let vectors: Vec<f32> = (0..8).flat_map(|i| [1.0 - i as f32 * 0.1, 0.0]).collect();
         let index = ExactIndex::new(2, vectors);
-        let retriever = CellRetriever::single(Arc::new(ExactSource { index: &index }));
+        let retriever = CellRetriever::single(Arc::new(ExactSource { index: &index }), "exact".into());
         let query = Query { text: "", vector: &[1.0, 0.0] };
         // Document 0 (chunks 0 and 1) is the best match and invisible.
         let allowed = Allowed::from_fn(8, |i| i >= 2);

@@ -2,9 +2,9 @@
 //! process (BM25, the exact scan, the HNSW graph) or in a serving engine (`engine::pg`).
 //!
 //! A source answers `search(query, depth, restriction)` with the restriction inside the
-//! search; it explains its own score of one chunk, says how big it is and what it is, and,
-//! when it approximates an exact search over the same data, hands out that exact search
-//! (the oracle the approximation is measured against).
+//! search; it explains its own score of one chunk, says how big it is, and, when it
+//! approximates an exact search over the same data, hands out that exact search (the oracle
+//! the approximation is measured against). What it is called is its catalog kind's label.
 
 use std::sync::Arc;
 
@@ -102,14 +102,11 @@ pub trait RankingSource: Send + Sync {
 
     fn size_bytes(&self) -> u64;
 
-    /// What the source is: kind, build and query parameters (`hnsw(m=16,efc=64,ef=40)`).
-    fn identity(&self) -> String;
-
     fn side(&self) -> Side;
 
-    /// The exact in-process search over the same data that this source approximates, and
-    /// what it approximates with (`the graph (ef_search = 40)`); `None` for an exact source.
-    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
+    /// The exact in-process search over the same data that this source approximates; `None`
+    /// for an exact source.
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
         None
     }
 
@@ -168,10 +165,6 @@ impl RankingSource for Bm25Source<'_> {
         self.index.size_bytes()
     }
 
-    fn identity(&self) -> String {
-        format!("bm25({:?},k1={},b={})", self.index.analyzer().kind(), self.params.k1, self.params.b)
-    }
-
     fn side(&self) -> Side {
         Side::Lexical
     }
@@ -209,10 +202,6 @@ impl RankingSource for ExactSource<'_> {
         self.index.size_bytes()
     }
 
-    fn identity(&self) -> String {
-        "exact".into()
-    }
-
     fn side(&self) -> Side {
         Side::Dense
     }
@@ -237,17 +226,12 @@ impl RankingSource for HnswSource<'_> {
         self.index.size_bytes()
     }
 
-    fn identity(&self) -> String {
-        format!("hnsw(ef_search={})", self.ef_search)
-    }
-
     fn side(&self) -> Side {
         Side::Dense
     }
 
-    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
-        let exact: Arc<dyn RankingSource + '_> = Arc::new(ExactSource { index: self.index.exact() });
-        Some((exact, format!("the graph (ef_search = {})", self.ef_search)))
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
+        Some(Arc::new(ExactSource { index: self.index.exact() }))
     }
 }
 
@@ -281,17 +265,12 @@ impl RankingSource for Sliced<'_> {
         self.inner.size_bytes()
     }
 
-    fn identity(&self) -> String {
-        self.inner.identity()
-    }
-
     fn side(&self) -> Side {
         self.inner.side()
     }
 
-    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
-        let (exact, with) = self.inner.oracle()?;
-        Some((Arc::new(Sliced { inner: exact, at: self.at.clone() }), with))
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
+        Some(Arc::new(Sliced { inner: self.inner.oracle()?, at: self.at.clone() }))
     }
 
     fn plans_each_depth(&self) -> bool {

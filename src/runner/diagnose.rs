@@ -146,13 +146,13 @@ impl Scoring<'_> {
                         .map_or_else(|| format!("none in the first {max_k}"), |r| format!("rank {r}"));
                     let alone: Vec<String> = sides
                         .iter()
-                        .zip(&run.retriever.sources)
-                        .map(|(ranks, source)| {
+                        .zip(run.retriever.sources.iter().zip(&run.retriever.names))
+                        .map(|(ranks, (source, name))| {
                             let side = source.side();
                             let name = if run.retriever.sources.iter().filter(|s| s.side() == side).count() == 1 {
                                 format!("{} side", side.name())
                             } else {
-                                source.identity()
+                                name.clone()
                             };
                             format!("{name} alone: {}", side_text(ranks))
                         })

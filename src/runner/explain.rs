@@ -241,7 +241,7 @@ impl Scoring<'_> {
                     .map(|s| s.search(&query, side_depth, restriction.as_ref()))
                     .collect::<Result<_>>()?;
                 let dense_exact = match run.retriever.first(Side::Dense).and_then(|d| d.oracle()) {
-                    Some((exact, _)) => Some(exact.search(&query, side_depth, restriction.as_ref())?),
+                    Some(exact) => Some(exact.search(&query, side_depth, restriction.as_ref())?),
                     None => None,
                 };
                 Some(FusedSides { fusion, lists, dense_exact })
@@ -305,13 +305,13 @@ impl Scoring<'_> {
                 };
                 let mut nodes: Vec<ScoreNode> = run
                     .retriever
-                    .sources
+                    .names
                     .iter()
                     .zip(explained)
                     .enumerate()
-                    .map(|(i, (source, e))| {
+                    .map(|(i, (name, e))| {
                         let mut node = ScoreNode {
-                            name: source.identity(),
+                            name: name.clone(),
                             value: e.score,
                             rank: scores.as_ref().map_or(first_rank, |s| s[i].rank),
                             children: e.parts,

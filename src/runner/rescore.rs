@@ -74,7 +74,7 @@ pub fn rescore(
         let this = CellRun {
             cell,
             chunks: planned.chunks.0,
-            retriever: CellRetriever { sources: Vec::new(), fusion: None, rerank: Vec::new() },
+            retriever: CellRetriever { sources: Vec::new(), names: Vec::new(), fusion: None, rerank: Vec::new() },
             models: &[],
         };
         let set = &sets[this.chunks];

@@ -610,15 +610,6 @@ impl RankingSource for MilvusVectorSource<'_> {
         self.collection.bytes
     }
 
-    fn identity(&self) -> String {
-        let MilvusQuery { ef, nprobe } = self.query;
-        match self.build {
-            MilvusBuild::Flat => "milvus flat".into(),
-            MilvusBuild::Hnsw { m, ef_construction } => format!("milvus hnsw(m={m},efc={ef_construction},ef={ef})"),
-            MilvusBuild::IvfFlat { nlist } => format!("milvus ivf_flat(nlist={nlist},nprobe={nprobe})"),
-        }
-    }
-
     fn side(&self) -> Side {
         Side::Dense
     }
@@ -644,9 +635,8 @@ impl RankingSource for MilvusVectorSource<'_> {
         }))
     }
 
-    fn oracle(&self) -> Option<(Arc<dyn RankingSource + '_>, String)> {
-        let exact: Arc<dyn RankingSource + '_> = Arc::new(ExactSource { index: self.exact });
-        Some((exact, self.identity()))
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
+        Some(Arc::new(ExactSource { index: self.exact }))
     }
 }
 
