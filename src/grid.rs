@@ -1,6 +1,7 @@
-//! Grid expansion (shared by the experiment's sections and the catalog's kinds): a `[[chunkers]]` or `[[retrievers]]` table whose array values are axes becomes
-//! one combination per point of their product, each value keeping where it was written, and
-//! the typed readers of one value (integer, float, choice, flag) that point their errors there.
+//! Grid expansion, shared by the experiment's sections and the catalog's kinds: a
+//! `[[chunkers]]` or `[[retrievers]]` table whose array values are axes becomes one combination
+//! per point of their product, each value keeping where it was written; and the typed readers
+//! of one value (integer, float, choice, flag) that point their errors there.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -19,7 +20,17 @@ pub struct Combo<'a> {
     pub kind: (&'a str, Range<usize>),
 }
 
-impl Combo<'_> {
+/// The error maker of a combination: a message at a span of the experiment file.
+pub type Bad<'a> = &'a dyn Fn(Range<usize>, String) -> Error;
+
+impl<'a> Combo<'a> {
+    /// The combination without `keys`, which the caller reads itself.
+    pub fn without(&self, keys: &[&str]) -> Combo<'a> {
+        let mut values = self.values.clone();
+        values.retain(|k, _| !keys.contains(k));
+        Combo { values, kind: self.kind.clone() }
+    }
+
     pub fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
         self.values.get(key).map(|(v, s)| (*v, s.clone()))
     }
@@ -30,7 +41,7 @@ impl Combo<'_> {
     }
 }
 
-pub type Builder<T> = fn(&Combo<'_>, &dyn Fn(Range<usize>, String) -> Error) -> Result<T>;
+pub type Builder<T> = fn(&Combo<'_>, Bad<'_>) -> Result<T>;
 
 pub fn expand_all<T>(
     tables: &[GridTable],
@@ -84,16 +95,16 @@ pub fn expand_all<T>(
     Ok(out)
 }
 
-/// Checks that the combo only uses `allowed` keys.
 /// An error at the first of `keys` given, as "`key` {why}".
-pub fn forbid(combo: &Combo<'_>, keys: &[&str], why: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
+pub fn forbid(combo: &Combo<'_>, keys: &[&str], why: &str, bad: Bad<'_>) -> Result<()> {
     match keys.iter().find_map(|key| combo.get(key).map(|(_, span)| (key, span))) {
         Some((key, span)) => Err(bad(span, format!("`{key}` {why}"))),
         None => Ok(()),
     }
 }
 
-pub fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<()> {
+/// Checks that the combo only uses `allowed` keys.
+pub fn only(combo: &Combo<'_>, allowed: &[&str], bad: Bad<'_>) -> Result<()> {
     for (key, (_, span)) in &combo.values {
         if !allowed.contains(key) {
             return Err(bad(
@@ -109,12 +120,7 @@ pub fn only(combo: &Combo<'_>, allowed: &[&str], bad: &dyn Fn(Range<usize>, Stri
     Ok(())
 }
 
-pub fn int(
-    combo: &Combo<'_>,
-    key: &str,
-    default: Option<usize>,
-    bad: &dyn Fn(Range<usize>, String) -> Error,
-) -> Result<usize> {
+pub fn int(combo: &Combo<'_>, key: &str, default: Option<usize>, bad: Bad<'_>) -> Result<usize> {
     match combo.get(key) {
         Some((Value::Integer(i), _)) if *i >= 0 => Ok(*i as usize),
         Some((v, span)) => Err(bad(
@@ -125,7 +131,7 @@ pub fn int(
     }
 }
 
-pub fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<f64> {
+pub fn float(combo: &Combo<'_>, key: &str, default: f64, bad: Bad<'_>) -> Result<f64> {
     match combo.get(key) {
         Some((Value::Float(f), span)) if !f.is_finite() => {
             Err(bad(span, format!("`{key}` must be a finite number, found {f}")))
@@ -140,13 +146,7 @@ pub fn float(combo: &Combo<'_>, key: &str, default: f64, bad: &dyn Fn(Range<usiz
 }
 
 /// One of a fixed set of named values, `default` when absent.
-pub fn choice<T: Copy>(
-    combo: &Combo<'_>,
-    key: &str,
-    default: T,
-    options: &[(&str, T)],
-    bad: &dyn Fn(Range<usize>, String) -> Error,
-) -> Result<T> {
+pub fn choice<T: Copy>(combo: &Combo<'_>, key: &str, default: T, options: &[(&str, T)], bad: Bad<'_>) -> Result<T> {
     let names = || options.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
     match combo.get(key) {
         None => Ok(default),
@@ -159,7 +159,7 @@ pub fn choice<T: Copy>(
     }
 }
 
-pub fn boolean(combo: &Combo<'_>, key: &str, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<bool> {
+pub fn boolean(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<bool> {
     match combo.get(key) {
         Some((Value::Boolean(b), _)) => Ok(*b),
         Some((v, span)) => Err(bad(span, format!("`{key}` must be true or false, found {}", v.type_str()))),

@@ -72,6 +72,17 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Where the run's serving engines come from: the installs in `opts`, or the experiment's
+    /// own servers.
+    pub fn engine_sources<'a>(&'a self, opts: &'a RunOptions) -> EngineSources<'a> {
+        EngineSources {
+            engines_dir: &opts.engines_dir,
+            cache_dir: &opts.cache_dir,
+            pg_server: self.pg_server.as_ref(),
+            milvus_server: self.milvus_server.as_ref(),
+        }
+    }
+
     /// Documents visible to every user (no ACL once the experiment's permissions apply).
     pub fn public_documents(&self) -> usize {
         self.corpus.docs.iter().filter(|d| d.acl.is_none()).count()
@@ -244,12 +255,8 @@ pub fn chunk_sets(
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        engines: EngineSources {
-            engines_dir: &opts.engines_dir,
-            cache_dir: &opts.cache_dir,
-            pg_server: None,
-            milvus_server: None,
-        },
+        // Chunking starts no engine.
+        engines: prepared.engine_sources(opts),
         bar: &make_bar,
     };
     build::chunk_sets(&prepared.plan, &ctx, stages)
@@ -424,7 +431,7 @@ pub fn run_with<'e>(
     on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Outcome> {
     let started = Instant::now();
-    let Prepared { plan, corpus, cases, models, counter, pg_server, milvus_server, .. } = prepared;
+    let Prepared { plan, corpus, cases, models, counter, .. } = prepared;
     let store = StageCache::new(&opts.cache_dir);
     let mut stages = Vec::new();
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
@@ -435,12 +442,7 @@ pub fn run_with<'e>(
         embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        engines: EngineSources {
-            engines_dir: &opts.engines_dir,
-            cache_dir: &opts.cache_dir,
-            pg_server: pg_server.as_ref(),
-            milvus_server: milvus_server.as_ref(),
-        },
+        engines: prepared.engine_sources(opts),
         bar: &make_bar,
     };
     let built = build::build(plan, &ctx, &mut stages)?;
@@ -600,12 +602,7 @@ fn with_cell<T>(
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        engines: EngineSources {
-            engines_dir: &opts.engines_dir,
-            cache_dir: &opts.cache_dir,
-            pg_server: prepared.pg_server.as_ref(),
-            milvus_server: prepared.milvus_server.as_ref(),
-        },
+        engines: prepared.engine_sources(opts),
         bar: &make_bar,
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Bad, BuiltIndex, Config, IndexInput, SourceKind, HNSW_KEYS};
+use super::{exact_of, Bad, BuiltIndex, Config, IndexInput, SourceKind, HNSW_KEYS};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{forbid, Combo};
@@ -46,8 +46,7 @@ impl SourceKind for Exact {
 
     /// The vectors themselves: nothing to build.
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
-        let (info, passages) = input.vectors();
-        let index = ExactIndex::new(info.dim, passages.clone());
+        let index = exact_of(input);
         Ok(BuiltIndex { bytes: index.size_bytes(), index: Box::new(index), record: None })
     }
 

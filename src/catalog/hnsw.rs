@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use super::{hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::Combo;
 use crate::retrieve::source::{HnswSource, RankingSource};
-use crate::retrieve::{ExactIndex, HnswIndex, HnswParams};
+use crate::retrieve::{HnswIndex, HnswParams};
 use crate::stages::cache;
 use crate::vocab::DenseIndex;
 
@@ -68,8 +68,8 @@ impl SourceKind for Hnsw {
     }
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
-        let (info, passages) = input.vectors();
-        let exact = ExactIndex::new(info.dim, passages.clone());
+        let (info, _) = input.vectors();
+        let exact = exact_of(input);
         let params = HnswParams { m: self.m, ef_construction: self.ef_construction };
         let key = cache::key(
             "hnsw",

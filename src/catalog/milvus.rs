@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::HNSW_KEYS;
-use super::{engine_key, engine_record, exact_beside, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
 use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusQuery, MilvusVectorSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
@@ -107,11 +107,7 @@ impl SourceKind for Milvus {
             MilvusIndex::Hnsw { m, ef_construction, ef_search } => {
                 super::hnsw::config(out, m, ef_construction, ef_search)
             }
-            MilvusIndex::IvfFlat { lists, probes } => {
-                out.push(("index", "ivf_flat".into()));
-                out.push(("lists", lists.to_string()));
-                out.push(("probes", probes.to_string()));
-            }
+            MilvusIndex::IvfFlat { lists, probes } => super::ivf_config(out, "ivf_flat", lists, probes),
         }
     }
 
@@ -144,7 +140,7 @@ impl SourceKind for Milvus {
         let collection = engine.vector_collection(&key[..24], passages, info.dim, input.acl, build)?;
         let record = engine_record(collection.build_seconds, collection.reused);
         let bytes = collection.bytes;
-        Ok(BuiltIndex { bytes, index: Box::new(Built { collection, exact: exact_beside(input) }), record })
+        Ok(BuiltIndex { bytes, index: Box::new(Built { collection, exact: exact_of(input) }), record })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {

@@ -19,7 +19,6 @@ pub mod rerank;
 
 use std::any::Any;
 use std::fmt;
-use std::ops::Range;
 use std::sync::Arc;
 
 use toml::Value;
@@ -27,7 +26,8 @@ use toml::Value;
 use crate::analyze::AnalyzerKind;
 use crate::engine::servers::Engines;
 use crate::engine::ChunkAcl;
-use crate::error::{Error, Result};
+use crate::error::Result;
+pub use crate::grid::Bad;
 use crate::grid::{choice, float, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache::{Cached, StageCache};
@@ -39,9 +39,6 @@ pub const HYBRID_CANDIDATES: usize = 100;
 
 /// Configuration columns of a cell, in order: name and value.
 pub type Config = Vec<(&'static str, String)>;
-
-/// The error maker of a combination: a message at a span of the experiment file.
-pub type Bad<'a> = &'a dyn Fn(Range<usize>, String) -> Error;
 
 /// What an index is built from.
 pub struct IndexInput<'a> {
@@ -451,8 +448,16 @@ fn hnsw_params(combo: &Combo<'_>, bad: Bad<'_>) -> Result<(usize, usize, usize)>
     ))
 }
 
-/// The exact scan kept beside an engine's index: the oracle its lists are measured against.
-fn exact_beside(input: &IndexInput<'_>) -> crate::retrieve::ExactIndex {
+/// The columns of an inverted-file index (`ivfflat` in pgvector, `ivf_flat` in Milvus).
+fn ivf_config(out: &mut Config, index: &str, lists: usize, probes: usize) {
+    out.push(("index", index.into()));
+    out.push(("lists", lists.to_string()));
+    out.push(("probes", probes.to_string()));
+}
+
+/// The exact scan over the input's vectors: the exact kind's index, what a graph is built over,
+/// and the oracle kept beside an engine's index.
+fn exact_of(input: &IndexInput<'_>) -> crate::retrieve::ExactIndex {
     let (info, passages) = input.vectors();
     crate::retrieve::ExactIndex::new(info.dim, passages.clone())
 }

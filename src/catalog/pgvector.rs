@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::HNSW_KEYS;
-use super::{engine_key, engine_record, exact_beside, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
 use crate::engine::pgvector::{PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::engine::servers::Engines;
 use crate::error::Result;
@@ -158,11 +158,7 @@ impl SourceKind for PgVector {
             PgVectorIndex::Hnsw { m, ef_construction, ef_search } => {
                 super::hnsw::config(out, m, ef_construction, ef_search)
             }
-            PgVectorIndex::Ivfflat { lists, probes } => {
-                out.push(("index", "ivfflat".into()));
-                out.push(("lists", lists.to_string()));
-                out.push(("probes", probes.to_string()));
-            }
+            PgVectorIndex::Ivfflat { lists, probes } => super::ivf_config(out, "ivfflat", lists, probes),
         }
         if self.index != PgVectorIndex::Exact {
             out.push(("iterative_scan", self.iterative_scan.as_str().into()));
@@ -196,7 +192,7 @@ impl SourceKind for PgVector {
         let engine = input.engines.pg.as_ref().expect("started for its kinds");
         let table = engine.vector_table(&key[..24], passages, info.dim, input.acl, build)?;
         let record = engine_record(table.build_seconds, table.reused);
-        Ok(BuiltIndex { bytes: table.bytes, index: Box::new(Built { table, exact: exact_beside(input) }), record })
+        Ok(BuiltIndex { bytes: table.bytes, index: Box::new(Built { table, exact: exact_of(input) }), record })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {

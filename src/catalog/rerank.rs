@@ -75,10 +75,7 @@ pub struct Declared {
 /// The combination without the reranker's keys, and the reranker they declare (`None` for
 /// no `rerank` or `rerank = "none"`).
 pub fn take<'a>(combo: &Combo<'a>, bad: Bad<'_>) -> Result<(Combo<'a>, Option<Declared>)> {
-    let mut rest = Combo { values: combo.values.clone(), kind: combo.kind.clone() };
-    for key in KEYS {
-        rest.values.remove(key);
-    }
+    let rest = combo.without(&KEYS);
     let model = match combo.get("rerank") {
         None => None,
         Some((Value::String(s), _)) if s == "none" => None,

@@ -96,3 +96,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let code = outcome.verdict.exit_code();
     Ok(ExitCode::from(if code == 0 && unmet { 1 } else { code }))
 }
+
+/// Checks `COLUMN=VALUE` requirements on the run's scored answers, printing each; true when
+/// one is unmet.
+fn check_requirements(run: &std::path::Path, require: &[String], cell: Option<&str>) -> anyhow::Result<bool> {
+    let mut unmet = false;
+    let data = if require.is_empty() { None } else { Some(RunData::load(run)?) };
+    for r in require {
+        let line_column = data.as_ref().and_then(|data| {
+            let side = Side { run: data, cell: data.cell_or_default(cell).ok()? };
+            compare::line_requirement(&side, r)
+        });
+        let (line, met) = match line_column {
+            Some(result) => result?,
+            None => ragsweep::evaluate::answers::requirement(run, r)?,
+        };
+        println!("{line}");
+        unmet |= !met;
+    }
+    Ok(unmet)
+}

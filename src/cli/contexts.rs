@@ -27,8 +27,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { run, cell, k, budget, split, dirs } = args;
     let progress = std::io::stderr().is_terminal();
     let run = output::resolve_run(&run)?;
-    let (models_dir, cache_dir) = dirs.of_run(&run);
-    let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
+    let options = dirs.options_of_run(&run, progress);
     let split = split.and_then(|s| s.0);
     let cut = budget.map_or_else(|| runner::Cut::K(k.unwrap_or_default()), runner::Cut::Budget);
     let (path, n) = runner::write_contexts(&run, &cell, cut, split, &options)?;

@@ -35,3 +35,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print!("{}", safe(&compare::compare(&sa, &sb, &metric, split)?.render(&sa, &sb)));
     Ok(ExitCode::SUCCESS)
 }
+
+/// `RUN_DIR:CELL`, or a bare cell of `--run`.
+fn side_of(spec: &str, run: Option<&PathBuf>) -> anyhow::Result<(PathBuf, String)> {
+    match spec.rsplit_once(':') {
+        Some((dir, cell)) if !cell.contains('/') && !dir.is_empty() => Ok((PathBuf::from(dir), cell.to_string())),
+        _ => {
+            let run = run.with_context(|| format!("{spec:?} names no run directory: use RUN_DIR:CELL or --run"))?;
+            Ok((run.clone(), spec.to_string()))
+        }
+    }
+}
+
+fn warn_if_golden_differs(a: &RunData, b: &RunData) {
+    if !a.same_golden(b) {
+        eprintln!(
+            "warning: the two runs used different golden sets ({}); only cases with the same id are compared",
+            a.golden_difference(b)
+        );
+    }
+}

@@ -31,8 +31,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { run, cell, case, doc, budget, json, dirs } = args;
     let progress = std::io::stderr().is_terminal();
     let run = output::resolve_run(&run)?;
-    let (models_dir, cache_dir) = dirs.of_run(&run);
-    let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
+    let options = dirs.options_of_run(&run, progress);
     for (i, e) in runner::explain_cases(&run, &cell, &case, doc.as_deref(), budget, &options)?.iter().enumerate() {
         if json {
             println!("{}", serde_json::to_string(e)?);

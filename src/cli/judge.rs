@@ -35,8 +35,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { run, cells, k, budget, cases, export, import, who, dirs } = args;
     let run = output::resolve_run(&run)?;
-    let (models_dir, cache_dir) = dirs.of_run(&run);
-    let options = RunOptions { progress: false, models_dir, cache_dir, engines_dir: dirs.engines() };
+    let options = dirs.options_of_run(&run, false);
     let (exp, prepared) = runner::load_run(&run, &options)?;
     let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
     if let Some(file) = import {

@@ -1,6 +1,6 @@
 //! The commands of the `ragsweep` binary, one module each (`ragsweep <command>` is
 //! `cli::<command>::run`), and what several of them share: the folders they read, how a
-//! split, a margin or a shard is written, and how results are printed.
+//! split or a margin is written, and how results are printed.
 
 pub mod answers;
 pub mod bench_ann;
@@ -73,17 +73,6 @@ pub(crate) fn parse_split(s: &str) -> Result<SplitChoice, String> {
     }
 }
 
-/// `RUN_DIR:CELL`, or a bare cell of `--run`.
-pub(crate) fn side_of(spec: &str, run: Option<&PathBuf>) -> anyhow::Result<(PathBuf, String)> {
-    match spec.rsplit_once(':') {
-        Some((dir, cell)) if !cell.contains('/') && !dir.is_empty() => Ok((PathBuf::from(dir), cell.to_string())),
-        _ => {
-            let run = run.with_context(|| format!("{spec:?} names no run directory: use RUN_DIR:CELL or --run"))?;
-            Ok((run.clone(), spec.to_string()))
-        }
-    }
-}
-
 #[derive(clap::Args)]
 pub(crate) struct Dirs {
     /// Installed embedding models (`ragsweep models install`; default ./models when it
@@ -127,6 +116,17 @@ impl Dirs {
         (models, cache)
     }
 
+    /// The options of a command that runs an experiment with the folders given or defaulted.
+    pub(crate) fn options(&self, progress: bool) -> RunOptions {
+        RunOptions { progress, models_dir: self.models(), cache_dir: self.cache(), engines_dir: self.engines() }
+    }
+
+    /// The options of a command on the run `dir`, with the folders it ran with ([`Dirs::of_run`]).
+    pub(crate) fn options_of_run(&self, dir: &std::path::Path, progress: bool) -> RunOptions {
+        let (models_dir, cache_dir) = self.of_run(dir);
+        RunOptions { progress, models_dir, cache_dir, engines_dir: self.engines() }
+    }
+
     /// Both folders made absolute, as a run records them.
     pub(crate) fn record(&self, manifest: &mut ragsweep::results::Manifest) {
         manifest.models_dir = std::path::absolute(self.models()).ok();
@@ -149,30 +149,6 @@ pub(crate) fn print_health(health: &ragsweep::input::health::Health, to_stderr: 
             println!("{line}");
         }
     }
-}
-
-/// Checks `COLUMN=VALUE` requirements on the run's scored answers, printing each; true when
-/// one is unmet.
-pub(crate) fn check_requirements(
-    run: &std::path::Path,
-    require: &[String],
-    cell: Option<&str>,
-) -> anyhow::Result<bool> {
-    let mut unmet = false;
-    let data = if require.is_empty() { None } else { Some(RunData::load(run)?) };
-    for r in require {
-        let line_column = data.as_ref().and_then(|data| {
-            let side = Side { run: data, cell: data.cell_or_default(cell).ok()? };
-            compare::line_requirement(&side, r)
-        });
-        let (line, met) = match line_column {
-            Some(result) => result?,
-            None => ragsweep::evaluate::answers::requirement(run, r)?,
-        };
-        println!("{line}");
-        unmet |= !met;
-    }
-    Ok(unmet)
 }
 
 pub(crate) fn create_writer(
@@ -205,66 +181,4 @@ pub(crate) fn print_summary(
         write!(stdout, "{}", safe(&output::summary::terminal(&output::matrix::matrix(run), &run.manifest, dir)))?;
     }
     Ok(())
-}
-
-pub(crate) fn warn_if_golden_differs(a: &RunData, b: &RunData) {
-    if !a.same_golden(b) {
-        eprintln!(
-            "warning: the two runs used different golden sets ({}); only cases with the same id are compared",
-            a.golden_difference(b)
-        );
-    }
-}
-
-/// One line per chunk, embedding and index stage: what was built now and what was reused.
-pub(crate) fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
-    for stage in stages {
-        let done = if stage.reused { "reused from cache, loaded" } else { "built" };
-        match (stage.stage.as_str(), &stage.embedding) {
-            (_, Some(e)) => eprintln!(
-                "embed {}: {} texts, {} reused, {} embedded in {:.1}s{}",
-                stage.key,
-                e.texts,
-                e.reused,
-                e.embedded,
-                e.seconds,
-                e.padding_efficiency().map_or(String::new(), |p| format!(
-                    " ({} tokens, padding efficiency {:.1}%)",
-                    e.tokens,
-                    100.0 * p
-                ))
-            ),
-            ("chunk", _) => {
-                eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds);
-                if let Some(note) = &stage.note {
-                    eprintln!("warning: chunk {}: {}", stage.key, safe(note));
-                }
-            }
-            ("index", _) if stage.key.starts_with("exact") => {}
-            ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
-            ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),
-            ("engine", _) => eprintln!("engine: {} in {:.1}s", stage.key, stage.seconds),
-            _ => {}
-        }
-    }
-}
-
-/// `--shard`: given on the command line, or read from the scheduler's variables.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Shard {
-    Given(usize, usize),
-    FromEnv,
-}
-
-pub(crate) fn parse_shard(s: &str) -> Result<Shard, String> {
-    if s == "from-env" {
-        return Ok(Shard::FromEnv);
-    }
-    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/3, or from-env")?;
-    let i: usize = i.parse().map_err(|_| format!("bad shard index {i:?}"))?;
-    let n: usize = n.parse().map_err(|_| format!("bad shard count {n:?}"))?;
-    if n == 0 || i == 0 || i > n {
-        return Err(format!("shard {i}/{n}: I must be between 1 and N"));
-    }
-    Ok(Shard::Given(i, n))
 }

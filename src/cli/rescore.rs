@@ -15,9 +15,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { run, dirs } = args;
     let run = output::resolve_run(&run)?;
-    let (models_dir, cache_dir) = dirs.of_run(&run);
-    let progress = std::io::stderr().is_terminal();
-    let options = RunOptions { progress, models_dir, cache_dir, engines_dir: dirs.engines() };
+    let options = dirs.options_of_run(&run, std::io::stderr().is_terminal());
     let (exp, prepared) = runner::load_run(&run, &options)?;
     let manifest: ragsweep::results::Manifest =
         ragsweep::input::text::json(&run.join("manifest.json"), "run manifest")?;

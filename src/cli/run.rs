@@ -47,8 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("loading corpus and golden set for {:?} ({} cells)", exp.name, exp.cells.len());
     }
     let prepared = runner::prepare(&exp, &dirs.models())?;
-    let options =
-        RunOptions { progress, models_dir: dirs.models(), cache_dir: dirs.cache(), engines_dir: dirs.engines() };
+    let options = dirs.options(progress);
     let mut run_id = output::run_id(&exp, std::time::SystemTime::now());
     if let Some((i, n)) = exp.shard {
         run_id = format!("{run_id}-shard{i}of{n}");
@@ -80,4 +79,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per chunk, embedding and index stage: what was built now and what was reused.
+fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
+    for stage in stages {
+        let done = if stage.reused { "reused from cache, loaded" } else { "built" };
+        match (stage.stage.as_str(), &stage.embedding) {
+            (_, Some(e)) => eprintln!(
+                "embed {}: {} texts, {} reused, {} embedded in {:.1}s{}",
+                stage.key,
+                e.texts,
+                e.reused,
+                e.embedded,
+                e.seconds,
+                e.padding_efficiency().map_or(String::new(), |p| format!(
+                    " ({} tokens, padding efficiency {:.1}%)",
+                    e.tokens,
+                    100.0 * p
+                ))
+            ),
+            ("chunk", _) => {
+                eprintln!("chunk {}: {} chunks, {done} in {:.2}s", stage.key, stage.chunks, stage.seconds);
+                if let Some(note) = &stage.note {
+                    eprintln!("warning: chunk {}: {}", stage.key, safe(note));
+                }
+            }
+            ("index", _) if stage.key.starts_with("exact") => {}
+            ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
+            ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),
+            ("engine", _) => eprintln!("engine: {} in {:.1}s", stage.key, stage.seconds),
+            _ => {}
+        }
+    }
+}
+
+/// `--shard`: given on the command line, or read from the scheduler's variables.
+#[derive(Clone, Copy, Debug)]
+pub enum Shard {
+    Given(usize, usize),
+    FromEnv,
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    if s == "from-env" {
+        return Ok(Shard::FromEnv);
+    }
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/3, or from-env")?;
+    let i: usize = i.parse().map_err(|_| format!("bad shard index {i:?}"))?;
+    let n: usize = n.parse().map_err(|_| format!("bad shard count {n:?}"))?;
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("shard {i}/{n}: I must be between 1 and N"));
+    }
+    Ok(Shard::Given(i, n))
 }

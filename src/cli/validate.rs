@@ -32,17 +32,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
         println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
     }
-    let engines = ragsweep::engine::servers::EngineSources {
-        engines_dir: &dirs.engines(),
-        cache_dir: &dirs.cache(),
-        pg_server: prepared.pg_server.as_ref(),
-        milvus_server: prepared.milvus_server.as_ref(),
-    };
+    let options = dirs.options(false);
+    let engines = prepared.engine_sources(&options);
     for line in ragsweep::engine::servers::Engines::check(&prepared.plan.engines(), &engines)? {
         println!("{line}");
     }
-    let options =
-        RunOptions { progress: false, models_dir: dirs.models(), cache_dir: dirs.cache(), engines_dir: dirs.engines() };
     for e in runner::cold_run(&prepared, &options)? {
         let seconds = e.passages as f64 / e.per_second.max(1e-9);
         println!(

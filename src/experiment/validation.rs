@@ -1,17 +1,15 @@
 //! Each grid combination checked and read into its typed spec: chunkers here, retrievers by
 //! the catalog (each kind reads its own keys), every error located at the key that caused it.
 
-use std::ops::Range;
-
 use toml::Value;
 
-use crate::error::{Error, Result};
-use crate::grid::{boolean, int, only, Combo};
+use crate::error::Result;
+use crate::grid::{boolean, int, only, Bad, Combo};
 use crate::vocab::{ChunkerKind, ChunkerSpec, RetrieverSpec};
 
 use super::Abstain;
 
-pub(super) fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String) -> Error) -> Result<ChunkerSpec> {
+pub(super) fn chunker_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerSpec> {
     let sized = |size_key: &str| -> Result<(usize, usize)> {
         only(combo, &[size_key, "overlap", "title", "headings"], bad)?;
         let size = int(combo, size_key, None, bad)?;
@@ -64,10 +62,7 @@ pub(super) fn chunker_from(combo: &Combo<'_>, bad: &dyn Fn(Range<usize>, String)
 
 /// A retriever and its `abstain_below` floor (a number or `"calibrate"`), which any
 /// retriever kind may sweep.
-pub(super) fn retriever_cell_from(
-    combo: &Combo<'_>,
-    bad: &dyn Fn(Range<usize>, String) -> Error,
-) -> Result<(RetrieverSpec, Option<Abstain>)> {
+pub(super) fn retriever_cell_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<(RetrieverSpec, Option<Abstain>)> {
     let abstain = match combo.get("abstain_below") {
         None => None,
         Some((Value::Float(f), span)) if !f.is_finite() => {
@@ -80,7 +75,5 @@ pub(super) fn retriever_cell_from(
             return Err(bad(span, format!("`abstain_below` takes a score or \"calibrate\", found {v}")));
         }
     };
-    let mut rest = Combo { values: combo.values.clone(), kind: combo.kind.clone() };
-    rest.values.remove("abstain_below");
-    Ok((crate::catalog::retriever_from(&rest, bad)?, abstain))
+    Ok((crate::catalog::retriever_from(&combo.without(&["abstain_below"]), bad)?, abstain))
 }
