@@ -136,6 +136,54 @@ fn a_reranker_with_another_model_reads_its_own_question_vector() {
 }
 
 #[test]
+fn explain_gives_a_reranked_graph_the_exact_rank_of_the_list_it_reorders() {
+    // 300 short documents and a graph searched as poorly as hnsw_rs allows, reranked by another
+    // model: the exact-scan rank `explain` reports is the one in MiniLM's exact list (what the
+    // graph approximates), not in that list reranked by e5.
+    let topics = ["rio", "montanha", "cidade", "floresta", "praia", "deserto", "ilha", "vale", "lago", "campo"];
+    let things = ["casa", "ponte", "escola", "igreja", "mercado", "hospital", "fazenda", "porto", "museu", "parque"];
+    let mut docs = Vec::new();
+    let mut cases = Vec::new();
+    for (i, (t, th, c)) in topics
+        .iter()
+        .flat_map(|t| things.iter().flat_map(move |th| ["azul", "verde", "vermelho"].map(|c| (t, th, c))))
+        .enumerate()
+    {
+        docs.push((format!("d{i:03}.md"), format!("# {t}\nA {th} {c} perto do {t}, número {i}.\n")));
+        if i % 30 == 0 {
+            cases.push(format!(r#"{{"id": "q{i}", "question": "{th} {c} no {t}", "relevant": ["d{i:03}"]}}"#));
+        }
+    }
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let grid = "name = \"graph\"\nunit = \"doc\"\nk = [10]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\nrerank = [\"none\", \"e5-small\"]\n[[retrievers]]\nkind = \"dense\"\nmodel = \"minilm-l6\"\nindex = \"hnsw\"\nm = 2\nef_construction = 2\nef_search = 1\nrerank = \"e5-small\"\n";
+    let f = Fixture::new(&docs, &format!("[{}]", cases.join(",")), grid);
+    let run = f.run();
+    let m = matrix(&run);
+    let exact = lists(&run, &cell(&m, "dense(minilm-l6,exact)"));
+    let reranked_exact = lists(&run, &cell(&m, "rerank(e5-small)(n=100; dense(minilm-l6,exact)"));
+    let graph = cell(&m, "rerank(e5-small)(n=100; dense(minilm-l6,hnsw");
+    let mut args = vec!["--cell", &graph, "--json"];
+    for case in exact.keys() {
+        args.extend(["--case", case]);
+    }
+    let out = f.explain(&run, &args);
+    let (mut checked, mut apart) = (0, 0);
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let case = e["case"].as_str().unwrap();
+        for item in e["items"].as_array().unwrap() {
+            let doc = item["doc"].as_str().unwrap();
+            let rank_in = |l: &(Vec<String>, Option<u64>)| l.0.iter().position(|d| d == doc).map(|p| p as u64 + 1);
+            let Some(want) = rank_in(&exact[case]) else { continue };
+            assert_eq!(item["dense"]["exact_rank"].as_u64(), Some(want), "{case} {doc}: {item}");
+            checked += 1;
+            apart += usize::from(rank_in(&reranked_exact[case]) != Some(want));
+        }
+    }
+    assert!(checked > 0 && apart > 0, "precondition: e5 reorders some explained item ({checked} checked)");
+}
+
+#[test]
 fn rerank_declarations_that_cannot_mean_anything_are_refused_at_their_key() {
     let head = "name = \"r\"\nunit = \"doc\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\n";
     for (retriever, line, message) in [

@@ -248,13 +248,22 @@ impl Scoring<'_> {
             }
             None => None,
         };
-        // With rerankers: the list they reorder, as the cell searched it.
-        let unreranked = match run.retriever.unreranked() {
+        // With rerankers: the list they reorder, as the cell searched it, and for a single
+        // approximate source the exact list in its place (the oracle's call is reranked too).
+        let (unreranked, unreranked_exact) = match run.retriever.unreranked() {
             Some(first) => {
                 let depth = run.retriever.reranked_depth(scored.depth);
-                Some(first.search(&query, depth, access.in_query().as_ref(), &mut Timing::default())?)
+                let restriction = access.in_query();
+                let exact = match (&first.sources[..], &sides) {
+                    ([only], None) => match only.oracle() {
+                        Some(exact) => Some(exact.search(&query, depth, restriction.as_ref())?),
+                        None => None,
+                    },
+                    _ => None,
+                };
+                (Some(first.search(&query, depth, restriction.as_ref(), &mut Timing::default())?), exact)
             }
-            None => None,
+            None => (None, None),
         };
         // The dense source whose exact-scan rank is reported, and whether it approximates one.
         let first_dense = run.retriever.sources.iter().position(|s| s.side() == Side::Dense);
@@ -287,22 +296,23 @@ impl Scoring<'_> {
                 let hybrid = sides.as_ref().zip(scores.as_ref()).map(|(s, scores)| s.explain(&run.retriever, scores));
                 // A source's exact-scan rank: the exact list in place of a fused cell's dense side,
                 // or of a single source.
-                let exact_rank = match &sides {
-                    Some(s) => s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)),
-                    None => exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
+                let exact_rank = match (&sides, &unreranked_exact) {
+                    (Some(s), _) => s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)),
+                    (None, Some(l)) => rank_in(l, item.chunk),
+                    (None, None) => exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
                 };
-                if let Some(d) = first_dense {
-                    let cosine = explained[d].score.unwrap_or(f32::NAN);
-                    // Outside the list, the dense search's rank is the one the deeper search found
-                    // (a dense cell's list is its dense search).
-                    let rank = hybrid.as_ref().map_or(ranked.or(out.deeper_rank), |h| h.dense.rank);
-                    out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
-                }
-                // The rank in the list the sources made: before any reranker.
+                // The rank in the list the sources made: before any reranker (outside the list,
+                // the one the deeper search found).
                 let first_rank = match &unreranked {
                     Some(list) => rank_in(list, item.chunk),
                     None => ranked.or(out.deeper_rank),
                 };
+                if let Some(d) = first_dense {
+                    let cosine = explained[d].score.unwrap_or(f32::NAN);
+                    // A single dense source's list is the cell's first stage.
+                    let rank = hybrid.as_ref().map_or(first_rank, |h| h.dense.rank);
+                    out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
+                }
                 let mut nodes: Vec<ScoreNode> = run
                     .retriever
                     .names
