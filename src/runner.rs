@@ -123,7 +123,7 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
             ));
         }
     }
-    let mut corpus = Corpus::load_excluding(&exp.corpus_path, exp.corpus_format, &exp.access_key, &exp.corpus_exclude)?;
+    let mut corpus = Corpus::load_with(&exp.corpus_path, exp.corpus_format, &exp.access_key, &exp.corpus_folder)?;
     if let Some(keys) = &exp.index_meta {
         corpus.index_meta = keys.clone();
     }

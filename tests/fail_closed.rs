@@ -762,3 +762,40 @@ fn a_password_in_the_server_url_is_refused_and_never_echoed() {
         assert!(all.contains("exp.toml:"), "located: {all}");
     }
 }
+
+/// Front matter stays an access list whatever writes the file: CR-only line ends (classic Mac),
+/// CRLF, an `.html` page that opens with YAML front matter, and a CR-only fragment a page
+/// includes. Each restricted page is left out for a user outside its group.
+#[test]
+fn access_lists_hidden_by_line_endings_or_html_front_matter_stay_restricted() {
+    let secret = "Tabela de salários da diretoria.";
+    for (name, text) in [
+        ("salarios.md", format!("---\rtitle: x\racl: [rh]\r---\r# Salários\r{secret}\r")),
+        ("salarios.md", format!("---\r\ntitle: x\r\nacl: [rh]\r\n---\r\n# Salários\r\n{secret}\r\n")),
+        (
+            "salarios.html",
+            format!(
+                "---\ntitle: Salários\nacl: [rh]\n---\n<html><body><h1>Salários</h1><p>{secret}</p></body></html>\n"
+            ),
+        ),
+        ("salarios.txt", format!("+++\rtitle = \"x\"\racl = [\"rh\"]\r+++\r{secret}\r")),
+    ] {
+        let f = Fixture::new(&[(name, &text), BENEFITS], GOLDEN, OPEN_AND_FILTERED);
+        let run = f.run();
+        assert_eq!(manifest(&run)["corpus"]["public_documents"], 1, "{name}: {text:?}");
+        let m = matrix(&run);
+        assert_eq!(row(&m, "filter", "in_query")["leaks"], 0, "{name}");
+        assert!(row(&m, "filter", "none")["leaks"].as_u64().unwrap() > 0, "{name}: the open cell sees it");
+    }
+    // A fragment with a CR-only access list: the page that includes it is refused, not public.
+    let f = Fixture::new(
+        &[
+            ("page.md", "# Página\n{{< readfile file=\"frag.md\" >}}\n"),
+            ("frag.md", &format!("---\racl: [rh]\r---\r{secret}\r")),
+            BENEFITS,
+        ],
+        GOLDEN,
+        OPEN_AND_FILTERED,
+    );
+    refused(&f, &["declares its own access list"]);
+}

@@ -80,3 +80,100 @@ fn a_docx_zip_bomb_and_a_broken_pdf_are_refused() {
     refused("bomb.docx", &bytes, "refused as a zip bomb");
     refused("broken.pdf", b"%PDF-1.4 not really", "pdftohtml could not read it");
 }
+
+/// A corpus is regular files inside its folder: links that leave it (to `/etc/passwd`, to
+/// `/proc/self/environ` while a password variable is set, to `/dev/zero`), a FIFO, a link loop
+/// and a document over `max_document_mib` are listed as skipped with why, `validate` and `run`
+/// finish in seconds, and no output holds the environment.
+#[test]
+fn files_that_are_not_files_are_skipped_and_nothing_of_the_process_reaches_an_output() {
+    use std::os::unix::fs::symlink;
+    let f = Fixture::new(
+        &[("ok.md", "# Ok\nFérias.\n")],
+        GOLDEN,
+        "name = \"hostile\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let docs = f.path().join("docs");
+    symlink("/etc/passwd", docs.join("passwd.txt")).unwrap();
+    symlink("/proc/self/environ", docs.join("env.txt")).unwrap();
+    symlink("/dev/zero", docs.join("zero.md")).unwrap();
+    symlink(docs.join("loop-b.md"), docs.join("loop-a.md")).unwrap();
+    symlink(docs.join("loop-a.md"), docs.join("loop-b.md")).unwrap();
+    let fifo = docs.join("pipe.md");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::write(docs.join("big.md"), format!("# Big\n{}\n", "férias ".repeat(200_000))).unwrap();
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(
+        f.path().join("exp.toml"),
+        exp.replace("path = \"docs\"\n", "path = \"docs\"\nmax_document_mib = 1\n"),
+    )
+    .unwrap();
+    let secret = "Sekr3t-ragsweep-environ";
+    let started = Instant::now();
+    let validate = f
+        .cmd()
+        .env("RAGSWEEP_TEST_PASSWORD", secret)
+        .args(["validate", "exp.toml"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&validate.stdout).to_string() + &String::from_utf8_lossy(&validate.stderr);
+    assert!(validate.status.success(), "{text}");
+    for listed in [
+        "passwd.txt (a link to outside the corpus folder)",
+        "env.txt (a link to outside the corpus folder)",
+        "zero.md (a link to outside the corpus folder)",
+        "loop-a.md (a broken link or a link loop)",
+        "pipe.md (a FIFO, not a document)",
+        "big.md (1600007 bytes, over the 1 MiB a document may hold",
+    ] {
+        assert!(text.contains(listed), "{listed} in {text}");
+    }
+    f.run_cmd().env("RAGSWEEP_TEST_PASSWORD", secret).timeout(Duration::from_secs(120)).assert().success();
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    let written = [f.path().join("out"), f.path().join("cache")];
+    for file in written.iter().flat_map(|d| common::walk(d)) {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(secret) && !text.contains("root:x:0:0"), "{} holds the environment", file.display());
+    }
+}
+
+/// `[corpus] exclude` matches in time linear in the path whatever the pattern (25 stars against
+/// a 203-character name, twelve `**/` against a deep path), still means what it says, and a
+/// pattern past the cap or not a glob is an error at its place in the experiment.
+#[test]
+fn exclude_patterns_take_linear_time_and_are_bounded() {
+    let long_name = format!("{}.md", "a".repeat(200));
+    let deep = format!("{}x.md", "d/".repeat(30));
+    let f = Fixture::new(
+        &[("ok.md", "# Ok\nFérias.\n"), (&long_name, "# A\nFérias.\n"), (&deep, "# X\nFérias.\n"), ("wip/no.md", "# No\nx\n")],
+        GOLDEN,
+        "name = \"hostile\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    let with_exclude = |patterns: &str| {
+        std::fs::write(
+            f.path().join("exp.toml"),
+            exp.replace("path = \"docs\"\n", &format!("path = \"docs\"\nexclude = {patterns}\n")),
+        )
+        .unwrap();
+    };
+    let stars = format!("{}b", "*a".repeat(25));
+    let globstars = format!("{}y.md", "**/".repeat(12));
+    with_exclude(&format!("[{stars:?}, {globstars:?}, \"wip/**\"]"));
+    let started = Instant::now();
+    f.cmd().args(["validate", "exp.toml"]).timeout(Duration::from_secs(60)).assert().success().stdout(
+        predicate::str::contains("read 3 .md").and(predicate::str::contains("excluded 1 by [corpus] exclude: no.md")),
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "took {:?}", started.elapsed());
+    with_exclude(&format!("[\"wip/**\", {:?}]", "a".repeat(2000)));
+    f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(
+        predicate::str::is_match(
+            r"exp\.toml:\d+:\d+: `\[corpus\] exclude`: a pattern of 2000 characters: at most 1024",
+        )
+        .unwrap(),
+    );
+    with_exclude("[\"wip/[a\"]");
+    f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains("is not a glob"));
+}

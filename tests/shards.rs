@@ -311,6 +311,30 @@ fn a_scheduler_task_runs_the_shard_its_variables_name() {
     task(nowhere.path(), &[("JOB_COMPLETION_INDEX", "3".into()), ("JOB_COMPLETIONS", "3".into())])
         .failure()
         .stderr(predicates::str::contains("shard 4 of 3"));
+    let max = usize::MAX.to_string();
+    task(nowhere.path(), &[("JOB_COMPLETION_INDEX", max.clone()), ("JOB_COMPLETIONS", "2".into())])
+        .failure()
+        .stderr(predicates::str::contains("past any shard"));
+    task(nowhere.path(), &[("SLURM_ARRAY_TASK_ID", max), ("SLURM_ARRAY_TASK_COUNT", "2".into())])
+        .failure()
+        .stderr(predicates::str::contains("of 2"));
+    // More shards than cells: the shard that would run nothing is an error, not an empty pass.
+    let cells: usize = common::runs_in(&given.path().join("sweep"))
+        .iter()
+        .map(|run| {
+            serde_json::from_str::<serde_json::Value>(&read(run, "manifest.json")).unwrap()["cells"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum();
+    let too_many = cells + 1;
+    task(
+        nowhere.path(),
+        &[("JOB_COMPLETION_INDEX", (too_many - 1).to_string()), ("JOB_COMPLETIONS", too_many.to_string())],
+    )
+    .failure()
+    .stderr(predicates::str::contains("holds no cell"));
     assert!(walk(nowhere.path()).is_empty(), "nothing written: {:?}", walk(nowhere.path()));
 }
 

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     if let Some((i, n)) = shard {
-        exp.keep_shard(i, n);
+        exp.keep_shard(i, n)?;
     }
     // Bars on a terminal, a line every ~30 s otherwise (a CI log), nothing with --quiet.
     let progress = !quiet;

@@ -18,7 +18,7 @@ use toml::{Spanned, Value};
 
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::AccessKey;
-use crate::input::corpus::CorpusFormat;
+use crate::input::corpus::{CorpusFormat, FolderRules};
 use crate::input::golden::GoldenSource;
 pub use crate::vocab::RetrieverSpec;
 use crate::vocab::{
@@ -168,8 +168,9 @@ pub struct Experiment {
     pub corpus_path_at: Location,
     pub golden_path_at: Location,
     pub corpus_format: Option<CorpusFormat>,
-    /// `[corpus] exclude`: globs of a folder's files left out on purpose.
-    pub corpus_exclude: Vec<String>,
+    /// `[corpus] exclude` and `max_document_mib`: a folder's files left out on purpose, and
+    /// the size a document may have.
+    pub corpus_folder: FolderRules,
     /// `[corpus] index_meta`: metadata keys indexed with the title (`None`: the default keys).
     pub index_meta: Option<Vec<String>>,
     /// Which document field holds the access list, and which look-alikes are metadata.
@@ -216,14 +217,26 @@ impl Experiment {
             .collect()
     }
 
-    /// Keeps the cells of shard `i` of `n` (1-based): every n-th cell, by grid order.
-    pub fn keep_shard(&mut self, i: usize, n: usize) {
+    /// Keeps the cells of shard `i` of `n` (1-based): every n-th cell, by grid order. A shard
+    /// that would hold no cell is an error: a task that ran nothing must not pass as done.
+    pub fn keep_shard(&mut self, i: usize, n: usize) -> Result<()> {
+        let cells = self.cells.len();
+        if i == 0 || n == 0 || i > n {
+            return Err(Error::Other(format!("shard {i} of {n}: the shard must be between 1 and {n}")));
+        }
+        if i > cells {
+            return Err(Error::Other(format!(
+                "shard {i} of {n} holds no cell: the grid has {} (use at most {cells} shards)",
+                crate::words::count(cells, "cell")
+            )));
+        }
         let mut ordinal = 0;
         self.cells.retain(|_| {
             ordinal += 1;
             (ordinal - 1) % n == i - 1
         });
         self.shard = Some((i, n));
+        Ok(())
     }
 
     /// The matrix's metric columns: every metric at every k.
@@ -434,6 +447,23 @@ impl Experiment {
                 }
             }
         };
+        let corpus_folder = {
+            let max_bytes = match &raw.corpus.max_document_mib {
+                None => crate::input::corpus::DEFAULT_MAX_DOCUMENT_BYTES,
+                Some(m) if (1..=1 << 20).contains(m.get_ref()) => *m.get_ref() << 20,
+                Some(m) => {
+                    return Err(bad(
+                        m.span(),
+                        format!("`max_document_mib` must be between 1 and {}, found {}", 1 << 20, m.get_ref()),
+                    ))
+                }
+            };
+            let patterns: Vec<String> = raw.corpus.exclude.iter().map(|p| p.get_ref().clone()).collect();
+            FolderRules::new(&patterns, max_bytes).map_err(|(i, why)| {
+                let span = raw.corpus.exclude.get(i).map_or(0..0, |p| p.span());
+                bad(span, format!("`[corpus] exclude`: {why}"))
+            })?
+        };
         let synthetic_acl_at =
             raw.permissions.synthetic_groups.as_ref().map_or_else(|| Location::file(path), |g| at(g.span()));
         let access_key = match &raw.permissions.acl_key {
@@ -500,7 +530,7 @@ impl Experiment {
             corpus_path_at: at(raw.corpus.path.span()),
             golden_path_at: at(raw.golden.path.span()),
             corpus_format: raw.corpus.format,
-            corpus_exclude: raw.corpus.exclude,
+            corpus_folder,
             index_meta: raw.corpus.index_meta,
             access_key,
             judgments: {

@@ -146,7 +146,10 @@ pub(super) struct RawCorpus {
     pub(super) not_access: Vec<String>,
     /// Files of a folder left out on purpose (globs), each listed as excluded.
     #[serde(default)]
-    pub(super) exclude: Vec<String>,
+    pub(super) exclude: Vec<Spanned<String>>,
+    /// The largest document a folder may hold, in MiB (default 64); larger ones are skipped.
+    #[serde(default)]
+    pub(super) max_document_mib: Option<Spanned<u64>>,
     /// Metadata keys indexed with a document's title (default: description, summary).
     #[serde(default)]
     pub(super) index_meta: Option<Vec<String>>,

@@ -34,7 +34,10 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<(usize, usize)> 
             let count = number("JOB_COMPLETIONS")?.ok_or_else(|| {
                 bad("JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the Job's completions in the pod spec".into())
             })?;
-            (index + 1, count)
+            let index = index.checked_add(1).ok_or_else(|| {
+                bad(format!("JOB_COMPLETION_INDEX={index} is past any shard of JOB_COMPLETIONS={count}"))
+            })?;
+            (index, count)
         }
         (None, Some(id)) => {
             let count = number("SLURM_ARRAY_TASK_COUNT")?
@@ -46,7 +49,8 @@ pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<(usize, usize)> 
                     "SLURM_ARRAY_TASK_ID={id} is not in the array from {min} by {step}: submit a plain range such as --array=1-{count}"
                 )));
             }
-            ((id - min) / step + 1, count)
+            // At most the count: a task id past the array's end is refused below, never wrapped.
+            (((id - min) / step).saturating_add(1), count)
         }
     };
     if count == 0 || index > count {
@@ -91,5 +95,9 @@ mod tests {
         assert!(err(&[("JOB_COMPLETION_INDEX", "x"), ("JOB_COMPLETIONS", "2")]).contains("not a whole number"));
         assert!(err(&[("JOB_COMPLETION_INDEX", "0"), ("SLURM_ARRAY_TASK_ID", "1")]).contains("both"));
         assert!(err(&[("JOB_COMPLETION_INDEX", "4"), ("JOB_COMPLETIONS", "4")]).contains("shard 5 of 4"));
+        let max = usize::MAX.to_string();
+        assert!(err(&[("JOB_COMPLETION_INDEX", &max), ("JOB_COMPLETIONS", "2")]).contains("past any shard"));
+        let slurm_max = [("SLURM_ARRAY_TASK_ID", max.as_str()), ("SLURM_ARRAY_TASK_COUNT", "2")];
+        assert!(err(&slurm_max).contains("shard"), "{}", err(&slurm_max));
     }
 }

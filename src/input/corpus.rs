@@ -187,17 +187,16 @@ impl Corpus {
     /// a folder holding `corpus.jsonl` is BEIR, a file is JSONL, any other folder is
     /// a folder of `.md`/`.txt` documents.
     pub fn load(path: &Path, format: Option<CorpusFormat>, rules: &AccessKey) -> Result<Self> {
-        Corpus::load_excluding(path, format, rules, &[])
+        Corpus::load_with(path, format, rules, &FolderRules::default())
     }
 
-    /// [`Corpus::load`] leaving out the files of a folder that match one of `exclude` (globs:
-    /// `*` and `?` within a path segment, `**` across segments; a pattern without `/` matches a
-    /// file name anywhere), each listed as excluded.
-    pub fn load_excluding(
+    /// [`Corpus::load`] reading a folder by `folder`'s rules: the files it leaves out on
+    /// purpose (each listed as excluded) and the size a document may have.
+    pub fn load_with(
         path: &Path,
         format: Option<CorpusFormat>,
         rules: &AccessKey,
-        exclude: &[String],
+        folder: &FolderRules,
     ) -> Result<Self> {
         let format = match format {
             Some(f) => f,
@@ -206,7 +205,7 @@ impl Corpus {
         let (docs, report) = match format {
             CorpusFormat::Beir => (read_jsonl(&path.join("corpus.jsonl"), rules)?, ReadReport::default()),
             CorpusFormat::Jsonl => (read_jsonl(path, rules)?, ReadReport::default()),
-            CorpusFormat::Folder => read_folder(path, rules, exclude)?,
+            CorpusFormat::Folder => read_folder(path, rules, folder)?,
         };
         let mut corpus = Corpus::from_docs(docs, path.to_path_buf())?;
         corpus.report = report;
@@ -499,7 +498,7 @@ fn extract(
     root: &Path,
 ) -> Result<std::result::Result<(FrontMatter, Extracted), Skipped>> {
     let text_file = |headings: fn(&str) -> Vec<formats::Heading>| -> Result<(FrontMatter, Extracted)> {
-        let raw = text::read(path)?;
+        let raw = text::document(path)?;
         let (front, body) = frontmatter::split(path, &raw, rules)?;
         // Site generators' markup (shortcodes, template tags, MDX imports and components) is
         // not text a reader sees.
@@ -528,8 +527,20 @@ fn extract(
         Format::Text => text_file(|_| Vec::new())?,
         Format::Rst => text_file(formats::rst_headings)?,
         Format::Html => {
-            let source = text::read(path)?;
-            let depth = formats::html_depth(&source);
+            let whole = text::document(path)?;
+            // Static-site sources often open an HTML page with front matter: it is read with
+            // the same rules as Markdown's, so an access list there is never left public.
+            let opens_front_matter = whole.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| {
+                let l = l.trim_start_matches('\u{feff}').trim_end();
+                l == "---" || l == "+++"
+            });
+            let (front, source) = if opens_front_matter {
+                let (front, body) = frontmatter::split(path, &whole, rules)?;
+                (Some(front), body)
+            } else {
+                (None, whole.as_str())
+            };
+            let depth = formats::html_depth(source);
             if depth > formats::MAX_HTML_DEPTH {
                 return Err(Error::input(
                     Location::file(path),
@@ -539,7 +550,7 @@ fn extract(
                     ),
                 ));
             }
-            let page = formats::html(&source);
+            let page = formats::html(source);
             // An HTML page has no access list of its own: a `<meta>` that could declare one
             // would leave it public.
             if let Some(name) = page.meta_names.iter().find(|n| rules.classify(n) != Field::Meta) {
@@ -553,7 +564,12 @@ fn extract(
                     ),
                 ));
             }
-            declared(page)
+            match front {
+                Some(front) => {
+                    (FrontMatter { title: front.title.clone().or_else(|| page.title.clone()), ..front }, page)
+                }
+                None => declared(page),
+            }
         }
         Format::Docx => declared(formats::docx(path)?),
         Format::Pdf if !formats::pdf_reader_available() => {
@@ -569,23 +585,34 @@ fn extract(
     }))
 }
 
-fn read_folder(root: &Path, rules: &AccessKey, exclude: &[String]) -> Result<(Vec<Document>, ReadReport)> {
+fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(Vec<Document>, ReadReport)> {
     let mut files = Vec::new();
     let canonical = root.canonicalize().map_err(|e| Error::io(root, e))?;
     let mut seen_dirs = std::collections::HashSet::from([canonical.clone()]);
-    let mut hidden = Vec::new();
-    collect_files(&canonical, root, &mut seen_dirs, &mut files, &mut hidden)?;
+    let mut not_files = Vec::new();
+    collect_files(&canonical, root, &mut seen_dirs, &mut files, &mut not_files)?;
     files.sort();
-    hidden.sort();
+    not_files.sort();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     let mut errors: Vec<Error> = Vec::new();
     let mut report = ReadReport::default();
-    report.skipped.extend(hidden.into_iter().map(|p| (p, "a hidden file".to_string())));
+    report.skipped.extend(not_files);
     for path in files {
         let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-        if exclude.iter().any(|pattern| excluded(pattern, &relative)) {
+        if folder.excludes(&relative) {
             report.excluded.push(path);
+            continue;
+        }
+        let bytes = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+        if bytes > folder.max_document_bytes {
+            report.skipped.push((
+                path,
+                format!(
+                    "{bytes} bytes, over the {} MiB a document may hold ([corpus] max_document_mib)",
+                    folder.max_document_bytes >> 20
+                ),
+            ));
             continue;
         }
         let Some(format) = Format::of(&path) else {
@@ -649,42 +676,58 @@ fn read_folder(root: &Path, rules: &AccessKey, exclude: &[String]) -> Result<(Ve
     Ok((docs, report))
 }
 
-/// The `.md`/`.txt` files under `dir`. A symbolic link that points inside the corpus is
-/// skipped (its target is read once, under its own path); a directory is entered once, so a
-/// link loop cannot repeat documents or hang.
+/// The regular files under `dir`, and what was skipped with why. Only regular files inside the
+/// corpus are read: a link whose target is inside it is skipped (the target is read under its
+/// own path); a link that leaves the corpus, a broken link or a link loop, a FIFO, a socket and a
+/// device are listed as skipped without being opened. A directory is entered once, so a link
+/// loop cannot repeat documents or hang.
 fn collect_files(
     root: &Path,
     dir: &Path,
     seen_dirs: &mut std::collections::HashSet<PathBuf>,
     out: &mut Vec<PathBuf>,
-    hidden: &mut Vec<PathBuf>,
+    skipped: &mut Vec<(PathBuf, String)>,
 ) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let path = entry.path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let file_type = entry.file_type().map_err(|e| Error::io(&path, e))?;
         if name.starts_with('.') {
             // Hidden files are not read, and are listed as skipped (folders such as `.git` are
             // left out without a line).
-            if !path.is_dir() {
-                hidden.push(path);
+            if !file_type.is_dir() {
+                skipped.push((path, "a hidden file".into()));
             }
             continue;
         }
-        let file_type = entry.file_type().map_err(|e| Error::io(&path, e))?;
         if file_type.is_symlink() {
-            let target = path.canonicalize().map_err(|e| Error::io(&path, e))?;
-            if target.starts_with(root) {
-                continue;
+            match path.canonicalize() {
+                Ok(target) if target.starts_with(root) => {}
+                Ok(_) => skipped.push((path, "a link to outside the corpus folder".into())),
+                Err(_) => skipped.push((path, "a broken link or a link loop".into())),
             }
+            continue;
         }
-        if path.is_dir() {
+        if file_type.is_dir() {
             let canonical = path.canonicalize().map_err(|e| Error::io(&path, e))?;
             if seen_dirs.insert(canonical) {
-                collect_files(root, &path, seen_dirs, out, hidden)?;
+                collect_files(root, &path, seen_dirs, out, skipped)?;
             }
-        } else {
+        } else if file_type.is_file() {
             out.push(path);
+        } else {
+            let what = if file_type.is_fifo() {
+                "a FIFO"
+            } else if file_type.is_socket() {
+                "a socket"
+            } else if file_type.is_block_device() || file_type.is_char_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            };
+            skipped.push((path, format!("{what}, not a document")));
         }
     }
     Ok(())
@@ -718,24 +761,70 @@ pub fn markdown_headings(text: &str) -> Vec<(usize, u8, &str)> {
     out
 }
 
-/// Whether `path` (relative, `/`-separated) matches glob `pattern`: `*` and `?` within a
-/// segment, `**` across segments; a pattern without `/` is matched against the file name.
-pub fn excluded(pattern: &str, path: &str) -> bool {
-    fn matches(p: &[u8], s: &[u8]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some(b'*') if p.get(1) == Some(&b'*') => {
-                let rest = p[2..].strip_prefix(b"/").unwrap_or(&p[2..]);
-                (0..=s.len()).any(|i| matches(rest, &s[i..]))
-            }
-            Some(b'*') => (0..=s.len()).take_while(|&i| i == 0 || s[i - 1] != b'/').any(|i| matches(&p[1..], &s[i..])),
-            Some(b'?') => s.first().is_some_and(|&c| c != b'/') && matches(&p[1..], &s[1..]),
-            Some(&c) => s.first() == Some(&c) && matches(&p[1..], &s[1..]),
+/// The most patterns `[corpus] exclude` may hold, and the longest one.
+pub const MAX_EXCLUDE_PATTERNS: usize = 1000;
+pub const MAX_EXCLUDE_PATTERN_CHARS: usize = 1024;
+/// The size a document may have unless `[corpus] max_document_mib` says otherwise.
+pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 64 << 20;
+
+/// How a folder corpus is read beyond its formats: the files left out on purpose
+/// (`[corpus] exclude`) and the size a document may have (`[corpus] max_document_mib`).
+///
+/// Patterns are globs: `*` and `?` within a path segment, `**` across segments (`drafts/**`,
+/// `**/wip/*.md`); a pattern without `/` matches a file name anywhere. They compile to one
+/// automaton (`globset`, regular expressions without backtracking), so matching takes time
+/// linear in the path whatever the pattern.
+#[derive(Debug, Clone)]
+pub struct FolderRules {
+    by_path: globset::GlobSet,
+    by_name: globset::GlobSet,
+    pub max_document_bytes: u64,
+}
+
+impl Default for FolderRules {
+    fn default() -> Self {
+        FolderRules {
+            by_path: globset::GlobSet::empty(),
+            by_name: globset::GlobSet::empty(),
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
         }
     }
-    let pattern = pattern.trim().trim_start_matches("./");
-    let target = if pattern.contains('/') { path } else { path.rsplit('/').next().unwrap_or(path) };
-    matches(pattern.as_bytes(), target.as_bytes())
+}
+
+impl FolderRules {
+    /// The rules for `patterns`, or why the pattern at that index cannot be one.
+    pub fn new(patterns: &[String], max_document_bytes: u64) -> std::result::Result<Self, (usize, String)> {
+        if patterns.len() > MAX_EXCLUDE_PATTERNS {
+            return Err((MAX_EXCLUDE_PATTERNS, format!("{} patterns: at most {MAX_EXCLUDE_PATTERNS}", patterns.len())));
+        }
+        let (mut by_path, mut by_name) = (globset::GlobSetBuilder::new(), globset::GlobSetBuilder::new());
+        for (i, pattern) in patterns.iter().enumerate() {
+            if pattern.chars().count() > MAX_EXCLUDE_PATTERN_CHARS {
+                return Err((
+                    i,
+                    format!("a pattern of {} characters: at most {MAX_EXCLUDE_PATTERN_CHARS}", pattern.chars().count()),
+                ));
+            }
+            let pattern = pattern.trim().trim_start_matches("./");
+            let glob = globset::GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| (i, format!("{pattern:?} is not a glob: {}", e.kind())))?;
+            if pattern.contains('/') {
+                by_path.add(glob)
+            } else {
+                by_name.add(glob)
+            };
+        }
+        let build = |b: globset::GlobSetBuilder| b.build().map_err(|e| (0, e.to_string()));
+        Ok(FolderRules { by_path: build(by_path)?, by_name: build(by_name)?, max_document_bytes })
+    }
+
+    /// Whether `path` (relative, `/`-separated) is left out.
+    pub fn excludes(&self, path: &str) -> bool {
+        self.by_path.is_match(path) || self.by_name.is_match(path.rsplit('/').next().unwrap_or(path))
+    }
 }
 
 /// A heading label without what site generators add to it: a trailing attribute block

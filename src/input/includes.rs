@@ -137,7 +137,7 @@ impl Walk<'_> {
         let found = locate(target, dir, self.root).filter(|p| !chain.contains(p) && chain.len() <= MAX_DEPTH);
         let text = found.as_ref().and_then(|p| {
             let small = std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_INCLUDE_BYTES);
-            small.then(|| std::fs::read_to_string(p).ok()).flatten()
+            small.then(|| crate::input::text::document(p).ok()).flatten()
         });
         let (Some(path), Some(text)) = (found, text) else {
             done.unresolved.push(target.to_string());

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use crate::error::{Error, Location, Result};
 
-/// The whole file as text.
+/// The whole file as text. Only a regular file is read: a FIFO, socket or device is an error
+/// before anything waits on it (the file is opened without blocking, then checked).
 pub fn read(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = read_regular(path)?;
     String::from_utf8(bytes).map_err(|e| {
         let bytes = e.as_bytes();
         let bad = e.utf8_error().valid_up_to();
@@ -19,9 +20,56 @@ pub fn read(path: &Path) -> Result<String> {
     })
 }
 
+/// A document's text: [`read`], with every line ending (CRLF, and a lone CR as classic Mac
+/// files write) made `\n`, so that front matter, headings and lines are found the same way
+/// whatever wrote the file.
+pub fn document(path: &Path) -> Result<String> {
+    let text = read(path)?;
+    Ok(if text.contains('\r') { text.replace("\r\n", "\n").replace('\r', "\n") } else { text })
+}
+
+fn read_regular(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let (mut file, len) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+    Ok(bytes)
+}
+
+/// The file open for reading, and its size, when it is a regular file; opened without
+/// blocking, so a FIFO is refused instead of waiting for a writer.
+pub fn open_regular(path: &Path) -> Result<(File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_nonblock())
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::input(Location::file(path), "not a regular file (a FIFO, socket or device): not read"));
+    }
+    Ok((file, meta.len()))
+}
+
+/// `O_NONBLOCK` on Linux and the BSDs (opening a FIFO with it never waits for a writer).
+const fn libc_nonblock() -> i32 {
+    if cfg!(any(
+        target_os = "macos",
+        target_os = "ios",
+        target_os = "freebsd",
+        target_os = "openbsd",
+        target_os = "netbsd"
+    )) {
+        0x0004
+    } else {
+        0o4000
+    }
+}
+
 /// The file's lines, numbered from 1, without their line ends.
 pub fn lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>> + '_> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let (file, _) = open_regular(path)?;
     Ok(BufReader::with_capacity(1 << 20, file).split(b'\n').enumerate().map(move |(i, bytes)| {
         let mut bytes = bytes.map_err(|e| Error::io(path, e))?;
         if bytes.last() == Some(&b'\r') {
@@ -82,5 +130,7 @@ mod tests {
         std::fs::write(&p, "a\r\nção\n").unwrap();
         let got: Vec<(usize, String)> = lines(&p).unwrap().map(|l| l.unwrap()).collect();
         assert_eq!(got, [(1, "a".to_string()), (2, "ção".to_string())]);
+        std::fs::write(&p, "---\rtitle: x\r\nacl: [rh]\r---\r").unwrap();
+        assert_eq!(document(&p).unwrap(), "---\ntitle: x\nacl: [rh]\n---\n");
     }
 }
