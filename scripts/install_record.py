@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 RECORD = "installed.json"
+# Settings, not installed bytes: editing model.toml makes another model key, never damage.
+SETTINGS = "model.toml"
 
 
 def _files(folder: Path):
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD)
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in (RECORD, SETTINGS))
 
 
 def _sha256(path: Path) -> str:
@@ -34,6 +36,8 @@ def intact(folder: Path) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return False
     for name, want in files.items():
+        if name == SETTINGS:
+            continue
         p = folder / name
         if not p.is_file() or p.stat().st_size != want["size"] or _sha256(p) != want["sha256"]:
             return False

@@ -177,6 +177,7 @@ impl Built {
         planned: &CellPlan,
         shared: (Option<String>, Option<String>),
         prices: &Prices,
+        models: &[crate::stages::embed::ModelInfo],
     ) -> CellCost {
         let mut cost = CellCost { chunks: self.set(planned.chunks).len(), ..Default::default() };
         for source in planned.retriever.all_sources() {
@@ -196,10 +197,16 @@ impl Built {
             cost.truncated_tokens = worst(cost.truncated_tokens, v.tokens.dropped_share());
             cost.embed_s += v.stats.seconds;
             cost.reused_texts += v.stats.reused;
-            cost.query_tokens += self.queries[plan.embedding(embedding).model.0].mean_tokens;
+            let model = plan.embedding(embedding).model.0;
+            let query_tokens = self.queries[model].mean_tokens;
+            cost.query_tokens += query_tokens;
+            // A model that declares its own price is priced by it, others by `[cost]`.
+            let price =
+                models.get(model).and_then(|m| m.usd_per_1m_tokens).unwrap_or(prices.embedding_usd_per_1m_tokens);
+            cost.usd_index += crate::stages::cost::usd(v.tokens.embedded as f64, price);
+            cost.usd_per_query += crate::stages::cost::usd(query_tokens, price);
         }
         (cost.shared_embeddings, cost.shared_index) = shared;
-        cost.usd_index = crate::stages::cost::usd(cost.tokens_embedded as f64, prices.embedding_usd_per_1m_tokens);
         cost
     }
 }

@@ -217,5 +217,33 @@ pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
         };
         out.push(Installed { id: id.into(), bytes: size(&folder), licence: licence.into(), description, health });
     }
+    for folder in added(dir) {
+        let id = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let (description, health) = match crate::stages::embed::find_model(dir, &id) {
+            // An http or random model has no files to damage.
+            Ok(info) if !matches!(info.kind, crate::stages::embed::ModelKind::Onnx { .. }) => {
+                (info.description.unwrap_or_default(), Health::Ok)
+            }
+            Ok(info) => (info.description.unwrap_or_default(), check_record(&folder)),
+            Err(e) => (String::new(), Health::Damaged(e.to_string())),
+        };
+        out.push(Installed { id, bytes: size(&folder), licence: "yours (models add)".into(), description, health });
+    }
     Ok(out)
+}
+
+/// The models in `models` that were added with `models add` (every folder with a `model.toml`
+/// that is not a bundled model's), by name.
+pub fn added(models: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(models)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            !name.starts_with('.') && p.join("model.toml").is_file() && !MODELS.iter().any(|(id, _)| *id == name)
+        })
+        .collect();
+    out.sort();
+    out
 }

@@ -39,8 +39,32 @@ struct RecordedFile {
     sha256: String,
 }
 
+/// The file of a model folder that holds its settings, which the install record leaves out.
+pub const SETTINGS_FILE: &str = "model.toml";
+
+/// Writes `installed.json` for `folder`: each file's size and sha256 (the record
+/// `scripts/install_record.py` writes), leaving out the record itself and the settings file.
+pub fn write_record(folder: &Path) -> Result<()> {
+    let mut files = serde_json::Map::new();
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .map_err(|e| Error::io(folder, e))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "installed.json" && n != SETTINGS_FILE)
+        .collect();
+    names.sort();
+    for name in names {
+        let path = folder.join(&name);
+        let size = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+        files.insert(name, serde_json::json!({"size": size, "sha256": sha256_of(&path)?}));
+    }
+    let text = serde_json::to_string_pretty(&serde_json::json!({ "files": files })).expect("json") + "\n";
+    crate::atomic::write_atomic(&folder.join("installed.json"), text.as_bytes())
+}
+
 /// Checks every file of an installed folder against its `installed.json`: why it is damaged
-/// (no record, a file missing, another size, another sha256).
+/// (no record, a file missing, another size, another sha256). The settings file is not checked.
 pub fn verify(folder: &Path) -> std::result::Result<(), String> {
     let path = folder.join("installed.json");
     let record: Record = match std::fs::read(&path).map(|b| serde_json::from_slice(&b)) {
@@ -51,7 +75,9 @@ pub fn verify(folder: &Path) -> std::result::Result<(), String> {
     if record.files.is_empty() {
         return Err("installed.json lists no files".into());
     }
-    for (name, want) in &record.files {
+    // `model.toml` holds settings, not installed bytes: editing it makes another model key
+    // (its vectors are cached apart), never a damaged model.
+    for (name, want) in record.files.iter().filter(|(name, _)| name.as_str() != SETTINGS_FILE) {
         let file = folder.join(name);
         match std::fs::metadata(&file) {
             Ok(m) if m.is_file() && m.len() == want.size => {}

@@ -29,6 +29,7 @@ pub mod installed;
 pub mod judge;
 pub mod npy;
 pub mod output;
+pub mod own_models;
 pub mod plan;
 pub mod report;
 pub mod results;

@@ -166,6 +166,9 @@ pub struct CellCost {
     pub shared_embeddings: Option<String>,
     /// Mean tokens of an embedded query (dense retrieval).
     pub query_tokens: f64,
+    /// What embedding one query costs, at each model's price.
+    #[serde(default)]
+    pub usd_per_query: f64,
     /// Share of the cell's chunks longer than its embedding model reads (`max_length`).
     #[serde(default)]
     pub truncated_chunks: Option<f64>,

@@ -512,7 +512,7 @@ pub fn run_with<'e>(
             }
         };
         let t = Instant::now();
-        let cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices);
+        let cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices, &prepared.models);
         let (mut cell_rows, cell_slices) =
             aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &cost);
         aggregate_seconds += t.elapsed().as_secs_f64();

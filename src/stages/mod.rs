@@ -5,3 +5,4 @@ pub mod cache;
 pub mod chunk;
 pub mod cost;
 pub mod embed;
+pub mod http_embed;

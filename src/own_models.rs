@@ -1,0 +1,253 @@
+//! `ragsweep models add`: a model of the user's own beside the bundled ones — an ONNX
+//! sentence-embedding export (`model.onnx` + `tokenizer.json`) copied into the models folder,
+//! or an OpenAI-compatible endpoint (`kind = "http"`, a folder holding only its `model.toml`).
+//! The model is loaded and asked for one vector before it is added, so its dimension is
+//! measured, not trusted; the folder gets the same install record as `models install`, so
+//! damage is found the same way, while its `model.toml` stays editable (another setting is
+//! another cache key, not damage).
+
+use std::fs;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::stages::embed::{Embedder, ModelInfo, ModelKind, Role};
+use crate::stages::http_embed::HttpEmbedder;
+
+/// What a user's model is and how to run it (the keys of its `model.toml`).
+#[derive(Debug, Clone, Default)]
+pub struct OwnModel {
+    pub description: Option<String>,
+    /// `mean`, `cls` or `last` (ONNX models).
+    pub pooling: Option<String>,
+    pub max_length: Option<usize>,
+    pub query_prefix: String,
+    pub passage_prefix: String,
+    /// The ONNX output to pool.
+    pub output: Option<String>,
+    /// The ONNX file inside the folder (default `model.onnx`).
+    pub onnx: Option<String>,
+    pub usd_per_1m_tokens: Option<f64>,
+    pub http: Option<HttpModel>,
+}
+
+/// The keys of an http model's `model.toml`.
+#[derive(Debug, Clone, Default)]
+pub struct HttpModel {
+    pub url: String,
+    pub model: String,
+    pub api_key_env: Option<String>,
+    pub dimensions: Option<usize>,
+    pub batch_size: Option<usize>,
+    pub concurrency: Option<usize>,
+}
+
+/// Files an ONNX embedder's tokenizer reads besides `tokenizer.json`; written when the export
+/// has none (`{}`, and for `tokenizer_config.json` the padding token and maximum length).
+const AUX_FILES: [&str; 3] = ["config.json", "special_tokens_map.json", "tokenizer_config.json"];
+
+/// Adds `name` to `models` (from the folder `source` for an ONNX model; nothing to copy for an
+/// http one), after embedding a probe text with it; replaces an added model of that name only
+/// with `force`. Returns the model as `run` will read it.
+pub fn add(models: &Path, name: &str, source: Option<&Path>, model: &OwnModel, force: bool) -> Result<ModelInfo> {
+    check_name(name)?;
+    let target = models.join(name);
+    if target.exists() && !force {
+        return Err(Error::Other(format!(
+            "{} exists: `--force` replaces it (its cached vectors stay, under its old key)",
+            target.display()
+        )));
+    }
+    fs::create_dir_all(models).map_err(|e| Error::io(models, e))?;
+    let staging = models.join(format!(".{name}.adding-{}", std::process::id()));
+    if staging.exists() {
+        fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
+    fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;
+    if let Err(e) = stage(models, &staging, name, source, model) {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    if target.exists() {
+        fs::remove_dir_all(&target).map_err(|e| Error::io(&target, e))?;
+    }
+    fs::rename(&staging, &target).map_err(|e| Error::io(&target, e))?;
+    crate::stages::embed::find_model(models, name)
+}
+
+fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model: &OwnModel) -> Result<()> {
+    match (&model.http, source) {
+        (Some(_), Some(dir)) => {
+            return Err(Error::Other(format!("an http model has no files: leave out the folder ({})", dir.display())))
+        }
+        (None, None) => return Err(Error::Other("give the model's folder (model.onnx and tokenizer.json)".into())),
+        (None, Some(dir)) => copy_onnx_export(dir, staging, model)?,
+        (Some(_), None) => {}
+    }
+    // Written with a placeholder dimension, loaded, asked for one vector, written again.
+    let toml = model_toml(name, model, 1, &staging.join("tokenizer_config.json"))?;
+    crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
+    let probe = crate::stages::embed::read_model(staging.to_path_buf())?;
+    let dim = probe_dim(models, &probe)?;
+    let toml = model_toml(name, model, dim, &staging.join("tokenizer_config.json"))?;
+    crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
+    if model.http.is_none() {
+        crate::installed::write_record(staging)?;
+    }
+    Ok(())
+}
+
+/// The dimension of the vectors the model gives for a probe text.
+fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
+    const PROBE: &str = "ragsweep probe: how many days of vacation?";
+    let fail = |e: Error| Error::Other(format!("the model could not embed a probe text: {e}"));
+    let vector = match &info.kind {
+        // Any dimension is taken: finding it is the point.
+        ModelKind::Http(spec) => HttpEmbedder::new(spec, &info.id, 0)
+            .and_then(|client| client.embed(&[info.prefixed(Role::Query, PROBE)]))
+            .map_err(fail)?
+            .remove(0),
+        _ => {
+            Embedder::load(models, info, 1).and_then(|e| e.embed_batch(&[PROBE], Role::Query)).map_err(fail)?.remove(0)
+        }
+    };
+    if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) || vector.iter().all(|&x| x == 0.0) {
+        return Err(Error::Other("the model gave an empty, zero or non-finite vector for a probe text".into()));
+    }
+    Ok(vector.len())
+}
+
+/// A name that is a folder name, no bundled model's, and not hidden.
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(Error::Other(format!(
+            "model name {name:?}: lower-case letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64"
+        )));
+    }
+    if crate::install::MODELS.iter().any(|(id, _)| *id == name) || name == "onnxruntime" {
+        return Err(Error::Other(format!("{name:?} is a bundled model's name: choose another")));
+    }
+    Ok(())
+}
+
+/// Copies the export's regular files (not its `model.toml` or install record) and writes the
+/// tokenizer files it lacks.
+fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> {
+    let onnx = model.onnx.as_deref().unwrap_or("model.onnx");
+    for needed in [onnx, "tokenizer.json"] {
+        if !dir.join(needed).is_file() {
+            return Err(Error::Other(format!(
+                "{} has no {needed}: an ONNX sentence-embedding export holds the graph and its tokenizer.json",
+                dir.display()
+            )));
+        }
+    }
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let regular = fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
+        if !regular || name.starts_with('.') || name == "installed.json" || name == "model.toml" {
+            continue;
+        }
+        fs::copy(entry.path(), staging.join(&name)).map_err(|e| Error::io(&entry.path(), e))?;
+    }
+    for aux in AUX_FILES {
+        let path = staging.join(aux);
+        if path.exists() {
+            continue;
+        }
+        let text = if aux == "tokenizer_config.json" {
+            let pad = pad_token(&staging.join("tokenizer.json"))?;
+            let max = model.max_length.unwrap_or(512);
+            serde_json::json!({ "model_max_length": max, "pad_token": pad }).to_string()
+        } else {
+            "{}".to_string()
+        };
+        crate::atomic::write_atomic(&path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The padding token `tokenizer.json` declares, or the usual one it holds.
+fn pad_token(tokenizer: &Path) -> Result<String> {
+    let text = fs::read_to_string(tokenizer).map_err(|e| Error::io(tokenizer, e))?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Other(format!("{}: not a tokenizer.json ({e})", tokenizer.display())))?;
+    if let Some(pad) = json["padding"]["pad_token"].as_str() {
+        return Ok(pad.to_string());
+    }
+    let added: Vec<&str> =
+        json["added_tokens"].as_array().into_iter().flatten().filter_map(|t| t["content"].as_str()).collect();
+    ["[PAD]", "<pad>", "<|pad|>", "<|endoftext|>", "</s>"]
+        .into_iter()
+        .find(|p| added.contains(p))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::Other(format!(
+                "{} names no padding token: add a tokenizer_config.json with \"pad_token\" to the folder",
+                tokenizer.display()
+            ))
+        })
+}
+
+/// The `model.toml` of a user's model; an ONNX model's `max_length` defaults to its
+/// tokenizer's `model_max_length` (at most 8,192), else 512.
+fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path) -> Result<String> {
+    let mut t = toml::Table::new();
+    t.insert("id".into(), name.into());
+    let description = model.description.clone().unwrap_or_else(|| match &model.http {
+        Some(h) => format!("{} at {} (models add)", h.model, crate::stages::http_embed::redacted(&h.url)),
+        None => "an ONNX export of your own (models add)".into(),
+    });
+    t.insert("description".into(), description.into());
+    match &model.http {
+        Some(h) => {
+            t.insert("kind".into(), "http".into());
+            t.insert("url".into(), h.url.clone().into());
+            t.insert("model".into(), h.model.clone().into());
+            if let Some(v) = &h.api_key_env {
+                t.insert("api_key_env".into(), v.clone().into());
+            }
+            for (key, value) in
+                [("dimensions", h.dimensions), ("batch_size", h.batch_size), ("concurrency", h.concurrency)]
+            {
+                if let Some(v) = value {
+                    t.insert(key.into(), (v as i64).into());
+                }
+            }
+            if let Some(m) = model.max_length {
+                t.insert("max_length".into(), (m as i64).into());
+            }
+        }
+        None => {
+            t.insert("pooling".into(), model.pooling.clone().unwrap_or_else(|| "mean".into()).into());
+            let from_tokenizer = fs::read_to_string(tokenizer_config)
+                .ok()
+                .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+                .and_then(|j| j["model_max_length"].as_f64())
+                .filter(|m| (1.0..=8192.0).contains(m))
+                .map(|m| m as usize);
+            t.insert("max_length".into(), (model.max_length.or(from_tokenizer).unwrap_or(512) as i64).into());
+            if let Some(onnx) = &model.onnx {
+                t.insert("onnx".into(), onnx.clone().into());
+            }
+            if let Some(output) = &model.output {
+                t.insert("output".into(), output.clone().into());
+            }
+        }
+    }
+    t.insert("dim".into(), (dim as i64).into());
+    if !model.query_prefix.is_empty() {
+        t.insert("query_prefix".into(), model.query_prefix.clone().into());
+    }
+    if !model.passage_prefix.is_empty() {
+        t.insert("passage_prefix".into(), model.passage_prefix.clone().into());
+    }
+    if let Some(p) = model.usd_per_1m_tokens {
+        t.insert("usd_per_1m_tokens".into(), p.into());
+    }
+    toml::to_string(&t).map_err(|e| Error::Other(format!("writing model.toml: {e}")))
+}

@@ -1,0 +1,376 @@
+//! Embeddings from an endpoint that speaks the OpenAI embeddings API (`POST …/embeddings`
+//! with `{"model", "input": [...]}`): OpenAI, Azure OpenAI, Ollama, vLLM, Text Embeddings
+//! Inference, LM Studio and most gateways. A model folder whose `model.toml` says
+//! `kind = "http"` names the endpoint; its vectors are cached by content like a local model's,
+//! under a key that names the endpoint's model and settings (never the API key), so a second
+//! run sends nothing.
+//!
+//! Requests go out `concurrency` at a time, `batch_size` texts each; 429 and 5xx answers and
+//! dropped connections are retried with exponential backoff, honouring `Retry-After`, at most
+//! `max_retries` times; any other failure stops the run with what the endpoint said.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::error::{Error, Location, Result};
+use toml::Spanned;
+
+/// Tokens an http model is taken to read when its `model.toml` names no `max_length`.
+pub const DEFAULT_MAX_LENGTH: usize = 8192;
+/// The BPE an http model's tokens are counted with unless `tokenizer` names another (the one
+/// OpenAI's embedding models use).
+pub const DEFAULT_TOKENIZER: &str = "cl100k_base";
+/// The largest answer body read from an endpoint.
+const MAX_RESPONSE_BYTES: u64 = 512 << 20;
+/// The longest wait a `Retry-After` may ask for.
+const MAX_RETRY_AFTER_S: f64 = 120.0;
+
+/// An endpoint and how to call it, as its `model.toml` declares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSpec {
+    /// The full URL requests are posted to (`…/v1/embeddings`).
+    pub url: String,
+    /// The model name the endpoint is asked for.
+    pub model: String,
+    /// The environment variable holding the API key, if the endpoint needs one.
+    pub api_key_env: Option<String>,
+    /// `dimensions` sent with each request (models that can shorten their vectors).
+    pub dimensions: Option<usize>,
+    pub batch_size: usize,
+    pub concurrency: usize,
+    pub max_retries: u32,
+    pub timeout: Duration,
+    /// The tokenizer that counts this model's tokens (a tiktoken BPE name).
+    pub tokenizer: String,
+}
+
+/// The keys of an http model's `model.toml`, as read (with their places).
+pub struct HttpKeys<'a> {
+    pub url: Option<&'a Spanned<String>>,
+    pub model: Option<&'a Spanned<String>>,
+    pub api_key_env: Option<&'a Spanned<String>>,
+    pub dimensions: Option<&'a Spanned<usize>>,
+    pub batch_size: Option<&'a Spanned<usize>>,
+    pub concurrency: Option<&'a Spanned<usize>>,
+    pub max_retries: Option<&'a Spanned<u32>>,
+    pub timeout_s: Option<&'a Spanned<f64>>,
+    pub tokenizer: Option<&'a Spanned<String>>,
+}
+
+impl HttpSpec {
+    pub fn read(raw: &HttpKeys<'_>, at: &dyn Fn(Range<usize>) -> Location) -> Result<HttpSpec> {
+        let missing = |key: &str| {
+            Error::input(at(0..0), format!("an http model needs `{key}` (kind = \"http\": url, model, dim)"))
+        };
+        let url = raw.url.ok_or_else(|| missing("url"))?;
+        let parsed = url.get_ref().trim();
+        let scheme_ok = parsed.starts_with("http://") || parsed.starts_with("https://");
+        if !scheme_ok || parsed.contains(char::is_whitespace) || parsed.contains('@') {
+            return Err(Error::input(
+                at(url.span()),
+                "`url` must be an http:// or https:// address without credentials in it (put the key in the variable `api_key_env` names)",
+            ));
+        }
+        let url = if parsed.trim_end_matches('/').ends_with("/embeddings") {
+            parsed.trim_end_matches('/').to_string()
+        } else {
+            format!("{}/embeddings", parsed.trim_end_matches('/'))
+        };
+        let model = raw.model.ok_or_else(|| missing("model"))?.get_ref().clone();
+        let positive = |v: Option<&Spanned<usize>>, key: &str, default: usize, max: usize| -> Result<usize> {
+            match v {
+                None => Ok(default),
+                Some(v) if (1..=max).contains(v.get_ref()) => Ok(*v.get_ref()),
+                Some(v) => Err(Error::input(at(v.span()), format!("`{key}` must be between 1 and {max}"))),
+            }
+        };
+        let timeout = match raw.timeout_s {
+            None => Duration::from_secs(60),
+            Some(t) if t.get_ref().is_finite() && *t.get_ref() > 0.0 && *t.get_ref() <= 3600.0 => {
+                Duration::from_secs_f64(*t.get_ref())
+            }
+            Some(t) => return Err(Error::input(at(t.span()), "`timeout_s` must be a number of seconds in (0, 3600]")),
+        };
+        let tokenizer = raw.tokenizer.map_or_else(|| DEFAULT_TOKENIZER.to_string(), |t| t.get_ref().clone());
+        if !matches!(tokenizer.as_str(), "cl100k_base" | "o200k_base") {
+            let span = raw.tokenizer.map_or(0..0, |t| t.span());
+            return Err(Error::input(at(span), "`tokenizer` counts an http model's tokens: cl100k_base or o200k_base"));
+        }
+        let api_key_env = match raw.api_key_env {
+            Some(v)
+                if v.get_ref().is_empty() || !v.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                return Err(Error::input(
+                    at(v.span()),
+                    "`api_key_env` names an environment variable (letters, digits, _)",
+                ))
+            }
+            v => v.map(|v| v.get_ref().clone()),
+        };
+        Ok(HttpSpec {
+            url,
+            model,
+            api_key_env,
+            dimensions: raw.dimensions.map(|d| *d.get_ref()),
+            batch_size: positive(raw.batch_size, "batch_size", 64, 2048)?,
+            concurrency: positive(raw.concurrency, "concurrency", 4, 256)?,
+            max_retries: raw.max_retries.map_or(5, |r| *r.get_ref()).min(20),
+            timeout,
+            tokenizer,
+        })
+    }
+
+    /// What names this endpoint's vectors in the cache key: the URL without credentials or
+    /// query, the model and the requested dimensions. How requests are sent (batching,
+    /// concurrency, retries, the key) does not change a vector.
+    pub fn identity(&self) -> String {
+        format!("url={};model={};dimensions={:?}", redacted(&self.url), self.model, self.dimensions)
+    }
+}
+
+/// `url` as it may be shown: scheme, host, port and path; never user-info, query or fragment.
+pub fn redacted(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let (authority, path) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    if scheme.is_empty() {
+        format!("{host}/{path}")
+    } else {
+        format!("{scheme}://{host}/{path}")
+    }
+}
+
+/// A client of one endpoint.
+pub struct HttpEmbedder {
+    spec: HttpSpec,
+    agent: ureq::Agent,
+    api_key: Option<String>,
+    id: String,
+    dim: usize,
+    /// Tokens the endpoint reported using (`usage.prompt_tokens`), summed over requests.
+    reported_tokens: AtomicU64,
+    /// Whether every answer so far reported its tokens.
+    every_answer_reported: AtomicBool,
+}
+
+#[derive(serde::Deserialize)]
+struct Answer {
+    data: Vec<Item>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(serde::Deserialize)]
+struct Item {
+    embedding: Vec<f32>,
+    #[serde(default)]
+    index: Option<usize>,
+}
+
+#[derive(serde::Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+/// Why one request failed, and whether it is worth sending again.
+enum Failure {
+    Retry { why: String, after: Option<f64> },
+    Stop(String),
+}
+
+impl HttpEmbedder {
+    /// A client expecting `dim`-dimensional vectors (0: any, for a probe).
+    pub fn new(spec: &HttpSpec, id: &str, dim: usize) -> Result<HttpEmbedder> {
+        let api_key = match &spec.api_key_env {
+            None => None,
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                Error::Other(format!("model {id}: the environment variable {var} (its `api_key_env`) is not set"))
+            })?),
+        };
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().timeout_global(Some(spec.timeout)).http_status_as_error(false).build().into();
+        Ok(HttpEmbedder {
+            spec: spec.clone(),
+            agent,
+            api_key,
+            id: id.to_string(),
+            dim,
+            reported_tokens: AtomicU64::new(0),
+            every_answer_reported: AtomicBool::new(true),
+        })
+    }
+
+    /// Tokens the endpoint reported for everything embedded so far, when every answer
+    /// reported them.
+    pub fn reported_tokens(&self) -> Option<u64> {
+        self.every_answer_reported.load(Ordering::Relaxed).then(|| self.reported_tokens.load(Ordering::Relaxed))
+    }
+
+    /// Texts a call should bring at most: one request's worth for each concurrent request.
+    pub fn texts_per_call(&self) -> usize {
+        self.spec.batch_size * self.spec.concurrency
+    }
+
+    /// Vectors for `texts` (already prefixed), in order: `batch_size` texts a request,
+    /// `concurrency` requests at a time.
+    pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        match self.embed_partial(texts) {
+            (vectors, None) => Ok(vectors.into_iter().map(|v| v.expect("every text answered")).collect()),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// [`HttpEmbedder::embed`], keeping what was answered when a request fails: each text's
+    /// vector if its request succeeded, and the error.
+    pub fn embed_partial(&self, texts: &[String]) -> (Vec<Option<Vec<f32>>>, Option<Error>) {
+        let batches: Vec<&[String]> = texts.chunks(self.spec.batch_size).collect();
+        let results: Mutex<Vec<Option<Vec<Vec<f32>>>>> = Mutex::new(vec![None; batches.len()]);
+        let next = AtomicUsize::new(0);
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        let workers = self.spec.concurrency.min(batches.len()).max(1);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= batches.len() || failed.lock().expect("lock").is_some() {
+                        return;
+                    }
+                    match self.request_with_retries(batches[i]) {
+                        Ok(vectors) => results.lock().expect("lock")[i] = Some(vectors),
+                        Err(e) => {
+                            failed.lock().expect("lock").get_or_insert(e);
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let answered = results
+            .into_inner()
+            .expect("lock")
+            .into_iter()
+            .zip(&batches)
+            .flat_map(|(vectors, batch)| match vectors {
+                Some(v) => v.into_iter().map(Some).collect::<Vec<_>>(),
+                None => vec![None; batch.len()],
+            })
+            .collect();
+        (answered, failed.into_inner().expect("lock"))
+    }
+
+    fn request_with_retries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let mut attempt = 0;
+        loop {
+            match self.request(texts) {
+                Ok(v) => return Ok(v),
+                Err(Failure::Retry { why, after }) if attempt < self.spec.max_retries => {
+                    let backoff = 0.5 * 2f64.powi(attempt as i32);
+                    let wait = after.unwrap_or(backoff).clamp(0.0, MAX_RETRY_AFTER_S);
+                    attempt += 1;
+                    if std::env::var_os("RAGSWEEP_HTTP_LOG").is_some() {
+                        eprintln!("model {}: {why}; retry {attempt} in {wait:.1}s", self.id);
+                    }
+                    std::thread::sleep(Duration::from_secs_f64(wait));
+                }
+                Err(Failure::Retry { why, .. }) => {
+                    return Err(self.error(format!("{why}, still after {} retries", self.spec.max_retries)))
+                }
+                Err(Failure::Stop(why)) => return Err(self.error(why)),
+            }
+        }
+    }
+
+    fn error(&self, why: String) -> Error {
+        Error::Other(format!("model {} at {}: {why}", self.id, redacted(&self.spec.url)))
+    }
+
+    fn request(&self, texts: &[String]) -> std::result::Result<Vec<Vec<f32>>, Failure> {
+        let mut body = serde_json::json!({ "model": self.spec.model, "input": texts });
+        if let Some(d) = self.spec.dimensions {
+            body["dimensions"] = d.into();
+        }
+        let mut request = self.agent.post(&self.spec.url).header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", &format!("Bearer {key}"));
+        }
+        let mut response = match request.send(body.to_string().as_bytes()) {
+            Ok(r) => r,
+            Err(ureq::Error::Timeout(_)) => {
+                return Err(Failure::Retry {
+                    why: format!("no answer within {:.0}s (timeout_s)", self.spec.timeout.as_secs_f64()),
+                    after: None,
+                })
+            }
+            Err(e @ (ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound)) => {
+                return Err(Failure::Retry { why: format!("cannot reach the endpoint ({e})"), after: None })
+            }
+            Err(e) => return Err(Failure::Stop(format!("request failed: {e}"))),
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0);
+        let text = response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_string();
+        let said = |text: &str| text.chars().filter(|c| !c.is_control()).take(300).collect::<String>();
+        if status == 429 || (500..600).contains(&status) {
+            let text = text.unwrap_or_default();
+            return Err(Failure::Retry { why: format!("HTTP {status}: {}", said(&text)), after: retry_after });
+        }
+        let text =
+            text.map_err(|e| Failure::Retry { why: format!("the answer could not be read ({e})"), after: None })?;
+        if status != 200 {
+            return Err(Failure::Stop(format!("HTTP {status}: {}", said(&text))));
+        }
+        let answer: Answer = serde_json::from_str(&text).map_err(|e| {
+            Failure::Stop(format!("the answer is not an OpenAI embeddings response ({e}): {}", said(&text)))
+        })?;
+        if answer.data.len() != texts.len() {
+            return Err(Failure::Stop(format!("sent {} texts, got {} vectors back", texts.len(), answer.data.len())));
+        }
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        for (i, item) in answer.data.into_iter().enumerate() {
+            let at = item.index.unwrap_or(i);
+            if at >= texts.len() || vectors[at].is_some() {
+                return Err(Failure::Stop(format!("the answer's vector indexes are not 0..{}", texts.len())));
+            }
+            if self.dim != 0 && item.embedding.len() != self.dim {
+                return Err(Failure::Stop(format!(
+                    "got {}-dimensional vectors; the model.toml says dim = {}",
+                    item.embedding.len(),
+                    self.dim
+                )));
+            }
+            vectors[at] = Some(item.embedding);
+        }
+        match answer.usage.and_then(|u| u.prompt_tokens.or(u.total_tokens)) {
+            Some(n) => {
+                self.reported_tokens.fetch_add(n, Ordering::Relaxed);
+            }
+            None => self.every_answer_reported.store(false, Ordering::Relaxed),
+        }
+        Ok(vectors.into_iter().map(|v| v.expect("every index filled")).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_urls_never_carry_credentials_or_parameters() {
+        assert_eq!(
+            redacted("https://u:Sekr3t@api.example/v1/embeddings?key=Sekr3t#x"),
+            "https://api.example/v1/embeddings"
+        );
+        assert_eq!(redacted("http://127.0.0.1:8080/v1/embeddings"), "http://127.0.0.1:8080/v1/embeddings");
+    }
+}
