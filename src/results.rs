@@ -612,6 +612,9 @@ pub struct Matrix {
     #[serde(default)]
     pub decision_metric: Option<String>,
     pub selection: Option<Selection>,
+    /// Why an experiment that asked for a selection has none (no cell was eligible).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_selection: Option<NoSelection>,
     pub columns: Vec<String>,
     pub rows: Vec<Row>,
     pub slices: Vec<SliceRow>,
@@ -826,7 +829,29 @@ pub struct RunResult {
     pub case_info: Vec<CaseInfo>,
     /// The configuration `select` chose (none for a shard, which sees part of the grid).
     pub selection: Option<Selection>,
+    /// Why there is no selection when one was asked for.
+    pub no_selection: Option<NoSelection>,
     pub manifest: Manifest,
+}
+
+/// Why a run that asked for a selection has none: every cell broke a rule (SPEC §5, §7), or no
+/// eligible cell has a tuning score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoSelection {
+    pub metric: String,
+    /// Each rule that left cells out, with the best any cell came to it (`leaks == 0`:
+    /// "fewest: c03, 4 leaked chunks").
+    pub rules: Vec<(String, String)>,
+    /// Every cell left out, and why.
+    pub excluded: Vec<(String, String)>,
+}
+
+impl NoSelection {
+    /// One line: `no cell is eligible on ndcg@10: leaks == 0 (fewest: c03, 4); …`.
+    pub fn summary(&self) -> String {
+        let rules: Vec<String> = self.rules.iter().map(|(rule, best)| format!("{rule} ({best})")).collect();
+        format!("no selection: no cell is eligible on {}: {}", self.metric, rules.join("; "))
+    }
 }
 
 #[cfg(test)]

@@ -341,3 +341,35 @@ fn a_preference_never_picks_a_late_filter_over_its_in_query_twin() {
     assert_eq!(s["cell"], "c01", "{s}");
     assert!(s["rule"].as_str().unwrap().contains("`post` twins of `in_query` cells"), "{s}");
 }
+
+/// A `require` no cell meets: the run still writes everything, says in matrix.json, the
+/// summary and the report that nothing is eligible and why (each rule with the best any cell
+/// reached), exits 4, and `check` fails on it.
+#[test]
+fn a_selection_with_no_eligible_cell_says_why_and_fails_the_gate() {
+    let f = equivalence_fixture(20, "require = [\"hit@1 >= 2\", \"leaks == 0\"]\n");
+    let out = f.run_cmd().output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("no selection: no cell is eligible on"), "{stderr}");
+    let run = common::runs_in(&f.path().join("out").read_dir().unwrap().next().unwrap().unwrap().path())[0].clone();
+    let m = matrix(&run);
+    assert_eq!(m["selection"], Value::Null);
+    let none = &m["no_selection"];
+    assert_eq!(none["rules"][0][0], "require hit@1 >= 2", "{none}");
+    assert!(none["rules"][0][1].as_str().unwrap().starts_with("best: c0"), "{none}");
+    assert_eq!(none["excluded"].as_array().unwrap().len(), 2, "{none}");
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(summary.contains("no selection: no cell is eligible"), "{summary}");
+    assert_eq!(summary.matches("| ineligible |").count(), 2, "the table marks every cell: {summary}");
+    let report = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(report.contains("\"no_selection\":{"), "the report's data carries it");
+    f.cmd()
+        .args(["check"])
+        .arg(&run)
+        .args(["--baseline"])
+        .arg(&run)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAIL: no selection"));
+}

@@ -54,6 +54,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args;
     let run = output::resolve_run(&run)?;
     let baseline = baseline.map(|b| output::resolve_run(&b)).transpose()?;
+    // A gate never passes on a run whose selection found no eligible cell.
+    if cell.is_none() {
+        let current = RunData::load(&run)?;
+        if let Some(none) = &current.no_selection {
+            println!("FAIL: {}", safe(&none.summary()));
+            return Ok(ExitCode::from(1));
+        }
+    }
     let unmet = check_requirements(&run, &require, cell.as_deref())?;
     let Some(baseline) = baseline else {
         anyhow::ensure!(!require.is_empty(), "--baseline is needed (or only --require)");

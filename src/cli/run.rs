@@ -27,6 +27,9 @@ pub struct Args {
     pub dirs: Dirs,
 }
 
+/// `run`'s exit status when the experiment asks for a selection and no cell is eligible.
+pub const NO_SELECTION_EXIT: u8 = 4;
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { experiment, out, jobs, quiet, all_columns, shard, dirs } = args;
     if let Some(n) = jobs {
@@ -77,6 +80,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let cells: Vec<&str> = run.manifest.failed_cells.iter().map(|(c, _)| c.as_str()).collect();
         eprintln!("error: the run is incomplete: {} failed (exit status 3)", safe(&cells.join(", ")));
         return Ok(ExitCode::from(3));
+    }
+    if let Some(none) = &run.no_selection {
+        eprintln!("error: {} (exit status 4)", safe(&none.summary()));
+        return Ok(ExitCode::from(NO_SELECTION_EXIT));
     }
     Ok(ExitCode::SUCCESS)
 }

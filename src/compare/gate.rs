@@ -192,6 +192,7 @@ mod tests {
                 .collect(),
             cases: Default::default(),
             selected: None,
+            no_selection: None,
             golden_hash: golden.into(),
             judgments_hash: None,
             decision_metric: "hit@1".into(),

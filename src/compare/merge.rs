@@ -307,6 +307,6 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         *merged = (*merged).max(*n);
     }
     crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
-    let selection = crate::evaluate::selection::select_for(exp, &rows, &slices);
-    Ok(RunResult { columns, decision_metric: decision, rows, slices, case_info, selection, manifest })
+    let (selection, no_selection) = crate::evaluate::selection::select_for(exp, &rows, &slices);
+    Ok(RunResult { columns, decision_metric: decision, rows, slices, case_info, selection, no_selection, manifest })
 }

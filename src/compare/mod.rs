@@ -39,6 +39,8 @@ pub struct RunData {
     pub cases: HashMap<String, CaseInfo>,
     /// The cell chosen by the experiment's `select`, if any.
     pub selected: Option<String>,
+    /// Why the experiment's `select` chose no cell, when it chose none.
+    pub no_selection: Option<crate::results::NoSelection>,
     pub golden_hash: String,
     /// The hash of the judgments the run scored with (SPEC §9), if any.
     pub judgments_hash: Option<String>,
@@ -89,6 +91,7 @@ impl RunData {
             records,
             cases: cases.into_iter().map(|c| (c.case.clone(), c)).collect(),
             selected: matrix.selection.map(|s| s.cell),
+            no_selection: matrix.no_selection,
             judgments_hash: manifest.golden.judgments.map(|j| j.hash),
             golden_hash: manifest.golden.hash,
             decision_metric: matrix.decision_metric.unwrap_or_else(|| DEFAULT_METRIC.into()),
@@ -127,6 +130,9 @@ impl RunData {
     pub fn cell_or_default(&self, name: Option<&str>) -> Result<&CellInfo> {
         if let Some(name) = name {
             return self.cell(name);
+        }
+        if let Some(none) = &self.no_selection {
+            return Err(Error::Other(format!("{}: {}; name a cell with --cell", self.dir.display(), none.summary())));
         }
         match (&self.selected, self.cells.as_slice()) {
             (Some(id), _) => self.cell(id),
@@ -665,6 +671,7 @@ mod tests {
                 .collect(),
             cases: HashMap::new(),
             selected: None,
+            no_selection: None,
             golden_hash: String::new(),
             judgments_hash: None,
             decision_metric: "hit@1".into(),

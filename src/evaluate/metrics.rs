@@ -38,7 +38,9 @@ impl Metric {
     pub fn at(self, j: &Judged, k: usize) -> Option<f64> {
         let top = &j.items[..k.min(j.items.len())];
         if self == Metric::Judged {
-            return (!top.is_empty()).then(|| top.iter().filter(|i| i.judged).count() as f64 / top.len() as f64);
+            // As ir_measures' Judged@k: over k places, a short or empty list's missing places
+            // unjudged.
+            return Some(top.iter().filter(|i| i.judged).count() as f64 / k.max(1) as f64);
         }
         if self == Metric::Precision {
             return Some(top.iter().filter(|i| i.gain > 0.0).count() as f64 / k as f64);

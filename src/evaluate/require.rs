@@ -9,21 +9,34 @@ use crate::vocab::Requirement;
 /// Why `cell` fails `req` on tuning (the value and the rule, or that there is none); `None`
 /// when it holds.
 pub fn unmet(req: &Requirement, rows: &[Row], slices: &[SliceRow], cell: &str) -> Option<String> {
-    let value = match &req.slice {
-        None => rows.iter().find(|r| r.cell == cell && r.split == Split::Tuning).and_then(|r| r.value(&req.column)),
-        Some(slice) => slices
-            .iter()
-            .find(|s| s.cell == cell && s.split == Split::Tuning && s.slice == *slice)
-            .and_then(|s| s.metrics.get(&req.column)?.value),
-    };
-    match value {
+    match value(req, rows, slices, cell) {
         Some(v) if req.op.holds(v, req.value) => None,
         Some(v) => Some(format!("{} (is {})", req.text, trim_number(v))),
         None => Some(format!("{} (no tuning value)", req.text)),
     }
 }
 
-fn trim_number(v: f64) -> String {
+/// The cell's tuning value of the constraint's column (or slice metric).
+pub fn value(req: &Requirement, rows: &[Row], slices: &[SliceRow], cell: &str) -> Option<f64> {
+    match &req.slice {
+        None => rows.iter().find(|r| r.cell == cell && r.split == Split::Tuning).and_then(|r| r.value(&req.column)),
+        Some(slice) => slices
+            .iter()
+            .find(|s| s.cell == cell && s.split == Split::Tuning && s.slice == *slice)
+            .and_then(|s| s.metrics.get(&req.column)?.value),
+    }
+}
+
+/// How far `v` is from meeting the constraint (0 when it does).
+pub fn distance(req: &Requirement, v: f64) -> f64 {
+    if req.op.holds(v, req.value) {
+        0.0
+    } else {
+        (v - req.value).abs()
+    }
+}
+
+pub fn trim_number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {

@@ -20,9 +20,11 @@ pub fn excluded(rows: &[Row], slices: &[SliceRow], requirements: &[Requirement])
             continue;
         }
         let mut reasons: Vec<String> = Vec::new();
-        let leaks: usize = rows.iter().filter(|o| o.cell == r.cell).map(|o| o.leaks).sum();
-        if filtered && leaks > 0 {
-            reasons.push(format!("{leaks} leaked chunks"));
+        let leaks: Vec<(Split, usize)> =
+            rows.iter().filter(|o| o.cell == r.cell && o.leaks > 0).map(|o| (o.split, o.leaks)).collect();
+        if filtered && !leaks.is_empty() {
+            let each: Vec<String> = leaks.iter().map(|(split, n)| format!("{n} on {}", split.as_str())).collect();
+            reasons.push(format!("leaked chunks: {}", each.join(", ")));
         }
         reasons.extend(requirements.iter().filter_map(|q| require::unmet(q, rows, slices, &r.cell)));
         if !reasons.is_empty() {
@@ -47,9 +49,62 @@ pub fn mark_standing(
 
 /// The selection an experiment asks for over `rows`: none without `select`, and none for a
 /// shard, which sees only part of the grid.
-pub fn select_for(exp: &Experiment, rows: &[Row], slices: &[SliceRow]) -> Option<Selection> {
+/// With it, why there is none when one was asked for.
+pub fn select_for(
+    exp: &Experiment,
+    rows: &[Row],
+    slices: &[SliceRow],
+) -> (Option<Selection>, Option<crate::results::NoSelection>) {
     let excluded = excluded(rows, slices, &exp.require);
-    exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer, excluded, exp.margin))
+    let selection =
+        exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer, excluded, exp.margin));
+    let none = why_none(exp, rows, slices, selection.as_ref());
+    (selection, none)
+}
+
+/// Why `selection` is none when the experiment asked for one: each rule that left cells out,
+/// with the best value any cell reached (`None` when there is a selection, none was asked
+/// for, or the run is a shard).
+pub fn why_none(
+    exp: &Experiment,
+    rows: &[Row],
+    slices: &[SliceRow],
+    selection: Option<&Selection>,
+) -> Option<crate::results::NoSelection> {
+    let metric = exp.select.filter(|_| exp.shard.is_none() && selection.is_none())?;
+    let excluded = excluded(rows, slices, &exp.require);
+    let mut rules: Vec<(String, String)> = Vec::new();
+    let cells: Vec<&str> = {
+        let mut c: Vec<&str> = rows.iter().map(|r| r.cell.as_str()).collect();
+        c.dedup();
+        c
+    };
+    if rows.iter().any(|r| r.filter != Filter::None) {
+        let leaks = |cell: &str| rows.iter().filter(|r| r.cell == cell).map(|r| r.leaks).sum::<usize>();
+        if let Some(fewest) = cells.iter().min_by_key(|c| leaks(c)).filter(|c| leaks(c) > 0) {
+            let why = format!("fewest: {fewest}, {} leaked chunks", leaks(fewest));
+            rules.push(("no leaked chunk in a grid with a filter (SPEC §5)".into(), why));
+        }
+    }
+    for req in &exp.require {
+        let failing = cells.iter().filter(|c| require::unmet(req, rows, slices, c).is_some()).count();
+        if failing == 0 {
+            continue;
+        }
+        let best = cells
+            .iter()
+            .filter_map(|c| require::value(req, rows, slices, c).map(|v| (*c, v)))
+            .min_by(|a, b| require::distance(req, a.1).total_cmp(&require::distance(req, b.1)));
+        let why = match best {
+            Some((cell, v)) => format!("best: {cell}, {}", require::trim_number(v)),
+            None => "no cell has a tuning value".into(),
+        };
+        rules.push((format!("require {}", req.text), why));
+    }
+    if rules.is_empty() {
+        rules.push(("a tuning score".into(), format!("no eligible cell has a tuning {metric}")));
+    }
+    Some(crate::results::NoSelection { metric: metric.to_string(), rules, excluded })
 }
 
 /// Selects on tuning among the eligible cells (those not in `excluded`): the best score, or

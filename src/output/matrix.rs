@@ -192,6 +192,7 @@ pub fn matrix(run: &RunResult) -> Matrix {
         unit: run.manifest.experiment.unit.clone(),
         decision_metric: Some(run.decision_metric.to_string()),
         selection: run.selection.clone(),
+        no_selection: run.no_selection.clone(),
         columns: run.columns.iter().map(MetricAt::to_string).collect(),
         rows: run.rows.clone(),
         slices: run.slices.clone(),

@@ -126,10 +126,12 @@ pub fn cell_entries(exp: &Experiment) -> Vec<CellEntry> {
 /// A finished run, ready to write.
 pub fn result(exp: &Experiment, prepared: &Prepared, outcome: Outcome, run_id: &str) -> RunResult {
     let manifest = manifest(exp, prepared, &outcome, run_id);
+    let (selection, no_selection) = crate::evaluate::selection::select_for(exp, &outcome.rows, &outcome.slices);
     RunResult {
         columns: exp.columns(),
         decision_metric: exp.decision_metric(),
-        selection: crate::evaluate::selection::select_for(exp, &outcome.rows, &outcome.slices),
+        selection,
+        no_selection,
         rows: outcome.rows,
         slices: outcome.slices,
         case_info: outcome.case_info,
@@ -294,6 +296,7 @@ impl RunWriter {
         }
         write_atomic(&staging.join("slices.csv"), &matrix::slices_csv(run))?;
         write_atomic(&staging.join("cases.jsonl"), &cases_jsonl(run))?;
+        write_atomic(&staging.join("runs").join("queries.txt"), &trec::queries(&run.case_info))?;
         let mut manifest = serde_json::to_vec_pretty(&run.manifest).expect("json");
         manifest.push(b'\n');
         write_atomic(&staging.join("manifest.json"), &manifest)?;

@@ -194,7 +194,11 @@ fn ms(v: f64) -> String {
 fn standing(row: &Row, m: &Matrix) -> &'static str {
     match row.vs_best {
         Some(v) => v.as_str(),
-        None if m.selection.as_ref().is_some_and(|s| s.excludes(&row.cell)) => "ineligible",
+        None if m.selection.as_ref().is_some_and(|s| s.excludes(&row.cell))
+            || m.no_selection.as_ref().is_some_and(|n| n.excluded.iter().any(|(c, _)| *c == row.cell)) =>
+        {
+            "ineligible"
+        }
         None => "",
     }
 }
@@ -509,6 +513,10 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         out.push('\n');
         out.push_str(&wrap(&selection_summary(s), WIDTH, 4));
     }
+    if let Some(none) = &m.no_selection {
+        out.push('\n');
+        out.push_str(&wrap(&none.summary(), WIDTH, 4));
+    }
     for w in warnings(m, manifest, Some(dir)) {
         out.push_str(&wrap(&format!("warning: {w}"), WIDTH, 2));
     }
@@ -724,6 +732,9 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
         let text = crate::output::terminal_safe(&selection_summary(s));
         let fence = fence(&text);
         out.push_str(&format!("\n{fence}\n{text}{fence}\n"));
+    }
+    if let Some(none) = &m.no_selection {
+        out.push_str(&format!("\n**{}**\n", md(&none.summary())));
     }
     let warnings = warnings(m, manifest, Some(run));
     if !warnings.is_empty() {

@@ -48,39 +48,30 @@ pub fn decode_id(token: &str) -> String {
 
 /// One cell's judged lists as a TREC run.
 ///
-/// trec_eval ignores the rank column and re-sorts tied scores by item id, descending, while
-/// ragsweep breaks ties by chunk id, ascending. So within a run of tied scores the written
-/// score steps down by at most 1e-6 (staying above the next lower score), and any
-/// trec_eval-compatible tool scores exactly the ranking ragsweep scored.
+/// The score column encodes the rank: a list of n items scores n, n − 1, …, 1, whole numbers
+/// that every scorer reads the same (trec_eval stores scores as 32-bit floats and breaks ties
+/// by item id, so real scores that tie, or differ by less than a float32 step, would be
+/// re-ordered). The real scores are in `per_query.jsonl`. A case with an empty list has no
+/// line: `queries.txt` lists every evaluated case.
 pub fn trec_run(results: &[CaseResult]) -> Vec<u8> {
     let mut out = Vec::new();
     for c in results {
-        let scores: Vec<f64> = c.ranking.iter().map(|(_, s)| f64::from(*s)).collect();
         let case = encode_id(&c.case);
-        for (rank, ((key, _), score)) in c.ranking.iter().zip(tie_ordered(&scores)).enumerate() {
-            writeln!(out, "{case} Q0 {} {} {score} ragsweep-{}", encode_id(key), rank + 1, c.cell).expect("memory");
+        let n = c.ranking.len();
+        for (rank, (key, _)) in c.ranking.iter().enumerate() {
+            writeln!(out, "{case} Q0 {} {} {} ragsweep-{}", encode_id(key), rank + 1, n - rank, c.cell)
+                .expect("memory");
         }
     }
     out
 }
 
-/// `scores` (descending) with tied runs made strictly decreasing, by steps of at most 1e-6.
-fn tie_ordered(scores: &[f64]) -> Vec<f64> {
-    let mut out = scores.to_vec();
-    let mut i = 0;
-    while i < scores.len() {
-        let mut j = i + 1;
-        while j < scores.len() && scores[j] == scores[i] {
-            j += 1;
-        }
-        if j - i > 1 {
-            let next = scores.get(j).copied().unwrap_or(scores[i] - 1.0);
-            let step = ((scores[i] - next) / (j - i) as f64).min(1e-6);
-            for (t, slot) in out[i..j].iter_mut().enumerate() {
-                *slot = scores[i] - t as f64 * step;
-            }
-        }
-        i = j;
+/// `runs/queries.txt`: every evaluated case, `case split answerable` a line (ids encoded as in
+/// the run files), so a scorer can count the cases whose list was empty.
+pub fn queries(cases: &[crate::results::CaseInfo]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in cases {
+        writeln!(out, "{} {} {}", encode_id(&c.case), c.split.as_str(), u8::from(c.answerable)).expect("memory");
     }
     out
 }
@@ -88,17 +79,6 @@ fn tie_ordered(scores: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tied_scores_become_strictly_decreasing_without_passing_the_next_score() {
-        let out = tie_ordered(&[3.0, 2.0, 2.0, 2.0, 1.999_999_5, 1.0, 1.0]);
-        assert!(out.windows(2).all(|w| w[0] > w[1]), "{out:?}");
-        assert_eq!(out[0], 3.0);
-        assert_eq!(out[1], 2.0);
-        assert!(out[3] > 1.999_999_5);
-        assert_eq!(out[5], 1.0);
-        assert!((out[6] - (1.0 - 1e-6)).abs() < 1e-12);
-    }
 
     #[test]
     fn ids_become_single_tokens_and_come_back() {

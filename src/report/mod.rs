@@ -85,6 +85,7 @@ struct Data {
     /// The cut-offs the page can pick: each k, then each budget (`1024t`).
     cuts: Vec<String>,
     selection: Value,
+    no_selection: Value,
     health: Vec<String>,
     /// The configuration keys that vary in the grid (each cell's `config` has them).
     varying: Vec<String>,
@@ -219,6 +220,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         // Each k, then each budget, as the rows key them (`@1024t` → `1024t`).
         cuts: matrix.rows.first().map_or_else(Vec::new, |r| r.ctx_tokens.keys().map(|k| k.trim_start_matches('@').to_string()).collect()),
         selection: serde_json::to_value(&matrix.selection).expect("json"),
+        no_selection: serde_json::to_value(&matrix.no_selection).expect("json"),
         varying,
         priced: manifest.cost.prices.any(),
         warnings: summary::warnings(&matrix, &manifest, None),

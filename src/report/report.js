@@ -69,6 +69,13 @@ function header() {
       s.rule ? el("div", { class: "muted" }, s.rule) : null,
       el("div", { class: "muted" }, `full configuration: ${cellById[s.cell] ? cellById[s.cell].label : s.label}`)));
   }
+  if (D.no_selection) {
+    const n = D.no_selection;
+    parts.push(el("p", { id: "selection" },
+      el("strong", {}, `No selection: no cell is eligible on ${n.metric}.`),
+      ` ${n.rules.map(([rule, best]) => `${rule} (${best})`).join("; ")}.`,
+      n.excluded.length ? el("div", { class: "muted" }, `Not eligible: ${n.excluded.map(([c, why]) => `${c} (${why})`).join("; ")}`) : null));
+  }
   for (const w of D.warnings) parts.push(el("div", { class: "warning" }, `Warning: ${w}`));
   for (const w of D.health) parts.push(el("div", { class: "warning" }, `Golden set: ${w}`));
   return el("section", { id: "header" }, parts);

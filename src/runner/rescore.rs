@@ -138,9 +138,17 @@ pub fn rescore(
     manifest.golden.health = prepared.health().warnings;
     manifest.rescored_from = Some(manifest.run_id.clone());
     manifest.stages.extend(stages);
-    let selection = crate::evaluate::selection::select_for(exp, &rows, &slices);
-    let result =
-        RunResult { columns: exp.columns(), decision_metric: decision, rows, slices, case_info, selection, manifest };
+    let (selection, no_selection) = crate::evaluate::selection::select_for(exp, &rows, &slices);
+    let result = RunResult {
+        columns: exp.columns(),
+        decision_metric: decision,
+        rows,
+        slices,
+        case_info,
+        selection,
+        no_selection,
+        manifest,
+    };
     Ok(Rescored { result, moved })
 }
 
