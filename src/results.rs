@@ -723,6 +723,9 @@ pub struct GoldenInfo {
     /// The judgments the run scored with (SPEC §9); `hash` above covers them too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judgments: Option<crate::input::judgments::JudgmentsInfo>,
+    /// How complete the golden set's labels are (`[golden] labels`).
+    #[serde(default)]
+    pub labels: crate::input::golden::Labels,
 }
 
 /// A model as the manifest records it.

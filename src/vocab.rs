@@ -172,8 +172,8 @@ pub struct Miss {
     pub rank: Option<u32>,
     /// What decided it, in words a user can check against the text.
     pub evidence: String,
-    /// Under `unjudged`: the pipeline's cause, should the unjudged items be judged not relevant
-    /// (`evidence` is then that cause's evidence).
+    /// In runs written before `unjudged` became a flag: the pipeline's cause under the cause
+    /// `unjudged` (`evidence` is then that cause's evidence). New runs leave it out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<Cause>,
     /// Items above the cut that carry no judgment (SPEC §9).
@@ -191,13 +191,17 @@ impl Miss {
         Miss { k, cause, rank, evidence, pipeline: None, unjudged: 0 }
     }
 
-    /// The cause and evidence in words: under `unjudged`, how many items and the pipeline's
-    /// cause should they be judged not relevant.
+    /// The evidence in words, with how many unjudged items rank above the cut when some do
+    /// (runs before the flag recorded `unjudged` as the cause and the pipeline's beside it).
     pub fn explained(&self) -> String {
         match self.pipeline {
             Some(p) if self.cause == Cause::Unjudged => format!(
                 "{} of the top {} unjudged (ragsweep judge); if none is relevant: {p} — {}",
                 self.unjudged, self.k, self.evidence
+            ),
+            _ if self.unjudged > 0 => format!(
+                "{} ({} of the top {} unjudged: it may not be a miss; ragsweep judge)",
+                self.evidence, self.unjudged, self.k
             ),
             _ => self.evidence.clone(),
         }

@@ -203,7 +203,7 @@ proptest! {
         let text = if lines { text.replace("\n ", "\n").trim_start_matches('[').replace("},\n", "}\n").replace("}]", "}") } else { text };
         let path = dir.path().join("golden.json");
         std::fs::write(&path, &text).unwrap();
-        let source = GoldenSource { path: path.clone(), format: Some(GoldenFormat::Json), tuning: vec![], reserved: vec![] };
+        let source = GoldenSource { path: path.clone(), format: Some(GoldenFormat::Json), tuning: vec![], reserved: vec![], labels: None };
         if let Err(e) = golden::load(&source, &corpus) {
             assert_located(&e, &path)?;
         }
@@ -217,7 +217,7 @@ proptest! {
         std::fs::create_dir_all(root.join("qrels")).unwrap();
         std::fs::write(root.join("qrels/test.tsv"), &qrels).unwrap();
         std::fs::write(root.join("queries.jsonl"), &queries).unwrap();
-        let source = GoldenSource { path: root.clone(), format: Some(GoldenFormat::Beir), tuning: vec![], reserved: vec!["test".into()] };
+        let source = GoldenSource { path: root.clone(), format: Some(GoldenFormat::Beir), tuning: vec![], reserved: vec!["test".into()], labels: None };
         if let Err(e) = golden::load(&source, &corpus) {
             assert_located(&e, &root)?;
         }

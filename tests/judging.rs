@@ -48,7 +48,9 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     assert_eq!(q1["unjudged"][0]["id"], "b#Pagamentos", "{q1}");
     let misses = std::fs::read_to_string(first.join("misses.csv")).unwrap();
     let q1_miss = misses.lines().find(|l| l.starts_with("c01,tuning,q1,1,")).unwrap();
-    assert!(q1_miss.contains(",unjudged,") && q1_miss.contains("1 of the top 1 unjudged"), "{q1_miss}");
+    // The pipeline's cause is the cause; the unjudged item above the cut is a flag beside it.
+    assert!(!q1_miss.contains(",unjudged,") && q1_miss.contains("1 of the top 1 unjudged"), "{q1_miss}");
+    assert!(q1_miss.ends_with(",1"), "unjudged_above: {q1_miss}");
     let report = std::fs::read_to_string(first.join("report.html")).unwrap();
     assert!(report.contains(r#""unjudged":[{"cells":["c01","c02"],"id":"b#Pagamentos"}"#), "the report's panel data");
     let m = matrix(&first);
@@ -157,4 +159,29 @@ fn a_judgment_that_cannot_stand_stops_the_run_at_its_line() {
     assert!(
         !f.path().join("out").join("judging").exists() || runs_in(&f.path().join("out").join("judging")).is_empty()
     );
+}
+
+/// Sparse labels (a benchmark's one label per question): every miss keeps its pipeline cause,
+/// the matrix counts causes by the pipeline (no `unjudged` count), and the summary says once
+/// what judged@k means there.
+#[test]
+fn sparse_labels_keep_pipeline_causes_and_say_what_judged_means() {
+    let f = fixture();
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(f.path().join("exp.toml"), exp.replace("[golden]\n", "[golden]\nlabels = \"sparse\"\n")).unwrap();
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    std::fs::write(f.path().join("exp.toml"), exp.replace("k = [1, 3]\n", "k = [1, 3]\nselect = \"hit@1\"\n")).unwrap();
+    let run = f.run();
+    let m = matrix(&run);
+    for row in m["rows"].as_array().unwrap() {
+        let counts = row["misses"].to_string();
+        assert!(!counts.contains("unjudged"), "causes by the pipeline: {counts}");
+    }
+    let misses = std::fs::read_to_string(run.join("misses.csv")).unwrap();
+    assert!(misses.lines().skip(1).all(|l| !l.contains(",unjudged,")), "{misses}");
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["golden"]["labels"], "sparse");
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert_eq!(summary.matches("labels are sparse").count(), 1, "{summary}");
+    assert!(!summary.contains("labels are thin"), "{summary}");
 }

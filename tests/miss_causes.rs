@@ -14,8 +14,8 @@ struct MissRow {
     cell: String,
     case: String,
     k: usize,
-    /// The pipeline's cause (`pipeline_cause`): these corpora label one unit per question, so
-    /// most misses are first `unjudged` (SPEC §9), which tests/judging.rs checks.
+    /// The pipeline's cause (`pipeline_cause`, equal to `cause` since unjudged items above the
+    /// cut became a flag, `unjudged_above`, which tests/judging.rs checks).
     cause: String,
     rank: Option<u32>,
     evidence: String,
@@ -175,10 +175,10 @@ fn bm25_with_no_shared_term_is_a_lexical_mismatch_and_a_lower_rank_a_cutoff() {
         item["bm25"]["terms"].as_array().unwrap().iter().find(|t| t["term"] == "ped").unwrap()["tf"].as_u64().unwrap()
     };
     assert_eq!((pedido_tf(&items[0]), pedido_tf(&items[1])), (4, 1), "the winner repeats the common word");
-    // An unlabelled item ranks above the answer: unjudged first, the pipeline's cause kept.
+    // An unlabelled item ranks above the answer: the pipeline's cause, the unjudged item a flag.
     assert_eq!(
-        (e["misses"][0]["cause"].as_str(), e["misses"][0]["pipeline"].as_str()),
-        (Some("unjudged"), Some("cutoff"))
+        (e["misses"][0]["cause"].as_str(), e["misses"][0]["pipeline"].as_str(), e["misses"][0]["unjudged"].as_u64()),
+        (Some("cutoff"), None, Some(1))
     );
     let text = f.explain(&run, &["--cell", "c01", "--case", "vr"]);
     let text = String::from_utf8(text.stdout).unwrap();

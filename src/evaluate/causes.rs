@@ -11,8 +11,9 @@ use std::fmt;
 pub use crate::vocab::{Cause, Miss};
 
 impl Cause {
-    pub const ALL: [Cause; 11] = [
-        Cause::Unjudged,
+    /// Every cause a run gives, in pipeline order (`Unjudged` is only read from older runs:
+    /// unjudged items above the cut are now a flag on the miss).
+    pub const ALL: [Cause; 10] = [
         Cause::Chunking,
         Cause::NotVisible,
         Cause::LexicalMismatch,

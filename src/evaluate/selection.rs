@@ -455,7 +455,7 @@ mod tests {
         let m = MetricAt::at_k(Metric::Ndcg, 10);
         let s = select(&rows, m, Prefer::Quality, excluded(&rows, &[], &[]), 0.02).unwrap();
         assert_eq!(s.cell, "c2");
-        assert_eq!(s.excluded, vec![("c1".to_string(), "3 leaked chunks".to_string())]);
+        assert_eq!(s.excluded, vec![("c1".to_string(), "leaked chunks: 3 on tuning".to_string())]);
         // Without a filtered cell, leaks are only measured: every cell is eligible.
         rows[1].filter = Filter::None;
         assert_eq!(select(&rows, m, Prefer::Quality, excluded(&rows, &[], &[]), 0.02).unwrap().cell, "c1");

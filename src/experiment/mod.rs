@@ -539,6 +539,7 @@ impl Experiment {
                     format: None,
                     tuning: Vec::new(),
                     reserved: Vec::new(),
+                    labels: None,
                 };
                 crate::input::judgments::path_for(&golden, raw.golden.judgments.map(|p| base.join(p)).as_deref())
             },
@@ -547,6 +548,7 @@ impl Experiment {
                 format: raw.golden.format,
                 tuning: raw.golden.tuning,
                 reserved: raw.golden.reserved,
+                labels: raw.golden.labels,
             },
             default_groups: raw
                 .permissions

@@ -168,4 +168,7 @@ pub(super) struct RawGolden {
     /// Where judgments are kept (default: `judgments.jsonl` beside the golden set).
     #[serde(default)]
     pub(super) judgments: Option<PathBuf>,
+    /// How complete the labels are: `pooled` or `sparse` (default: sparse for BEIR).
+    #[serde(default)]
+    pub(super) labels: Option<crate::input::golden::Labels>,
 }

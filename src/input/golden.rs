@@ -87,6 +87,17 @@ pub enum GoldenFormat {
     Json,
 }
 
+/// How complete a golden set's labels are (SPEC §9): `pooled` when the items the cells return
+/// were judged (a team's own set, grown with `judge`), `sparse` when each question labels one or
+/// a few items and the rest were never judged (BEIR and TREC imports).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Labels {
+    #[default]
+    Pooled,
+    Sparse,
+}
+
 /// How to read a golden set; BEIR folders need to know which qrels files make which split.
 #[derive(Debug, Clone, Default)]
 pub struct GoldenSource {
@@ -96,14 +107,28 @@ pub struct GoldenSource {
     pub tuning: Vec<String>,
     /// BEIR qrels names whose queries are reserved cases.
     pub reserved: Vec<String>,
+    /// `[golden] labels`, when the experiment says.
+    pub labels: Option<Labels>,
+}
+
+impl GoldenSource {
+    /// The format the set is read in: as declared, else BEIR for a folder, JSON for a file.
+    pub fn format(&self) -> GoldenFormat {
+        match self.format {
+            Some(f) => f,
+            None if self.path.is_dir() => GoldenFormat::Beir,
+            None => GoldenFormat::Json,
+        }
+    }
+
+    /// How complete the labels are: as declared, else `sparse` for a BEIR import.
+    pub fn labels(&self) -> Labels {
+        self.labels.unwrap_or(if self.format() == GoldenFormat::Beir { Labels::Sparse } else { Labels::Pooled })
+    }
 }
 
 pub fn load(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
-    let format = match source.format {
-        Some(f) => f,
-        None if source.path.is_dir() => GoldenFormat::Beir,
-        None => GoldenFormat::Json,
-    };
+    let format = source.format();
     let cases = match format {
         GoldenFormat::Beir => read_beir(source, corpus)?,
         GoldenFormat::Json => read_json(&source.path, corpus)?,

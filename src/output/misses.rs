@@ -43,7 +43,8 @@ pub struct MissesCsv(csv::Writer<Vec<u8>>);
 impl Default for MissesCsv {
     fn default() -> Self {
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(["cell", "split", "case", "k", "cause", "rank", "evidence", "pipeline_cause"]).expect("memory");
+        w.write_record(["cell", "split", "case", "k", "cause", "rank", "evidence", "pipeline_cause", "unjudged_above"])
+            .expect("memory");
         MissesCsv(w)
     }
 }
@@ -54,6 +55,7 @@ impl MissesCsv {
             let rank = m.rank.map(|r| r.to_string()).unwrap_or_default();
             let pipeline = m.pipeline.unwrap_or(m.cause);
             let k = m.k.to_string();
+            let unjudged = m.unjudged.to_string();
             let record = [
                 &line.cell,
                 line.split.as_str(),
@@ -63,6 +65,7 @@ impl MissesCsv {
                 &rank,
                 &m.explained(),
                 pipeline.as_str(),
+                &unjudged,
             ];
             self.0.write_record(record).expect("memory");
         }

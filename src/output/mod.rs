@@ -66,6 +66,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             cases_per_split: outcome.split_counts.clone(),
             health: prepared.health().warnings,
             judgments: prepared.judgments.clone(),
+            labels: exp.golden.labels(),
         },
         models: prepared
             .models

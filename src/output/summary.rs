@@ -621,6 +621,19 @@ fn thin_labels(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Option<
         return None;
     }
     let (above, cases) = row.unjudged_above;
+    if manifest.golden.labels == crate::input::golden::Labels::Sparse {
+        // A benchmark labels one or a few items per question: judged@k is low by design.
+        return Some(format!(
+            "labels are sparse ([golden] labels = \"sparse\"): judged@{k} ({judged:.2} for {}) measures how many returned items the benchmark labelled, not quality; a miss's `unjudged_above` says when unlabelled items outrank the cut",
+            s.cell
+        ));
+    }
+    if above == 0 {
+        return Some(format!(
+            "labels are thin: the selected cell {}'s judged@{k} on tuning is {judged:.2} (below {JUDGED_FLOOR}), though no unjudged unit sits above its first relevant item in any case",
+            s.cell
+        ));
+    }
     Some(format!(
         "labels are thin: the selected cell {}'s judged@{k} on tuning is {judged:.2} (below {JUDGED_FLOOR}); {} sit above its first relevant item in {}: some of its misses may be answers nobody labelled; judge them (`ragsweep judge {} --cells {}`), then `ragsweep rescore`",
         s.cell,

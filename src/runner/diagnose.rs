@@ -52,7 +52,7 @@ impl Scoring<'_> {
         oracle: Option<&Oracle>,
     ) -> Result<Vec<Miss>> {
         let misses = self.diagnose_pipeline(run, ci, vector, r, oracle)?;
-        Ok(unjudged_first(misses, r, &self.exp.k))
+        Ok(flag_unjudged(misses, r, &self.exp.k))
     }
 
     /// The first pipeline stage that lost the relevant unit, per missed cut-off.
@@ -369,19 +369,15 @@ impl Scoring<'_> {
     }
 }
 
-/// SPEC §9: a miss whose list holds unjudged items above the cut may not be a miss: its cause
-/// is `unjudged`, the pipeline's cause kept beside it for when those items are judged not
-/// relevant.
-pub(super) fn unjudged_first(misses: Vec<Miss>, r: &Retrieval, ks: &[usize]) -> Vec<Miss> {
+/// SPEC §9: a miss keeps the pipeline's cause; how many unjudged items rank above the cut is a
+/// flag beside it (it may not be a miss: one of them may be relevant).
+pub(super) fn flag_unjudged(misses: Vec<Miss>, r: &Retrieval, ks: &[usize]) -> Vec<Miss> {
     misses
         .into_iter()
         .map(|m| {
             let i = ks.iter().position(|&k| k == m.k).expect("a miss is at one of the cut-offs");
             let unjudged = r.list(i).items.iter().take(m.k).filter(|item| !item.judged).count();
-            if unjudged == 0 {
-                return m;
-            }
-            Miss { cause: Cause::Unjudged, pipeline: Some(m.cause), unjudged: unjudged as u32, ..m }
+            Miss { unjudged: unjudged as u32, ..m }
         })
         .collect()
 }

@@ -105,7 +105,7 @@ pub fn rescore(
                     ))
                 })?;
             let mut result = scoring.score(&this, ci, &r)?;
-            result.misses = diagnose::unjudged_first(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
+            result.misses = diagnose::flag_unjudged(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
             result.parity = line.parity.values().copied().collect();
             results.push(result);
         }
