@@ -307,3 +307,39 @@ proptest::proptest! {
 fn regex_lite(text: &str, file: &str) -> bool {
     text.split(&format!("{file}:")).skip(1).any(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
+
+/// Front matter the strict YAML parser rejects (a flow sequence closed at column 0, as Hugo
+/// accepts) is read line by line only when nothing in it could declare access, however it is
+/// written: an explicit key, an escaped key, a flow mapping or list, an anchor, or an access
+/// line before the line that breaks. Each is refused at its file, also through an include.
+#[test]
+fn the_lenient_reader_never_decides_access() {
+    let broken = "keywords: [\"a\", \"b\",\n]\n";
+    for (name, declaration) in [
+        ("explicit.md", "? acl\n: [rh]\n"),
+        ("hex.md", "\"\\x61cl\": [rh]\n"),
+        ("unicode.md", "\"\\u0061cl\": [rh]\n"),
+        ("flow.md", "params: {acl: [rh]}\n"),
+        ("flow2.md", "params: {x: 1, acl: [rh]}\n"),
+        ("list.md", "blocks: [{acl: [rh]}]\n"),
+        ("anchor.md", "base: &b {acl: [rh]}\n"),
+        ("before.md", "acl: [rh]\n"),
+    ] {
+        for text in [
+            format!("---\ntitle: x\n{declaration}{broken}---\nSegredo.\n"),
+            format!("---\ntitle: x\n{broken}{declaration}---\nSegredo.\n"),
+        ] {
+            let f = corpus_with(name, &text, GOLDEN, "");
+            f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(
+                predicate::str::contains(format!("{name}:")).and(predicate::str::contains("YAML front matter")),
+            );
+            // Included by a page: the page is refused too, never public.
+            let f = corpus_with("page.md", "# Página\n{{< readfile file=\"frag.md\" >}}\n", GOLDEN, "");
+            std::fs::write(f.path().join("docs/frag.md"), &text).unwrap();
+            f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains("frag.md:"));
+        }
+    }
+    // Without any access declaration it is still read, line by line.
+    let f = corpus_with("hugo.md", &format!("---\ntitle: Hugo\n{broken}---\n# Hugo\nTexto.\n"), GOLDEN, "");
+    f.cmd().args(["validate", "exp.toml"]).assert().success();
+}

@@ -112,6 +112,11 @@ fn an_explicit_empty_group_list_is_a_user_in_no_group_not_the_default_user() {
     let m = matrix(&run);
     assert_eq!(m["rows"][0]["unanswerable"], 1);
     assert_eq!(m["rows"][0]["restricted_hits"], 0);
+
+    // `groups: null` is refused, as `acl: null` is on a document: not silently the default user.
+    let golden = r#"[{"id": "nulo", "question": "tabela de salários", "relevant": ["salarios"], "groups": null}]"#;
+    let f = Fixture::new(&docs, golden, &experiment);
+    refused(&f, &["case \"nulo\": `groups` is null"]);
 }
 
 /// Every file under `dir` whose name ends with `suffix`.

@@ -213,15 +213,66 @@ fn yaml_within_bounds(block: &str) -> std::result::Result<(), (usize, String)> {
     }
 }
 
-/// Whether any line of `block` names, at any depth, a key that is or could be the access list.
+/// Whether anything in `block` could name, at any depth, a key that is or could be the access
+/// list, read as loosely as any YAML reader might: escapes (`"\x61cl"`, `"\u0061cl"`) decoded
+/// first, every key of a flow mapping or sequence (`params: {x: 1, acl: [rh]}`,
+/// `blocks: [{acl: [rh]}]`), explicit keys (`? acl`), keys behind anchors and tags, on any line.
+/// Only front matter the strict parser rejected is read this way, so that the line-by-line
+/// reader never decides access.
 fn could_declare_access(block: &str, rules: &AccessKey) -> bool {
-    block.lines().any(|line| {
-        let t = line.trim_start().trim_start_matches(['-', '{', '[', ',', ' ']).trim_start();
-        t.split_once(':').is_some_and(|(key, _)| {
-            let key = key.trim().trim_matches(['"', '\'']);
-            !key.is_empty() && rules.classify(key) != Field::Meta
-        }) || starts_like_acl(t, rules)
+    let text = unescaped(block);
+    text.split(['\n', '{', '}', '[', ']', ',']).any(|segment| {
+        let mut t = segment.trim();
+        // Sequence dashes, explicit-key marks, anchors and tags before a key.
+        loop {
+            let before = t;
+            t = t.trim_start_matches(['-', '?', ' ', '\t']);
+            for mark in ['&', '!', '*'] {
+                if let Some(rest) = t.strip_prefix(mark) {
+                    t = rest.split_once([' ', '\t']).map_or("", |(_, r)| r);
+                }
+            }
+            if t == before {
+                break;
+            }
+        }
+        let key = t.split_once(':').map_or(t, |(key, _)| key).trim().trim_matches(['"', '\'']).trim();
+        (!key.is_empty() && rules.classify(key) != Field::Meta) || starts_like_acl(t, rules)
     })
+}
+
+/// `text` with YAML's double-quoted escapes (`\xHH`, `\uHHHH`, `\UHHHHHHHH`) decoded wherever
+/// they appear.
+fn unescaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = match after.chars().next() {
+            Some('x') => 2,
+            Some('u') => 4,
+            Some('U') => 8,
+            _ => 0,
+        };
+        let decoded = (digits > 0)
+            .then(|| after.get(1..1 + digits))
+            .flatten()
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+            .and_then(char::from_u32);
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &after[1 + digits..];
+            }
+            None => {
+                out.push('\\');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Front matter this parser does not read, taken line by line: `title` and the other plain

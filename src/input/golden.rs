@@ -277,6 +277,11 @@ fn evidence(value: Value, default_doc: &Option<String>) -> Result<Evidence, Stri
     }
 }
 
+/// A key that is present, `null` included (`Some(None)`), as opposed to left out (`None`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::result::Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCase {
@@ -288,8 +293,9 @@ struct RawCase {
     split: Option<Split>,
     #[serde(default, alias = "respondivel")]
     answerable: Option<bool>,
-    #[serde(default, alias = "grupos")]
-    groups: Option<Vec<String>>,
+    /// Left out: the default groups; `null` is refused (as `acl: null` on a document).
+    #[serde(default, alias = "grupos", deserialize_with = "present")]
+    groups: Option<Option<Vec<String>>>,
     #[serde(default, alias = "relevantes")]
     relevant: Option<Value>,
     #[serde(default, alias = "trecho", alias = "trechos")]
@@ -435,7 +441,12 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             }
             let groups = match raw.groups {
                 None => None,
-                Some(groups) => Some(
+                Some(None) => {
+                    return Err(bad(format!(
+                        "case {id:?}: `groups` is null: list the user's groups, `[]` for a user in no group, or leave the key out for the experiment's default groups"
+                    )))
+                }
+                Some(Some(groups)) => Some(
                     groups
                         .iter()
                         .map(|g| {
