@@ -728,3 +728,36 @@ fn the_plan_column_shows_an_unused_index_and_force_index_measures_it() {
     assert!(csv.contains("vector index") && csv.contains("(index unused)"), "{csv}");
     assert!(stdout.contains("warning: index unused:"), "{stdout}");
 }
+
+/// A question and a document holding U+0000 (PostgreSQL's text refuses it) and a temporary
+/// folder whose path is too long for a unix socket: the private server still starts and the pg
+/// full-text cell finds both answers (U+0000 is a space for every engine).
+#[test]
+fn nul_bytes_and_a_long_temporary_folder_do_not_stop_the_pg_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("corpus")).unwrap();
+    std::fs::write(root.join("corpus/ferias.md"), "# Férias\nTrinta dias de\u{0}férias por ano.\n").unwrap();
+    std::fs::write(root.join("corpus/ponto.md"), "# Ponto\nO ponto é registrado no aplicativo.\n").unwrap();
+    std::fs::write(
+        root.join("golden.json"),
+        r#"[{"id": "q1", "question": "dias de\u0000férias", "relevant": ["ferias"]},
+            {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"]}]"#,
+    )
+    .unwrap();
+    let exp = root.join("nul.toml");
+    std::fs::write(
+        &exp,
+        "name = \"nul\"\nunit = \"doc\"\nk = [2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [corpus]\npath = \"corpus\"\n[golden]\npath = \"golden.json\"\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"fulltext\"\nengine = \"pg\"\nanalyzer = \"simple\"\n",
+    )
+    .unwrap();
+    let long_tmp = root.join("a-temporary-folder-whose-path-is-far-too-long-for-a-unix-socket-path");
+    std::fs::create_dir_all(&long_tmp).unwrap();
+    let out = ragsweep_in(root, "run", &exp, &repo().join("engines")).env("TMPDIR", &long_tmp).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let matrix: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/nul/latest/matrix.json")).unwrap()).unwrap();
+    assert_eq!(matrix["rows"][0]["metrics"]["hit@2"]["value"], 1.0, "{}", matrix["rows"][0]);
+}

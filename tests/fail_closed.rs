@@ -752,6 +752,10 @@ fn a_password_in_the_server_url_is_refused_and_never_echoed() {
         "postgresql://u%3As3cr3t-pw@db.internal/rag",
         "postgresql://u@db.internal/rag?password=s3cr3t-pw",
         "postgres+psycopg://u:s3cr3t-pw@db.internal/rag",
+        // A password typed in the port slot, or as a bare parameter.
+        "postgresql://u@db.internal:s3cr3t-pw/rag",
+        "postgresql://u@db.internal/rag?s3cr3t-pw",
+        "postgresql://u@db.internal/rag?s3cr3t-pw=1",
     ] {
         let f = common::Fixture::new(
             &[("a.md", "# A\nTexto.\n")],

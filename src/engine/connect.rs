@@ -47,7 +47,7 @@ impl Endpoint {
         let rest = url
             .strip_prefix("postgresql://")
             .or_else(|| url.strip_prefix("postgres://"))
-            .ok_or_else(|| format!("{shown:?} is not a postgresql:// URL"))?;
+            .ok_or_else(|| "the URL does not start with postgresql:// or postgres://".to_string())?;
         let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
         let (authority, database) = rest.split_once('/').unwrap_or((rest, ""));
         let (user, hostport) = match authority.rsplit_once('@') {
@@ -59,7 +59,11 @@ impl Endpoint {
         }
         let (host, port) = match hostport.rsplit_once(':') {
             Some((host, port)) => {
-                (host, port.parse::<u16>().map_err(|_| format!("port {port:?} in {shown:?} is not a port number"))?)
+                // The port slot is never quoted: a password typed there would be printed.
+                let port = port.parse::<u16>().map_err(|_| {
+                    "the URL's port (after the last `:` of the host) is not a number from 0 to 65535".to_string()
+                })?;
+                (host, port)
             }
             None => (hostport, 5432),
         };
@@ -68,8 +72,8 @@ impl Endpoint {
             match pair.split_once('=') {
                 Some(("host", dir)) if dir.starts_with('/') => socket = Some(PathBuf::from(dir)),
                 Some((key, _)) if key.to_ascii_lowercase().contains("pass") => return Err(url_password.into()),
-                Some((key, _)) => return Err(format!("unsupported URL parameter {key:?} (only host=/socket/folder)")),
-                None => return Err(format!("unsupported URL parameter {pair:?} (only host=/socket/folder)")),
+                // Parameters are never quoted: one may be a secret.
+                _ => return Err("the URL has a parameter other than host=/socket/folder (not shown here)".into()),
             }
         }
         let address = match (socket, host) {
@@ -229,7 +233,9 @@ mod tests {
         assert!(Endpoint::parse("postgresql://u:secret@h/db").unwrap_err().contains("password_env"));
         assert!(Endpoint::parse("mysql://h/db").is_err());
         assert!(Endpoint::parse("postgresql://h:port/db").is_err());
-        assert!(Endpoint::parse("postgresql://h/db?sslmode=require").unwrap_err().contains("sslmode"));
+        assert!(Endpoint::parse("postgresql://h/db?sslmode=require")
+            .unwrap_err()
+            .contains("a parameter other than host"));
         // No refusal repeats a secret (they end up in CI logs).
         for url in [
             "postgresql://u:s3cr3t@h/db",

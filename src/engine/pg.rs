@@ -157,10 +157,22 @@ fn stop_orphan(bin: &Path, data: &Path, run_as: Option<&str>) -> bool {
     true
 }
 
+/// Where private servers' folders go: the temporary folder, unless its path is so long that
+/// the server's socket (`…/ragsweep-pg-PID-NANOS/.s.PGSQL.5432`) would pass the 107 bytes a
+/// unix socket path may hold; `/tmp` then.
+fn server_base() -> PathBuf {
+    let temp = std::env::temp_dir();
+    if temp.as_os_str().len() <= 48 {
+        temp
+    } else {
+        PathBuf::from("/tmp")
+    }
+}
+
 /// Removes the private server folders (`ragsweep-pg-PID-…` in the temporary folder) of runs
 /// that are no longer alive, stopping a server still running in one first.
 fn clean_dead_runs(bin: &Path, run_as: Option<&str>) {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = std::fs::read_dir(server_base()) else { return };
     for dir in entries.filter_map(|e| e.ok().map(|e| e.path())) {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let Some(pid) = name.strip_prefix("ragsweep-pg-").and_then(|r| r.split('-').next()?.parse::<u32>().ok()) else {
@@ -258,7 +270,7 @@ impl PgServer {
         let bin = binaries(install)?;
         clean_dead_runs(&bin, is_root().then_some("nobody"));
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        let dir = std::env::temp_dir().join(format!("ragsweep-pg-{}-{nanos}", std::process::id()));
+        let dir = server_base().join(format!("ragsweep-pg-{}-{nanos}", std::process::id()));
         std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
         {
             use std::os::unix::fs::PermissionsExt;

@@ -149,7 +149,13 @@ pub enum Target {
 }
 
 impl Corpus {
-    pub fn from_docs(docs: Vec<Document>, source: PathBuf) -> Result<Self> {
+    pub fn from_docs(mut docs: Vec<Document>, source: PathBuf) -> Result<Self> {
+        // PostgreSQL's text refuses U+0000: it is a space for every engine and the in-process
+        // index alike, so their numbers stay comparable (offsets do not move).
+        for doc in &mut docs {
+            doc.text = text::without_nul(std::mem::take(&mut doc.text));
+            doc.title = doc.title.take().map(text::without_nul);
+        }
         let mut by_id = HashMap::with_capacity(docs.len());
         let mut sections = HashMap::new();
         let mut hasher = blake3::Hasher::new();

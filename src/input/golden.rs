@@ -199,7 +199,7 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
             let answerable = relevant.iter().any(|l| l.grade > 0);
             cases.push(GoldenCase {
                 id,
-                question: q.text,
+                question: crate::input::text::without_nul(q.text),
                 split: Some(split),
                 answerable,
                 groups: None,
@@ -458,7 +458,7 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             };
             cases.push(GoldenCase {
                 id,
-                question: raw.question,
+                question: crate::input::text::without_nul(raw.question),
                 split: raw.split,
                 answerable,
                 groups,

@@ -67,6 +67,16 @@ const fn libc_nonblock() -> i32 {
     }
 }
 
+/// U+0000 as a space, in place: PostgreSQL's text refuses it, so documents and questions carry
+/// none to any engine (one byte for one byte: no offset moves).
+pub fn without_nul(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', " ")
+    } else {
+        text
+    }
+}
+
 /// The file's lines, numbered from 1, without their line ends.
 pub fn lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>> + '_> {
     let (file, _) = open_regular(path)?;
