@@ -784,6 +784,10 @@ pub struct Manifest {
     /// The run this one rescored with newer judgments (`ragsweep rescore`), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescored_from: Option<String>,
+    /// blake3 of `per_query.jsonl` as the run wrote it: `rescore` reads recorded rankings only
+    /// when they are what was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_query_blake3: Option<String>,
 }
 
 /// One context item a generator would receive: a returned chunk, in rank order.

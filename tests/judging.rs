@@ -105,11 +105,42 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
         "grade 0 is never asked again: {out}"
     );
 
+    // A note longer than a judgments file may carry is refused at import, nothing added.
+    let long = f.path().join("long.jsonl");
+    let note = "x".repeat(5000);
+    std::fs::write(
+        &long,
+        format!("{{\"case\": \"q1\", \"id\": \"b#Pagamentos\", \"grade\": 1, \"note\": \"{note}\"}}\n"),
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(&judgments).unwrap_or_default();
+    f.cmd()
+        .args(["judge", first.to_str().unwrap(), "--import"])
+        .arg(&long)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("long.jsonl:1: a note or name of 5000 characters: at most 4096"));
+    assert_eq!(std::fs::read_to_string(&judgments).unwrap_or_default(), before);
+
     // Judged relevant after all (the last line wins), through --import.
     let judged = f.path().join("judged.jsonl");
     std::fs::write(&judged, "{\"case\": \"q1\", \"id\": \"b#Pagamentos\", \"grade\": 1}\n{\"case\": \"q2\", \"id\": \"c#Multas\", \"grade\": null}\n").unwrap();
     f.cmd().args(["judge", first.to_str().unwrap(), "--import"]).arg(&judged).assert().success();
     assert_eq!(lines(&judgments).len(), 2, "an ungraded line adds nothing");
+
+    // Recorded rankings edited after the run (the relevant chunk moved up) are refused.
+    let per_query_path = first.join("per_query.jsonl");
+    let recorded = std::fs::read_to_string(&per_query_path).unwrap();
+    let runs_before = runs_in(first.parent().unwrap()).len();
+    std::fs::write(&per_query_path, recorded.replacen("\"top\":[\"b@", "\"top\":[\"a@", 1)).unwrap();
+    f.cmd()
+        .args(["rescore", first.to_str().unwrap(), "--cache"])
+        .arg(f.path().join("cache"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("per_query.jsonl is not what the run wrote"));
+    assert_eq!(runs_in(first.parent().unwrap()).len(), runs_before, "nothing written");
+    std::fs::write(&per_query_path, recorded).unwrap();
 
     f.cmd().args(["rescore", first.to_str().unwrap(), "--cache"]).arg(f.path().join("cache")).assert().success();
     let folder = first.parent().unwrap();

@@ -24,6 +24,8 @@ pub const MAX_GRADE: u32 = 3;
 
 /// A judgments file larger than this is refused: no judging effort reaches it.
 const MAX_BYTES: u64 = 256 << 20;
+/// The longest note (or judge's name) a judgment may carry.
+pub const MAX_NOTE_CHARS: usize = 4096;
 
 /// One line of `judgments.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +119,11 @@ pub fn problem(j: &Judgment, case: &GoldenCase, corpus: &Corpus, judged: &dyn Fn
     if j.grade > MAX_GRADE {
         return Some(format!("grade {} is above the highest grade, {MAX_GRADE}", j.grade));
     }
+    if let Some(long) =
+        [j.note.as_deref(), Some(j.who.as_str())].into_iter().flatten().find(|t| t.chars().count() > MAX_NOTE_CHARS)
+    {
+        return Some(format!("a note or name of {} characters: at most {MAX_NOTE_CHARS}", long.chars().count()));
+    }
     let doc = match corpus.target(&j.id) {
         Some(Target::Doc(d)) | Some(Target::Section { doc: d, .. }) => d,
         None => return Some(format!("{:?} is neither a document nor a section of the corpus", j.id)),
@@ -208,12 +215,24 @@ pub fn append(path: &Path, judgments: &[Judgment]) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
     }
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
     let mut out = Vec::new();
     for j in judgments {
         serde_json::to_writer(&mut out, j).expect("json");
         out.push(b'\n');
     }
+    // What every later run would refuse is refused here, before anything is written.
+    let before = std::fs::metadata(path).map_or(0, |m| m.len());
+    if before + out.len() as u64 > MAX_BYTES {
+        return Err(Error::input(
+            Location::file(path),
+            format!(
+                "adding {} bytes would make it {} bytes, more than the {MAX_BYTES} a judgments file may hold: nothing was added",
+                out.len(),
+                before + out.len() as u64
+            ),
+        ));
+    }
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
     file.write_all(&out).map_err(|e| Error::io(path, e))?;
     file.sync_data().map_err(|e| Error::io(path, e))
 }

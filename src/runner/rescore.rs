@@ -46,6 +46,17 @@ pub fn rescore(
             run.display()
         )));
     }
+    // Recorded rankings are read only when they are what the run wrote: an edited hit would
+    // otherwise be scored like a retrieval.
+    let per_query = run.join("per_query.jsonl");
+    if let Some(recorded) = &manifest.per_query_blake3 {
+        if crate::stages::cache::file_hash(&per_query).map_err(|e| Error::io(&per_query, e))? != *recorded {
+            return Err(Error::StaleRun {
+                run: run.to_path_buf(),
+                why: "per_query.jsonl is not what the run wrote (its blake3 differs from the manifest's): refusing to rescore edited rankings; run the experiment again".into(),
+            });
+        }
+    }
     let matrix: Matrix = json(&run.join("matrix.json"), "matrix")?;
     let mut lines: BTreeMap<String, Vec<CaseLine>> = BTreeMap::new();
     for l in jsonl::<CaseLine>(&run.join("per_query.jsonl"))? {

@@ -159,7 +159,8 @@ fn verify(dir: &Path) -> Result<BuildRecord, String> {
     Ok(record.build)
 }
 
-fn file_hash(path: &Path) -> std::io::Result<String> {
+/// The blake3 of a file's bytes, as hex: how the cache and a run's manifest check their files.
+pub fn file_hash(path: &Path) -> std::io::Result<String> {
     let mut hasher = blake3::Hasher::new();
     hasher.update_mmap(path)?;
     Ok(hasher.finalize().to_hex().to_string())
