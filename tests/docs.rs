@@ -80,12 +80,25 @@ fn every_toml_block_in_the_docs_validates() {
             let out = validate(&file, &repo().join("models"));
             assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));
         } else if let Some(id) = value.get("id").and_then(|v| v.as_str()) {
-            // A model.toml: installed in a models folder and used by a one-cell experiment.
+            // A model.toml: installed in a models folder and used by a one-cell experiment. An
+            // http model's endpoint is a loopback one answering with vectors of its `dim`, and
+            // the key variable it names is set.
             let models = dir.join("models");
             std::fs::create_dir_all(models.join(id)).unwrap();
-            std::fs::write(models.join(id).join("model.toml"), body).unwrap();
+            let mut body = body.clone();
+            let mut cmd = ragsweep();
+            if value.get("kind").and_then(|k| k.as_str()) == Some("http") {
+                let dim = value["dim"].as_integer().unwrap() as usize;
+                let url = value["url"].as_str().unwrap();
+                body = body.replace(url, &common::openai_endpoint(dim));
+                if let Some(var) = value.get("api_key_env").and_then(|v| v.as_str()) {
+                    cmd.env(var, "a secret");
+                }
+            }
+            std::fs::write(models.join(id).join("model.toml"), &body).unwrap();
             let file = one_document_experiment(&dir, "", &format!("kind = \"dense\"\nmodel = \"{id}\"\n"));
-            let out = validate(&file, &models);
+            cmd.arg("validate").arg(&file).arg("--models").arg(&models).arg("--engines").arg(repo().join("engines"));
+            let out = cmd.output().unwrap();
             assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));
         } else if value.as_table().is_some_and(|t| {
             t.keys().all(|k| {

@@ -870,7 +870,9 @@ pub fn embed_all<'m>(
         }
         cache.insert(&pending)?;
         if let (Some(before), Some(after)) = (reported_before, embedder.reported_tokens()) {
+            // The provider's count; its padding is its own business.
             stats.tokens = after - before;
+            stats.padded_tokens = 0;
         }
     }
     let mut out = Vec::with_capacity(texts.len() * dim);

@@ -239,3 +239,42 @@ pub fn parity_row(table: &str, allowed: &str, setting: &str) -> (f64, usize, f64
     let under = cells[7].split(' ').next().unwrap().parse().unwrap();
     (cells[6].parse().unwrap(), under, cells[8].parse().unwrap())
 }
+
+/// A loopback OpenAI-compatible embeddings endpoint that answers every request with `dim`-long
+/// vectors (the random model's for each text), for as long as the test process lives; its
+/// `…/v1` URL.
+pub fn openai_endpoint(dim: usize) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(1000) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut line, mut length) = (String::new(), 0usize);
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let request: Value = serde_json::from_slice(&body).unwrap();
+            let data: Vec<Value> = request["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let v = ragsweep::stages::embed::random_unit_vector(t.as_str().unwrap(), dim);
+                    serde_json::json!({"index": i, "embedding": v})
+                })
+                .collect();
+            let answer = serde_json::json!({"data": data}).to_string();
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", answer.len());
+            let _ = stream.write_all(format!("{head}{answer}").as_bytes());
+        }
+    });
+    url
+}
