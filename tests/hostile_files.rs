@@ -177,3 +177,25 @@ fn exclude_patterns_take_linear_time_and_are_bounded() {
     with_exclude("[\"wip/[a\"]");
     f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains("is not a glob"));
 }
+
+/// Small files that used to take quadratic time: 200,000 unclosed shortcodes and template tags
+/// on a line, and 200,000 headings under the section chunker with heading paths. `validate`
+/// and `run` finish in seconds.
+#[test]
+fn unclosed_markup_and_many_headings_take_linear_time() {
+    let f = Fixture::new(
+        &[
+            ("ok.md", "# Ok\nFérias.\n"),
+            ("shortcodes.md", &format!("# Marcas\n{}\n{}\n{}\n", "{{< ".repeat(200_000), "{{ ".repeat(100_000), "{% ".repeat(100_000))),
+            ("headings.md", &"## h\nx\n".repeat(200_000)),
+        ],
+        GOLDEN,
+        "name = \"hostile\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"markdown\"\nheadings = true\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let started = Instant::now();
+    f.cmd().args(["validate", "exp.toml"]).timeout(Duration::from_secs(120)).assert().success();
+    let validated = started.elapsed();
+    f.run_cmd().timeout(Duration::from_secs(300)).assert().success();
+    assert!(validated < Duration::from_secs(20), "validate took {validated:?}");
+    assert!(started.elapsed() < Duration::from_secs(120), "validate and run took {:?}", started.elapsed());
+}

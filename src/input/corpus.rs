@@ -872,19 +872,26 @@ pub fn markdown_sections(doc_id: &str, text: &str) -> Vec<Section> {
 /// Sections from headings of any format: each from its heading's line to the next heading of
 /// the same or a higher level (SPEC §1).
 pub fn sections_from(doc_id: &str, text: &str, headings: &[formats::Heading]) -> Vec<Section> {
+    // Each section's end in one pass: a heading closes every open one of its level or deeper.
+    let mut ends = vec![text.len(); headings.len()];
+    let mut open: Vec<usize> = Vec::new();
+    for (i, (start, level, _)) in headings.iter().enumerate() {
+        while let Some(&j) = open.last().filter(|&&j| headings[j].1 >= *level) {
+            ends[j] = *start;
+            open.pop();
+        }
+        open.push(i);
+    }
     headings
         .iter()
-        .enumerate()
-        .map(|(i, (start, level, label))| {
-            let end = headings[i + 1..].iter().find(|h| h.1 <= *level).map_or(text.len(), |h| h.0);
-            Section {
-                id: format!("{doc_id}#{label}"),
-                label: label.clone(),
-                level: *level,
-                start: *start,
-                end,
-                page: false,
-            }
+        .zip(ends)
+        .map(|((start, level, label), end)| Section {
+            id: format!("{doc_id}#{label}"),
+            label: label.clone(),
+            level: *level,
+            start: *start,
+            end,
+            page: false,
         })
         .collect()
 }

@@ -265,40 +265,57 @@ pub fn fence_marker(line: &str) -> Option<&str> {
 }
 
 /// One line without template tags, shortcodes, JSX component tags and MyST role markers.
+///
+/// Each closing mark's places in the line are found once, so an opening mark finds its close by
+/// a binary search: a line of 200,000 unclosed `{{<` takes time linear in its length, not
+/// quadratic.
 fn strip_inline_markup(line: &str) -> String {
+    /// The places of `mark` in `line`, ascending.
+    fn places(line: &str, mark: &str) -> Vec<usize> {
+        line.match_indices(mark).map(|(i, _)| i).collect()
+    }
+    /// The first place at or after `from`.
+    fn next(places: &[usize], from: usize) -> Option<usize> {
+        places.get(places.partition_point(|&p| p < from)).copied()
+    }
+    let pairs: [(&str, &str); 4] = [("{{<", ">}}"), ("{{%", "%}}"), ("{%", "%}"), ("{{", "}}")];
+    let closes: Vec<Vec<usize>> = pairs.iter().map(|(_, close)| places(line, close)).collect();
+    let (angles, role_ends) = (places(line, ">"), places(line, "}`"));
     let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while !rest.is_empty() {
-        let pairs: [(&str, &str); 4] = [("{{<", ">}}"), ("{{%", "%}}"), ("{%", "%}"), ("{{", "}}")];
-        if let Some((_, close)) = pairs.iter().find(|(open, _)| rest.starts_with(open)) {
-            if let Some(end) = rest.find(close) {
-                rest = &rest[end + close.len()..];
-                continue;
+    let mut at = 0;
+    'scan: while at < line.len() {
+        let rest = &line[at..];
+        for ((open, close), found) in pairs.iter().zip(&closes) {
+            if rest.starts_with(open) {
+                if let Some(end) = next(found, at) {
+                    at = end + close.len();
+                    continue 'scan;
+                }
+                break;
             }
         }
         // `<Tabs …>`, `</TabItem>`, `<Admonition type="note">`: a JSX component.
-        if rest.starts_with('<') {
-            let name = rest[1..].trim_start_matches('/');
-            if name.starts_with(|c: char| c.is_ascii_uppercase()) {
-                if let Some(end) = rest.find('>') {
-                    rest = &rest[end + 1..];
+        if let Some(name) = rest.strip_prefix('<') {
+            if name.trim_start_matches('/').starts_with(|c: char| c.is_ascii_uppercase()) {
+                if let Some(end) = next(&angles, at) {
+                    at = end + 1;
                     continue;
                 }
             }
         }
         // MyST roles: {ref}`text` → `text`.
         if rest.starts_with('{') {
-            if let Some(end) = rest.find("}`") {
-                let role = &rest[1..end];
+            if let Some(end) = next(&role_ends, at) {
+                let role = &line[at + 1..end];
                 if !role.is_empty() && role.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == ':') {
-                    rest = &rest[end + 1..];
+                    at = end + 1;
                     continue;
                 }
             }
         }
         let c = rest.chars().next().expect("not empty");
         out.push(c);
-        rest = &rest[c.len_utf8()..];
+        at += c.len_utf8();
     }
     out
 }

@@ -71,6 +71,7 @@ impl ChunkSet {
             } else {
                 Vec::new()
             };
+            let mut enclosing = HeadingPath::new(&headings);
             for span in spans(&spec.kind, &doc.text, &headings) {
                 let mut prefix = String::new();
                 if spec.title {
@@ -86,7 +87,7 @@ impl ChunkSet {
                     }
                 }
                 if spec.headings {
-                    let path = heading_path(&headings, span.start);
+                    let path = enclosing.at(span.start);
                     if !path.is_empty() {
                         if !prefix.is_empty() {
                             prefix.push_str(" > ");
@@ -153,16 +154,37 @@ impl ChunkSet {
     }
 }
 
-/// The chain of headings that enclose byte `at`, joined by " > ".
-fn heading_path(headings: &[(usize, u8, &str)], at: usize) -> String {
-    let mut stack: Vec<(u8, &str)> = Vec::new();
-    for &(_, level, label) in headings.iter().take_while(|h| h.0 <= at) {
-        while stack.last().is_some_and(|&(l, _)| l >= level) {
-            stack.pop();
-        }
-        stack.push((level, label));
+/// The chain of headings that enclose a byte, walked forward: asked at ascending offsets (as
+/// spans come) each heading is pushed once, so a document of n headings costs O(n), not
+/// O(n) per span; an offset before the last one asked starts the walk again.
+struct HeadingPath<'h> {
+    headings: &'h [(usize, u8, &'h str)],
+    next: usize,
+    stack: Vec<(u8, &'h str)>,
+    last: usize,
+}
+
+impl<'h> HeadingPath<'h> {
+    fn new(headings: &'h [(usize, u8, &'h str)]) -> Self {
+        HeadingPath { headings, next: 0, stack: Vec::new(), last: 0 }
     }
-    stack.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(" > ")
+
+    /// The headings that enclose byte `at`, joined by " > ".
+    fn at(&mut self, at: usize) -> String {
+        if at < self.last {
+            (self.next, self.last) = (0, 0);
+            self.stack.clear();
+        }
+        self.last = at;
+        while let Some(&(_, level, label)) = self.headings.get(self.next).filter(|h| h.0 <= at) {
+            while self.stack.last().is_some_and(|&(l, _)| l >= level) {
+                self.stack.pop();
+            }
+            self.stack.push((level, label));
+            self.next += 1;
+        }
+        self.stack.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(" > ")
+    }
 }
 
 fn spans(kind: &ChunkerKind, text: &str, headings: &[(usize, u8, &str)]) -> Vec<Range<usize>> {
