@@ -184,6 +184,13 @@ enum Shape {
     RstYaml,
     RstField,
     HtmlMeta,
+    HtmlFrontMatter,
+    ExplicitKey,
+    EscapedKey,
+    FlowMap,
+    Anchor,
+    /// A Hugo-style break the strict parser rejects, after a declaration in `the form given`.
+    Lenient(&'static str),
     Jsonl,
     JsonlNested,
 }
@@ -191,7 +198,16 @@ enum Shape {
 impl Shape {
     /// Whether this is the one declaration the readers take (SPEC §5).
     fn declares(self) -> bool {
-        matches!(self, Shape::Yaml | Shape::Toml | Shape::RstYaml | Shape::Jsonl)
+        matches!(
+            self,
+            Shape::Yaml
+                | Shape::Toml
+                | Shape::RstYaml
+                | Shape::Jsonl
+                | Shape::HtmlFrontMatter
+                | Shape::ExplicitKey
+                | Shape::EscapedKey
+        )
     }
 
     /// The file name and its bytes, declaring `group` for a document about a zebra.
@@ -215,6 +231,18 @@ impl Shape {
             Shape::HtmlMeta => (
                 "secret.html",
                 format!("<html><head><meta name=\"acl\" content={}></head><body><p>O segredo da zebra listrada.</p></body></html>\n", serde_json::to_string(group).unwrap()),
+            ),
+            Shape::HtmlFrontMatter => (
+                "secret.html",
+                format!("---\nacl: [{yaml}]\n---\n<html><body><p>O segredo da zebra listrada.</p></body></html>\n"),
+            ),
+            Shape::ExplicitKey => ("secret.md", format!("---\n? acl\n: [{yaml}]\n---\n{body}")),
+            Shape::EscapedKey => ("secret.md", format!("---\n\"\\x61cl\": [{yaml}]\n---\n{body}")),
+            Shape::FlowMap => ("secret.md", format!("---\nparams: {{x: 1, acl: [{yaml}]}}\n---\n{body}")),
+            Shape::Anchor => ("secret.md", format!("---\nbase: &b {{acl: [{yaml}]}}\n---\n{body}")),
+            Shape::Lenient(form) => (
+                "secret.md",
+                format!("---\ntitle: x\n{}\nkeywords: [\"a\", \"b\",\n]\n---\n{body}", form.replace("GROUP", &yaml)),
             ),
             Shape::Jsonl => ("corpus.jsonl", format!("{{\"id\": \"secret\", \"text\": \"O segredo da zebra listrada.\", \"acl\": {json}}}\n")),
             Shape::JsonlNested => (
@@ -250,13 +278,27 @@ fn shapes() -> impl proptest::strategy::Strategy<Value = Shape> {
         Just(Shape::RstYaml),
         Just(Shape::RstField),
         Just(Shape::HtmlMeta),
+        Just(Shape::HtmlFrontMatter),
+        Just(Shape::ExplicitKey),
+        Just(Shape::EscapedKey),
+        Just(Shape::FlowMap),
+        Just(Shape::Anchor),
+        prop::sample::select(vec![
+            "acl: [GROUP]",
+            "? acl\n: [GROUP]",
+            "\"\\u0061cl\": [GROUP]",
+            "params: {acl: [GROUP]}",
+            "blocks: [{acl: [GROUP]}]",
+            "base: &b {acl: [GROUP]}",
+        ])
+        .prop_map(Shape::Lenient),
         Just(Shape::Jsonl),
         Just(Shape::JsonlNested),
     ]
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, failure_persistence: None, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, failure_persistence: None, ..Default::default() })]
 
     /// Whatever the reader and the way a file declares its access list, a run either refuses
     /// with the file and line, or filters exactly as the declared list says: a user in `ti`
@@ -265,10 +307,13 @@ proptest::proptest! {
     fn every_reader_refuses_with_a_location_or_filters_as_declared(
         shape in shapes(),
         group in proptest::sample::select(vec!["rh", "a\"b", "a\\b", "x y", "r&d, lab", "ragsweep:public", "r\0h", "RAGSWEEP:x"]),
+        ending in proptest::sample::select(vec!["\n", "\r\n", "\r"]),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let (name, text) = shape.file(group);
+        // Files keep the line ends their system writes (JSON Lines are read line by line).
+        let text = if name.ends_with(".jsonl") { text } else { text.replace('\n', ending) };
         let corpus = if name == "corpus.jsonl" {
             std::fs::write(root.join("corpus.jsonl"), format!("{text}{{\"id\": \"public\", \"text\": \"Texto comum sobre férias.\"}}\n")).unwrap();
             "corpus.jsonl"
@@ -289,7 +334,7 @@ proptest::proptest! {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let valid_group = !group.to_lowercase().starts_with("ragsweep:") && !group.contains('\0');
         if out.status.success() {
-            proptest::prop_assert!(shape.declares() && valid_group, "{shape:?} {group:?} was read: {stderr}");
+            proptest::prop_assert!(shape.declares() && valid_group, "{shape:?} {group:?} {ending:?} was read: {stderr}");
             let per_query = std::fs::read_to_string(root.join("out/p/latest/per_query.jsonl")).unwrap();
             proptest::prop_assert!(!per_query.contains("\"secret\""), "{shape:?} {group:?}: the user in ti got it: {per_query}");
             proptest::prop_assert!(per_query.contains("\"leaks\":0"), "{per_query}");

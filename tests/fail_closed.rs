@@ -808,3 +808,24 @@ fn access_lists_hidden_by_line_endings_or_html_front_matter_stay_restricted() {
     );
     refused(&f, &["declares its own access list"]);
 }
+
+/// A fragment that only restricted pages include, and that declares no access list itself, is
+/// public under its own id: `validate` and `run` say so, naming it and the pages; once a public
+/// page includes it too, nothing is said.
+#[test]
+fn a_fragment_only_restricted_pages_include_is_named_as_public() {
+    let restricted = "---\nacl: [rh]\n---\n# Salários\n{{< readfile file=\"tabela.md\" >}}\n";
+    let fragment = ("tabela.md", "Tabela de salários da diretoria.\n");
+    let f = Fixture::new(&[("salarios.md", restricted), fragment, BENEFITS], GOLDEN, OPEN_AND_FILTERED);
+    let warning =
+        "only restricted pages include these, yet they declare no access list and are public under their own id";
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(warning).and(predicate::str::contains("tabela.md (included by salarios.md)")));
+    f.run_cmd().assert().success().stderr(predicate::str::contains("tabela.md (included by salarios.md)"));
+    let public = ("resumo.md", "# Resumo\n{{< readfile file=\"tabela.md\" >}}\n");
+    let f = Fixture::new(&[("salarios.md", restricted), fragment, public, BENEFITS], GOLDEN, OPEN_AND_FILTERED);
+    f.cmd().args(["validate", "exp.toml"]).assert().success().stdout(predicate::str::contains(warning).not());
+}

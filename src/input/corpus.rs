@@ -61,6 +61,9 @@ pub struct ReadReport {
     /// Files whose front matter was not YAML this reader parses and declared nothing about
     /// access: read for their plain keys, with why.
     pub lenient: Vec<(PathBuf, String)>,
+    /// Files that only restricted pages include and that declare no access list themselves:
+    /// public under their own id (with the pages that include them).
+    pub public_fragments: Vec<(PathBuf, Vec<PathBuf>)>,
 }
 
 impl ReadReport {
@@ -95,6 +98,15 @@ impl ReadReport {
                     listed(missing.into_iter())
                 ));
             }
+        }
+        if !self.public_fragments.is_empty() {
+            let files = listed(self.public_fragments.iter().map(|(f, pages)| {
+                let by: Vec<String> = pages.iter().map(|p| file_name(p)).collect();
+                format!("{} (included by {})", file_name(f), by.join(", "))
+            }));
+            out.push_str(&format!(
+                "; WARNING: only restricted pages include these, yet they declare no access list and are public under their own id (give them the pages' access list, or exclude them): {files}"
+            ));
         }
         if !self.dropped_lines.is_empty() {
             let total: usize = self.dropped_lines.iter().map(|d| d.1).sum();
@@ -513,7 +525,7 @@ fn extract(
                 let r = crate::input::includes::resolve(body, path, root, rules)?;
                 (formats::without_site_markup(&r.text), r.included, r.unresolved)
             }
-            _ => (body.to_string(), 0, Vec::new()),
+            _ => (body.to_string(), Vec::new(), Vec::new()),
         };
         let headings = headings(&text);
         // reST adornment lines (`=======` under a title) are layout, not text: blanked in place,
@@ -601,6 +613,8 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     not_files.sort();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
+    let mut included_by: HashMap<PathBuf, Vec<(PathBuf, bool)>> = HashMap::new();
+    let mut doc_of_file: HashMap<PathBuf, usize> = HashMap::new();
     let mut errors: Vec<Error> = Vec::new();
     let mut report = ReadReport::default();
     report.skipped.extend(not_files);
@@ -665,8 +679,14 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
         if extracted.dropped_lines > 0 {
             report.dropped_lines.push((path.clone(), extracted.dropped_lines));
         }
-        if extracted.included > 0 || !extracted.unresolved.is_empty() {
-            report.includes.push((path.clone(), extracted.included, extracted.unresolved.clone()));
+        if !extracted.included.is_empty() || !extracted.unresolved.is_empty() {
+            report.includes.push((path.clone(), extracted.included.len(), extracted.unresolved.clone()));
+        }
+        for fragment in &extracted.included {
+            included_by.entry(fragment.clone()).or_default().push((path.clone(), front.acl.is_some()));
+        }
+        if let Ok(canonical) = path.canonicalize() {
+            doc_of_file.insert(canonical, docs.len());
         }
         let mut sections = sections_from(&id, &extracted.text, &extracted.headings);
         sections.extend(page_sections(&id, &extracted.text, &extracted.pages));
@@ -679,6 +699,16 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     if docs.is_empty() {
         return Err(Error::input(Location::file(root), format!("no documents in this folder ({})", report.summary())));
     }
+    // A fragment only restricted pages include, with no access list of its own, is still a
+    // public document under its own id: say so.
+    for (fragment, pages) in included_by {
+        let public = doc_of_file.get(&fragment).is_some_and(|&d| docs[d].acl.is_none());
+        if public && pages.iter().all(|(_, restricted)| *restricted) {
+            let pages: Vec<PathBuf> = pages.into_iter().map(|(p, _)| p).collect();
+            report.public_fragments.push((fragment, pages));
+        }
+    }
+    report.public_fragments.sort();
     Ok((docs, report))
 }
 

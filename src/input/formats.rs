@@ -63,8 +63,8 @@ pub struct Extracted {
     pub meta_names: Vec<String>,
     /// For a PDF: running heads and footers dropped (lines repeated at one height on most pages).
     pub dropped_lines: usize,
-    /// For Markdown: includes read in place, and the targets that could not be read.
-    pub included: usize,
+    /// For Markdown: the files read in place (canonical), and the targets that could not be read.
+    pub included: Vec<std::path::PathBuf>,
     pub unresolved: Vec<String>,
 }
 

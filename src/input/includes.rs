@@ -25,7 +25,8 @@ pub const MAX_DEPTH: usize = 3;
 #[derive(Debug, Default, PartialEq)]
 pub struct Resolved {
     pub text: String,
-    pub included: usize,
+    /// The files read in place (canonical), once per include.
+    pub included: Vec<PathBuf>,
     /// Include targets that could not be read (missing, outside the corpus, too large, a cycle).
     pub unresolved: Vec<String>,
 }
@@ -148,7 +149,7 @@ impl Walk<'_> {
             let why = "which declares its own access list: the page would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)";
             return Err(Error::input(Location::file(&self.chain[0]), format!("includes {}, {why}", path.display())));
         }
-        done.included += 1;
+        done.included.push(path.clone());
         self.chain.push(path.clone());
         let expanded = self.expand(body, path.parent().unwrap_or(self.root), done)?;
         self.chain.pop();
@@ -178,7 +179,7 @@ mod tests {
         assert!(r.text.contains("```sh\n{{< readfile"), "fenced code stays as written: {}", r.text);
         assert!(!r.text.contains("secret") && !r.text.contains("title: x"), "{}", r.text);
         assert_eq!(r.text.matches("loop body").count(), 1, "a file including itself is read once: {}", r.text);
-        assert_eq!(r.included, 4);
+        assert_eq!(r.included.len(), 4);
         assert_eq!(r.unresolved, ["../../outside-ragsweep-test.md", "loop.md"]);
         std::fs::write(root.join("docs/shared/rh.md"), "---\nacl: [rh]\n---\nsalários\n").unwrap();
         let err = resolve("{{< readfile file=\"shared/rh.md\" >}}\n", &page, &root, &AccessKey::default()).unwrap_err();
