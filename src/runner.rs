@@ -836,7 +836,16 @@ fn relevant_text<'n>(
 ) -> Vec<(u32, usize, usize)> {
     match unit {
         Unit::Doc => Vec::new(),
-        Unit::Section => truth.section_spans(),
+        // A section's span runs to the next heading: the blank lines before it are layout,
+        // not text to recall (a chunk equal to the section then recalls all of it).
+        Unit::Section => truth
+            .section_spans()
+            .into_iter()
+            .map(|(d, start, end)| {
+                let text = &corpus.docs[d as usize].text[start..end];
+                (d, start, start + text.trim_end().len())
+            })
+            .collect(),
         Unit::Evidence => {
             let labelled: Vec<usize> = case
                 .relevant

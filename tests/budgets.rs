@@ -86,6 +86,14 @@ fn a_whole_document_wins_at_equal_k_and_loses_at_an_equal_budget() {
         .assert()
         .success()
         .stdout(predicates::str::contains("c01 missed 1 case that c02 found on hit@15t"));
+    // A cell is never compared with itself.
+    f.cmd()
+        .arg("misses")
+        .arg(&run)
+        .args(["--cell", "c01", "--vs", "c01", "--budget", "15"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("c01 would be compared with itself"));
 
     // Selecting at the budget picks the Markdown chunker, at k the whole document.
     let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
@@ -309,4 +317,18 @@ fn a_budget_decision_is_auditable_from_the_exported_lists_and_contexts() {
     }
     f.cmd().arg("contexts").arg(&run).args(["--cell", "c01", "--budget", "61"]).assert().code(2);
     f.cmd().arg("contexts").arg(&run).args(["--cell", "c01"]).assert().code(2);
+}
+
+/// A section chunk equal to its labelled section recalls all of it: the blank lines before the
+/// next heading are not relevant text (with a BPE tokenizer they are tokens of their own).
+#[test]
+fn a_chunk_equal_to_its_section_recalls_all_of_it() {
+    let f = Fixture::new(
+        &[("a.md", "# A\n\n## Prazo\n\nO prazo de férias é de trinta dias\n\n\n## Outro\n\nNada a declarar.\n")],
+        r#"[{"id": "q1", "question": "prazo de férias", "relevant": ["a#Prazo"]}]"#,
+        "name = \"whole\"\nunit = \"section\"\nk = [1]\nbudget = [1024]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [cost]\ntokenizer = \"o200k_base\"\n[[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let m = matrix(&f.run());
+    assert_eq!(value(&m, "markdown", "tok_recall@1024t"), 1.0, "{}", m["rows"][0]["metrics"]);
 }

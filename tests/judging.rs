@@ -166,6 +166,7 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     let output = gate.get_output();
     let out = String::from_utf8(output.stdout.clone()).unwrap() + &String::from_utf8(output.stderr.clone()).unwrap();
     assert!(out.contains("NOT COMPARABLE") && out.contains("judgments"), "{out}");
+    assert!(!out.contains("PASS") && !out.contains("FAIL"), "refused first, never compared: {out}");
     let same = f
         .cmd()
         .args(["check", fresh.to_str().unwrap(), "--cell", "c01", "--baseline", rescored.to_str().unwrap()])

@@ -35,6 +35,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let data = RunData::load(&run)?;
     let x = Side { run: &data, cell: data.cell(&cell)? };
     let y = Side { run: &data, cell: data.cell_or_default(vs.as_deref())? };
+    anyhow::ensure!(
+        x.cell.id != y.cell.id,
+        "{} would be compared with itself ({}): name the cell that found the cases with --vs",
+        x.cell.id,
+        if vs.is_some() { "--vs names it" } else { "it is the run's selected cell" }
+    );
     let (tokenizers, missing) = compare::Tokenizers::of(&[x.cell, y.cell], &models);
     for id in missing {
         eprintln!("model {id} is not installed in {}: its tokens are not shown", models.display());

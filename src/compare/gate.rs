@@ -71,6 +71,15 @@ pub fn check(
     alpha: f64,
 ) -> Result<Outcome> {
     let mut report = String::new();
+    // Runs scored on different golden sets (or judgments) are refused first, never compared.
+    if !baseline.run.same_golden(current.run) {
+        let _ = writeln!(
+            report,
+            "NOT COMPARABLE: the runs used different golden sets ({})",
+            baseline.run.golden_difference(current.run)
+        );
+        return Ok(Outcome { verdict: Verdict::NotComparable, report });
+    }
     let mut verdict = Verdict::Pass;
     for gate in gates {
         let c = compare(baseline, current, &gate.metric, split)?;
@@ -128,14 +137,6 @@ pub fn check(
             )
         };
         let _ = writeln!(report, "\n{line}");
-    }
-    if !baseline.run.same_golden(current.run) {
-        let _ = writeln!(
-            report,
-            "\nNOT COMPARABLE: the runs used different golden sets ({})",
-            baseline.run.golden_difference(current.run)
-        );
-        verdict = Verdict::NotComparable;
     }
     Ok(Outcome { verdict, report })
 }
