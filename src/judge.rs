@@ -206,7 +206,7 @@ pub fn session(
         if more > 0 {
             writeln!(out, "… ({more} more bytes of this unit)").map_err(io)?;
         }
-        write!(out, "----\nrelevant? 2 highly · 1 relevant · 0 not relevant (a note may follow: `1 cites §2`) · s skip · b back · q quit\n> ")
+        write!(out, "----\nrelevant? {GRADE_SCALE} (a note may follow: `1 cites §2`) · s skip · b back · q quit\n> ")
             .map_err(io)?;
         out.flush().map_err(io)?;
         let mut line = String::new();
@@ -292,18 +292,66 @@ pub struct ExportedItem {
     pub heading: String,
     #[serde(default)]
     pub text: String,
+    /// Characters of the unit's text not in `text` (0: it is whole).
+    #[serde(default)]
+    pub left_out: usize,
     #[serde(default)]
     pub cells: Vec<(String, u32)>,
+    /// What each grade means.
+    #[serde(default)]
+    pub scale: String,
 }
+
+/// The grades a person gives, in words (the session, `--help`, the export and the README say
+/// the same).
+pub const GRADE_SCALE: &str = "0 not relevant, 1 relevant, 2 highly relevant";
 
 /// Characters of a unit's text an exported pool line carries.
 const EXPORTED_CHARS: usize = 20_000;
+
+/// A unit's text cut to a reader's window: the part around the first place the question's
+/// words occur, marked where it was cut, and how many characters were left out.
+struct Window {
+    text: String,
+    left_out: usize,
+}
+
+fn passage(text: &str, question: &str, max_chars: usize) -> Window {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return Window { text: text.to_string(), left_out: 0 };
+    }
+    let lower = text.to_lowercase();
+    let first_word = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .filter_map(|w| lower.find(&w.to_lowercase()))
+        .min()
+        .filter(|&at| at <= text.len());
+    // Char index of the match (the lower-cased text may differ in length: fall back to 0).
+    let hit = first_word
+        .filter(|&at| lower.len() == text.len() && text.is_char_boundary(at))
+        .map_or(0, |at| text[..at].chars().count());
+    let start = hit.saturating_sub(max_chars / 4).min(total - max_chars);
+    let body: String = text.chars().skip(start).take(max_chars).collect();
+    let after = total - start - max_chars;
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str(&format!("[… {start} characters before] "));
+    }
+    out.push_str(&body);
+    if after > 0 {
+        out.push_str(&format!(" [… {after} characters after]"));
+    }
+    Window { text: out, left_out: start + after }
+}
 
 /// The pool as JSONL, one unit per line with its text, for a spreadsheet or another tool.
 pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
     let mut out = Vec::new();
     for item in items {
         let (document, heading, text) = unit_text(corpus, &item.id).unwrap_or(("", String::new(), ""));
+        let window = passage(text, &item.question, EXPORTED_CHARS);
         let line = ExportedItem {
             case: item.case.clone(),
             id: item.id.clone(),
@@ -313,8 +361,10 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
             question: item.question.clone(),
             document: document.to_string(),
             heading,
-            text: text.chars().take(EXPORTED_CHARS).collect(),
+            text: window.text,
+            left_out: window.left_out,
             cells: item.cells.clone(),
+            scale: GRADE_SCALE.into(),
         };
         serde_json::to_writer(&mut out, &line).expect("json");
         out.push(b'\n');
@@ -332,7 +382,7 @@ pub fn import(
     earlier: Option<&judgments::JudgmentsInfo>,
     path: &Path,
     who: &str,
-) -> Result<usize> {
+) -> Result<Vec<Judgment>> {
     let text = crate::input::text::read(file)?;
     let by_id: HashMap<&str, &GoldenCase> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
     let (mut out, mut errors) = (Vec::new(), Vec::new());
@@ -375,7 +425,7 @@ pub fn import(
         return Err(Error::many(errors, crate::input::corpus::ERRORS_LISTED));
     }
     judgments::append(path, &out)?;
-    Ok(out.len())
+    Ok(out)
 }
 
 #[cfg(test)]

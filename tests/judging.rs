@@ -125,7 +125,14 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     // Judged relevant after all (the last line wins), through --import.
     let judged = f.path().join("judged.jsonl");
     std::fs::write(&judged, "{\"case\": \"q1\", \"id\": \"b#Pagamentos\", \"grade\": 1}\n{\"case\": \"q2\", \"id\": \"c#Multas\", \"grade\": null}\n").unwrap();
-    f.cmd().args(["judge", first.to_str().unwrap(), "--import"]).arg(&judged).assert().success();
+    // An import ends as a session does: what became relevant, and the misses it turns into hits.
+    f.cmd()
+        .args(["judge", first.to_str().unwrap(), "--import"])
+        .arg(&judged)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("q1: newly relevant b#Pagamentos"))
+        .stdout(predicates::str::contains("become hits when it is rescored"));
     assert_eq!(lines(&judgments).len(), 2, "an ungraded line adds nothing");
 
     // Recorded rankings edited after the run (the relevant chunk moved up) are refused.
@@ -216,4 +223,29 @@ fn sparse_labels_keep_pipeline_causes_and_say_what_judged_means() {
     let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert_eq!(summary.matches("labels are sparse").count(), 1, "{summary}");
     assert!(!summary.contains("labels are thin"), "{summary}");
+}
+
+/// An exported unit longer than the export carries is never cut silently: its line holds the
+/// passage around the question's words, marked where it was cut, and how much was left out.
+#[test]
+fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
+    let filler = "Texto de preenchimento sem relação. ".repeat(1500);
+    let long = format!("# Manual\n\n## Capítulo\n\n{filler}O prazo de pagamento é de 30 dias corridos.\n{filler}\n");
+    let f = Fixture::new(
+        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", &long)],
+        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"]}]"#,
+        "name = \"long\"\nunit = \"section\"\nk = [2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run.to_str().unwrap(), "--export"]).arg(&pool).assert().success();
+    let lines = lines(&pool);
+    let unit = lines.iter().find(|l| l["id"] == "manual#Capítulo").unwrap_or_else(|| panic!("{lines:?}"));
+    let text = unit["text"].as_str().unwrap();
+    assert!(text.contains("O prazo de pagamento é de 30 dias corridos."), "the answer is shown");
+    assert!(text.starts_with("[… ") && text.contains("characters before]"), "{}", &text[..80]);
+    assert!(text.ends_with("characters after]"), "{}", &text[text.len() - 80..]);
+    assert!(unit["left_out"].as_u64().unwrap() > 0, "{unit}");
+    assert_eq!(unit["scale"], "0 not relevant, 1 relevant, 2 highly relevant");
 }

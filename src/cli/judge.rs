@@ -19,7 +19,8 @@ pub struct Args {
     /// Pool these cases only (repeatable or comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
-    /// Write the pool as JSONL (fill `grade`, 0..3, and `note`) instead of judging here.
+    /// Write the pool as JSONL (fill `grade`: 0 not relevant, 1 relevant, 2 highly relevant; and
+    /// `note`) instead of judging here.
     #[arg(long, conflicts_with = "import")]
     pub export: Option<PathBuf>,
     /// Add the judgments of a judged pool (JSONL of case, id, grade; grade null = unjudged).
@@ -39,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (exp, prepared) = runner::load_run(&run, &options)?;
     let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
     if let Some(file) = import {
-        let n = ragsweep::judge::import(
+        let added = ragsweep::judge::import(
             &file,
             &prepared.cases,
             &prepared.corpus,
@@ -47,12 +48,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &exp.judgments,
             &who,
         )?;
-        eprintln!(
-            "{} added to {}; `ragsweep rescore {}` scores the run with them",
-            ragsweep::words::count(n, "judgment"),
-            exp.judgments.display(),
-            run.display()
-        );
+        eprintln!("{} added to {}", ragsweep::words::count(added.len(), "judgment"), exp.judgments.display());
+        let mut relevant: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for j in added.iter().filter(|j| j.grade > 0) {
+            relevant.entry(j.case.clone()).or_default().push(j.id.clone());
+        }
+        print_end(&run, &cells, &relevant)?;
         return Ok(ExitCode::SUCCESS);
     }
     let cut = match budget {
@@ -65,10 +66,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(file) = export {
         ragsweep::atomic::write_atomic(&file, &ragsweep::judge::export(&pool, &prepared.corpus))?;
         eprintln!(
-            "{} of {} written to {}: fill `grade` (0 not relevant, 1 relevant, 2 highly) and run `ragsweep judge {} --import {}`",
+            "{} of {} written to {}: fill `grade` ({}) and run `ragsweep judge {} --import {}`",
             ragsweep::words::count(pool.len(), "unit"),
             ragsweep::words::count(per_case, "case"),
             file.display(),
+            ragsweep::judge::GRADE_SCALE,
             run.display(),
             file.display()
         );
@@ -94,9 +96,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &mut std::io::stdout().lock(),
         terminal,
     )?;
-    let (fixed, misses) = ragsweep::judge::misses_fixed(&run, &cells, &report.relevant)?;
     println!("\n{} judged, {} skipped, {} left in the pool.", report.answered, report.skipped, report.left);
-    for (case, ids) in &report.relevant {
+    print_end(&run, &cells, &report.relevant)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How judging ends, in a session or an import: the units newly judged relevant per case, and
+/// how many of the run's misses they turn into hits.
+fn print_end(
+    run: &std::path::Path,
+    cells: &[String],
+    relevant: &std::collections::BTreeMap<String, Vec<String>>,
+) -> anyhow::Result<()> {
+    let (fixed, misses) = ragsweep::judge::misses_fixed(run, cells, relevant)?;
+    for (case, ids) in relevant {
         println!("  {case}: newly relevant {}", ids.join(", "));
     }
     println!(
@@ -104,5 +117,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ragsweep::words::count(misses, "miss"),
         run.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

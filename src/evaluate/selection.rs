@@ -147,9 +147,6 @@ pub fn select(
     // A `post` cell is cheaper and faster than its `in_query` twin (the same retrieval) only
     // because the late filter threw context away after retrieving it: a preference never picks
     // it over that twin.
-    let same_retrieval = |a: &Row, b: &Row| {
-        a.config.0.iter().filter(|(k, _)| k != "filter").eq(b.config.0.iter().filter(|(k, _)| k != "filter"))
-    };
     let has_in_query_twin = |cell: &str| {
         tuning_row(cell).is_some_and(|r| {
             r.filter == Filter::Post
@@ -227,6 +224,11 @@ pub fn select(
     })
 }
 
+/// Whether two rows are the same retrieval, filtered differently.
+fn same_retrieval(a: &Row, b: &Row) -> bool {
+    a.config.0.iter().filter(|(k, _)| k != "filter").eq(b.config.0.iter().filter(|(k, _)| k != "filter"))
+}
+
 fn prefer_name(prefer: Prefer) -> &'static str {
     match prefer {
         Prefer::Quality => "quality",
@@ -248,6 +250,12 @@ fn cannot_prefer(
     let tuning = |cell: &str| rows.iter().find(|r| r.cell == cell && r.split == Split::Tuning);
     let undecided: Vec<&Row> =
         scored.iter().filter_map(|s| tuning(s.0)).filter(|r| r.vs_best == Some(VsBest::Undecided)).collect();
+    // A `post` cell with an eligible `in_query` twin can never be preferred: it is not named
+    // as the closest.
+    let preferable = |r: &&&Row| {
+        r.filter != Filter::Post
+            || !scored.iter().filter_map(|s| tuning(s.0)).any(|t| t.filter == Filter::InQuery && same_retrieval(r, t))
+    };
     let worse = scored.iter().filter_map(|s| tuning(s.0)).filter(|r| r.vs_best == Some(VsBest::Worse)).count();
     let mut text = format!(
         "prefer = {} could not apply: no other eligible cell is shown equivalent to the best on tuning ({metric} within ±{margin}: {} undecided, {worse} worse), so the best scoring cell is selected",
@@ -257,6 +265,7 @@ fn cannot_prefer(
     let best = scored.iter().map(|s| s.2).fold(f64::NEG_INFINITY, f64::max);
     let closest = undecided
         .iter()
+        .filter(preferable)
         .filter_map(|r| {
             let ci = r.diff_vs_best?;
             let mean = r.metrics.get(metric)?;

@@ -20,7 +20,7 @@ use crate::vocab::Unit;
 pub const FILE_NAME: &str = "judgments.jsonl";
 
 /// The highest grade a judgment may give (the golden set's own grades are 0..=this too).
-pub const MAX_GRADE: u32 = 3;
+pub const MAX_GRADE: u32 = 2;
 
 /// A judgments file larger than this is refused: no judging effort reaches it.
 const MAX_BYTES: u64 = 256 << 20;
