@@ -105,6 +105,15 @@ fn plan_check_alpha_fail_on_and_health() {
         .stdout(predicate::str::contains("hit@1 on all splits, cell c01"))
         .stdout(predicate::str::is_match(r"\| c05 \| [^|]+ \| 40 \| [-+]\d\.\d{4} \| \d\.\d{3} \| \d+ \| ").unwrap())
         .stdout(predicate::str::contains("width of a mean's 95% interval"));
+    // By default plan counts on tuning, where selection decides; it takes the run commands' dirs.
+    f.cmd()
+        .arg("plan")
+        .arg(&run)
+        .args(["--cache", "cache", "--models"])
+        .arg(common::repo().join("models"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("on the tuning split"));
 
     let check = |extra: &[&str]| {
         let mut cmd = f.cmd();

@@ -13,7 +13,8 @@ pub struct Args {
     /// The difference between two cells to detect (80% power, two-sided α = 0.05).
     #[arg(long, default_value_t = 0.05)]
     pub delta: f64,
-    /// tuning, reserved or all (default: reserved when the run has reserved cases).
+    /// tuning, reserved or all (default: tuning, where selection decides; all without tuning
+    /// cases).
     #[arg(long, value_parser = parse_split)]
     pub split: Option<SplitChoice>,
     /// The planned cell (default: the run's selected cell, or its only cell).
@@ -22,14 +23,18 @@ pub struct Args {
     /// Cells to compare it with (default: every other cell).
     #[arg(long, num_args = 1..)]
     pub vs: Vec<String>,
+    /// Accepted as every command that reads a run accepts them; plan reads only the run's files.
+    #[command(flatten)]
+    pub dirs: Dirs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { run, metric, delta, split, cell, vs } = args;
+    let Args { run, metric, delta, split, cell, vs, dirs: _ } = args;
     let data = RunData::load(&output::resolve_run(&run)?)?;
     let metric = metric.unwrap_or_else(|| data.decision_metric.clone());
     let cell = data.cell_or_default(cell.as_deref())?.id.clone();
-    let split = split.map_or_else(|| data.default_split(), |s| s.0);
+    // Selection decides on tuning, so the cases it would need are counted there.
+    let split = split.map_or_else(|| data.tuning_split(), |s| s.0);
     let vs: Vec<&str> = vs.iter().map(String::as_str).collect();
     print!("{}", safe(&compare::power::plan(&data, &cell, &vs, &metric, split, delta)?.render()));
     Ok(ExitCode::SUCCESS)

@@ -199,6 +199,11 @@ impl RunData {
         self.records.iter().any(|r| r.split == Split::Reserved).then_some(Split::Reserved)
     }
 
+    /// The tuning split when the run has tuning cases (where selection decides), else all.
+    pub fn tuning_split(&self) -> Option<Split> {
+        self.records.iter().any(|r| r.split == Split::Tuning).then_some(Split::Tuning)
+    }
+
     pub fn records_of<'r>(&'r self, cell: &'r str, split: Option<Split>) -> impl Iterator<Item = &'r CaseLine> {
         self.records.iter().filter(move |r| r.cell == cell && split.is_none_or(|s| r.split == s))
     }
