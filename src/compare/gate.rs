@@ -78,6 +78,17 @@ pub fn check(
             "NOT COMPARABLE: the runs used different golden sets ({})",
             baseline.run.golden_difference(current.run)
         );
+        if let Some(c) = gates.first().and_then(|g| compare(baseline, current, &g.metric, split).ok()) {
+            if !c.only_a.is_empty() || !c.only_b.is_empty() {
+                let list = |cases: &[String]| if cases.is_empty() { "none".to_string() } else { cases.join(", ") };
+                let _ = writeln!(
+                    report,
+                    "  only in the baseline: {}\n  only in the run: {}",
+                    list(&c.only_a),
+                    list(&c.only_b)
+                );
+            }
+        }
         return Ok(Outcome { verdict: Verdict::NotComparable, report });
     }
     let mut verdict = Verdict::Pass;
