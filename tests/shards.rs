@@ -136,7 +136,7 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
     let damaged = tempfile::tempdir().unwrap();
 
     let no_trec = copy(&whole[1], damaged.path());
-    let trec = walk(&no_trec.join("runs")).into_iter().next().unwrap();
+    let trec = walk(&no_trec.join("runs")).into_iter().find(|p| p.extension().is_some_and(|e| e == "trec")).unwrap();
     std::fs::remove_file(trec).unwrap();
 
     // A copy of shard 2 with one JSON file edited.
@@ -172,7 +172,8 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
     let other_model = edited("model-b", "manifest.json", &|m| m["models"] = serde_json::json!([model("m-bbbb")]));
     // A run file whose first ranked item was swapped, and a case missing from cases.jsonl.
     let trec_edited = copy(&whole[1], &damaged.path().join("trec"));
-    let trec = walk(&trec_edited.join("runs")).into_iter().next().unwrap();
+    let trec =
+        walk(&trec_edited.join("runs")).into_iter().find(|p| p.extension().is_some_and(|e| e == "trec")).unwrap();
     let text = std::fs::read_to_string(&trec).unwrap();
     let first_line = text.lines().next().unwrap().to_string();
     let mut fields: Vec<&str> = first_line.split(' ').collect();
@@ -196,15 +197,16 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
         (&whole[0], &cases_edited, "is not in cases.jsonl with split"),
     ] {
         let out = tempfile::tempdir().unwrap();
-        ragsweep()
+        let merged = ragsweep()
             .arg("merge")
             .arg(&experiment)
             .args([first, second])
             .arg("--out")
             .arg(out.path())
-            .assert()
-            .failure()
-            .stderr(predicates::str::contains(message));
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&merged.stderr);
+        assert!(!merged.status.success() && stderr.contains(message), "{message}: {stderr}");
         assert!(walk(out.path()).is_empty(), "a refused merge leaves nothing: {message}");
     }
 }
