@@ -79,15 +79,7 @@ pub fn check(
             baseline.run.golden_difference(current.run)
         );
         if let Some(c) = gates.first().and_then(|g| compare(baseline, current, &g.metric, split).ok()) {
-            if !c.only_a.is_empty() || !c.only_b.is_empty() {
-                let list = |cases: &[String]| if cases.is_empty() { "none".to_string() } else { cases.join(", ") };
-                let _ = writeln!(
-                    report,
-                    "  only in the baseline: {}\n  only in the run: {}",
-                    list(&c.only_a),
-                    list(&c.only_b)
-                );
-            }
+            report.push_str(&cases_in_one_run(&c.only_a, &c.only_b));
         }
         return Ok(Outcome { verdict: Verdict::NotComparable, report });
     }
@@ -96,13 +88,8 @@ pub fn check(
         let c = compare(baseline, current, &gate.metric, split)?;
         report.push_str(&c.render(baseline, current));
         if !c.only_a.is_empty() || !c.only_b.is_empty() {
-            let list = |cases: &[String]| if cases.is_empty() { "none".to_string() } else { cases.join(", ") };
-            let _ = writeln!(
-                report,
-                "\nNOT COMPARABLE: the runs do not score the same cases on this split.\n  only in the baseline: {}\n  only in the run: {}",
-                list(&c.only_a),
-                list(&c.only_b)
-            );
+            report.push_str("\nNOT COMPARABLE: the runs do not score the same cases on this split.\n");
+            report.push_str(&cases_in_one_run(&c.only_a, &c.only_b));
             verdict = Verdict::NotComparable;
             continue;
         }
@@ -150,6 +137,15 @@ pub fn check(
         let _ = writeln!(report, "\n{line}");
     }
     Ok(Outcome { verdict, report })
+}
+
+/// The cases only one of two runs scored, as two indented lines (nothing when there are none).
+fn cases_in_one_run(only_baseline: &[String], only_run: &[String]) -> String {
+    if only_baseline.is_empty() && only_run.is_empty() {
+        return String::new();
+    }
+    let list = |cases: &[String]| if cases.is_empty() { "none".to_string() } else { cases.join(", ") };
+    format!("  only in the baseline: {}\n  only in the run: {}\n", list(only_baseline), list(only_run))
 }
 
 /// The gate's verdict and report as Markdown, for a pull-request comment.
