@@ -332,3 +332,23 @@ fn a_chunk_equal_to_its_section_recalls_all_of_it() {
     let m = matrix(&f.run());
     assert_eq!(value(&m, "markdown", "tok_recall@1024t"), 1.0, "{}", m["rows"][0]["metrics"]);
 }
+
+/// When recall@Bt and tok_recall@Bt put different chunkers first, the warning names them by
+/// their labels, as every other line does.
+#[test]
+fn the_chunker_warning_names_chunkers_by_their_labels() {
+    let filler = "palavra comum de enchimento sem relação alguma com a pergunta feita ".repeat(8);
+    let f = Fixture::new(
+        &[
+            ("a.md", &format!("# A\n## Prazo\nprazo ferias trinta dias. {filler}\n")),
+            ("b.md", &format!("# B\n## Outro\n{filler}\n")),
+        ],
+        r#"[{"id": "q1", "question": "prazo ferias trinta dias", "relevant": ["a#Prazo"]}]"#,
+        "name = \"labels\"\nunit = \"section\"\nk = [1]\nbudget = [120]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [cost]\ntokenizer = \"words\"\n[[chunkers]]\nkind = \"recursive\"\nsize = 200\noverlap = 0\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    let run = f.run();
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(summary.contains("put different chunkers first (recursive(200,0) by c01, markdown by c02)"), "{summary}");
+}

@@ -323,10 +323,12 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
         return Vec::new();
     }
     let excluded = |cell: &str| m.selection.as_ref().is_some_and(|s| s.excludes(cell));
+    // The chunker's label, as every other line shows it (`recursive(500,100)+title`).
     let chunker = |r: &Row| {
-        let parts: Vec<&str> =
-            labels::CHUNKER_KEYS.iter().filter_map(|k| r.config.get(k)).map(String::as_str).collect();
-        parts.join(" ")
+        manifest.cells.iter().find(|c| c.cell == r.cell).map_or_else(
+            || labels::CHUNKER_KEYS.iter().filter_map(|k| r.config.get(k)).cloned().collect::<Vec<_>>().join(" "),
+            |c| c.chunker.to_string(),
+        )
     };
     let best_by = |metric: &str| {
         m.rows
