@@ -29,6 +29,9 @@ enum Command {
     Run(cli::run::Args),
     /// Combine the run directories of `run --shard i/n` into the run an unsharded run writes.
     Merge(cli::merge::Args),
+    /// Embed share I of N of an experiment's distinct texts into the shared cache, ahead of its
+    /// cells (each text in exactly one share; the run after all shares embeds nothing).
+    Embed(cli::embed::Args),
     /// Time the embedder alone (no cache): passages per second on a JSONL corpus.
     BenchEmbed(cli::bench_embed::Args),
     /// Latency of filtered vector search (graph, exact scan, per-query choice) at 1% to 90%
@@ -133,6 +136,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Run(args) => cli::run::run(args),
         Command::BenchEmbed(args) => cli::bench_embed::run(args),
         Command::Merge(args) => cli::merge::run(args),
+        Command::Embed(args) => cli::embed::run(args),
         Command::BenchFilter(args) => cli::bench_filter::run(args),
         Command::Diff(args) => cli::diff::run(args),
         Command::Misses(args) => cli::misses::run(args),

@@ -1300,6 +1300,7 @@ impl Scoring<'_> {
 }
 
 mod diagnose;
+pub mod embed_shard;
 mod explain;
 pub mod rescore;
 #[cfg(test)]

@@ -396,3 +396,63 @@ fn the_kubernetes_recipe_runs_and_merges_into_the_unsharded_run() {
         .expect("the merged run");
     common::assert_merged_equals_unsharded(&merged, &grid);
 }
+
+/// `embed --shard I/4` on four processes at once, then `run`: each distinct text is embedded by
+/// exactly one share, and the run embeds nothing.
+#[test]
+fn four_embed_shards_embed_each_text_once_and_the_run_after_them_nothing() {
+    let docs: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("d{i:02}.md"), format!("# Documento {i}\nTexto número {i} sobre férias.\n")))
+        .collect();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let f = common::Fixture::new(
+        &docs,
+        r#"[{"id": "q1", "question": "férias", "relevant": ["d01"]}, {"id": "q2", "question": "texto 7", "relevant": ["d07"]}]"#,
+        "name = \"embed\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"random-16\"\n",
+    );
+    let models = f.path().join("models");
+    std::fs::create_dir_all(models.join("random-16")).unwrap();
+    std::fs::write(models.join("random-16/model.toml"), "id = \"random-16\"\nkind = \"random\"\ndim = 16\n").unwrap();
+    let shards: Vec<std::process::Child> = (1..=4)
+        .map(|i| {
+            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+            cmd.current_dir(f.path())
+                .args(["embed", "exp.toml", "-q", "--shard", &format!("{i}/4"), "--models"])
+                .arg(&models)
+                .arg("--cache")
+                .arg(f.path().join("cache"))
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let (mut passages, mut questions) = (0, 0);
+    for child in shards {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let embedded: usize = line.split(" reused, ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+            if line.contains(" passages ") {
+                passages += embedded;
+            } else {
+                questions += embedded;
+            }
+        }
+    }
+    // Whole documents and Markdown sections are the same text here: 40 distinct passages.
+    assert_eq!((passages, questions), (40, 2), "each distinct text once over the four shares");
+    let out = f
+        .cmd()
+        .args(["run", "exp.toml", "--models"])
+        .arg(&models)
+        .arg("--cache")
+        .arg(f.path().join("cache"))
+        .args(["--out", "out", "-q"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let embed_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("embed ")).collect();
+    assert!(!embed_lines.is_empty() && embed_lines.iter().all(|l| l.contains(" 0 embedded")), "{stderr}");
+}

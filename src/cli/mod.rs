@@ -9,6 +9,7 @@ pub mod bench_filter;
 pub mod check;
 pub mod contexts;
 pub mod diff;
+pub mod embed;
 pub mod engines;
 pub mod explain;
 pub mod init;

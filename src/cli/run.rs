@@ -128,7 +128,7 @@ pub enum Shard {
     FromEnv,
 }
 
-fn parse_shard(s: &str) -> Result<Shard, String> {
+pub(crate) fn parse_shard(s: &str) -> Result<Shard, String> {
     if s == "from-env" {
         return Ok(Shard::FromEnv);
     }
