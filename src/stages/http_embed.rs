@@ -273,9 +273,7 @@ impl HttpEmbedder {
                     let backoff = 0.5 * 2f64.powi(attempt as i32);
                     let wait = after.unwrap_or(backoff).clamp(0.0, MAX_RETRY_AFTER_S);
                     attempt += 1;
-                    if std::env::var_os("RAGSWEEP_HTTP_LOG").is_some() {
-                        eprintln!("model {}: {why}; retry {attempt} in {wait:.1}s", self.id);
-                    }
+                    eprintln!("model {}: {why}; retry {attempt} of {} in {wait:.1}s", self.id, self.spec.max_retries);
                     std::thread::sleep(Duration::from_secs_f64(wait));
                 }
                 Err(Failure::Retry { why, .. }) => {
