@@ -90,7 +90,10 @@ impl Prepared {
 
     /// What the golden set holds and what makes its numbers weak.
     pub fn health(&self) -> crate::input::health::Health {
-        let mut health = crate::input::health::health(&self.cases, &self.corpus);
+        let judged = |case: &str, unit: &str| {
+            self.judgments.as_ref().is_some_and(|j| j.units.contains(&(case.to_string(), unit.to_string())))
+        };
+        let mut health = crate::input::health::health(&self.cases, &self.corpus, &judged);
         if !self.drafts.is_empty() {
             health.warnings.push(format!(
                 "{} left out ({}): the question is still one `init` drafted from the labelled text; rewrite it the way your users would ask, or set \"draft\": false in its meta to accept it",

@@ -163,6 +163,10 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     let fresh = runs_in(folder).into_iter().find(|r| r != &first && r != &rescored).unwrap();
     let read = |r: &std::path::Path| without_timing(&std::fs::read_to_string(r.join("matrix.csv")).unwrap());
     assert_eq!(read(&rescored), read(&fresh), "rescore equals a fresh run with the same judgments");
+    // Warnings about how labels were written are about the golden set's own, not judgments.
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(fresh.join("manifest.json")).unwrap()).unwrap();
+    let health = manifest["golden"]["health"].to_string();
+    assert!(health.contains("a#Cláusula 1") && !health.contains("b#Pagamentos"), "{health}");
 
     // Scored with other judgments: another golden set for the gate.
     let gate = f

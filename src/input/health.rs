@@ -22,8 +22,9 @@ pub struct Health {
     pub warnings: Vec<String>,
 }
 
-/// Cases' splits must be assigned.
-pub fn health(cases: &[GoldenCase], corpus: &Corpus) -> Health {
+/// Cases' splits must be assigned. `judged(case, unit)` says a label came from a judgment, not the golden set: warnings about
+/// how labels were written are about the golden set's own.
+pub fn health(cases: &[GoldenCase], corpus: &Corpus, judged: &dyn Fn(&str, &str) -> bool) -> Health {
     let mut h = Health::default();
     let mut per_split: BTreeMap<Split, (usize, usize)> = BTreeMap::new();
     for c in cases {
@@ -81,7 +82,7 @@ pub fn health(cases: &[GoldenCase], corpus: &Corpus) -> Health {
     }
     let mut long: Vec<String> = Vec::new();
     for c in cases {
-        for label in c.relevant.iter().filter(|l| l.grade > 0) {
+        for label in c.relevant.iter().filter(|l| l.grade > 0 && !judged(&c.id, &l.id)) {
             if let Some(Target::Section { doc, section }) = corpus.target(&label.id) {
                 let d = &corpus.docs[doc];
                 let s = &d.sections[section];
@@ -163,7 +164,7 @@ mod tests {
             case("q2", "qual o  PREÇO", Split::Tuning, Some("d#B")),
             case("q3", "nada", Split::Reserved, None),
         ];
-        let h = health(&cases, &corpus);
+        let h = health(&cases, &corpus, &|_, _| false);
         assert_eq!(
             h.lines[0],
             "golden set: 3 cases: tuning 2 (2 answerable, 0 unanswerable) · reserved 1 (0 answerable, 1 unanswerable)"
