@@ -178,7 +178,23 @@ pub struct ColdEstimate {
     /// Passages per second measured by the probe.
     pub per_second: f64,
     pub probe_seconds: f64,
+    /// The slowest and fastest passages per second of the probe's rounds.
+    pub spread: (f64, f64),
+    pub rounds: usize,
+    /// The 1-minute load average over the cores when the probe started (Linux), if readable.
+    pub load_per_core: Option<f64>,
 }
+
+/// The 1-minute load average per core (`/proc/loadavg`), where the system says it.
+fn load_per_core() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let load: f64 = text.split_whitespace().next()?.parse().ok()?;
+    let cores = std::thread::available_parallelism().ok()?.get() as f64;
+    Some(load / cores)
+}
+
+/// Rounds the probe is cut into, so that its line can say how much the rate moved.
+const PROBE_ROUNDS: usize = 3;
 
 /// Seconds the passage-embedding probe of [`cold_run`] runs per model, at most.
 pub const PROBE_SECONDS: f64 = 2.0;
@@ -221,21 +237,34 @@ pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstima
             .collect();
         batches.sort_by_key(|b| *blake3::hash(b[0].as_bytes()).as_bytes());
         embedder.embed_batch(&batches[0][..1], Role::Passage)?;
+        let load_per_core = load_per_core();
         let started = Instant::now();
-        let mut done = 0;
+        let (mut done, mut round_done, mut round_started) = (0, 0, Instant::now());
+        let mut rates: Vec<f64> = Vec::new();
+        let round = PROBE_SECONDS / PROBE_ROUNDS as f64;
         for batch in batches {
             embedder.embed_batch(batch, Role::Passage)?;
             done += batch.len();
+            round_done += batch.len();
+            if round_started.elapsed().as_secs_f64() >= round {
+                rates.push(round_done as f64 / round_started.elapsed().as_secs_f64());
+                (round_done, round_started) = (0, Instant::now());
+            }
             if started.elapsed().as_secs_f64() >= PROBE_SECONDS {
                 break;
             }
         }
         let probe_seconds = started.elapsed().as_secs_f64();
+        let per_second = done as f64 / probe_seconds.max(1e-9);
+        let spread = rates.iter().fold((per_second, per_second), |(lo, hi), &r| (lo.min(r), hi.max(r)));
         out.push(ColdEstimate {
             model: info.id.clone(),
             passages: texts.len(),
-            per_second: done as f64 / probe_seconds.max(1e-9),
+            per_second,
             probe_seconds,
+            spread,
+            rounds: rates.len().max(1),
+            load_per_core,
         });
     }
     Ok(out)

@@ -39,14 +39,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for e in runner::cold_run(&prepared, &options)? {
         let seconds = e.passages as f64 / e.per_second.max(1e-9);
+        // How sure the estimate is: the rounds' spread, and whether something else was running.
+        let busy = match e.load_per_core {
+            Some(load) if load > 0.5 => format!(
+                "; the machine looked busy (load {:.1} per core when the probe started): a quiet machine is faster",
+                load
+            ),
+            _ => String::new(),
+        };
         println!(
-            "cold run: {} embeds {} passages at about {:.0}/s (a {:.1} s probe on {} threads): about {}; cached after the first run",
+            "cold run: {} embeds {} passages at about {:.0}/s ({:.0}–{:.0}/s over {} of a {:.1} s probe on {} threads): about {} (between {} and {}){busy}; cached after the first run",
             e.model,
             e.passages,
             e.per_second,
+            e.spread.0,
+            e.spread.1,
+            ragsweep::words::count(e.rounds, "round"),
             e.probe_seconds,
             rayon::current_num_threads(),
-            ragsweep::words::duration(seconds)
+            ragsweep::words::duration(seconds),
+            ragsweep::words::duration(e.passages as f64 / e.spread.1.max(1e-9)),
+            ragsweep::words::duration(e.passages as f64 / e.spread.0.max(1e-9)),
         );
     }
     Ok(ExitCode::SUCCESS)
