@@ -511,7 +511,14 @@ fn an_experiment_can_point_at_its_own_password_protected_server() {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(latest.join("manifest.json")).unwrap()).unwrap();
     let engine = manifest["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "engine").unwrap();
-    assert_eq!(engine["key"], "connected to the experiment's PostgreSQL server");
+    // The manifest says which server the numbers come from: its versions and where it is.
+    let key = engine["key"].as_str().unwrap();
+    assert!(
+        key.starts_with("connected to the experiment's PostgreSQL server (PostgreSQL 18.")
+            && key.contains(", pgvector 0.8")
+            && key.ends_with(&format!(" at postgresql://evals@127.0.0.1:{}/postgres)", server.port)),
+        "{key}"
+    );
     let matrix: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(latest.join("matrix.json")).unwrap()).unwrap();
     let rows = matrix["rows"].as_array().unwrap();

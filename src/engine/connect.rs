@@ -38,6 +38,16 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// The server as a URL that holds no secret (it never holds the password), for manifests.
+    pub fn shown(&self) -> String {
+        match &self.address {
+            Address::Tcp(host) => format!("postgresql://{}@{host}:{}/{}", self.user, self.port, self.database),
+            Address::Socket(dir) => {
+                format!("postgresql://{}@/{}?host={}&port={}", self.user, self.database, dir.display(), self.port)
+            }
+        }
+    }
+
     /// Reads `postgresql://[user@]host[:port][/database]` (or `postgres://`; a socket folder as
     /// `?host=/path`). A password in the URL is refused: it would be written with the experiment.
     pub fn parse(url: &str) -> Result<Endpoint, String> {

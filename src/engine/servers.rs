@@ -47,7 +47,9 @@ impl Engines {
                         Some(_) => "connected to the experiment's PostgreSQL server",
                         None => "PostgreSQL + pgvector server started",
                     };
-                    report(t.elapsed().as_secs_f64(), what, note);
+                    // Which server the numbers come from, recorded with the engine stage.
+                    let what = format!("{what} ({})", engine.provenance(from.pg_server.is_some())?);
+                    report(t.elapsed().as_secs_f64(), &what, note);
                     engines.pg = Some(engine);
                 }
                 EngineKind::Milvus => {
@@ -57,10 +59,13 @@ impl Engines {
                         from.milvus_server.cloned(),
                     )?;
                     let what = match from.milvus_server {
-                        Some(_) => "connected to the experiment's Milvus",
-                        None => "Milvus 2.3.5 standalone server started",
+                        Some(server) => format!(
+                            "connected to the experiment's Milvus at {}",
+                            crate::stages::http_embed::redacted(&server.url)
+                        ),
+                        None => "Milvus 2.3.5 standalone server started".into(),
                     };
-                    report(t.elapsed().as_secs_f64(), what, note);
+                    report(t.elapsed().as_secs_f64(), &what, note);
                     engines.milvus = Some(engine);
                 }
             }
