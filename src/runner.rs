@@ -203,19 +203,10 @@ pub const PROBE_SECONDS: f64 = 2.0;
 /// the model embeds, and its passages/s measured by embedding a spread of them with the run's
 /// threads for about [`PROBE_SECONDS`] (after one warm-up text).
 pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstimate>> {
-    let plan = &prepared.plan;
     let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
     let mut out = Vec::new();
     for (m, info) in prepared.models.iter().enumerate() {
-        let mut texts: Vec<String> = plan
-            .embeddings
-            .iter()
-            .filter(|e| e.model.0 == m)
-            .map(|e| &sets[e.chunks.0])
-            .flat_map(|set| (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)))
-            .collect();
-        texts.sort_unstable();
-        texts.dedup();
+        let mut texts = model_passages(prepared, &sets, m);
         if texts.is_empty() {
             continue;
         }
@@ -268,6 +259,21 @@ pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstima
         });
     }
     Ok(out)
+}
+
+/// The distinct passages model `m` embeds over every chunk set of the plan, sorted.
+pub(crate) fn model_passages(prepared: &Prepared, sets: &[crate::stages::chunk::ChunkSet], m: usize) -> Vec<String> {
+    let mut texts: Vec<String> = prepared
+        .plan
+        .embeddings
+        .iter()
+        .filter(|e| e.model.0 == m)
+        .map(|e| &sets[e.chunks.0])
+        .flat_map(|set| (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)))
+        .collect();
+    texts.sort_unstable();
+    texts.dedup();
+    texts
 }
 
 /// The plan's chunk sets (from the cache, or chunked and cached now), without embedding or

@@ -114,47 +114,28 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Add(args) => {
-            let AddArgs {
-                source,
-                name,
-                pooling,
-                max_length,
-                query_prefix,
-                passage_prefix,
-                output,
-                onnx,
+            let args = *args;
+            let http = args.url.map(|url| ragsweep::own_models::HttpModel {
                 url,
-                model,
-                api_key_env,
-                dimensions,
-                batch_size,
-                concurrency,
-                usd_per_1m_tokens,
-                description,
-                force,
-                dirs,
-            } = *args;
-            let http = url.map(|url| ragsweep::own_models::HttpModel {
-                url,
-                model: model.unwrap_or_default(),
-                api_key_env,
-                dimensions,
-                batch_size,
-                concurrency,
+                model: args.model.unwrap_or_default(),
+                api_key_env: args.api_key_env,
+                dimensions: args.dimensions,
+                batch_size: args.batch_size,
+                concurrency: args.concurrency,
             });
             let own = ragsweep::own_models::OwnModel {
-                description,
-                pooling,
-                max_length,
-                query_prefix,
-                passage_prefix,
-                output,
-                onnx,
-                usd_per_1m_tokens,
+                description: args.description,
+                pooling: args.pooling,
+                max_length: args.max_length,
+                query_prefix: args.query_prefix,
+                passage_prefix: args.passage_prefix,
+                output: args.output,
+                onnx: args.onnx,
+                usd_per_1m_tokens: args.usd_per_1m_tokens,
                 http,
             };
-            let dir = dirs.models();
-            let info = ragsweep::own_models::add(&dir, &name, source.as_deref(), &own, force)?;
+            let (name, dir) = (args.name, args.dirs.models());
+            let info = ragsweep::own_models::add(&dir, &name, args.source.as_deref(), &own, args.force)?;
             println!(
                 "added {name}: {}-dimensional vectors, {} tokens at most; cache key {}",
                 info.dim,

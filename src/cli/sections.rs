@@ -21,13 +21,13 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { path, grep, substring, json } = args;
-    let (corpus_path, format, rules, exclude, index_meta) = if path.extension().is_some_and(|e| e == "toml") {
+    let (corpus_path, format, rules, folder, index_meta) = if path.extension().is_some_and(|e| e == "toml") {
         let exp = Experiment::load(&path)?;
         (exp.corpus_path, exp.corpus_format, exp.access_key, exp.corpus_folder, exp.index_meta)
     } else {
         (path.clone(), None, Default::default(), Default::default(), None)
     };
-    let mut corpus = ragsweep::input::corpus::Corpus::load_with(&corpus_path, format, &rules, &exclude)?;
+    let mut corpus = ragsweep::input::corpus::Corpus::load_with(&corpus_path, format, &rules, &folder)?;
     if let Some(keys) = index_meta {
         corpus.index_meta = keys;
     }

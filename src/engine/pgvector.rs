@@ -157,12 +157,11 @@ impl PgEngine {
     /// What the run measured: the server's and pgvector's versions, and (for the experiment's
     /// own server) where it is, for the manifest.
     pub fn provenance(&self, own: bool) -> Result<String> {
-        let first = |rows: Vec<Vec<Option<String>>>| rows.first().and_then(|r| r.first().cloned().flatten());
-        let server = self.with(|c| c.query("SHOW server_version")).map(first)?.unwrap_or_default();
-        let vector = self
-            .with(|c| c.query("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
-            .map(first)?
-            .unwrap_or_else(|| "none".into());
+        let rows = self.with(|c| {
+            c.query("SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')")
+        })?;
+        let get = |i: usize| rows.first().and_then(|r| r.get(i).cloned().flatten());
+        let (server, vector) = (get(0).unwrap_or_default(), get(1).unwrap_or_else(|| "none".into()));
         let at = if own { format!(" at {}", self.endpoint.shown()) } else { String::new() };
         Ok(format!("PostgreSQL {server}, pgvector {vector}{at}"))
     }

@@ -548,11 +548,7 @@ fn extract(
             let whole = text::document(path)?;
             // Static-site sources often open an HTML page with front matter: it is read with
             // the same rules as Markdown's, so an access list there is never left public.
-            let opens_front_matter = whole.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| {
-                let l = l.trim_start_matches('\u{feff}').trim_end();
-                l == "---" || l == "+++"
-            });
-            let (front, source) = if opens_front_matter {
+            let (front, source) = if frontmatter::opens_with_fence(&whole) {
                 let (front, body) = frontmatter::split(path, &whole, rules)?;
                 (Some(front), body)
             } else {
@@ -614,7 +610,6 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     let mut included_by: HashMap<PathBuf, Vec<(PathBuf, bool)>> = HashMap::new();
-    let mut doc_of_file: HashMap<PathBuf, usize> = HashMap::new();
     let mut errors: Vec<Error> = Vec::new();
     let mut report = ReadReport::default();
     report.skipped.extend(not_files);
@@ -640,8 +635,7 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
             report.skipped.push((path, format!("{ext}: not a known format")));
             continue;
         };
-        let rel = path.strip_prefix(root).unwrap_or(&path).with_extension("");
-        let id = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let id = id_of(path.strip_prefix(root).unwrap_or(&path));
         if let Err(why) = check_id(&id).and_then(|()| {
             id.split('/')
                 .all(|part| !part.trim().is_empty())
@@ -685,9 +679,7 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
         for fragment in &extracted.included {
             included_by.entry(fragment.clone()).or_default().push((path.clone(), front.acl.is_some()));
         }
-        if let Ok(canonical) = path.canonicalize() {
-            doc_of_file.insert(canonical, docs.len());
-        }
+
         let mut sections = sections_from(&id, &extracted.text, &extracted.headings);
         sections.extend(page_sections(&id, &extracted.text, &extracted.pages));
         let title = front.title.or(extracted.title);
@@ -701,15 +693,25 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     }
     // A fragment only restricted pages include, with no access list of its own, is still a
     // public document under its own id: say so.
+    // Included files are canonical; documents are read below the canonical root without links.
+    let by_id: HashMap<&str, usize> = docs.iter().enumerate().map(|(i, d)| (d.id.as_str(), i)).collect();
+    let mut public_fragments = Vec::new();
     for (fragment, pages) in included_by {
-        let public = doc_of_file.get(&fragment).is_some_and(|&d| docs[d].acl.is_none());
+        let doc = fragment.strip_prefix(&canonical).ok().and_then(|rel| by_id.get(id_of(rel).as_str()).copied());
+        let public = doc.is_some_and(|d| docs[d].acl.is_none());
         if public && pages.iter().all(|(_, restricted)| *restricted) {
             let pages: Vec<PathBuf> = pages.into_iter().map(|(p, _)| p).collect();
-            report.public_fragments.push((fragment, pages));
+            public_fragments.push((fragment, pages));
         }
     }
-    report.public_fragments.sort();
+    public_fragments.sort();
+    report.public_fragments = public_fragments;
     Ok((docs, report))
+}
+
+/// A folder document's id: its path below the corpus folder, without extension, `/`-separated.
+fn id_of(relative: &Path) -> String {
+    relative.with_extension("").components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
 }
 
 /// The regular files under `dir`, and what was skipped with why. Only regular files inside the

@@ -98,6 +98,13 @@ pub fn starts_like_acl(line: &str, rules: &AccessKey) -> bool {
     key == access || key == format!("{access}s")
 }
 
+/// Whether `raw` opens (after a byte-order mark and blank lines) with a `---` or `+++` fence,
+/// as [`split`] reads front matter.
+pub fn opens_with_fence(raw: &str) -> bool {
+    let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
+    raw.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| matches!(l.trim_end(), "---" | "+++"))
+}
+
 /// Splits `raw` into its front matter and the document text after it.
 ///
 /// The first line that is not blank decides: a `---` fence (trailing whitespace allowed)

@@ -42,7 +42,7 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc_nonblock())
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
@@ -52,22 +52,7 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
-/// `O_NONBLOCK` on Linux and the BSDs (opening a FIFO with it never waits for a writer).
-const fn libc_nonblock() -> i32 {
-    if cfg!(any(
-        target_os = "macos",
-        target_os = "ios",
-        target_os = "freebsd",
-        target_os = "openbsd",
-        target_os = "netbsd"
-    )) {
-        0x0004
-    } else {
-        0o4000
-    }
-}
-
-/// U+0000 as a space, in place: PostgreSQL's text refuses it, so documents and questions carry
+/// `text` with U+0000 as a space: PostgreSQL's text refuses it, so documents and questions carry
 /// none to any engine (one byte for one byte: no offset moves).
 pub fn without_nul(text: String) -> String {
     if text.contains('\0') {

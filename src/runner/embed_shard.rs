@@ -25,29 +25,20 @@ pub fn embed_shard(prepared: &Prepared, opts: &RunOptions, i: usize, n: usize) -
     if i == 0 || n == 0 || i > n {
         return Err(Error::Other(format!("shard {i} of {n}: the shard must be between 1 and {n}")));
     }
-    let plan = &prepared.plan;
     let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
-    let questions: Vec<String> = prepared.cases.iter().map(|c| c.question.clone()).collect();
+    let mut questions: Vec<String> = prepared.cases.iter().map(|c| c.question.clone()).collect();
+    questions.sort_unstable();
+    questions.dedup();
     let threads = rayon::current_num_threads();
     let mut out = Vec::new();
     for (m, info) in prepared.models.iter().enumerate() {
-        let mut passages: Vec<String> = plan
-            .embeddings
-            .iter()
-            .filter(|e| e.model.0 == m)
-            .map(|e| &sets[e.chunks.0])
-            .flat_map(|set| (0..set.len()).map(|c| set.indexed_text(&prepared.corpus, c)))
-            .collect();
-        passages.sort_unstable();
-        passages.dedup();
+        let passages = model_passages(prepared, &sets, m);
         let mut cache = VectorCache::open(&opts.cache_dir, info)?;
         let embedder = LazyEmbedder::new(&opts.models_dir, info, threads);
         let load = || -> Result<&dyn Embedding> { Ok(embedder.get()? as &dyn Embedding) };
         let counter = Counter::for_model(info)?;
         for (role, texts) in [(Role::Query, questions.clone()), (Role::Passage, passages)] {
-            let mut mine: Vec<String> = texts.into_iter().filter(|t| in_shard(&text_key(role, t), i, n)).collect();
-            mine.sort_unstable();
-            mine.dedup();
+            let mine: Vec<String> = texts.into_iter().filter(|t| in_shard(&text_key(role, t), i, n)).collect();
             let counts = build::token_counts(&counter, info, role, &mine);
             let pb = bar(opts.progress, mine.len(), "embed");
             pb.set_message(format!("{} {}", info.id, if role == Role::Query { "questions" } else { "passages" }));

@@ -212,22 +212,19 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         }
         p => p.as_ref().map(|p| *p.get_ref()),
     };
-    let http_key = [
-        raw.url.as_ref().map(|v| ("url", v.span())),
-        raw.model.as_ref().map(|v| ("model", v.span())),
-        raw.api_key_env.as_ref().map(|v| ("api_key_env", v.span())),
-        raw.dimensions.as_ref().map(|v| ("dimensions", v.span())),
-        raw.batch_size.as_ref().map(|v| ("batch_size", v.span())),
-        raw.concurrency.as_ref().map(|v| ("concurrency", v.span())),
-        raw.max_retries.as_ref().map(|v| ("max_retries", v.span())),
-        raw.timeout_s.as_ref().map(|v| ("timeout_s", v.span())),
-        raw.tokenizer.as_ref().map(|v| ("tokenizer", v.span())),
-    ]
-    .into_iter()
-    .flatten()
-    .next();
+    let http_keys = crate::stages::http_embed::HttpKeys {
+        url: raw.url.as_ref(),
+        model: raw.model.as_ref(),
+        api_key_env: raw.api_key_env.as_ref(),
+        dimensions: raw.dimensions.as_ref(),
+        batch_size: raw.batch_size.as_ref(),
+        concurrency: raw.concurrency.as_ref(),
+        max_retries: raw.max_retries.as_ref(),
+        timeout_s: raw.timeout_s.as_ref(),
+        tokenizer: raw.tokenizer.as_ref(),
+    };
     if raw.kind != KindToml::Http {
-        if let Some((key, span)) = http_key {
+        if let Some((key, span)) = http_keys.first_given() {
             return Err(Error::input(at(span), format!("`{key}` is a key of an http model (`kind = \"http\"`)")));
         }
     }
@@ -245,18 +242,7 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             if let Some(span) = raw.pooling.as_ref().map(|p| p.span()) {
                 return Err(Error::input(at(span), "an http model pools on its server: it takes no `pooling`"));
             }
-            let keys = crate::stages::http_embed::HttpKeys {
-                url: raw.url.as_ref(),
-                model: raw.model.as_ref(),
-                api_key_env: raw.api_key_env.as_ref(),
-                dimensions: raw.dimensions.as_ref(),
-                batch_size: raw.batch_size.as_ref(),
-                concurrency: raw.concurrency.as_ref(),
-                max_retries: raw.max_retries.as_ref(),
-                timeout_s: raw.timeout_s.as_ref(),
-                tokenizer: raw.tokenizer.as_ref(),
-            };
-            let spec = crate::stages::http_embed::HttpSpec::read(&keys, &at)?;
+            let spec = crate::stages::http_embed::HttpSpec::read(&http_keys, &at)?;
             let max_length = raw.max_length.map_or(crate::stages::http_embed::DEFAULT_MAX_LENGTH, |m| m.into_inner());
             let hash = blake3::hash(spec.identity().as_bytes()).to_hex()[..16].to_string();
             (ModelKind::Http(spec), max_length, hash, String::new())
@@ -485,26 +471,10 @@ pub trait Embedding: Sync {
 
 impl Embedding for Embedder {
     fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
-        let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
-        let mut out = match &self.backend {
-            Backend::Random => return Ok(prefixed.iter().map(|t| random_unit_vector(t, self.info.dim)).collect()),
-            Backend::Http(client) => client.embed(&prefixed)?,
-            Backend::Onnx { session, pooling: Pool::Last, output } => {
-                let mut model = session.lock().expect("embedder lock");
-                last_token_vectors(&mut model, &prefixed, output.as_ref())
-                    .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?
-            }
-            Backend::Onnx { session, .. } => {
-                let mut model = session.lock().expect("embedder lock");
-                model
-                    .embed(&prefixed, Some(prefixed.len().max(1)))
-                    .map_err(|e| Error::Other(format!("embedding with {}: {e}", self.info.id)))?
-            }
-        };
-        for v in &mut out {
-            normalize(v);
+        match self.embed_partial(texts, role) {
+            (vectors, None) => Ok(vectors.into_iter().map(|v| v.expect("every text embedded")).collect()),
+            (_, Some(e)) => Err(e),
         }
-        Ok(out)
     }
 
     fn batching(&self) -> (usize, usize) {
@@ -522,14 +492,30 @@ impl Embedding for Embedder {
     }
 
     fn embed_partial(&self, texts: &[&str], role: Role) -> (Vec<Option<Vec<f32>>>, Option<Error>) {
-        let Backend::Http(client) = &self.backend else {
-            return match self.embed_batch(texts, role) {
-                Ok(v) => (v.into_iter().map(Some).collect(), None),
-                Err(e) => (vec![None; texts.len()], Some(e)),
-            };
-        };
         let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
-        let (mut vectors, failed) = client.embed_partial(&prefixed);
+        let all_or_nothing = |embedded: std::result::Result<Vec<Vec<f32>>, String>| match embedded {
+            Ok(v) => (v.into_iter().map(Some).collect(), None),
+            Err(e) => (vec![None; texts.len()], Some(Error::Other(format!("embedding with {}: {e}", self.info.id)))),
+        };
+        let (mut vectors, failed) = match &self.backend {
+            // Already unit vectors, drawn exactly.
+            Backend::Random => {
+                return (prefixed.iter().map(|t| Some(random_unit_vector(t, self.info.dim))).collect(), None)
+            }
+            Backend::Http(client) => client.embed_partial(&prefixed),
+            Backend::Onnx { session, pooling: Pool::Last, output } => all_or_nothing(last_token_vectors(
+                &mut session.lock().expect("embedder lock"),
+                &prefixed,
+                output.as_ref(),
+            )),
+            Backend::Onnx { session, .. } => all_or_nothing(
+                session
+                    .lock()
+                    .expect("embedder lock")
+                    .embed(&prefixed, Some(prefixed.len().max(1)))
+                    .map_err(|e| e.to_string()),
+            ),
+        };
         for v in vectors.iter_mut().flatten() {
             normalize(v);
         }
@@ -844,12 +830,11 @@ pub fn embed_all<'m>(
         for size in token_batches(&lengths, budget, max_batch) {
             let batch = &missing[start..start + size];
             let (vectors, failed) = embed_checked(embedder, texts, batch, role, dim);
+            let before = pending.len();
+            pending.extend(batch.iter().zip(vectors).filter_map(|(&i, v)| v.map(|v| (keys[i], v))));
+            stats.embedded += pending.len() - before;
             if let Some(e) = failed {
                 // What was embedded is kept: a rerun continues from there.
-                let kept: Vec<(Key, Vec<f32>)> =
-                    batch.iter().zip(vectors).filter_map(|(&i, v)| v.map(|v| (keys[i], v))).collect();
-                stats.embedded += kept.len();
-                pending.extend(kept);
                 cache.insert(&pending)?;
                 return Err(Error::Other(format!(
                     "{e}\n(embedded {} of {} new texts before this; they are cached, so a rerun continues from there)",
@@ -860,8 +845,6 @@ pub fn embed_all<'m>(
             stats.tokens += lengths[start..start + size].iter().map(|&n| u64::from(n)).sum::<u64>();
             stats.padded_tokens += size as u64 * u64::from(lengths[start]);
             start += size;
-            pending.extend(batch.iter().map(|&i| keys[i]).zip(vectors.into_iter().map(|v| v.expect("no failure"))));
-            stats.embedded += batch.len();
             progress(stats.embedded, missing.len());
             if pending.len() >= FLUSH_EVERY {
                 cache.insert(&pending)?;

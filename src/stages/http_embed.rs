@@ -59,6 +59,26 @@ pub struct HttpKeys<'a> {
     pub tokenizer: Option<&'a Spanned<String>>,
 }
 
+impl HttpKeys<'_> {
+    /// The first of these keys a `model.toml` gives, with its place: refused on other kinds.
+    pub fn first_given(&self) -> Option<(&'static str, Range<usize>)> {
+        [
+            self.url.map(|v| ("url", v.span())),
+            self.model.map(|v| ("model", v.span())),
+            self.api_key_env.map(|v| ("api_key_env", v.span())),
+            self.dimensions.map(|v| ("dimensions", v.span())),
+            self.batch_size.map(|v| ("batch_size", v.span())),
+            self.concurrency.map(|v| ("concurrency", v.span())),
+            self.max_retries.map(|v| ("max_retries", v.span())),
+            self.timeout_s.map(|v| ("timeout_s", v.span())),
+            self.tokenizer.map(|v| ("tokenizer", v.span())),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+    }
+}
+
 impl HttpSpec {
     pub fn read(raw: &HttpKeys<'_>, at: &dyn Fn(Range<usize>) -> Location) -> Result<HttpSpec> {
         let missing = |key: &str| {
