@@ -487,7 +487,8 @@ pub fn run_with<'e>(
 
     let plan_started = Instant::now();
     let columns = cut_columns(exp);
-    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &columns, counter)?;
+    let facts = ChunkFacts::of(corpus, &built.sets, counter)?;
+    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &columns, counter, &facts)?;
     let case_info = aggregate::case_info(cases, corpus);
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
@@ -645,7 +646,8 @@ fn with_cell<T>(
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
-    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &[], &prepared.counter)?;
+    let facts = ChunkFacts::of(corpus, &built.sets, &prepared.counter)?;
+    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &[], &prepared.counter, &facts)?;
     let run = CellRun {
         cell: &one.cells[0],
         chunks: planned.chunks.0,
@@ -831,10 +833,8 @@ struct Scoring<'a> {
     columns: &'a [(usize, MetricAt)],
     /// The cost tokenizer: context tokens, budgets and token-level measures.
     counter: &'a Counter,
-    /// Per chunk set: the tokens of each chunk a model would be sent.
-    chunk_tokens: Vec<Vec<u32>>,
-    /// Per chunk set, per document: its chunks' ordinals.
-    doc_chunks: Vec<Vec<Vec<u32>>>,
+    /// What the chunk sets hold, whatever the labels.
+    facts: &'a ChunkFacts,
     /// Per case: the relevant text as byte ranges `(doc, start, end)`, for token-level
     /// measures (section and evidence units with budgets; empty otherwise).
     relevant_text: Vec<Vec<(u32, usize, usize)>>,
@@ -954,17 +954,32 @@ fn spanning_chunks(
         .collect()
 }
 
-/// Per chunk set, per document: the ordinals of its chunks.
-fn doc_chunks(corpus: &Corpus, sets: &[crate::stages::chunk::ChunkSet]) -> Vec<Vec<Vec<u32>>> {
-    sets.iter()
-        .map(|set| {
-            let mut by_doc = vec![Vec::new(); corpus.docs.len()];
-            for (c, chunk) in set.chunks.iter().enumerate() {
-                by_doc[chunk.doc as usize].push(c as u32);
-            }
-            by_doc
-        })
-        .collect()
+/// What the chunk sets hold, whatever the labels: computed once, scored against any labels.
+pub struct ChunkFacts {
+    /// Per chunk set: the tokens of each chunk a model would be sent.
+    chunk_tokens: Vec<Vec<u32>>,
+    /// Per chunk set, per document: its chunks' ordinals.
+    doc_chunks: Vec<Vec<Vec<u32>>>,
+}
+
+impl ChunkFacts {
+    pub fn of(corpus: &Corpus, sets: &[crate::stages::chunk::ChunkSet], counter: &Counter) -> Result<ChunkFacts> {
+        let chunk_tokens = sets
+            .iter()
+            .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
+            .collect::<Result<_>>()?;
+        let doc_chunks = sets
+            .iter()
+            .map(|set| {
+                let mut by_doc = vec![Vec::new(); corpus.docs.len()];
+                for (c, chunk) in set.chunks.iter().enumerate() {
+                    by_doc[chunk.doc as usize].push(c as u32);
+                }
+                by_doc
+            })
+            .collect();
+        Ok(ChunkFacts { chunk_tokens, doc_chunks })
+    }
 }
 
 /// A case's lists from the cell's oracle, and what the replaced sources approximate with.
@@ -991,11 +1006,8 @@ impl<'a> Scoring<'a> {
         sets: &'a [crate::stages::chunk::ChunkSet],
         columns: &'a [(usize, MetricAt)],
         counter: &'a Counter,
+        facts: &'a ChunkFacts,
     ) -> Result<Self> {
-        let chunk_tokens: Vec<Vec<u32>> = sets
-            .iter()
-            .map(|set| counter.count(&(0..set.len()).map(|i| set.text(corpus, i).to_string()).collect::<Vec<_>>()))
-            .collect::<Result<_>>()?;
         let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
         let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
         let relevant_text = if token_measures {
@@ -1029,8 +1041,7 @@ impl<'a> Scoring<'a> {
             allowed_sets: allowed_sets(corpus, cases, sets),
             columns,
             counter,
-            chunk_tokens,
-            doc_chunks: doc_chunks(corpus, sets),
+            facts,
             relevant_text,
             ideal_items,
             doc_token_starts,
@@ -1133,7 +1144,7 @@ impl Scoring<'_> {
         let (truth, corpus) = (&self.truths[case], self.corpus);
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
         let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
-        let fill = self.exp.budget.last().map(|&b| (&self.chunk_tokens[run.chunks][..], b));
+        let fill = self.exp.budget.last().map(|&b| (&self.facts.chunk_tokens[run.chunks][..], b));
         f(&Judge { judge: &judge, collapses, chunks: set.len(), fill })
     }
 
@@ -1156,14 +1167,14 @@ impl Scoring<'_> {
             .budget
             .iter()
             .map(|&b| {
-                let mut packed = context::pack(&r.hits, set, &self.chunk_tokens[run.chunks], b, &cut)?;
+                let mut packed = context::pack(&r.hits, set, &self.facts.chunk_tokens[run.chunks], b, &cut)?;
                 if let Some(allowed) = post {
                     packed.pieces.retain(|(p, _)| allowed.contains(p.chunk));
                     // The late filter left less than the budget although the user may see more.
                     let held = packed.tokens() as usize;
                     if held < b {
                         let visible: &usize = visible.get_or_init(|| {
-                            allowed.iter().map(|c| self.chunk_tokens[run.chunks][c as usize] as usize).sum()
+                            allowed.iter().map(|c| self.facts.chunk_tokens[run.chunks][c as usize] as usize).sum()
                         });
                         packed.short |= *visible > held;
                     }
@@ -1177,7 +1188,7 @@ impl Scoring<'_> {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
         let set = &self.sets[run.chunks];
-        let chunk_tokens = &self.chunk_tokens[run.chunks];
+        let chunk_tokens = &self.facts.chunk_tokens[run.chunks];
         let packed = self.packed(run, ci, r)?;
         let judged_packed: Vec<Judged> = packed
             .iter()

@@ -59,7 +59,7 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     // The pool of both cells at k = 3: each unit once, returned-by-both first.
     let pool_path = f.path().join("pool.jsonl");
     f.cmd()
-        .args(["judge", first.to_str().unwrap(), "--cells", "c01,c02", "--k", "3", "--export"])
+        .args(["judge", first.to_str().unwrap(), "--cells", "c01,c02", "--k", "3", "--order", "returned", "--export"])
         .arg(&pool_path)
         .assert()
         .success();
@@ -84,13 +84,13 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     let judgments = f.path().join("judgments.jsonl");
     let shown = f
         .cmd()
-        .args(["judge", first.to_str().unwrap(), "--k", "3", "--who", "ana"])
+        .args(["judge", first.to_str().unwrap(), "--k", "3", "--order", "returned", "--who", "ana"])
         .write_stdin("0 no\nq\n")
         .assert()
         .success();
     let out = String::from_utf8(shown.get_output().stdout.clone()).unwrap();
     let total = pool.len();
-    assert!(out.contains(&format!("[1/{total}] case q1")) && out.contains("unit: b#Pagamentos"), "{out}");
+    assert!(out.contains(&format!("[1, {} left] case q1", total - 1)) && out.contains("unit: b#Pagamentos"), "{out}");
     let saved = lines(&judgments);
     assert_eq!(saved.len(), 1);
     assert_eq!(
@@ -98,10 +98,15 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
         (Some("q1"), Some("b#Pagamentos"), Some(0))
     );
     assert_eq!((saved[0]["who"].as_str(), saved[0]["note"].as_str()), (Some("ana"), Some("no")));
-    let again = f.cmd().args(["judge", first.to_str().unwrap(), "--k", "3"]).write_stdin("q\n").assert().success();
+    let again = f
+        .cmd()
+        .args(["judge", first.to_str().unwrap(), "--k", "3", "--order", "returned"])
+        .write_stdin("q\n")
+        .assert()
+        .success();
     let out = String::from_utf8(again.get_output().stdout.clone()).unwrap();
     assert!(
-        out.contains(&format!("[1/{}]", total - 1)) && !out.contains("unit: b#Pagamentos"),
+        out.contains(&format!("[1, {} left]", total - 2)) && !out.contains("unit: b#Pagamentos"),
         "grade 0 is never asked again: {out}"
     );
 
@@ -252,4 +257,86 @@ fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
     assert!(text.ends_with("characters after]"), "{}", &text[text.len() - 80..]);
     assert!(unit["left_out"].as_u64().unwrap() > 0, "{unit}");
     assert_eq!(unit["scale"], "0 not relevant, 1 relevant, 2 highly relevant");
+}
+
+/// Ten questions, each answered by a short labelled section and drowned by a long unlabelled
+/// decoy that repeats the question's word: BM25 without length normalisation (c01) ranks every
+/// decoy first, with it (c02) every answer. Only c01's decoys are pooled at k = 1.
+fn decoys() -> Fixture {
+    let filler = "texto comum sem relação alguma com nada ".repeat(40);
+    let docs: Vec<(String, String)> = (0..10)
+        .map(|i| {
+            let word = format!("zeta{i}");
+            let text = format!(
+                "# Documento {i}\n\n## Resposta\n\nFica em {word}.\n\n## Ruído\n\n{w} {w} {w} {w} {w} {filler}\n",
+                w = word
+            );
+            (format!("d{i}.md"), text)
+        })
+        .collect();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let golden: Vec<String> = (0..10)
+        .map(|i| {
+            format!(
+                r#"{{"id": "q{i}", "question": "onde fica zeta{i}", "relevant": ["d{i}#Resposta"], "split": "tuning"}}"#
+            )
+        })
+        .collect();
+    Fixture::new(
+        &docs,
+        &format!("[{}]", golden.join(",\n")),
+        "name = \"decoys\"\nunit = \"section\"\nk = [1]\nmetrics = [\"hit\"]\nselect = \"hit@1\"\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\nk1 = 3.0\nb = 0.0\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\nk1 = 1.2\nb = 1.0\n",
+    )
+}
+
+#[test]
+fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
+    let f = decoys();
+    let run = f.run();
+    let m = matrix(&run);
+    assert_eq!(m["selection"]["cell"], "c02", "{}", m["selection"]);
+    let run_arg = run.to_str().unwrap();
+
+    // All ten decoys relevant would tie c01 with c02 (and the tie goes to c01): open. One decoy
+    // judged not relevant and no outcome of the nine left picks c01: settled, and it stops.
+    let trace = f.path().join("trace.jsonl");
+    let session = f
+        .cmd()
+        .args(["judge", run_arg, "--who", "ana", "--trace"])
+        .arg(&trace)
+        .write_stdin("0\n0\n0\n0\n")
+        .assert()
+        .success();
+    let out = String::from_utf8(session.get_output().stdout.clone()).unwrap();
+    let err = String::from_utf8(session.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("decision on tuning (hit@1): c02"), "{err}");
+    assert!(out.contains("[1, 9 left] case q"), "{out}");
+    assert!(out.contains("settled: the 9 units left cannot change the decision (c02)"), "{out}");
+    assert!(out.contains("1 judged, 0 skipped, 9 left in the pool."), "{out}");
+    assert_eq!(lines(&f.path().join("judgments.jsonl")).len(), 1, "one answer, then the rule spoke");
+    let steps = lines(&trace);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!((steps[0]["verdict"].as_str(), steps[0]["left"].as_u64()), (Some("open"), Some(10)));
+    assert_eq!((steps[1]["verdict"].as_str(), steps[1]["pick"].as_str()), (Some("settled"), Some("c02")));
+
+    // The most valuable units first: an export limited to three holds three of c01's decoys.
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run_arg, "--limit", "3", "--export"]).arg(&pool).assert().success();
+    let exported = lines(&pool);
+    assert_eq!(exported.len(), 3);
+    assert!(exported.iter().all(|p| p["id"].as_str().unwrap().ends_with("#Ruído")), "{exported:?}");
+
+    // The whole pool judged (the pool's own order never stops): the pick is the one the rule
+    // settled on.
+    f.cmd()
+        .args(["judge", run_arg, "--order", "returned"])
+        .write_stdin("0\n".repeat(9))
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("9 judged, 0 skipped, 0 left in the pool."));
+    f.cmd().args(["rescore", run_arg]).assert().success();
+    let rescored = runs_in(run.parent().unwrap()).into_iter().find(|r| r.to_string_lossy().ends_with("-rescored"));
+    assert_eq!(matrix(&rescored.unwrap())["selection"]["cell"], "c02");
 }

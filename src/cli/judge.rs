@@ -29,12 +29,39 @@ pub struct Args {
     /// Who judges (recorded with each judgment; default $USER).
     #[arg(long)]
     pub who: Option<String>,
+    /// `decision`: the units whose grade can change which cell is picked first, stopping when
+    /// the decision is settled or judging cannot decide it; `returned`: most-returned first, the
+    /// whole pool.
+    #[arg(long, value_enum, default_value_t = Order::Decision)]
+    pub order: Order,
+    /// Judge (or export) at most this many units, the most valuable first.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Answer from a judged pool file (an export with `grade` filled) in the order this session
+    /// would ask, stopping where it would stop; units it does not grade are skipped.
+    #[arg(long, conflicts_with_all = ["import", "export"])]
+    pub replay: Option<PathBuf>,
+    /// Judge on after the decision is settled (or cannot be decided by judging).
+    #[arg(long)]
+    pub whole_pool: bool,
+    /// Write one JSON line per answer: the unit, its grade, the decision after it and what the
+    /// units left can still do to it.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
     #[command(flatten)]
     pub dirs: Dirs,
 }
 
+/// The order a pool is judged in.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    Decision,
+    Returned,
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { run, cells, k, budget, cases, export, import, who, dirs } = args;
+    let Args { run, cells, k, budget, cases, export, import, who, order, limit, replay, whole_pool, trace, dirs } =
+        args;
     let run = output::resolve_run(&run)?;
     let options = dirs.options_of_run(&run, false);
     let (exp, prepared) = runner::load_run(&run, &options)?;
@@ -56,14 +83,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print_end(&run, &cells, &relevant)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let cut = match budget {
-        Some(b) => runner::Cut::Budget(b),
-        None => runner::Cut::K(k.unwrap_or_else(|| ragsweep::vocab::headline_k(&exp.k))),
+    let decision_cut = exp.decision_metric();
+    let cut = match (k, budget) {
+        (_, Some(b)) => runner::Cut::Budget(b),
+        (Some(k), None) => runner::Cut::K(k),
+        (None, None) if decision_cut.budget => runner::Cut::Budget(decision_cut.k),
+        (None, None) => runner::Cut::K(decision_cut.k),
     };
     let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
-    let pool = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
-    let per_case = pool.iter().map(|p| &p.case).collect::<std::collections::BTreeSet<_>>().len();
+    let mut pool = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
+    let mut decider = if order == Order::Decision || trace.is_some() {
+        let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;
+        Some(ragsweep::judge::decision::Decider::new(&exp, &prepared, recorded)?)
+    } else {
+        None
+    };
+    if let Some(d) = decider.as_ref().filter(|_| order == Order::Decision) {
+        eprintln!("decision on tuning ({}): {}", decision_cut, d.now().describe());
+    }
     if let Some(file) = export {
+        if let Some(d) = decider.as_ref().filter(|_| order == Order::Decision) {
+            let (verdict, contenders) = d.verdict(&pool)?;
+            if let Some(message) = verdict.message(d.now(), pool.len(), &run) {
+                eprintln!("{message}");
+            }
+            let values = d.values(&pool, &contenders);
+            pool = ragsweep::judge::decision::by_value(pool, &values);
+        }
+        pool.truncate(limit.unwrap_or(usize::MAX));
+        let per_case = pool.iter().map(|p| &p.case).collect::<std::collections::BTreeSet<_>>().len();
         ragsweep::atomic::write_atomic(&file, &ragsweep::judge::export(&pool, &prepared.corpus))?;
         eprintln!(
             "{} of {} written to {}: fill `grade` ({}) and run `ragsweep judge {} --import {}`",
@@ -80,22 +128,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("nothing to judge: every unit the cells returned within the cut carries a judgment");
         return Ok(ExitCode::SUCCESS);
     }
+
     eprintln!(
-        "{} to judge for {}; answers are saved to {} as you go",
+        "{} in the pool; answers are saved to {} as you go",
         ragsweep::words::count(pool.len(), "unit"),
-        ragsweep::words::count(per_case, "case"),
         exp.judgments.display()
     );
-    let terminal = std::io::stdout().is_terminal();
-    let report = ragsweep::judge::session(
-        &pool,
-        &prepared.corpus,
-        &exp.judgments,
-        &who,
-        &mut std::io::stdin().lock(),
-        &mut std::io::stdout().lock(),
-        terminal,
-    )?;
+    let mut trace_file = trace
+        .as_ref()
+        .map(|t| std::fs::File::create(t).with_context(|| format!("cannot write {}", t.display())))
+        .transpose()?
+        .map(std::io::BufWriter::new);
+    let session_opts = |decider, trace| ragsweep::judge::SessionOptions {
+        path: &exp.judgments,
+        who: &who,
+        decider,
+        decision_order: order == Order::Decision,
+        whole_pool,
+        trace,
+        run: &run,
+        limit,
+    };
+    let (mut stdout, mut stdin) = (std::io::stdout().lock(), std::io::stdin().lock());
+    let trace_out = trace_file.as_mut().map(|t| t as &mut dyn std::io::Write);
+    let report = match replay {
+        Some(file) => {
+            let mut answers = ragsweep::judge::Replayed::read(&file, &prepared.cases, &prepared.corpus, &mut stdout)?;
+            ragsweep::judge::session(pool, &mut answers, session_opts(decider.as_mut(), trace_out))?
+        }
+        None => {
+            let terminal = std::io::stdout().is_terminal();
+            let mut answers =
+                ragsweep::judge::Person { corpus: &prepared.corpus, input: &mut stdin, out: &mut stdout, terminal };
+            ragsweep::judge::session(pool, &mut answers, session_opts(decider.as_mut(), trace_out))?
+        }
+    };
+    if let Some(mut t) = trace_file {
+        std::io::Write::flush(&mut t)?;
+    }
     println!("\n{} judged, {} skipped, {} left in the pool.", report.answered, report.skipped, report.left);
     print_end(&run, &cells, &report.relevant)?;
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,11 @@ use crate::stages::cost::usd;
 /// Each case's question, exact terms (tagged against the corpus's document frequencies)
 /// and golden tags.
 pub fn case_info(cases: &[GoldenCase], corpus: &Corpus) -> Vec<CaseInfo> {
-    let rarity = Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
+    case_info_with(cases, corpus, &Rarity::of(corpus.docs.iter().map(|d| d.text.as_str())))
+}
+
+/// [`case_info`] with the corpus's word rarity computed once.
+pub fn case_info_with(cases: &[GoldenCase], corpus: &Corpus, rarity: &Rarity) -> Vec<CaseInfo> {
     cases
         .par_iter()
         .map(|c| CaseInfo {
@@ -29,7 +33,7 @@ pub fn case_info(cases: &[GoldenCase], corpus: &Corpus) -> Vec<CaseInfo> {
             split: c.split.unwrap_or(Split::Tuning),
             answerable: c.answerable,
             restricted: c.is_restricted(),
-            exact_terms: exact_terms::tag(&c.question, &rarity, &exact_terms::relevant_text(c, corpus)),
+            exact_terms: exact_terms::tag(&c.question, rarity, &exact_terms::relevant_text(c, corpus)),
             tags: c.tags.clone(),
             meta: c.meta.clone(),
         })

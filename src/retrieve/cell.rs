@@ -304,23 +304,24 @@ fn retrieve_deepest(
 }
 
 /// A case's lists rebuilt from the ranked chunks a run recorded (`hits`, the last search call
-/// of `depth` chunks) with the current labels: what a fresh run would list, provided it would
-/// search exactly as deep. `None` when it would not (the new labels collapse the list
-/// differently): only retrieving again can say what that run would list.
+/// of `depth` chunks) with the current labels, and whether they are what a fresh run would
+/// list: only when it would search exactly as deep (new labels can collapse the list
+/// differently, and only retrieving again can say what that run would list).
 pub fn replay(
     hits: &[Hit],
     depth: usize,
     access: Access<'_>,
     ks: &[usize],
     judge: &Judge<'_>,
-) -> Result<Option<Retrieval>> {
+) -> Result<(Retrieval, bool)> {
     let mut deeper = false;
     let mut search = |d: usize| -> Result<Vec<Hit>> {
         deeper |= d > depth;
         Ok(hits[..d.min(hits.len())].to_vec())
     };
     let r = deepened(&mut search, access, ks, judge)?;
-    Ok((!deeper && r.depth == depth).then_some(r))
+    let exact = !deeper && r.depth == depth;
+    Ok((r, exact))
 }
 
 /// Searches ever deeper (×4) until the judged list holds the deepest cut-off's items and the

@@ -217,7 +217,7 @@ impl Scoring<'_> {
         let candidates: Vec<u32> = if docs.is_empty() {
             (0..set.len() as u32).collect()
         } else {
-            docs.iter().flat_map(|&d| self.doc_chunks[s][d].iter().copied()).collect()
+            docs.iter().flat_map(|&d| self.facts.doc_chunks[s][d].iter().copied()).collect()
         };
         candidates
             .into_iter()
@@ -277,7 +277,7 @@ impl Scoring<'_> {
                 for span in spans {
                     let holder = searched.iter().find(|&&d| normalize(&corpus.docs[d].text).contains(span.as_str()));
                     if let Some(&d) = holder {
-                        let cut: Vec<String> = self.doc_chunks[run.chunks][d]
+                        let cut: Vec<String> = self.facts.doc_chunks[run.chunks][d]
                             .iter()
                             .map(|&c| &set.chunks[c as usize])
                             .filter(|c| {

@@ -30,6 +30,190 @@ pub fn judgments_changed(manifest: &Manifest, prepared: &Prepared) -> bool {
         || manifest.golden.judgments.as_ref().map(|j| &j.hash) != prepared.judgments.as_ref().map(|j| &j.hash)
 }
 
+/// A finished run's recorded lists, checked and loaded once, to be scored against any labels.
+pub struct Recorded {
+    manifest: Manifest,
+    matrix: Matrix,
+    lines: BTreeMap<String, Vec<CaseLine>>,
+    sets: Vec<crate::stages::chunk::ChunkSet>,
+    facts: ChunkFacts,
+    columns: Vec<(usize, MetricAt)>,
+    stages: Vec<StageReport>,
+    /// The corpus's word rarity (exact-term slices), computed once.
+    rarity: std::sync::OnceLock<crate::evaluate::exact_terms::Rarity>,
+}
+
+/// How [`Recorded::score`] treats what the recorded lists cannot say exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every recorded case must be in the cases given, and a list the labels would make a
+    /// fresh run search deeper for is refused: numbers a run would write.
+    Exact,
+    /// Cases not given are left out, and such a list is scored as deep as it was recorded:
+    /// what-if labels for judging, never written as a run's numbers.
+    Estimate,
+}
+
+/// A grid scored against one set of labels, each eligible row marked against the best.
+pub struct Scored {
+    pub rows: Vec<Row>,
+    pub slices: Vec<SliceRow>,
+}
+
+impl Recorded {
+    /// The run at `run`, refused when it is a shard or its rankings were edited.
+    pub fn open(run: &Path, exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<Recorded> {
+        let manifest: Manifest = json(&run.join("manifest.json"), "run manifest")?;
+        if manifest.shard.is_some() {
+            return Err(Error::Other(format!(
+                "{}: a shard; merge the shards first, then rescore the merged run",
+                run.display()
+            )));
+        }
+        // Recorded rankings are read only when they are what the run wrote: an edited hit would
+        // otherwise be scored like a retrieval.
+        let per_query = run.join("per_query.jsonl");
+        if let Some(recorded) = &manifest.per_query_blake3 {
+            if crate::stages::cache::file_hash(&per_query).map_err(|e| Error::io(&per_query, e))? != *recorded {
+                return Err(Error::StaleRun {
+                    run: run.to_path_buf(),
+                    why: "per_query.jsonl is not what the run wrote (its blake3 differs from the manifest's): refusing to rescore edited rankings; run the experiment again".into(),
+                });
+            }
+        }
+        let matrix: Matrix = json(&run.join("matrix.json"), "matrix")?;
+        let mut lines: BTreeMap<String, Vec<CaseLine>> = BTreeMap::new();
+        for l in jsonl::<CaseLine>(&per_query)? {
+            lines.entry(l.cell.clone()).or_default().push(l);
+        }
+        let mut stages = Vec::new();
+        let sets = chunk_sets(prepared, opts, &mut stages)?;
+        let facts = ChunkFacts::of(&prepared.corpus, &sets, &prepared.counter)?;
+        Ok(Recorded {
+            manifest,
+            matrix,
+            lines,
+            sets,
+            facts,
+            columns: cut_columns(exp),
+            stages,
+            rarity: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Every cell's recorded lists judged again against `cases`' labels as a fresh run judges
+    /// them (see [`Scope`]); `on_cell` receives each cell's case results in grid order.
+    pub fn score(
+        &self,
+        exp: &Experiment,
+        prepared: &Prepared,
+        cases: &[GoldenCase],
+        scope: Scope,
+        on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
+    ) -> Result<Scored> {
+        let Prepared { plan, corpus, counter, .. } = prepared;
+        let (sets, columns) = (&self.sets, &self.columns);
+        let scoring = Scoring::new(exp, corpus, cases, sets, columns, counter, &self.facts)?;
+        let case_at: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+        // What-if labels decide only: without `require`, a cell's written row with the decision
+        // metric's mean is all the rule reads (leaks, latency and cost are the run's).
+        let decision_only = scope == Scope::Estimate && exp.require.is_empty();
+        let case_info = if decision_only {
+            Vec::new()
+        } else {
+            let rarity = self
+                .rarity
+                .get_or_init(|| crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str())));
+            aggregate::case_info_with(cases, corpus, rarity)
+        };
+        let slices_of = aggregate::case_slices(&case_info);
+        let golden_tags = aggregate::golden_tags(&case_info);
+        let decision = exp.decision_metric();
+        let decision_column = columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
+        let (mut rows, mut slices, mut decision_values) = (Vec::new(), Vec::new(), Vec::new());
+        let mut ordinals: HashMap<usize, HashMap<&str, u32>> = HashMap::new();
+        for (cell, planned) in exp.cells.iter().zip(&plan.cells) {
+            let written: Vec<&Row> = self.matrix.rows.iter().filter(|r| r.cell == cell.id).collect();
+            let Some(cell_lines) = self.lines.get(&cell.id).filter(|_| !written.is_empty()) else {
+                return Err(Error::Other(format!(
+                    "cell {}: not in the run (it failed or the run is incomplete)",
+                    cell.id
+                )));
+            };
+            let this = CellRun {
+                cell,
+                chunks: planned.chunks.0,
+                retriever: CellRetriever { sources: Vec::new(), names: Vec::new(), fusion: None, rerank: Vec::new() },
+                models: &[],
+            };
+            let set = &sets[this.chunks];
+            let ordinal = ordinals
+                .entry(this.chunks)
+                .or_insert_with(|| set.chunks.iter().enumerate().map(|(i, c)| (c.id.as_str(), i as u32)).collect());
+            let mut results = Vec::with_capacity(cell_lines.len());
+            for line in cell_lines {
+                let refuse = |why: String| Error::Other(format!("cell {} case {}: {why}", cell.id, line.case));
+                let ci = match case_at.get(line.case.as_str()) {
+                    Some(&ci) => ci,
+                    None if scope == Scope::Estimate => continue,
+                    None => return Err(refuse("no such case in the golden set".into())),
+                };
+                let recorded = line.hits.as_ref().ok_or_else(|| {
+                    refuse("the run did not record its ranked chunks (an engine cell, or a run older than rescore): run it again".into())
+                })?;
+                let hits: Vec<Hit> = recorded
+                    .iter()
+                    .map(|(id, score)| ordinal.get(id.as_str()).map(|&chunk| Hit { chunk, score: *score }))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| {
+                        refuse("a recorded chunk is not in the chunk set: the chunks changed since the run".into())
+                    })?;
+                let access = scoring.access(&this, ci);
+                let (r, exact) =
+                    scoring.with_judge(&this, ci, |judge| cell::replay(&hits, line.depth, access, &exp.k, judge))?;
+                if !exact && scope == Scope::Exact {
+                    return Err(refuse(format!(
+                        "with the new judgments a fresh run would search deeper than the {} chunks recorded: run it again",
+                        line.depth
+                    )));
+                }
+                let mut result = scoring.score(&this, ci, &r)?;
+                result.misses = diagnose::flag_unjudged(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
+                result.parity = line.parity.values().copied().collect();
+                results.push(result);
+            }
+            decision_values.push(CellValues {
+                cell: cell.id.clone(),
+                values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
+            });
+            on_cell(&results)?;
+            if decision_only {
+                for split in [Split::Tuning, Split::Reserved] {
+                    let Some(theirs) = written.iter().find(|w| w.split == split) else { continue };
+                    let values = results.iter().filter(|r| r.split == split).map(|r| r.values[decision_column]);
+                    let mut row = (*theirs).clone();
+                    row.metrics = crate::results::Ordered(vec![(decision.to_string(), crate::vocab::Mean::of(values))]);
+                    (row.p_vs_best, row.vs_best, row.diff_vs_best) = (None, None, None);
+                    rows.push(row);
+                }
+                continue;
+            }
+            let (mut cell_rows, cell_slices) =
+                aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
+            for row in &mut cell_rows {
+                if let Some(theirs) = written.iter().find(|w| w.split == row.split) {
+                    row.latency = theirs.latency.clone();
+                    row.cost = theirs.cost.clone();
+                }
+            }
+            rows.extend(cell_rows);
+            slices.extend(cell_slices);
+        }
+        crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
+        Ok(Scored { rows, slices })
+    }
+}
+
 /// Scores the run at `run` again with the judgments its experiment reads now; `on_cell`
 /// receives each cell's case results in grid order, to write them out.
 pub fn rescore(
@@ -39,109 +223,17 @@ pub fn rescore(
     opts: &RunOptions,
     on_cell: &mut dyn FnMut(&[CaseResult]) -> Result<()>,
 ) -> Result<Rescored> {
-    let manifest: Manifest = json(&run.join("manifest.json"), "run manifest")?;
-    if manifest.shard.is_some() {
-        return Err(Error::Other(format!(
-            "{}: a shard; merge the shards first, then rescore the merged run",
-            run.display()
-        )));
-    }
-    // Recorded rankings are read only when they are what the run wrote: an edited hit would
-    // otherwise be scored like a retrieval.
-    let per_query = run.join("per_query.jsonl");
-    if let Some(recorded) = &manifest.per_query_blake3 {
-        if crate::stages::cache::file_hash(&per_query).map_err(|e| Error::io(&per_query, e))? != *recorded {
-            return Err(Error::StaleRun {
-                run: run.to_path_buf(),
-                why: "per_query.jsonl is not what the run wrote (its blake3 differs from the manifest's): refusing to rescore edited rankings; run the experiment again".into(),
-            });
-        }
-    }
-    let matrix: Matrix = json(&run.join("matrix.json"), "matrix")?;
-    let mut lines: BTreeMap<String, Vec<CaseLine>> = BTreeMap::new();
-    for l in jsonl::<CaseLine>(&run.join("per_query.jsonl"))? {
-        lines.entry(l.cell.clone()).or_default().push(l);
-    }
-
-    let Prepared { plan, corpus, cases, counter, .. } = prepared;
-    let mut stages = Vec::new();
+    let recorded = Recorded::open(run, exp, prepared, opts)?;
     let started = Instant::now();
-    let sets = chunk_sets(prepared, opts, &mut stages)?;
-    let columns = cut_columns(exp);
-    let scoring = Scoring::new(exp, corpus, cases, &sets, &columns, counter)?;
-    let case_at: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
-    let case_info = aggregate::case_info(cases, corpus);
-    let slices_of = aggregate::case_slices(&case_info);
-    let golden_tags = aggregate::golden_tags(&case_info);
-    let decision = exp.decision_metric();
-    let decision_column = columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
-    let (mut rows, mut slices, mut decision_values) = (Vec::new(), Vec::new(), Vec::new());
-    let mut ordinals: HashMap<usize, HashMap<&str, u32>> = HashMap::new();
-    for (cell, planned) in exp.cells.iter().zip(&plan.cells) {
-        let written: Vec<&Row> = matrix.rows.iter().filter(|r| r.cell == cell.id).collect();
-        let Some(cell_lines) = lines.get(&cell.id).filter(|_| !written.is_empty()) else {
-            return Err(Error::Other(format!("cell {}: not in the run (it failed or the run is incomplete)", cell.id)));
-        };
-        let this = CellRun {
-            cell,
-            chunks: planned.chunks.0,
-            retriever: CellRetriever { sources: Vec::new(), names: Vec::new(), fusion: None, rerank: Vec::new() },
-            models: &[],
-        };
-        let set = &sets[this.chunks];
-        let ordinal = ordinals
-            .entry(this.chunks)
-            .or_insert_with(|| set.chunks.iter().enumerate().map(|(i, c)| (c.id.as_str(), i as u32)).collect());
-        let mut results = Vec::with_capacity(cell_lines.len());
-        for line in cell_lines {
-            let refuse = |why: String| Error::Other(format!("cell {} case {}: {why}", cell.id, line.case));
-            let ci = *case_at.get(line.case.as_str()).ok_or_else(|| refuse("no such case in the golden set".into()))?;
-            let recorded = line.hits.as_ref().ok_or_else(|| {
-                refuse("the run did not record its ranked chunks (an engine cell, or a run older than rescore): run it again".into())
-            })?;
-            let hits: Vec<Hit> = recorded
-                .iter()
-                .map(|(id, score)| ordinal.get(id.as_str()).map(|&chunk| Hit { chunk, score: *score }))
-                .collect::<Option<_>>()
-                .ok_or_else(|| {
-                    refuse("a recorded chunk is not in the chunk set: the chunks changed since the run".into())
-                })?;
-            let access = scoring.access(&this, ci);
-            let r = scoring
-                .with_judge(&this, ci, |judge| cell::replay(&hits, line.depth, access, &exp.k, judge))?
-                .ok_or_else(|| {
-                    refuse(format!(
-                        "with the new judgments a fresh run would search deeper than the {} chunks recorded: run it again",
-                        line.depth
-                    ))
-                })?;
-            let mut result = scoring.score(&this, ci, &r)?;
-            result.misses = diagnose::flag_unjudged(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
-            result.parity = line.parity.values().copied().collect();
-            results.push(result);
-        }
-        let (mut cell_rows, cell_slices) =
-            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
-        for row in &mut cell_rows {
-            if let Some(theirs) = written.iter().find(|w| w.split == row.split) {
-                row.latency = theirs.latency.clone();
-                row.cost = theirs.cost.clone();
-            }
-        }
-        decision_values.push(CellValues {
-            cell: cell.id.clone(),
-            values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
-        });
-        on_cell(&results)?;
-        rows.extend(cell_rows);
-        slices.extend(cell_slices);
-    }
-    crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
+    let Scored { rows, slices } = recorded.score(exp, prepared, &prepared.cases, Scope::Exact, on_cell)?;
+    let Recorded { manifest, matrix, mut stages, .. } = recorded;
+    let cases = &prepared.cases;
     stages.push(StageReport::new(
         "rescore",
         format!("{} cells × {} cases judged again from the recorded lists", exp.cells.len(), cases.len()),
         started.elapsed().as_secs_f64(),
     ));
+    let decision = exp.decision_metric();
     let moved = moved(&matrix.rows, &rows, &decision.to_string());
     let mut manifest = manifest;
     manifest.golden.hash = crate::input::golden::golden_hash(cases);
@@ -155,7 +247,7 @@ pub fn rescore(
         decision_metric: decision,
         rows,
         slices,
-        case_info,
+        case_info: aggregate::case_info(cases, &prepared.corpus),
         selection,
         no_selection,
         manifest,

@@ -20,6 +20,8 @@ use crate::input::judgments::{self, Judgment};
 use crate::results::CaseLine;
 use crate::vocab::Cut;
 
+pub mod decision;
+
 /// One unit to judge for one case, and which cells returned it at which rank.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoolItem {
@@ -139,11 +141,13 @@ pub struct SessionReport {
     pub left: usize,
     /// Per case: the units newly judged relevant.
     pub relevant: BTreeMap<String, Vec<String>>,
+    /// What the units left could do to the decision when the session ended (decision order).
+    pub verdict: Option<decision::Verdict>,
 }
 
-/// One answer read from the person: a grade with an optional note, or a move.
+/// One answer: a grade with an optional note, or a move.
 #[derive(Debug, PartialEq)]
-enum Answer {
+pub enum Answer {
     Grade(u32, Option<String>),
     Skip,
     Back,
@@ -155,7 +159,7 @@ fn parse_answer(line: &str) -> Option<Answer> {
     let (key, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     let note = (!rest.trim().is_empty()).then(|| rest.trim().to_string());
     Some(match key {
-        "0" | "1" | "2" | "3" => Answer::Grade(key.parse().expect("a digit"), note),
+        "0" | "1" | "2" => Answer::Grade(key.parse().expect("a digit"), note),
         "s" | "" => Answer::Skip,
         "b" => Answer::Back,
         "q" => Answer::Quit,
@@ -163,65 +167,232 @@ fn parse_answer(line: &str) -> Option<Answer> {
     })
 }
 
-/// Walks a person through `items`: the question, the unit's text with the question's words
-/// marked, its document and heading path and the cells that returned it; reads one answer per
-/// line from `input` (`2`, `1`, `0`, each with an optional note after a space; `s` skip, `b`
-/// back, `q` quit; end of input quits) and appends each grade to `path` before showing the next.
-pub fn session(
-    items: &[PoolItem],
-    corpus: &Corpus,
-    path: &Path,
-    who: &str,
-    input: &mut dyn BufRead,
-    out: &mut dyn Write,
-    terminal: bool,
-) -> Result<SessionReport> {
-    let mut report = SessionReport::default();
-    let mut answered: Vec<Option<u32>> = vec![None; items.len()];
-    let mut i = 0;
-    let io = |e: std::io::Error| Error::Other(format!("judging: {e}"));
-    while i < items.len() {
-        let item = &items[i];
-        let Some((doc, heading, text)) = unit_text(corpus, &item.id) else {
-            i += 1;
-            continue;
-        };
-        let shown: String = text.chars().take(SHOWN_CHARS).collect();
-        let more = text.len() - shown.len();
+/// Where a session's answers come from.
+pub trait Answers {
+    /// The answer for `item`, the `n`-th unit asked with `left` more in the pool; `again` is
+    /// the grade it got earlier in this session.
+    fn ask(&mut self, item: &PoolItem, n: usize, left: usize, again: Option<u32>) -> Result<Answer>;
+    /// A line for whoever answers.
+    fn say(&mut self, line: &str) -> Result<()>;
+}
+
+/// A person at a terminal: the question, the unit's text with the question's words marked, its
+/// document and heading path and the cells that returned it; one answer per line (`2`, `1`,
+/// `0`, each with an optional note after a space; `s` skip, `b` back, `q` quit; end of input
+/// quits).
+pub struct Person<'io> {
+    pub corpus: &'io Corpus,
+    pub input: &'io mut dyn BufRead,
+    pub out: &'io mut dyn Write,
+    pub terminal: bool,
+}
+
+fn io(e: std::io::Error) -> Error {
+    Error::Other(format!("judging: {e}"))
+}
+
+impl Answers for Person<'_> {
+    fn ask(&mut self, item: &PoolItem, n: usize, left: usize, again: Option<u32>) -> Result<Answer> {
+        let out = &mut *self.out;
+        let Some((doc, heading, text)) = unit_text(self.corpus, &item.id) else { return Ok(Answer::Skip) };
+        let window = passage(text, &item.question, SHOWN_CHARS);
         let cells: Vec<String> = item.cells.iter().map(|(c, r)| format!("{c} #{r}")).collect();
-        writeln!(out, "\n[{}/{}] case {} · returned by {}", i + 1, items.len(), item.case, cells.join(", "))
-            .map_err(io)?;
+        writeln!(out, "\n[{n}, {left} left] case {} · returned by {}", item.case, cells.join(", ")).map_err(io)?;
         writeln!(out, "question: {}", item.question).map_err(io)?;
-        writeln!(
-            out,
-            "unit: {} · document {doc}{}",
-            item.id,
-            if heading.is_empty() { String::new() } else { format!(" · {heading}") }
-        )
-        .map_err(io)?;
-        if let Some(g) = answered[i] {
+        let heading = if heading.is_empty() { String::new() } else { format!(" · {heading}") };
+        writeln!(out, "unit: {} · document {doc}{heading}", item.id).map_err(io)?;
+        if let Some(g) = again {
             writeln!(out, "(judged {g} in this session)").map_err(io)?;
         }
-        writeln!(out, "----\n{}", highlighted(shown.trim(), &item.question, terminal)).map_err(io)?;
-        if more > 0 {
-            writeln!(out, "… ({more} more bytes of this unit)").map_err(io)?;
-        }
+        writeln!(out, "----\n{}", highlighted(window.text.trim(), &item.question, self.terminal)).map_err(io)?;
         write!(out, "----\nrelevant? {GRADE_SCALE} (a note may follow: `1 cites §2`) · s skip · b back · q quit\n> ")
             .map_err(io)?;
         out.flush().map_err(io)?;
-        let mut line = String::new();
-        if input.read_line(&mut line).map_err(io)? == 0 {
+        loop {
+            let mut line = String::new();
+            if self.input.read_line(&mut line).map_err(io)? == 0 {
+                return Ok(Answer::Quit);
+            }
+            match parse_answer(&line) {
+                Some(answer) => return Ok(answer),
+                None => write!(self.out, "? answer 2, 1, 0, s, b or q\n> ").map_err(io)?,
+            }
+        }
+    }
+
+    fn say(&mut self, line: &str) -> Result<()> {
+        writeln!(self.out, "{line}").map_err(io)
+    }
+}
+
+/// Grades given elsewhere (a filled export, another judge's file), answered in the order the
+/// session asks; a unit the file does not grade is skipped.
+pub struct Replayed<'io> {
+    pub grades: HashMap<(String, String), (u32, Option<String>)>,
+    pub out: &'io mut dyn Write,
+}
+
+impl Replayed<'_> {
+    /// The graded lines of a pool file as `--import` reads them (located errors, nothing kept
+    /// when a line cannot stand).
+    pub fn read<'o>(
+        file: &Path,
+        cases: &[GoldenCase],
+        corpus: &Corpus,
+        out: &'o mut dyn Write,
+    ) -> Result<Replayed<'o>> {
+        let graded = read_graded(file, cases, corpus, None, "")?;
+        let grades = graded.into_iter().map(|j| ((j.case, j.id), (j.grade, j.note))).collect();
+        Ok(Replayed { grades, out })
+    }
+}
+
+impl Answers for Replayed<'_> {
+    fn ask(&mut self, item: &PoolItem, _: usize, _: usize, _: Option<u32>) -> Result<Answer> {
+        Ok(match self.grades.get(&(item.case.clone(), item.id.clone())) {
+            Some((grade, note)) => Answer::Grade(*grade, note.clone()),
+            None => Answer::Skip,
+        })
+    }
+
+    fn say(&mut self, line: &str) -> Result<()> {
+        writeln!(self.out, "{line}").map_err(io)
+    }
+}
+
+/// How a session orders its pool and when it stops.
+pub struct SessionOptions<'a, 'd> {
+    /// The judgments file answers are appended to.
+    pub path: &'a Path,
+    pub who: &'a str,
+    /// Scores the decision after every answer (for the trace, and for decision order).
+    pub decider: Option<&'a mut decision::Decider<'d>>,
+    /// Decision order: the units that can move the decision first, the order recomputed after
+    /// every answer, stopping when the decision is settled or judging cannot decide it.
+    /// Otherwise the pool's own order, to the end.
+    pub decision_order: bool,
+    /// Judge on after the stop rule speaks (complete the labels).
+    pub whole_pool: bool,
+    /// One JSON line per answer: what was judged and the decision after it.
+    pub trace: Option<&'a mut dyn Write>,
+    /// The run's folder (named in the stop rule's advice).
+    pub run: &'a Path,
+    /// Ask at most this many units.
+    pub limit: Option<usize>,
+}
+
+/// One line of a session's trace.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TraceLine {
+    /// Units judged so far in this session.
+    pub judged: usize,
+    pub case: Option<String>,
+    pub id: Option<String>,
+    pub grade: Option<u32>,
+    pub pick: Option<String>,
+    pub not_worse: Vec<String>,
+    /// `open`, `settled` or `cannot_decide` in decision order until the stop rule speaks;
+    /// none after it and in the pool's own order.
+    pub verdict: Option<String>,
+    /// The cells judging cannot separate (`cannot_decide`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub between: Vec<String>,
+    /// Units still unjudged in the pool.
+    pub left: usize,
+}
+
+/// Walks `answers` through `pool`, appending each grade to the judgments file before the next
+/// unit is asked, so quitting or a crash loses nothing.
+pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOptions<'_, '_>) -> Result<SessionReport> {
+    let SessionOptions { path, who, mut decider, decision_order, whole_pool, mut trace, run, limit } = opts;
+    let mut report = SessionReport::default();
+    let mut remaining = pool;
+    let (mut skipped, mut history): (Vec<PoolItem>, Vec<(PoolItem, u32)>) = (Vec::new(), Vec::new());
+    let mut again: Option<(PoolItem, u32)> = None;
+    let mut stopped = false;
+    let mut last: Option<(String, String, u32)> = None;
+    let mut contenders: Vec<String> = Vec::new();
+    loop {
+        let left = remaining.len() + skipped.len() + usize::from(again.is_some());
+        if let Some(d) = decider.as_deref_mut() {
+            // After the stop rule spoke (judging on with `whole_pool`), only the decision is traced.
+            let verdict = if decision_order && !stopped {
+                let unjudged: Vec<PoolItem> =
+                    remaining.iter().chain(&skipped).chain(again.as_ref().map(|a| &a.0)).cloned().collect();
+                let (verdict, cells) = d.verdict(&unjudged)?;
+                contenders = cells;
+                Some(verdict)
+            } else {
+                None
+            };
+            if let Some(t) = trace.as_deref_mut() {
+                let line = TraceLine {
+                    judged: report.answered,
+                    case: last.as_ref().map(|l| l.0.clone()),
+                    id: last.as_ref().map(|l| l.1.clone()),
+                    grade: last.as_ref().map(|l| l.2),
+                    pick: d.now().pick.clone(),
+                    not_worse: d.now().not_worse().into_iter().map(String::from).collect(),
+                    verdict: verdict.as_ref().map(|v| v.as_str().to_string()),
+                    between: match &verdict {
+                        Some(decision::Verdict::CannotDecide { cells }) => cells.clone(),
+                        _ => Vec::new(),
+                    },
+                    left,
+                };
+                serde_json::to_writer(&mut *t, &line).map_err(|e| Error::Other(format!("trace: {e}")))?;
+                t.write_all(b"\n").map_err(io)?;
+            }
+            if let Some(verdict) = verdict.filter(|v| *v != decision::Verdict::Open) {
+                if let Some(message) = verdict.message(d.now(), left, run) {
+                    answers.say(&message)?;
+                }
+                stopped = true;
+                report.verdict = Some(verdict);
+                if !whole_pool {
+                    break;
+                }
+            }
+            if decision_order {
+                let values = d.values(&remaining, &contenders);
+                remaining = decision::by_value(std::mem::take(&mut remaining), &values);
+            }
+        }
+        if limit.is_some_and(|l| report.answered + report.skipped >= l) {
             break;
         }
-        match parse_answer(&line) {
-            None => writeln!(out, "? answer 2, 1, 0, s, b or q").map_err(io)?,
-            Some(Answer::Quit) => break,
-            Some(Answer::Skip) => {
-                report.skipped += usize::from(answered[i].is_none());
-                i += 1;
+        let (item, earlier) = match again.take() {
+            Some((item, grade)) => (item, Some(grade)),
+            None if remaining.is_empty() => break,
+            None => (remaining.remove(0), None),
+        };
+        let n = report.answered + report.skipped + 1;
+        match answers.ask(&item, n, left - 1, earlier)? {
+            Answer::Quit => {
+                match earlier {
+                    Some(g) => history.push((item, g)),
+                    None => remaining.insert(0, item),
+                }
+                break;
             }
-            Some(Answer::Back) => i = i.saturating_sub(1),
-            Some(Answer::Grade(grade, note)) => {
+            Answer::Skip => match earlier {
+                Some(g) => history.push((item, g)),
+                None => {
+                    report.skipped += 1;
+                    skipped.push(item);
+                }
+            },
+            Answer::Back => {
+                let previous = history.pop();
+                match earlier {
+                    Some(g) => history.push((item, g)),
+                    None => remaining.insert(0, item),
+                }
+                if let Some(p) = previous {
+                    again = Some(p);
+                }
+            }
+            Answer::Grade(grade, note) => {
                 let j = Judgment {
                     case: item.case.clone(),
                     id: item.id.clone(),
@@ -231,21 +402,22 @@ pub fn session(
                     when: now(),
                 };
                 judgments::append(path, std::slice::from_ref(&j))?;
+                if let Some(d) = decider.as_deref_mut() {
+                    d.grade(&item, grade)?;
+                }
                 let relevant = report.relevant.entry(item.case.clone()).or_default();
                 relevant.retain(|id| *id != item.id);
                 if grade > 0 {
                     relevant.push(item.id.clone());
                 }
-                if answered[i].is_none() {
-                    report.answered += 1;
-                }
-                answered[i] = Some(grade);
-                i += 1;
+                report.answered += usize::from(earlier.is_none());
+                last = Some((item.case.clone(), item.id.clone(), grade));
+                history.push((item, grade));
             }
         }
     }
     report.relevant.retain(|_, ids| !ids.is_empty());
-    report.left = answered.iter().filter(|a| a.is_none()).count();
+    report.left = remaining.len() + skipped.len() + usize::from(again.is_some());
     Ok(report)
 }
 
@@ -383,6 +555,20 @@ pub fn import(
     path: &Path,
     who: &str,
 ) -> Result<Vec<Judgment>> {
+    let out = read_graded(file, cases, corpus, earlier, who)?;
+    judgments::append(path, &out)?;
+    Ok(out)
+}
+
+/// The graded lines of a judged pool as judgments, each checked against `cases`; every line
+/// that cannot stand is an error at its line, all listed.
+fn read_graded(
+    file: &Path,
+    cases: &[GoldenCase],
+    corpus: &Corpus,
+    earlier: Option<&judgments::JudgmentsInfo>,
+    who: &str,
+) -> Result<Vec<Judgment>> {
     let text = crate::input::text::read(file)?;
     let by_id: HashMap<&str, &GoldenCase> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
     let (mut out, mut errors) = (Vec::new(), Vec::new());
@@ -424,7 +610,6 @@ pub fn import(
     if !errors.is_empty() {
         return Err(Error::many(errors, crate::input::corpus::ERRORS_LISTED));
     }
-    judgments::append(path, &out)?;
     Ok(out)
 }
 

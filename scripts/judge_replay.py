@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Replays a complete judgment set in decision order and in most-returned order (issue 45).
+
+NFCorpus's test qrels judge many documents per question (graded 1/2). The golden set given to
+ragsweep keeps one label per question (its first highest-graded document), as a BEIR import
+or a first labelling pass would; the rest of the qrels are the oracle: the whole pool of the
+run is exported once and graded from them (a pooled document they do not name is graded 0).
+Then `ragsweep judge --replay` answers from the oracle, once in decision order and once in
+the pool's most-returned order, each writing a trace of the decision after every answer.
+
+Reported per grid and seed: the pool's size; after how many judgments each order reaches the
+full pool's decision (its pick and the cells not shown worse) for good; where the stop rule
+speaks in decision order, and whether what it says holds for the full pool.
+
+    scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed]
+"""
+
+import argparse
+import csv
+import json
+import random
+import pathlib
+import shutil
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NFCORPUS = (ROOT / ".." / "shared" / "corpora" / "nfcorpus").resolve()
+BINARY = ROOT / "target" / "release" / "ragsweep"
+
+GRIDS = {
+    # Near neighbours: BM25 settings that rarely separate.
+    "lexical": """
+[[retrievers]]
+kind = "bm25"
+k1 = [0.9, 1.2, 2.0]
+b = [0.4, 0.75]
+""",
+    # Different families: lexical, two dense models, a hybrid.
+    "mixed": """
+[[retrievers]]
+kind = "bm25"
+
+[[retrievers]]
+kind = "dense"
+model = ["minilm-l6", "e5-small"]
+
+[[retrievers]]
+kind = "hybrid"
+model = "minilm-l6"
+fusion = "rrf"
+""",
+}
+
+
+def qrels():
+    out = {}
+    with open(NFCORPUS / "qrels" / "test.tsv") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            out.setdefault(row["query-id"], []).append((row["corpus-id"], int(row["score"])))
+    return out
+
+
+def questions():
+    out = {}
+    with open(NFCORPUS / "queries.jsonl") as f:
+        for line in f:
+            q = json.loads(line)
+            out[q["_id"]] = q["text"]
+    return out
+
+
+def write_experiment(folder, grid, seed, labels, texts, questions):
+    folder.mkdir(parents=True, exist_ok=True)
+    chosen = sorted(random.Random(seed).sample(sorted(labels), questions))
+    with open(folder / "golden.jsonl", "w") as f:
+        for qid in chosen:
+            docs = labels[qid]
+            best = max(g for _, g in docs)
+            first = next(d for d, g in docs if g == best)
+            f.write(json.dumps({"id": qid, "question": texts[qid], "relevant": [{"id": first, "grade": best}]}) + "\n")
+    (folder / "experiment.toml").write_text(
+        f"""name = "replay-{grid}-{seed}"
+unit = "doc"
+k = [10]
+metrics = ["ndcg", "hit"]
+seed = {seed}
+reserved_fraction = 0.3
+
+[corpus]
+path = "{NFCORPUS}"
+
+[golden]
+path = "golden.jsonl"
+
+[[chunkers]]
+kind = "none"
+title = true
+"""
+        + GRIDS[grid]
+    )
+
+
+def ragsweep(*args, cwd):
+    r = subprocess.run([str(BINARY), *map(str, args)], cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"ragsweep {' '.join(map(str, args))} failed ({r.returncode}):\n{r.stderr}")
+    return r
+
+
+def trace(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def decision(line):
+    return (line["pick"], tuple(sorted(line["not_worse"])))
+
+
+def reached(lines, final):
+    """Judgments after which the decision equals `final` and stays so."""
+    at = None
+    for line in lines:
+        if decision(line) == final:
+            at = line["judged"] if at is None else at
+        else:
+            at = None
+    return at
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=pathlib.Path, required=True)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[7, 11, 23])
+    ap.add_argument("--grids", nargs="+", default=list(GRIDS))
+    ap.add_argument("--questions", type=int, default=100, help="questions drawn (by seed) from the 323")
+    args = ap.parse_args()
+    labels, texts = qrels(), questions()
+    env_dirs = ["--models", ROOT / "models", "--cache", ROOT / "cache"]
+    report = []
+    for grid in args.grids:
+        for seed in args.seeds:
+            folder = args.out / f"{grid}-{seed}"
+            shutil.rmtree(folder, ignore_errors=True)
+            write_experiment(folder, grid, seed, labels, texts, args.questions)
+            ragsweep("run", "experiment.toml", "--out", "results", "-q", *env_dirs, cwd=folder)
+            run = folder / "results" / f"replay-{grid}-{seed}" / "latest"
+            ragsweep("judge", run, "--order", "returned", "--export", "pool.jsonl", *env_dirs, cwd=folder)
+            with open(folder / "pool.jsonl") as f, open(folder / "oracle.jsonl", "w") as out:
+                for line in f:
+                    item = json.loads(line)
+                    item["grade"] = dict(labels.get(item["case"], [])).get(item["id"], 0)
+                    out.write(json.dumps(item) + "\n")
+            traces = {}
+            for order in ["decision", "returned"]:
+                (folder / "judgments.jsonl").unlink(missing_ok=True)
+                ragsweep(
+                    "judge", run, "--order", order, "--replay", "oracle.jsonl", "--whole-pool",
+                    "--trace", f"trace-{order}.jsonl", "--who", "oracle", *env_dirs, cwd=folder,
+                )
+                traces[order] = trace(folder / f"trace-{order}.jsonl")
+            pool = traces["returned"][0]["left"]
+            final = decision(traces["returned"][-1])
+            assert decision(traces["decision"][-1]) == final, "both orders end on the same labels"
+            spoke = next((line for line in traces["decision"] if line["verdict"] not in ("open", None)), None)
+            holds = None
+            if spoke is not None:
+                if spoke["verdict"] == "settled":
+                    holds = spoke["pick"] == final[0]
+                else:
+                    holds = all(c in final[1] for c in spoke["between"])
+            row = {
+                "grid": grid,
+                "seed": seed,
+                "pool": pool,
+                "final_pick": final[0],
+                "final_not_worse": list(final[1]),
+                "decision_order_reaches": reached(traces["decision"], final),
+                "returned_order_reaches": reached(traces["returned"], final),
+                "stop_rule": spoke and spoke["verdict"],
+                "stop_after": spoke and spoke["judged"],
+                "stop_pick": spoke and spoke["pick"],
+                "stop_holds": holds,
+            }
+            report.append(row)
+            print(json.dumps(row), flush=True)
+    (args.out / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+//! Judging in decision order (SPEC §9): the grid's decision is what judging serves, so the units
+//! asked first are those whose grade can move it most, and judging stops when no grade left can.
+//!
+//! After Carterette, Allan and Sitaraman's minimal test collections (SIGIR 2006), adapted to
+//! the decision rule of SPEC §7: the decision is the selected cell (the best eligible cell when
+//! the experiment selects none) with every eligible cell's standing against the best, on the
+//! tuning split. A unit's value is how far its grade would move the difference between the pick
+//! and each cell that could still become it. The decision is scored again under outcomes of the
+//! units left: none relevant (today's labels), all relevant, and completions drawn at the rate
+//! at which each cell's units were judged relevant so far (the pairwise worst cases of the
+//! paper make every unit where two near cells disagree decisive, and never stop on a real pool).
+//! When every outcome picks the same cell the decision is **settled**; when the cells they
+//! pick stay within reach of each other (never shown worse) in every outcome, judging cannot
+//! separate them and only more questions can.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::Result;
+use crate::experiment::Experiment;
+use crate::input::golden::{GoldenCase, Label, Split};
+use crate::judge::PoolItem;
+use crate::runner::rescore::{Recorded, Scope, Scored};
+use crate::runner::Prepared;
+use crate::vocab::{Metric, VsBest};
+
+/// What the grid decides on tuning under one set of labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The selected cell, or the best eligible one when the experiment selects none; none
+    /// when no cell is eligible.
+    pub pick: Option<String>,
+    /// Each eligible cell's standing against the best on tuning, in grid order.
+    pub standing: Vec<(String, VsBest)>,
+}
+
+impl Decision {
+    /// The cells not shown worse than the best (the best, equivalent and undecided ones).
+    pub fn not_worse(&self) -> Vec<&str> {
+        self.standing.iter().filter(|(_, s)| *s != VsBest::Worse).map(|(c, _)| c.as_str()).collect()
+    }
+
+    /// `c03 (c05 undecided, c01 equivalent)`, or `no eligible cell`.
+    pub fn describe(&self) -> String {
+        let Some(pick) = &self.pick else { return "no eligible cell".into() };
+        let others: Vec<String> = self
+            .standing
+            .iter()
+            .filter(|(c, s)| c != pick && *s != VsBest::Worse)
+            .map(|(c, s)| format!("{c} {}", s.as_str()))
+            .collect();
+        if others.is_empty() {
+            pick.clone()
+        } else {
+            format!("{pick} ({})", others.join(", "))
+        }
+    }
+}
+
+/// What the units left in the pool can do to the decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Some outcome of the units left picks another cell, and judging can tell them apart.
+    Open,
+    /// Every outcome of the units left makes the same pick.
+    Settled { pick: Option<String> },
+    /// The outcomes pick different cells, but these stay not shown worse than each other in
+    /// every outcome: only more questions can separate them.
+    CannotDecide { cells: Vec<String> },
+}
+
+impl Verdict {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Verdict::Open => "open",
+            Verdict::Settled { .. } => "settled",
+            Verdict::CannotDecide { .. } => "cannot_decide",
+        }
+    }
+
+    /// The line a person reads about decision `now`; `left` units are still unjudged, `run` is
+    /// the run's folder.
+    pub fn message(&self, now: &Decision, left: usize, run: &std::path::Path) -> Option<String> {
+        let units = crate::words::count(left, "unit");
+        let plan = format!("more questions would (`ragsweep plan {}` says how many)", run.display());
+        match self {
+            Verdict::Open => None,
+            Verdict::Settled { pick: Some(pick) } => {
+                let undecided: Vec<&str> =
+                    now.standing.iter().filter(|(_, s)| *s == VsBest::Undecided).map(|(c, _)| c.as_str()).collect();
+                let rivals = if undecided.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} undecided against it: {plan}", undecided.join(", "))
+                };
+                Some(format!("settled: the {units} left cannot change the decision ({pick}){rivals}"))
+            }
+            Verdict::Settled { pick: None } => {
+                Some(format!("settled: no cell is eligible whatever the {units} left say"))
+            }
+            Verdict::CannotDecide { cells } => Some(format!(
+                "judging cannot decide between {}: whatever the {units} left say, none of them is shown worse than another; {plan}",
+                cells.join(" and "),
+            )),
+        }
+    }
+}
+
+/// The grid's decision under any labels, from a run's recorded lists.
+pub struct Decider<'a> {
+    exp: &'a Experiment,
+    prepared: &'a Prepared,
+    recorded: Recorded,
+    /// The tuning cases: the only ones the decision reads.
+    tuning: Vec<GoldenCase>,
+    /// Per (cell, case) under the current labels: the rank of the first relevant item.
+    first_relevant: HashMap<(String, String), u32>,
+    /// The decision under the current labels.
+    now: Decision,
+    /// Per cell: units it returned that were graded in this session, and how many relevant.
+    graded: HashMap<String, (usize, usize)>,
+}
+
+/// Completions of the units left drawn at their estimated relevance rates, beside the two
+/// extremes (none relevant, all relevant): the decision is settled when all agree.
+const COMPLETIONS: usize = 16;
+
+impl<'a> Decider<'a> {
+    pub fn new(exp: &'a Experiment, prepared: &'a Prepared, recorded: Recorded) -> Result<Decider<'a>> {
+        let tuning: Vec<GoldenCase> =
+            prepared.cases.iter().filter(|c| c.split.unwrap_or(Split::Tuning) == Split::Tuning).cloned().collect();
+        let mut d = Decider {
+            exp,
+            prepared,
+            recorded,
+            tuning,
+            first_relevant: HashMap::new(),
+            now: Decision { pick: None, standing: Vec::new() },
+            graded: HashMap::new(),
+        };
+        d.rescore()?;
+        Ok(d)
+    }
+
+    pub fn now(&self) -> &Decision {
+        &self.now
+    }
+
+    /// Adds a grade for `(case, unit)` to the labels (replacing one given earlier in this
+    /// session) and scores the decision again.
+    pub fn grade(&mut self, item: &PoolItem, grade: u32) -> Result<()> {
+        for (cell, _) in &item.cells {
+            let (judged, relevant) = self.graded.entry(cell.clone()).or_insert((0, 0));
+            *judged += 1;
+            *relevant += usize::from(grade > 0);
+        }
+        if let Some(c) = self.tuning.iter_mut().find(|c| c.id == item.case) {
+            c.relevant.retain(|l| l.id != item.id);
+            c.relevant.push(Label { id: item.id.clone(), grade });
+            self.rescore()?;
+        }
+        Ok(())
+    }
+
+    fn rescore(&mut self) -> Result<()> {
+        let mut first = HashMap::new();
+        let decision = self.decide(&self.tuning.clone(), &mut |r| {
+            if let Some(f) = r.first_relevant {
+                first.insert((r.cell.clone(), r.case.clone()), f);
+            }
+        })?;
+        self.first_relevant = first;
+        self.now = decision;
+        Ok(())
+    }
+
+    fn decide(&self, cases: &[GoldenCase], each: &mut dyn FnMut(&crate::results::CaseResult)) -> Result<Decision> {
+        let mut on_cell = |results: &[crate::results::CaseResult]| {
+            results.iter().for_each(&mut *each);
+            Ok(())
+        };
+        let Scored { rows, slices } =
+            self.recorded.score(self.exp, self.prepared, cases, Scope::Estimate, &mut on_cell)?;
+        let (selection, _) = crate::evaluate::selection::select_for(self.exp, &rows, &slices);
+        let tuning = rows.iter().filter(|r| r.split == Split::Tuning);
+        let standing: Vec<(String, VsBest)> = tuning.filter_map(|r| Some((r.cell.clone(), r.vs_best?))).collect();
+        let pick = match selection {
+            Some(s) => Some(s.cell),
+            None if self.exp.select.is_some() => None,
+            None => standing.iter().find(|(_, s)| *s == VsBest::Best).map(|(c, _)| c.clone()),
+        };
+        Ok(Decision { pick, standing })
+    }
+
+    /// The decision when the units of `pool` whose position `relevant` names are relevant
+    /// (grade 1) and the rest keep today's labels (a grade 0 moves no metric).
+    fn decide_if(&self, pool: &[&PoolItem], relevant: &dyn Fn(usize) -> bool) -> Result<Decision> {
+        let mut cases = self.tuning.clone();
+        let at: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
+        let mut added = Vec::new();
+        for (_, item) in pool.iter().enumerate().filter(|(i, _)| relevant(*i)) {
+            if let Some(&i) = at.get(item.case.as_str()) {
+                added.push((i, Label { id: item.id.clone(), grade: 1 }));
+            }
+        }
+        if added.is_empty() {
+            return Ok(self.now.clone());
+        }
+        for (i, label) in added {
+            cases[i].relevant.push(label);
+        }
+        self.decide(&cases, &mut |_| {})
+    }
+
+    /// The tuning units of `pool`: the only ones that can move the decision.
+    fn deciding<'p>(&self, pool: &'p [PoolItem]) -> Vec<&'p PoolItem> {
+        let tuning: BTreeSet<&str> = self.tuning.iter().map(|c| c.id.as_str()).collect();
+        pool.iter().filter(|p| tuning.contains(p.case.as_str())).collect()
+    }
+
+    /// What the units left in `pool` can do to the decision, and the cells that could become
+    /// the pick in one of their outcomes.
+    pub fn verdict(&self, pool: &[PoolItem]) -> Result<(Verdict, Vec<String>)> {
+        let pool = self.deciding(pool);
+        let mut outcomes = vec![self.now.clone(), self.decide_if(&pool, &|_| true)?];
+        let mut rng = ChaCha8Rng::seed_from_u64(crate::evaluate::stats::SEED);
+        for _ in 0..COMPLETIONS {
+            let relevant: Vec<bool> = pool.iter().map(|p| rng.random::<f64>() < self.relevance_rate(p)).collect();
+            outcomes.push(self.decide_if(&pool, &|i| relevant[i])?);
+        }
+        let mut picks: Vec<Option<String>> = Vec::new();
+        let mut contenders: Vec<String> = Vec::new();
+        for d in &outcomes {
+            if !picks.contains(&d.pick) {
+                picks.push(d.pick.clone());
+            }
+            for c in d.not_worse().into_iter().chain(d.pick.as_deref()) {
+                if self.now.pick.as_deref() != Some(c) && !contenders.iter().any(|k| k == c) {
+                    contenders.push(c.to_string());
+                }
+            }
+        }
+        if picks.len() == 1 {
+            return Ok((Verdict::Settled { pick: picks.remove(0) }, contenders));
+        }
+        let cells: Vec<String> = picks.iter().flatten().cloned().collect();
+        let within_reach = picks.iter().all(Option::is_some)
+            && outcomes.iter().all(|d| cells.iter().all(|c| d.not_worse().contains(&c.as_str())));
+        let verdict = if within_reach { Verdict::CannotDecide { cells } } else { Verdict::Open };
+        Ok((verdict, contenders))
+    }
+
+    /// How likely a unit is to be relevant, from the grades given in this session to the units
+    /// of the cells that returned it (each cell's rate, Laplace-smoothed, averaged).
+    fn relevance_rate(&self, item: &PoolItem) -> f64 {
+        let rate = |cell: &str| {
+            let (judged, relevant) = self.graded.get(cell).copied().unwrap_or((0, 0));
+            (relevant as f64 + 1.0) / (judged as f64 + 2.0)
+        };
+        if item.cells.is_empty() {
+            return 0.5;
+        }
+        item.cells.iter().map(|(c, _)| rate(c)).sum::<f64>() / item.cells.len() as f64
+    }
+
+    /// How far grading each unit of `pool` relevant would move the difference between the pick
+    /// and each of `contenders` on the decision metric (0 for units no decision reads).
+    pub fn values(&self, pool: &[PoolItem], contenders: &[String]) -> Vec<f64> {
+        let Some(pick) = &self.now.pick else { return vec![0.0; pool.len()] };
+        let tuning: BTreeSet<&str> = self.tuning.iter().map(|c| c.id.as_str()).collect();
+        let decision = self.exp.decision_metric();
+        let (metric, depth) = (decision.metric, (!decision.budget).then_some(decision.k as u32));
+        let effect = |item: &PoolItem, cell: &str| -> f64 {
+            let Some(&(_, rank)) = item.cells.iter().find(|(c, _)| c == cell) else { return 0.0 };
+            let first = self.first_relevant.get(&(cell.to_string(), item.case.clone())).copied();
+            let before = first.is_some_and(|f| f < rank);
+            let hit = first.is_some_and(|f| depth.is_some_and(|d| f <= d));
+            match metric {
+                Metric::Hit if before || hit => 0.0,
+                Metric::Hit => 1.0,
+                Metric::Mrr if before => 0.0,
+                Metric::Mrr => 1.0 / f64::from(rank) - first.map_or(0.0, |f| 1.0 / f64::from(f)),
+                _ => 1.0 / (f64::from(rank) + 1.0).log2(),
+            }
+        };
+        pool.iter()
+            .map(|item| {
+                if !tuning.contains(item.case.as_str()) {
+                    return 0.0;
+                }
+                let mine = effect(item, pick);
+                contenders.iter().map(|c| (mine - effect(item, c)).abs()).sum()
+            })
+            .collect()
+    }
+}
+
+/// `pool` ordered by `values`, highest first; ties keep the pool's order (most returned first).
+pub fn by_value(pool: Vec<PoolItem>, values: &[f64]) -> Vec<PoolItem> {
+    let mut ranked: Vec<(f64, usize, PoolItem)> =
+        pool.into_iter().zip(values).enumerate().map(|(i, (p, &v))| (v, i, p)).collect();
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    ranked.into_iter().map(|(_, _, p)| p).collect()
+}
