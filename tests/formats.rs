@@ -165,7 +165,7 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     );
     std::fs::write(dir.path().join("norma.html"), html).unwrap();
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-    print_pdf(&dir.path().join("norma.html"), &dir.path().join("docs/norma.pdf"), &dir.path().join("profile"));
+    common::print_pdf(&dir.path().join("norma.html"), &dir.path().join("docs/norma.pdf"), &dir.path().join("profile"));
     let sections = |grep: &str| {
         Command::cargo_bin("ragsweep")
             .unwrap()
@@ -179,23 +179,6 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     sections("prazo").stdout(predicate::str::contains("norma#Capítulo 3")).stderr(
         predicate::str::contains("dropped 8 running head and footer lines")
             .and(predicate::str::contains("norma.pdf 8")),
-    );
-}
-
-/// Prints `html` to `pdf` with headless Chromium, as a browser's "Save as PDF" does.
-fn print_pdf(html: &Path, pdf: &Path, profile: &Path) {
-    convert(
-        std::process::Command::new(common::chromium())
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--no-pdf-header-footer",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg(format!("--print-to-pdf={}", pdf.display()))
-            .arg(html),
     );
 }
 
@@ -236,7 +219,7 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
                     .arg(dir.path().join(format).join(format!("{name}.{format}"))),
             );
         }
-        print_pdf(
+        common::print_pdf(
             &dir.path().join("html").join(format!("{name}.html")),
             &dir.path().join("pdf").join(format!("{name}.pdf")),
             &dir.path().join("profile"),

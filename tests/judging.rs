@@ -340,3 +340,66 @@ fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
     let rescored = runs_in(run.parent().unwrap()).into_iter().find(|r| r.to_string_lossy().ends_with("-rescored"));
     assert_eq!(matrix(&rescored.unwrap())["selection"]["cell"], "c02");
 }
+
+/// A chapter with subsections is judged as its own text, each subsection as a unit of its own;
+/// a chapter judged relevant credits its own text, not its subsections'.
+#[test]
+fn a_section_with_subsections_is_judged_without_them() {
+    let manual = "# Manual\n\n## Capítulo\n\nEste capítulo trata do prazo de pagamento em geral.\n\n\
+                  ### Prazo\n\nO prazo de pagamento é de 30 dias corridos.\n\n### Juros\n\nJuros de mora de 1% ao mês.\n";
+    let f = Fixture::new(
+        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", manual)],
+        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"], "split": "tuning"}]"#,
+        "name = \"nested\"\nunit = \"section\"\nk = [3]\nmetrics = [\"hit\"]\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run.to_str().unwrap(), "--order", "returned", "--export"]).arg(&pool).assert().success();
+    let units = lines(&pool);
+    let unit = |id: &str| units.iter().find(|u| u["id"] == id).unwrap_or_else(|| panic!("{id} not pooled: {units:?}"));
+    let chapter = unit("manual#Capítulo")["text"].as_str().unwrap().to_string();
+    assert!(chapter.contains("trata do prazo") && !chapter.contains("30 dias"), "its own text only: {chapter}");
+    assert_eq!(unit("manual#Capítulo")["left_out"], 0);
+    assert!(unit("manual#Prazo")["text"].as_str().unwrap().contains("30 dias corridos"));
+    assert_eq!(unit("manual#Prazo")["heading"], "Manual › Capítulo › Prazo");
+
+    // The chapter judged relevant: the chunk of its subsection `Prazo` stays not relevant.
+    let judged = f.path().join("judged.jsonl");
+    std::fs::write(&judged, "{\"case\": \"q1\", \"id\": \"manual#Capítulo\", \"grade\": 1}\n").unwrap();
+    f.cmd().args(["judge", run.to_str().unwrap(), "--import"]).arg(&judged).assert().success();
+    f.run_cmd().assert().success();
+    let fresh = runs_in(run.parent().unwrap()).into_iter().find(|r| r != &run).unwrap();
+    let line = lines(&fresh.join("per_query.jsonl")).into_iter().find(|l| l["case"] == "q1").unwrap();
+    let top: Vec<&str> = line["top"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let prazo_rank = top.iter().position(|t| t.starts_with("manual@") && !t.contains("Capítulo")).map(|r| r + 1);
+    assert!(top.contains(&"manual#Capítulo"), "the chapter's own chunk is relevant: {top:?}");
+    assert!(prazo_rank.is_some(), "the subsection's chunk is listed as its own chunk, not credited: {top:?}");
+}
+
+/// A PDF without headings is judged by its pages, never as one document.
+#[test]
+fn a_headingless_pdf_is_judged_by_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::new();
+    for page in 1..=3 {
+        let topic = ["multa por atraso", "prazo de pagamento corridos", "juros de mora"][page - 1];
+        body.push_str(&format!(
+            "<p>Página {page}: o relatório trata de {topic} em detalhe, com exemplos do setor.</p><div style=\"break-after: page\"></div>"
+        ));
+    }
+    std::fs::write(dir.path().join("r.html"), format!("<html lang=\"pt\"><body>{body}</body></html>")).unwrap();
+    let f = Fixture::new(
+        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n")],
+        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"], "split": "tuning"}]"#,
+        "name = \"pages\"\nunit = \"section\"\nk = [3]\nmetrics = [\"hit\"]\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    common::print_pdf(&dir.path().join("r.html"), &f.path().join("docs/relatorio.pdf"), &dir.path().join("profile"));
+    let run = f.run();
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run.to_str().unwrap(), "--order", "returned", "--export"]).arg(&pool).assert().success();
+    let ids: Vec<String> = lines(&pool).iter().map(|u| u["id"].as_str().unwrap().to_string()).collect();
+    assert!(ids.iter().any(|id| id.starts_with("relatorio#p")), "{ids:?}");
+    assert!(!ids.contains(&"relatorio".to_string()), "never the whole document: {ids:?}");
+}

@@ -56,6 +56,10 @@ impl Truth {
                 for l in &case.relevant {
                     let (doc, start, end) = match corpus.target(&l.id) {
                         Some(Target::Doc(d)) => (d, 0, corpus.docs[d].text.len()),
+                        Some(Target::Section { doc, section }) if l.own => {
+                            let (start, end) = corpus.docs[doc].own_span(section);
+                            (doc, start, end)
+                        }
                         Some(Target::Section { doc, section }) => {
                             let s = &corpus.docs[doc].sections[section];
                             (doc, s.start, s.end)
@@ -238,13 +242,18 @@ impl Truth {
 pub const MAX_UNITS_PER_CHUNK: usize = 3;
 
 /// The units a person judges for an unjudged item placed by chunk `chunk` (SPEC §9): its
-/// document (doc unit, or a document without headings); else the smallest heading section that
-/// holds half the chunk or more; else, for a chunk over several sections, the innermost sections
-/// it holds half or more of (none when more than [`MAX_UNITS_PER_CHUNK`]).
+/// document (doc unit, or a document with neither headings nor pages); else, among the
+/// document's heading sections (its pages when it has no headings), the smallest that holds
+/// half the chunk or more; else, for a chunk over several, the innermost ones it holds half or
+/// more of (none when more than [`MAX_UNITS_PER_CHUNK`]). A section unit is judged by its own
+/// text: its subsections are units of their own.
 pub fn judging_units(unit: Unit, chunks: &ChunkSet, corpus: &Corpus, chunk: u32) -> Vec<String> {
     let c = &chunks.chunks[chunk as usize];
     let doc = &corpus.docs[c.doc as usize];
-    let headings: Vec<&crate::input::corpus::Section> = doc.sections.iter().filter(|s| !s.page).collect();
+    let mut headings: Vec<&crate::input::corpus::Section> = doc.sections.iter().filter(|s| !s.page).collect();
+    if headings.is_empty() {
+        headings = doc.sections.iter().filter(|s| s.page).collect();
+    }
     if unit == Unit::Doc || headings.is_empty() {
         return vec![doc.id.clone()];
     }
@@ -308,7 +317,7 @@ mod tests {
             split: None,
             answerable: true,
             groups: None,
-            relevant: relevant.iter().map(|(id, g)| Label { id: id.to_string(), grade: *g }).collect(),
+            relevant: relevant.iter().map(|(id, g)| Label { id: id.to_string(), grade: *g, own: false }).collect(),
             evidence: evidence.iter().map(|t| Evidence { text: t.to_string(), doc: None }).collect(),
             tags: vec![],
             meta: None,

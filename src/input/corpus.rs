@@ -25,6 +25,21 @@ pub struct Document {
     pub sections: Vec<Section>,
 }
 
+impl Document {
+    /// Section `section`'s own span: from its start to its first subsection's (its whole span
+    /// when it has none, and for a page).
+    pub fn own_span(&self, section: usize) -> (usize, usize) {
+        let s = &self.sections[section];
+        let first_child = self
+            .sections
+            .iter()
+            .filter(|o| !s.page && !o.page && o.level > s.level && o.start > s.start && o.start < s.end)
+            .map(|o| o.start)
+            .min();
+        (s.start, first_child.unwrap_or(s.end))
+    }
+}
+
 /// A labelled span `[start, end)` of a document's text, from a Markdown heading.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
@@ -260,6 +275,18 @@ impl Corpus {
     }
 
     /// The text a label names: a whole document or one of its sections.
+    /// The text a person judges for unit `id`: a document's text, a section's own text (up to
+    /// its first subsection: each subsection is a unit of its own, SPEC §9).
+    pub fn unit_text(&self, id: &str) -> Option<&str> {
+        Some(match self.target(id)? {
+            Target::Doc(d) => &self.docs[d].text,
+            Target::Section { doc, section } => {
+                let (start, end) = self.docs[doc].own_span(section);
+                &self.docs[doc].text[start..end]
+            }
+        })
+    }
+
     pub fn label_text(&self, id: &str) -> Option<&str> {
         Some(match self.target(id)? {
             Target::Doc(d) => &self.docs[d].text,

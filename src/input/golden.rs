@@ -36,6 +36,9 @@ impl Split {
 pub struct Label {
     pub id: String,
     pub grade: u32,
+    /// A judged section: its own text, without its subsections (SPEC §9); a golden label on a
+    /// section names the whole of it.
+    pub own: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -183,7 +186,7 @@ fn read_beir(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> 
             if entry.0 != split {
                 return Err(Error::input(at(), format!("query {qid:?} is in both tuning and reserved qrels")));
             }
-            entry.1.push(Label { id: doc.to_string(), grade: grade.max(0) as u32 });
+            entry.1.push(Label { id: doc.to_string(), grade: grade.max(0) as u32, own: false });
         }
     }
     let queries_path = root.join("queries.jsonl");
@@ -232,7 +235,7 @@ fn items(value: Option<Value>) -> Vec<Value> {
 /// A label: `"DOC"`, `"DOC#section"` or `{"id": …, "grade": n}` with n a non-negative integer.
 fn label(value: Value) -> Result<Label, String> {
     match value {
-        Value::String(id) => Ok(Label { id, grade: 1 }),
+        Value::String(id) => Ok(Label { id, grade: 1, own: false }),
         Value::Object(mut map) => {
             let id = match map.remove("id") {
                 Some(Value::String(id)) => id,
@@ -248,7 +251,7 @@ fn label(value: Value) -> Result<Label, String> {
             if let Some(key) = map.keys().next() {
                 return Err(format!("label {id:?} has unknown field `{key}` (a label has `id` and `grade`)"));
             }
-            Ok(Label { id, grade })
+            Ok(Label { id, grade, own: false })
         }
         other => Err(format!("a label is a document or section id, or {{\"id\", \"grade\"}}; found {other}")),
     }
@@ -603,7 +606,10 @@ mod tests {
         let c = load_str(r#"[{"question": "x", "relevant": [{"id": "lei", "grade": 2}, "lei#Art. 2"]}]"#).unwrap();
         assert_eq!(
             c[0].relevant,
-            vec![Label { id: "lei".into(), grade: 2 }, Label { id: "lei#Art. 2".into(), grade: 1 }]
+            vec![
+                Label { id: "lei".into(), grade: 2, own: false },
+                Label { id: "lei#Art. 2".into(), grade: 1, own: false }
+            ]
         );
     }
 

@@ -139,7 +139,7 @@ mod tests {
             split: Some(split),
             answerable: label.is_some(),
             groups: None,
-            relevant: label.map(|l| vec![Label { id: l.into(), grade: 1 }]).unwrap_or_default(),
+            relevant: label.map(|l| vec![Label { id: l.into(), grade: 1, own: false }]).unwrap_or_default(),
             evidence: vec![],
             tags: vec!["preço".into()],
             meta: None,

@@ -197,7 +197,7 @@ pub fn apply(path: &Path, unit: Unit, cases: &mut [GoldenCase], corpus: &Corpus)
         if unit == Unit::Doc && j.grade == 0 && section_of_doc {
             continue;
         }
-        accepted.push((ci, Label { id: j.id.clone(), grade: j.grade }));
+        accepted.push((ci, Label { id: j.id.clone(), grade: j.grade, own: true }));
     }
     if !errors.is_empty() {
         return Err(Error::many(errors, crate::input::corpus::ERRORS_LISTED));

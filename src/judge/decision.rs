@@ -158,7 +158,7 @@ impl<'a> Decider<'a> {
         }
         if let Some(c) = self.tuning.iter_mut().find(|c| c.id == item.case) {
             c.relevant.retain(|l| l.id != item.id);
-            c.relevant.push(Label { id: item.id.clone(), grade });
+            c.relevant.push(Label { id: item.id.clone(), grade, own: true });
             self.rescore()?;
         }
         Ok(())
@@ -202,7 +202,7 @@ impl<'a> Decider<'a> {
         let mut added = Vec::new();
         for (_, item) in pool.iter().enumerate().filter(|(i, _)| relevant(*i)) {
             if let Some(&i) = at.get(item.case.as_str()) {
-                added.push((i, Label { id: item.id.clone(), grade: 1 }));
+                added.push((i, Label { id: item.id.clone(), grade: 1, own: true }));
             }
         }
         if added.is_empty() {

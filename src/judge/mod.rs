@@ -97,7 +97,7 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
 /// The text a person reads to judge unit `id`: the section's span, else the whole document,
 /// with the heading path above it (`Capítulo III › Art. 18`).
 pub fn unit_text<'c>(corpus: &'c Corpus, id: &str) -> Option<(&'c str, String, &'c str)> {
-    let text = corpus.label_text(id)?;
+    let text = corpus.unit_text(id)?;
     Some(match corpus.target(id)? {
         Target::Doc(d) => (corpus.docs[d].id.as_str(), corpus.docs[d].title.clone().unwrap_or_default(), text),
         Target::Section { doc, section } => {

@@ -178,7 +178,7 @@ mod tests {
             split: None,
             answerable: true,
             groups: None,
-            relevant: vec![Label { id: "d7".into(), grade: 1 }],
+            relevant: vec![Label { id: "d7".into(), grade: 1, own: false }],
             evidence: vec![],
             tags: vec![],
             meta: None,

@@ -190,7 +190,24 @@ pub fn row<'m>(m: &'m Value, key: &str, value: &str) -> &'m Value {
 
 /// The headless browser scripts/install-test-tools.sh installs (tests that need one fail, never
 /// skip, without it).
+/// Prints `html` to `pdf` with headless Chromium, as a browser's "Save as PDF" does.
 #[allow(dead_code)]
+pub fn print_pdf(html: &Path, pdf: &Path, profile: &Path) {
+    let mut cmd = std::process::Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-pdf-header-footer",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg(format!("--print-to-pdf={}", pdf.display()))
+    .arg(html);
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/install-test-tools.sh installs it)"));
+    assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 pub fn chromium() -> PathBuf {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         if let Ok(out) = std::process::Command::new("which").arg(name).output() {
