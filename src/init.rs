@@ -70,7 +70,8 @@ pub struct Initialised {
     pub read: String,
     /// Metadata keys the documents carry (front matter and fields kept as meta), with counts.
     pub metadata: Vec<(String, usize)>,
-    /// Sections left without a stub: too short to hold an answer, or a list of links.
+    /// Sections left without a stub: too short to hold an answer, a list of links, or the whole
+    /// document.
     pub skipped_sections: usize,
 }
 
@@ -104,8 +105,15 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     // Sections that can hold an answer: enough words of their own, not a table of contents.
     // When too few sections are that long, short ones (not link lists) are labelled too.
     let pick = |min_words: usize| -> Vec<Vec<usize>> {
+        // A label over (nearly) the whole document says nothing of where the answer is.
+        let whole = |d: &crate::input::corpus::Document, i: usize| {
+            let s = &d.sections[i];
+            20 * (s.end - s.start) >= 19 * d.text.trim_end().len()
+        };
         let doc_sections = |d: &crate::input::corpus::Document| -> Vec<usize> {
-            (0..d.sections.len()).filter(|&i| !d.sections[i].page && answerable_section(d, i, min_words)).collect()
+            (0..d.sections.len())
+                .filter(|&i| !d.sections[i].page && !whole(d, i) && answerable_section(d, i, min_words))
+                .collect()
         };
         corpus.docs.iter().map(doc_sections).collect()
     };
@@ -123,16 +131,18 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let mut used = std::collections::HashSet::new();
     for (i, &(d, section)) in targets.iter().enumerate() {
         let doc = &corpus.docs[d];
+        let title = page_title(doc);
         let (label, heading, text) = match section {
             Some(j) => {
                 let s = &doc.sections[j];
                 (s.id.clone(), s.label.clone(), own_text(doc, j))
             }
-            None => (doc.id.clone(), doc.title.clone().unwrap_or_else(|| doc.id.clone()), doc.text.as_str()),
+            None => (doc.id.clone(), title.clone(), doc.text.as_str()),
         };
+        let place = Place { title: &title, heading: &heading };
         let case = json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label],
             "label_hash": corpus.label_hash(&label),
-            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&heading, text, lang, &rarity, &mut used)}});
+            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&place, text, lang, &rarity, &mut used)}});
         let _ = writeln!(lines, "{case}");
     }
     for i in 0..unanswerable {
@@ -191,9 +201,11 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
 }
 
 /// The stubs' labels, stratified: folders take turns (the folder of `guide/a.md` is `guide`),
-/// each giving its next document in a fixed pseudo-random order (a hash of the id, so a rerun
-/// picks the same ones) until every document of the folder had a turn, then the documents'
-/// second usable sections, and so on. `(document, section)`; no section without headings.
+/// each giving its next section by content: a document's usable sections are spread evenly
+/// over the folder's order from a pseudo-random offset (a hash of the id, so a rerun picks the
+/// same ones), so a manual of 150 sections gets its share beside one-section pages, and a
+/// document's second section comes after every document's first when all have the same count.
+/// `(document, section)`; no section without headings.
 fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: usize) -> Vec<(usize, Option<usize>)> {
     let mut folders: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
     for (d, doc) in corpus.docs.iter().enumerate() {
@@ -205,11 +217,20 @@ fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: 
         .into_values()
         .map(|mut docs| {
             docs.sort_by_cached_key(|d| *order(d).as_bytes());
-            let rounds = if by_section { docs.iter().map(|&d| usable[d].len()).max().unwrap_or(0) } else { 1 };
-            (0..rounds)
-                .flat_map(|r| docs.iter().map(move |&d| (d, r)))
-                .filter_map(|(d, r)| if by_section { usable[d].get(r).map(|&j| (d, Some(j))) } else { Some((d, None)) })
-                .collect()
+            if !by_section {
+                return docs.into_iter().map(|d| (d, None)).collect();
+            }
+            let offset =
+                |d: usize| f64::from(u16::from_le_bytes([order(&d).as_bytes()[0], order(&d).as_bytes()[1]])) / 65536.0;
+            let mut spread: Vec<(f64, usize, usize)> = docs
+                .iter()
+                .flat_map(|&d| {
+                    let n = usable[d].len() as f64;
+                    usable[d].iter().enumerate().map(move |(r, &j)| ((r as f64 + offset(d)) / n, d, j))
+                })
+                .collect();
+            spread.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            spread.into_iter().map(|(_, d, j)| (d, Some(j))).collect()
         })
         .collect();
     let mut out = Vec::with_capacity(wanted);
@@ -225,12 +246,45 @@ fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: 
     out
 }
 
-/// Candidate phrasings of a stub's question from its section's own text (SPEC §9's drafts):
-/// the heading as a topic, the first sentence as a stem, and the section's rarest exact terms
-/// (flags, field names, codes, numbers) not proposed for an earlier stub (`used`). Drafts to edit:
-/// a question copied from the text makes retrieval look easier than users make it.
+/// Where a stub's label is: its page's title and its section's heading.
+pub struct Place<'a> {
+    pub title: &'a str,
+    pub heading: &'a str,
+}
+
+/// A page's title for a question's context: its declared title, else its first heading, else
+/// its file name.
+fn page_title(doc: &crate::input::corpus::Document) -> String {
+    let heading = || doc.sections.iter().find(|s| !s.page).map(|s| s.label.trim_start_matches('#').trim().to_string());
+    let title = doc.title.clone().filter(|t| !t.trim().is_empty()).or_else(heading).unwrap_or_else(|| {
+        let name = doc.id.rsplit('/').next().unwrap_or(&doc.id);
+        name.rsplit_once('.').map_or(name, |(stem, _)| stem).to_string()
+    });
+    short_title(&title).to_string()
+}
+
+/// A title as a person would name the page in a question: a long title's first part before a
+/// separator (`LGPD - Capítulo IX: Da Autoridade …` → `LGPD`, `Install | Docs` → `Install`).
+fn short_title(title: &str) -> &str {
+    if title.split_whitespace().count() <= 6 {
+        return title;
+    }
+    [" - ", " | ", " — ", " – ", ": "]
+        .iter()
+        .filter_map(|sep| title.split_once(sep).map(|(head, _)| head.trim()))
+        .filter(|head| words(head))
+        .min_by_key(|head| head.len())
+        .unwrap_or(title)
+}
+
+/// Candidate phrasings of a stub's question from its section's own text (SPEC §9's drafts),
+/// each naming the page it is about as a user would: the heading as a topic, the first
+/// sentence as a stem, and the section's rarest exact terms (flags, field names, codes,
+/// numbers) not proposed for an earlier stub (`used`); never a term that is markup
+/// (punctuation, a table rule, a link reference, a code block). Drafts to edit: a question
+/// copied from the text makes retrieval look easier than users make it.
 pub fn drafts(
-    heading: &str,
+    place: &Place<'_>,
     text: &str,
     lang: AnalyzerKind,
     rarity: &crate::evaluate::exact_terms::Rarity,
@@ -238,17 +292,55 @@ pub fn drafts(
 ) -> Vec<String> {
     let pt = lang == AnalyzerKind::Pt;
     let mut out = Vec::new();
-    let heading = heading.trim().trim_start_matches('#').trim();
-    if !heading.is_empty() {
-        out.push(if pt { format!("O que diz {heading}?") } else { format!("What does {heading} say?") });
+    let heading = place.heading.trim().trim_start_matches('#').trim();
+    let title = place.title.trim();
+    let about = |topic: &str| match (pt, title.is_empty() || title == topic) {
+        (true, true) => format!("O que diz {topic}?"),
+        (true, false) => format!("O que {title} diz sobre {topic}?"),
+        (false, true) => format!("What does {topic} say?"),
+        (false, false) => format!("What does {title} say about {topic}?"),
+    };
+    if words(heading) {
+        out.push(about(heading));
     }
     if let Some(sentence) = first_sentence(text) {
         out.push(if pt { format!("É verdade que {sentence}?") } else { format!("Is it true that {sentence}?") });
     }
-    for term in exact_terms(text, rarity).into_iter().filter(|t| used.insert(t.clone())).take(3) {
-        out.push(if pt { format!("O que é {term}?") } else { format!("What is {term}?") });
+    let in_title = |q: String| {
+        if title.is_empty() {
+            format!("{q}?")
+        } else if pt {
+            format!("{q} em {title}?")
+        } else {
+            format!("{q} in {title}?")
+        }
+    };
+    for term in exact_terms(text, rarity)
+        .into_iter()
+        .filter(|t| !heading.contains(t.as_str()) && used.insert(t.clone()))
+        .take(3)
+    {
+        let command = term.starts_with('-') || term.starts_with('`');
+        // A number or a code without a word in it (`13.853`, `55-A`) is asked about, not defined.
+        let number = term.chars().filter(|c| c.is_alphabetic()).count() < 2;
+        out.push(match (pt, command, number) {
+            (_, false, true) => about(&term),
+            (true, true, _) => in_title(format!("O que faz {term}")),
+            (true, false, _) => in_title(format!("O que é {term}")),
+            (false, true, _) => in_title(format!("What does {term} do")),
+            (false, false, _) => in_title(format!("What is {term}")),
+        });
     }
     out
+}
+
+/// Whether `text` reads as words: two letters or digits at least, and no table rule, link
+/// reference or code fence.
+fn words(text: &str) -> bool {
+    let text = text.trim();
+    let markup = ["|", "```", "][", "\n"].iter().any(|m| text.contains(m));
+    let link_reference = text.starts_with('[') && text.ends_with(']');
+    text.chars().filter(|c| c.is_alphanumeric()).count() >= 2 && !markup && !link_reference
 }
 
 /// The first sentence of the text below its heading (at most 25 words): the first paragraph
@@ -257,18 +349,37 @@ pub fn drafts(
 fn first_sentence(text: &str) -> Option<String> {
     for paragraph in text.split("\n\n").skip(1) {
         let words: Vec<&str> = paragraph.split_whitespace().collect();
-        if words.len() < 6 || words[0].starts_with('#') {
+        // Prose only: not a heading, a table, a code block, a list of links or markup.
+        if words.len() < 6 || words[0].starts_with(['#', '|', '`', '<', '[', '!', '{']) {
             continue;
         }
-        let end = words.iter().position(|w| {
+        let wordy = words.iter().filter(|w| w.chars().any(char::is_alphabetic)).count();
+        if 5 * wordy < 4 * words.len() {
+            continue;
+        }
+        // A number's period ends a sentence unless an abbreviation precedes it (`Art. 5.`).
+        let ends = |i: usize| {
+            let w = words[i];
             let bare = w.trim_end_matches(['.', '?', '!', ':']);
             let period_only = w.ends_with('.') && !w.ends_with("..");
+            let number = bare.chars().all(|c| c.is_ascii_digit());
+            let after_abbreviation = i > 0 && words[i - 1].ends_with('.');
             bare.len() < w.len()
-                && (!period_only || bare.chars().count() > 3 && !bare.chars().all(|c| c.is_ascii_digit()))
-        });
-        let Some(end) = end else { continue };
-        let sentence = words[..=end].iter().take(25).copied().collect::<Vec<_>>().join(" ");
-        return Some(sentence.trim_end_matches(['.', '?', '!', ':']).to_string());
+                && (!period_only || bare.chars().count() > 3 && !number || number && !after_abbreviation)
+        };
+        // A "sentence" under six words is a label (`Art. 55-A.`, `Note:`): the next one is read.
+        let mut start = 0;
+        while let Some(end) = (start..words.len()).find(|&i| ends(i)) {
+            let length = end + 1 - start;
+            if length > 25 {
+                break;
+            }
+            if length >= 6 {
+                let sentence = words[start..=end].join(" ");
+                return Some(sentence.trim_end_matches(['.', '?', '!', ':']).to_string());
+            }
+            start = end + 1;
+        }
     }
     None
 }
@@ -279,23 +390,28 @@ fn first_sentence(text: &str) -> Option<String> {
 fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity) -> Vec<String> {
     use crate::evaluate::exact_terms::Tag;
     let mut found: Vec<(u8, u32, String)> = Vec::new();
+    // `--flag`, --flag and flag are one term.
+    let bare = |t: &str| t.trim_matches('`').trim_start_matches('-').to_lowercase();
     let mut push = |rank: u8, term: &str| {
         let term = term.trim();
-        if !term.is_empty() && term.chars().count() <= 40 && !found.iter().any(|(_, _, t)| t == term) {
+        if words(term.trim_matches('`'))
+            && term.chars().count() <= 40
+            && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
+        {
             found.push((rank, rarity.df(term.trim_matches('`')), term.to_string()));
         }
     };
+    for (i, span) in text.split('`').enumerate() {
+        if i % 2 == 1 && !span.contains('\n') {
+            push(0, &format!("`{span}`"));
+        }
+    }
     for word in text.split_whitespace() {
         let w = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '_');
         if w.starts_with("--") && w.len() > 3
             || w.starts_with('-') && w.len() == 2 && w[1..].chars().all(char::is_alphabetic)
         {
             push(0, w);
-        }
-    }
-    for (i, span) in text.split('`').enumerate() {
-        if i % 2 == 1 && !span.contains('\n') {
-            push(0, &format!("`{span}`"));
         }
     }
     let roman = |t: &str| t.chars().all(|c| "IVXLCDM".contains(c));
@@ -319,19 +435,10 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity) -> Vec
 /// Words a section needs of its own text (to its first subsection) to be a stub's label.
 pub const MIN_STUB_WORDS: usize = 30;
 
-/// Section `i`'s own text: to the first heading after its start (a PDF lists its pages after
-/// its headings, so the next section in the list can start earlier).
+/// Section `i`'s own text, to its first subsection.
 fn own_text(doc: &crate::input::corpus::Document, i: usize) -> &str {
-    let s = &doc.sections[i];
-    let own_end = doc
-        .sections
-        .iter()
-        .filter(|n| !n.page && n.start > s.start)
-        .map(|n| n.start)
-        .min()
-        .map_or(s.end, |next| next.min(s.end))
-        .max(s.start);
-    &doc.text[s.start..own_end]
+    let (start, end) = doc.own_span(i);
+    &doc.text[start..end]
 }
 
 /// Whether section `i` of `doc` can hold an answer: at least `min_words` words before its
@@ -369,7 +476,7 @@ fn pathdiff(path: &Path, base: &Path) -> PathBuf {
 /// The guide printed after `init`.
 pub fn guide(i: &Initialised) -> String {
     format!(
-        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {}, embedding model {} (experiment.toml says how to switch)\n\n\
+        "{}\ndocument metadata (front matter and fields kept as meta): {}\nwrote {} and {} ({} stubs) for {} documents ({} sections, {} without a stub: link lists, sections spanning their whole document, or under {MIN_STUB_WORDS} words of their own when longer ones sufficed), BM25 analyzer {}, embedding model {} (experiment.toml says how to switch)\n\n\
          Next:\n\
          1. Fill each stub's \"question\" in golden.jsonl. Write it the way your users type it (short, misspelt,\n\
          \x20  without the document's words), not the way the document phrases it. Its label says where the\n\

@@ -80,7 +80,7 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
     cmd(&["init", "docs", "--out", "projeto"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("for 6 documents (24 sections, 0 without a stub"))
+        .stdout(predicate::str::contains("for 6 documents (24 sections, 6 without a stub"))
         .stdout(predicate::str::contains("BM25 analyzer pt"))
         .stdout(predicate::str::contains("Why so many"));
     let toml = std::fs::read_to_string(project.join("experiment.toml")).unwrap();
@@ -95,7 +95,7 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(stubs.len(), 24 + 4, "every section once, and 4 unanswerable stubs");
+    assert_eq!(stubs.len(), 18 + 4, "every section but the whole-document ones, and 4 unanswerable stubs");
     let labelled_docs: std::collections::BTreeSet<String> = stubs
         .iter()
         .filter_map(|s| s["relevant"][0].as_str())
@@ -109,7 +109,7 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
         c.arg(&models).arg("projeto/experiment.toml");
         c.assert()
     };
-    validate().code(2).stderr(predicate::str::contains("case \"q01\" has an empty question, and 27 more: q02,"));
+    validate().code(2).stderr(predicate::str::contains("case \"q01\" has an empty question, and 21 more: q02,"));
     // Fill the stubs as a user would: a few words of the labelled text; unanswerable ones by hand.
     let filled: Vec<String> = stubs
         .iter()
@@ -131,7 +131,7 @@ fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
         })
         .collect();
     std::fs::write(project.join("golden.jsonl"), filled.join("\n") + "\n").unwrap();
-    validate().success().stdout(predicate::str::contains("28 cases (4 unanswerable)"));
+    validate().success().stdout(predicate::str::contains("22 cases (4 unanswerable)"));
     let mut run = cmd(&["run", "-q", "--models"]);
     run.arg(&models)
         .arg("--cache")
@@ -251,9 +251,10 @@ fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_draf
     let n =
         first["relevant"][0].as_str().unwrap().split('#').nth(1).unwrap().trim_start_matches("Setting ").to_string();
     assert_eq!(first["meta"]["draft"], true);
-    assert!(drafts.iter().any(|d| d.starts_with("What does Setting")), "{drafts:?}");
+    // Each draft names the page it is about, as a user of the documentation would.
+    assert!(drafts.iter().any(|d| d.starts_with("What does Page ") && d.contains(" say about Setting ")), "{drafts:?}");
     assert!(drafts.iter().any(|d| d.starts_with("Is it true that The `--opt-")), "{drafts:?}");
-    assert!(drafts.iter().any(|d| d.contains(&format!("-{n}`?")) || d.contains(&format!("-{n}?"))), "{drafts:?}");
+    assert!(drafts.iter().any(|d| d.contains(&format!("-{n}` do in Page {n} of the "))), "{drafts:?}");
 
     // q01 keeps a draft as its question; every other stub gets a question of its own.
     let filled: Vec<String> = stubs
@@ -280,4 +281,50 @@ fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_draf
             )
             .unwrap(),
         );
+}
+
+/// Drafts on pages made of tables, link references, code blocks and prose: every draft is a
+/// question in words naming its page, none is built from markup; no stub's label covers its
+/// whole document.
+#[test]
+fn drafts_are_questions_a_user_would_ask_never_markup() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let prose = "The builder reads the configuration once at start-up and applies it to every page of the site, \
+                 unless a page overrides a value in its own front matter, which wins for that page only.";
+    for i in 0..12 {
+        let text = format!(
+            "---\ntitle: Builder guide {i}\n---\n# Builder guide {i}\n\n## Options {i}\n\n{prose} Use `--drafts-{i}` to build drafts.\n\n\
+             ## Table {i}\n\n| Name | Value |\n|--|:--|\n| `a` | 1 |\n| `b` | 2 |\n| `c` | 3 |\n| `d` | 4 |\n| `e` | 5 |\n| `f` | 6 |\n| `g` | 7 |\n| `h` | 8 |\n| `i` | 9 |\n\n\
+             ## Links {i}\n\nSee [Multiplatform][] and [Other][] and [More][] for the details of every platform and every release we support today.\n\n\
+             [Multiplatform]: https://example.com/m\n[Other]: https://example.com/o\n\n\
+             ## Tree {i}\n\n```tree\ncontent/\n├── books/\n│   ├── a.md\n│   └── b.md\n└── films/\n    └── c.md with many more words to pass the minimum length of a section here\n```\n\n\
+             ## Empty code {i}\n\nThe shortcode is written `{{{{</* myshortcode */>}}}}` and shown as `` in the page; {prose}\n"
+        );
+        std::fs::write(dir.path().join("docs").join(format!("g{i:02}.md")), text).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "30"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let stubs: Vec<Value> = golden.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut all = Vec::new();
+    for stub in stubs.iter().filter(|s| s["answerable"] != false) {
+        let label = stub["relevant"][0].as_str().unwrap();
+        assert!(label.contains('#'), "a section, never the whole document: {label}");
+        let page = label.split('#').next().unwrap().trim_start_matches('g').parse::<usize>().unwrap();
+        for d in stub["meta"]["drafts"].as_array().unwrap() {
+            let d = d.as_str().unwrap().to_string();
+            assert!(d.ends_with('?'), "{d}");
+            assert!(!d.contains("``") && !d.contains('|') && !d.contains("][") && !d.contains("```"), "markup: {d}");
+            assert!(!d.contains("What is `") && !d.contains("? ?"), "{d}");
+            if !d.starts_with("Is it true") {
+                assert!(d.contains(&format!("Builder guide {page}")), "names its page: {d}");
+            }
+            all.push(d);
+        }
+    }
+    assert!(
+        all.iter().any(|d| d == &format!("What does `--drafts-{}` do in Builder guide {}?", 0, 0))
+            || all.iter().any(|d| d.contains("` do in Builder guide ")),
+        "{all:?}"
+    );
 }
