@@ -12,7 +12,10 @@ Reported per grid and seed: the pool's size; after how many judgments each order
 full pool's decision (its pick and the cells not shown worse) for good; where the stop rule
 speaks in decision order, and whether what it says holds for the full pool.
 
-    scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed]
+    scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed] [--rejudge]
+
+`--rejudge` keeps the runs and oracles of an earlier call in `--out` and replays the judging
+only (after a change to the judging order or the stop rule).
 """
 
 import argparse
@@ -134,6 +137,7 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[7, 11, 23])
     ap.add_argument("--grids", nargs="+", default=list(GRIDS))
     ap.add_argument("--questions", type=int, default=100, help="questions drawn (by seed) from the 323")
+    ap.add_argument("--rejudge", action="store_true", help="reuse the runs and oracles already in --out")
     args = ap.parse_args()
     labels, texts = qrels(), questions()
     env_dirs = ["--models", ROOT / "models", "--cache", ROOT / "cache"]
@@ -141,16 +145,17 @@ def main():
     for grid in args.grids:
         for seed in args.seeds:
             folder = args.out / f"{grid}-{seed}"
-            shutil.rmtree(folder, ignore_errors=True)
-            write_experiment(folder, grid, seed, labels, texts, args.questions)
-            ragsweep("run", "experiment.toml", "--out", "results", "-q", *env_dirs, cwd=folder)
             run = folder / "results" / f"replay-{grid}-{seed}" / "latest"
-            ragsweep("judge", run, "--order", "returned", "--export", "pool.jsonl", *env_dirs, cwd=folder)
-            with open(folder / "pool.jsonl") as f, open(folder / "oracle.jsonl", "w") as out:
-                for line in f:
-                    item = json.loads(line)
-                    item["grade"] = dict(labels.get(item["case"], [])).get(item["id"], 0)
-                    out.write(json.dumps(item) + "\n")
+            if not args.rejudge:
+                shutil.rmtree(folder, ignore_errors=True)
+                write_experiment(folder, grid, seed, labels, texts, args.questions)
+                ragsweep("run", "experiment.toml", "--out", "results", "-q", *env_dirs, cwd=folder)
+                ragsweep("judge", run, "--order", "returned", "--export", "pool.jsonl", *env_dirs, cwd=folder)
+                with open(folder / "pool.jsonl") as f, open(folder / "oracle.jsonl", "w") as out:
+                    for line in f:
+                        item = json.loads(line)
+                        item["grade"] = dict(labels.get(item["case"], [])).get(item["id"], 0)
+                        out.write(json.dumps(item) + "\n")
             traces = {}
             for order in ["decision", "returned"]:
                 (folder / "judgments.jsonl").unlink(missing_ok=True)

@@ -6,9 +6,13 @@
 //! the experiment selects none) with every eligible cell's standing against the best, on the
 //! tuning split. A unit's value is how far its grade would move the difference between the pick
 //! and each cell that could still become it. The decision is scored again under outcomes of the
-//! units left: none relevant (today's labels), all relevant, and completions drawn at the rate
-//! at which each cell's units were judged relevant so far (the pairwise worst cases of the
-//! paper make every unit where two near cells disagree decisive, and never stop on a real pool).
+//! units left: none relevant (today's labels), all relevant, and completions drawn from the
+//! grades so far: each completion first draws, per cell and rank band, a relevance rate from
+//! its posterior (Beta over the session's grades of units that cell returned in that band),
+//! then each unit at the mean rate of the cells that returned it. Drawing the rates, not only
+//! the units, keeps a handful of grades from passing for certainty (the pairwise worst cases of
+//! the paper make every unit where two near cells disagree decisive, and never stop on a real
+//! pool).
 //! When every outcome picks the same cell the decision is **settled**; when the cells they
 //! pick stay within reach of each other (never shown worse) in every outcome, judging cannot
 //! separate them and only more questions can.
@@ -119,13 +123,23 @@ pub struct Decider<'a> {
     first_relevant: HashMap<(String, String), u32>,
     /// The decision under the current labels.
     now: Decision,
-    /// Per cell: units it returned that were graded in this session, and how many relevant.
-    graded: HashMap<String, (usize, usize)>,
+    /// Per cell and rank band: units it returned there that were graded in this session, and
+    /// how many relevant.
+    graded: HashMap<(String, u8), (usize, usize)>,
 }
 
-/// Completions of the units left drawn at their estimated relevance rates, beside the two
-/// extremes (none relevant, all relevant): the decision is settled when all agree.
-const COMPLETIONS: usize = 16;
+/// Completions of the units left drawn from the grades' posterior, beside the two extremes
+/// (none relevant, all relevant): the decision is settled when all agree.
+const COMPLETIONS: usize = 32;
+
+/// Rank bands a cell's relevance rate is estimated in: relevance falls with rank.
+fn band(rank: u32) -> u8 {
+    match rank {
+        0..=3 => 0,
+        4..=10 => 1,
+        _ => 2,
+    }
+}
 
 impl<'a> Decider<'a> {
     pub fn new(exp: &'a Experiment, prepared: &'a Prepared, recorded: Recorded) -> Result<Decider<'a>> {
@@ -151,8 +165,8 @@ impl<'a> Decider<'a> {
     /// Adds a grade for `(case, unit)` to the labels (replacing one given earlier in this
     /// session) and scores the decision again.
     pub fn grade(&mut self, item: &PoolItem, grade: u32) -> Result<()> {
-        for (cell, _) in &item.cells {
-            let (judged, relevant) = self.graded.entry(cell.clone()).or_insert((0, 0));
+        for (cell, rank) in &item.cells {
+            let (judged, relevant) = self.graded.entry((cell.clone(), band(*rank))).or_insert((0, 0));
             *judged += 1;
             *relevant += usize::from(grade > 0);
         }
@@ -227,7 +241,14 @@ impl<'a> Decider<'a> {
         let mut outcomes = vec![self.now.clone(), self.decide_if(&pool, &|_| true)?];
         let mut rng = ChaCha8Rng::seed_from_u64(crate::evaluate::stats::SEED);
         for _ in 0..COMPLETIONS {
-            let relevant: Vec<bool> = pool.iter().map(|p| rng.random::<f64>() < self.relevance_rate(p)).collect();
+            let mut rates: HashMap<(&str, u8), f64> = HashMap::new();
+            let relevant: Vec<bool> = pool
+                .iter()
+                .map(|p| {
+                    let rate = self.relevance_rate(p, &mut rates, &mut rng);
+                    rng.random::<f64>() < rate
+                })
+                .collect();
             outcomes.push(self.decide_if(&pool, &|i| relevant[i])?);
         }
         let mut picks: Vec<Option<String>> = Vec::new();
@@ -252,17 +273,29 @@ impl<'a> Decider<'a> {
         Ok((verdict, contenders))
     }
 
-    /// How likely a unit is to be relevant, from the grades given in this session to the units
-    /// of the cells that returned it (each cell's rate, Laplace-smoothed, averaged).
-    fn relevance_rate(&self, item: &PoolItem) -> f64 {
-        let rate = |cell: &str| {
-            let (judged, relevant) = self.graded.get(cell).copied().unwrap_or((0, 0));
-            (relevant as f64 + 1.0) / (judged as f64 + 2.0)
-        };
+    /// A unit's relevance rate in one completion: the mean of the rates of the cells that
+    /// returned it, at its rank in each; a (cell, band) rate is drawn once per completion
+    /// (`rates`) from Beta(1 + relevant, 1 + not relevant) over this session's grades.
+    fn relevance_rate<'p>(
+        &self,
+        item: &'p PoolItem,
+        rates: &mut HashMap<(&'p str, u8), f64>,
+        rng: &mut ChaCha8Rng,
+    ) -> f64 {
         if item.cells.is_empty() {
-            return 0.5;
+            return rng.random::<f64>();
         }
-        item.cells.iter().map(|(c, _)| rate(c)).sum::<f64>() / item.cells.len() as f64
+        let mut sum = 0.0;
+        for (cell, rank) in &item.cells {
+            let key = (cell.as_str(), band(*rank));
+            sum += *rates.entry(key).or_insert_with(|| {
+                let (judged, relevant) = self.graded.get(&(cell.clone(), key.1)).copied().unwrap_or((0, 0));
+                let posterior = rand_distr::Beta::new(1.0 + relevant as f64, 1.0 + (judged - relevant) as f64)
+                    .expect("positive shape parameters");
+                rng.sample(posterior)
+            });
+        }
+        sum / item.cells.len() as f64
     }
 
     /// How far grading each unit of `pool` relevant would move the difference between the pick
