@@ -302,12 +302,16 @@ proptest::proptest! {
 
     /// Whatever the reader and the way a file declares its access list, a run either refuses
     /// with the file and line, or filters exactly as the declared list says: a user in `ti`
-    /// never gets the document restricted to another group.
+    /// never gets the document restricted to another group. Read through a chain of includes
+    /// (a public page including it, directly or through another page, by any include syntax),
+    /// the run refuses at one of the chain's files: its text would reach whoever sees the page.
     #[test]
     fn every_reader_refuses_with_a_location_or_filters_as_declared(
         shape in shapes(),
         group in proptest::sample::select(vec!["rh", "a\"b", "a\\b", "x y", "r&d, lab", "ragsweep:public", "r\0h", "RAGSWEEP:x"]),
         ending in proptest::sample::select(vec!["\n", "\r\n", "\r"]),
+        chain in 0usize..3,
+        directive in proptest::sample::select(vec!["{{< readfile file=\"FILE\" >}}", "{{% include \"FILE\" %}}", "--8<-- \"FILE\"", "```{include} FILE\n```"]),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -321,8 +325,15 @@ proptest::proptest! {
             std::fs::create_dir_all(root.join("docs")).unwrap();
             std::fs::write(root.join("docs").join(name), text).unwrap();
             std::fs::write(root.join("docs/public.md"), "# Público\nTexto comum sobre férias.\n").unwrap();
+            let mut included = name.to_string();
+            for page in (1..=chain).map(|i| format!("page{i}.md")) {
+                let text = format!("# Página\n\n{}\n", directive.replace("FILE", &included));
+                std::fs::write(root.join("docs").join(&page), text.replace('\n', ending)).unwrap();
+                included = page;
+            }
             "docs"
         };
+        let chain = if corpus == "docs" { chain } else { 0 };
         std::fs::write(root.join("golden.json"), r#"[{"id": "q1", "question": "segredo da zebra", "relevant": ["public"], "groups": ["ti"]}]"#).unwrap();
         std::fs::write(
             root.join("exp.toml"),
@@ -334,15 +345,18 @@ proptest::proptest! {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let valid_group = !group.to_lowercase().starts_with("ragsweep:") && !group.contains('\0');
         if out.status.success() {
+            proptest::prop_assert!(chain == 0, "{shape:?} {group:?} {ending:?} read through {chain} includes ({directive}): {stderr}");
             proptest::prop_assert!(shape.declares() && valid_group, "{shape:?} {group:?} {ending:?} was read: {stderr}");
             let per_query = std::fs::read_to_string(root.join("out/p/latest/per_query.jsonl")).unwrap();
             proptest::prop_assert!(!per_query.contains("\"secret\""), "{shape:?} {group:?}: the user in ti got it: {per_query}");
             proptest::prop_assert!(per_query.contains("\"leaks\":0"), "{per_query}");
         } else {
             proptest::prop_assert_eq!(out.status.code(), Some(2), "{}", stderr);
-            let located = regex_lite(&stderr, name);
+            let located = std::iter::once(name.to_string())
+                .chain((1..=chain).map(|i| format!("page{i}.md")))
+                .any(|file| regex_lite(&stderr, &file));
             proptest::prop_assert!(located, "{shape:?} {group:?}: refused without file:line: {stderr}");
-            proptest::prop_assert!(!shape.declares() || !valid_group, "{shape:?} {group:?} refused: {stderr}");
+            proptest::prop_assert!(chain > 0 || !shape.declares() || !valid_group, "{shape:?} {group:?} refused: {stderr}");
             proptest::prop_assert!(!root.join("out/p").exists());
         }
     }

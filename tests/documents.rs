@@ -317,7 +317,7 @@ fn sections_grep_matches_whole_words_and_takes_patterns_with_a_dash() {
 
 /// A documentation page that includes another file (Hugo `readfile`, MkDocs snippets) is read
 /// with that file's text in place, so its answer is found under the page; an included file
-/// with its own access list stops the run at the page.
+/// with its own access list stops the run at the include directive (file:line:col).
 #[test]
 fn includes_are_read_in_place_and_an_included_access_list_is_refused() {
     let f = common::Fixture::new(
@@ -347,6 +347,6 @@ fn includes_are_read_in_place_and_an_included_access_list_is_refused() {
         .args(["validate", "exp.toml"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("install.md: includes"))
+        .stderr(predicate::str::contains("install.md:5:1: includes"))
         .stderr(predicate::str::contains("declares its own access list"));
 }

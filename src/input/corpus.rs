@@ -549,7 +549,7 @@ fn extract(
         // not text a reader sees.
         let (text, included, unresolved) = match format {
             Format::Markdown => {
-                let r = crate::input::includes::resolve(body, path, root, rules)?;
+                let r = crate::input::includes::resolve(&raw, body, path, root, rules)?;
                 (formats::without_site_markup(&r.text), r.included, r.unresolved)
             }
             _ => (body.to_string(), Vec::new(), Vec::new()),

@@ -65,13 +65,20 @@ fn locate(target: &str, dir: &Path, root: &Path) -> Option<PathBuf> {
     candidates.iter().filter_map(|c| c.canonicalize().ok()).find(|c| c.starts_with(root) && c.is_file())
 }
 
-/// `text` (the page at `file`) with its includes replaced by the included files' text (their
-/// front matter left out). `root` is the corpus folder, canonical.
-pub fn resolve(text: &str, file: &Path, root: &Path, rules: &AccessKey) -> Result<Resolved> {
+/// `body` (the page at `file` after its front matter; `raw` is the whole file) with its
+/// includes replaced by the included files' text (their front matter left out). `root` is the
+/// corpus folder, canonical.
+pub fn resolve(raw: &str, body: &str, file: &Path, root: &Path, rules: &AccessKey) -> Result<Resolved> {
     let mut out = Resolved::default();
     let mut walk = Walk { root, rules, chain: vec![file.canonicalize().unwrap_or_else(|_| file.to_path_buf())] };
-    out.text = walk.expand(text, file.parent().unwrap_or(root), &mut out)?;
+    out.text = walk.expand(body, first_line(raw, body), file.parent().unwrap_or(root), &mut out)?;
     Ok(out)
+}
+
+/// The line of `raw` that `body`, its tail, starts on.
+fn first_line(raw: &str, body: &str) -> usize {
+    let head = raw.strip_suffix(body).unwrap_or("");
+    head.matches('\n').count() + 1
 }
 
 /// A fenced block being read, by the marker that closes it: code (kept as written, includes in
@@ -89,10 +96,16 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn expand(&mut self, text: &str, dir: &Path, done: &mut Resolved) -> Result<String> {
+    /// `text` with its includes read in place; `first` is the line of its file `text` starts on.
+    fn expand(&mut self, text: &str, first: usize, dir: &Path, done: &mut Resolved) -> Result<String> {
         let mut out = String::with_capacity(text.len());
         let mut fence: Option<Fence> = None;
-        for line in text.split_inclusive('\n') {
+        for (number, line) in text.split_inclusive('\n').enumerate() {
+            let at = |column: usize| Location {
+                path: self.chain[self.chain.len() - 1].clone(),
+                line: first + number,
+                column,
+            };
             let trimmed = line.trim_start();
             match &fence {
                 Some(Fence::Include(marker)) => {
@@ -113,7 +126,8 @@ impl Walk<'_> {
             if let Some(marker) = fence_marker(trimmed) {
                 // MyST's include directive is a fence of its own: ```{include} path
                 if let Some(target) = trimmed[marker.len()..].trim().strip_prefix("{include}") {
-                    out.push_str(&self.include(target.trim(), dir, done)?);
+                    let at = at(line.len() - trimmed.len() + 1);
+                    out.push_str(&self.include(target.trim(), dir, at, done)?);
                     fence = Some(Fence::Include(marker.to_string()));
                 } else {
                     out.push_str(line);
@@ -124,7 +138,8 @@ impl Walk<'_> {
             match directive(line) {
                 Some((start, end, target)) => {
                     out.push_str(&line[..start]);
-                    out.push_str(&self.include(&target, dir, done)?);
+                    let at = at(line[..start].chars().count() + 1);
+                    out.push_str(&self.include(&target, dir, at, done)?);
                     out.push_str(&line[end..]);
                 }
                 None => out.push_str(line),
@@ -133,7 +148,8 @@ impl Walk<'_> {
         Ok(out)
     }
 
-    fn include(&mut self, target: &str, dir: &Path, done: &mut Resolved) -> Result<String> {
+    /// The text of the file `target` names, included at `at`.
+    fn include(&mut self, target: &str, dir: &Path, at: Location, done: &mut Resolved) -> Result<String> {
         let chain = &self.chain;
         let found = locate(target, dir, self.root).filter(|p| !chain.contains(p) && chain.len() <= MAX_DEPTH);
         let text = found.as_ref().and_then(|p| {
@@ -146,12 +162,16 @@ impl Walk<'_> {
         };
         let (front, body) = crate::input::frontmatter::split(&path, &text, self.rules)?;
         if front.acl.is_some() {
-            let why = "which declares its own access list: the page would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)";
-            return Err(Error::input(Location::file(&self.chain[0]), format!("includes {}, {why}", path.display())));
+            let page = match self.chain.len() {
+                1 => "the page".to_string(),
+                _ => format!("the page {}", self.chain[0].display()),
+            };
+            let why = format!("which declares its own access list: {page} would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)");
+            return Err(Error::input(at, format!("includes {}, {why}", path.display())));
         }
         done.included.push(path.clone());
         self.chain.push(path.clone());
-        let expanded = self.expand(body, path.parent().unwrap_or(self.root), done)?;
+        let expanded = self.expand(body, first_line(&text, body), path.parent().unwrap_or(self.root), done)?;
         self.chain.pop();
         let mut expanded = expanded.trim_end().to_string();
         expanded.push('\n');
@@ -174,7 +194,7 @@ mod tests {
         std::fs::write(dir.path().parent().unwrap().join("outside-ragsweep-test.md"), "secret").ok();
         let page = root.join("docs/page.md");
         let text = "# Page\n{{< readfile file=\"shared/fact.md\" >}}\n--8<-- \"docs/shared/fact.md\"\n```{include} shared/fact.md\n```\n```sh\n{{< readfile file=\"shared/fact.md\" >}}\n```\n{{% include \"../../outside-ragsweep-test.md\" %}}\n{{% include \"shared/loop.md\" %}}\n";
-        let r = resolve(text, &page, &root, &AccessKey::default()).unwrap();
+        let r = resolve(text, text, &page, &root, &AccessKey::default()).unwrap();
         assert_eq!(r.text.matches("The gc flag removes unused files.").count(), 3, "{}", r.text);
         assert!(r.text.contains("```sh\n{{< readfile"), "fenced code stays as written: {}", r.text);
         assert!(!r.text.contains("secret") && !r.text.contains("title: x"), "{}", r.text);
@@ -182,7 +202,9 @@ mod tests {
         assert_eq!(r.included.len(), 4);
         assert_eq!(r.unresolved, ["../../outside-ragsweep-test.md", "loop.md"]);
         std::fs::write(root.join("docs/shared/rh.md"), "---\nacl: [rh]\n---\nsalários\n").unwrap();
-        let err = resolve("{{< readfile file=\"shared/rh.md\" >}}\n", &page, &root, &AccessKey::default()).unwrap_err();
+        let raw = "---\ntitle: p\n---\n# Page\n  {{< readfile file=\"shared/rh.md\" >}}\n";
+        let err = resolve(raw, &raw[17..], &page, &root, &AccessKey::default()).unwrap_err();
+        assert!(err.to_string().contains("page.md:5:3: includes"), "{err}");
         assert!(err.to_string().contains("declares its own access list"), "{err}");
     }
 }
