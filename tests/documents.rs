@@ -315,6 +315,44 @@ fn sections_grep_matches_whole_words_and_takes_patterns_with_a_dash() {
     assert_eq!(grep(&["--grep", "PRAZOS"]), ["prazos", "prazos#Prazos"]);
 }
 
+/// A site checked out in a subfolder of the corpus resolves its includes as its generator does:
+/// Hugo's `/`-rooted paths from `content/` beside `hugo.toml`, MkDocs snippets from the project
+/// beside `mkdocs.yml`; an include not read says why, and a missing one names the closest file.
+#[test]
+fn includes_resolve_from_the_site_root_and_unread_ones_say_why() {
+    let f = common::Fixture::new(
+        &[
+            ("site/hugo.toml", "title = \"Site\"\n"),
+            ("site/content/_common/purge.md", "The --purge-cache flag removes every cached wheel.\n"),
+            (
+                "site/content/guide/install.md",
+                "# Install\n\nRun the installer.\n\n{{% include \"/_common/purge.md\" %}}\n{{< readfile file=\"/common/purge.md\" >}}\n",
+            ),
+            ("manual/mkdocs.yml", "site_name: Manual\ndocs_dir: src\n"),
+            ("manual/src/snippets/rotate.md", "Logs rotate every night at midnight.\n"),
+            ("manual/src/ops/logs.md", "# Logs\n\n--8<-- \"src/snippets/rotate.md\"\n--8<-- \"../../../../etc/hostname\"\n"),
+        ],
+        r#"[{"id": "q1", "question": "which flag removes cached wheels", "relevant": ["site/content/guide/install"]},
+            {"id": "q2", "question": "when do logs rotate", "relevant": ["manual/src/ops/logs"]}]"#,
+        "name = \"sites\"\nunit = \"doc\"\nk = [3]\nmetrics = [\"hit\"]\nlatency_cases = 1\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n",
+    );
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("read 2 includes in place, 2 not:"))
+        .stdout(predicate::str::contains(
+            "install.md → /common/purge.md (not found; closest file: site/content/_common/purge.md)",
+        ))
+        .stdout(predicate::str::contains("logs.md → ../../../../etc/hostname (outside the corpus folder)"));
+    // Each page is found by words only its included text gives it (the fragments, documents of
+    // their own, rank too).
+    let run = f.run();
+    let lines = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();
+    assert_eq!(lines.matches("\"hit@3\":1.0").count(), 2, "{lines}");
+}
+
 /// A documentation page that includes another file (Hugo `readfile`, MkDocs snippets) is read
 /// with that file's text in place, so its answer is found under the page; an included file
 /// with its own access list stops the run at the include directive (file:line:col).

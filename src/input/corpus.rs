@@ -12,6 +12,7 @@ use crate::error::{Error, Location, Result};
 use crate::input::access_key::{AccessKey, Field};
 use crate::input::formats::{self, Extracted, Format};
 use crate::input::frontmatter::FrontMatter;
+use crate::input::includes::Missed;
 use crate::input::{frontmatter, text};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,7 +72,8 @@ pub struct ReadReport {
     pub dropped_lines: Vec<(PathBuf, usize)>,
     /// Files left out by `[corpus] exclude`.
     pub excluded: Vec<PathBuf>,
-    /// Pages with includes: how many were read in place, and the targets that could not be.
+    /// Pages with includes: how many were read in place, and the targets that could not be,
+    /// each with why (and the closest file when it was not found).
     pub includes: Vec<(PathBuf, usize, Vec<String>)>,
     /// Files whose front matter was not YAML this reader parses and declared nothing about
     /// access: read for their plain keys, with why.
@@ -107,11 +109,7 @@ impl ReadReport {
                 .collect();
             out.push_str(&format!("; read {} in place", crate::words::count(read, "include")));
             if !missing.is_empty() {
-                out.push_str(&format!(
-                    ", {} not (missing, outside the corpus, over 1 MiB or a cycle): {}",
-                    missing.len(),
-                    listed(missing.into_iter())
-                ));
+                out.push_str(&format!(", {} not: {}", missing.len(), listed(missing.into_iter())));
             }
         }
         if !self.public_fragments.is_empty() {
@@ -626,6 +624,22 @@ fn extract(
     }))
 }
 
+/// The file of `files` an include's `target` most likely meant: the same file name, with the
+/// most trailing path parts in common; shown relative to `root`.
+fn closest_file(target: &str, files: &[PathBuf], root: &Path) -> Option<String> {
+    let wanted: Vec<&str> = target.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let name = *wanted.last()?;
+    let common = |f: &Path| {
+        let parts: Vec<String> = f.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+        parts.iter().rev().zip(wanted.iter().rev()).take_while(|(a, b)| a == *b).count()
+    };
+    files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name))
+        .max_by_key(|f| (common(f), std::cmp::Reverse(f.as_os_str().len())))
+        .map(|f| f.strip_prefix(root).unwrap_or(f).to_string_lossy().replace('\\', "/"))
+}
+
 fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(Vec<Document>, ReadReport)> {
     let mut files = Vec::new();
     let canonical = root.canonicalize().map_err(|e| Error::io(root, e))?;
@@ -634,6 +648,7 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     collect_files(&canonical, root, &mut seen_dirs, &mut files, &mut not_files)?;
     files.sort();
     not_files.sort();
+    let all_files = files.clone();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     let mut included_by: HashMap<PathBuf, Vec<(PathBuf, bool)>> = HashMap::new();
@@ -701,7 +716,14 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
             report.dropped_lines.push((path.clone(), extracted.dropped_lines));
         }
         if !extracted.included.is_empty() || !extracted.unresolved.is_empty() {
-            report.includes.push((path.clone(), extracted.included.len(), extracted.unresolved.clone()));
+            let missed = extracted.unresolved.iter().map(|u| {
+                let closest = (u.why == Missed::NotFound).then(|| closest_file(&u.target, &all_files, root)).flatten();
+                match closest {
+                    Some(c) => format!("{} ({}; closest file: {c})", u.target, u.why.as_str()),
+                    None => format!("{} ({})", u.target, u.why.as_str()),
+                }
+            });
+            report.includes.push((path.clone(), extracted.included.len(), missed.collect()));
         }
         for fragment in &extracted.included {
             included_by.entry(fragment.clone()).or_default().push((path.clone(), front.acl.is_some()));

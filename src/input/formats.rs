@@ -65,7 +65,7 @@ pub struct Extracted {
     pub dropped_lines: usize,
     /// For Markdown: the files read in place (canonical), and the targets that could not be read.
     pub included: Vec<std::path::PathBuf>,
-    pub unresolved: Vec<String>,
+    pub unresolved: Vec<crate::input::includes::Unresolved>,
 }
 
 /// reStructuredText section titles: a text line underlined (and optionally overlined) by a

@@ -3,6 +3,12 @@
 //! MyST ```` ```{include} … ```` ````) is read with that file's text in place, so its answer is
 //! found under the page a reader sees, not only under the included file's own id.
 //!
+//! Paths resolve as the site generator resolves them: a relative path from the including
+//! file's folder; a `/`-rooted one from the site's content root, then its project root (Hugo's
+//! `content/` beside `hugo.toml` or `config.*`, MkDocs' `docs_dir` beside `mkdocs.yml`, a
+//! Docusaurus `docs/`, the folder of Sphinx's `conf.py`), the nearest site at or above the page
+//! and inside the corpus first; then from the corpus folder, as before sites were found.
+//!
 //! Bounded: an included path must stay inside the corpus folder, a file is read at most
 //! [`MAX_INCLUDE_BYTES`], includes nest at most [`MAX_DEPTH`] deep, and a file that includes
 //! itself (directly or not) is not read again. Fail closed: an included file whose front matter
@@ -27,8 +33,41 @@ pub struct Resolved {
     pub text: String,
     /// The files read in place (canonical), once per include.
     pub included: Vec<PathBuf>,
-    /// Include targets that could not be read (missing, outside the corpus, too large, a cycle).
-    pub unresolved: Vec<String>,
+    /// Include targets that could not be read, each with why.
+    pub unresolved: Vec<Unresolved>,
+}
+
+/// An include that was not read in place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unresolved {
+    /// The path as the directive wrote it.
+    pub target: String,
+    pub why: Missed,
+}
+
+/// Why an include was not read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Missed {
+    NotFound,
+    OutsideCorpus,
+    TooLarge,
+    /// The file is already being read further up the chain.
+    Cycle,
+    TooDeep,
+    Unreadable,
+}
+
+impl Missed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Missed::NotFound => "not found",
+            Missed::OutsideCorpus => "outside the corpus folder",
+            Missed::TooLarge => "over the 1 MiB an included file may hold",
+            Missed::Cycle => "a cycle: it includes itself",
+            Missed::TooDeep => "nested deeper than 3 includes",
+            Missed::Unreadable => "not readable as text",
+        }
+    }
 }
 
 /// The include target a line names, with the byte range of the directive in the line.
@@ -58,11 +97,57 @@ fn directive(line: &str) -> Option<(usize, usize, String)> {
     None
 }
 
-/// `target` as a file inside `root`: relative to `dir` (the including file's folder), else to
-/// `root`; `None` when it resolves outside `root` or to nothing.
-fn locate(target: &str, dir: &Path, root: &Path) -> Option<PathBuf> {
-    let candidates = [dir.join(target.trim_start_matches('/')), root.join(target.trim_start_matches('/'))];
-    candidates.iter().filter_map(|c| c.canonicalize().ok()).find(|c| c.starts_with(root) && c.is_file())
+/// `target` as a file inside `root` (canonical), read from `dir` (the including file's folder):
+/// a relative path from `dir`, then, like a rooted one, from the sites at or above `dir`
+/// ([`site_bases`]) and from `root`.
+fn locate(target: &str, dir: &Path, root: &Path) -> std::result::Result<PathBuf, Missed> {
+    let relative = target.trim_start_matches('/');
+    let own = (!target.starts_with('/')).then(|| dir.join(relative));
+    let bases = site_bases(dir, root).into_iter().chain([root.to_path_buf()]);
+    let mut missed = Missed::NotFound;
+    for candidate in own.into_iter().chain(bases.map(|b| b.join(relative))) {
+        let Ok(found) = candidate.canonicalize() else { continue };
+        if !found.starts_with(root) {
+            missed = Missed::OutsideCorpus;
+        } else if found.is_file() {
+            return Ok(found);
+        }
+    }
+    Err(missed)
+}
+
+/// The folders a site generator resolves a `/`-rooted include from, nearest site first: for
+/// each folder from `dir` up to `root`, a Hugo project's `content/` and the project, an MkDocs
+/// project's `docs_dir` and the project, a Docusaurus project's `docs/` and the project, a
+/// Sphinx source folder (`conf.py`).
+fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
+    let mut bases = Vec::new();
+    let mut folder = Some(dir);
+    while let Some(f) = folder.filter(|f| f.starts_with(root)) {
+        let has = |name: &str| f.join(name).is_file();
+        let hugo = ["hugo.toml", "hugo.yaml", "hugo.json", "config.toml", "config.yaml", "config.json"];
+        if hugo.iter().any(|n| has(n)) && f.join("content").is_dir() {
+            bases.extend([f.join("content"), f.to_path_buf()]);
+        } else if let Some(config) = ["mkdocs.yml", "mkdocs.yaml"].iter().find(|n| has(n)) {
+            bases.extend([f.join(mkdocs_docs_dir(&f.join(config))), f.to_path_buf()]);
+        } else if ["docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs"].iter().any(|n| has(n)) {
+            bases.extend([f.join("docs"), f.to_path_buf()]);
+        } else if has("conf.py") {
+            bases.push(f.to_path_buf());
+        }
+        folder = f.parent();
+    }
+    bases
+}
+
+/// `docs_dir` of an `mkdocs.yml` (a top-level `docs_dir: path` line), `docs` by default.
+fn mkdocs_docs_dir(config: &Path) -> String {
+    let text = std::fs::read_to_string(config).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("docs_dir:"))
+        .map(|v| v.trim().trim_matches(['"', '\'']).to_string())
+        .filter(|v| !v.is_empty() && !v.contains(".."))
+        .unwrap_or_else(|| "docs".into())
 }
 
 /// `body` (the page at `file` after its front matter; `raw` is the whole file) with its
@@ -70,8 +155,10 @@ fn locate(target: &str, dir: &Path, root: &Path) -> Option<PathBuf> {
 /// corpus folder, canonical.
 pub fn resolve(raw: &str, body: &str, file: &Path, root: &Path, rules: &AccessKey) -> Result<Resolved> {
     let mut out = Resolved::default();
-    let mut walk = Walk { root, rules, chain: vec![file.canonicalize().unwrap_or_else(|_| file.to_path_buf())] };
-    out.text = walk.expand(body, first_line(raw, body), file.parent().unwrap_or(root), &mut out)?;
+    let page = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    let dir = page.parent().unwrap_or(root).to_path_buf();
+    let mut walk = Walk { root, rules, chain: vec![page] };
+    out.text = walk.expand(body, first_line(raw, body), &dir, &mut out)?;
     Ok(out)
 }
 
@@ -150,15 +237,24 @@ impl Walk<'_> {
 
     /// The text of the file `target` names, included at `at`.
     fn include(&mut self, target: &str, dir: &Path, at: Location, done: &mut Resolved) -> Result<String> {
-        let chain = &self.chain;
-        let found = locate(target, dir, self.root).filter(|p| !chain.contains(p) && chain.len() <= MAX_DEPTH);
-        let text = found.as_ref().and_then(|p| {
-            let small = std::fs::metadata(p).is_ok_and(|m| m.len() <= MAX_INCLUDE_BYTES);
-            small.then(|| crate::input::text::document(p).ok()).flatten()
+        let read = locate(target, dir, self.root).and_then(|path| {
+            if self.chain.contains(&path) {
+                Err(Missed::Cycle)
+            } else if self.chain.len() > MAX_DEPTH {
+                Err(Missed::TooDeep)
+            } else if !std::fs::metadata(&path).is_ok_and(|m| m.len() <= MAX_INCLUDE_BYTES) {
+                Err(Missed::TooLarge)
+            } else {
+                let text = crate::input::text::document(&path).map_err(|_| Missed::Unreadable)?;
+                Ok((path, text))
+            }
         });
-        let (Some(path), Some(text)) = (found, text) else {
-            done.unresolved.push(target.to_string());
-            return Ok(String::new());
+        let (path, text) = match read {
+            Ok(read) => read,
+            Err(why) => {
+                done.unresolved.push(Unresolved { target: target.to_string(), why });
+                return Ok(String::new());
+            }
         };
         let (front, body) = crate::input::frontmatter::split(&path, &text, self.rules)?;
         if front.acl.is_some() {
@@ -200,7 +296,8 @@ mod tests {
         assert!(!r.text.contains("secret") && !r.text.contains("title: x"), "{}", r.text);
         assert_eq!(r.text.matches("loop body").count(), 1, "a file including itself is read once: {}", r.text);
         assert_eq!(r.included.len(), 4);
-        assert_eq!(r.unresolved, ["../../outside-ragsweep-test.md", "loop.md"]);
+        let missed: Vec<(&str, Missed)> = r.unresolved.iter().map(|u| (u.target.as_str(), u.why)).collect();
+        assert_eq!(missed, [("../../outside-ragsweep-test.md", Missed::OutsideCorpus), ("loop.md", Missed::Cycle)]);
         std::fs::write(root.join("docs/shared/rh.md"), "---\nacl: [rh]\n---\nsalários\n").unwrap();
         let raw = "---\ntitle: p\n---\n# Page\n  {{< readfile file=\"shared/rh.md\" >}}\n";
         let err = resolve(raw, &raw[17..], &page, &root, &AccessKey::default()).unwrap_err();
