@@ -105,10 +105,12 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     // Sections that can hold an answer: enough words of their own, not a table of contents.
     // When too few sections are that long, short ones (not link lists) are labelled too.
     let pick = |min_words: usize| -> Vec<Vec<usize>> {
-        // A label over (nearly) the whole document says nothing of where the answer is.
+        // A label over (nearly) the whole document says nothing of where the answer is when
+        // the document has sections that say more (`validate` warns about such labels).
         let whole = |d: &crate::input::corpus::Document, i: usize| {
             let s = &d.sections[i];
-            20 * (s.end - s.start) >= 19 * d.text.trim_end().len()
+            let headed = d.sections.iter().filter(|s| !s.page).count();
+            headed > 1 && 20 * (s.end - s.start) >= 19 * d.text.trim_end().len()
         };
         let doc_sections = |d: &crate::input::corpus::Document| -> Vec<usize> {
             (0..d.sections.len())

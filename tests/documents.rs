@@ -353,6 +353,80 @@ fn includes_resolve_from_the_site_root_and_unread_ones_say_why() {
     assert_eq!(lines.matches("\"hit@3\":1.0").count(), 2, "{lines}");
 }
 
+/// What the site does not publish stays out of the corpus and is listed: a Hugo section whose
+/// cascade renders nothing (its fragments still reach the pages that include them), a draft, a
+/// headless bundle, a Docusaurus `_` partial; `init` puts no stub on them, and `[corpus]
+/// publish = "all"` keeps them.
+#[test]
+fn what_the_site_does_not_publish_is_left_out_and_listed() {
+    let docs = [
+        ("site/hugo.toml", "title = \"Site\"\n"),
+        ("site/content/_common/_index.md", "---\ncascade:\n  build:\n    list: never\n    render: never\n---\n"),
+        (
+            "site/content/_common/purge.md",
+            "The --purge-cache flag removes every cached wheel before installing anything.\n",
+        ),
+        (
+            "site/content/guide/install.md",
+            "# Install\n\nRun the installer as the first step.\n\n{{% include \"/_common/purge.md\" %}}\n",
+        ),
+        (
+            "site/content/guide/wip.md",
+            "+++\ndraft = true\n+++\n# Upcoming\n\nThe --purge-cache flag will also remove logs.\n",
+        ),
+        ("site/content/bundle/index.md", "---\nheadless: true\n---\n# Bundle\n\nShared text about cached wheels.\n"),
+        ("site/content/bundle/part.md", "# Part\n\nMore shared text about the cached wheels.\n"),
+        ("portal/docusaurus.config.js", "module.exports = {};\n"),
+        ("portal/docs/_partials/wheels.md", "# Wheels\n\nCached wheels live in the wheel folder.\n"),
+        ("portal/docs/start.md", "# Start\n\nOpen the portal and sign in with your account.\n"),
+    ];
+    let exp = "name = \"published\"\nunit = \"doc\"\nk = [1]\nmetrics = [\"hit\"]\nlatency_cases = 1\n\
+               [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n";
+    let golden =
+        r#"[{"id": "q1", "question": "which flag removes cached wheels", "relevant": ["site/content/guide/install"]}]"#;
+    let f = common::Fixture::new(&docs, golden, exp);
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 cells, 2 documents"))
+        .stdout(predicate::str::contains(
+            "left out 5 the site does not publish ([corpus] publish = \"all\" keeps them):",
+        ))
+        .stdout(predicate::str::contains("purge.md (cascade: build.render: never in _index.md)"))
+        .stdout(predicate::str::contains("wip.md (draft: true)"))
+        .stdout(predicate::str::contains("index.md (headless: true)"))
+        .stdout(predicate::str::contains("part.md (in a headless bundle (index.md))"))
+        .stdout(predicate::str::contains("wheels.md (a partial: Docusaurus leaves out names starting with _)"))
+        .stdout(predicate::str::contains("read 1 include in place"));
+    // The page is found by its included text; nothing unpublished is in the index to outrank it.
+    let run = f.run();
+    let line = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();
+    assert!(line.contains("\"hit@1\":1.0"), "{line}");
+    let sections = f.cmd().args(["sections", "exp.toml"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&sections.stdout);
+    assert!(!listed.contains("_common") && !listed.contains("wip") && !listed.contains("bundle"), "{listed}");
+    // init puts stubs on published pages only.
+    f.cmd().args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
+    let stubs = std::fs::read_to_string(f.path().join("project/golden.jsonl")).unwrap();
+    assert!(stubs.contains("guide/install") || stubs.contains("portal/docs/start"), "{stubs}");
+    for unpublished in ["_common", "wip", "bundle", "_partials"] {
+        assert!(!stubs.contains(unpublished), "a stub on {unpublished}: {stubs}");
+    }
+    // publish = "all" keeps them; any other value is a located error.
+    let all = std::fs::read_to_string(f.path().join("exp.toml"))
+        .unwrap()
+        .replace("[corpus]\n", "[corpus]\npublish = \"all\"\n");
+    std::fs::write(f.path().join("exp.toml"), &all).unwrap();
+    f.cmd().args(["validate", "exp.toml"]).assert().success().stdout(predicate::str::contains("1 cells, 7 documents"));
+    std::fs::write(f.path().join("exp.toml"), all.replace("publish = \"all\"", "publish = \"drafts\"")).unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("exp.toml:").and(predicate::str::contains("`publish` is \"published\"")));
+}
+
 /// A documentation page that includes another file (Hugo `readfile`, MkDocs snippets) is read
 /// with that file's text in place, so its answer is found under the page; an included file
 /// with its own access list stops the run at the include directive (file:line:col).

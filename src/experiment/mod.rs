@@ -459,10 +459,22 @@ impl Experiment {
                 }
             };
             let patterns: Vec<String> = raw.corpus.exclude.iter().map(|p| p.get_ref().clone()).collect();
-            FolderRules::new(&patterns, max_bytes).map_err(|(i, why)| {
+            let mut rules = FolderRules::new(&patterns, max_bytes).map_err(|(i, why)| {
                 let span = raw.corpus.exclude.get(i).map_or(0..0, |p| p.span());
                 bad(span, format!("`[corpus] exclude`: {why}"))
-            })?
+            })?;
+            rules.publish_all = match &raw.corpus.publish {
+                None => false,
+                Some(p) if p.get_ref() == "published" => false,
+                Some(p) if p.get_ref() == "all" => true,
+                Some(p) => {
+                    return Err(bad(
+                        p.span(),
+                        format!("`publish` is \"published\" (the default) or \"all\", found {:?}", p.get_ref()),
+                    ))
+                }
+            };
+            rules
         };
         let synthetic_acl_at =
             raw.permissions.synthetic_groups.as_ref().map_or_else(|| Location::file(path), |g| at(g.span()));

@@ -150,6 +150,9 @@ pub(super) struct RawCorpus {
     /// The largest document a folder may hold, in MiB (default 64); larger ones are skipped.
     #[serde(default)]
     pub(super) max_document_mib: Option<Spanned<u64>>,
+    /// `published` (default): what the site does not publish is left out; `all` keeps it.
+    #[serde(default)]
+    pub(super) publish: Option<Spanned<String>>,
     /// Metadata keys indexed with a document's title (default: description, summary).
     #[serde(default)]
     pub(super) index_meta: Option<Vec<String>>,

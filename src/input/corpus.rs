@@ -81,6 +81,9 @@ pub struct ReadReport {
     /// Files that only restricted pages include and that declare no access list themselves:
     /// public under their own id (with the pages that include them).
     pub public_fragments: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// Pages the site does not publish (drafts, headless or unrendered pages, partials), left
+    /// out of the corpus, each with why.
+    pub unpublished: Vec<(PathBuf, String)>,
 }
 
 impl ReadReport {
@@ -91,6 +94,13 @@ impl ReadReport {
         let with_why = |(p, why): &(PathBuf, String)| format!("{} ({why})", file_name(p));
         if !self.skipped.is_empty() {
             out.push_str(&format!("; skipped {}: {}", self.skipped.len(), listed(self.skipped.iter().map(with_why))));
+        }
+        if !self.unpublished.is_empty() {
+            out.push_str(&format!(
+                "; left out {} the site does not publish ([corpus] publish = \"all\" keeps them): {}",
+                self.unpublished.len(),
+                listed(self.unpublished.iter().map(with_why))
+            ));
         }
         if !self.excluded.is_empty() {
             let names = self.excluded.iter().map(|p| file_name(p));
@@ -649,6 +659,16 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     files.sort();
     not_files.sort();
     let all_files = files.clone();
+    // Docusaurus projects in the corpus: their `_` partials are not pages.
+    let docusaurus: Vec<PathBuf> = all_files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("docusaurus.config.")))
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect();
+    // Per document: its file and why the site does not publish it; folders whose pages a
+    // section's cascade or a headless bundle leaves out.
+    let mut read_from: Vec<(PathBuf, Option<String>)> = Vec::new();
+    let mut unpublished_below: Vec<(PathBuf, String)> = Vec::new();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
     let mut included_by: HashMap<PathBuf, Vec<(PathBuf, bool)>> = HashMap::new();
@@ -707,6 +727,17 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
         if let Some(why) = &front.lenient {
             report.lenient.push((path.clone(), why.clone()));
         }
+        // A section page's cascade applies below it even when the page itself holds no text.
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let own = crate::input::publish::own(&front.meta);
+        let folder_of_page = path.parent().unwrap_or(root).to_path_buf();
+        if stem == "_index" {
+            if let Some(why) = crate::input::publish::cascaded(&front.meta) {
+                unpublished_below.push((folder_of_page.clone(), format!("{why} in {}", file_name(&path))));
+            }
+        } else if stem == "index" && own == Some("headless: true") {
+            unpublished_below.push((folder_of_page, format!("in a headless bundle ({})", file_name(&path))));
+        }
         if extracted.text.trim().is_empty() {
             report.skipped.push((path, "no text: an empty document".into()));
             continue;
@@ -729,6 +760,12 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
             included_by.entry(fragment.clone()).or_default().push((path.clone(), front.acl.is_some()));
         }
 
+        let partial = docusaurus.iter().any(|site| crate::input::publish::docusaurus_partial(&path, site));
+        let why = own
+            .map(String::from)
+            .or_else(|| partial.then(|| "a partial: Docusaurus leaves out names starting with _".to_string()));
+        read_from.push((path.clone(), why));
+
         let mut sections = sections_from(&id, &extracted.text, &extracted.headings);
         sections.extend(page_sections(&id, &extracted.text, &extracted.pages));
         let title = front.title.or(extracted.title);
@@ -736,6 +773,26 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     }
     if !errors.is_empty() {
         return Err(Error::many(errors, ERRORS_LISTED));
+    }
+    if !folder.publish_all {
+        let mut kept = Vec::with_capacity(docs.len());
+        for (doc, (path, own)) in docs.into_iter().zip(read_from) {
+            let below = || {
+                unpublished_below
+                    .iter()
+                    .find(|(dir, _)| {
+                        let the_section_page =
+                            path.parent() == Some(dir.as_path()) && path.file_stem().is_some_and(|s| s == "_index");
+                        path.starts_with(dir) && !the_section_page
+                    })
+                    .map(|(_, why)| why.clone())
+            };
+            match own.or_else(below) {
+                Some(why) => report.unpublished.push((path, why)),
+                None => kept.push(doc),
+            }
+        }
+        docs = kept;
     }
     if docs.is_empty() {
         return Err(Error::input(Location::file(root), format!("no documents in this folder ({})", report.summary())));
@@ -866,6 +923,8 @@ pub struct FolderRules {
     by_path: globset::GlobSet,
     by_name: globset::GlobSet,
     pub max_document_bytes: u64,
+    /// `[corpus] publish = "all"`: keep what the site does not publish.
+    pub publish_all: bool,
 }
 
 impl Default for FolderRules {
@@ -874,6 +933,7 @@ impl Default for FolderRules {
             by_path: globset::GlobSet::empty(),
             by_name: globset::GlobSet::empty(),
             max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
+            publish_all: false,
         }
     }
 }
@@ -905,7 +965,7 @@ impl FolderRules {
             };
         }
         let build = |b: globset::GlobSetBuilder| b.build().map_err(|e| (0, e.to_string()));
-        Ok(FolderRules { by_path: build(by_path)?, by_name: build(by_name)?, max_document_bytes })
+        Ok(FolderRules { by_path: build(by_path)?, by_name: build(by_name)?, max_document_bytes, publish_all: false })
     }
 
     /// Whether `path` (relative, `/`-separated) is left out.

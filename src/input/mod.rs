@@ -9,4 +9,5 @@ pub mod golden;
 pub mod health;
 pub mod includes;
 pub mod judgments;
+pub mod publish;
 pub mod text;
