@@ -427,6 +427,38 @@ fn what_the_site_does_not_publish_is_left_out_and_listed() {
         .stderr(predicate::str::contains("exp.toml:").and(predicate::str::contains("`publish` is \"published\"")));
 }
 
+/// Pages read as published, without what a generator adds around the text: texinfo's
+/// navigation panel (`Next: … [Contents][Index]`), Sphinx's `¶` permalinks and related bars, a
+/// Markdown heading's trailing permalink; Hugo's shortcode notation shown as the shortcode's
+/// text, and a shortcode written over several lines removed whole.
+#[test]
+fn navigation_permalinks_and_shortcodes_are_read_as_published() {
+    let texinfo = "<html><body><div class=\"nav-panel\"><p>Next: <a href=\"b.html\">Builtins</a>, Up: <a>Top</a> \
+                   [<a>Contents</a>][<a>Index</a>]</p></div>\n<h3 class=\"section\">4.3.1 Some Builtin<a class=\"copiable-link\" href=\"#x\"> ¶</a></h3>\n\
+                   <p>The set builtin changes shell options.</p></body></html>\n";
+    let sphinx = "<html><body><div class=\"related\" role=\"navigation\"><a>index</a> | <a>next</a></div>\n\
+                  <h1>Install<a class=\"headerlink\" href=\"#install\">¶</a></h1><p>Run the installer once per machine.</p></body></html>\n";
+    let hugo = "# Shortcodes 🔗\n\nWrite `{{</* myshortcode */>}}` to call it.\n\n{{< img\n  src=\"a.png\"\n  alt=\"diagram\" >}}\n\nThe end of the page.\n";
+    let f = common::Fixture::new(
+        &[("manual/ref.html", texinfo), ("guide/install.html", sphinx), ("site/codes.md", hugo)],
+        r#"[{"id": "q1", "question": "set builtin", "relevant": ["manual/ref"]}]"#,
+        "name = \"published\"\nunit = \"doc\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let out = f.cmd().args(["sections", "docs", "--json"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for id in ["manual/ref#4.3.1 Some Builtin\"", "guide/install#Install\"", "site/codes#Shortcodes\""] {
+        assert!(listed.contains(id), "{id} in {listed}");
+    }
+    assert!(!listed.contains('¶') && !listed.contains("Contents") && !listed.contains("next"), "{listed}");
+    let grep = |word: &str| {
+        let out = f.cmd().args(["sections", "docs", "--grep", word]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(grep("myshortcode").contains("site/codes"), "the shown shortcode is text");
+    assert!(!grep("diagram").contains("site/codes"), "a multi-line shortcode is not text");
+    assert!(!grep("Index").contains("manual/ref"), "the navigation panel is not text");
+}
+
 /// A documentation page that includes another file (Hugo `readfile`, MkDocs snippets) is read
 /// with that file's text in place, so its answer is found under the page; an included file
 /// with its own access list stops the run at the include directive (file:line:col).

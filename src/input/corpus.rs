@@ -977,7 +977,11 @@ impl FolderRules {
 /// A heading label without what site generators add to it: a trailing attribute block
 /// (`{#anchor}`, `{#id .class}`, Pandoc/MkDocs/Hugo) and a permalink mark `¶`.
 fn without_anchor(label: &str) -> &str {
-    let mut label = label.trim().trim_end_matches('¶').trim_end();
+    let mut label = label.trim().trim_end_matches(['¶', '🔗']).trim_end();
+    // A permalink `#` after the heading's words (`Install #`), never a heading that is one.
+    if let Some(words) = label.strip_suffix(" #") {
+        label = words.trim_end();
+    }
     if label.ends_with('}') {
         if let Some(open) = label.rfind('{') {
             let inner = &label[open + 1..label.len() - 1];

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::error::{Error, Location, Result};
+use crate::input::text::fence_marker;
 
 /// The formats a corpus folder may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,6 +123,28 @@ pub fn rst_headings(text: &str) -> Vec<Heading> {
 
 /// Elements whose text is not the document's (scripts, styles, navigation, chrome).
 const HTML_SKIPPED: [&str; 9] = ["script", "style", "noscript", "template", "nav", "header", "footer", "aside", "head"];
+/// Classes of navigation a documentation generator writes into every page (texinfo's
+/// `nav-panel` and `header`, Sphinx's `headerlink` and `related` bars, DocBook's `navheader`,
+/// Javadoc's `top-nav`, permalink anchors): not the page's text.
+const HTML_NAVIGATION_CLASSES: [&str; 16] = [
+    "nav-panel",
+    "header",
+    "headerlink",
+    "related",
+    "sphinxsidebar",
+    "navheader",
+    "navfooter",
+    "top-nav",
+    "sub-nav",
+    "breadcrumb",
+    "breadcrumbs",
+    "hash-link",
+    "anchorjs-link",
+    "permalink",
+    "copy-link",
+    "copiable-link",
+];
+
 /// Elements that start a new line of text.
 const HTML_BLOCKS: [&str; 24] = [
     "p",
@@ -217,7 +240,11 @@ fn body_size<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> u32 {
 pub fn without_site_markup(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut fence: Option<String> = None;
-    for line in text.split_inclusive('\n') {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
         let trimmed = line.trim_start();
         if let Some(open) = &fence {
             if trimmed.starts_with(open.as_str()) {
@@ -229,6 +256,13 @@ pub fn without_site_markup(text: &str) -> String {
         if let Some(marker) = fence_marker(trimmed) {
             fence = Some(marker.to_string());
             out.push_str(line);
+            continue;
+        }
+        // A shortcode written over several lines (`{{< img\n  src="…" >}}`) is one.
+        if let Some(end) = shortcode_continues(&lines, i - 1) {
+            let joined: String = lines[i - 1..=end].concat();
+            out.push_str(&strip_inline_markup(&joined));
+            i = end + 1;
             continue;
         }
         let is_mdx_module = (trimmed.starts_with("import ") && (trimmed.contains(" from ") || trimmed.contains('\'')))
@@ -256,12 +290,33 @@ pub fn without_site_markup(text: &str) -> String {
     out
 }
 
-/// The run that opens a Markdown code fence at the start of `line` (three or more backticks,
-/// or of tildes), which the line that closes the fence starts with too.
-pub fn fence_marker(line: &str) -> Option<&str> {
-    let c = line.chars().next().filter(|&c| c == '`' || c == '~')?;
-    let len = line.len() - line.trim_start_matches(c).len();
-    (len >= 3).then(|| &line[..len])
+/// Lines a shortcode may span.
+const SHORTCODE_LINES: usize = 20;
+
+/// The line that closes a shortcode opened but not closed on line `at`, within
+/// [`SHORTCODE_LINES`] and before any fence or other shortcode opens.
+fn shortcode_continues(lines: &[&str], at: usize) -> Option<usize> {
+    let line = lines[at];
+    let (open, close) = [("{{<", ">}}"), ("{{%", "%}}")]
+        .into_iter()
+        .filter_map(|(o, c)| line.rfind(o).map(|p| (p, c)))
+        .max_by_key(|(p, _)| *p)?;
+    if line[open..].contains(close) {
+        return None;
+    }
+    for (j, next) in lines.iter().enumerate().skip(at + 1).take(SHORTCODE_LINES) {
+        if fence_marker(next.trim_start()).is_some() {
+            return None;
+        }
+        if let Some(p) = next.find(close) {
+            let opens_again = next[..p].contains("{{<") || next[..p].contains("{{%");
+            return (!opens_again).then_some(j);
+        }
+        if next.contains("{{<") || next.contains("{{%") {
+            return None;
+        }
+    }
+    None
 }
 
 /// One line without template tags, shortcodes, JSX component tags and MyST role markers.
@@ -280,11 +335,25 @@ fn strip_inline_markup(line: &str) -> String {
     }
     let pairs: [(&str, &str); 4] = [("{{<", ">}}"), ("{{%", "%}}"), ("{%", "%}"), ("{{", "}}")];
     let closes: Vec<Vec<usize>> = pairs.iter().map(|(_, close)| places(line, close)).collect();
+    // Hugo's notation for showing a shortcode, rendered as the shortcode's text.
+    let shown: [(&str, &str, &str, &str); 2] = [("{{</*", "*/>}}", "{{<", ">}}"), ("{{%/*", "*/%}}", "{{%", "%}}")];
+    let shown_closes: Vec<Vec<usize>> = shown.iter().map(|(_, close, _, _)| places(line, close)).collect();
     let (angles, role_ends) = (places(line, ">"), places(line, "}`"));
     let mut out = String::with_capacity(line.len());
     let mut at = 0;
     'scan: while at < line.len() {
         let rest = &line[at..];
+        for ((open, close, as_open, as_close), found) in shown.iter().zip(&shown_closes) {
+            if rest.starts_with(open) {
+                if let Some(end) = next(found, at) {
+                    out.push_str(as_open);
+                    out.push_str(&line[at + open.len()..end]);
+                    out.push_str(as_close);
+                    at = end + close.len();
+                    continue 'scan;
+                }
+            }
+        }
         for ((open, close), found) in pairs.iter().zip(&closes) {
             if rest.starts_with(open) {
                 if let Some(end) = next(found, at) {
@@ -483,7 +552,13 @@ pub fn html(source: &str) -> Extracted {
             Node::Element(e) => {
                 let name = e.name();
                 let style = e.attr("style").unwrap_or("").to_ascii_lowercase().replace(char::is_whitespace, "");
-                if HTML_SKIPPED.contains(&name) || e.attr("hidden").is_some() || style.contains("display:none") {
+                let navigation =
+                    e.attr("role") == Some("navigation") || e.classes().any(|c| HTML_NAVIGATION_CLASSES.contains(&c));
+                if HTML_SKIPPED.contains(&name)
+                    || navigation
+                    || e.attr("hidden").is_some()
+                    || style.contains("display:none")
+                {
                     return;
                 }
                 let block = HTML_BLOCKS.contains(&name);
@@ -1013,6 +1088,16 @@ mod tests {
     }
 
     #[test]
+    fn shown_shortcodes_are_text_and_multi_line_ones_are_removed() {
+        let page = "The shortcode is written `{{</* myshortcode */>}}` or `{{%/* note */%}}` in a page.\n\
+                    {{< img\n  src=\"a.png\"\n  alt=\"x\" >}}\nAfter.\n{{< open\nnever closed\n";
+        assert_eq!(
+            without_site_markup(page),
+            "The shortcode is written `{{< myshortcode >}}` or `{{% note %}}` in a page.\n\nAfter.\n{{< open\nnever closed\n"
+        );
+    }
+
+    #[test]
     fn pdf_lines_join_broken_words_and_fold_ligatures() {
         let mut text = String::new();
         for line in [
@@ -1062,6 +1147,22 @@ mod tests {
         let h: Vec<(u8, String)> = rst_headings(text).into_iter().map(|(_, l, s)| (l, s)).collect();
         assert_eq!(h, [(1, "Título".into()), (2, "Seção um".into()), (3, "Sub".into()), (2, "Seção dois".into())]);
         assert_eq!(rst_headings(text)[0].0, 0, "an overlined title starts at its overline");
+    }
+
+    #[test]
+    fn navigation_and_permalinks_are_not_text() {
+        let page = "<html><body><div class=\"nav-panel\"><p>Next: <a href=\"b.html\">Builtins</a>, Up: <a>Top</a> \
+            [<a>Contents</a>][<a>Index</a>]</p></div><h3 class=\"section\">4.3.1 Some Builtin<a class=\"copiable-link\" href=\"#x\"> ¶</a>\
+            <a class=\"headerlink\" href=\"#y\">¶</a></h3><p>The set builtin.</p><div role=\"navigation\">Previous</div></body></html>";
+        let e = html(page);
+        assert!(
+            !e.text.contains("Contents") && !e.text.contains("Next:") && !e.text.contains("Previous"),
+            "{:?}",
+            e.text
+        );
+        assert!(e.text.contains("The set builtin."), "{:?}", e.text);
+        assert_eq!(e.headings.len(), 1);
+        assert!(e.headings[0].2.starts_with("4.3.1 Some Builtin"), "{:?}", e.headings);
     }
 
     #[test]

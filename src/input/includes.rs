@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::AccessKey;
-use crate::input::formats::fence_marker;
+use crate::input::text::fence_marker;
 
 /// Bytes of one included file read at most.
 pub const MAX_INCLUDE_BYTES: u64 = 1 << 20;

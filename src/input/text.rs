@@ -109,6 +109,14 @@ fn not_utf8(path: &Path, line: usize, line_bytes: &[u8], bad: usize) -> Error {
     )
 }
 
+/// The run that opens a Markdown code fence at the start of `line` (three or more backticks,
+/// or of tildes), which the line that closes the fence starts with too.
+pub fn fence_marker(line: &str) -> Option<&str> {
+    let c = line.chars().next().filter(|&c| c == '`' || c == '~')?;
+    let len = line.len() - line.trim_start_matches(c).len();
+    (len >= 3).then(|| &line[..len])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
