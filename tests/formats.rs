@@ -182,6 +182,73 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     );
 }
 
+/// A PDF's sections come from its outline (bookmarks) when it has one, even where its headings
+/// look like body text; without an outline, a bold line at body size that is numbered
+/// (`5.4. Command Substitution`) is a heading at its number's depth. The section chunker and
+/// `sections` follow them.
+#[test]
+fn pdf_sections_come_from_the_outline_then_from_bold_numbered_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let plain = "h2 { font-size: 1em; font-weight: normal; margin: 0 }";
+    let outlined = format!(
+        "<html><head><meta charset=\"utf-8\"><style>{plain}</style></head><body><h1>Shell Manual</h1>\
+         <p>An introduction to the shell and how it reads commands from the terminal.</p>\
+         <h2>Quoting Rules</h2><p>Quoting removes the special meaning of characters to the shell.</p>\
+         <h2>Variables</h2><p>Variables hold values the shell expands when a command runs.</p></body></html>"
+    );
+    std::fs::write(dir.path().join("outlined.html"), outlined).unwrap();
+    common::print_pdf_with_outline(
+        &dir.path().join("outlined.html"),
+        &dir.path().join("docs/manual.pdf"),
+        &dir.path().join("p1"),
+    );
+    let numbered = "<html><head><meta charset=\"utf-8\"></head><body><p>Bash reference, printed from a word processor.</p>\
+         <p><b>5. Expansions</b></p><p>The shell performs several expansions on each command line it reads.</p>\
+         <p><b>5.4. Command Substitution</b></p><p>Command substitution runs a command and puts its output in place.</p>\
+         <p><b>A bold remark that is not numbered</b></p><p>Some closing words of the page here.</p></body></html>";
+    std::fs::write(dir.path().join("numbered.html"), numbered).unwrap();
+    common::print_pdf(&dir.path().join("numbered.html"), &dir.path().join("docs/bash.pdf"), &dir.path().join("p2"));
+    let out = Command::cargo_bin("ragsweep")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["sections", "docs", "--json"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for id in [
+        "manual#Shell Manual\"",
+        "manual#Quoting Rules\"",
+        "manual#Variables\"",
+        "bash#5. Expansions\"",
+        "bash#5.4. Command Substitution\"",
+    ] {
+        assert!(listed.contains(id), "{id} in {listed}");
+    }
+    assert!(!listed.contains("A bold remark"), "an unnumbered bold line is text: {listed}");
+    // The section chunker splits on them.
+    std::fs::write(
+        dir.path().join("golden.json"),
+        r#"[{"id": "q1", "question": "command substitution output", "relevant": ["bash#5.4. Command Substitution"]}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("exp.toml"),
+        "name = \"pdf\"\nk = [1]\nmetrics = [\"hit\"]\nlatency_cases = 1\n[corpus]\npath = \"docs\"\n[golden]\npath = \"golden.json\"\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n",
+    )
+    .unwrap();
+    Command::cargo_bin("ragsweep")
+        .unwrap()
+        .current_dir(dir.path())
+        .args(["run", "-q", "--out", "out", "exp.toml"])
+        .assert()
+        .success();
+    let per_query =
+        std::fs::read_to_string(common::run_dir(&dir.path().join("out"), "pdf").join("per_query.jsonl")).unwrap();
+    assert!(per_query.contains("\"hit@1\":1.0"), "{per_query}");
+}
+
 /// Runs a converter and panics with what it printed when it fails.
 fn convert(cmd: &mut std::process::Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/install-test-tools.sh installs it)"));
@@ -194,10 +261,10 @@ fn convert(cmd: &mut std::process::Command) {
 /// section ids (a PDF's pages aside), the section chunker gives the same chunks (same sections,
 /// same words), and BM25's recall@10 on the statute's golden set is within 0.02 of Markdown's.
 #[test]
-fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
+fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats_and_an_outlined_pdf() {
     let dir = tempfile::tempdir().unwrap();
     let source = repo().join("../shared/corpora/lgpd/corpus");
-    for format in ["md", "html", "docx", "rst", "pdf"] {
+    for format in ["md", "html", "docx", "rst", "pdf", "pdf-outline"] {
         std::fs::create_dir_all(dir.path().join(format)).unwrap();
     }
     let mut chapters: Vec<_> = std::fs::read_dir(&source).unwrap().map(|e| e.unwrap().path()).collect();
@@ -224,6 +291,11 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
             &dir.path().join("pdf").join(format!("{name}.pdf")),
             &dir.path().join("profile"),
         );
+        common::print_pdf_with_outline(
+            &dir.path().join("html").join(format!("{name}.html")),
+            &dir.path().join("pdf-outline").join(format!("{name}.pdf")),
+            &dir.path().join("profile"),
+        );
     }
 
     let section_ids = |format: &str| -> Vec<String> {
@@ -245,7 +317,7 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
     };
     let markdown = section_ids("md");
     assert_eq!(markdown.iter().filter(|id| id.contains('#')).count(), 80, "the 80 articles: {markdown:?}");
-    for format in ["html", "docx", "rst", "pdf"] {
+    for format in ["html", "docx", "rst", "pdf", "pdf-outline"] {
         assert_eq!(section_ids(format), markdown, "{format}: the section ids of the Markdown");
     }
 
@@ -279,7 +351,7 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
     };
     let markdown = chunks("md");
     assert!(markdown.len() >= 90, "{}", markdown.len());
-    for format in ["html", "docx", "rst", "pdf"] {
+    for format in ["html", "docx", "rst", "pdf", "pdf-outline"] {
         let other = chunks(format);
         let only_markdown: Vec<_> = markdown.iter().filter(|c| !other.contains(c)).take(3).collect();
         let only_other: Vec<_> = other.iter().filter(|c| !markdown.contains(c)).take(3).collect();
@@ -314,7 +386,7 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats() {
         common::matrix(&run)["rows"][0]["metrics"]["recall@10"]["value"].as_f64().unwrap()
     };
     let markdown = recall("md");
-    for format in ["html", "docx", "rst", "pdf"] {
+    for format in ["html", "docx", "rst", "pdf", "pdf-outline"] {
         let r = recall(format);
         println!("{format}: recall@10 {r:.3} (Markdown {markdown:.3})");
         assert!((r - markdown).abs() <= 0.02, "{format}: recall@10 {r} against Markdown's {markdown}");

@@ -193,7 +193,7 @@ fn unligature(text: &str) -> String {
 /// browser prints its date, title, address and page number on every page) — as is, or, for a line of at
 /// most five words, with its digits read as one placeholder (so "Página 3 de 10" and
 /// "Página 4 de 10" match). Headings and body text stay, however repetitive.
-fn without_running_lines(lines: Vec<(usize, u32, String, i64)>) -> Vec<(usize, u32, String)> {
+fn without_running_lines<X>(lines: Vec<(usize, u32, String, i64, X)>) -> Vec<(usize, u32, String, X)> {
     let pages = lines.iter().map(|l| l.0).max().unwrap_or(0);
     let body = body_size(lines.iter().map(|l| (l.1, l.2.as_str())));
     let shape = |text: &str| -> String {
@@ -213,14 +213,18 @@ fn without_running_lines(lines: Vec<(usize, u32, String, i64)>) -> Vec<(usize, u
     let mut on_pages: std::collections::HashMap<(String, i64), std::collections::BTreeSet<usize>> =
         std::collections::HashMap::new();
     if pages >= 2 {
-        for (page, _, text, top) in lines.iter().filter(|l| candidate(l.1, l.3)) {
+        for (page, _, text, top, _) in lines.iter().filter(|l| candidate(l.1, l.3)) {
             on_pages.entry((shape(text), top / 4)).or_default().insert(*page);
         }
     }
     let running = |size: u32, text: &str, top: i64| {
         candidate(size, top) && on_pages.get(&(shape(text), top / 4)).is_some_and(|p| p.len() * 10 >= pages * 6)
     };
-    lines.into_iter().filter(|(_, size, text, top)| !running(*size, text, *top)).map(|(p, s, t, _)| (p, s, t)).collect()
+    lines
+        .into_iter()
+        .filter(|(_, size, text, top, _)| !running(*size, text, *top))
+        .map(|(p, s, t, _, x)| (p, s, t, x))
+        .collect()
 }
 
 /// The font size most of the text is set in (ties: the smaller size).
@@ -944,8 +948,14 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
         return Err(bad(format!("pdftohtml could not read it (corrupt, encrypted or not a PDF?): {reason}")));
     }
     let xml = String::from_utf8_lossy(&output.stdout);
-    // (page, font size, line text, top position as a share of the page height in thousandths)
-    let mut lines: Vec<(usize, u32, String, i64)> = Vec::new();
+    // (page, font size, line text, top position as a share of the page height in thousandths,
+    // whether the line is all bold)
+    let mut lines: Vec<(usize, u32, String, i64, bool)> = Vec::new();
+    // The document's outline (bookmarks): (level, page, title), in document order.
+    let mut outline: Vec<(u8, usize, String)> = Vec::new();
+    let (mut outline_depth, mut item): (u8, Option<(u8, usize, String)>) = (0, None);
+    // Inside a line: the depth of an open `<b>`, and the letters in and out of bold.
+    let (mut bold_at, mut bold_chars, mut plain_chars) = (None::<usize>, 0usize, 0usize);
     let (mut top, mut page_height) = (0i64, 0i64);
     let mut sizes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     let mut reader = quick_xml::Reader::from_str(&xml);
@@ -964,16 +974,45 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
                     top = if page_height > 0 { at * 1000 / page_height } else { 500 };
                     depth = 1;
                     line.clear();
+                    (bold_at, bold_chars, plain_chars) = (None, 0, 0);
+                }
+                b"b" if depth > 0 => {
+                    depth += 1;
+                    bold_at = bold_at.or(Some(depth));
                 }
                 _ if depth > 0 => depth += 1,
+                b"outline" => outline_depth = outline_depth.saturating_add(1),
+                b"item" if outline_depth > 0 => {
+                    let on: usize = attr(&e, b"page").and_then(|p| p.parse().ok()).unwrap_or(0);
+                    item = Some((outline_depth, on, String::new()));
+                }
                 _ => {}
             },
+            Ok(Event::End(e)) if depth == 0 => match e.local_name().as_ref() {
+                b"outline" => outline_depth = outline_depth.saturating_sub(1),
+                b"item" => outline.extend(item.take().filter(|(_, _, title)| !title.trim().is_empty())),
+                _ => {}
+            },
+            Ok(Event::Text(t)) if depth == 0 && item.is_some() => {
+                if let Some((_, _, title)) = item.as_mut() {
+                    title.push_str(&t.decode().unwrap_or_default());
+                }
+            }
             Ok(Event::Empty(e)) if e.local_name().as_ref() == b"fontspec" => {
                 if let (Some(id), Some(size)) = (attr(&e, b"id"), attr(&e, b"size")) {
                     sizes.insert(id, size.parse::<f32>().map_or(0, |s| (s * 10.0).round() as u32));
                 }
             }
-            Ok(Event::Text(t)) if depth > 0 => line.push_str(&t.decode().unwrap_or_default()),
+            Ok(Event::Text(t)) if depth > 0 => {
+                let text = t.decode().unwrap_or_default();
+                let letters = text.chars().filter(|c| c.is_alphanumeric()).count();
+                if bold_at.is_some() {
+                    bold_chars += letters;
+                } else {
+                    plain_chars += letters;
+                }
+                line.push_str(&text);
+            }
             Ok(Event::GeneralRef(r)) if depth > 0 => match r.resolve_char_ref() {
                 Ok(Some(c)) => line.push(c),
                 _ => {
@@ -981,11 +1020,14 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
                 }
             },
             Ok(Event::End(_)) if depth > 0 => {
+                if bold_at == Some(depth) {
+                    bold_at = None;
+                }
                 depth -= 1;
                 if depth == 0 {
                     let text = unligature(&line).split_whitespace().collect::<Vec<_>>().join(" ");
                     if !text.is_empty() {
-                        lines.push((page, font.unwrap_or(0), text, top));
+                        lines.push((page, font.unwrap_or(0), text, top, bold_chars > 0 && plain_chars == 0));
                     }
                 }
             }
@@ -1012,13 +1054,61 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
     let mut out = Extracted { dropped_lines, ..Default::default() };
     let mut current_page = 0;
     let mut previous_heading: Option<u32> = None;
-    for (page, size, text) in lines {
+    let (mut outline_next, mut title_left): (usize, Option<String>) = (0, None);
+    let from_outline = !outline.is_empty();
+    for (page, size, text, bold) in lines {
         if page != current_page {
             current_page = page;
             out.pages.push(out.text.len());
             previous_heading = None;
         }
-        match heading_sizes.iter().position(|&s| s == size).filter(|&p| p < 6) {
+        // The outline names the sections: a line is a heading when it is the title of an item
+        // not yet found whose page it is on or after (items passed over were not found); the
+        // lines that follow it while they continue the title are the same heading.
+        if from_outline {
+            if let Some(rest) = title_left.as_deref().and_then(|rest| rest.strip_prefix(letters(&text).as_str())) {
+                title_left = Some(rest.to_string()).filter(|r| !r.is_empty());
+                out.text.pop();
+                out.text.push(' ');
+                out.text.push_str(&text);
+                out.text.push('\n');
+                if let Some(h) = out.headings.last_mut() {
+                    h.2 = format!("{} {text}", h.2);
+                }
+                continue;
+            }
+            title_left = None;
+            let found = outline[outline_next..]
+                .iter()
+                .take_while(|(_, on, _)| *on <= page)
+                .enumerate()
+                .find_map(|(i, (level, _, title))| Some((i, *level, title_after(&text, title)?)));
+            if let Some((i, level, rest)) = found {
+                outline_next += i + 1;
+                title_left = Some(rest).filter(|r| !r.is_empty());
+                out.headings.push((
+                    out.text.len(),
+                    level.min(6),
+                    text.split_whitespace().collect::<Vec<_>>().join(" "),
+                ));
+                out.text.push_str(&text);
+                out.text.push('\n');
+                continue;
+            }
+            push_line(&mut out.text, &text);
+            continue;
+        }
+        let by_size = heading_sizes.iter().position(|&s| s == size).filter(|&p| p < 6);
+        // Bold at body size and numbered (`5.4. Command Substitution`): a heading at its
+        // number's depth.
+        if let Some(depth) = by_size.is_none().then(|| bold.then(|| numbered_heading(&text))).flatten().flatten() {
+            out.headings.push((out.text.len(), depth, text.clone()));
+            previous_heading = None;
+            out.text.push_str(&text);
+            out.text.push('\n');
+            continue;
+        }
+        match by_size {
             Some(level) if previous_heading == Some(size) => {
                 // A heading wrapped over two lines: one heading.
                 out.text.pop();
@@ -1043,6 +1133,41 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
     let same = |a: &str| a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     promote_title_block(&mut out, |e| pdf_declared_title(path).is_some_and(|d| same(&d) == same(&e.headings[0].2)));
     Ok(out)
+}
+
+/// A text's letters and digits, lower-cased: how a printed line and an outline title compare
+/// (spacing and punctuation aside).
+fn letters(s: &str) -> String {
+    s.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// When a PDF line is an outline item's title, or the first line of it wrapped over several
+/// (12 letters or more): the title's letters the line leaves for the next lines.
+fn title_after(line: &str, title: &str) -> Option<String> {
+    let (line, title) = (letters(line), letters(title));
+    let rest = title.strip_prefix(line.as_str()).filter(|_| !line.is_empty())?;
+    (rest.is_empty() || line.chars().count() >= 12).then(|| rest.to_string())
+}
+
+/// The depth of a numbered heading's number (`5.` → 1, `5.4.` and `5.4` → 2, `Chapter 3` and
+/// `Capítulo III` → 1), for a short line that does not end like a sentence.
+fn numbered_heading(line: &str) -> Option<u8> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if words.len() < 2 || words.len() > 12 || line.ends_with(['.', ',', ';', ':']) {
+        return None;
+    }
+    let first = words[0].trim_end_matches('.');
+    let parts: Vec<&str> = first.split('.').collect();
+    if parts.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.chars().all(|c| c.is_ascii_digit())) {
+        return u8::try_from(parts.len()).ok().filter(|&d| d <= 6);
+    }
+    let chapter =
+        ["chapter", "capítulo", "capitulo", "part", "parte", "appendix", "apêndice", "anexo", "section", "seção"];
+    let number = |w: &str| {
+        let w = w.trim_end_matches(['.', ':']);
+        !w.is_empty() && (w.chars().all(|c| c.is_ascii_digit()) || w.chars().all(|c| "IVXLCDM".contains(c)))
+    };
+    (chapter.contains(&words[0].to_lowercase().as_str()) && number(words[1])).then_some(1)
 }
 
 /// The title a PDF declares in its document information (poppler's `pdfinfo`), if any.
@@ -1074,6 +1199,22 @@ fn push_line(text: &mut String, line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outline_titles_and_numbered_headings() {
+        assert_eq!(title_after("Art. 1", "Art. 1").as_deref(), Some(""));
+        assert_eq!(title_after("Art. 1", "Art. 10"), None, "a short line is the whole title or not it");
+        assert_eq!(
+            title_after("LGPD (Lei nº 13.709) - Capítulo I:", "LGPD (Lei nº 13.709) - Capítulo I:Disposições")
+                .as_deref(),
+            Some("disposições")
+        );
+        assert_eq!(title_after("", "Art. 1"), None);
+        assert_eq!(numbered_heading("5.4. Command Substitution"), Some(2));
+        assert_eq!(numbered_heading("Capítulo III Das Sanções"), Some(1));
+        assert_eq!(numbered_heading("5. The shell reads this line."), None);
+        assert_eq!(numbered_heading("2024 was a year"), None);
+    }
 
     #[test]
     fn site_markup_is_removed_outside_code() {
@@ -1127,18 +1268,21 @@ mod tests {
             lines.push((page, 10, "texto que se repete".to_string(), 500));
             lines.push((page, 10, format!("Página {page} de 4"), 960));
         }
-        let kept = without_running_lines(lines.clone());
+        let plain = |lines: Vec<(usize, u32, String, i64)>| -> Vec<(usize, u32, String, i64, ())> {
+            lines.into_iter().map(|(p, s, t, top)| (p, s, t, top, ())).collect()
+        };
+        let kept = without_running_lines(plain(lines.clone()));
         assert_eq!(kept.len(), 16, "headings, body lines and numbered body lines at the top stay: {kept:?}");
         assert!(!kept.iter().any(|l| l.2 == "Relatório Interno" || l.2.starts_with("Página")), "{kept:?}");
         // A browser prints its head and foot on both pages of a two-page document too; a line
         // at the top of one page only stays.
         let mut two: Vec<_> = lines.into_iter().filter(|l| l.0 <= 2).collect();
         two.push((2, 10, "Anexo".to_string(), 30));
-        let kept = without_running_lines(two);
+        let kept = without_running_lines(plain(two));
         assert_eq!(kept.len(), 9, "{kept:?}");
         assert!(kept.iter().any(|l| l.2 == "Anexo") && !kept.iter().any(|l| l.2 == "Relatório Interno"), "{kept:?}");
         // One page says nothing about what runs.
-        assert_eq!(without_running_lines(vec![(1, 10, "Relatório Interno".to_string(), 20)]).len(), 1);
+        assert_eq!(without_running_lines(plain(vec![(1, 10, "Relatório Interno".to_string(), 20)])).len(), 1);
     }
 
     #[test]

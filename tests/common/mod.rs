@@ -193,6 +193,15 @@ pub fn row<'m>(m: &'m Value, key: &str, value: &str) -> &'m Value {
 /// Prints `html` to `pdf` with headless Chromium, as a browser's "Save as PDF" does.
 #[allow(dead_code)]
 pub fn print_pdf(html: &Path, pdf: &Path, profile: &Path) {
+    print_pdf_with(html, pdf, profile, &[]);
+}
+
+/// Prints `html` to `pdf` with an outline (bookmarks) made from its `h1`–`h6` headings.
+pub fn print_pdf_with_outline(html: &Path, pdf: &Path, profile: &Path) {
+    print_pdf_with(html, pdf, profile, &["--generate-pdf-document-outline"]);
+}
+
+fn print_pdf_with(html: &Path, pdf: &Path, profile: &Path, extra: &[&str]) {
     let mut cmd = std::process::Command::new(chromium());
     cmd.args([
         "--headless",
@@ -201,6 +210,7 @@ pub fn print_pdf(html: &Path, pdf: &Path, profile: &Path) {
         "--disable-background-networking",
         "--no-pdf-header-footer",
     ])
+    .args(extra)
     .arg(format!("--user-data-dir={}", profile.display()))
     .arg(format!("--print-to-pdf={}", pdf.display()))
     .arg(html);
