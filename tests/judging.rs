@@ -403,3 +403,36 @@ fn a_headingless_pdf_is_judged_by_pages() {
     assert!(ids.iter().any(|id| id.starts_with("relatorio#p")), "{ids:?}");
     assert!(!ids.contains(&"relatorio".to_string()), "never the whole document: {ids:?}");
 }
+
+/// A rescored run keeps the run's warnings and adds its own: the terminal, summary.md and the
+/// report say each once (a document left in an over-32 KB chunk, here).
+#[test]
+fn a_rescored_run_says_each_warning_once() {
+    let words = ["alfa", "beta", "gama", "delta", "épsilon", "zeta", "teta", "capa"];
+    let big: String = (0..8000).map(|i| words[(i * 7 + i / 3) % words.len()]).collect::<Vec<_>>().join(" ");
+    let f = Fixture::new(
+        &[("big.md", &big), ("small.md", "# Pequeno\n\nO documento pequeno sobre capa.\n")],
+        r#"[{"id": "q1", "question": "alfa beta gama", "relevant": ["small"]}]"#,
+        "name = \"warned\"\nk = [1]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let warning = "1 document kept in chunks over 32 KB: big";
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run.to_str().unwrap(), "--k", "1", "--export"]).arg(&pool).assert().success();
+    let graded = std::fs::read_to_string(&pool).unwrap().replace("\"grade\":null", "\"grade\":1");
+    assert!(graded.contains("\"id\":\"big\""), "{graded}");
+    std::fs::write(&pool, graded).unwrap();
+    f.cmd().args(["judge", run.to_str().unwrap(), "--import"]).arg(&pool).assert().success();
+    let out = f.cmd().args(["rescore", run.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(said.matches(warning).count(), 1, "{said}");
+    let rescored =
+        runs_in(run.parent().unwrap()).into_iter().find(|r| r.to_string_lossy().ends_with("-rescored")).unwrap();
+    for file in ["summary.md", "report.html"] {
+        let text = std::fs::read_to_string(rescored.join(file)).unwrap();
+        assert_eq!(text.matches(warning).count(), 1, "{file}: {text}");
+    }
+}

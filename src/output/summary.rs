@@ -484,6 +484,9 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
     }
     out.extend(fragment_warning(m, manifest));
     out.extend(reserved_warning(m));
+    // A rescored run's manifest keeps the run's stages and its own: each warning once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|w| seen.insert(w.clone()));
     out
 }
 
