@@ -28,6 +28,8 @@ pub struct OwnModel {
     pub onnx: Option<String>,
     pub usd_per_1m_tokens: Option<f64>,
     pub http: Option<HttpModel>,
+    /// A pair-scoring export (a reranker), not an embedder.
+    pub cross_encoder: bool,
 }
 
 /// The keys of an http model's `model.toml`.
@@ -87,6 +89,11 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
     let toml = model_toml(name, model, 1, &staging.join("tokenizer_config.json"))?;
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
     let probe = crate::stages::embed::read_model(staging.to_path_buf())?;
+    if model.cross_encoder {
+        probe_score(models, &probe)?;
+        crate::installed::write_record(staging)?;
+        return Ok(());
+    }
     let dim = probe_dim(models, &probe)?;
     let toml = model_toml(name, model, dim, &staging.join("tokenizer_config.json"))?;
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
@@ -114,6 +121,21 @@ fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
         return Err(Error::Other("the model gave an empty, zero or non-finite vector for a probe text".into()));
     }
     Ok(vector.len())
+}
+
+/// A cross-encoder's score of a probe pair: one finite number.
+fn probe_score(models: &Path, info: &ModelInfo) -> Result<()> {
+    let scores = crate::stages::cross_encoder::CrossEncoder::load(models, info, 1)
+        .and_then(|m| {
+            m.score("ragsweep probe: how many days of vacation?", &["Employees get 30 days of vacation a year."])
+        })
+        .map_err(|e| Error::Other(format!("the cross-encoder could not score a probe pair: {e}")))?;
+    if scores.len() != 1 || !scores[0].is_finite() {
+        return Err(Error::Other(format!(
+            "the cross-encoder gave {scores:?} for one probe pair: one finite score was expected"
+        )));
+    }
+    Ok(())
 }
 
 /// A name that is a folder name, no bundled model's, and not hidden.
@@ -200,6 +222,7 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     t.insert("id".into(), name.into());
     let description = model.description.clone().unwrap_or_else(|| match &model.http {
         Some(h) => format!("{} at {} (models add)", h.model, crate::stages::http_embed::redacted(&h.url)),
+        None if model.cross_encoder => "a cross-encoder of your own (models add)".into(),
         None => "an ONNX export of your own (models add)".into(),
     });
     t.insert("description".into(), description.into());
@@ -223,7 +246,11 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
             }
         }
         None => {
-            t.insert("pooling".into(), model.pooling.clone().unwrap_or_else(|| "mean".into()).into());
+            if model.cross_encoder {
+                t.insert("kind".into(), "cross-encoder".into());
+            } else {
+                t.insert("pooling".into(), model.pooling.clone().unwrap_or_else(|| "mean".into()).into());
+            }
             let from_tokenizer = fs::read_to_string(tokenizer_config)
                 .ok()
                 .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
@@ -239,7 +266,9 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
             }
         }
     }
-    t.insert("dim".into(), (dim as i64).into());
+    if !model.cross_encoder {
+        t.insert("dim".into(), (dim as i64).into());
+    }
     if !model.query_prefix.is_empty() {
         t.insert("query_prefix".into(), model.query_prefix.clone().into());
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::catalog::{Composition, SourceKind};
 use crate::experiment::Experiment;
+use crate::stages::embed::ModelInfo;
 use crate::vocab::{ChunkerSpec, EngineKind, Fusion};
 
 macro_rules! id {
@@ -123,6 +124,12 @@ fn intern<T: PartialEq>(list: &mut Vec<T>, item: T) -> usize {
 
 impl Plan {
     pub fn new(exp: &Experiment) -> Plan {
+        Plan::with_cross_encoders(exp, &[])
+    }
+
+    /// The plan where rerankers by one of the `cross` models score pairs with it (they embed
+    /// nothing).
+    pub fn with_cross_encoders(exp: &Experiment, cross: &[ModelInfo]) -> Plan {
         let mut plan = Plan {
             chunkers: Vec::new(),
             models: Vec::new(),
@@ -132,7 +139,7 @@ impl Plan {
         };
         for cell in &exp.cells {
             let chunks = ChunkSetId(intern(&mut plan.chunkers, cell.chunker.clone()));
-            let Composition { sources, fusion, rerank } = cell.retriever.composition();
+            let Composition { sources, fusion, rerank } = cell.retriever.composition().with_cross_encoders(cross);
             let sources: Vec<SourcePlan> = sources.into_iter().map(|kind| plan.source(chunks, kind.into())).collect();
             let rerank = rerank.into_iter().map(|(kind, n)| (plan.source(chunks, kind.into()), n)).collect();
             let retriever = RetrieverPlan { sources, fusion, rerank };

@@ -63,6 +63,8 @@ pub struct Prepared {
     pub judgments: Option<crate::input::judgments::JudgmentsInfo>,
     /// The plan's models, in its order.
     pub models: Vec<ModelInfo>,
+    /// The cross-encoders its rerankers score with.
+    pub cross_encoders: Vec<ModelInfo>,
     /// Counts the context tokens a retrieval would send to a model.
     pub counter: Counter,
     /// The user's own PostgreSQL server, its password read (`[engines.pg]`).
@@ -115,7 +117,8 @@ impl Prepared {
 }
 
 pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
-    let plan = Plan::new(exp);
+    let cross_encoders = cross_encoders(exp, models_dir);
+    let plan = Plan::with_cross_encoders(exp, &cross_encoders);
     for (key, path, at) in
         [("corpus.path", &exp.corpus_path, &exp.corpus_path_at), ("golden.path", &exp.golden.path, &exp.golden_path_at)]
     {
@@ -165,10 +168,29 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     }
     let judgments = crate::input::judgments::apply(&exp.judgments, exp.unit, &mut cases, &corpus)?;
     let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
+    if let Some(cross) = models.iter().find(|m| matches!(m.kind, embed::ModelKind::CrossEncoder { .. })) {
+        return Err(Error::Other(format!(
+            "model {} is a cross-encoder: it scores a question with a passage and does not embed; use it as `rerank = \"{}\"`, not as a `model`",
+            cross.id, cross.id
+        )));
+    }
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
     let milvus_server = exp.milvus_server.as_ref().map(milvus_endpoint).transpose()?;
-    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, counter, pg_server, milvus_server })
+    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, cross_encoders, counter, pg_server, milvus_server })
+}
+
+/// The installed models the experiment reranks by that are cross-encoders (a model that is
+/// not installed is reported where it is loaded).
+fn cross_encoders(exp: &Experiment, models_dir: &Path) -> Vec<ModelInfo> {
+    let mut names: Vec<&str> = exp.cells.iter().flat_map(|c| c.retriever.rerank_models()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| embed::find_model(models_dir, name).ok())
+        .filter(|m| matches!(m.kind, embed::ModelKind::CrossEncoder { .. }))
+        .collect()
 }
 
 /// One model's share of a cold run (nothing cached): the passages it embeds and how fast.
@@ -622,7 +644,7 @@ fn with_cell<T>(
     })?;
     let mut one = exp.clone();
     one.cells = vec![exp.cells[position].clone()];
-    let plan = Plan::new(&one);
+    let plan = Plan::with_cross_encoders(&one, &prepared.cross_encoders);
     let Prepared { corpus, cases, models, .. } = prepared;
     // The one-cell plan numbers its own models: embedders follow that order.
     let plan_models: Vec<ModelInfo> = plan

@@ -10,6 +10,7 @@
 //! in `dense_from` for its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
 
 pub mod bm25;
+pub mod cross_encoder;
 pub mod exact;
 pub mod full_text;
 pub mod hnsw;
@@ -150,6 +151,17 @@ impl Composition {
     fn of(source: Box<dyn SourceKind>) -> Composition {
         Composition { sources: vec![source], fusion: None, rerank: Vec::new() }
     }
+
+    /// The composition with each reranker whose model is one of the `cross` encoders
+    /// reordering by that model's pair score instead of its vectors.
+    pub fn with_cross_encoders(mut self, cross: &[ModelInfo]) -> Composition {
+        for (kind, _) in &mut self.rerank {
+            if let Some(info) = kind.model().and_then(|m| cross.iter().find(|c| c.id == m)) {
+                *kind = Box::new(cross_encoder::CrossRerank { info: info.clone() });
+            }
+        }
+        self
+    }
 }
 
 impl RetrieverSpec {
@@ -174,6 +186,18 @@ impl RetrieverSpec {
                 composition.rerank.push((Box::new(rerank::Rerank { model: model.clone() }), *candidates));
                 composition
             }
+        }
+    }
+
+    /// The models its rerankers reorder by.
+    pub fn rerank_models(&self) -> Vec<&str> {
+        match self {
+            RetrieverSpec::Rerank { first, model, .. } => {
+                let mut models = first.rerank_models();
+                models.push(model);
+                models
+            }
+            _ => Vec::new(),
         }
     }
 

@@ -21,7 +21,9 @@ pub enum Action {
     },
     /// Add a model of your own: an ONNX sentence-embedding export (a folder with model.onnx and
     /// tokenizer.json, copied in) or an OpenAI-compatible embeddings endpoint (--url, --model).
-    /// It is loaded and embeds a probe text first, so its dimension is measured.
+    /// It is loaded and embeds a probe text first, so its dimension is measured. With
+    /// --cross-encoder, a pair-scoring export (a reranker: `rerank = "NAME"`), loaded and asked
+    /// to score a probe pair.
     Add(Box<AddArgs>),
     /// What is installed, with sizes, licences and whether each verifies against its install record
     List {
@@ -41,6 +43,10 @@ pub struct AddArgs {
     /// The name experiments use (`model = "NAME"`).
     #[arg(long)]
     name: String,
+    /// The export scores a (question, passage) pair (input_ids, attention_mask and
+    /// token_type_ids of the pair; one logit, or two: not relevant, relevant): a reranker.
+    #[arg(long, conflicts_with_all = ["pooling", "query_prefix", "passage_prefix", "url"])]
+    cross_encoder: bool,
     /// How token vectors become one: mean, cls or last (the last real token).
     #[arg(long, value_parser = ["mean", "cls", "last"])]
     pooling: Option<String>,
@@ -133,9 +139,22 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 onnx: args.onnx,
                 usd_per_1m_tokens: args.usd_per_1m_tokens,
                 http,
+                cross_encoder: args.cross_encoder,
             };
             let (name, dir) = (args.name, args.dirs.models());
             let info = ragsweep::own_models::add(&dir, &name, args.source.as_deref(), &own, args.force)?;
+            if own.cross_encoder {
+                println!(
+                    "added {name}: a cross-encoder, {} tokens of a pair at most; key {}",
+                    info.max_length,
+                    info.key()
+                );
+                println!(
+                    "rerank with it by `rerank = \"{name}\"` on a [[retrievers]] table; its settings are in {}",
+                    dir.join(&name).join("model.toml").display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
             println!(
                 "added {name}: {}-dimensional vectors, {} tokens at most; cache key {}",
                 info.dim,

@@ -113,6 +113,7 @@ impl Setup {
             drafts: Vec::new(),
             judgments: None,
             models,
+            cross_encoders: Vec::new(),
             counter: Counter::Words,
             pg_server: None,
             milvus_server: None,

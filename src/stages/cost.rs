@@ -57,7 +57,7 @@ impl Counter {
         match &info.kind {
             crate::stages::embed::ModelKind::Random => return Ok(Counter::Words),
             crate::stages::embed::ModelKind::Http(spec) => return Counter::load(&spec.tokenizer, Path::new("")),
-            crate::stages::embed::ModelKind::Onnx { .. } => {}
+            crate::stages::embed::ModelKind::Onnx { .. } | crate::stages::embed::ModelKind::CrossEncoder { .. } => {}
         }
         let path = info.dir.join("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&path)

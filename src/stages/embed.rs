@@ -48,7 +48,8 @@ struct ModelToml {
     description: Option<String>,
     pooling: Option<toml::Spanned<String>>,
     max_length: Option<toml::Spanned<usize>>,
-    dim: toml::Spanned<usize>,
+    /// The vectors' dimension (a cross-encoder, which gives scores, has none).
+    dim: Option<toml::Spanned<usize>>,
     #[serde(default)]
     query_prefix: String,
     #[serde(default)]
@@ -86,6 +87,8 @@ enum KindToml {
     Onnx,
     Random,
     Http,
+    #[serde(rename = "cross-encoder")]
+    CrossEncoder,
 }
 
 /// How an ONNX model's token vectors become one vector.
@@ -118,6 +121,9 @@ pub enum ModelKind {
     Random,
     /// An OpenAI-compatible embeddings endpoint.
     Http(crate::stages::http_embed::HttpSpec),
+    /// An ONNX graph that scores a (question, passage) pair ([`crate::stages::cross_encoder`]):
+    /// it reranks, it does not embed.
+    CrossEncoder { file: PathBuf, output: Option<String> },
 }
 
 /// An installed model, as described by its `model.toml`.
@@ -152,6 +158,7 @@ impl ModelInfo {
             ModelKind::Onnx { pooling, .. } => format!("onnx;pooling={}", pooling.name()),
             ModelKind::Random => "random".into(),
             ModelKind::Http(spec) => format!("http;{}", spec.identity()),
+            ModelKind::CrossEncoder { .. } => "cross-encoder".into(),
         };
         let mut settings = serde_json::json!({
             "kind": kind,
@@ -164,7 +171,9 @@ impl ModelInfo {
             "normalise": "l2",
             "truncation": "right",
         });
-        if let ModelKind::Onnx { output: Some(output), .. } = &self.kind {
+        if let ModelKind::Onnx { output: Some(output), .. } | ModelKind::CrossEncoder { output: Some(output), .. } =
+            &self.kind
+        {
             settings["output"] = output.as_str().into();
         }
         format!("{}-{}", self.id, &blake3::hash(settings.to_string().as_bytes()).to_hex()[..16])
@@ -247,19 +256,34 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             let hash = blake3::hash(spec.identity().as_bytes()).to_hex()[..16].to_string();
             (ModelKind::Http(spec), max_length, hash, String::new())
         }
-        KindToml::Onnx => {
+        KindToml::Onnx | KindToml::CrossEncoder => {
             let missing = |key: &str| Error::input(Location::file(&toml_path), format!("missing `{key}`"));
-            let pooling = raw.pooling.ok_or_else(|| missing("pooling"))?;
-            let pool = match pooling.get_ref().as_str() {
-                "mean" => Pool::Mean,
-                "cls" => Pool::Cls,
-                "last" | "last-token" | "last_token" => Pool::Last,
-                other => {
-                    return Err(Error::input(
-                        at(pooling.span()),
-                        format!("unknown pooling {other:?} (mean, cls or last)"),
-                    ))
+            // How it reads the graph's output: a pooling for an embedder, nothing for a pair scorer.
+            let pool = if raw.kind == KindToml::CrossEncoder {
+                for (key, span) in
+                    [("pooling", raw.pooling.as_ref().map(|p| p.span())), ("dim", raw.dim.as_ref().map(|d| d.span()))]
+                {
+                    if let Some(span) = span {
+                        return Err(Error::input(
+                            at(span),
+                            format!("a cross-encoder scores a question and a passage together: it takes no `{key}`"),
+                        ));
+                    }
                 }
+                None
+            } else {
+                let pooling = raw.pooling.ok_or_else(|| missing("pooling"))?;
+                Some(match pooling.get_ref().as_str() {
+                    "mean" => Pool::Mean,
+                    "cls" => Pool::Cls,
+                    "last" | "last-token" | "last_token" => Pool::Last,
+                    other => {
+                        return Err(Error::input(
+                            at(pooling.span()),
+                            format!("unknown pooling {other:?} (mean, cls or last)"),
+                        ))
+                    }
+                })
             };
             let max_length = raw.max_length.ok_or_else(|| missing("max_length"))?.into_inner();
             let file = dir.join(&raw.onnx);
@@ -271,20 +295,26 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
                 let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
                 tokenizer.update(name.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(&bytes);
             }
-            let kind = ModelKind::Onnx { file, pooling: pool, output: raw.output.clone() };
+            let kind = match pool {
+                Some(pooling) => ModelKind::Onnx { file, pooling, output: raw.output.clone() },
+                None => ModelKind::CrossEncoder { file, output: raw.output.clone() },
+            };
             (kind, max_length, hash, tokenizer.finalize().to_hex()[..16].to_string())
         }
     };
-    if *raw.dim.get_ref() == 0 {
-        return Err(Error::input(at(raw.dim.span()), "dim must be at least 1"));
-    }
+    let dim = match (&raw.dim, &kind) {
+        (_, ModelKind::CrossEncoder { .. }) => 0,
+        (None, _) => return Err(Error::input(Location::file(&toml_path), "missing `dim`")),
+        (Some(d), _) if *d.get_ref() == 0 => return Err(Error::input(at(d.span()), "dim must be at least 1")),
+        (Some(d), _) => *d.get_ref(),
+    };
     Ok(ModelInfo {
         id: raw.id,
         description: raw.description,
         dir,
         kind,
         max_length,
-        dim: raw.dim.into_inner(),
+        dim,
         query_prefix: raw.query_prefix,
         passage_prefix: raw.passage_prefix,
         file_hash,
@@ -325,7 +355,7 @@ fn ort_library(models: &Path) -> PathBuf {
 }
 
 /// Loads ONNX Runtime once per process and returns its environment.
-fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {
+pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {
     static ENV: OnceLock<std::result::Result<ort::environment::Environment, String>> = OnceLock::new();
     ENV.get_or_init(|| {
         let lib = ort_library(models);
@@ -337,6 +367,35 @@ fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {
     })
     .clone()
     .map_err(Error::Other)
+}
+
+/// A folder the installer recorded must still be what it installed (`models list --check` says
+/// DAMAGED otherwise); a folder without a record is the user's own model.
+pub(crate) fn verify_installed(info: &ModelInfo) -> Result<()> {
+    if info.dir.join("installed.json").exists() {
+        crate::installed::verify(&info.dir).map_err(|why| {
+            Error::Other(format!(
+                "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh; `models add` for a model of your own)",
+                info.id, info.id
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// The tokenizer files of an ONNX model's folder.
+pub(crate) fn tokenizer_files(info: &ModelInfo) -> Result<TokenizerFiles> {
+    let read = |name: &str| {
+        let p = info.dir.join(name);
+        fs::read(&p).map_err(|e| Error::io(&p, e))
+    };
+    let [tokenizer, config, special_tokens, tokenizer_config] = TOKENIZER_FILES;
+    Ok(TokenizerFiles {
+        tokenizer_file: read(tokenizer)?,
+        config_file: read(config)?,
+        special_tokens_map_file: read(special_tokens)?,
+        tokenizer_config_file: read(tokenizer_config)?,
+    })
 }
 
 /// An embedder loaded on first use: a run whose vectors are all cached never loads the model.
@@ -383,29 +442,16 @@ impl Embedder {
                 return Ok(Embedder { info: info.clone(), backend: Backend::Http(Box::new(client)) });
             }
             ModelKind::Onnx { file, pooling, output } => (file, *pooling, output),
-        };
-        // A folder the installer recorded must still be what it installed (`models list
-        // --check` says DAMAGED otherwise); a folder without a record is the user's own model.
-        if info.dir.join("installed.json").exists() {
-            crate::installed::verify(&info.dir).map_err(|why| {
-                Error::Other(format!(
-                    "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh; `models add` for a model of your own)",
+            ModelKind::CrossEncoder { .. } => {
+                return Err(Error::Other(format!(
+                    "model {} is a cross-encoder: it scores a question with a passage and does not embed; use it as `rerank = \"{}\"`",
                     info.id, info.id
-                ))
-            })?;
-        }
+                )))
+            }
+        };
+        verify_installed(info)?;
         let environment = ort_environment(models)?;
-        let read = |name: &str| {
-            let p = info.dir.join(name);
-            fs::read(&p).map_err(|e| Error::io(&p, e))
-        };
-        let [tokenizer, config, special_tokens, tokenizer_config] = TOKENIZER_FILES;
-        let files = TokenizerFiles {
-            tokenizer_file: read(tokenizer)?,
-            config_file: read(config)?,
-            special_tokens_map_file: read(special_tokens)?,
-            tokenizer_config_file: read(tokenizer_config)?,
-        };
+        let files = tokenizer_files(info)?;
         // Named outputs live as long as the process: a model is loaded a handful of times.
         let output = output.as_ref().map(|name| fastembed::OutputKey::ByName(Box::leak(name.clone().into_boxed_str())));
         let mut model = UserDefinedEmbeddingModel::new(fs::read(file).map_err(|e| Error::io(file, e))?, files)

@@ -4,5 +4,6 @@
 pub mod cache;
 pub mod chunk;
 pub mod cost;
+pub mod cross_encoder;
 pub mod embed;
 pub mod http_embed;

@@ -1,0 +1,92 @@
+//! A cross-encoder reranker: `rerank = "NAME"` where NAME's `model.toml` says `kind =
+//! "cross-encoder"` ([`crate::stages::cross_encoder`]). It reorders the first
+//! `rerank_candidates` chunks of a list by the model's score of the question read with each
+//! chunk's text; nothing is embedded or indexed ahead (its "index" is the chunk texts and the
+//! loaded model), so its cost is all at query time, in the reranker's latency stage.
+
+use std::sync::Arc;
+
+use super::{BuiltIndex, Config, IndexInput, SourceKind};
+use crate::engine::servers::Engines;
+use crate::error::Result;
+use crate::retrieve::hits::{top_hits, Hit};
+use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
+use crate::stages::cross_encoder::CrossEncoder;
+use crate::stages::embed::ModelInfo;
+
+#[derive(Debug)]
+pub struct CrossRerank {
+    pub info: ModelInfo,
+}
+
+/// The chunk texts a cross-encoder reads, and the loaded model.
+pub struct CrossIndex {
+    encoder: CrossEncoder,
+    texts: Vec<String>,
+}
+
+impl SourceKind for CrossRerank {
+    fn label(&self) -> String {
+        format!("rerank({})", self.info.id)
+    }
+
+    fn config(&self, out: &mut Config) {
+        out.push(("rerank", self.info.id.clone()));
+    }
+
+    fn index_identity(&self) -> String {
+        format!("cross-encoder({})", self.info.key())
+    }
+
+    fn index_name(&self) -> String {
+        format!("cross-encoder({})", self.info.id)
+    }
+
+    fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
+        let models = self.info.dir.parent().unwrap_or(&self.info.dir);
+        let encoder = CrossEncoder::load(models, &self.info, rayon::current_num_threads())?;
+        let texts: Vec<String> = (0..input.chunks).map(|i| (input.text)(i)).collect();
+        let bytes = texts.iter().map(|t| t.len() as u64).sum();
+        Ok(BuiltIndex { index: Box::new(CrossIndex { encoder, texts }), bytes, record: None })
+    }
+
+    fn source<'a>(&self, index: &'a BuiltIndex, _: &'a Engines) -> Arc<dyn RankingSource + 'a> {
+        Arc::new(CrossSource { index: index.get::<CrossIndex>() })
+    }
+}
+
+/// Scores chunks by the cross-encoder.
+pub struct CrossSource<'a> {
+    index: &'a CrossIndex,
+}
+
+impl RankingSource for CrossSource<'_> {
+    /// Every chunk the user may see, scored: exact, and as slow as the model over the corpus.
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        let chunks: Vec<u32> = match restrict {
+            Some(r) => r.allowed.iter().collect(),
+            None => (0..self.index.texts.len() as u32).collect(),
+        };
+        let scores = self.rescore(query, &chunks)?;
+        Ok(top_hits(chunks.into_iter().zip(scores).map(|(chunk, score)| Hit { chunk, score }).collect(), depth))
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        let score = self.rescore(query, &[chunk])?[0];
+        let name = format!("{}'s score of the question read with the chunk's text", self.index.encoder.info.id);
+        Ok(SourceScore { score: Some(score), parts: vec![ScoreNode::leaf(name, Some(score))], bm25: None })
+    }
+
+    fn rescore(&self, query: &Query<'_>, chunks: &[u32]) -> Result<Vec<f32>> {
+        let texts: Vec<&str> = chunks.iter().map(|&c| self.index.texts[c as usize].as_str()).collect();
+        self.index.encoder.score(query.text, &texts)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.index.texts.iter().map(|t| t.len() as u64).sum()
+    }
+
+    fn side(&self) -> Side {
+        Side::Dense
+    }
+}
