@@ -15,7 +15,7 @@ ln -sfn "$PWD/models/onnxruntime" "$work/models/onnxruntime"
 cargo build --release -q
 bin=target/release/ragsweep
 "$py" scripts/cross_encoder_fixture.py make models/minilm-l6 "$work/export" 1
-"$bin" models add "$work/export" --name ce-test --cross-encoder --max-length 256 --models "$work/models" --force
+"$bin" models add "$work/export" --name ce-test --cross-encoder --max-length 128 --models "$work/models" --force
 /usr/bin/time -f "run: %e s wall, %U s user, %M KB max RSS" \
   "$bin" run experiments/scifact-cross-encoder.toml --models "$work/models" --out "$work/out" --cache "$work/cache"
 run=$(ls -d "$work"/out/scifact-cross-encoder/2* | tail -1)
@@ -31,7 +31,7 @@ for line in open(contexts):
         ours.append(item["score"])
 with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
     json.dump(pairs, f)
-theirs = json.loads(subprocess.run([sys.executable, "scripts/cross_encoder_fixture.py", "score", model, "256", f.name],
+theirs = json.loads(subprocess.run([sys.executable, "scripts/cross_encoder_fixture.py", "score", model, "128", f.name],
                                    check=True, capture_output=True, text=True).stdout)
 diff = max(abs(a - b) for a, b in zip(ours, theirs))
 print(f"{len(pairs)} pairs of the reranked top 10: max |ragsweep - onnxruntime| = {diff:.2e}")

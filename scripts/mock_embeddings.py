@@ -53,6 +53,7 @@ def main():
             pass
 
     ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.request_queue_size = 128
     ThreadingHTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
 
 
