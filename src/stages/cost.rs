@@ -59,14 +59,7 @@ impl Counter {
             crate::stages::embed::ModelKind::Http(spec) => return Counter::load(&spec.tokenizer, Path::new("")),
             crate::stages::embed::ModelKind::Onnx { .. } | crate::stages::embed::ModelKind::CrossEncoder { .. } => {}
         }
-        let path = info.dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&path)
-            .map_err(|e| Error::Other(format!("{}: cannot read tokenizer: {e}", path.display())))?;
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams { max_length: info.max_length, ..Default::default() }))
-            .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
-        Ok(Counter::Model { id: info.id.clone(), tokenizer: Box::new(tokenizer) })
+        Ok(Counter::Model { id: info.id.clone(), tokenizer: Box::new(model_tokenizer(info)?) })
     }
 
     /// The same tokenizer without truncation (counts what a text is, not what a model reads).
@@ -155,6 +148,19 @@ impl Counter {
 /// US dollars for `tokens` at `usd_per_1m` per million.
 pub fn usd(tokens: f64, usd_per_1m: f64) -> f64 {
     tokens * usd_per_1m / 1e6
+}
+
+/// A model folder's `tokenizer.json`, unpadded and truncating where the model truncates
+/// (longest first for a pair).
+pub fn model_tokenizer(info: &ModelInfo) -> Result<Tokenizer> {
+    let path = info.dir.join("tokenizer.json");
+    let mut tokenizer = Tokenizer::from_file(&path)
+        .map_err(|e| Error::Other(format!("{}: cannot read tokenizer: {e}", path.display())))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams { max_length: info.max_length, ..Default::default() }))
+        .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+    Ok(tokenizer)
 }
 
 #[cfg(test)]

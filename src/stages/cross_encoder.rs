@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use ort::session::Session;
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
 use crate::error::{Error, Result};
 use crate::stages::embed::{ModelInfo, ModelKind};
@@ -35,13 +35,7 @@ impl CrossEncoder {
             return Err(Error::Other(format!("model {} is not a cross-encoder", info.id)));
         };
         crate::stages::embed::verify_installed(info)?;
-        let path = info.dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&path)
-            .map_err(|e| Error::Other(format!("{}: cannot read tokenizer: {e}", path.display())))?;
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams { max_length: info.max_length, ..Default::default() }))
-            .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        let tokenizer = crate::stages::cost::model_tokenizer(info)?;
         let failed = |e: String| Error::Other(format!("loading cross-encoder {}: {e}", info.id));
         let environment = crate::stages::embed::ort_environment(models)?;
         let session = Session::builder(&environment)
