@@ -379,6 +379,12 @@ fn what_the_site_does_not_publish_is_left_out_and_listed() {
         ("portal/docusaurus.config.js", "module.exports = {};\n"),
         ("portal/docs/_partials/wheels.md", "# Wheels\n\nCached wheels live in the wheel folder.\n"),
         ("portal/docs/start.md", "# Start\n\nOpen the portal and sign in with your account.\n"),
+        (
+            "book/mkdocs.yml",
+            "site_name: Book\ndocs_dir: pages\nexclude_docs: |\n  /internal/\ndraft_docs: |\n  *.draft.md\n",
+        ),
+        ("book/pages/internal/notes.md", "# Notes\n\nInternal notes on cached wheels.\n"),
+        ("book/pages/next.draft.md", "# Next\n\nA draft on the next cached wheels release.\n"),
     ];
     let exp = "name = \"published\"\nunit = \"doc\"\nk = [1]\nmetrics = [\"hit\"]\nlatency_cases = 1\n\
                [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n";
@@ -390,8 +396,10 @@ fn what_the_site_does_not_publish_is_left_out_and_listed() {
         .assert()
         .success()
         .stdout(predicate::str::contains("1 cells, 2 documents"))
+        .stdout(predicate::str::contains("notes.md (exclude_docs in mkdocs.yml)"))
+        .stdout(predicate::str::contains("next.draft.md (draft_docs in mkdocs.yml)"))
         .stdout(predicate::str::contains(
-            "left out 5 the site does not publish ([corpus] publish = \"all\" keeps them):",
+            "left out 7 the site does not publish ([corpus] publish = \"all\" keeps them):",
         ))
         .stdout(predicate::str::contains("purge.md (cascade: build.render: never in _index.md)"))
         .stdout(predicate::str::contains("wip.md (draft: true)"))
@@ -410,7 +418,7 @@ fn what_the_site_does_not_publish_is_left_out_and_listed() {
     f.cmd().args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
     let stubs = std::fs::read_to_string(f.path().join("project/golden.jsonl")).unwrap();
     assert!(stubs.contains("guide/install") || stubs.contains("portal/docs/start"), "{stubs}");
-    for unpublished in ["_common", "wip", "bundle", "_partials"] {
+    for unpublished in ["_common", "wip", "bundle", "_partials", "internal", "next.draft"] {
         assert!(!stubs.contains(unpublished), "a stub on {unpublished}: {stubs}");
     }
     // publish = "all" keeps them; any other value is a located error.
@@ -418,7 +426,7 @@ fn what_the_site_does_not_publish_is_left_out_and_listed() {
         .unwrap()
         .replace("[corpus]\n", "[corpus]\npublish = \"all\"\n");
     std::fs::write(f.path().join("exp.toml"), &all).unwrap();
-    f.cmd().args(["validate", "exp.toml"]).assert().success().stdout(predicate::str::contains("1 cells, 7 documents"));
+    f.cmd().args(["validate", "exp.toml"]).assert().success().stdout(predicate::str::contains("1 cells, 9 documents"));
     std::fs::write(f.path().join("exp.toml"), all.replace("publish = \"all\"", "publish = \"drafts\"")).unwrap();
     f.cmd()
         .args(["validate", "exp.toml"])

@@ -665,6 +665,11 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
         .filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy().starts_with("docusaurus.config.")))
         .filter_map(|f| f.parent().map(Path::to_path_buf))
         .collect();
+    let mkdocs: Vec<crate::input::publish::MkDocsSite> = all_files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n == "mkdocs.yml" || n == "mkdocs.yaml"))
+        .filter_map(|f| crate::input::publish::MkDocsSite::read(f))
+        .collect();
     // Per document: its file and why the site does not publish it; folders whose pages a
     // section's cascade or a headless bundle leaves out.
     let mut read_from: Vec<(PathBuf, Option<String>)> = Vec::new();
@@ -763,7 +768,8 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
         let partial = docusaurus.iter().any(|site| crate::input::publish::docusaurus_partial(&path, site));
         let why = own
             .map(String::from)
-            .or_else(|| partial.then(|| "a partial: Docusaurus leaves out names starting with _".to_string()));
+            .or_else(|| partial.then(|| "a partial: Docusaurus leaves out names starting with _".to_string()))
+            .or_else(|| mkdocs.iter().find_map(|site| site.leaves_out(&path)));
         read_from.push((path.clone(), why));
 
         let mut sections = sections_from(&id, &extracted.text, &extracted.headings);

@@ -141,7 +141,7 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
 }
 
 /// `docs_dir` of an `mkdocs.yml` (a top-level `docs_dir: path` line), `docs` by default.
-fn mkdocs_docs_dir(config: &Path) -> String {
+pub(crate) fn mkdocs_docs_dir(config: &Path) -> String {
     let text = std::fs::read_to_string(config).unwrap_or_default();
     text.lines()
         .find_map(|l| l.strip_prefix("docs_dir:"))
