@@ -90,7 +90,8 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
     let probe = crate::stages::embed::read_model(staging.to_path_buf())?;
     if model.cross_encoder {
-        probe_score(models, &probe)?;
+        crate::stages::cross_encoder::CrossEncoder::check(models, &probe)
+            .map_err(|e| Error::Other(format!("the cross-encoder could not score a probe pair: {e}")))?;
         crate::installed::write_record(staging)?;
         return Ok(());
     }
@@ -121,21 +122,6 @@ fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
         return Err(Error::Other("the model gave an empty, zero or non-finite vector for a probe text".into()));
     }
     Ok(vector.len())
-}
-
-/// A cross-encoder's score of a probe pair: one finite number.
-fn probe_score(models: &Path, info: &ModelInfo) -> Result<()> {
-    let scores = crate::stages::cross_encoder::CrossEncoder::load(models, info, 1)
-        .and_then(|m| {
-            m.score("ragsweep probe: how many days of vacation?", &["Employees get 30 days of vacation a year."])
-        })
-        .map_err(|e| Error::Other(format!("the cross-encoder could not score a probe pair: {e}")))?;
-    if scores.len() != 1 || !scores[0].is_finite() {
-        return Err(Error::Other(format!(
-            "the cross-encoder gave {scores:?} for one probe pair: one finite score was expected"
-        )));
-    }
-    Ok(())
 }
 
 /// A name that is a folder name, no bundled model's, and not hidden.

@@ -168,12 +168,7 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     }
     let judgments = crate::input::judgments::apply(&exp.judgments, exp.unit, &mut cases, &corpus)?;
     let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
-    if let Some(cross) = models.iter().find(|m| matches!(m.kind, embed::ModelKind::CrossEncoder { .. })) {
-        return Err(Error::Other(format!(
-            "model {} is a cross-encoder: it scores a question with a passage and does not embed; use it as `rerank = \"{}\"`, not as a `model`",
-            cross.id, cross.id
-        )));
-    }
+    models.iter().try_for_each(ModelInfo::check_embeds)?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
     let milvus_server = exp.milvus_server.as_ref().map(milvus_endpoint).transpose()?;
@@ -189,7 +184,7 @@ fn cross_encoders(exp: &Experiment, models_dir: &Path) -> Vec<ModelInfo> {
     names
         .into_iter()
         .filter_map(|name| embed::find_model(models_dir, name).ok())
-        .filter(|m| matches!(m.kind, embed::ModelKind::CrossEncoder { .. }))
+        .filter(ModelInfo::is_cross_encoder)
         .collect()
 }
 

@@ -33,9 +33,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
     }
     for info in &prepared.cross_encoders {
-        let scores = ragsweep::stages::cross_encoder::CrossEncoder::load(&dirs.models(), info, 1)?
-            .score("ragsweep validate", &["a passage to score"])?;
-        anyhow::ensure!(scores.iter().all(|s| s.is_finite()), "cross-encoder {}: a non-finite score", info.id);
+        ragsweep::stages::cross_encoder::CrossEncoder::check(&dirs.models(), info)?;
         println!("cross-encoder {}: loaded with ONNX Runtime, scores a pair", info.id);
     }
     let options = dirs.options(false);

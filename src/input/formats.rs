@@ -1068,13 +1068,7 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
         if from_outline {
             if let Some(rest) = title_left.as_deref().and_then(|rest| rest.strip_prefix(letters(&text).as_str())) {
                 title_left = Some(rest.to_string()).filter(|r| !r.is_empty());
-                out.text.pop();
-                out.text.push(' ');
-                out.text.push_str(&text);
-                out.text.push('\n');
-                if let Some(h) = out.headings.last_mut() {
-                    h.2 = format!("{} {text}", h.2);
-                }
+                continue_heading(&mut out, &text);
                 continue;
             }
             title_left = None;
@@ -1086,13 +1080,7 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
             if let Some((i, level, rest)) = found {
                 outline_next += i + 1;
                 title_left = Some(rest).filter(|r| !r.is_empty());
-                out.headings.push((
-                    out.text.len(),
-                    level.min(6),
-                    text.split_whitespace().collect::<Vec<_>>().join(" "),
-                ));
-                out.text.push_str(&text);
-                out.text.push('\n');
+                start_heading(&mut out, level.min(6), text.split_whitespace().collect::<Vec<_>>().join(" "), &text);
                 continue;
             }
             push_line(&mut out.text, &text);
@@ -1102,37 +1090,49 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
         // Bold at body size and numbered (`5.4. Command Substitution`): a heading at its
         // number's depth.
         if let Some(depth) = by_size.is_none().then(|| bold.then(|| numbered_heading(&text))).flatten().flatten() {
-            out.headings.push((out.text.len(), depth, text.clone()));
             previous_heading = None;
-            out.text.push_str(&text);
-            out.text.push('\n');
+            start_heading(&mut out, depth, text.clone(), &text);
             continue;
         }
         match by_size {
             Some(level) if previous_heading == Some(size) => {
                 // A heading wrapped over two lines: one heading.
-                out.text.pop();
-                out.text.push(' ');
+                continue_heading(&mut out, &text);
                 if let Some(h) = out.headings.last_mut() {
-                    h.2 = format!("{} {text}", h.2);
                     h.1 = level as u8 + 1;
                 }
             }
             Some(level) => {
-                out.headings.push((out.text.len(), level as u8 + 1, text.clone()));
                 previous_heading = Some(size);
-                out.text.push_str(&text);
-                out.text.push('\n');
-                continue;
+                start_heading(&mut out, level as u8 + 1, text.clone(), &text);
             }
-            None => previous_heading = None,
+            None => {
+                previous_heading = None;
+                push_line(&mut out.text, &text);
+            }
         }
-        push_line(&mut out.text, &text);
     }
     // `pdfinfo` runs only for a PDF whose first line is a heading.
     let same = |a: &str| a.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     promote_title_block(&mut out, |e| pdf_declared_title(path).is_some_and(|d| same(&d) == same(&e.headings[0].2)));
     Ok(out)
+}
+
+/// A heading at `level` named `label`, starting at the printed `line`.
+fn start_heading(out: &mut Extracted, level: u8, label: String, line: &str) {
+    out.headings.push((out.text.len(), level, label));
+    out.text.push_str(line);
+    out.text.push('\n');
+}
+
+/// The printed `line` as the rest of the heading the line before it started (a wrapped title).
+fn continue_heading(out: &mut Extracted, line: &str) {
+    out.text.pop();
+    out.text.push(' ');
+    if let Some(h) = out.headings.last_mut() {
+        h.2 = format!("{} {line}", h.2);
+    }
+    push_line(&mut out.text, line);
 }
 
 /// A text's letters and digits, lower-cased: how a printed line and an outline title compare

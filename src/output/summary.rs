@@ -369,7 +369,9 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
 pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<String> {
     let mut out = Vec::new();
     out.extend(thin_labels(m, manifest, shown));
-    for stage in manifest.stages.iter().filter(|s| s.stage == "chunk") {
+    // One note per chunk set: a rescored run's manifest holds the run's stages and its own.
+    let mut chunk_sets = std::collections::HashSet::new();
+    for stage in manifest.stages.iter().filter(|s| s.stage == "chunk" && chunk_sets.insert(&s.key)) {
         if let Some(note) = &stage.note {
             out.push(format!("chunk {}: {note}", stage.key));
         }
@@ -484,9 +486,6 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
     }
     out.extend(fragment_warning(m, manifest));
     out.extend(reserved_warning(m));
-    // A rescored run's manifest keeps the run's stages and its own: each warning once.
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|w| seen.insert(w.clone()));
     out
 }
 

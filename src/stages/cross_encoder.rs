@@ -54,6 +54,20 @@ impl CrossEncoder {
         })
     }
 
+    /// Loads the model and scores a probe pair: what `models add` and `validate` run so that a
+    /// run cannot fail on the model.
+    pub fn check(models: &Path, info: &ModelInfo) -> Result<()> {
+        let scores = CrossEncoder::load(models, info, 1)?
+            .score("ragsweep probe: how many days of vacation?", &["Employees get 30 days of vacation a year."])?;
+        if scores.len() != 1 || !scores[0].is_finite() {
+            return Err(Error::Other(format!(
+                "cross-encoder {} gave {scores:?} for one probe pair: one finite score was expected",
+                info.id
+            )));
+        }
+        Ok(())
+    }
+
     /// The score of each passage for `query`, in order.
     pub fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
         let mut scores = Vec::with_capacity(passages.len());

@@ -179,6 +179,21 @@ impl ModelInfo {
         format!("{}-{}", self.id, &blake3::hash(settings.to_string().as_bytes()).to_hex()[..16])
     }
 
+    pub fn is_cross_encoder(&self) -> bool {
+        matches!(self.kind, ModelKind::CrossEncoder { .. })
+    }
+
+    /// Refuses a cross-encoder where vectors are asked of it: it scores pairs, it does not embed.
+    pub fn check_embeds(&self) -> Result<()> {
+        if self.is_cross_encoder() {
+            return Err(Error::Other(format!(
+                "model {} is a cross-encoder: it scores a question with a passage and does not embed; use it as `rerank = \"{}\"`, not as a `model`",
+                self.id, self.id
+            )));
+        }
+        Ok(())
+    }
+
     pub fn prefixed(&self, role: Role, text: &str) -> String {
         let prefix = match role {
             Role::Query => &self.query_prefix,
@@ -435,6 +450,7 @@ enum Backend {
 
 impl Embedder {
     pub fn load(models: &Path, info: &ModelInfo, threads: usize) -> Result<Embedder> {
+        info.check_embeds()?;
         let (file, pooling, output) = match &info.kind {
             ModelKind::Random => return Ok(Embedder { info: info.clone(), backend: Backend::Random }),
             ModelKind::Http(spec) => {
@@ -442,12 +458,7 @@ impl Embedder {
                 return Ok(Embedder { info: info.clone(), backend: Backend::Http(Box::new(client)) });
             }
             ModelKind::Onnx { file, pooling, output } => (file, *pooling, output),
-            ModelKind::CrossEncoder { .. } => {
-                return Err(Error::Other(format!(
-                    "model {} is a cross-encoder: it scores a question with a passage and does not embed; use it as `rerank = \"{}\"`",
-                    info.id, info.id
-                )))
-            }
+            ModelKind::CrossEncoder { .. } => unreachable!("refused by check_embeds"),
         };
         verify_installed(info)?;
         let environment = ort_environment(models)?;
