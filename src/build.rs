@@ -20,7 +20,7 @@ use crate::retrieve::source::{RankingSource, Sliced};
 use crate::stages::cache::{self, Cached, StageCache};
 use crate::stages::chunk::ChunkSet;
 use crate::stages::cost::Counter;
-use crate::stages::embed::{self, EmbedStats, Embedding, ModelInfo, Role, VectorCache};
+use crate::stages::embed::{self, EmbedStats, Embedding, ModelInfo, ModelKind, Role, VectorCache};
 use crate::vocab::Prices;
 
 /// Tokens the model sees for the texts at given indices (its prefix added, truncated).
@@ -337,6 +337,10 @@ fn embed_stage(
     // One model at a time, its cache closed before the next: a cache maps its whole segment
     // files, which would otherwise stay resident beside the vectors copied out of them.
     for (m, info) in ctx.models.iter().enumerate() {
+        if info.kind == ModelKind::Vectors {
+            brought_vectors(plan, ctx, built, m, &mut passages, stages)?;
+            continue;
+        }
         let mut cache = VectorCache::open(ctx.cache_dir, info)?;
         let what = format!("checksums and norms of the {} vector segments", info.id);
         report_checks(stages, &what, std::mem::take(&mut cache.repairs), cache.verify_seconds);
@@ -361,32 +365,96 @@ fn embed_stage(
                 pb.set_position(done as u64);
             })?;
             pb.finish_and_clear();
-            let counting = Instant::now();
-            let counted = ctx.store.get_or_build(
-                "tokens",
-                &cache::key("tokens-v2", &[info.key().as_bytes(), &built.text_keys[job.chunks.0]]),
-                |dir| {
-                    let tokens = count_passages(info, &texts)?;
-                    let path = dir.join("tokens.json");
-                    std::fs::write(&path, serde_json::to_vec(&tokens).expect("json")).map_err(|e| Error::io(&path, e))
-                },
-                |dir| crate::input::text::json::<PassageTokens>(&dir.join("tokens.json"), "token counts"),
-            )?;
-            let mut r = StageReport::new(
-                "count",
-                format!("{} tokens of {} passages", info.id, set.spec),
-                counting.elapsed().as_secs_f64(),
-            );
-            r.reused = counted.reused;
-            stages.push(r);
-            let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
-            r.chunks = set.len();
-            r.embedding = Some(stats.clone());
-            stages.push(r);
-            passages[e] = Some(Vectors { passages: Arc::new(vectors), stats, tokens: counted.value });
+            passages[e] = Some(passage_vectors(ctx, built, info, job.chunks, &texts, vectors, stats, stages)?);
         }
     }
     built.vectors = passages.into_iter().map(|v| v.expect("every embedding job belongs to a model")).collect();
+    Ok(())
+}
+
+/// One chunk set's vectors under one model, with the passages' tokens counted (for cost) and
+/// both stages reported.
+#[allow(clippy::too_many_arguments)]
+fn passage_vectors(
+    ctx: &BuildContext<'_, '_>,
+    built: &Built,
+    info: &ModelInfo,
+    chunks: ChunkSetId,
+    texts: &[String],
+    vectors: Vec<f32>,
+    stats: EmbedStats,
+    stages: &mut Vec<StageReport>,
+) -> Result<Vectors> {
+    let set = &built.sets[chunks.0];
+    let counting = Instant::now();
+    let counted = ctx.store.get_or_build(
+        "tokens",
+        &cache::key("tokens-v2", &[info.key().as_bytes(), &built.text_keys[chunks.0]]),
+        |dir| {
+            let tokens = count_passages(info, texts)?;
+            let path = dir.join("tokens.json");
+            std::fs::write(&path, serde_json::to_vec(&tokens).expect("json")).map_err(|e| Error::io(&path, e))
+        },
+        |dir| crate::input::text::json::<PassageTokens>(&dir.join("tokens.json"), "token counts"),
+    )?;
+    let mut r = StageReport::new(
+        "count",
+        format!("{} tokens of {} passages", info.id, set.spec),
+        counting.elapsed().as_secs_f64(),
+    );
+    r.reused = counted.reused;
+    stages.push(r);
+    let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
+    r.chunks = set.len();
+    r.embedding = Some(stats.clone());
+    stages.push(r);
+    Ok(Vectors { passages: Arc::new(vectors), stats, tokens: counted.value })
+}
+
+/// A vectors model's query and passage vectors, read from its folder for the questions and
+/// every chunk set it is paired with (each id checked both ways), embedding nothing.
+fn brought_vectors(
+    plan: &Plan,
+    ctx: &BuildContext<'_, '_>,
+    built: &mut Built,
+    m: usize,
+    passages: &mut [Option<Vectors>],
+    stages: &mut Vec<StageReport>,
+) -> Result<()> {
+    let info = &ctx.models[m];
+    let started = Instant::now();
+    let jobs: Vec<(usize, ChunkSetId)> = plan
+        .embeddings
+        .iter()
+        .enumerate()
+        .filter(|(_, job)| job.model.0 == m)
+        .map(|(e, job)| (e, job.chunks))
+        .collect();
+    let sets: Vec<&ChunkSet> = jobs.iter().map(|(_, c)| &built.sets[c.0]).collect();
+    let brought = crate::stages::brought::resolve(&info.dir, info.dim, ctx.corpus, ctx.cases, &sets)?;
+    let read = |texts: usize| EmbedStats {
+        texts,
+        reused: texts,
+        seconds: started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    let mut r = StageReport::new("embed", format!("{} queries (vectors made elsewhere)", info.id), 0.0);
+    r.embedding = Some(read(ctx.cases.len()));
+    stages.push(r);
+    let counter = Counter::for_model(info)?;
+    let questions: Vec<String> = ctx.cases.iter().map(|c| c.question.clone()).collect();
+    let tokens = count_prefixed(&counter, info, Role::Query, &questions)?;
+    built.queries.push(QueryVectors {
+        vectors: brought.queries,
+        dim: info.dim,
+        mean_tokens: tokens as f64 / questions.len().max(1) as f64,
+    });
+    for ((e, chunks), vectors) in jobs.into_iter().zip(brought.passages) {
+        let set = &built.sets[chunks.0];
+        let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(ctx.corpus, i)).collect();
+        let stats = read(texts.len());
+        passages[e] = Some(passage_vectors(ctx, built, info, chunks, &texts, vectors, stats, stages)?);
+    }
     Ok(())
 }
 

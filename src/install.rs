@@ -8,6 +8,7 @@ use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::installed::{default_dir_of, sha256_of};
+use crate::stages::embed::ModelKind;
 
 const MODELS_PY: &str = include_str!("../scripts/models.py");
 const CONVERT_E5_PY: &str = include_str!("../scripts/convert_e5.py");
@@ -221,7 +222,7 @@ pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
         let id = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let (description, health) = match crate::stages::embed::find_model(dir, &id) {
             // An http or random model has no files to damage.
-            Ok(info) if !matches!(info.kind, crate::stages::embed::ModelKind::Onnx { .. }) => {
+            Ok(info) if matches!(info.kind, ModelKind::Http(_) | ModelKind::Random) => {
                 (info.description.unwrap_or_default(), Health::Ok)
             }
             Ok(info) => (info.description.unwrap_or_default(), check_record(&folder)),

@@ -30,6 +30,8 @@ pub struct OwnModel {
     pub http: Option<HttpModel>,
     /// A pair-scoring export (a reranker), not an embedder.
     pub cross_encoder: bool,
+    /// Vectors made elsewhere ([`crate::stages::brought`]), not a model to run.
+    pub vectors: bool,
 }
 
 /// The keys of an http model's `model.toml`.
@@ -82,6 +84,7 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
             return Err(Error::Other(format!("an http model has no files: leave out the folder ({})", dir.display())))
         }
         (None, None) => return Err(Error::Other("give the model's folder (model.onnx and tokenizer.json)".into())),
+        (None, Some(dir)) if model.vectors => return stage_vectors(dir, staging, name, model),
         (None, Some(dir)) => copy_onnx_export(dir, staging, model)?,
         (Some(_), None) => {}
     }
@@ -102,6 +105,23 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
         crate::installed::write_record(staging)?;
     }
     Ok(())
+}
+
+/// Copies a side's files of vectors made elsewhere, reads them (their dimension, ids and values
+/// checked), and writes the model.toml and install record.
+fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Result<()> {
+    use crate::stages::brought::{files, Table};
+    for role in [Role::Query, Role::Passage] {
+        for file in files(dir, role)? {
+            let to = staging.join(file.file_name().expect("a file name"));
+            fs::copy(&file, &to).map_err(|e| Error::io(&file, e))?;
+        }
+    }
+    let queries = Table::read(staging, Role::Query, 0)?;
+    let passages = Table::read(staging, Role::Passage, queries.dim)?;
+    let toml = model_toml(name, model, passages.dim, Path::new(""))?;
+    crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
+    crate::installed::write_record(staging)
 }
 
 /// The dimension of the vectors the model gives for a probe text.
@@ -209,6 +229,7 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     let description = model.description.clone().unwrap_or_else(|| match &model.http {
         Some(h) => format!("{} at {} (models add)", h.model, crate::stages::http_embed::redacted(&h.url)),
         None if model.cross_encoder => "a cross-encoder of your own (models add)".into(),
+        None if model.vectors => "vectors made elsewhere (models add)".into(),
         None => "an ONNX export of your own (models add)".into(),
     });
     t.insert("description".into(), description.into());
@@ -230,6 +251,9 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
             if let Some(m) = model.max_length {
                 t.insert("max_length".into(), (m as i64).into());
             }
+        }
+        None if model.vectors => {
+            t.insert("kind".into(), "vectors".into());
         }
         None => {
             if model.cross_encoder {

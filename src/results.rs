@@ -103,6 +103,10 @@ pub struct Latency {
     /// the late filter, judging and packing the lists).
     #[serde(default)]
     pub stages_ms: Ordered<f64>,
+    /// What the timed call could not include (a model whose vectors were made elsewhere has
+    /// no embedder to time): such a latency is never compared to find the fastest cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves_out: Option<String>,
 }
 
 /// The nearest-rank percentile `p` (0..1) of ascending `sorted` values.
@@ -143,6 +147,7 @@ impl Latency {
             search_ms: sum(&|k| k.starts_with("search ")),
             fuse_ms: sum(&|k| k == "fuse"),
             stages_ms,
+            leaves_out: None,
         }
     }
 }
@@ -741,6 +746,9 @@ pub struct ModelEntry {
     pub max_length: usize,
     pub query_prefix: String,
     pub passage_prefix: String,
+    /// Its vectors were read from files (`kind = "vectors"`), not embedded by ragsweep.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub made_elsewhere: bool,
 }
 
 /// A cell as the manifest records it; chunker and retriever as the experiment spelled them.

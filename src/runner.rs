@@ -23,7 +23,7 @@ use crate::evaluate::ties::CellValues;
 use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
-use crate::plan::{ModelId, Plan};
+use crate::plan::{CellPlan, ModelId, Plan};
 use crate::results::{
     CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Ordered, Parity, Row, SliceRow, StageReport,
 };
@@ -33,7 +33,7 @@ use crate::retrieve::Allowed;
 use crate::stages::cache::StageCache;
 use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
-use crate::stages::embed::{self, Embedder, Embedding, LazyEmbedder, ModelInfo, Role};
+use crate::stages::embed::{self, Embedder, Embedding, LazyEmbedder, ModelInfo, ModelKind, Role};
 pub use crate::vocab::Cut;
 
 pub use explain::{render as render_explanation, Explanation};
@@ -224,7 +224,7 @@ pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstima
     let mut out = Vec::new();
     for (m, info) in prepared.models.iter().enumerate() {
         let mut texts = model_passages(prepared, &sets, m);
-        if texts.is_empty() {
+        if texts.is_empty() || info.kind == ModelKind::Vectors {
             continue;
         }
         let embedder = Embedder::load(&opts.models_dir, info, rayon::current_num_threads())?;
@@ -276,6 +276,17 @@ pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstima
         });
     }
     Ok(out)
+}
+
+/// Reads vectors model `m`'s vectors for the questions and every chunk set it is paired with,
+/// as a run reads them (every id checked both ways); returns how many it read.
+pub fn check_brought(prepared: &Prepared, opts: &RunOptions, m: usize) -> Result<usize> {
+    let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
+    let info = &prepared.models[m];
+    let paired: Vec<&crate::stages::chunk::ChunkSet> =
+        prepared.plan.embeddings.iter().filter(|e| e.model.0 == m).map(|e| &sets[e.chunks.0]).collect();
+    let brought = crate::stages::brought::resolve(&info.dir, info.dim, &prepared.corpus, &prepared.cases, &paired)?;
+    Ok((brought.queries.len() + brought.passages.iter().map(Vec::len).sum::<usize>()) / info.dim)
 }
 
 /// The distinct passages model `m` embeds over every chunk set of the plan, sorted.
@@ -527,8 +538,7 @@ pub fn run_with<'e>(
     let mut failed: Vec<(String, String)> = Vec::new();
     for (c, (cell, planned)) in exp.cells.iter().zip(&plan.cells).enumerate() {
         pb.set_message(cell.id.clone());
-        let this =
-            CellRun { cell, chunks: planned.chunks.0, retriever: built.retriever(planned), models: &planned.models };
+        let this = CellRun::new(cell, planned, built.retriever(planned), models);
         let queries = built.cell_queries(planned);
         // One cell's failure (a consistency check, an engine error) is that cell's: the other
         // cells' results are kept, and the run says it is incomplete.
@@ -665,12 +675,7 @@ fn with_cell<T>(
     let planned = &plan.cells[0];
     let facts = ChunkFacts::of(corpus, &built.sets, &prepared.counter)?;
     let scoring = Scoring::new(exp, corpus, cases, &built.sets, &[], &prepared.counter, &facts)?;
-    let run = CellRun {
-        cell: &one.cells[0],
-        chunks: planned.chunks.0,
-        retriever: built.retriever(planned),
-        models: &planned.models,
-    };
+    let run = CellRun::new(&one.cells[0], planned, built.retriever(planned), &plan_models);
     let queries = built.cell_queries(planned);
     let vector = |ci: usize| queries.vector(ci);
     f(&scoring, &run, &vector)
@@ -1010,8 +1015,22 @@ struct CellRun<'a> {
     cell: &'a Cell,
     chunks: usize,
     retriever: CellRetriever<'a>,
-    /// The models that embed the cell's questions.
-    models: &'a [ModelId],
+    /// The models that embed the cell's questions when it serves one (not those whose vectors
+    /// were brought made: they have no embedder to time).
+    live_models: Vec<ModelId>,
+    /// Some of the cell's models have vectors made elsewhere: its timed call leaves out
+    /// embedding the question.
+    made_elsewhere: bool,
+}
+
+impl<'a> CellRun<'a> {
+    /// The run of `cell` as planned, with the plan's `models` (by position).
+    fn new(cell: &'a Cell, planned: &CellPlan, retriever: CellRetriever<'a>, models: &[ModelInfo]) -> Self {
+        let live_models: Vec<ModelId> =
+            planned.models.iter().copied().filter(|m| models[m.0].kind != ModelKind::Vectors).collect();
+        let made_elsewhere = live_models.len() < planned.models.len();
+        CellRun { cell, chunks: planned.chunks.0, retriever, live_models, made_elsewhere }
+    }
 }
 
 impl<'a> Scoring<'a> {
@@ -1341,10 +1360,10 @@ impl Scoring<'_> {
         for &ci in sample[..warm_up].iter().chain(sample) {
             let mut timing = Timing::default();
             let started = Instant::now();
-            for &m in run.models {
+            for &m in &run.live_models {
                 std::hint::black_box(embedder(m)?.embed_batch(&[self.cases[ci].question.as_str()], Role::Query)?);
             }
-            if !run.models.is_empty() {
+            if !run.live_models.is_empty() {
                 timing.add(Stage::Embed, started.elapsed().as_secs_f64());
             }
             let r = self.retrieve(run, ci, scored_vector(ci), &mut timing)?;
@@ -1361,7 +1380,11 @@ impl Scoring<'_> {
             pb.inc(1);
         }
         pb.finish_and_clear();
-        Ok(Some(Latency::of(&timings[warm_up..])))
+        let mut latency = Latency::of(&timings[warm_up..]);
+        if run.made_elsewhere {
+            latency.leaves_out = Some("embedding the question (its vectors were made elsewhere)".into());
+        }
+        Ok(Some(latency))
     }
 }
 

@@ -10,20 +10,37 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Location, Result};
 use crate::experiment::Experiment;
 
-/// The passage and query vectors of an experiment's first dense cell (embedding what the
-/// cache lacks), with the cell's HNSW parameters (the defaults for an exact cell).
+/// The passage and query vectors of an experiment's first dense cell (of `model`'s cells, when
+/// given), embedding what the cache lacks, with the cell's HNSW parameters (the defaults for an
+/// exact cell).
 pub struct DenseVectors {
     pub dim: usize,
     pub passages: Vec<f32>,
     pub queries: Vec<f32>,
+    /// Each passage vector's chunk id and each query vector's question id, in order.
+    pub passage_ids: Vec<String>,
+    pub query_ids: Vec<String>,
     /// The cell's HNSW `(m, ef_construction, ef_search)`.
     pub hnsw: (usize, usize, usize),
 }
 
-pub fn dense_vectors(experiment: &Path, queries: usize, models: &Path, cache: &Path) -> Result<DenseVectors> {
-    use crate::stages::embed::{embed_all, find_model, LazyEmbedder, Role, VectorCache};
+pub fn dense_vectors(
+    experiment: &Path,
+    queries: usize,
+    models: &Path,
+    cache: &Path,
+    model: Option<&str>,
+) -> Result<DenseVectors> {
+    use crate::stages::embed::{embed_all, find_model, LazyEmbedder, ModelKind, Role, VectorCache};
 
-    let exp = Experiment::load(experiment)?;
+    let mut exp = Experiment::load(experiment)?;
+    if let Some(name) = model {
+        // Only that model's cells are prepared: the grid's other models need not be installed.
+        exp.cells.retain(|c| c.retriever.composition().sources.iter().any(|s| s.model() == Some(name)));
+        if exp.cells.is_empty() {
+            return Err(Error::input(Location::file(experiment), format!("no dense cell embeds with {name:?}")));
+        }
+    }
     let prepared = crate::runner::prepare(&exp, models)?;
     let (cell, source) = exp
         .cells
@@ -38,6 +55,15 @@ pub fn dense_vectors(experiment: &Path, queries: usize, models: &Path, cache: &P
     let hnsw = source.graph().unwrap_or(crate::catalog::hnsw::DEFAULTS);
     let info = find_model(models, model)?;
     let set = crate::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
+    let cases = &prepared.cases[..queries.min(prepared.cases.len())];
+    let passage_ids = set.chunks.iter().map(|c| c.id.clone()).collect();
+    let query_ids = cases.iter().map(|c| c.id.clone()).collect();
+    if info.kind == ModelKind::Vectors {
+        let brought = crate::stages::brought::resolve(&info.dir, info.dim, &prepared.corpus, &prepared.cases, &[&set])?;
+        let queries = brought.queries[..cases.len() * info.dim].to_vec();
+        let passages = brought.passages.into_iter().next().expect("one chunk set");
+        return Ok(DenseVectors { dim: info.dim, passages, queries, passage_ids, query_ids, hnsw });
+    }
     let mut cache = VectorCache::open(cache, &info)?;
     let embedder = LazyEmbedder::new(models, &info, rayon::current_num_threads());
     let load = || -> Result<&dyn crate::stages::embed::Embedding> { Ok(embedder.get()?) };
@@ -45,11 +71,11 @@ pub fn dense_vectors(experiment: &Path, queries: usize, models: &Path, cache: &P
     let counter = crate::stages::cost::Counter::for_model(&info)?;
     let passage_counts = crate::build::token_counts(&counter, &info, Role::Passage, &texts);
     let (passages, stats) = embed_all(&texts, Role::Passage, &mut cache, &passage_counts, &load, &|_, _| {})?;
-    let questions: Vec<String> = prepared.cases.iter().take(queries).map(|c| c.question.clone()).collect();
+    let questions: Vec<String> = cases.iter().map(|c| c.question.clone()).collect();
     let query_counts = crate::build::token_counts(&counter, &info, Role::Query, &questions);
     let (queries, _) = embed_all(&questions, Role::Query, &mut cache, &query_counts, &load, &|_, _| {})?;
     eprintln!("{} chunks ({} embedded now), {} queries, {}", set.len(), stats.embedded, questions.len(), info.id);
-    Ok(DenseVectors { dim: info.dim, passages, queries, hnsw })
+    Ok(DenseVectors { dim: info.dim, passages, queries, passage_ids, query_ids, hnsw })
 }
 
 /// `bench-ann`: exact scan and HNSW on `passages` and `queries` (.npy, unit vectors): build
@@ -144,8 +170,8 @@ pub fn filter(
     use crate::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex, HnswParams};
     use std::time::Instant;
 
-    let DenseVectors { dim, passages: vectors, queries: qv, hnsw: (m, efc, ef) } =
-        dense_vectors(experiment, queries, models, cache)?;
+    let DenseVectors { dim, passages: vectors, queries: qv, hnsw: (m, efc, ef), .. } =
+        dense_vectors(experiment, queries, models, cache, None)?;
     let n_chunks = vectors.len() / dim;
     let queries: Vec<&[f32]> = qv.chunks_exact(dim).collect();
     let n_queries = queries.len();

@@ -23,7 +23,8 @@ pub enum Action {
     /// tokenizer.json, copied in) or an OpenAI-compatible embeddings endpoint (--url, --model).
     /// It is loaded and embeds a probe text first, so its dimension is measured. With
     /// --cross-encoder, a pair-scoring export (a reranker: `rerank = "NAME"`), loaded and asked
-    /// to score a probe pair.
+    /// to score a probe pair. With --vectors, vectors made elsewhere (passages and queries, as
+    /// JSONL or .npy with ids), read and checked, never embedded.
     Add(Box<AddArgs>),
     /// What is installed, with sizes, licences and whether each verifies against its install record
     List {
@@ -47,6 +48,12 @@ pub struct AddArgs {
     /// token_type_ids of the pair; one logit, or two: not relevant, relevant): a reranker.
     #[arg(long, conflicts_with_all = ["pooling", "query_prefix", "passage_prefix", "url"])]
     cross_encoder: bool,
+    /// The folder holds vectors made elsewhere: passages.jsonl and queries.jsonl (one
+    /// {"id", "vector"} per line), or passages.npy + passages.ids and queries.npy + queries.ids
+    /// (line i names row i; `ragsweep vectors` writes them). A passage's id is its chunk id, its
+    /// document's id (chunker "none"), or sha256:HEX of its text; a question's its golden id.
+    #[arg(long, conflicts_with_all = ["cross_encoder", "pooling", "max_length", "query_prefix", "passage_prefix", "output", "onnx", "url"])]
+    vectors: bool,
     /// How token vectors become one: mean, cls or last (the last real token).
     #[arg(long, value_parser = ["mean", "cls", "last"])]
     pooling: Option<String>,
@@ -140,6 +147,7 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 usd_per_1m_tokens: args.usd_per_1m_tokens,
                 http,
                 cross_encoder: args.cross_encoder,
+                vectors: args.vectors,
             };
             let (name, dir) = (args.name, args.dirs.models());
             let info = ragsweep::own_models::add(&dir, &name, args.source.as_deref(), &own, args.force)?;
@@ -152,6 +160,13 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 println!(
                     "rerank with it by `rerank = \"{name}\"` on a [[retrievers]] table; its settings are in {}",
                     dir.join(&name).join("model.toml").display()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            if own.vectors {
+                println!("added {name}: {}-dimensional vectors made elsewhere; key {}", info.dim, info.key());
+                println!(
+                    "use it with `model = \"{name}\"` and the chunker the vectors were made for; `validate` checks every id"
                 );
                 return Ok(ExitCode::SUCCESS);
             }

@@ -28,7 +28,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!("{}", safe(&prepared.access_summary(&exp)));
     print_health(&prepared.health(), false);
-    for info in &prepared.models {
+    let options = dirs.options(false);
+    for (m, info) in prepared.models.iter().enumerate() {
+        if info.kind == ragsweep::stages::embed::ModelKind::Vectors {
+            let n = runner::check_brought(&prepared, &options, m)?;
+            println!(
+                "model {}: {n} vectors made elsewhere, {} dimensions, every id matched both ways",
+                info.id, info.dim
+            );
+            continue;
+        }
         ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
         println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
     }
@@ -36,7 +45,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ragsweep::stages::cross_encoder::CrossEncoder::check(&dirs.models(), info)?;
         println!("cross-encoder {}: loaded with ONNX Runtime, scores a pair", info.id);
     }
-    let options = dirs.options(false);
     let engines = prepared.engine_sources(&options);
     for line in ragsweep::engine::servers::Engines::check(&prepared.plan.engines(), &engines)? {
         println!("{line}");

@@ -165,7 +165,7 @@ pub fn select(
                 cell: s.0,
                 order: order(s.0),
                 score: s.2,
-                p50_ms: r.and_then(|r| r.latency.as_ref()).map(|l| l.p50_ms),
+                p50_ms: r.and_then(|r| r.latency.as_ref()).filter(|l| l.leaves_out.is_none()).map(|l| l.p50_ms),
                 usd: r.and_then(|r| r.usd_per_1k_queries.get(&metric.cut()).copied()),
             }
         })

@@ -80,6 +80,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
                 max_length: m.max_length,
                 query_prefix: m.query_prefix.clone(),
                 passage_prefix: m.passage_prefix.clone(),
+                made_elsewhere: m.kind == crate::stages::embed::ModelKind::Vectors,
             })
             .collect(),
         cells: cell_entries(exp),

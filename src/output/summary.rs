@@ -376,6 +376,12 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
             out.push(format!("chunk {}: {note}", stage.key));
         }
     }
+    for model in manifest.models.iter().filter(|m| m.made_elsewhere) {
+        out.push(format!(
+            "model {}: its vectors were made elsewhere, so its cells' latency leaves out embedding the question, and its cost counts words at the price it declares",
+            model.id
+        ));
+    }
     for (cell, why) in &m.failed {
         out.push(format!(
             "INCOMPLETE: cell {cell} failed ({why}); it has no rows, the other cells' results are whole, and any selection is among the cells that finished"

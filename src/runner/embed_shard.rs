@@ -31,7 +31,8 @@ pub fn embed_shard(prepared: &Prepared, opts: &RunOptions, i: usize, n: usize) -
     questions.dedup();
     let threads = rayon::current_num_threads();
     let mut out = Vec::new();
-    for (m, info) in prepared.models.iter().enumerate() {
+    // Brought vectors are read where they are, never embedded.
+    for (m, info) in prepared.models.iter().enumerate().filter(|(_, info)| info.kind != ModelKind::Vectors) {
         let passages = model_passages(prepared, &sets, m);
         let mut cache = VectorCache::open(&opts.cache_dir, info)?;
         let embedder = LazyEmbedder::new(&opts.models_dir, info, threads);

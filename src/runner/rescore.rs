@@ -144,7 +144,8 @@ impl Recorded {
                 cell,
                 chunks: planned.chunks.0,
                 retriever: CellRetriever { sources: Vec::new(), names: Vec::new(), fusion: None, rerank: Vec::new() },
-                models: &[],
+                live_models: Vec::new(),
+                made_elsewhere: false,
             };
             let set = &sets[this.chunks];
             let ordinal = ordinals

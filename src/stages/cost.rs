@@ -55,7 +55,9 @@ impl Counter {
     /// (Unicode words for a random model, which has no tokenizer.)
     pub fn for_model(info: &ModelInfo) -> Result<Counter> {
         match &info.kind {
-            crate::stages::embed::ModelKind::Random => return Ok(Counter::Words),
+            crate::stages::embed::ModelKind::Random | crate::stages::embed::ModelKind::Vectors => {
+                return Ok(Counter::Words)
+            }
             crate::stages::embed::ModelKind::Http(spec) => return Counter::load(&spec.tokenizer, Path::new("")),
             crate::stages::embed::ModelKind::Onnx { .. } | crate::stages::embed::ModelKind::CrossEncoder { .. } => {}
         }

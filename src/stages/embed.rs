@@ -89,6 +89,7 @@ enum KindToml {
     Http,
     #[serde(rename = "cross-encoder")]
     CrossEncoder,
+    Vectors,
 }
 
 /// How an ONNX model's token vectors become one vector.
@@ -124,6 +125,9 @@ pub enum ModelKind {
     /// An ONNX graph that scores a (question, passage) pair ([`crate::stages::cross_encoder`]):
     /// it reranks, it does not embed.
     CrossEncoder { file: PathBuf, output: Option<String> },
+    /// Vectors made elsewhere, read from the folder ([`crate::stages::brought`]): nothing is
+    /// embedded, so nothing new can be.
+    Vectors,
 }
 
 /// An installed model, as described by its `model.toml`.
@@ -146,6 +150,10 @@ pub struct ModelInfo {
     pub usd_per_1m_tokens: Option<f64>,
 }
 
+/// Files a vectors model's folder may hold ([`crate::stages::brought`]), in the order they are hashed.
+pub const VECTOR_FILES: [&str; 6] =
+    ["queries.jsonl", "queries.npy", "queries.ids", "passages.jsonl", "passages.npy", "passages.ids"];
+
 /// Tokenizer files an ONNX model reads, in the order they are hashed.
 const TOKENIZER_FILES: [&str; 4] =
     ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
@@ -159,6 +167,7 @@ impl ModelInfo {
             ModelKind::Random => "random".into(),
             ModelKind::Http(spec) => format!("http;{}", spec.identity()),
             ModelKind::CrossEncoder { .. } => "cross-encoder".into(),
+            ModelKind::Vectors => "vectors".into(),
         };
         let mut settings = serde_json::json!({
             "kind": kind,
@@ -253,6 +262,30 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         }
     }
     let (kind, max_length, file_hash, tokenizer_hash) = match raw.kind {
+        KindToml::Vectors => {
+            if let Some(span) = raw.pooling.as_ref().map(|p| p.span()).or(raw.max_length.as_ref().map(|m| m.span())) {
+                return Err(Error::input(
+                    at(span),
+                    "a vectors model's vectors are made: it takes no pooling or max_length",
+                ));
+            }
+            if !(raw.query_prefix.is_empty() && raw.passage_prefix.is_empty()) {
+                return Err(Error::input(
+                    Location::file(&toml_path),
+                    "a vectors model's vectors are made: prefixes were the embedder's business, not ragsweep's",
+                ));
+            }
+            // The vectors' content is the model: another file is another key.
+            let mut hash = blake3::Hasher::new();
+            for name in VECTOR_FILES {
+                let file = dir.join(name);
+                if file.is_file() {
+                    let bytes = fs::read(&file).map_err(|e| Error::io(&file, e))?;
+                    hash.update(name.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(&bytes);
+                }
+            }
+            (ModelKind::Vectors, 0, hash.finalize().to_hex()[..16].to_string(), String::new())
+        }
         KindToml::Random => {
             if let Some(span) = raw.pooling.as_ref().map(|p| p.span()).or(raw.max_length.as_ref().map(|m| m.span())) {
                 return Err(Error::input(
@@ -459,6 +492,12 @@ impl Embedder {
             }
             ModelKind::Onnx { file, pooling, output } => (file, *pooling, output),
             ModelKind::CrossEncoder { .. } => unreachable!("refused by check_embeds"),
+            ModelKind::Vectors => {
+                return Err(Error::Other(format!(
+                    "model {} holds vectors made elsewhere: it cannot embed a text it has no vector for",
+                    info.id
+                )))
+            }
         };
         verify_installed(info)?;
         let environment = ort_environment(models)?;

@@ -1,6 +1,7 @@
 //! Build stages shared between cells: chunk sets, embeddings, token counts, and the
 //! content-keyed on-disk cache that keeps them across runs.
 
+pub mod brought;
 pub mod cache;
 pub mod chunk;
 pub mod cost;
