@@ -398,7 +398,7 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
         mean_b: mean(&b_values),
         ci_a: stats::bootstrap_mean(&a_values, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
         ci_b: stats::bootstrap_mean(&b_values, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
-        ci_diff: stats::bootstrap_mean(&diffs, stats::BOOTSTRAP_RESAMPLES, stats::SEED),
+        ci_diff: stats::bootstrap_mean(&diffs, stats::VS_BEST_RESAMPLES, stats::SEED),
         p_value: stats::paired_randomization(&diffs, stats::SIGN_FLIPS, stats::SEED),
         fixed: cases
             .iter()
@@ -460,7 +460,7 @@ impl Comparison {
             "  B − A {} {} (95% bootstrap, B = {}), paired randomisation p = {:.4} ({} sign flips)",
             signed(self.mean_b - self.mean_a, 4),
             ci(self.ci_diff),
-            stats::BOOTSTRAP_RESAMPLES,
+            stats::VS_BEST_RESAMPLES,
             self.p_value,
             stats::SIGN_FLIPS
         );
