@@ -1258,9 +1258,14 @@ impl Scoring<'_> {
                 }
             })
             .collect();
+        // What the cell served its user, whatever the labels say: the first chunks of its
+        // ranking (after a late filter) up to the largest k, and every packed context.
         let leaks = match self.allowed(run.chunks, ci) {
             Some(a) => {
-                let mut returned: Vec<u32> = r.lists().iter().flat_map(|j| j.returned.iter().copied()).collect();
+                let max_k = *ks.last().expect("at least one cut-off");
+                let late = run.cell.filter == crate::vocab::Filter::Post;
+                let mut returned: Vec<u32> =
+                    r.hits.iter().map(|h| h.chunk).filter(|&c| !late || a.contains(c)).take(max_k).collect();
                 returned.extend(packed.iter().flat_map(|p| p.pieces.iter().map(|x| x.0.chunk)));
                 returned.sort_unstable();
                 returned.dedup();

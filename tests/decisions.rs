@@ -382,3 +382,32 @@ fn a_selection_with_no_eligible_cell_says_why_and_fails_the_gate() {
         .code(1)
         .stdout(predicate::str::contains("FAIL: no selection"));
 }
+
+/// The terminal table keeps `vs best` whatever else it must drop to fit 100 columns: long
+/// configurations lose their intervals and p50 first, then go on lines of their own.
+#[test]
+fn the_terminal_table_always_says_where_each_cell_stands() {
+    let f = fixture("quality");
+    let exp = f.path().join("exp.toml");
+    let text = std::fs::read_to_string(&exp)
+        .unwrap()
+        .replace("b = [0.4, 0.75]\n", "b = [0.4, 0.75]\nk1 = [0.9, 1.2]\n")
+        .replace("kind = \"none\"\n", "kind = \"none\"\ntitle = true\n[[chunkers]]\nkind = \"recursive\"\nsize = 300\noverlap = 60\ntitle = true\n");
+    std::fs::write(&exp, text).unwrap();
+    let out = f
+        .cmd()
+        .args(["run", "exp.toml", "--models"])
+        .arg(common::repo().join("models"))
+        .arg("--cache")
+        .arg(f.path().join("cache"))
+        .arg("--out")
+        .arg(f.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let header = stdout.lines().find(|l| l.contains("configuration")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(header.contains("vs best"), "{header}\n{stdout}");
+    assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains(" best")), "{stdout}");
+}

@@ -356,6 +356,27 @@ fn check_refuses_runs_that_do_not_score_the_same_reserved_cases() {
         .stdout(predicate::str::contains("only in the baseline: q3"))
         .stdout(predicate::str::contains("PASS").not());
 
+    // The same golden set split by another seed: other reserved cases. Refused before any
+    // comparison is printed.
+    let unsplit = format!(
+        "[{}]",
+        (1..=12)
+            .map(|i| format!(r#"{{"id": "q{i}", "question": "vale refeição {i}", "relevant": ["beneficios"]}}"#))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let seeded =
+        |seed: u64| Fixture::new(&ONE_DOC, &unsplit, &format!("seed = {seed}\nreserved_fraction = 0.5\n{BM25}"));
+    let (one, other) = (seeded(1), seeded(2));
+    let (one, other) = (one.run(), other.run());
+    let mut cmd = base.cmd();
+    cmd.arg("check").arg(&other).arg("--baseline").arg(&one).args(["--fail-on", "ndcg@1:0.01,hit@1:0.01"]);
+    cmd.assert()
+        .code(2)
+        .stdout(predicate::str::contains("NOT COMPARABLE: the runs do not score the same cases"))
+        .stdout(predicate::str::contains("only in the baseline: q"))
+        .stdout(predicate::str::contains("PASS").not().and(predicate::str::contains("B − A").not()));
+
     // Lines removed from a finished run's per_query.jsonl.
     let edited = Fixture::new(&ONE_DOC, &golden(3), BM25);
     let edited_run = edited.run();
@@ -828,4 +849,39 @@ fn a_fragment_only_restricted_pages_include_is_named_as_public() {
     let public = ("resumo.md", "# Resumo\n{{< readfile file=\"tabela.md\" >}}\n");
     let f = Fixture::new(&[("salarios.md", restricted), fragment, public, BENEFITS], GOLDEN, OPEN_AND_FILTERED);
     f.cmd().args(["validate", "exp.toml"]).assert().success().stdout(predicate::str::contains(warning).not());
+}
+
+/// A leak is a chunk served to a user who may not see it: judging more of a whole-document
+/// chunk's sections relevant (it then fills more of the list) must not move it.
+#[test]
+fn leaks_do_not_move_with_judgments_on_the_same_retrieval() {
+    let docs = [
+        ("manual.md", "# Manual\n## Férias\nférias no manual.\n## Saldo\nsaldo de férias no manual.\n## Prazo\nprazo das férias.\n"),
+        ("secreto.md", "---\nacl: [rh]\n---\n# Segredo\nférias da diretoria.\n"),
+        ("outro.md", "# Outro\nfrota urbana.\n"),
+    ];
+    let golden = r#"[{"id": "q1", "question": "férias no manual", "relevant": ["manual#Férias"], "groups": ["ti"]}]"#;
+    let f = Fixture::new(
+        &docs,
+        golden,
+        "name = \"judged\"\nunit = \"section\"\nk = [2]\nmetrics = [\"precision\", \"ndcg\"]\nreserved_fraction = 0.0\nlatency_cases = 0\nfilter = \"none\"\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let before = matrix(&f.run());
+    std::fs::write(
+        f.path().join("judgments.jsonl"),
+        "{\"case\": \"q1\", \"id\": \"manual#Saldo\", \"grade\": 1}\n{\"case\": \"q1\", \"id\": \"manual#Prazo\", \"grade\": 1}\n",
+    )
+    .unwrap();
+    let exp = f.path().join("exp.toml");
+    let text =
+        std::fs::read_to_string(&exp).unwrap().replace("[golden]\n", "[golden]\njudgments = \"judgments.jsonl\"\n");
+    std::fs::write(&exp, text).unwrap();
+    std::fs::remove_dir_all(f.path().join("out")).unwrap();
+    let after = matrix(&f.run());
+    let leaks = |m: &Value| m["rows"][0]["leaks"].as_u64().unwrap();
+    let precision = |m: &Value| m["rows"][0]["metrics"]["precision@2"]["value"].as_f64().unwrap();
+    assert_eq!((precision(&before), precision(&after)), (0.5, 1.0), "the chapter fills the list once judged");
+    assert_eq!(leaks(&before), 1, "the restricted chapter is served at rank 2: {}", before["rows"][0]);
+    assert_eq!(leaks(&after), leaks(&before), "the same retrieval leaks the same chunks");
 }

@@ -83,16 +83,16 @@ pub fn check(
         }
         return Ok(Outcome { verdict: Verdict::NotComparable, report });
     }
+    let comparisons = gates.iter().map(|g| compare(baseline, current, &g.metric, split)).collect::<Result<Vec<_>>>()?;
+    // So are runs that do not score the same cases: nothing is compared, nothing passes.
+    if let Some(c) = comparisons.iter().find(|c| !c.only_a.is_empty() || !c.only_b.is_empty()) {
+        report.push_str("NOT COMPARABLE: the runs do not score the same cases on this split.\n");
+        report.push_str(&cases_in_one_run(&c.only_a, &c.only_b));
+        return Ok(Outcome { verdict: Verdict::NotComparable, report });
+    }
     let mut verdict = Verdict::Pass;
-    for gate in gates {
-        let c = compare(baseline, current, &gate.metric, split)?;
+    for (gate, c) in gates.iter().zip(comparisons) {
         report.push_str(&c.render(baseline, current));
-        if !c.only_a.is_empty() || !c.only_b.is_empty() {
-            report.push_str("\nNOT COMPARABLE: the runs do not score the same cases on this split.\n");
-            report.push_str(&cases_in_one_run(&c.only_a, &c.only_b));
-            verdict = Verdict::NotComparable;
-            continue;
-        }
         let column = columns::column(&gate.metric).expect("gates are built on known columns");
         let (from, to) = (c.mean_a, c.mean_b);
         let drop = column.worsening(from, to);

@@ -86,9 +86,9 @@ impl Column {
 }
 
 /// The terminal table of `lines` in at most [`WIDTH`] columns: optional columns are dropped
-/// (cost without prices; then intervals, vs best, p50 unless latency decided) before the
-/// configuration is ever cut; a configuration that still does not fit goes on its own line
-/// under its row.
+/// (cost; then p50 unless latency decided; then intervals) before the configuration is ever
+/// cut; a configuration that still does not fit goes on its own line under its row. `vs best`
+/// (where each cell stands, or that it is ineligible) is the decision: it always stays.
 fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> String {
     let column = |title: &str, left: bool, f: &dyn Fn(&Line<'_>) -> String| Column {
         title: title.into(),
@@ -97,7 +97,7 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> St
     };
     let mut intervals = true;
     // Dropped first to last; the p50 stays when latency decided the selection.
-    let mut optional = vec!["vs best", "p50 ms"];
+    let mut optional = vec!["p50 ms"];
     if with_usd {
         optional.insert(0, "$/1k q");
     }
@@ -117,7 +117,7 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> St
         }
         columns[0].values = (1..=lines.len()).map(|i| i.to_string()).collect();
         for name in ["vs best", "p50 ms", "$/1k q"] {
-            if optional.contains(&name) || (keep_p50 && name == "p50 ms") {
+            if name == "vs best" || optional.contains(&name) || (keep_p50 && name == "p50 ms") {
                 columns.push(match name {
                     "vs best" => column(name, true, &|l| l.standing.to_string()),
                     "p50 ms" => column(name, false, &|l| l.p50.clone()),
