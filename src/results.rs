@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::input::golden::Split;
 use crate::vocab::{
-    ChunkerSpec, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates,
+    BudgetMiss, ChunkerSpec, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates,
     RetrieverSpec, SyntheticAcl,
 };
 pub use crate::vocab::{CUT_COLUMNS, ROW_COLUMNS};
@@ -410,6 +410,8 @@ pub struct CaseResult {
     pub depth: usize,
     /// Each cut-off at which the case (answerable) had no relevant item, with its cause.
     pub misses: Vec<Miss>,
+    /// Each context budget whose packed context held no relevant item, with its cause.
+    pub budget_misses: Vec<BudgetMiss>,
     /// Per cut-off k, for a cell with an approximate or engine source: its list against the
     /// oracle's (the same cell with exact in-process search in place of those sources).
     pub parity: Vec<Parity>,
@@ -487,6 +489,9 @@ pub struct CaseLine {
     /// The cut-offs at which the case was missed, each with its cause (`evaluate::causes`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub misses: Vec<Miss>,
+    /// The context budgets at which the case was missed, each with its cause.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_misses: Vec<BudgetMiss>,
     /// Per cut-off: tokens of the top k returned chunks.
     #[serde(default)]
     pub ctx_tokens: Ordered<u32>,
@@ -523,6 +528,7 @@ impl CaseLine {
             spanning: r.spanning,
             depth: r.depth,
             misses: r.misses.clone(),
+            budget_misses: r.budget_misses.clone(),
             ctx_tokens: Ordered::of_keys(cuts, r.ctx_tokens.iter().copied()),
             short: Ordered::of_keys(cuts, r.short.iter().copied()),
             parity: Ordered::of_keys(cuts, r.parity.iter().copied()),
@@ -553,6 +559,7 @@ impl CaseLine {
             top_score: self.top_score,
             depth: self.depth,
             misses: self.misses.clone(),
+            budget_misses: self.budget_misses.clone(),
             parity: self.parity.values().copied().collect(),
         })
     }

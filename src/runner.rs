@@ -553,6 +553,7 @@ pub fn run_with<'e>(
                 let oracle = scoring.oracle(&this, ci, vector)?;
                 let mut result = scoring.score(&this, ci, &retrieval)?;
                 result.misses = scoring.diagnose(&this, ci, vector, &retrieval, oracle.as_ref())?;
+                result.budget_misses = scoring.budget_misses(&this, ci, &retrieval, &result.misses)?;
                 if let Some(oracle) = &oracle {
                     result.parity = parity(&retrieval, &oracle.retrieval, &exp.k);
                 }
@@ -1337,6 +1338,7 @@ impl Scoring<'_> {
             top_score: deepest.items.first().map(|i| i.score),
             depth: r.depth,
             misses: Vec::new(),
+            budget_misses: Vec::new(),
             parity: Vec::new(),
         })
     }

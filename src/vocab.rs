@@ -160,6 +160,9 @@ pub enum Cause {
     /// The evidence cannot decide: an evidence span found in none of the documents its
     /// labels name (the golden-set loader makes this rare).
     Undecided,
+    /// At a context budget only: the ranking holds a relevant unit, but the budget's tokens
+    /// ran out before it (or cut its chunk before the relevant text).
+    Budget,
 }
 
 /// One miss of one case in one cell at cut-off `k`.
@@ -179,6 +182,15 @@ pub struct Miss {
     /// Items above the cut that carry no judgment (SPEC §9).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unjudged: u32,
+}
+
+/// A case missed at a context budget (no relevant item in the packed context): the budget in
+/// tokens, and the miss (its `k` is the largest cut-off, the ranking the budget packs from).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetMiss {
+    pub budget: usize,
+    #[serde(flatten)]
+    pub miss: Miss,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -352,3 +352,39 @@ fn the_chunker_warning_names_chunkers_by_their_labels() {
     let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(summary.contains("put different chunkers first (recursive(200,0) by c01, markdown by c02)"), "{summary}");
 }
+
+/// A miss at a budget is diagnosed like a miss at k: a row of misses.csv with its budget, a
+/// line of `explain --budget`, and the cause `budget` when the ranking held the answer.
+#[test]
+fn a_miss_at_a_budget_is_diagnosed_in_misses_csv_and_explain() {
+    let f = fixture("section", r#""relevant": ["a#Prazo"]"#);
+    let run = f.run();
+    let m = matrix(&run);
+    let cell = |chunker: &str| {
+        m["rows"].as_array().unwrap().iter().find(|r| r["label"].as_str().unwrap().starts_with(chunker)).unwrap()
+            ["cell"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (whole, sections) = (cell("none"), cell("markdown"));
+    let csv = std::fs::read_to_string(run.join("misses.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(header.ends_with(",unjudged_above,budget"), "{header}");
+    let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{whole},"))).collect();
+    // The whole document holds Prazo at rank 1 (no miss at k = 1), but 15 words of it do not.
+    assert_eq!(rows.len(), 1, "{csv}");
+    assert!(rows[0].starts_with(&format!("{whole},tuning,q1,,budget,1,")), "{csv}");
+    assert!(rows[0].contains("cut its chunk before the relevant text") && rows[0].ends_with(",15"), "{csv}");
+    // Markdown sections: missed at k = 1 (ranking or cutoff), found at the budget.
+    let rows: Vec<&str> = csv.lines().filter(|l| l.starts_with(&format!("{sections},"))).collect();
+    assert!(rows.iter().all(|r| r.split(',').nth(3) == Some("1") && r.ends_with(',')), "{csv}");
+
+    let out =
+        f.cmd().arg("explain").arg(&run).args(["--cell", &whole, "--case", "q1", "--budget", "15"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("misses:\n  @15t: budget — the ranking holds a relevant unit at rank 1"), "{text}");
+    let out = f.cmd().arg("explain").arg(&run).args(["--cell", &whole, "--case", "q1"]).output().unwrap();
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("misses:"), "no miss at k = 1");
+}

@@ -118,7 +118,7 @@ fn a_grid_runs_on_a_synthetic_corpus_with_a_random_model_and_its_vectors_export(
         .arg(root.path().join("cache"))
         .assert()
         .success()
-        .stdout(predicates::str::contains("passages.npy (400 × 64), queries.npy (40 × 64)"));
+        .stdout(predicates::str::contains("passages.npy (400 × 64) and queries.npy (40 × 64), with their ids"));
     let out = ragsweep()
         .arg("bench-ann")
         .arg(vectors.join("passages.npy"))

@@ -193,6 +193,7 @@ mod tests {
                     spanning: (0, 0),
                     depth: 10,
                     misses: vec![],
+                    budget_misses: vec![],
                     ctx_tokens: Ordered::default(),
                     short: Ordered::default(),
                     parity: Ordered::default(),

@@ -669,6 +669,7 @@ mod tests {
                     spanning: (0, 0),
                     depth: 0,
                     misses: Vec::new(),
+                    budget_misses: Vec::new(),
                     ctx_tokens: crate::results::Ordered::default(),
                     short: crate::results::Ordered::default(),
                     parity: crate::results::Ordered::default(),

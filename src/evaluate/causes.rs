@@ -8,11 +8,12 @@
 
 use std::fmt;
 
-pub use crate::vocab::{Cause, Miss};
+pub use crate::vocab::{BudgetMiss, Cause, Miss};
 
 impl Cause {
-    /// Every cause a run gives, in pipeline order (`Unjudged` is only read from older runs:
-    /// unjudged items above the cut are now a flag on the miss).
+    /// Every cause a run gives at a cut-off k, in pipeline order (`Unjudged` is only read from
+    /// older runs: unjudged items above the cut are now a flag on the miss; `Budget` is only
+    /// given at a context budget).
     pub const ALL: [Cause; 10] = [
         Cause::Chunking,
         Cause::NotVisible,
@@ -39,6 +40,7 @@ impl Cause {
             Cause::Cutoff => "cutoff",
             Cause::Ranking => "ranking",
             Cause::Undecided => "undecided",
+            Cause::Budget => "budget",
         }
     }
 }

@@ -37,24 +37,41 @@ pub fn cause_slices(lines: &[CaseLine], best: &HashMap<String, Cause>) -> Vec<Sl
 }
 
 /// `misses.csv`, written a per-case line at a time: one row per miss (cell × split × case
-/// × k) with its cause, the rank that decided it and its evidence.
+/// × k, then × budget) with its cause, the rank that decided it and its evidence.
 pub struct MissesCsv(csv::Writer<Vec<u8>>);
 
 impl Default for MissesCsv {
     fn default() -> Self {
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(["cell", "split", "case", "k", "cause", "rank", "evidence", "pipeline_cause", "unjudged_above"])
-            .expect("memory");
+        w.write_record([
+            "cell",
+            "split",
+            "case",
+            "k",
+            "cause",
+            "rank",
+            "evidence",
+            "pipeline_cause",
+            "unjudged_above",
+            "budget",
+        ])
+        .expect("memory");
         MissesCsv(w)
     }
 }
 
 impl MissesCsv {
     pub fn add(&mut self, line: &CaseLine) {
-        for m in &line.misses {
+        let at_k = line.misses.iter().map(|m| (m, None));
+        let at_budget = line.budget_misses.iter().map(|m| (&m.miss, Some(m.budget)));
+        for (m, budget) in at_k.chain(at_budget) {
             let rank = m.rank.map(|r| r.to_string()).unwrap_or_default();
             let pipeline = m.pipeline.unwrap_or(m.cause);
-            let k = m.k.to_string();
+            // A budget's row names its budget; its k is the ranking it packed from.
+            let (k, budget) = match budget {
+                None => (m.k.to_string(), String::new()),
+                Some(b) => (String::new(), b.to_string()),
+            };
             let unjudged = m.unjudged.to_string();
             let record = [
                 &line.cell,
@@ -66,6 +83,7 @@ impl MissesCsv {
                 &m.explained(),
                 pipeline.as_str(),
                 &unjudged,
+                &budget,
             ];
             self.0.write_record(record).expect("memory");
         }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use super::{CellRun, Oracle, Scoring};
 use crate::analyze::{fold_accents, normalize};
 use crate::error::Result;
-use crate::evaluate::causes::{diagnostic_depth, Cause, Miss, CUTOFF_MARGIN};
+use crate::evaluate::causes::{diagnostic_depth, BudgetMiss, Cause, Miss, CUTOFF_MARGIN};
 use crate::evaluate::label::{Judged, Truth};
 use crate::input::corpus::Target;
 use crate::retrieve::access::{Access, Filter};
@@ -53,6 +53,54 @@ impl Scoring<'_> {
     ) -> Result<Vec<Miss>> {
         let misses = self.diagnose_pipeline(run, ci, vector, r, oracle)?;
         Ok(flag_unjudged(misses, r, &self.exp.k))
+    }
+
+    /// The misses of case `ci` at the context budgets: each budget whose packed context holds no
+    /// relevant item. When the ranking holds one, the budget ran out before it (`budget`);
+    /// otherwise the cause is the miss's at the largest k (`at_k`, as [`Scoring::diagnose`]
+    /// gave them), where the ranking first lost it.
+    pub(super) fn budget_misses(
+        &self,
+        run: &CellRun<'_>,
+        ci: usize,
+        r: &Retrieval,
+        at_k: &[Miss],
+    ) -> Result<Vec<BudgetMiss>> {
+        if !self.cases[ci].answerable || self.exp.budget.is_empty() {
+            return Ok(Vec::new());
+        }
+        let set = &self.sets[run.chunks];
+        let max_k = *self.exp.k.last().expect("at least one cut-off");
+        let ranked = first_relevant(&r.deepest, usize::MAX);
+        let mut out = Vec::new();
+        for (packed, &budget) in self.packed(run, ci, r)?.iter().zip(&self.exp.budget) {
+            let judged = self.truths[ci].judge_pieces(packed.pieces.iter().map(|p| p.0), set, self.corpus, usize::MAX);
+            if first_relevant(&judged, usize::MAX).is_some() {
+                continue;
+            }
+            let (items, tokens) = (judged.items.len(), packed.tokens());
+            let miss = match (ranked, at_k.iter().find(|m| m.k == max_k)) {
+                (Some(rank), _) => Miss::new(
+                    max_k,
+                    Cause::Budget,
+                    Some(rank),
+                    if rank as usize > items {
+                        format!("the ranking holds a relevant unit at rank {rank}; {budget} tokens packed the {items} items before it ({tokens} tokens)")
+                    } else {
+                        format!("the ranking holds a relevant unit at rank {rank}, but the budget of {budget} tokens cut its chunk before the relevant text")
+                    },
+                ),
+                (None, Some(m)) => m.clone(),
+                (None, None) => Miss::new(
+                    max_k,
+                    Cause::Undecided,
+                    None,
+                    format!("no relevant unit in the ranking of {} items, and none packed", r.deepest.items.len()),
+                ),
+            };
+            out.push(BudgetMiss { budget, miss });
+        }
+        Ok(out)
     }
 
     /// The first pipeline stage that lost the relevant unit, per missed cut-off.

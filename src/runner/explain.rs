@@ -368,7 +368,19 @@ impl Scoring<'_> {
             searched: scored.depth,
             deeper_depth,
             items,
-            misses: self.diagnose(run, ci, q, &scored, oracle.as_ref())?,
+            misses: {
+                let at_k = self.diagnose(run, ci, q, &scored, oracle.as_ref())?;
+                match budget {
+                    None => at_k,
+                    // At a budget, its own miss (the cut-offs' are another question).
+                    Some(b) => self
+                        .budget_misses(run, ci, &scored, &at_k)?
+                        .into_iter()
+                        .filter(|m| m.budget == b)
+                        .map(|m| m.miss)
+                        .collect(),
+                }
+            },
         })
     }
 
@@ -480,7 +492,10 @@ pub fn render(e: &Explanation) -> String {
     if !e.misses.is_empty() {
         let _ = writeln!(s, "\nmisses:");
         for group in e.misses.chunk_by(|a, b| a.cause == b.cause && a.rank == b.rank) {
-            let ks: Vec<String> = group.iter().map(|m| format!("@{}", m.k)).collect();
+            let ks: Vec<String> = match e.budget {
+                Some(b) => vec![format!("@{b}t")],
+                None => group.iter().map(|m| format!("@{}", m.k)).collect(),
+            };
             let last = group.last().expect("chunks are not empty");
             let _ = writeln!(s, "  {}: {} — {}", ks.join(", "), last.cause, last.explained());
         }
