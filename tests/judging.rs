@@ -50,7 +50,7 @@ fn judging_grows_the_labels_and_rescore_equals_a_fresh_run() {
     let q1_miss = misses.lines().find(|l| l.starts_with("c01,tuning,q1,1,")).unwrap();
     // The pipeline's cause is the cause; the unjudged item above the cut is a flag beside it.
     assert!(!q1_miss.contains(",unjudged,") && q1_miss.contains("1 of the top 1 unjudged"), "{q1_miss}");
-    assert!(q1_miss.ends_with(",1"), "unjudged_above: {q1_miss}");
+    assert!(q1_miss.ends_with(",1,"), "unjudged_above, then no budget: {q1_miss}");
     let report = std::fs::read_to_string(first.join("report.html")).unwrap();
     assert!(report.contains(r#""unjudged":[{"cells":["c01","c02"],"id":"b#Pagamentos"}"#), "the report's panel data");
     let m = matrix(&first);

@@ -311,3 +311,63 @@ fn a_300_question_scifact_grid_reads_without_hovering() {
 
     screenshots(&page, profile.path(), "ragsweep-scifact-shots-", &["plots", "grid", "matrix"]);
 }
+
+/// A run with many warnings still opens on its decision: at 1400 × 900 the selection and the
+/// first plot end inside the window, the warnings are one line per group (closed, the decision's
+/// first), each said once; summary.md groups them the same way.
+#[test]
+fn many_warnings_leave_the_decision_and_the_first_plot_on_the_first_screen() {
+    let docs = [
+        ("ferias.md", "# Férias\nTrinta dias de férias por ano.\n## Saldo\nO saldo de férias aparece no portal.\n"),
+        ("ponto.md", "# Ponto\nO ponto é registrado no aplicativo.\n"),
+        ("frota.md", "# Frota\nCaminhões elétricos rodam na frota urbana.\n"),
+    ];
+    let golden = r#"[{"id": "q1", "question": "dias de férias", "relevant": ["ferias#Férias"], "split": "tuning"},
+        {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"], "split": "tuning"},
+        {"id": "q3", "question": "caminhões da frota", "relevant": ["frota"], "split": "tuning"},
+        {"id": "q4", "question": "saldo de férias", "relevant": ["ferias#Saldo"], "split": "reserved"},
+        {"id": "q5", "question": "ponto no aplicativo", "relevant": ["ponto"], "split": "reserved"}]"#;
+    let f = common::Fixture::new(
+        &docs,
+        golden,
+        "name = \"noisy\"\nunit = \"section\"\nselect = \"ndcg@5\"\nk = [1, 5, 10]\nbudget = [4, 400]\nlatency_cases = 2\n\
+         [[chunkers]]\nkind = \"none\"\n[[chunkers]]\nkind = \"markdown\"\n\
+         [[retrievers]]\nkind = \"bm25\"\nb = [0.4, 0.75]\n",
+    );
+    let run = f.run();
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    let warnings = summary.lines().filter(|l| l.starts_with("- ")).count();
+    assert!(
+        summary.contains("\nWarnings: ") && summary.contains("<details open><summary>About the decision ("),
+        "{summary}"
+    );
+    assert!(warnings >= 4, "a run with many warnings: {summary}");
+
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(chromium())
+        .args(FLAGS)
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--window-size=1400,900")
+        .arg("--dump-dom")
+        .arg(format!("file://{}", run.join("report.html").display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8(out.stdout).unwrap();
+    let attr = |name: &str| -> u32 {
+        let at = dom.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("no {name}"));
+        let rest = &dom[at + name.len() + 2..];
+        rest[..rest.find('"').unwrap()].parse().unwrap_or_else(|_| panic!("{name}: {}", &rest[..20]))
+    };
+    let (selection, plot) = (attr("data-selection-bottom"), attr("data-first-plot-bottom"));
+    assert!(
+        selection <= 900 && plot <= 900,
+        "the selection ends at {selection} px, the first plot at {plot} px of 900"
+    );
+    let groups = dom.matches("class=\"warning-group\"").count();
+    assert!((1..=4).contains(&groups), "{groups} groups");
+    assert!(!dom.contains("<details class=\"warning-group\" open"), "groups start closed");
+    let warnings = element(&dom, "div", "warnings");
+    assert!(warnings.contains("about the decision"), "{warnings}");
+    screenshots(&run.join("report.html"), profile.path(), "first-screen-", &["header"]);
+}

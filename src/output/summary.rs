@@ -360,32 +360,91 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
     out
 }
 
+/// What a warning threatens, most decisive first: how warnings are grouped and ordered in the
+/// terminal, summary.md and the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Threat {
+    /// The pick or a comparison of cells may be wrong.
+    Decision,
+    /// The labels may not say what is right.
+    Labels,
+    /// The corpus as read, or a model or engine, is not what was meant.
+    Corpus,
+}
+
+impl Threat {
+    pub const ALL: [Threat; 3] = [Threat::Decision, Threat::Labels, Threat::Corpus];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Threat::Decision => "the decision",
+            Threat::Labels => "the labels",
+            Threat::Corpus => "the corpus and models",
+        }
+    }
+}
+
+/// One warning of a run and what it threatens.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Warning {
+    pub threat: Threat,
+    pub text: String,
+}
+
+impl Warning {
+    fn new(threat: Threat, text: String) -> Self {
+        Warning { threat, text }
+    }
+}
+
+/// The groups of `warnings` (ordered by [`Threat`]) as `(threat, its warnings)`, empty ones left out.
+pub fn grouped(warnings: &[Warning]) -> Vec<(Threat, Vec<&str>)> {
+    Threat::ALL
+        .iter()
+        .map(|&t| (t, warnings.iter().filter(|w| w.threat == t).map(|w| w.text.as_str()).collect::<Vec<_>>()))
+        .filter(|(_, ws)| !ws.is_empty())
+        .collect()
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map_or_else(String::new, |f| f.to_uppercase().chain(c).collect())
+}
+
+/// One line counting `warnings` by what they threaten.
+fn warning_counts(warnings: &[Warning]) -> String {
+    let groups: Vec<String> =
+        grouped(warnings).iter().map(|(t, ws)| format!("{} about {}", ws.len(), t.name())).collect();
+    format!("warnings: {} ({})", warnings.len(), groups.join(" · "))
+}
+
 /// What a reader of the matrix could be misled by, one line each: truncation by an embedding
 /// model, chunks credited for several labelled sections, a k or budget that reaches everything a
 /// cell can return, short lists of the selected cell, a reserved split too small to separate
 /// the top cells.
 /// `shown`: the run's path as commands should name it (`RUN` when unknown, as in the report
 /// written before the run moves into place).
-pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<String> {
+pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<Warning> {
     let mut out = Vec::new();
-    out.extend(thin_labels(m, manifest, shown));
+    out.extend(thin_labels(m, manifest, shown).map(|t| Warning::new(Threat::Labels, t)));
     // One note per chunk set: a rescored run's manifest holds the run's stages and its own.
     let mut chunk_sets = std::collections::HashSet::new();
     for stage in manifest.stages.iter().filter(|s| s.stage == "chunk" && chunk_sets.insert(&s.key)) {
         if let Some(note) = &stage.note {
-            out.push(format!("chunk {}: {note}", stage.key));
+            out.push(Warning::new(Threat::Corpus, format!("chunk {}: {note}", stage.key)));
         }
     }
     for model in manifest.models.iter().filter(|m| m.made_elsewhere) {
-        out.push(format!(
+        out.push(Warning::new(Threat::Decision, format!(
             "model {}: its vectors were made elsewhere, so its cells' latency leaves out embedding the question, and its cost counts words at the price it declares",
             model.id
-        ));
+        )));
     }
     for (cell, why) in &m.failed {
-        out.push(format!(
+        out.push(Warning::new(Threat::Decision, format!(
             "INCOMPLETE: cell {cell} failed ({why}); it has no rows, the other cells' results are whole, and any selection is among the cells that finished"
-        ));
+        )));
     }
     let first_rows: Vec<&Row> = {
         let mut seen: Vec<&Row> = Vec::new();
@@ -414,17 +473,20 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
         }
     }
     for (what, cells) in truncated {
-        out.push(format!("{}: {what}; the dense side is credited for text it never saw", cells.join(", ")));
+        out.push(Warning::new(
+            Threat::Corpus,
+            format!("{}: {what}; the dense side is credited for text it never saw", cells.join(", ")),
+        ));
     }
     let spanning: Vec<String> = first_rows
         .iter()
         .filter_map(|r| r.spanning_hits.filter(|&s| s >= SPANNING_WARNING).map(|s| format!("{} {}", r.cell, pct(s))))
         .collect();
     if !spanning.is_empty() {
-        out.push(format!(
+        out.push(Warning::new(Threat::Decision, format!(
             "relevant items placed by chunks that span several labelled sections (each counts for every one it covers): {}; compare chunkers at a budget (metric@Bt), not only at k",
             spanning.join(", ")
-        ));
+        )));
     }
     let max_k = manifest.experiment.k.last().copied().unwrap_or(0);
     let mut reaching: Vec<&str> =
@@ -433,10 +495,10 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
         reaching = first_rows.iter().map(|r| r.cell.as_str()).collect();
     }
     if !reaching.is_empty() {
-        out.push(format!(
+        out.push(Warning::new(Threat::Decision, format!(
             "k = {max_k} reaches everything {} can return (their whole chunk set, or every document): their scores at that k say little",
             reaching.join(", ")
-        ));
+        )));
     }
     for &b in &manifest.experiment.budget {
         let key = format!("@{b}t");
@@ -446,9 +508,12 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
             .map(|r| r.cell.as_str())
             .collect();
         if !exhausted.is_empty() {
-            out.push(format!(
-                "budget {b}: every list of {} ran out before filling it: the budget holds all the cell returns",
-                exhausted.join(", ")
+            out.push(Warning::new(
+                Threat::Decision,
+                format!(
+                    "budget {b}: every list of {} ran out before filling it: the budget holds all the cell returns",
+                    exhausted.join(", ")
+                ),
             ));
         }
     }
@@ -463,10 +528,10 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
         })
         .collect();
     if !under.is_empty() {
-        out.push(format!(
+        out.push(Warning::new(Threat::Decision, format!(
             "under-return at {cut}: {} returned fewer items than the exact search of the same data under the same filter (under_return{cut}): the filtered search stopped before filling the list",
             under.join(", ")
-        ));
+        )));
     }
     let unused: Vec<String> = first_rows
         .iter()
@@ -474,24 +539,31 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<St
         .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.strip_suffix(INDEX_UNUSED).unwrap_or_default()))
         .collect();
     if !unused.is_empty() {
-        out.push(format!(
+        out.push(Warning::new(Threat::Corpus, format!(
             "index unused: the engine planned {} without its approximate index at every k (plan@k): their numbers are an exact search's, not the index's; `force_index = true` measures the index",
             unused.join(", ")
-        ));
+        )));
     }
     if let Some(s) = &m.selection {
         let cut = s.metric.split_once('@').map(|(_, c)| format!("@{c}")).unwrap_or_default();
         if let Some(r) = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning) {
             if let Some(&short) = r.short_lists.get(&cut).filter(|&&n| n > 0) {
-                out.push(format!(
-                    "the selected cell {} returned short lists at {cut} for {short} of {} tuning cases (filter {})",
-                    s.cell, r.cases, r.filter
+                out.push(Warning::new(
+                    Threat::Decision,
+                    format!(
+                        "the selected cell {} returned short lists at {cut} for {short} of {} tuning cases (filter {})",
+                        s.cell, r.cases, r.filter
+                    ),
                 ));
             }
         }
     }
-    out.extend(fragment_warning(m, manifest));
-    out.extend(reserved_warning(m));
+    out.extend(fragment_warning(m, manifest).into_iter().map(|t| Warning::new(Threat::Decision, t)));
+    out.extend(reserved_warning(m).map(|t| Warning::new(Threat::Decision, t)));
+    // Most decisive first, each said once.
+    out.sort_by_key(|w| w.threat);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|w| seen.insert(w.text.clone()));
     out
 }
 
@@ -527,8 +599,15 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         out.push('\n');
         out.push_str(&wrap(&none.summary(), WIDTH, 4));
     }
-    for w in warnings(m, manifest, Some(dir)) {
-        out.push_str(&wrap(&format!("warning: {w}"), WIDTH, 2));
+    let warned = warnings(m, manifest, Some(dir));
+    if !warned.is_empty() {
+        out.push_str(&wrap(&warning_counts(&warned), WIDTH, 2));
+        for (threat, ws) in grouped(&warned) {
+            out.push_str(&format!("  about {}:\n", threat.name()));
+            for w in ws {
+                out.push_str(&wrap(&format!("    warning: {w}"), WIDTH, 6));
+            }
+        }
     }
     out.push('\n');
     out.push_str(&wrap(
@@ -761,9 +840,15 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
     }
     let warnings = warnings(m, manifest, Some(run));
     if !warnings.is_empty() {
-        out.push_str("\nWarnings:\n");
-        for w in &warnings {
-            out.push_str(&format!("- {}\n", md(w)));
+        // One line per group; the first (the most decisive) open.
+        out.push_str(&format!("\n{}\n", md(&capitalised(&warning_counts(&warnings)))));
+        for (i, (threat, ws)) in grouped(&warnings).into_iter().enumerate() {
+            let open = if i == 0 { " open" } else { "" };
+            out.push_str(&format!("\n<details{open}><summary>About {} ({})</summary>\n\n", threat.name(), ws.len()));
+            for w in ws {
+                out.push_str(&format!("- {}\n", md(w)));
+            }
+            out.push_str("\n</details>\n");
         }
     }
     let cells: Vec<&str> = lines.iter().map(|l| l.cell).collect();

@@ -91,7 +91,7 @@ struct Data {
     varying: Vec<String>,
     /// Whether any price was declared (without one every cost is 0).
     priced: bool,
-    warnings: Vec<String>,
+    warnings: Vec<summary::Warning>,
     cells: Vec<Value>,
     rows: Vec<Value>,
     slices: Vec<Value>,

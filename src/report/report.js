@@ -76,8 +76,19 @@ function header() {
       ` ${n.rules.map(([rule, best]) => `${rule} (${best})`).join("; ")}.`,
       n.excluded.length ? el("div", { class: "muted" }, `Not eligible: ${n.excluded.map(([c, why]) => `${c} (${why})`).join("; ")}`) : null));
   }
-  for (const w of D.warnings) parts.push(el("div", { class: "warning" }, `Warning: ${w}`));
-  for (const w of D.health) parts.push(el("div", { class: "warning" }, `Golden set: ${w}`));
+  // One closed line per group, most decisive first: the decision stays on the first screen.
+  const groups = [["decision", "the decision"], ["labels", "the labels"], ["corpus", "the corpus and models"]]
+    .map(([key, name]) => [name, D.warnings.filter((w) => w.threat === key).map((w) => w.text)])
+    .concat([["the golden set", D.health]])
+    .filter(([, ws]) => ws.length);
+  if (groups.length) {
+    const total = groups.reduce((n, [, ws]) => n + ws.length, 0);
+    parts.push(el("div", { id: "warnings", class: "warning" },
+      el("div", {}, `${total} warning${total === 1 ? "" : "s"}: `, groups.map(([name, ws]) => `${ws.length} about ${name}`).join(" · ")),
+      groups.map(([name, ws]) => el("details", { class: "warning-group" },
+        el("summary", {}, `About ${name} (${ws.length})`),
+        el("ul", {}, ws.map((w) => el("li", {}, w)))))));
+  }
   return el("section", { id: "header" }, parts);
 }
 
@@ -457,5 +468,9 @@ redraw();
 const only = location.hash && document.getElementById(location.hash.slice(1));
 if (only) for (const s of document.querySelectorAll("section")) if (!s.contains(only) && !only.contains(s)) s.style.display = "none";
 document.body.setAttribute("data-resources", String(performance.getEntriesByType("resource").length));
+// How far down the page the decision and the first plot end (tests read it at a window size).
+const bottomOf = (e) => (e ? String(Math.round(e.getBoundingClientRect().bottom + window.scrollY)) : "none");
+document.body.setAttribute("data-selection-bottom", bottomOf(document.getElementById("selection")));
+document.body.setAttribute("data-first-plot-bottom", bottomOf(document.querySelector("svg.plot")));
 document.body.setAttribute("data-render-ms", String(Math.round(performance.now())));
 document.body.setAttribute("data-rendered", "true");
