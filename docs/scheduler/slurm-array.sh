@@ -1,9 +1,11 @@
 #!/bin/bash
-# A ragsweep grid as a Slurm job array: 8 tasks, each runs the shard its SLURM_ARRAY_TASK_ID
-# names (`--shard from-env`), on a filesystem every node sees (the cache is shared safely).
-# Submit it and the merge, which starts only when every task succeeded:
-#   array=$(sbatch --parsable slurm-array.sh)
-#   sbatch --dependency=afterok:$array slurm-merge.sh
+# A ragsweep grid as a Slurm job array: 8 tasks by default, each runs the shard its
+# SLURM_ARRAY_TASK_ID names out of SLURM_ARRAY_TASK_COUNT (`--shard from-env`), on a filesystem
+# every node sees (the cache is shared safely). Submit it and the merge, which starts only when
+# every task succeeded; another number of shards is `--array` on the command line (it overrides
+# the directive below) and the same number in RAGSWEEP_SHARDS for the merge:
+#   n=16; array=$(sbatch --parsable --array=1-$n slurm-array.sh)
+#   RAGSWEEP_SHARDS=$n sbatch --dependency=afterok:$array slurm-merge.sh
 # tests/slurm.rs submits both to a one-node Slurm cluster and checks the merged run equals an
 # unsharded one.
 #SBATCH --job-name=ragsweep-grid
