@@ -499,8 +499,23 @@ fn an_experiment_can_point_at_its_own_password_protected_server() {
     };
     let run = |secret: &str| command("run", secret);
     command("validate", password).assert().success().stdout(predicates::str::contains(
-        "engine pg: the experiment's server (PostgreSQL 18.4, pgvector 0.8.5 available), logged in",
+        "engine pg: the experiment's server (PostgreSQL 18.4, pgvector 0.8.5 available), logged in, may create the extension and tables (tried, rolled back)",
     ));
+    let catalog = "SELECT (SELECT count(*) FROM pg_extension WHERE extname = 'vector') || ' ' || (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')";
+    assert_eq!(server.sql(password, catalog).trim(), "0 0", "validate tried and rolled back: nothing stays");
+    // A user who may log in but not create: validate stops where run would have.
+    server.sql(password, "CREATE ROLE weak LOGIN PASSWORD 'weak-pw'");
+    let weak = experiment(
+        root,
+        "weak",
+        &head.replace("postgresql://evals@", "postgresql://weak@"),
+        "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n",
+    );
+    let mut cmd = ragsweep_in(root, "validate", &weak, &root.join("no-engines-here"));
+    cmd.env("RAGSWEEP_TEST_PG_PASSWORD", "weak-pw");
+    let refused = assert_cmd::Command::from_std(cmd).assert().code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(stderr.contains("cannot do what a run does") && stderr.contains("permission denied"), "{stderr}");
     let wrong = run("not the password").assert().code(2);
     let stderr = String::from_utf8_lossy(&wrong.get_output().stderr).into_owned();
     assert!(stderr.contains("password authentication failed"), "{stderr}");

@@ -119,8 +119,20 @@ pub fn check(install: &Path, own: Option<&Endpoint>) -> Result<String> {
             })?;
             let version_of = conn.query("SHOW server_version")?;
             let server = version_of.first().and_then(|r| r.first().cloned().flatten()).unwrap_or_default();
+            // What a run will do, rolled back: the extension, the build log and a vector table.
+            let probe = conn.query(
+                "BEGIN; CREATE EXTENSION IF NOT EXISTS vector; \
+                 CREATE TABLE IF NOT EXISTS ragsweep_builds (name text PRIMARY KEY, rows integer NOT NULL, seconds float8 NOT NULL); \
+                 CREATE TABLE ragsweep_validate_probe (v vector(2)); ROLLBACK",
+            );
+            if let Err(e) = probe {
+                let _ = conn.query("ROLLBACK");
+                return Err(fail(format!(
+                    "the server's user cannot do what a run does (create the `vector` extension if missing, and tables), tried and rolled back: {e}"
+                )));
+            }
             Ok(format!(
-                "engine pg: the experiment's server (PostgreSQL {server}, pgvector {version} available), logged in"
+                "engine pg: the experiment's server (PostgreSQL {server}, pgvector {version} available), logged in, may create the extension and tables (tried, rolled back)"
             ))
         }
     }
