@@ -1017,7 +1017,7 @@ struct CellRun<'a> {
     chunks: usize,
     retriever: CellRetriever<'a>,
     /// The models that embed the cell's questions when it serves one (not those whose vectors
-    /// were brought made: they have no embedder to time).
+    /// were made elsewhere: they have no embedder to time).
     live_models: Vec<ModelId>,
     /// Some of the cell's models have vectors made elsewhere: its timed call leaves out
     /// embedding the question.

@@ -14,14 +14,7 @@ use serde_json::Value;
 use sha2::Digest;
 
 const DIM: usize = 16;
-const DOCS: &[(&str, &str)] = &[
-    ("ferias.md", "# Férias\nTrinta dias de férias por ano.\n## Saldo\nO saldo aparece no portal.\n"),
-    ("ponto.md", "# Ponto\nO ponto é registrado no aplicativo.\n"),
-    ("frota.md", "# Frota\nCaminhões elétricos rodam na frota urbana.\n"),
-];
-const GOLDEN: &str = r#"[{"id": "q1", "question": "dias de férias", "relevant": ["ferias"]},
-  {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"]},
-  {"id": "q3", "question": "caminhões da frota", "relevant": ["frota"]}]"#;
+use common::{THREE_PAGES as DOCS, THREE_PAGES_GOLDEN as GOLDEN};
 
 fn experiment(chunker: &str, models: &str) -> String {
     format!(
@@ -69,6 +62,12 @@ fn run_into(f: &Fixture, models: &Path, out: &str) -> assert_cmd::assert::Assert
     with_dirs(&mut cmd, f, models).assert()
 }
 
+/// Rewrites the fixture's experiment with `from` replaced by `to` (its models, its chunker).
+fn edit_experiment(f: &Fixture, from: &str, to: &str) {
+    let path = f.path().join("exp.toml");
+    std::fs::write(&path, std::fs::read_to_string(&path).unwrap().replace(from, to)).unwrap();
+}
+
 fn metrics(m: &Value, model: &str) -> Value {
     common::row(m, "model", model)["metrics"].clone()
 }
@@ -88,13 +87,7 @@ fn exported_vectors_brought_back_score_like_the_model_that_made_them() {
     let toml = std::fs::read_to_string(models.join("made/model.toml")).unwrap();
     assert!(toml.contains("kind = \"vectors\"") && toml.contains("dim = 16"), "{toml}");
 
-    std::fs::write(
-        f.path().join("exp.toml"),
-        std::fs::read_to_string(f.path().join("exp.toml"))
-            .unwrap()
-            .replace("model = [\"local\"]", "model = [\"local\", \"made\"]"),
-    )
-    .unwrap();
+    edit_experiment(&f, "model = [\"local\"]", "model = [\"local\", \"made\"]");
     // The grid's first dense cell of one model, whatever else the grid holds.
     let mut again = f.cmd();
     again.args(["vectors", "exp.toml", "--model", "local", "--out", "again"]);
@@ -191,9 +184,7 @@ fn jsonl_named_by_document_or_by_text_hash_reads_the_same() {
     // Passages by document id (chunker none keeps documents whole), questions by text hash.
     jsonl(&f, "vecs", "by-doc", |id| id.split('@').next().unwrap().to_string(), |id| sha(&text_of(id)));
     add(&f, &models, "by-doc", "by-doc").success();
-    let exp = f.path().join("exp.toml");
-    std::fs::write(&exp, std::fs::read_to_string(&exp).unwrap().replace("[\"local\"]", "[\"local\", \"by-doc\"]"))
-        .unwrap();
+    edit_experiment(&f, "[\"local\"]", "[\"local\", \"by-doc\"]");
     run(&f, &models).success();
     let m = matrix(&common::runs_in(&f.path().join("out/made"))[0]);
     assert_eq!(metrics(&m, "local"), metrics(&m, "by-doc"));
@@ -208,13 +199,7 @@ fn refused_passages(edit: impl Fn(&str) -> String) -> String {
     add(&f, &models, "good", "made").success();
     let path = models.join("made/passages.jsonl");
     std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
-    std::fs::write(
-        f.path().join("exp.toml"),
-        std::fs::read_to_string(f.path().join("exp.toml"))
-            .unwrap()
-            .replace("model = [\"local\"]", "model = [\"made\"]"),
-    )
-    .unwrap();
+    edit_experiment(&f, "model = [\"local\"]", "model = [\"made\"]");
     let out = run(&f, &models).failure();
     assert!(!f.path().join("out/made").exists() || common::runs_in(&f.path().join("out/made")).is_empty());
     String::from_utf8_lossy(&out.get_output().stderr).into_owned()
@@ -262,14 +247,8 @@ fn vectors_made_for_another_chunker_or_ids_that_do_not_fit_are_refused() {
     let (f, models) = fixture("markdown", "\"local\"");
     export(&f, &models, "vecs");
     add(&f, &models, "vecs", "made").success();
-    std::fs::write(
-        f.path().join("exp.toml"),
-        std::fs::read_to_string(f.path().join("exp.toml"))
-            .unwrap()
-            .replace("model = [\"local\"]", "model = [\"made\"]")
-            .replace("kind = \"markdown\"", "kind = \"none\""),
-    )
-    .unwrap();
+    edit_experiment(&f, "model = [\"local\"]", "model = [\"made\"]");
+    edit_experiment(&f, "kind = \"markdown\"", "kind = \"none\"");
     run(&f, &models).failure().stderr(predicate::str::contains(
         "passages.ids: no vector for 1 of the 3 chunks of none (the first: \"ferias@0-77\")",
     ));

@@ -16,14 +16,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 const DIM: usize = 24;
-const DOCS: &[(&str, &str)] = &[
-    ("ferias.md", "# Férias\nTrinta dias de férias por ano.\n## Saldo\nO saldo aparece no portal.\n"),
-    ("ponto.md", "# Ponto\nO ponto é registrado no aplicativo.\n"),
-    ("frota.md", "# Frota\nCaminhões elétricos rodam na frota urbana.\n"),
-];
-const GOLDEN: &str = r#"[{"id": "q1", "question": "dias de férias", "relevant": ["ferias"]},
-  {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"]},
-  {"id": "q3", "question": "caminhões da frota", "relevant": ["frota"]}]"#;
+use common::{THREE_PAGES as DOCS, THREE_PAGES_GOLDEN as GOLDEN};
 
 /// What the mock does with the next requests.
 #[derive(Default)]

@@ -99,12 +99,8 @@ impl Table {
         Ok(table)
     }
 
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.ids.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
     }
 
     fn vector(&self, row: usize) -> &[f32] {
@@ -178,7 +174,7 @@ fn read_npy(npy: &Path, ids: &Path, dim: usize) -> Result<Table> {
 }
 
 /// `sha256:` and the hex SHA-256 of `text`: the id that names a text by its content.
-pub fn text_id(text: &str) -> String {
+fn text_id(text: &str) -> String {
     format!("{SHA256}{:x}", sha2::Sha256::digest(text.as_bytes()))
 }
 

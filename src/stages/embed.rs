@@ -151,7 +151,7 @@ pub struct ModelInfo {
 }
 
 /// Files a vectors model's folder may hold ([`crate::stages::brought`]), in the order they are hashed.
-pub const VECTOR_FILES: [&str; 6] =
+const VECTOR_FILES: [&str; 6] =
     ["queries.jsonl", "queries.npy", "queries.ids", "passages.jsonl", "passages.npy", "passages.ids"];
 
 /// Tokenizer files an ONNX model reads, in the order they are hashed.

@@ -305,3 +305,14 @@ pub fn openai_endpoint(dim: usize) -> String {
     });
     url
 }
+
+/// Three short Portuguese pages, one question each: the corpus of the tests of models a team
+/// brings (every model must rank each page first for its question's words).
+pub const THREE_PAGES: &[(&str, &str)] = &[
+    ("ferias.md", "# Férias\nTrinta dias de férias por ano.\n## Saldo\nO saldo aparece no portal.\n"),
+    ("ponto.md", "# Ponto\nO ponto é registrado no aplicativo.\n"),
+    ("frota.md", "# Frota\nCaminhões elétricos rodam na frota urbana.\n"),
+];
+pub const THREE_PAGES_GOLDEN: &str = r#"[{"id": "q1", "question": "dias de férias", "relevant": ["ferias"]},
+  {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"]},
+  {"id": "q3", "question": "caminhões da frota", "relevant": ["frota"]}]"#;
