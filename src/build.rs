@@ -354,7 +354,7 @@ fn embed_stage(
         r.embedding = Some(stats);
         stages.push(r);
         built.queries.push(QueryVectors { vectors, dim: info.dim, mean_tokens });
-        for (e, job) in plan.embeddings.iter().enumerate().filter(|(_, job)| job.model.0 == m) {
+        for (e, job) in plan.jobs_of(m) {
             let set = &built.sets[job.chunks.0];
             let texts: Vec<String> = (0..set.len()).map(|i| set.indexed_text(corpus, i)).collect();
             let pb = (ctx.bar)(0, "embed");
@@ -423,13 +423,7 @@ fn brought_vectors(
 ) -> Result<()> {
     let info = &ctx.models[m];
     let started = Instant::now();
-    let jobs: Vec<(usize, ChunkSetId)> = plan
-        .embeddings
-        .iter()
-        .enumerate()
-        .filter(|(_, job)| job.model.0 == m)
-        .map(|(e, job)| (e, job.chunks))
-        .collect();
+    let jobs: Vec<(usize, ChunkSetId)> = plan.jobs_of(m).map(|(e, job)| (e, job.chunks)).collect();
     let sets: Vec<&ChunkSet> = jobs.iter().map(|(_, c)| &built.sets[c.0]).collect();
     let brought = crate::stages::brought::resolve(&info.dir, info.dim, ctx.corpus, ctx.cases, &sets)?;
     let read = |texts: usize| EmbedStats {

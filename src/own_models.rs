@@ -110,16 +110,16 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
 /// Copies a side's files of vectors made elsewhere, reads them (their dimension, ids and values
 /// checked), and writes the model.toml and install record.
 fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Result<()> {
-    use crate::stages::brought::{files, Table};
+    use crate::stages::brought::{check, files};
     for role in [Role::Query, Role::Passage] {
         for file in files(dir, role)? {
             let to = staging.join(file.file_name().expect("a file name"));
             fs::copy(&file, &to).map_err(|e| Error::io(&file, e))?;
         }
     }
-    let queries = Table::read(staging, Role::Query, 0)?;
-    let passages = Table::read(staging, Role::Passage, queries.dim)?;
-    let toml = model_toml(name, model, passages.dim, Path::new(""))?;
+    let dim = check(staging, Role::Query, 0)?;
+    check(staging, Role::Passage, dim)?;
+    let toml = model_toml(name, model, dim, Path::new(""))?;
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
     crate::installed::write_record(staging)
 }

@@ -117,7 +117,8 @@ impl Prepared {
 }
 
 pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
-    let cross_encoders = cross_encoders(exp, models_dir);
+    let reranking = rerank_models(exp, models_dir);
+    let cross_encoders: Vec<ModelInfo> = reranking.iter().filter(|m| m.is_cross_encoder()).cloned().collect();
     let plan = Plan::with_cross_encoders(exp, &cross_encoders);
     for (key, path, at) in
         [("corpus.path", &exp.corpus_path, &exp.corpus_path_at), ("golden.path", &exp.golden.path, &exp.golden_path_at)]
@@ -167,7 +168,14 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
         }
     }
     let judgments = crate::input::judgments::apply(&exp.judgments, exp.unit, &mut cases, &corpus)?;
-    let models = plan.models.iter().map(|id| embed::find_model(models_dir, id)).collect::<Result<Vec<_>>>()?;
+    let models = plan
+        .models
+        .iter()
+        .map(|id| match reranking.iter().find(|m| &m.id == id) {
+            Some(read) => Ok(read.clone()),
+            None => embed::find_model(models_dir, id),
+        })
+        .collect::<Result<Vec<_>>>()?;
     models.iter().try_for_each(ModelInfo::check_embeds)?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
@@ -175,17 +183,13 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     Ok(Prepared { plan, corpus, cases, drafts, judgments, models, cross_encoders, counter, pg_server, milvus_server })
 }
 
-/// The installed models the experiment reranks by that are cross-encoders (a model that is
-/// not installed is reported where it is loaded).
-fn cross_encoders(exp: &Experiment, models_dir: &Path) -> Vec<ModelInfo> {
+/// The installed models the experiment reranks by, each read once (a model that is not
+/// installed is reported where it is loaded).
+fn rerank_models(exp: &Experiment, models_dir: &Path) -> Vec<ModelInfo> {
     let mut names: Vec<&str> = exp.cells.iter().flat_map(|c| c.retriever.rerank_models()).collect();
     names.sort_unstable();
     names.dedup();
-    names
-        .into_iter()
-        .filter_map(|name| embed::find_model(models_dir, name).ok())
-        .filter(ModelInfo::is_cross_encoder)
-        .collect()
+    names.into_iter().filter_map(|name| embed::find_model(models_dir, name).ok()).collect()
 }
 
 /// One model's share of a cold run (nothing cached): the passages it embeds and how fast.
@@ -284,7 +288,7 @@ pub fn check_brought(prepared: &Prepared, opts: &RunOptions, m: usize) -> Result
     let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
     let info = &prepared.models[m];
     let paired: Vec<&crate::stages::chunk::ChunkSet> =
-        prepared.plan.embeddings.iter().filter(|e| e.model.0 == m).map(|e| &sets[e.chunks.0]).collect();
+        prepared.plan.jobs_of(m).map(|(_, job)| &sets[job.chunks.0]).collect();
     let brought = crate::stages::brought::resolve(&info.dir, info.dim, &prepared.corpus, &prepared.cases, &paired)?;
     Ok((brought.queries.len() + brought.passages.iter().map(Vec::len).sum::<usize>()) / info.dim)
 }
@@ -293,10 +297,8 @@ pub fn check_brought(prepared: &Prepared, opts: &RunOptions, m: usize) -> Result
 pub(crate) fn model_passages(prepared: &Prepared, sets: &[crate::stages::chunk::ChunkSet], m: usize) -> Vec<String> {
     let mut texts: Vec<String> = prepared
         .plan
-        .embeddings
-        .iter()
-        .filter(|e| e.model.0 == m)
-        .map(|e| &sets[e.chunks.0])
+        .jobs_of(m)
+        .map(|(_, job)| &sets[job.chunks.0])
         .flat_map(|set| (0..set.len()).map(|i| set.indexed_text(&prepared.corpus, i)))
         .collect();
     texts.sort_unstable();
@@ -551,9 +553,10 @@ pub fn run_with<'e>(
                 let vector = queries.vector(ci);
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
                 let oracle = scoring.oracle(&this, ci, vector)?;
-                let mut result = scoring.score(&this, ci, &retrieval)?;
+                let packed = scoring.packed(&this, ci, &retrieval)?;
+                let mut result = scoring.score(&this, ci, &retrieval, &packed)?;
                 result.misses = scoring.diagnose(&this, ci, vector, &retrieval, oracle.as_ref())?;
-                result.budget_misses = scoring.budget_misses(&this, ci, &retrieval, &result.misses)?;
+                result.budget_misses = scoring.budget_misses(&this, ci, &retrieval, &packed, &result.misses);
                 if let Some(oracle) = &oracle {
                     result.parity = parity(&retrieval, &oracle.retrieval, &exp.k);
                 }
@@ -1221,12 +1224,12 @@ impl Scoring<'_> {
             .collect()
     }
 
-    fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> Result<CaseResult> {
+    /// Case `ci`'s line from its retrieval `r` and the contexts packed from it ([`Scoring::packed`]).
+    fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval, packed: &[Packed]) -> Result<CaseResult> {
         let case = &self.cases[ci];
         let ks = &self.exp.k;
         let set = &self.sets[run.chunks];
         let chunk_tokens = &self.facts.chunk_tokens[run.chunks];
-        let packed = self.packed(run, ci, r)?;
         let judged_packed: Vec<Judged> = packed
             .iter()
             .map(|p| self.truths[ci].judge_pieces(p.pieces.iter().map(|x| x.0), set, self.corpus, usize::MAX))

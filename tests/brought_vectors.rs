@@ -28,12 +28,7 @@ fn experiment(chunker: &str, models: &str) -> String {
 fn fixture(chunker: &str, models: &str) -> (Fixture, PathBuf) {
     let f = Fixture::new(DOCS, GOLDEN, &experiment(chunker, models));
     let dir = f.path().join("models");
-    std::fs::create_dir_all(dir.join("local")).unwrap();
-    std::fs::write(
-        dir.join("local/model.toml"),
-        format!("id = \"local\"\nkind = \"random\"\ndim = {DIM}\nquery_prefix = \"query: \"\n"),
-    )
-    .unwrap();
+    common::random_model(&dir, "local", DIM, "query: ");
     (f, dir)
 }
 

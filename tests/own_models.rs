@@ -134,12 +134,7 @@ const EXPERIMENT: &str =
 fn fixture() -> (Fixture, PathBuf) {
     let f = Fixture::new(DOCS, GOLDEN, EXPERIMENT);
     let models = f.path().join("models");
-    std::fs::create_dir_all(models.join("local")).unwrap();
-    std::fs::write(
-        models.join("local/model.toml"),
-        format!("id = \"local\"\nkind = \"random\"\ndim = {DIM}\nquery_prefix = \"query: \"\n"),
-    )
-    .unwrap();
+    common::random_model(&models, "local", DIM, "query: ");
     (f, models)
 }
 

@@ -23,6 +23,7 @@ pub struct CrossRerank {
 pub struct CrossIndex {
     encoder: CrossEncoder,
     texts: Vec<String>,
+    bytes: u64,
 }
 
 impl SourceKind for CrossRerank {
@@ -47,7 +48,7 @@ impl SourceKind for CrossRerank {
         let encoder = CrossEncoder::load(models, &self.info, rayon::current_num_threads())?;
         let texts: Vec<String> = (0..input.chunks).map(|i| (input.text)(i)).collect();
         let bytes = texts.iter().map(|t| t.len() as u64).sum();
-        Ok(BuiltIndex { index: Box::new(CrossIndex { encoder, texts }), bytes, record: None })
+        Ok(BuiltIndex { index: Box::new(CrossIndex { encoder, texts, bytes }), bytes, record: None })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, _: &'a Engines) -> Arc<dyn RankingSource + 'a> {
@@ -83,7 +84,7 @@ impl RankingSource for CrossSource<'_> {
     }
 
     fn size_bytes(&self) -> u64 {
-        self.index.texts.iter().map(|t| t.len() as u64).sum()
+        self.index.bytes
     }
 
     fn side(&self) -> Side {

@@ -129,7 +129,8 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
         if hugo.iter().any(|n| has(n)) && f.join("content").is_dir() {
             bases.extend([f.join("content"), f.to_path_buf()]);
         } else if let Some(config) = ["mkdocs.yml", "mkdocs.yaml"].iter().find(|n| has(n)) {
-            bases.extend([f.join(mkdocs_docs_dir(&f.join(config))), f.to_path_buf()]);
+            let text = std::fs::read_to_string(f.join(config)).unwrap_or_default();
+            bases.extend([f.join(mkdocs_docs_dir(&text)), f.to_path_buf()]);
         } else if ["docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs"].iter().any(|n| has(n)) {
             bases.extend([f.join("docs"), f.to_path_buf()]);
         } else if has("conf.py") {
@@ -140,9 +141,8 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
     bases
 }
 
-/// `docs_dir` of an `mkdocs.yml` (a top-level `docs_dir: path` line), `docs` by default.
-pub(crate) fn mkdocs_docs_dir(config: &Path) -> String {
-    let text = std::fs::read_to_string(config).unwrap_or_default();
+/// `docs_dir` of an `mkdocs.yml`'s `text` (a top-level `docs_dir: path` line), `docs` by default.
+pub(crate) fn mkdocs_docs_dir(text: &str) -> String {
     text.lines()
         .find_map(|l| l.strip_prefix("docs_dir:"))
         .map(|v| v.trim().trim_matches(['"', '\'']).to_string())

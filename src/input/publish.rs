@@ -49,7 +49,7 @@ impl MkDocsSite {
     pub fn read(config: &Path) -> Option<MkDocsSite> {
         let text = std::fs::read_to_string(config).ok()?;
         let project = config.parent()?;
-        let docs = project.join(crate::input::includes::mkdocs_docs_dir(config));
+        let docs = project.join(crate::input::includes::mkdocs_docs_dir(&text));
         let mut rules = Vec::new();
         for key in ["exclude_docs", "draft_docs"] {
             for pattern in block_lines(&text, key) {

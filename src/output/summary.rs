@@ -116,14 +116,12 @@ fn table(lines: &[Line<'_>], metric: &str, with_usd: bool, keep_p50: bool) -> St
             columns.push(column("reserved", false, &|l| show(l.reserved)));
         }
         columns[0].values = (1..=lines.len()).map(|i| i.to_string()).collect();
-        for name in ["vs best", "p50 ms", "$/1k q"] {
-            if name == "vs best" || optional.contains(&name) || (keep_p50 && name == "p50 ms") {
-                columns.push(match name {
-                    "vs best" => column(name, true, &|l| l.standing.to_string()),
-                    "p50 ms" => column(name, false, &|l| l.p50.clone()),
-                    _ => column(name, false, &|l| l.usd.clone()),
-                });
-            }
+        columns.push(column("vs best", true, &|l| l.standing.to_string()));
+        if optional.contains(&"p50 ms") || keep_p50 {
+            columns.push(column("p50 ms", false, &|l| l.p50.clone()));
+        }
+        if optional.contains(&"$/1k q") {
+            columns.push(column("$/1k q", false, &|l| l.usd.clone()));
         }
         let total: usize = columns.iter().map(|c| c.width() + 1).sum::<usize>() - 1;
         let label_alone = total > WIDTH && !intervals && optional.is_empty();
@@ -362,8 +360,7 @@ fn fragment_warning(m: &Matrix, manifest: &Manifest) -> Vec<String> {
 
 /// What a warning threatens, most decisive first: how warnings are grouped and ordered in the
 /// terminal, summary.md and the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Threat {
     /// The pick or a comparison of cells may be wrong.
     Decision,
@@ -386,7 +383,7 @@ impl Threat {
 }
 
 /// One warning of a run and what it threatens.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
     pub threat: Threat,
     pub text: String,

@@ -91,7 +91,8 @@ struct Data {
     varying: Vec<String>,
     /// Whether any price was declared (without one every cost is 0).
     priced: bool,
-    warnings: Vec<summary::Warning>,
+    /// The run's warnings by what they threaten, most decisive first: `{about, warnings}`.
+    warnings: Vec<Value>,
     cells: Vec<Value>,
     rows: Vec<Value>,
     slices: Vec<Value>,
@@ -223,7 +224,10 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
         no_selection: serde_json::to_value(&matrix.no_selection).expect("json"),
         varying,
         priced: manifest.cost.prices.any(),
-        warnings: summary::warnings(&matrix, &manifest, None),
+        warnings: summary::grouped(&summary::warnings(&matrix, &manifest, None))
+            .into_iter()
+            .map(|(threat, warnings)| json!({"about": threat.name(), "warnings": warnings}))
+            .collect(),
         health: manifest.golden.health.clone(),
         cells,
         rows: matrix.rows.iter().map(row_data).collect(),

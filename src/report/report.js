@@ -77,10 +77,7 @@ function header() {
       n.excluded.length ? el("div", { class: "muted" }, `Not eligible: ${n.excluded.map(([c, why]) => `${c} (${why})`).join("; ")}`) : null));
   }
   // One closed line per group, most decisive first: the decision stays on the first screen.
-  const groups = [["decision", "the decision"], ["labels", "the labels"], ["corpus", "the corpus and models"]]
-    .map(([key, name]) => [name, D.warnings.filter((w) => w.threat === key).map((w) => w.text)])
-    .concat([["the golden set", D.health]])
-    .filter(([, ws]) => ws.length);
+  const groups = D.warnings.map((g) => [g.about, g.warnings]).concat([["the golden set", D.health]]).filter(([, ws]) => ws.length);
   if (groups.length) {
     const total = groups.reduce((n, [, ws]) => n + ws.length, 0);
     parts.push(el("div", { id: "warnings", class: "warning" },

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{CellRun, Oracle, Scoring};
+use super::{CellRun, Oracle, Packed, Scoring};
 use crate::analyze::{fold_accents, normalize};
 use crate::error::Result;
 use crate::evaluate::causes::{diagnostic_depth, BudgetMiss, Cause, Miss, CUTOFF_MARGIN};
@@ -55,8 +55,8 @@ impl Scoring<'_> {
         Ok(flag_unjudged(misses, r, &self.exp.k))
     }
 
-    /// The misses of case `ci` at the context budgets: each budget whose packed context holds no
-    /// relevant item. When the ranking holds one, the budget ran out before it (`budget`);
+    /// The misses of case `ci` at the context budgets: each budget whose context (`packed`, as
+    /// [`Scoring::packed`] made them) holds no relevant item. When the ranking holds one, the budget ran out before it (`budget`);
     /// otherwise the cause is the miss's at the largest k (`at_k`, as [`Scoring::diagnose`]
     /// gave them), where the ranking first lost it.
     pub(super) fn budget_misses(
@@ -64,16 +64,17 @@ impl Scoring<'_> {
         run: &CellRun<'_>,
         ci: usize,
         r: &Retrieval,
+        packed: &[Packed],
         at_k: &[Miss],
-    ) -> Result<Vec<BudgetMiss>> {
-        if !self.cases[ci].answerable || self.exp.budget.is_empty() {
-            return Ok(Vec::new());
+    ) -> Vec<BudgetMiss> {
+        if !self.cases[ci].answerable {
+            return Vec::new();
         }
         let set = &self.sets[run.chunks];
         let max_k = *self.exp.k.last().expect("at least one cut-off");
         let ranked = first_relevant(&r.deepest, usize::MAX);
         let mut out = Vec::new();
-        for (packed, &budget) in self.packed(run, ci, r)?.iter().zip(&self.exp.budget) {
+        for (packed, &budget) in packed.iter().zip(&self.exp.budget) {
             let judged = self.truths[ci].judge_pieces(packed.pieces.iter().map(|p| p.0), set, self.corpus, usize::MAX);
             if first_relevant(&judged, usize::MAX).is_some() {
                 continue;
@@ -100,7 +101,7 @@ impl Scoring<'_> {
             };
             out.push(BudgetMiss { budget, miss });
         }
-        Ok(out)
+        out
     }
 
     /// The first pipeline stage that lost the relevant unit, per missed cut-off.

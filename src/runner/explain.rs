@@ -179,13 +179,14 @@ impl Scoring<'_> {
         let q = vector(ci);
         let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
         // At a budget, the list is the packed context as the budget metrics judged it.
-        let packed = match budget {
-            None => None,
-            Some(b) => {
+        let contexts = budget.map(|_| self.packed(run, ci, &scored)).transpose()?;
+        let packed = match (budget, &contexts) {
+            (Some(b), Some(contexts)) => {
                 let at = self.exp.cut_position(crate::vocab::Cut::Budget(b))?;
-                let pieces = self.packed(run, ci, &scored)?.swap_remove(at).pieces;
-                Some(self.truths[ci].judge_pieces(pieces.into_iter().map(|p| p.0), set, corpus, usize::MAX))
+                let pieces = contexts[at].pieces.iter().map(|p| p.0);
+                Some(self.truths[ci].judge_pieces(pieces, set, corpus, usize::MAX))
             }
+            _ => None,
         };
         let list = packed.as_ref().unwrap_or(&scored.deepest);
         let rank_of = |list: &crate::evaluate::label::Judged, key: &str| {
@@ -370,15 +371,15 @@ impl Scoring<'_> {
             items,
             misses: {
                 let at_k = self.diagnose(run, ci, q, &scored, oracle.as_ref())?;
-                match budget {
-                    None => at_k,
+                match (budget, &contexts) {
                     // At a budget, its own miss (the cut-offs' are another question).
-                    Some(b) => self
-                        .budget_misses(run, ci, &scored, &at_k)?
+                    (Some(b), Some(contexts)) => self
+                        .budget_misses(run, ci, &scored, contexts, &at_k)
                         .into_iter()
                         .filter(|m| m.budget == b)
                         .map(|m| m.miss)
                         .collect(),
+                    _ => at_k,
                 }
             },
         })

@@ -178,10 +178,11 @@ impl Recorded {
                         line.depth
                     )));
                 }
-                let mut result = scoring.score(&this, ci, &r)?;
+                let packed = scoring.packed(&this, ci, &r)?;
+                let mut result = scoring.score(&this, ci, &r, &packed)?;
                 result.misses = diagnose::flag_unjudged(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
                 // A budget miss reads only the ranking and its packing: diagnosed anew.
-                result.budget_misses = scoring.budget_misses(&this, ci, &r, &result.misses)?;
+                result.budget_misses = scoring.budget_misses(&this, ci, &r, &packed, &result.misses);
                 result.parity = line.parity.values().copied().collect();
                 results.push(result);
             }

@@ -58,8 +58,8 @@ fn side(role: Role) -> &'static str {
 }
 
 /// One side's vectors as read: ids, where each is named, and the unit vectors in id order.
-pub struct Table {
-    pub dim: usize,
+struct Table {
+    dim: usize,
     ids: Vec<String>,
     /// The file naming the ids and each id's line in it.
     named_in: PathBuf,
@@ -68,25 +68,16 @@ pub struct Table {
 }
 
 impl Table {
-    /// Reads one side of a vectors model's folder, refusing (at the file and line) duplicate
-    /// ids, vectors of another dimension than `dim` (any, when `dim` is 0), and vectors that are
-    /// zero or not finite.
-    pub fn read(dir: &Path, role: Role, dim: usize) -> Result<Table> {
+    /// Reads one side of a vectors model's folder, refusing (at the file and line) vectors of
+    /// another dimension than `dim` (any, when `dim` is 0) and vectors that are zero or not
+    /// finite. Repeated ids are refused by [`Lookup::new`].
+    fn read(dir: &Path, role: Role, dim: usize) -> Result<Table> {
         let files = files(dir, role)?;
         let mut table = match &files[..] {
             [jsonl] => read_jsonl(jsonl, dim)?,
             [npy, ids] => read_npy(npy, ids, dim)?,
             _ => unreachable!("one file or two"),
         };
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(table.ids.len());
-        for (row, id) in table.ids.iter().enumerate() {
-            if let Some(first) = seen.insert(id, row) {
-                return Err(Error::input(
-                    Location::line(&table.named_in, table.lines[row]),
-                    format!("id {id:?} is named twice (first at line {})", table.lines[first]),
-                ));
-            }
-        }
         for (row, v) in table.vectors.chunks_exact_mut(table.dim).enumerate() {
             if v.iter().any(|x| !x.is_finite()) || v.iter().all(|&x| x == 0.0) {
                 return Err(Error::input(
@@ -187,10 +178,19 @@ struct Lookup<'t> {
 }
 
 impl<'t> Lookup<'t> {
-    fn new(table: &'t Table) -> Self {
-        let rows = table.ids.iter().enumerate().map(|(row, id)| (id.as_str(), row)).collect();
+    /// The table's rows by id, refusing an id named twice at its second line.
+    fn new(table: &'t Table) -> Result<Self> {
+        let mut rows: HashMap<&str, usize> = HashMap::with_capacity(table.len());
+        for (row, id) in table.ids.iter().enumerate() {
+            if let Some(first) = rows.insert(id, row) {
+                return Err(Error::input(
+                    Location::line(&table.named_in, table.lines[row]),
+                    format!("id {id:?} is named twice (first at line {})", table.lines[first]),
+                ));
+            }
+        }
         let by_content = table.ids.iter().any(|id| id.starts_with(SHA256));
-        Lookup { table, rows, by_content, used: vec![false; table.len()] }
+        Ok(Lookup { table, rows, by_content, used: vec![false; table.len()] })
     }
 
     /// The vectors of items named by `names(i)` (then, if the table names texts by content,
@@ -251,6 +251,14 @@ impl<'t> Lookup<'t> {
 const QUESTION_IDS: &str = "a question by its id in the golden set, or `sha256:` of its text";
 const CHUNK_IDS: &str = "a chunk (`doc@start-end`, as `ragsweep vectors` writes them), a document the chunker made one chunk of (chunker `none`), or `sha256:` of the chunk's indexed text";
 
+/// Reads and checks one side of the vectors in `dir` as [`resolve`] would (values, dimension
+/// `dim` or any when 0, ids named once), without matching ids to chunks; returns the dimension.
+pub fn check(dir: &Path, role: Role, dim: usize) -> Result<usize> {
+    let table = Table::read(dir, role, dim)?;
+    Lookup::new(&table)?;
+    Ok(table.dim)
+}
+
 /// A vectors model's query vectors (in `cases` order) and passage vectors (per chunk set, in
 /// chunk order), every id checked both ways.
 pub struct Brought {
@@ -261,7 +269,7 @@ pub struct Brought {
 /// Reads the vectors in `dir` (of dimension `dim`) for `cases` and every chunk of `sets`.
 pub fn resolve(dir: &Path, dim: usize, corpus: &Corpus, cases: &[GoldenCase], sets: &[&ChunkSet]) -> Result<Brought> {
     let table = Table::read(dir, Role::Query, dim)?;
-    let mut lookup = Lookup::new(&table);
+    let mut lookup = Lookup::new(&table)?;
     let queries = lookup.vectors(
         cases.len(),
         |i| vec![cases[i].id.clone()],
@@ -271,7 +279,7 @@ pub fn resolve(dir: &Path, dim: usize, corpus: &Corpus, cases: &[GoldenCase], se
     )?;
     lookup.all_used("the golden set's questions")?;
     let table = Table::read(dir, Role::Passage, dim)?;
-    let mut lookup = Lookup::new(&table);
+    let mut lookup = Lookup::new(&table)?;
     let mut passages = Vec::with_capacity(sets.len());
     for set in sets {
         let mut per_doc = vec![0usize; corpus.docs.len()];

@@ -278,10 +278,11 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             // The vectors' content is the model: another file is another key.
             let mut hash = blake3::Hasher::new();
             for name in VECTOR_FILES {
+                // Mapped, not read whole: vector files can be larger than memory.
                 let file = dir.join(name);
-                if file.is_file() {
-                    let bytes = fs::read(&file).map_err(|e| Error::io(&file, e))?;
-                    hash.update(name.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(&bytes);
+                if let Some(meta) = fs::metadata(&file).ok().filter(|m| m.is_file()) {
+                    hash.update(name.as_bytes()).update(&meta.len().to_le_bytes());
+                    hash.update_mmap(&file).map_err(|e| Error::io(&file, e))?;
                 }
             }
             (ModelKind::Vectors, 0, hash.finalize().to_hex()[..16].to_string(), String::new())
@@ -335,8 +336,8 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             };
             let max_length = raw.max_length.ok_or_else(|| missing("max_length"))?.into_inner();
             let file = dir.join(&raw.onnx);
-            let bytes = fs::read(&file).map_err(|e| Error::io(&file, e))?;
-            let hash = blake3::hash(&bytes).to_hex()[..16].to_string();
+            let hash = blake3::Hasher::new().update_mmap(&file).map_err(|e| Error::io(&file, e))?.finalize();
+            let hash = hash.to_hex()[..16].to_string();
             let mut tokenizer = blake3::Hasher::new();
             for name in TOKENIZER_FILES {
                 let path = dir.join(name);
@@ -432,7 +433,7 @@ pub(crate) fn verify_installed(info: &ModelInfo) -> Result<()> {
 }
 
 /// The tokenizer files of an ONNX model's folder.
-pub(crate) fn tokenizer_files(info: &ModelInfo) -> Result<TokenizerFiles> {
+fn tokenizer_files(info: &ModelInfo) -> Result<TokenizerFiles> {
     let read = |name: &str| {
         let p = info.dir.join(name);
         fs::read(&p).map_err(|e| Error::io(&p, e))

@@ -316,3 +316,14 @@ pub const THREE_PAGES: &[(&str, &str)] = &[
 pub const THREE_PAGES_GOLDEN: &str = r#"[{"id": "q1", "question": "dias de férias", "relevant": ["ferias"]},
   {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"]},
   {"id": "q3", "question": "caminhões da frota", "relevant": ["frota"]}]"#;
+
+/// Writes a random model `id` (`dim` dimensions, `query_prefix` before each question) into the
+/// models folder `models`.
+pub fn random_model(models: &Path, id: &str, dim: usize, query_prefix: &str) {
+    std::fs::create_dir_all(models.join(id)).unwrap();
+    std::fs::write(
+        models.join(id).join("model.toml"),
+        format!("id = \"{id}\"\nkind = \"random\"\ndim = {dim}\nquery_prefix = \"{query_prefix}\"\n"),
+    )
+    .unwrap();
+}
