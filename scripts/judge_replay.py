@@ -9,7 +9,7 @@ Then `ragsweep judge --replay` answers from the oracle, once in decision order a
 the pool's most-returned order, each writing a trace of the decision after every answer.
 
 Reported per grid and seed: the pool's size; after how many judgments each order reaches the
-full pool's decision (its pick and the cells not shown worse) for good; where the stop rule
+full pool's decision (its pick and the cells not shown worse), and its pick, for good; where the stop rule
 speaks in decision order, and whether what it says holds for the full pool.
 
     scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed] [--rejudge]
@@ -120,11 +120,11 @@ def decision(line):
     return (line["pick"], tuple(sorted(line["not_worse"])))
 
 
-def reached(lines, final):
-    """Judgments after which the decision equals `final` and stays so."""
+def reached(lines, final, of=decision):
+    """Judgments after which `of` the decision equals `final` and stays so."""
     at = None
     for line in lines:
-        if decision(line) == final:
+        if of(line) == final:
             at = line["judged"] if at is None else at
         else:
             at = None
@@ -170,7 +170,7 @@ def main():
             spoke = next((line for line in traces["decision"] if line["verdict"] not in ("open", None)), None)
             holds = None
             if spoke is not None:
-                if spoke["verdict"] == "settled":
+                if spoke["verdict"] in ("settled", "confident"):
                     holds = spoke["pick"] == final[0]
                 else:
                     holds = all(c in final[1] for c in spoke["between"])
@@ -181,7 +181,9 @@ def main():
                 "final_pick": final[0],
                 "final_not_worse": list(final[1]),
                 "decision_order_reaches": reached(traces["decision"], final),
+                "decision_order_pick": reached(traces["decision"], final[0], lambda line: line["pick"]),
                 "returned_order_reaches": reached(traces["returned"], final),
+                "returned_order_pick": reached(traces["returned"], final[0], lambda line: line["pick"]),
                 "stop_rule": spoke and spoke["verdict"],
                 "stop_after": spoke and spoke["judged"],
                 "stop_pick": spoke and spoke["pick"],

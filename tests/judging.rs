@@ -259,41 +259,49 @@ fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
     assert_eq!(unit["scale"], "0 not relevant, 1 relevant, 2 highly relevant");
 }
 
-/// Ten questions, each answered by a short labelled section and drowned by a long unlabelled
-/// decoy that repeats the question's word: BM25 without length normalisation (c01) ranks every
-/// decoy first, with it (c02) every answer. Only c01's decoys are pooled at k = 1.
-fn decoys() -> Fixture {
+/// `cases` questions, each answered by a short labelled section and drowned by a long
+/// unlabelled decoy that repeats the question's word: BM25 without length normalisation (c01)
+/// ranks every decoy first, with it (c02) every answer. Only c01's decoys are pooled at k = 1.
+/// The first `elsewhere` questions are labelled with another section of their document, and a
+/// judgments file says their answer section is not relevant: c02 misses them, judged.
+fn decoys(cases: usize, elsewhere: usize) -> Fixture {
     let filler = "texto comum sem relação alguma com nada ".repeat(40);
-    let docs: Vec<(String, String)> = (0..10)
+    let docs: Vec<(String, String)> = (0..cases)
         .map(|i| {
             let word = format!("zeta{i}");
             let text = format!(
-                "# Documento {i}\n\n## Resposta\n\nFica em {word}.\n\n## Ruído\n\n{w} {w} {w} {w} {w} {filler}\n",
+                "# Documento {i}\n\n## Resposta\n\nFica em {word}.\n\n## Ruído\n\n{w} {w} {w} {w} {w} {filler}\n\n## Outro\n\nOutro assunto.\n",
                 w = word
             );
             (format!("d{i}.md"), text)
         })
         .collect();
     let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
-    let golden: Vec<String> = (0..10)
+    let golden: Vec<String> = (0..cases)
         .map(|i| {
+            let label = if i < elsewhere { "Outro" } else { "Resposta" };
             format!(
-                r#"{{"id": "q{i}", "question": "onde fica zeta{i}", "relevant": ["d{i}#Resposta"], "split": "tuning"}}"#
+                r#"{{"id": "q{i}", "question": "onde fica zeta{i}", "relevant": ["d{i}#{label}"], "split": "tuning"}}"#
             )
         })
         .collect();
-    Fixture::new(
+    let f = Fixture::new(
         &docs,
         &format!("[{}]", golden.join(",\n")),
         "name = \"decoys\"\nunit = \"section\"\nk = [1]\nmetrics = [\"hit\"]\nselect = \"hit@1\"\nlatency_cases = 0\n\
          [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\nk1 = 3.0\nb = 0.0\n\
          [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\nk1 = 1.2\nb = 1.0\n",
-    )
+    );
+    let judged: String = (0..elsewhere)
+        .map(|i| format!("{{\"case\": \"q{i}\", \"id\": \"d{i}#Resposta\", \"grade\": 0, \"who\": \"ana\"}}\n"))
+        .collect();
+    std::fs::write(f.path().join("judgments.jsonl"), judged).unwrap();
+    f
 }
 
 #[test]
 fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
-    let f = decoys();
+    let f = decoys(10, 0);
     let run = f.run();
     let m = matrix(&run);
     assert_eq!(m["selection"]["cell"], "c02", "{}", m["selection"]);
@@ -336,6 +344,58 @@ fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
         .assert()
         .success()
         .stdout(predicates::str::contains("9 judged, 0 skipped, 0 left in the pool."));
+    f.cmd().args(["rescore", run_arg]).assert().success();
+    let rescored = runs_in(run.parent().unwrap()).into_iter().find(|r| r.to_string_lossy().ends_with("-rescored"));
+    assert_eq!(matrix(&rescored.unwrap())["selection"]["cell"], "c02");
+}
+
+/// Twenty decoys, c02 right on 16 questions: only if 16 or more decoys were relevant would c01
+/// catch up, so the bound ("all relevant": c01) stays open for four answers, but after a few
+/// decoys judged not relevant no completion drawn from those grades comes near: confident,
+/// and it stops. A session resumed after quitting knows the grades given before it.
+#[test]
+fn decision_order_is_confident_before_the_bound_settles_and_remembers_earlier_grades() {
+    let f = decoys(20, 4);
+    let run = f.run();
+    assert_eq!(matrix(&run)["selection"]["cell"], "c02");
+    let run_arg = run.to_str().unwrap();
+    let session = |answers: &str, trace: &str| {
+        let out = f
+            .cmd()
+            .args(["judge", run_arg, "--who", "ana", "--trace"])
+            .arg(f.path().join(trace))
+            .write_stdin(answers)
+            .assert()
+            .success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    let out = session(&"0\n".repeat(20), "trace.jsonl");
+    let steps = lines(&f.path().join("trace.jsonl"));
+    let last = steps.last().unwrap();
+    assert_eq!((last["verdict"].as_str(), last["pick"].as_str()), (Some("confident"), Some("c02")), "{steps:?}");
+    let needed = last["judged"].as_u64().unwrap();
+    assert!((1..4).contains(&needed), "before the bound settles (4 answers): {needed}");
+    assert!(out.contains("confident: the decision (c02) holds in all 32 completions"), "{out}");
+    assert!(out.contains("(all relevant: c01)"), "{out}");
+    assert!(steps[..steps.len() - 1].iter().all(|s| s["verdict"] == "open"), "{steps:?}");
+
+    // The same grades given in an earlier session (in the pool's own order, which has no stop
+    // rule): a session in decision order starts from them and is confident before it asks.
+    let judgments = f.path().join("judgments.jsonl");
+    let before = std::fs::read_to_string(&judgments).unwrap().lines().take(4).collect::<Vec<_>>().join("\n") + "\n";
+    std::fs::write(&judgments, before).unwrap();
+    let earlier = format!("{}q\n", "0\n".repeat(needed as usize));
+    f.cmd().args(["judge", run_arg, "--order", "returned"]).write_stdin(earlier).assert().success();
+    session(&"0\n".repeat(20), "resumed.jsonl");
+    let resumed = lines(&f.path().join("resumed.jsonl"));
+    assert_eq!(
+        (resumed[0]["verdict"].as_str(), resumed[0]["judged"].as_u64()),
+        (Some("confident"), Some(0)),
+        "{resumed:?}"
+    );
+
+    // The whole pool judged not relevant: the pick is the one the rule was confident of.
+    f.cmd().args(["judge", run_arg, "--order", "returned"]).write_stdin("0\n".repeat(20)).assert().success();
     f.cmd().args(["rescore", run_arg]).assert().success();
     let rescored = runs_in(run.parent().unwrap()).into_iter().find(|r| r.to_string_lossy().ends_with("-rescored"));
     assert_eq!(matrix(&rescored.unwrap())["selection"]["cell"], "c02");

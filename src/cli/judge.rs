@@ -91,10 +91,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => runner::Cut::K(decision_cut.k),
     };
     let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
-    let mut pool = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
+    let ragsweep::judge::Pooled { unjudged: mut pool, judged } =
+        ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
     let mut decider = if order == Order::Decision || trace.is_some() {
         let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;
-        Some(ragsweep::judge::decision::Decider::new(&exp, &prepared, recorded)?)
+        let mut decider = ragsweep::judge::decision::Decider::new(&exp, &prepared, recorded)?;
+        decider.seed(&judged);
+        Some(decider)
     } else {
         None
     };

@@ -7,15 +7,19 @@
 //! tuning split. A unit's value is how far its grade would move the difference between the pick
 //! and each cell that could still become it. The decision is scored again under outcomes of the
 //! units left: none relevant (today's labels), all relevant, and completions drawn from the
-//! grades so far: each completion first draws, per cell and rank band, a relevance rate from
-//! its posterior (Beta over the session's grades of units that cell returned in that band),
-//! then each unit at the mean rate of the cells that returned it. Drawing the rates, not only
-//! the units, keeps a handful of grades from passing for certainty (the pairwise worst cases of
-//! the paper make every unit where two near cells disagree decisive, and never stop on a real
-//! pool).
-//! When every outcome picks the same cell the decision is **settled**; when the cells they
-//! pick stay within reach of each other (never shown worse) in every outcome, judging cannot
-//! separate them and only more questions can.
+//! grades so far. A unit's chance of relevance is estimated from units like it: as many cells
+//! returned it, as high (TREC pools: a unit most systems rank high is far more often relevant
+//! than one a single system found). Each completion draws, per such class, a rate from its
+//! posterior (Beta over the grades of its units, shrunk to the rate of all grades), then each
+//! unit at its class's rate. Classes, not cells, because decision order judges first where
+//! cells disagree: a cell's judged units are a biased sample of its list, a class's are not.
+//!
+//! When every outcome picks the same cell the decision is **settled** (SPEC §9's bound). When
+//! the bound is open only because every unit left would have to be relevant (no completion and
+//! not "none relevant" changes the pick) the decision is **confident**: the MTC paper's
+//! probabilistic stop, where judging on is unlikely to change the pick. When the cells the
+//! outcomes pick stay within reach of each other (never shown worse) in every outcome, judging
+//! cannot separate them and only more questions can.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -70,9 +74,12 @@ pub enum Verdict {
     Open,
     /// Every outcome of the units left makes the same pick.
     Settled { pick: Option<String> },
+    /// Every outcome but "all relevant" makes the same pick: `against` is what that one picks.
+    Confident { pick: Option<String>, against: Option<String> },
     /// The outcomes pick different cells, but these stay not shown worse than each other in
-    /// every outcome: only more questions can separate them.
-    CannotDecide { cells: Vec<String> },
+    /// every outcome (`likely`: in every outcome but "all relevant"): only more questions can
+    /// separate them.
+    CannotDecide { cells: Vec<String>, likely: bool },
 }
 
 impl Verdict {
@@ -80,6 +87,7 @@ impl Verdict {
         match self {
             Verdict::Open => "open",
             Verdict::Settled { .. } => "settled",
+            Verdict::Confident { .. } => "confident",
             Verdict::CannotDecide { .. } => "cannot_decide",
         }
     }
@@ -89,24 +97,37 @@ impl Verdict {
     pub fn message(&self, now: &Decision, left: usize, run: &std::path::Path) -> Option<String> {
         let units = crate::words::count(left, "unit");
         let plan = format!("more questions would (`ragsweep plan {}` says how many)", run.display());
+        let undecided: Vec<&str> =
+            now.standing.iter().filter(|(_, s)| *s == VsBest::Undecided).map(|(c, _)| c.as_str()).collect();
+        let rivals = if undecided.is_empty() {
+            String::new()
+        } else {
+            format!("; {} undecided against it: {plan}", undecided.join(", "))
+        };
         match self {
             Verdict::Open => None,
             Verdict::Settled { pick: Some(pick) } => {
-                let undecided: Vec<&str> =
-                    now.standing.iter().filter(|(_, s)| *s == VsBest::Undecided).map(|(c, _)| c.as_str()).collect();
-                let rivals = if undecided.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {} undecided against it: {plan}", undecided.join(", "))
-                };
                 Some(format!("settled: the {units} left cannot change the decision ({pick}){rivals}"))
             }
             Verdict::Settled { pick: None } => {
                 Some(format!("settled: no cell is eligible whatever the {units} left say"))
             }
-            Verdict::CannotDecide { cells } => Some(format!(
-                "judging cannot decide between {}: whatever the {units} left say, none of them is shown worse than another; {plan}",
+            Verdict::Confident { pick, against } => {
+                let pick = pick.as_deref().unwrap_or("no eligible cell");
+                let against = against.as_deref().unwrap_or("no eligible cell");
+                Some(format!(
+                    "confident: the decision ({pick}) holds in all {COMPLETIONS} completions of the {units} left drawn from the grades so far; \
+                     only if nearly all of them were relevant (all relevant: {against}) would it change{rivals}"
+                ))
+            }
+            Verdict::CannotDecide { cells, likely } => Some(format!(
+                "judging cannot decide between {}: {}, none of them is shown worse than another; {plan}",
                 cells.join(" and "),
+                if *likely {
+                    format!("in all {COMPLETIONS} completions of the {units} left drawn from the grades so far")
+                } else {
+                    format!("whatever the {units} left say")
+                },
             )),
         }
     }
@@ -123,23 +144,28 @@ pub struct Decider<'a> {
     first_relevant: HashMap<(String, String), u32>,
     /// The decision under the current labels.
     now: Decision,
-    /// Per cell and rank band: units it returned there that were graded in this session, and
-    /// how many relevant.
-    graded: HashMap<(String, u8), (usize, usize)>,
+    /// Per class of unit ([`class`]): units graded, and how many relevant.
+    graded: HashMap<(u8, u8), (usize, usize)>,
 }
 
 /// Completions of the units left drawn from the grades' posterior, beside the two extremes
 /// (none relevant, all relevant): the decision is settled when all agree.
 const COMPLETIONS: usize = 32;
 
-/// Rank bands a cell's relevance rate is estimated in: relevance falls with rank.
-fn band(rank: u32) -> u8 {
-    match rank {
+/// The class a unit's relevance rate is estimated in: how many cells returned it (1, 2, 3, 4 or
+/// more) and the band of its best rank (1–3, 4–10, deeper).
+fn class(item: &PoolItem) -> (u8, u8) {
+    let best = item.cells.iter().map(|c| c.1).min().unwrap_or(u32::MAX);
+    let band = match best {
         0..=3 => 0,
         4..=10 => 1,
         _ => 2,
-    }
+    };
+    (item.cells.len().min(4) as u8, band)
 }
+
+/// How many grades the rate of all grades counts for in a class's prior.
+const PRIOR_WEIGHT: f64 = 2.0;
 
 impl<'a> Decider<'a> {
     pub fn new(exp: &'a Experiment, prepared: &'a Prepared, recorded: Recorded) -> Result<Decider<'a>> {
@@ -165,17 +191,27 @@ impl<'a> Decider<'a> {
     /// Adds a grade for `(case, unit)` to the labels (replacing one given earlier in this
     /// session) and scores the decision again.
     pub fn grade(&mut self, item: &PoolItem, grade: u32) -> Result<()> {
-        for (cell, rank) in &item.cells {
-            let (judged, relevant) = self.graded.entry((cell.clone(), band(*rank))).or_insert((0, 0));
-            *judged += 1;
-            *relevant += usize::from(grade > 0);
-        }
+        self.learn(item, grade);
         if let Some(c) = self.tuning.iter_mut().find(|c| c.id == item.case) {
             c.relevant.retain(|l| l.id != item.id);
             c.relevant.push(Label { id: item.id.clone(), grade, own: true });
             self.rescore()?;
         }
         Ok(())
+    }
+
+    /// Counts grades given before this session to units the cells returned (an earlier session
+    /// or an import: their labels are already in the golden set) towards the relevance rates.
+    pub fn seed(&mut self, judged: &[(PoolItem, u32)]) {
+        for (item, grade) in judged {
+            self.learn(item, *grade);
+        }
+    }
+
+    fn learn(&mut self, item: &PoolItem, grade: u32) {
+        let (judged, relevant) = self.graded.entry(class(item)).or_insert((0, 0));
+        *judged += 1;
+        *relevant += usize::from(grade > 0);
     }
 
     fn rescore(&mut self) -> Result<()> {
@@ -240,62 +276,57 @@ impl<'a> Decider<'a> {
         let pool = self.deciding(pool);
         let mut outcomes = vec![self.now.clone(), self.decide_if(&pool, &|_| true)?];
         let mut rng = ChaCha8Rng::seed_from_u64(crate::evaluate::stats::SEED);
+        let prior = self.prior();
         for _ in 0..COMPLETIONS {
-            let mut rates: HashMap<(&str, u8), f64> = HashMap::new();
+            let mut rates: HashMap<(u8, u8), f64> = HashMap::new();
             let relevant: Vec<bool> = pool
                 .iter()
                 .map(|p| {
-                    let rate = self.relevance_rate(p, &mut rates, &mut rng);
+                    let k = class(p);
+                    let rate = *rates.entry(k).or_insert_with(|| self.draw_rate(k, prior, &mut rng));
                     rng.random::<f64>() < rate
                 })
                 .collect();
             outcomes.push(self.decide_if(&pool, &|i| relevant[i])?);
         }
-        let mut picks: Vec<Option<String>> = Vec::new();
         let mut contenders: Vec<String> = Vec::new();
         for d in &outcomes {
-            if !picks.contains(&d.pick) {
-                picks.push(d.pick.clone());
-            }
             for c in d.not_worse().into_iter().chain(d.pick.as_deref()) {
                 if self.now.pick.as_deref() != Some(c) && !contenders.iter().any(|k| k == c) {
                     contenders.push(c.to_string());
                 }
             }
         }
-        if picks.len() == 1 {
-            return Ok((Verdict::Settled { pick: picks.remove(0) }, contenders));
-        }
-        let cells: Vec<String> = picks.iter().flatten().cloned().collect();
-        let within_reach = picks.iter().all(Option::is_some)
-            && outcomes.iter().all(|d| cells.iter().all(|c| d.not_worse().contains(&c.as_str())));
-        let verdict = if within_reach { Verdict::CannotDecide { cells } } else { Verdict::Open };
+        // Outcome 1 is "all relevant": the bound; the others are what the grades make likely.
+        let likely: Vec<&Decision> = outcomes.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, d)| d).collect();
+        let all: Vec<&Decision> = outcomes.iter().collect();
+        let verdict = if let [pick] = &picks(&all)[..] {
+            Verdict::Settled { pick: pick.clone() }
+        } else if let Some(cells) = within_reach(&all) {
+            Verdict::CannotDecide { cells, likely: false }
+        } else if let [pick] = &picks(&likely)[..] {
+            Verdict::Confident { pick: pick.clone(), against: outcomes[1].pick.clone() }
+        } else if let Some(cells) = within_reach(&likely) {
+            Verdict::CannotDecide { cells, likely: true }
+        } else {
+            Verdict::Open
+        };
         Ok((verdict, contenders))
     }
 
-    /// A unit's relevance rate in one completion: the mean of the rates of the cells that
-    /// returned it, at its rank in each; a (cell, band) rate is drawn once per completion
-    /// (`rates`) from Beta(1 + relevant, 1 + not relevant) over this session's grades.
-    fn relevance_rate<'p>(
-        &self,
-        item: &'p PoolItem,
-        rates: &mut HashMap<(&'p str, u8), f64>,
-        rng: &mut ChaCha8Rng,
-    ) -> f64 {
-        if item.cells.is_empty() {
-            return rng.random::<f64>();
-        }
-        let mut sum = 0.0;
-        for (cell, rank) in &item.cells {
-            let key = (cell.as_str(), band(*rank));
-            sum += *rates.entry(key).or_insert_with(|| {
-                let (judged, relevant) = self.graded.get(&(cell.clone(), key.1)).copied().unwrap_or((0, 0));
-                let posterior = rand_distr::Beta::new(1.0 + relevant as f64, 1.0 + (judged - relevant) as f64)
-                    .expect("positive shape parameters");
-                rng.sample(posterior)
-            });
-        }
-        sum / item.cells.len() as f64
+    /// The rate of all grades so far, what a class with few grades is shrunk to.
+    fn prior(&self) -> f64 {
+        let (judged, relevant) = self.graded.values().fold((0, 0), |(j, r), (a, b)| (j + a, r + b));
+        (relevant as f64 + 1.0) / (judged as f64 + 2.0)
+    }
+
+    /// A class's relevance rate in one completion, drawn from Beta over its grades with
+    /// [`PRIOR_WEIGHT`] grades at the rate of all.
+    fn draw_rate(&self, class: (u8, u8), prior: f64, rng: &mut ChaCha8Rng) -> f64 {
+        let (judged, relevant) = self.graded.get(&class).copied().unwrap_or((0, 0));
+        let alpha = relevant as f64 + PRIOR_WEIGHT * prior;
+        let beta = (judged - relevant) as f64 + PRIOR_WEIGHT * (1.0 - prior);
+        rng.sample(rand_distr::Beta::new(alpha, beta).expect("positive shape parameters"))
     }
 
     /// How far grading each unit of `pool` relevant would move the difference between the pick
@@ -328,6 +359,27 @@ impl<'a> Decider<'a> {
             })
             .collect()
     }
+}
+
+/// The distinct picks of `outcomes`.
+fn picks(outcomes: &[&Decision]) -> Vec<Option<String>> {
+    let mut picks: Vec<Option<String>> = Vec::new();
+    for d in outcomes {
+        if !picks.contains(&d.pick) {
+            picks.push(d.pick.clone());
+        }
+    }
+    picks
+}
+
+/// The cells `outcomes` pick when each outcome picks one and none of them is shown worse than
+/// another in any outcome.
+fn within_reach(outcomes: &[&Decision]) -> Option<Vec<String>> {
+    let picks = picks(outcomes);
+    let cells: Vec<String> = picks.iter().flatten().cloned().collect();
+    let reach = picks.iter().all(Option::is_some)
+        && outcomes.iter().all(|d| cells.iter().all(|c| d.not_worse().contains(&c.as_str())));
+    reach.then_some(cells)
 }
 
 /// `pool` ordered by `values`, highest first; ties keep the pool's order (most returned first).

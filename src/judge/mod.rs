@@ -41,10 +41,19 @@ pub struct PoolOptions<'a> {
     pub cases: &'a [String],
 }
 
+/// A run's pool, and what was judged of it since the run.
+pub struct Pooled {
+    /// The units to judge.
+    pub unjudged: Vec<PoolItem>,
+    /// Units the run saw unjudged that now carry a judgment, with its grade: what judging
+    /// learned so far of units like those left.
+    pub judged: Vec<(PoolItem, u32)>,
+}
+
 /// The pool of a run's `per_query.jsonl` against the current labels of `cases` (golden labels
 /// and judgments): per case in golden order, the unjudged units the chosen cells placed within
 /// the cut, by how many cells returned each, then by best rank.
-pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptions<'_>) -> Result<Vec<PoolItem>> {
+pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptions<'_>) -> Result<Pooled> {
     if let Some(cell) = opts.cells.iter().find(|c| !exp.cells.iter().any(|k| &k.id == *c)) {
         let known = exp.cells.iter().map(|c| c.id.clone()).collect();
         return Err(Error::UnknownCell { cell: cell.clone(), source_of: exp.file.clone(), known });
@@ -74,24 +83,24 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
             Cut::Budget(b) => line.packed_items.get(&format!("@{b}t")).copied().unwrap_or(0) as u32,
         };
         for u in line.unjudged.iter().filter(|u| u.rank <= depth) {
-            if case.relevant.iter().any(|l| l.id == u.id) {
-                continue;
-            }
             found.entry((ci, u.id.clone())).or_default().push((line.cell.clone(), u.rank));
         }
     })?;
-    let mut items: Vec<(usize, PoolItem)> = found
-        .into_iter()
-        .map(|((ci, id), mut cells)| {
-            cells.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
-            (ci, PoolItem { case: cases[ci].id.clone(), question: cases[ci].question.clone(), id, cells })
-        })
-        .collect();
+    let mut items: Vec<(usize, PoolItem)> = Vec::new();
+    let mut judged = Vec::new();
+    for ((ci, id), mut cells) in found {
+        cells.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+        let item = PoolItem { case: cases[ci].id.clone(), question: cases[ci].question.clone(), id, cells };
+        match cases[ci].relevant.iter().find(|l| l.id == item.id) {
+            Some(label) => judged.push((item, label.grade)),
+            None => items.push((ci, item)),
+        }
+    }
     let best = |p: &PoolItem| p.cells.iter().map(|c| c.1).min().unwrap_or(u32::MAX);
     items.sort_by(|(ca, a), (cb, b)| {
         ca.cmp(cb).then(b.cells.len().cmp(&a.cells.len())).then(best(a).cmp(&best(b))).then(a.id.cmp(&b.id))
     });
-    Ok(items.into_iter().map(|(_, p)| p).collect())
+    Ok(Pooled { unjudged: items.into_iter().map(|(_, p)| p).collect(), judged })
 }
 
 /// The text a person reads to judge unit `id`: the section's span, else the whole document,
@@ -335,7 +344,7 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
                     not_worse: d.now().not_worse().into_iter().map(String::from).collect(),
                     verdict: verdict.as_ref().map(|v| v.as_str().to_string()),
                     between: match &verdict {
-                        Some(decision::Verdict::CannotDecide { cells }) => cells.clone(),
+                        Some(decision::Verdict::CannotDecide { cells, .. }) => cells.clone(),
                         _ => Vec::new(),
                     },
                     left,
