@@ -371,3 +371,75 @@ fn milvus_settings_are_refused_at_their_line() {
     }
     assert!(!root.join("results").exists() && !root.join("cache").exists(), "nothing written");
 }
+
+/// Four shards of one grid at once against one user Milvus, each with its own cache (the pods
+/// of an Indexed Job): their four cells share one collection, which one shard builds under the
+/// server's lock while the others wait and reuse it; every shard passes. The server is the
+/// user's own (`ragsweep engines serve milvus`, the token in a file of mode 0600).
+#[test]
+fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    synthetic_project(root, 1_200, 60);
+    let token = root.join("token");
+    let mut serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .args(["engines", "serve", "milvus", "--token-file"])
+        .arg(&token)
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    let url = url.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    assert_eq!(std::fs::metadata(&token).unwrap().permissions().mode() & 0o777, 0o600);
+    let exp = root.join("grid.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"grid\"\nunit = \"doc\"\nk = [10]\nfilter = \"in_query\"\n\
+             [permissions]\nsynthetic_groups = 10\n[engines.milvus]\nurl = \"{url}\"\ntoken_env = \"RAGSWEEP_TEST_MILVUS_TOKEN\"\n\
+             [corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\nreserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"milvus\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nef_search = [16, 32, 64, 128]\n"
+        ),
+    )
+    .unwrap();
+    let secret = std::fs::read_to_string(&token).unwrap();
+    let shards: Vec<std::process::Child> = (1..=4)
+        .map(|i| {
+            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+            cmd.current_dir(root).arg("run").arg(&exp).args(["--shard", &format!("{i}/4"), "-q"]);
+            cmd.arg("--models").arg(root.join("models")).arg("--engines").arg(root.join("no-engines-here"));
+            cmd.arg("--out").arg(root.join(format!("results-{i}"))).arg("--cache").arg(root.join(format!("cache-{i}")));
+            cmd.env("RAGSWEEP_TEST_MILVUS_TOKEN", &secret);
+            cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    let mut built = 0;
+    for (i, shard) in shards.into_iter().enumerate() {
+        let out = shard.wait_with_output().unwrap();
+        assert!(out.status.success(), "shard {}: {}", i + 1, String::from_utf8_lossy(&out.stderr));
+        let manifest = common::walk(&root.join(format!("results-{}", i + 1)))
+            .into_iter()
+            .find(|p| p.ends_with("manifest.json"))
+            .expect("each shard writes its run");
+        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+        let milvus: Vec<&Value> = manifest["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("milvus"))
+            .collect();
+        assert_eq!(milvus.len(), 1, "one cell per shard: {manifest}");
+        built += usize::from(milvus[0]["reused"] == false);
+    }
+    assert_eq!(built, 1, "one shard built the collection, three reused it");
+    drop(serve.stdin.take());
+    assert!(serve.wait().unwrap().success());
+}

@@ -386,8 +386,21 @@ fn the_kubernetes_recipe_runs_and_merges_into_the_unsharded_run() {
             .map(|s| assert!(s.success(), "shard {index}: {command:?}"))
             .unwrap();
     }
+    let shards_of = |c: &Yaml| -> Vec<(String, String)> {
+        c["env"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|e| (e["name"].as_str().unwrap().into(), e["value"].as_str().unwrap().into()))
+            .collect()
+    };
+    let merge_job = &jobs[1]["spec"]["template"]["spec"];
+    let expected = vec![("RAGSWEEP_SHARDS".to_string(), completions.to_string())];
+    assert_eq!(shards_of(&merge_job["initContainers"][0]), expected, "the wait counts the shard Job's completions");
+    assert_eq!(shards_of(&container(&jobs[1])), expected, "the merge globs the shard Job's completions");
     let merge = words(&container(&jobs[1]));
-    let status = std::process::Command::new(&merge[0]).args(&merge[1..]).env("PATH", &path).status().unwrap();
+    let status =
+        std::process::Command::new(&merge[0]).args(&merge[1..]).env("PATH", &path).envs(expected).status().unwrap();
     assert!(status.success(), "{merge:?}");
 
     let merged = common::runs_in(&shared.path().join("results/grid"))

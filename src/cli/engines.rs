@@ -1,4 +1,5 @@
-//! `ragsweep engines`: install the pinned serving engines (PostgreSQL + pgvector, Milvus).
+//! `ragsweep engines`: install the pinned serving engines (PostgreSQL + pgvector, Milvus), or
+//! serve one as a server of your own to point experiments (or several shards) at.
 
 use super::*;
 
@@ -14,6 +15,17 @@ pub enum Action {
         #[arg(long)]
         force: bool,
         /// Where engines go (default ./engines when it exists, else ~/.local/share/ragsweep/engines).
+        #[arg(long, env = "RAGSWEEP_ENGINES")]
+        engines: Option<PathBuf>,
+    },
+    /// Start a private Milvus server and keep it until standard input closes (or Ctrl-C): prints
+    /// its address; the token (`root:PASSWORD`) goes to --token-file, readable by you only
+    Serve {
+        #[arg(value_parser = ["milvus"])]
+        name: String,
+        /// Where the token is written (mode 0600).
+        #[arg(long)]
+        token_file: PathBuf,
         #[arg(long, env = "RAGSWEEP_ENGINES")]
         engines: Option<PathBuf>,
     },
@@ -35,6 +47,26 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 let milvus = ragsweep::engine::install::install_milvus(&dir, force, &step)?;
                 println!("Milvus 2.3.5 standalone installed in {}", milvus.display());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Serve { name: _, token_file, engines } => {
+            use std::io::{Read, Write};
+            use std::os::unix::fs::OpenOptionsExt;
+            let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
+            let server = ragsweep::engine::milvus::server::MilvusServer::start_private(&dir.join("milvus"))?;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&token_file)
+                .and_then(|mut f| f.write_all(format!("root:{}", server.password).as_bytes()))
+                .with_context(|| format!("cannot write {}", token_file.display()))?;
+            println!("http://127.0.0.1:{}", server.port);
+            std::io::stdout().flush()?;
+            eprintln!("Milvus 2.3.5 serves until standard input closes (or Ctrl-C)");
+            let _ = std::io::stdin().read_to_end(&mut Vec::new());
+            drop(server);
             Ok(ExitCode::SUCCESS)
         }
     }

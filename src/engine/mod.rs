@@ -61,6 +61,7 @@ static INTERRUPT_HANDLER: std::sync::Once = std::sync::Once::new();
 pub(crate) fn install_interrupt_handler() {
     INTERRUPT_HANDLER.call_once(|| {
         let _ = ctrlc::set_handler(|| {
+            milvus::release_locks();
             milvus::server::stop_all();
             pg::stop_all();
             std::process::exit(130);

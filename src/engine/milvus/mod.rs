@@ -7,7 +7,10 @@
 //! user's own Milvus (standalone or cluster: the same gRPC API) at a URL with a token read from
 //! an environment variable. Collections are content-keyed like every stage: a collection's name
 //! is the key of what it holds, and it counts as built only once the alias made after its index
-//! finished names it, so an interrupted build is dropped and redone.
+//! finished names it, so an interrupted build is dropped and redone. Runs sharing a server (the
+//! shards of one grid on a user's Milvus) build a collection once: the build holds a lock on the
+//! server itself, a collection `l_…` whose description names its holder; the others wait for the
+//! alias and reuse what it names.
 
 mod proto;
 pub mod server;
@@ -213,7 +216,7 @@ impl MilvusEndpoint {
 
 /// A running engine: a server of ours or the user's, and a client of it.
 pub struct MilvusEngine {
-    client: Client,
+    client: Arc<Client>,
     /// Finished builds, one file per alias (rows and build seconds): Milvus 2.3 keeps no
     /// collection property across a restart.
     records: std::path::PathBuf,
@@ -259,6 +262,107 @@ fn building(alias: &str) -> String {
     format!("b_{}", alias.trim_start_matches("v_"))
 }
 
+/// The lock a build of alias `alias` holds on a shared server: collection `l_…`, created by the
+/// holder with its name in the description (a create that finds it made by another fails, or
+/// with Milvus's idempotent create, leaves another's description), dropped when the build ends,
+/// fails, or the run is interrupted.
+struct BuildLock {
+    client: Arc<Client>,
+    name: String,
+}
+
+/// Locks held by this process, released on Ctrl-C ([`release_locks`]).
+static HELD: std::sync::Mutex<Vec<(Arc<Client>, String)>> = std::sync::Mutex::new(Vec::new());
+
+impl BuildLock {
+    fn name(alias: &str) -> String {
+        format!("l_{}", alias.trim_start_matches("v_"))
+    }
+
+    /// Takes the lock of `alias`'s build, or says another run holds it (`None`).
+    fn take(client: &Arc<Client>, alias: &str) -> Result<Option<BuildLock>> {
+        use proto::data_type::*;
+        let name = BuildLock::name(alias);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let me = format!("ragsweep process {} on {} ({nanos})", std::process::id(), host.trim());
+        let field = |name: &str, data_type: i32, type_params| proto::FieldSchema {
+            name: name.into(),
+            data_type,
+            type_params,
+            ..Default::default()
+        };
+        let schema = proto::CollectionSchema {
+            name: name.clone(),
+            description: me.clone(),
+            fields: vec![
+                proto::FieldSchema { is_primary_key: true, ..field("id", INT64, vec![]) },
+                field("unused", FLOAT_VECTOR, vec![kv("dim", "2")]),
+            ],
+        };
+        // A create can fail because another run holds the lock, and the lock be gone by the
+        // time it is described: try again then, a few times, before taking the failure as it is.
+        let mut failure = None;
+        for _ in 0..3 {
+            let created = client.call::<_, proto::Status>(
+                "CreateCollection",
+                proto::CreateCollectionRequest {
+                    collection_name: name.clone(),
+                    schema: schema.encode_to_vec(),
+                    shards_num: 1,
+                },
+            );
+            let described: Result<proto::DescribeCollectionResponse> =
+                client.call("DescribeCollection", proto::CollectionName { collection_name: name.clone() });
+            match described {
+                Ok(d) if d.schema.as_ref().is_some_and(|s| s.description == me) => {
+                    HELD.lock().expect("locks").push((client.clone(), name.clone()));
+                    return Ok(Some(BuildLock { client: client.clone(), name }));
+                }
+                Ok(_) => return Ok(None),
+                Err(e) => failure = Some(created.err().unwrap_or(e)),
+            }
+        }
+        Err(failure.expect("three tries"))
+    }
+
+    /// The error of a run that waited [`WAIT_LIMIT`] for another's build of `alias`.
+    fn held_too_long(client: &Client, alias: &str) -> Error {
+        let name = BuildLock::name(alias);
+        let described: Result<proto::DescribeCollectionResponse> =
+            client.call("DescribeCollection", proto::CollectionName { collection_name: name.clone() });
+        let holder = match described {
+            Ok(d) => format!(
+                "{}, since {} s after the Unix epoch",
+                d.schema.map(|s| s.description).unwrap_or_default(),
+                d.created_utc_timestamp / 1000
+            ),
+            Err(_) => "a run that has just released it".into(),
+        };
+        fail(format!(
+            "waited {} s for another run's build of collection {alias}, locked by {holder}: when no run is building it, drop collection {name} and run again",
+            WAIT_LIMIT.as_secs()
+        ))
+    }
+}
+
+impl Drop for BuildLock {
+    fn drop(&mut self) {
+        let _ = self
+            .client
+            .call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: self.name.clone() });
+        HELD.lock().expect("locks").retain(|(_, n)| *n != self.name);
+    }
+}
+
+/// Releases the build locks this process holds (on Ctrl-C, before the servers stop).
+pub(crate) fn release_locks() {
+    let held = std::mem::take(&mut *HELD.lock().unwrap_or_else(|e| e.into_inner()));
+    for (client, name) in held {
+        let _ = client.call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: name });
+    }
+}
+
 /// What `validate` says of the engine, without starting a server: the installed binary, or the
 /// user's server answering a health check.
 pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
@@ -293,7 +397,7 @@ impl MilvusEngine {
                 let server = blake3::hash(endpoint.url.as_bytes()).to_hex();
                 let records = cache.join("milvus-servers").join(&server[..16]);
                 std::fs::create_dir_all(&records).map_err(|e| Error::io(&records, e))?;
-                Ok((MilvusEngine { client, records, _server: None }, None))
+                Ok((MilvusEngine { client: Arc::new(client), records, _server: None }, None))
             }
             None => {
                 let (server, note) = MilvusServer::start_cached(install, cache)?;
@@ -301,7 +405,7 @@ impl MilvusEngine {
                 let client = Client::connect(&url, Some(&format!("root:{}", server.password)))?;
                 let records = server.data.join("ragsweep-builds");
                 std::fs::create_dir_all(&records).map_err(|e| Error::io(&records, e))?;
-                Ok((MilvusEngine { client, records, _server: Some(server) }, note))
+                Ok((MilvusEngine { client: Arc::new(client), records, _server: Some(server) }, note))
             }
         }
     }
@@ -319,18 +423,11 @@ impl MilvusEngine {
     }
 
     /// The collection of alias `name` and its recorded build seconds when a finished build made
-    /// the alias (it is made only once the index is built); `None` otherwise, with a half-built
-    /// collection dropped.
+    /// the alias (it is made only once the index is built); `None` otherwise.
     fn registered(&self, name: &str, rows: usize) -> Result<Option<(String, f64)>> {
         let described: Result<proto::DescribeCollectionResponse> =
             self.client.call("DescribeCollection", proto::CollectionName { collection_name: name.into() });
-        let Ok(described) = described else {
-            // Dropping a collection that does not exist fails: there is nothing to drop then.
-            let _ = self
-                .client
-                .call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: building(name) });
-            return Ok(None);
-        };
+        let Ok(described) = described else { return Ok(None) };
         let record = std::fs::read_to_string(self.records.join(name)).ok();
         let (found, seconds) = match record.as_deref().and_then(|r| r.split_once(' ')) {
             Some((found, seconds)) => (found.parse::<usize>().ok(), seconds.trim().parse().unwrap_or(0.0)),
@@ -360,12 +457,28 @@ impl MilvusEngine {
         let rows = vectors.len() / dim.max(1);
         let acls: Vec<Vec<String>> = (0..rows).map(|i| stored_groups(acl(i))).collect();
         let bytes = vectors.len() as u64 * 4 + acls.iter().flatten().map(|g| g.len() as u64).sum::<u64>();
-        let (loading, build_seconds, reused) = match self.registered(&name, rows)? {
-            Some((found, seconds)) => (found, seconds, true),
-            None => {
-                let (built, seconds) = self.build(&name, vectors, dim, &acls, build)?;
-                (built, seconds, false)
+        let waiting = Instant::now();
+        let (loading, build_seconds, reused) = loop {
+            if let Some((found, seconds)) = self.registered(&name, rows)? {
+                break (found, seconds, true);
             }
+            if let Some(_lock) = BuildLock::take(&self.client, &name)? {
+                // A build that finished while we took the lock, else what an interrupted one left.
+                if let Some((found, seconds)) = self.registered(&name, rows)? {
+                    break (found, seconds, true);
+                }
+                // Dropping a collection that does not exist fails: there is nothing to drop then.
+                let _ = self.client.call::<_, proto::Status>(
+                    "DropCollection",
+                    proto::CollectionName { collection_name: building(&name) },
+                );
+                let (built, seconds) = self.build(&name, vectors, dim, &acls, build)?;
+                break (built, seconds, false);
+            }
+            if waiting.elapsed() > WAIT_LIMIT {
+                return Err(BuildLock::held_too_long(&self.client, &name));
+            }
+            std::thread::sleep(Duration::from_millis(500));
         };
         self.client
             .call::<_, proto::Status>("LoadCollection", proto::CollectionName { collection_name: loading.clone() })?;
@@ -407,6 +520,7 @@ impl MilvusEngine {
         };
         let schema = proto::CollectionSchema {
             name: name.into(),
+            description: String::new(),
             fields: vec![
                 proto::FieldSchema { is_primary_key: true, ..field("id", INT64, vec![]) },
                 proto::FieldSchema {

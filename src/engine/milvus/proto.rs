@@ -54,6 +54,8 @@ pub struct FieldSchema {
 pub struct CollectionSchema {
     #[prost(string, tag = "1")]
     pub name: String,
+    #[prost(string, tag = "2")]
+    pub description: String,
     #[prost(message, repeated, tag = "4")]
     pub fields: Vec<FieldSchema>,
 }
@@ -79,6 +81,11 @@ pub struct CollectionName {
 pub struct DescribeCollectionResponse {
     #[prost(message, optional, tag = "1")]
     pub status: Option<Status>,
+    #[prost(message, optional, tag = "2")]
+    pub schema: Option<CollectionSchema>,
+    /// Milliseconds since the Unix epoch.
+    #[prost(uint64, tag = "7")]
+    pub created_utc_timestamp: u64,
     #[prost(string, tag = "12")]
     pub collection_name: String,
 }

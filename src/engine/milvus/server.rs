@@ -142,7 +142,8 @@ impl MilvusServer {
         }
     }
 
-    fn start_private(install: &Path) -> Result<MilvusServer> {
+    /// A server of its own in a temporary folder, removed when it stops.
+    pub fn start_private(install: &Path) -> Result<MilvusServer> {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         let dir = std::env::temp_dir().join(format!("ragsweep-milvus-{}-{nanos}", std::process::id()));
         MilvusServer::start_in(install, &dir.clone(), Some(dir), None)
