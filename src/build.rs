@@ -565,6 +565,7 @@ fn index_stage(
         r.chunks = built.sets[spec.chunks.0].len();
         r.bytes = index.bytes;
         r.reused = index.record.as_ref().is_some_and(|c| c.reused);
+        r.builds_nothing = spec.kind.builds_nothing();
         stages.push(r);
         // A cached index costs what building it cost when it was built.
         let cost = index.record.as_ref().map_or(secs, |c| c.build.seconds);

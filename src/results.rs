@@ -650,6 +650,9 @@ pub struct StageReport {
     /// What a reader should know about what the stage made (documents a chunker left whole).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// An index stage whose index is its input as it is (an exact scan): not said as work.
+    #[serde(skip)]
+    pub builds_nothing: bool,
 }
 
 impl StageReport {
@@ -663,6 +666,7 @@ impl StageReport {
             reused: false,
             embedding: None,
             note: None,
+            builds_nothing: false,
         }
     }
 }

@@ -231,6 +231,73 @@ fn kinds_named_outside_the_catalog(known: &BTreeMap<String, String>) -> Vec<Stri
     out
 }
 
+/// The names of retriever, index and engine kinds (the engines' from their registry).
+fn kind_names() -> Vec<String> {
+    let kinds = ["bm25", "dense", "hybrid", "exact", "hnsw", "flat", "ivf_flat", "ivfflat"];
+    kinds
+        .iter()
+        .map(|k| k.to_string())
+        .chain(ragsweep::engine::servers::engine_names().into_iter().map(String::from))
+        .collect()
+}
+
+/// Where a module outside the catalog and the engine registry tells kinds apart by their
+/// names as strings (`"pg" =>`, `== "hnsw"`, `starts_with("exact")`): `module: line`. A match on
+/// a string falls through to `_` for the kind nobody listed. A kind's own folder is exempt.
+fn kinds_dispatched_by_name(known: &BTreeMap<String, String>, names: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (module, text) in known {
+        if module == "catalog" || module.starts_with("catalog::") || module == "engine::servers" {
+            continue;
+        }
+        for line in without_test_modules(text).lines().filter(|l| !l.trim_start().starts_with("//")) {
+            // A kind's own folder (`engine::milvus::server`) may say its own name.
+            let own = |n: &&String| module.split("::").any(|segment| segment == n.as_str());
+            let dispatches = names.iter().filter(|n| !own(n)).any(|n| {
+                [format!("\"{n}\" =>"), format!("== \"{n}\""), format!("!= \"{n}\"")].iter().any(|p| line.contains(p))
+                    || ["starts_with", "ends_with", "contains", "wanted", "eq"]
+                        .iter()
+                        .any(|call| line.contains(&format!("{call}(\"{n}")))
+            });
+            if dispatches {
+                out.push(format!("{module}: {}", line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_kind_is_told_apart_by_its_name_outside_the_catalog() {
+    let (mut known, _) = library_graph();
+    let main = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs");
+    known.insert("main".into(), std::fs::read_to_string(main).unwrap());
+    let found = kinds_dispatched_by_name(&known, &kind_names());
+    assert!(
+        found.is_empty(),
+        "kinds told apart by name outside src/catalog/ and the engine registry:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn a_planted_string_dispatch_is_found() {
+    let names = kind_names();
+    let planted = [
+        "match engine.name.as_str() {\n    \"pg\" => start_pg(),\n    _ => start_milvus(),\n}\n",
+        "if stage.key.starts_with(\"exact\") { return; }\n",
+        "let graph = spec.index == \"hnsw\";\n",
+        "if wanted(\"milvus\") { install() }\n",
+    ];
+    for text in planted {
+        let found = kinds_dispatched_by_name(&[("bench".to_string(), text.to_string())].into(), &names);
+        assert_eq!(found.len(), 1, "{text}: {found:?}");
+        assert!(kinds_dispatched_by_name(&[("catalog::bm25".to_string(), text.to_string())].into(), &names).is_empty());
+    }
+    let innocent = "let install = engines.join(\"pg\");\nlet label = format!(\"hnsw(m={m})\");\n";
+    assert!(kinds_dispatched_by_name(&[("bench".to_string(), innocent.to_string())].into(), &names).is_empty());
+}
+
 #[test]
 fn only_the_catalog_names_a_kind() {
     let (mut known, _) = library_graph();

@@ -146,8 +146,7 @@ pub fn ann(
 
 /// The serving engine `bench-filter --engine` measures beside the in-process index.
 pub struct BenchEngine {
-    /// `pg` or `milvus`.
-    pub name: String,
+    pub kind: crate::vocab::EngineKind,
     /// Where engines are installed.
     pub engines: PathBuf,
     /// The HNSW candidate list of the engine's search.
@@ -242,35 +241,38 @@ pub fn filter(
         let ef_search = engine.ef_search;
         let mut rows = parity::measure_in_process(&hnsw, &exact, &queries, 10, ef_search, &fractions);
         let started = std::time::Instant::now();
-        match engine.name.as_str() {
-            "pg" => {
-                let (pg, _) = crate::engine::pgvector::PgEngine::start(&engine.engines.join("pg"), None, None)?;
-                let tables = parity::load(&pg, &exact, m, efc)?;
-                let build = tables.scan.build_seconds + tables.graph.build_seconds;
-                eprintln!(
-                    "\npg: private server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
-                    started.elapsed().as_secs_f64() - build
-                );
-                rows.extend(parity::measure(
-                    &parity::pg_settings(&pg, &tables, &exact, ef_search),
-                    &exact,
-                    &queries,
-                    10,
-                    &fractions,
-                )?);
-            }
-            _ => {
-                let (milvus, _) =
-                    crate::engine::milvus::MilvusEngine::start(&engine.engines.join("milvus"), cache, None)?;
-                let collections = parity::load_milvus(&milvus, &exact, m, efc)?;
-                let build: f64 = collections.iter().map(|(_, c)| c.build_seconds).sum();
-                eprintln!(
-                    "\nmilvus: private server ready in {:.1}s; {n_chunks} vectors loaded three times (FLAT, HNSW m={m} ef_construction={efc}, IVF_FLAT lists=128), built in {build:.1}s",
-                    started.elapsed().as_secs_f64() - build
-                );
-                let settings = parity::milvus_settings(&milvus, &collections, &exact, ef_search);
-                rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
-            }
+        let sources = crate::engine::servers::EngineSources {
+            engines_dir: &engine.engines,
+            cache_dir: cache,
+            pg_server: None,
+            milvus_server: None,
+        };
+        let started_engines =
+            crate::engine::servers::Engines::start(&[engine.kind].into(), &sources, &mut |_, _, _| {})?;
+        if let Some(pg) = &started_engines.pg {
+            let tables = parity::load(pg, &exact, m, efc)?;
+            let build = tables.scan.build_seconds + tables.graph.build_seconds;
+            eprintln!(
+                "\npg: server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
+                started.elapsed().as_secs_f64() - build
+            );
+            rows.extend(parity::measure(
+                &parity::pg_settings(pg, &tables, &exact, ef_search),
+                &exact,
+                &queries,
+                10,
+                &fractions,
+            )?);
+        }
+        if let Some(milvus) = &started_engines.milvus {
+            let collections = parity::load_milvus(milvus, &exact, m, efc)?;
+            let build: f64 = collections.iter().map(|(_, c)| c.build_seconds).sum();
+            eprintln!(
+                "\nmilvus: server ready in {:.1}s; {n_chunks} vectors loaded three times (FLAT, HNSW m={m} ef_construction={efc}, IVF_FLAT lists=128), built in {build:.1}s",
+                started.elapsed().as_secs_f64() - build
+            );
+            let settings = parity::milvus_settings(milvus, &collections, &exact, ef_search);
+            rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
         }
         rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
         out(&format!(

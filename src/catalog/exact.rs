@@ -44,6 +44,10 @@ impl SourceKind for Exact {
         self.index_identity()
     }
 
+    fn builds_nothing(&self) -> bool {
+        true
+    }
+
     /// The vectors themselves: nothing to build.
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
         let index = exact_of(input);

@@ -103,6 +103,11 @@ pub trait SourceKind: Send + Sync + fmt::Debug {
     /// The index's name in the stage report.
     fn index_name(&self) -> String;
 
+    /// Whether its index is the chunks or vectors as they are (nothing built, nothing to report).
+    fn builds_nothing(&self) -> bool {
+        false
+    }
+
     /// The HNSW graph its index is (`m`, `ef_construction`, `ef_search`), if it is one.
     fn graph(&self) -> Option<(usize, usize, usize)> {
         None
@@ -288,13 +293,10 @@ const DENSE_KEYS: [&str; 9] =
 
 /// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).
 fn engine_of(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Option<EngineKind>> {
-    choice(
-        combo,
-        "engine",
-        None,
-        &[("in_process", None), ("pg", Some(EngineKind::Pg)), ("milvus", Some(EngineKind::Milvus))],
-        bad,
-    )
+    let options: Vec<(&str, Option<EngineKind>)> = std::iter::once(("in_process", None))
+        .chain(crate::engine::servers::ENGINES.iter().map(|(name, kind)| (*name, Some(*kind))))
+        .collect();
+    choice(combo, "engine", None, &options, bad)
 }
 
 /// A dense side: its model, and its index as the engine that serves it reads it.

@@ -13,7 +13,7 @@ pub struct Args {
     /// Also measure a serving engine on the same vectors and access rule: `pg` (PostgreSQL +
     /// pgvector, a private server started and stopped here) or `milvus` (its private server,
     /// collections kept in the cache by the vectors' content).
-    #[arg(long, value_parser = ["pg", "milvus"])]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(ragsweep::engine::servers::engine_names()))]
     pub engine: Option<String>,
     /// HNSW candidate list of the engine's search (pgvector's default: 40; Milvus takes at least
     /// the 10 asked).
@@ -25,8 +25,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Args { experiment, queries, engine, engine_ef_search, dirs } = args;
-    let engine =
-        engine.map(|name| ragsweep::bench::BenchEngine { name, engines: dirs.engines(), ef_search: engine_ef_search });
+    let engine = engine
+        .map(|name| ragsweep::engine::servers::engine_named(&name).ok_or_else(|| anyhow::anyhow!("no engine {name}")))
+        .transpose()?
+        .map(|kind| ragsweep::bench::BenchEngine { kind, engines: dirs.engines(), ef_search: engine_ef_search });
     ragsweep::bench::filter(&experiment, queries, engine, &dirs.models(), &dirs.cache(), &mut |l| println!("{l}"))?;
     Ok(ExitCode::SUCCESS)
 }

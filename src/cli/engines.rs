@@ -9,7 +9,7 @@ pub enum Action {
     /// sha256, unpack them (what scripts/install-engines.sh does; needs python3 with venv)
     Install {
         /// The engines to install (default: all).
-        #[arg(value_parser = ["pg", "milvus"])]
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(ragsweep::engine::servers::engine_names()))]
         names: Vec<String>,
         /// Reinstall even when the installed engine verifies.
         #[arg(long)]
@@ -35,17 +35,11 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
     match action {
         Action::Install { names, force, engines } => {
             let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
-            let wanted = |name: &str| names.is_empty() || names.iter().any(|n| n == name);
             let step = |what: &str| eprintln!("{what}");
-            if wanted("pg") {
-                let pg = ragsweep::engine::install::install_pg(&dir, force, &step)?;
-                let version = std::process::Command::new(pg.join("bin/postgres")).arg("--version").output()?;
-                print!("{}", String::from_utf8_lossy(&version.stdout));
-                println!("installed in {} (pgvector 0.8.5)", pg.display());
-            }
-            if wanted("milvus") {
-                let milvus = ragsweep::engine::install::install_milvus(&dir, force, &step)?;
-                println!("Milvus 2.3.5 standalone installed in {}", milvus.display());
+            for (name, kind) in ragsweep::engine::servers::ENGINES {
+                if names.is_empty() || names.iter().any(|n| n == name) {
+                    println!("{}", ragsweep::engine::servers::install(kind, &dir, force, &step)?);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

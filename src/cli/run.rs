@@ -112,7 +112,7 @@ fn print_stage_work(stages: &[ragsweep::results::StageReport]) {
                     eprintln!("warning: chunk {}: {}", stage.key, safe(note));
                 }
             }
-            ("index", _) if stage.key.starts_with("exact") => {}
+            ("index", _) if stage.builds_nothing => {}
             ("index", _) => eprintln!("index {}: {done} in {:.2}s", stage.key, stage.seconds),
             ("repair", _) => eprintln!("warning: broken cache entry: {}", stage.key),
             ("engine", _) => eprintln!("engine: {} in {:.1}s", stage.key, stage.seconds),

