@@ -411,6 +411,13 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
     )
     .unwrap();
     let secret = std::fs::read_to_string(&token).unwrap();
+    let mut validate = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    validate.current_dir(root).arg("validate").arg(&exp).arg("--models").arg(root.join("models"));
+    validate.env("RAGSWEEP_TEST_MILVUS_TOKEN", &secret);
+    let validated = validate.output().unwrap();
+    let said = String::from_utf8_lossy(&validated.stdout);
+    assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));
+    assert!(said.contains("healthy, may create and drop collections (tried)"), "{said}");
     let shards: Vec<std::process::Child> = (1..=4)
         .map(|i| {
             let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));

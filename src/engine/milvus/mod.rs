@@ -375,11 +375,30 @@ pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
             ))
         }
         Some(endpoint) => {
-            let client = endpoint.client()?;
+            let client = Arc::new(endpoint.client()?);
             let version: proto::GetVersionResponse = client.call("GetVersion", proto::Empty {})?;
             client.healthy()?;
+            // What a run does first on the server: a collection made and dropped (the build lock).
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let probe = format!("v_probe_{}_{}", std::process::id(), nanos.as_nanos());
+            let lock = BuildLock::take(&client, &probe)
+                .map_err(|e| fail(format!("cannot do what a run does on {}: {e}", endpoint.url)))?;
+            drop(lock);
+            let name = BuildLock::name(&probe);
+            if client
+                .call::<_, proto::DescribeCollectionResponse>(
+                    "DescribeCollection",
+                    proto::CollectionName { collection_name: name.clone() },
+                )
+                .is_ok()
+            {
+                return Err(fail(format!(
+                    "cannot do what a run does on {}: collection {name} was created but could not be dropped (drop it by hand)",
+                    endpoint.url
+                )));
+            }
             Ok(format!(
-                "engine milvus: the experiment's server at {} (Milvus {}), healthy",
+                "engine milvus: the experiment's server at {} (Milvus {}), healthy, may create and drop collections (tried)",
                 endpoint.url, version.version
             ))
         }
