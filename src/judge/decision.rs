@@ -272,7 +272,7 @@ impl<'a> Decider<'a> {
 
     /// What the units left in `pool` can do to the decision, and the cells that could become
     /// the pick in one of their outcomes.
-    pub fn verdict(&self, pool: &[PoolItem]) -> Result<(Verdict, Vec<String>)> {
+    pub fn verdict(&self, pool: &[PoolItem]) -> Result<(Verdict, Vec<(String, f64)>)> {
         let pool = self.deciding(pool);
         let mut outcomes = vec![self.now.clone(), self.decide_if(&pool, &|_| true)?];
         let mut rng = ChaCha8Rng::seed_from_u64(crate::evaluate::stats::SEED);
@@ -289,11 +289,14 @@ impl<'a> Decider<'a> {
                 .collect();
             outcomes.push(self.decide_if(&pool, &|i| relevant[i])?);
         }
-        let mut contenders: Vec<String> = Vec::new();
+        // A contender weighs as often as the outcomes pick it; one only ever not shown worse,
+        // as one outcome would.
+        let mut contenders: Vec<(String, f64)> = Vec::new();
         for d in &outcomes {
             for c in d.not_worse().into_iter().chain(d.pick.as_deref()) {
-                if self.now.pick.as_deref() != Some(c) && !contenders.iter().any(|k| k == c) {
-                    contenders.push(c.to_string());
+                if self.now.pick.as_deref() != Some(c) && !contenders.iter().any(|(k, _)| k == c) {
+                    let picked = outcomes.iter().filter(|o| o.pick.as_deref() == Some(c)).count();
+                    contenders.push((c.to_string(), picked.max(1) as f64 / outcomes.len() as f64));
                 }
             }
         }
@@ -330,8 +333,10 @@ impl<'a> Decider<'a> {
     }
 
     /// How far grading each unit of `pool` relevant would move the difference between the pick
-    /// and each of `contenders` on the decision metric (0 for units no decision reads).
-    pub fn values(&self, pool: &[PoolItem], contenders: &[String]) -> Vec<f64> {
+    /// and each of `contenders` on the decision metric, weighted by how often the outcomes pick
+    /// that contender (0 for units no decision reads): the comparison nearest to flipping is
+    /// judged first.
+    pub fn values(&self, pool: &[PoolItem], contenders: &[(String, f64)]) -> Vec<f64> {
         let Some(pick) = &self.now.pick else { return vec![0.0; pool.len()] };
         let tuning: BTreeSet<&str> = self.tuning.iter().map(|c| c.id.as_str()).collect();
         let decision = self.exp.decision_metric();
@@ -355,7 +360,7 @@ impl<'a> Decider<'a> {
                     return 0.0;
                 }
                 let mine = effect(item, pick);
-                contenders.iter().map(|c| (mine - effect(item, c)).abs()).sum()
+                contenders.iter().map(|(c, w)| w * (mine - effect(item, c)).abs()).sum()
             })
             .collect()
     }
