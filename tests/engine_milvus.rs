@@ -418,34 +418,8 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
     let said = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));
     assert!(said.contains("healthy, may create and drop collections (tried)"), "{said}");
-    let shards: Vec<std::process::Child> = (1..=4)
-        .map(|i| {
-            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-            cmd.current_dir(root).arg("run").arg(&exp).args(["--shard", &format!("{i}/4"), "-q"]);
-            cmd.arg("--models").arg(root.join("models")).arg("--engines").arg(root.join("no-engines-here"));
-            cmd.arg("--out").arg(root.join(format!("results-{i}"))).arg("--cache").arg(root.join(format!("cache-{i}")));
-            cmd.env("RAGSWEEP_TEST_MILVUS_TOKEN", &secret);
-            cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()
-        })
-        .collect();
-    let mut built = 0;
-    for (i, shard) in shards.into_iter().enumerate() {
-        let out = shard.wait_with_output().unwrap();
-        assert!(out.status.success(), "shard {}: {}", i + 1, String::from_utf8_lossy(&out.stderr));
-        let manifest = common::walk(&root.join(format!("results-{}", i + 1)))
-            .into_iter()
-            .find(|p| p.ends_with("manifest.json"))
-            .expect("each shard writes its run");
-        let manifest: Value = serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
-        let milvus: Vec<&Value> = manifest["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("milvus"))
-            .collect();
-        assert_eq!(milvus.len(), 1, "one cell per shard: {manifest}");
-        built += usize::from(milvus[0]["reused"] == false);
-    }
+    let reused = common::run_shards_at_once(root, &exp, 4, &[("RAGSWEEP_TEST_MILVUS_TOKEN", &secret)], "milvus");
+    let built = reused.iter().filter(|r| !**r).count();
     assert_eq!(built, 1, "one shard built the collection, three reused it");
     drop(serve.stdin.take());
     assert!(serve.wait().unwrap().success());

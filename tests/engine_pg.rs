@@ -470,6 +470,15 @@ impl Drop for OwnServer {
     }
 }
 
+/// The experiment head of engine cells on the test's own server at `port`: in-query filtering
+/// over 4 synthetic groups, the password from `RAGSWEEP_TEST_PG_PASSWORD`.
+fn own_server_head(port: u16) -> String {
+    format!(
+        "filter = \"in_query\"\n[permissions]\nsynthetic_groups = 4\n[engines.pg]\n\
+         url = \"postgresql://evals@127.0.0.1:{port}/postgres\"\npassword_env = \"RAGSWEEP_TEST_PG_PASSWORD\"\n"
+    )
+}
+
 /// `[engines.pg] url = …` runs the engine cells on the user's server (TCP, SCRAM-SHA-256, the
 /// password from `password_env`): no server of ours starts, the password is in no file the run
 /// writes, and a wrong password stops the run before it writes anything.
@@ -479,11 +488,7 @@ fn an_experiment_can_point_at_its_own_password_protected_server() {
     let server = OwnServer::start(password);
     let (dir, _) = project(500);
     let root = dir.path();
-    let head = format!(
-        "filter = \"in_query\"\n[permissions]\nsynthetic_groups = 4\n[engines.pg]\n\
-         url = \"postgresql://evals@127.0.0.1:{}/postgres\"\npassword_env = \"RAGSWEEP_TEST_PG_PASSWORD\"\n",
-        server.port
-    );
+    let head = own_server_head(server.port);
     let own = experiment(
         root,
         "own",
@@ -793,45 +798,15 @@ fn four_shards_on_one_user_postgresql_build_the_shared_table_once() {
     let server = OwnServer::start(password);
     let (dir, _) = project(500);
     let root = dir.path();
-    let head = format!(
-        "filter = \"in_query\"\n[permissions]\nsynthetic_groups = 4\n[engines.pg]\n\
-         url = \"postgresql://evals@127.0.0.1:{}/postgres\"\npassword_env = \"RAGSWEEP_TEST_PG_PASSWORD\"\n",
-        server.port
-    );
+    let head = own_server_head(server.port);
     let exp = experiment(
         root,
         "shared",
         &head,
         "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nef_search = [16, 32, 64, 128]\n",
     );
-    let shards: Vec<std::process::Child> = (1..=4)
-        .map(|i| {
-            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-            cmd.arg("run").arg(&exp).args(["--shard", &format!("{i}/4"), "-q"]);
-            cmd.arg("--models").arg(root.join("models")).arg("--engines").arg(root.join("no-engines-here"));
-            cmd.arg("--out").arg(root.join(format!("results-{i}"))).arg("--cache").arg(root.join(format!("cache-{i}")));
-            cmd.env("RAGSWEEP_TEST_PG_PASSWORD", password);
-            cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()
-        })
-        .collect();
-    let mut built = 0;
-    for (i, shard) in shards.into_iter().enumerate() {
-        let out = shard.wait_with_output().unwrap();
-        assert!(out.status.success(), "shard {}: {}", i + 1, String::from_utf8_lossy(&out.stderr));
-        let manifest = common::walk(&root.join(format!("results-{}", i + 1)))
-            .into_iter()
-            .find(|p| p.ends_with("manifest.json"))
-            .expect("each shard writes its run");
-        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
-        let pg: Vec<&serde_json::Value> = manifest["stages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("pg"))
-            .collect();
-        assert_eq!(pg.len(), 1, "one cell per shard: {manifest}");
-        built += usize::from(pg[0]["reused"] == false);
-    }
+    let reused = common::run_shards_at_once(root, &exp, 4, &[("RAGSWEEP_TEST_PG_PASSWORD", password)], "pg");
+    let built = reused.iter().filter(|r| !**r).count();
     assert_eq!(built, 1, "one shard built the table, three reused it");
     let tables = "SELECT string_agg(tablename, ' ' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'";
     let tables = server.sql(password, tables);

@@ -21,11 +21,13 @@ pub enum Action {
     /// Start a private Milvus server and keep it until standard input closes (or Ctrl-C): prints
     /// its address; the token (`root:PASSWORD`) goes to --token-file, readable by you only
     Serve {
+        /// The engine to serve (Milvus only: PostgreSQL has initdb and pg_ctl for that).
         #[arg(value_parser = ["milvus"])]
         name: String,
         /// Where the token is written (mode 0600).
         #[arg(long)]
         token_file: PathBuf,
+        /// Where engines are installed (default ./engines when it exists, else ~/.local/share/ragsweep/engines).
         #[arg(long, env = "RAGSWEEP_ENGINES")]
         engines: Option<PathBuf>,
     },

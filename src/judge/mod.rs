@@ -320,7 +320,7 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
     let mut again: Option<(PoolItem, u32)> = None;
     let mut stopped = false;
     let mut last: Option<(String, String, u32)> = None;
-    let mut contenders: Vec<String> = Vec::new();
+    let mut contenders: Vec<(String, f64)> = Vec::new();
     loop {
         let left = remaining.len() + skipped.len() + usize::from(again.is_some());
         if let Some(d) = decider.as_deref_mut() {

@@ -327,3 +327,41 @@ pub fn random_model(models: &Path, id: &str, dim: usize, query_prefix: &str) {
     )
     .unwrap();
 }
+
+/// Runs `experiment` as shards 1..=`n` of itself at once, each with its own cache and results
+/// folder in `root` (`cache-I`, `results-I`: the pods of an Indexed Job) and `env`; asserts
+/// every shard passes and returns, per shard, whether its one index stage whose key starts with
+/// `engine` was reused.
+pub fn run_shards_at_once(root: &Path, experiment: &Path, n: usize, env: &[(&str, &str)], engine: &str) -> Vec<bool> {
+    let shards: Vec<std::process::Child> = (1..=n)
+        .map(|i| {
+            let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+            cmd.current_dir(root).arg("run").arg(experiment).args(["--shard", &format!("{i}/{n}"), "-q"]);
+            cmd.arg("--models").arg(root.join("models")).arg("--engines").arg(root.join("no-engines-here"));
+            cmd.arg("--out").arg(root.join(format!("results-{i}"))).arg("--cache").arg(root.join(format!("cache-{i}")));
+            cmd.envs(env.iter().copied());
+            cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    shards
+        .into_iter()
+        .enumerate()
+        .map(|(i, shard)| {
+            let out = shard.wait_with_output().unwrap();
+            assert!(out.status.success(), "shard {}: {}", i + 1, String::from_utf8_lossy(&out.stderr));
+            let manifest = walk(&root.join(format!("results-{}", i + 1)))
+                .into_iter()
+                .find(|p| p.ends_with("manifest.json"))
+                .expect("each shard writes its run");
+            let manifest: Value = serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+            let stages: Vec<&Value> = manifest["stages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with(engine))
+                .collect();
+            assert_eq!(stages.len(), 1, "one cell per shard: {manifest}");
+            stages[0]["reused"] == true
+        })
+        .collect()
+}
