@@ -149,7 +149,8 @@ pub struct Decider<'a> {
 }
 
 /// Completions of the units left drawn from the grades' posterior, beside the two extremes
-/// (none relevant, all relevant): the decision is settled when all agree.
+/// (none relevant, all relevant): the decision is settled when all agree, confident when all but
+/// "all relevant" do.
 const COMPLETIONS: usize = 32;
 
 /// The class a unit's relevance rate is estimated in: how many cells returned it (1, 2, 3, 4 or
