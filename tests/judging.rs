@@ -401,6 +401,31 @@ fn decision_order_is_confident_before_the_bound_settles_and_remembers_earlier_gr
     assert_eq!(matrix(&rescored.unwrap())["selection"]["cell"], "c02");
 }
 
+/// A grade taken back and given again counts once in what the stop rule learns: a session that
+/// answers 1 and goes back five times, then answers 0, speaks after as many answers as one that
+/// answered 0.
+#[test]
+fn a_grade_given_again_replaces_the_first_in_the_stop_rule() {
+    let speaks_after = |answers: &str| {
+        let f = decoys(20, 4);
+        let run = f.run();
+        let trace = f.path().join("trace.jsonl");
+        f.cmd()
+            .args(["judge", run.to_str().unwrap(), "--who", "ana", "--trace"])
+            .arg(&trace)
+            .write_stdin(answers)
+            .assert()
+            .success();
+        let steps = lines(&trace);
+        let last = steps.last().unwrap().clone();
+        assert_eq!(last["verdict"], "confident", "{steps:?}");
+        last["judged"].as_u64().unwrap()
+    };
+    let straight = speaks_after(&"0\n".repeat(20));
+    let corrected = speaks_after(&format!("{}{}", "1\nb\n".repeat(5), "0\n".repeat(20)));
+    assert_eq!(corrected, straight);
+}
+
 /// A chapter with subsections is judged as its own text, each subsection as a unit of its own;
 /// a chapter judged relevant credits its own text, not its subsections'.
 #[test]

@@ -146,6 +146,8 @@ pub struct Decider<'a> {
     now: Decision,
     /// Per class of unit ([`class`]): units graded, and how many relevant.
     graded: HashMap<(u8, u8), (usize, usize)>,
+    /// Per (case, unit) graded: whether relevant, so a grade given again replaces its count.
+    given: HashMap<(String, String), bool>,
 }
 
 /// Completions of the units left drawn from the grades' posterior, beside the two extremes
@@ -180,6 +182,7 @@ impl<'a> Decider<'a> {
             first_relevant: HashMap::new(),
             now: Decision { pick: None, standing: Vec::new() },
             graded: HashMap::new(),
+            given: HashMap::new(),
         };
         d.rescore()?;
         Ok(d)
@@ -210,9 +213,10 @@ impl<'a> Decider<'a> {
     }
 
     fn learn(&mut self, item: &PoolItem, grade: u32) {
+        let before = self.given.insert((item.case.clone(), item.id.clone()), grade > 0);
         let (judged, relevant) = self.graded.entry(class(item)).or_insert((0, 0));
-        *judged += 1;
-        *relevant += usize::from(grade > 0);
+        *judged += usize::from(before.is_none());
+        *relevant = *relevant + usize::from(grade > 0) - usize::from(before == Some(true));
     }
 
     fn rescore(&mut self) -> Result<()> {
