@@ -349,6 +349,19 @@ fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
     assert_eq!(matrix(&rescored.unwrap())["selection"]["cell"], "c02");
 }
 
+/// A decision-order session of `run` answering `answers`: what it printed, and its trace (one
+/// line per answer) written to `trace` in the fixture.
+fn traced_session(f: &Fixture, run: &std::path::Path, answers: &str, trace: &str) -> (String, Vec<Value>) {
+    let out = f
+        .cmd()
+        .args(["judge", run.to_str().unwrap(), "--who", "ana", "--trace"])
+        .arg(f.path().join(trace))
+        .write_stdin(answers)
+        .assert()
+        .success();
+    (String::from_utf8(out.get_output().stdout.clone()).unwrap(), lines(&f.path().join(trace)))
+}
+
 /// Twenty decoys, c02 right on 16 questions: only if 16 or more decoys were relevant would c01
 /// catch up, so the bound ("all relevant": c01) stays open for four answers, but after a few
 /// decoys judged not relevant no completion drawn from those grades comes near: confident,
@@ -359,18 +372,7 @@ fn decision_order_is_confident_before_the_bound_settles_and_remembers_earlier_gr
     let run = f.run();
     assert_eq!(matrix(&run)["selection"]["cell"], "c02");
     let run_arg = run.to_str().unwrap();
-    let session = |answers: &str, trace: &str| {
-        let out = f
-            .cmd()
-            .args(["judge", run_arg, "--who", "ana", "--trace"])
-            .arg(f.path().join(trace))
-            .write_stdin(answers)
-            .assert()
-            .success();
-        String::from_utf8(out.get_output().stdout.clone()).unwrap()
-    };
-    let out = session(&"0\n".repeat(20), "trace.jsonl");
-    let steps = lines(&f.path().join("trace.jsonl"));
+    let (out, steps) = traced_session(&f, &run, &"0\n".repeat(20), "trace.jsonl");
     let last = steps.last().unwrap();
     assert_eq!((last["verdict"].as_str(), last["pick"].as_str()), (Some("confident"), Some("c02")), "{steps:?}");
     let needed = last["judged"].as_u64().unwrap();
@@ -386,8 +388,7 @@ fn decision_order_is_confident_before_the_bound_settles_and_remembers_earlier_gr
     std::fs::write(&judgments, before).unwrap();
     let earlier = format!("{}q\n", "0\n".repeat(needed as usize));
     f.cmd().args(["judge", run_arg, "--order", "returned"]).write_stdin(earlier).assert().success();
-    session(&"0\n".repeat(20), "resumed.jsonl");
-    let resumed = lines(&f.path().join("resumed.jsonl"));
+    let (_, resumed) = traced_session(&f, &run, &"0\n".repeat(20), "resumed.jsonl");
     assert_eq!(
         (resumed[0]["verdict"].as_str(), resumed[0]["judged"].as_u64()),
         (Some("confident"), Some(0)),
@@ -408,15 +409,7 @@ fn decision_order_is_confident_before_the_bound_settles_and_remembers_earlier_gr
 fn a_grade_given_again_replaces_the_first_in_the_stop_rule() {
     let speaks_after = |answers: &str| {
         let f = decoys(20, 4);
-        let run = f.run();
-        let trace = f.path().join("trace.jsonl");
-        f.cmd()
-            .args(["judge", run.to_str().unwrap(), "--who", "ana", "--trace"])
-            .arg(&trace)
-            .write_stdin(answers)
-            .assert()
-            .success();
-        let steps = lines(&trace);
+        let (_, steps) = traced_session(&f, &f.run(), answers, "trace.jsonl");
         let last = steps.last().unwrap().clone();
         assert_eq!(last["verdict"], "confident", "{steps:?}");
         last["judged"].as_u64().unwrap()

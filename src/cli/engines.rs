@@ -46,18 +46,11 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Action::Serve { name: _, token_file, engines } => {
+            use ragsweep::engine::milvus::server::{write_secret, MilvusServer};
             use std::io::{Read, Write};
-            use std::os::unix::fs::OpenOptionsExt;
             let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
-            let server = ragsweep::engine::milvus::server::MilvusServer::start_private(&dir.join("milvus"))?;
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&token_file)
-                .and_then(|mut f| f.write_all(format!("root:{}", server.password).as_bytes()))
-                .with_context(|| format!("cannot write {}", token_file.display()))?;
+            let server = MilvusServer::start_private(&dir.join("milvus"))?;
+            write_secret(&token_file, &format!("root:{}", server.password))?;
             println!("http://127.0.0.1:{}", server.port);
             std::io::stdout().flush()?;
             eprintln!("Milvus 2.3.5 serves until standard input closes (or Ctrl-C)");

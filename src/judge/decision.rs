@@ -144,10 +144,9 @@ pub struct Decider<'a> {
     first_relevant: HashMap<(String, String), u32>,
     /// The decision under the current labels.
     now: Decision,
-    /// Per class of unit ([`class`]): units graded, and how many relevant.
-    graded: HashMap<(u8, u8), (usize, usize)>,
-    /// Per (case, unit) graded: whether relevant, so a grade given again replaces its count.
-    given: HashMap<(String, String), bool>,
+    /// Per (case, unit) graded: its class ([`class`]) and whether relevant; a grade given again
+    /// replaces the first.
+    given: HashMap<(String, String), ((u8, u8), bool)>,
 }
 
 /// Completions of the units left drawn from the grades' posterior, beside the two extremes
@@ -181,7 +180,6 @@ impl<'a> Decider<'a> {
             tuning,
             first_relevant: HashMap::new(),
             now: Decision { pick: None, standing: Vec::new() },
-            graded: HashMap::new(),
             given: HashMap::new(),
         };
         d.rescore()?;
@@ -213,10 +211,7 @@ impl<'a> Decider<'a> {
     }
 
     fn learn(&mut self, item: &PoolItem, grade: u32) {
-        let before = self.given.insert((item.case.clone(), item.id.clone()), grade > 0);
-        let (judged, relevant) = self.graded.entry(class(item)).or_insert((0, 0));
-        *judged += usize::from(before.is_none());
-        *relevant = *relevant + usize::from(grade > 0) - usize::from(before == Some(true));
+        self.given.insert((item.case.clone(), item.id.clone()), (class(item), grade > 0));
     }
 
     fn rescore(&mut self) -> Result<()> {
@@ -281,14 +276,15 @@ impl<'a> Decider<'a> {
         let pool = self.deciding(pool);
         let mut outcomes = vec![self.now.clone(), self.decide_if(&pool, &|_| true)?];
         let mut rng = ChaCha8Rng::seed_from_u64(crate::evaluate::stats::SEED);
-        let prior = self.prior();
+        let graded = self.per_class();
+        let prior = prior(&graded);
         for _ in 0..COMPLETIONS {
             let mut rates: HashMap<(u8, u8), f64> = HashMap::new();
             let relevant: Vec<bool> = pool
                 .iter()
                 .map(|p| {
                     let k = class(p);
-                    let rate = *rates.entry(k).or_insert_with(|| self.draw_rate(k, prior, &mut rng));
+                    let rate = *rates.entry(k).or_insert_with(|| draw_rate(&graded, k, prior, &mut rng));
                     rng.random::<f64>() < rate
                 })
                 .collect();
@@ -322,19 +318,15 @@ impl<'a> Decider<'a> {
         Ok((verdict, contenders))
     }
 
-    /// The rate of all grades so far, what a class with few grades is shrunk to.
-    fn prior(&self) -> f64 {
-        let (judged, relevant) = self.graded.values().fold((0, 0), |(j, r), (a, b)| (j + a, r + b));
-        (relevant as f64 + 1.0) / (judged as f64 + 2.0)
-    }
-
-    /// A class's relevance rate in one completion, drawn from Beta over its grades with
-    /// [`PRIOR_WEIGHT`] grades at the rate of all.
-    fn draw_rate(&self, class: (u8, u8), prior: f64, rng: &mut ChaCha8Rng) -> f64 {
-        let (judged, relevant) = self.graded.get(&class).copied().unwrap_or((0, 0));
-        let alpha = relevant as f64 + PRIOR_WEIGHT * prior;
-        let beta = (judged - relevant) as f64 + PRIOR_WEIGHT * (1.0 - prior);
-        rng.sample(rand_distr::Beta::new(alpha, beta).expect("positive shape parameters"))
+    /// Per class of unit: units graded, and how many relevant.
+    fn per_class(&self) -> HashMap<(u8, u8), (usize, usize)> {
+        let mut graded: HashMap<(u8, u8), (usize, usize)> = HashMap::new();
+        for (class, relevant) in self.given.values() {
+            let (j, r) = graded.entry(*class).or_default();
+            *j += 1;
+            *r += usize::from(*relevant);
+        }
+        graded
     }
 
     /// How far grading each unit of `pool` relevant would move the difference between the pick
@@ -369,6 +361,21 @@ impl<'a> Decider<'a> {
             })
             .collect()
     }
+}
+
+/// The rate of all grades so far (`graded` per class), what a class with few grades is shrunk to.
+fn prior(graded: &HashMap<(u8, u8), (usize, usize)>) -> f64 {
+    let (judged, relevant) = graded.values().fold((0, 0), |(j, r), (a, b)| (j + a, r + b));
+    (relevant as f64 + 1.0) / (judged as f64 + 2.0)
+}
+
+/// A class's relevance rate in one completion, drawn from Beta over its grades with
+/// [`PRIOR_WEIGHT`] grades at the rate of all.
+fn draw_rate(graded: &HashMap<(u8, u8), (usize, usize)>, class: (u8, u8), prior: f64, rng: &mut ChaCha8Rng) -> f64 {
+    let (judged, relevant) = graded.get(&class).copied().unwrap_or((0, 0));
+    let alpha = relevant as f64 + PRIOR_WEIGHT * prior;
+    let beta = (judged - relevant) as f64 + PRIOR_WEIGHT * (1.0 - prior);
+    rng.sample(rand_distr::Beta::new(alpha, beta).expect("positive shape parameters"))
 }
 
 /// The distinct picks of `outcomes`.

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use prost::Message;
 
-use self::proto::{kv, HasStatus};
+use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
@@ -163,6 +163,25 @@ impl Client {
         }
     }
 
+    fn describe(&self, collection: &str) -> Result<proto::DescribeCollectionResponse> {
+        self.call("DescribeCollection", proto::CollectionName { collection_name: collection.into() })
+    }
+
+    /// Creates the collection `schema` names, with one shard.
+    fn create_collection(&self, schema: &proto::CollectionSchema) -> Result<()> {
+        let request = proto::CreateCollectionRequest {
+            collection_name: schema.name.clone(),
+            schema: schema.encode_to_vec(),
+            shards_num: 1,
+        };
+        self.call::<_, proto::Status>("CreateCollection", request).map(|_| ())
+    }
+
+    fn drop_collection(&self, collection: &str) -> Result<()> {
+        self.call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: collection.into() })
+            .map(|_| ())
+    }
+
     fn set_password(&self, user: &str, old: &str, new: &str) -> Result<()> {
         let request = proto::UpdateCredentialRequest {
             username: user.into(),
@@ -286,12 +305,6 @@ impl BuildLock {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
         let me = format!("ragsweep process {} on {} ({nanos})", std::process::id(), host.trim());
-        let field = |name: &str, data_type: i32, type_params| proto::FieldSchema {
-            name: name.into(),
-            data_type,
-            type_params,
-            ..Default::default()
-        };
         let schema = proto::CollectionSchema {
             name: name.clone(),
             description: me.clone(),
@@ -304,17 +317,8 @@ impl BuildLock {
         // time it is described: try again then, a few times, before taking the failure as it is.
         let mut failure = None;
         for _ in 0..3 {
-            let created = client.call::<_, proto::Status>(
-                "CreateCollection",
-                proto::CreateCollectionRequest {
-                    collection_name: name.clone(),
-                    schema: schema.encode_to_vec(),
-                    shards_num: 1,
-                },
-            );
-            let described: Result<proto::DescribeCollectionResponse> =
-                client.call("DescribeCollection", proto::CollectionName { collection_name: name.clone() });
-            match described {
+            let created = client.create_collection(&schema);
+            match client.describe(&name) {
                 Ok(d) if d.schema.as_ref().is_some_and(|s| s.description == me) => {
                     HELD.lock().expect("locks").push((client.clone(), name.clone()));
                     return Ok(Some(BuildLock { client: client.clone(), name }));
@@ -326,12 +330,24 @@ impl BuildLock {
         Err(failure.expect("three tries"))
     }
 
+    /// Drops the lock collection; an error says the server refused.
+    fn release(mut self) -> Result<()> {
+        self.drop_now()
+    }
+
+    fn drop_now(&mut self) -> Result<()> {
+        if self.name.is_empty() {
+            return Ok(());
+        }
+        let name = std::mem::take(&mut self.name);
+        HELD.lock().expect("locks").retain(|(_, n)| *n != name);
+        self.client.drop_collection(&name)
+    }
+
     /// The error of a run that waited [`WAIT_LIMIT`] for another's build of `alias`.
     fn held_too_long(client: &Client, alias: &str) -> Error {
         let name = BuildLock::name(alias);
-        let described: Result<proto::DescribeCollectionResponse> =
-            client.call("DescribeCollection", proto::CollectionName { collection_name: name.clone() });
-        let holder = match described {
+        let holder = match client.describe(&name) {
             Ok(d) => format!(
                 "{}, since {} s after the Unix epoch",
                 d.schema.map(|s| s.description).unwrap_or_default(),
@@ -348,10 +364,7 @@ impl BuildLock {
 
 impl Drop for BuildLock {
     fn drop(&mut self) {
-        let _ = self
-            .client
-            .call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: self.name.clone() });
-        HELD.lock().expect("locks").retain(|(_, n)| *n != self.name);
+        let _ = self.drop_now();
     }
 }
 
@@ -359,7 +372,7 @@ impl Drop for BuildLock {
 pub(crate) fn release_locks() {
     let held = std::mem::take(&mut *HELD.lock().unwrap_or_else(|e| e.into_inner()));
     for (client, name) in held {
-        let _ = client.call::<_, proto::Status>("DropCollection", proto::CollectionName { collection_name: name });
+        let _ = client.drop_collection(&name);
     }
 }
 
@@ -381,22 +394,8 @@ pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
             // What a run does first on the server: a collection made and dropped (the build lock).
             let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
             let probe = format!("v_probe_{}_{}", std::process::id(), nanos.as_nanos());
-            let lock = BuildLock::take(&client, &probe)
-                .map_err(|e| fail(format!("cannot do what a run does on {}: {e}", endpoint.url)))?;
-            drop(lock);
-            let name = BuildLock::name(&probe);
-            if client
-                .call::<_, proto::DescribeCollectionResponse>(
-                    "DescribeCollection",
-                    proto::CollectionName { collection_name: name.clone() },
-                )
-                .is_ok()
-            {
-                return Err(fail(format!(
-                    "cannot do what a run does on {}: collection {name} was created but could not be dropped (drop it by hand)",
-                    endpoint.url
-                )));
-            }
+            let refused = |e: Error| fail(format!("cannot do what a run does on {}: {e}", endpoint.url));
+            BuildLock::take(&client, &probe).map_err(refused)?.map_or(Ok(()), BuildLock::release).map_err(refused)?;
             Ok(format!(
                 "engine milvus: the experiment's server at {} (Milvus {}), healthy, may create and drop collections (tried)",
                 endpoint.url, version.version
@@ -444,9 +443,7 @@ impl MilvusEngine {
     /// The collection of alias `name` and its recorded build seconds when a finished build made
     /// the alias (it is made only once the index is built); `None` otherwise.
     fn registered(&self, name: &str, rows: usize) -> Result<Option<(String, f64)>> {
-        let described: Result<proto::DescribeCollectionResponse> =
-            self.client.call("DescribeCollection", proto::CollectionName { collection_name: name.into() });
-        let Ok(described) = described else { return Ok(None) };
+        let Ok(described) = self.client.describe(name) else { return Ok(None) };
         let record = std::fs::read_to_string(self.records.join(name)).ok();
         let (found, seconds) = match record.as_deref().and_then(|r| r.split_once(' ')) {
             Some((found, seconds)) => (found.parse::<usize>().ok(), seconds.trim().parse().unwrap_or(0.0)),
@@ -487,10 +484,7 @@ impl MilvusEngine {
                     break (found, seconds, true);
                 }
                 // Dropping a collection that does not exist fails: there is nothing to drop then.
-                let _ = self.client.call::<_, proto::Status>(
-                    "DropCollection",
-                    proto::CollectionName { collection_name: building(&name) },
-                );
+                let _ = self.client.drop_collection(&building(&name));
                 let (built, seconds) = self.build(&name, vectors, dim, &acls, build)?;
                 break (built, seconds, false);
             }
@@ -531,12 +525,6 @@ impl MilvusEngine {
                 "a chunk's ACL has {capacity} groups or a group of {longest} bytes: Milvus stores at most 4,096 groups of 65,535 bytes"
             )));
         }
-        let field = |name: &str, data_type: i32, params: Vec<proto::KeyValuePair>| proto::FieldSchema {
-            name: name.into(),
-            data_type,
-            type_params: params,
-            ..Default::default()
-        };
         let schema = proto::CollectionSchema {
             name: name.into(),
             description: String::new(),
@@ -553,14 +541,7 @@ impl MilvusEngine {
                 field(VECTOR_FIELD, FLOAT_VECTOR, vec![kv("dim", dim.to_string())]),
             ],
         };
-        self.client.call::<_, proto::Status>(
-            "CreateCollection",
-            proto::CreateCollectionRequest {
-                collection_name: name.into(),
-                schema: schema.encode_to_vec(),
-                shards_num: 1,
-            },
-        )?;
+        self.client.create_collection(&schema)?;
         let per_batch = (INSERT_BYTES / (dim * 4 + 64)).max(1);
         for start in (0..rows).step_by(per_batch) {
             let end = (start + per_batch).min(rows);

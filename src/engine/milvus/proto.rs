@@ -26,6 +26,11 @@ pub fn kv(key: &str, value: impl Into<String>) -> KeyValuePair {
     KeyValuePair { key: key.into(), value: value.into() }
 }
 
+/// A field of a collection schema: its name, `data_type` and type parameters.
+pub fn field(name: &str, data_type: i32, type_params: Vec<KeyValuePair>) -> FieldSchema {
+    FieldSchema { name: name.into(), data_type, type_params, ..Default::default() }
+}
+
 /// `schema.DataType`.
 pub mod data_type {
     pub const INT64: i32 = 5;

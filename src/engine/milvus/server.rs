@@ -100,8 +100,8 @@ fn random_password() -> String {
         .collect()
 }
 
-/// The password file beside a data folder, readable by its owner only.
-fn write_secret(path: &Path, secret: &str) -> Result<()> {
+/// A secret (a data folder's password, a token) in a file readable by its owner only.
+pub fn write_secret(path: &Path, secret: &str) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
