@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
 """Replays a complete judgment set in decision order and in most-returned order (issue 45).
 
-NFCorpus's test qrels judge many documents per question (graded 1/2). The golden set given to
-ragsweep keeps one label per question (its first highest-graded document), as a BEIR import
-or a first labelling pass would; the rest of the qrels are the oracle: the whole pool of the
-run is exported once and graded from them (a pooled document they do not name is graded 0).
-Then `ragsweep judge --replay` answers from the oracle, once in decision order and once in
-the pool's most-returned order, each writing a trace of the decision after every answer.
+Two corpora with complete judgments:
 
-Reported per grid and seed: the pool's size; after how many judgments each order reaches the
-full pool's decision (its pick and the cells not shown worse), and its pick, for good; where the stop rule
-speaks in decision order, and whether what it says holds for the full pool.
+- `lexical` and `mixed` (NFCorpus, decided on nDCG@10). NFCorpus's test qrels judge many
+  documents per question (graded 1/2). The golden set given to ragsweep keeps one label per
+  question (its first highest-graded document), as a BEIR import or a first labelling pass
+  would; the rest of the qrels are the oracle (a pooled document they do not name is 0).
+- `budgets` (the LGPD statute, `experiments/lgpd-budgets.toml`: three chunkers × BM25, e5 and
+  their hybrid, decided on `recall@1024t`, an equal-context cut). The oracle is
+  `experiments/lgpd/oracle.jsonl`: each answerable question graded against all 80 articles of
+  the statute once (2 answers it, 1 helps, an article not named is 0). The seed draws the
+  reserved split; the golden set keeps its one label per question.
 
-    scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed] [--rejudge]
+The whole pool of the run is exported once and graded from the oracle. Then `ragsweep judge
+--replay` answers from it, once in decision order and once in the pool's most-returned order,
+each writing a trace of the decision after every answer.
+
+Reported per grid and seed: the pool's size; after how many judgments each order reaches, for
+good, the full pool's decision (the pick when every other cell is shown worse, else the set of
+cells not shown worse), its pick, and both; where the stop rule speaks in decision order, and
+whether what it says holds for the full pool.
+
+    scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed budgets] [--rejudge]
 
 `--rejudge` keeps the runs and oracles of an earlier call in `--out` and replays the judging
 only (after a change to the judging order or the stop rule).
@@ -22,6 +32,7 @@ import argparse
 import csv
 import json
 import random
+import re
 import pathlib
 import shutil
 import subprocess
@@ -29,6 +40,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NFCORPUS = (ROOT / ".." / "shared" / "corpora" / "nfcorpus").resolve()
+LGPD = ROOT / "experiments" / "lgpd-budgets.toml"
+LGPD_ORACLE = ROOT / "experiments" / "lgpd" / "oracle.jsonl"
 BINARY = ROOT / "target" / "release" / "ragsweep"
 
 GRIDS = {
@@ -73,7 +86,33 @@ def questions():
     return out
 
 
+def lgpd_oracle():
+    out = {}
+    with open(LGPD_ORACLE) as f:
+        for line in f:
+            case = json.loads(line)
+            out[case["id"]] = list(case["grades"].items())
+    return out
+
+
+def write_lgpd_experiment(folder, seed):
+    """The budget grid as the repository declares it, with its paths made absolute and the seed replaced."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = LGPD.read_text()
+    corpus = (LGPD.parent / re.search(r'\[corpus\]\npath = "([^"]+)"', text)[1]).resolve()
+    golden = (LGPD.parent / re.search(r'\[golden\]\npath = "([^"]+)"', text)[1]).resolve()
+    # Judgments are written beside the golden set: a copy keeps them out of the repository.
+    shutil.copy(golden, folder / "golden.jsonl")
+    text = re.sub(r'(\[corpus\]\npath = )"[^"]+"', lambda m: f'{m[1]}"{corpus}"', text)
+    text = re.sub(r'(\[golden\]\npath = )"[^"]+"', r'\1"golden.jsonl"', text)
+    text = re.sub(r"(?m)^seed = \d+$", f"seed = {seed}", text)
+    text = re.sub(r'(?m)^name = "[^"]+"$', f'name = "replay-budgets-{seed}"', text)
+    (folder / "experiment.toml").write_text(text)
+
+
 def write_experiment(folder, grid, seed, labels, texts, questions):
+    if grid == "budgets":
+        return write_lgpd_experiment(folder, seed)
     folder.mkdir(parents=True, exist_ok=True)
     chosen = sorted(random.Random(seed).sample(sorted(labels), questions))
     with open(folder / "golden.jsonl", "w") as f:
@@ -120,6 +159,11 @@ def decision(line):
     return (line["pick"], tuple(sorted(line["not_worse"])))
 
 
+def outcome(line):
+    """What is decided: the pick when every other cell is shown worse, else which cells are not."""
+    return line["pick"] if len(line["not_worse"]) == 1 else tuple(sorted(line["not_worse"]))
+
+
 def reached(lines, final, of=decision):
     """Judgments after which `of` the decision equals `final` and stays so."""
     at = None
@@ -135,15 +179,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=pathlib.Path, required=True)
     ap.add_argument("--seeds", type=int, nargs="+", default=[7, 11, 23])
-    ap.add_argument("--grids", nargs="+", default=list(GRIDS))
+    ap.add_argument("--grids", nargs="+", default=[*GRIDS, "budgets"])
     ap.add_argument("--questions", type=int, default=100, help="questions drawn (by seed) from the 323")
     ap.add_argument("--rejudge", action="store_true", help="reuse the runs and oracles already in --out")
     args = ap.parse_args()
-    labels, texts = qrels(), questions()
+    nfcorpus = (qrels(), questions())
+    lgpd = (lgpd_oracle(), {})
     env_dirs = ["--models", ROOT / "models", "--cache", ROOT / "cache"]
     report = []
     for grid in args.grids:
         for seed in args.seeds:
+            labels, texts = lgpd if grid == "budgets" else nfcorpus
             folder = args.out / f"{grid}-{seed}"
             run = folder / "results" / f"replay-{grid}-{seed}" / "latest"
             if not args.rejudge:
@@ -167,6 +213,7 @@ def main():
             pool = traces["returned"][0]["left"]
             final = decision(traces["returned"][-1])
             assert decision(traces["decision"][-1]) == final, "both orders end on the same labels"
+            decided = outcome(traces["returned"][-1])
             spoke = next((line for line in traces["decision"] if line["verdict"] not in ("open", None)), None)
             holds = None
             if spoke is not None:
@@ -180,6 +227,8 @@ def main():
                 "pool": pool,
                 "final_pick": final[0],
                 "final_not_worse": list(final[1]),
+                "decision_order_decides": reached(traces["decision"], decided, outcome),
+                "returned_order_decides": reached(traces["returned"], decided, outcome),
                 "decision_order_reaches": reached(traces["decision"], final),
                 "decision_order_pick": reached(traces["decision"], final[0], lambda line: line["pick"]),
                 "returned_order_reaches": reached(traces["returned"], final),
