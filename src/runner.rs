@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -866,8 +867,6 @@ struct Scoring<'a> {
     relevant_text: Vec<Vec<(u32, usize, usize)>>,
     /// Per case and budget: how many of R's items the ideal packed context holds (SPEC §3).
     ideal_items: Vec<Vec<usize>>,
-    /// Per document, once needed: the start byte of each of its cost-tokenizer tokens.
-    doc_token_starts: Vec<std::sync::OnceLock<Vec<u32>>>,
     /// Per chunk set, per chunk: whether it counts for several labelled sections (section unit).
     spanning: Vec<Vec<bool>>,
 }
@@ -980,12 +979,19 @@ fn spanning_chunks(
         .collect()
 }
 
-/// What the chunk sets hold, whatever the labels: computed once, scored against any labels.
+/// What the corpus and chunk sets hold, whatever the labels: computed once (the lazy parts once
+/// needed) and scored against any labels, so judging's what-if scoring tokenizes nothing twice.
 pub struct ChunkFacts {
     /// Per chunk set: the tokens of each chunk a model would be sent.
     chunk_tokens: Vec<Vec<u32>>,
     /// Per chunk set, per document: its chunks' ordinals.
     doc_chunks: Vec<Vec<Vec<u32>>>,
+    /// Per document: the start byte of each of its cost-tokenizer tokens.
+    doc_token_starts: Vec<OnceLock<Vec<u32>>>,
+    /// Per document: its normalized text mapped to its bytes.
+    normalized: Vec<OnceLock<crate::analyze::Mapped>>,
+    /// Per chunk set, per chunk: the end byte of each of its tokens (where a budget cuts it).
+    chunk_token_ends: Vec<Vec<OnceLock<Vec<u32>>>>,
 }
 
 impl ChunkFacts {
@@ -1004,7 +1010,43 @@ impl ChunkFacts {
                 by_doc
             })
             .collect();
-        Ok(ChunkFacts { chunk_tokens, doc_chunks })
+        Ok(ChunkFacts {
+            chunk_tokens,
+            doc_chunks,
+            doc_token_starts: corpus.docs.iter().map(|_| OnceLock::new()).collect(),
+            normalized: corpus.docs.iter().map(|_| OnceLock::new()).collect(),
+            chunk_token_ends: sets.iter().map(|set| (0..set.len()).map(|_| OnceLock::new()).collect()).collect(),
+        })
+    }
+
+    /// Cost-tokenizer tokens of document `doc` that start within `start..end`.
+    fn tokens_in(&self, corpus: &Corpus, counter: &Counter, doc: u32, start: usize, end: usize) -> usize {
+        let starts = self.doc_token_starts[doc as usize].get_or_init(|| {
+            let text = &corpus.docs[doc as usize].text;
+            counter.token_spans(text).map_or_else(|_| Vec::new(), |s| s.iter().map(|t| t.0 as u32).collect())
+        });
+        starts.partition_point(|&s| (s as usize) < end) - starts.partition_point(|&s| (s as usize) < start)
+    }
+
+    fn normalized(&self, corpus: &Corpus, doc: usize) -> &crate::analyze::Mapped {
+        self.normalized[doc].get_or_init(|| crate::analyze::normalize_mapped(&corpus.docs[doc].text))
+    }
+
+    /// The end byte of each cost-tokenizer token of chunk `chunk` of set `set`.
+    fn chunk_token_ends(
+        &self,
+        corpus: &Corpus,
+        counter: &Counter,
+        sets: &[crate::stages::chunk::ChunkSet],
+        set: usize,
+        chunk: u32,
+    ) -> Result<&[u32]> {
+        let ends = &self.chunk_token_ends[set][chunk as usize];
+        if let Some(ends) = ends.get() {
+            return Ok(ends);
+        }
+        let spans = counter.token_spans(sets[set].text(corpus, chunk as usize))?;
+        Ok(ends.get_or_init(|| spans.iter().map(|s| s.1 as u32).collect()))
     }
 }
 
@@ -1051,19 +1093,15 @@ impl<'a> Scoring<'a> {
         let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
         let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
         let relevant_text = if token_measures {
-            let normalized: Vec<std::sync::OnceLock<crate::analyze::Mapped>> =
-                (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect();
-            let doc = |d: usize| normalized[d].get_or_init(|| crate::analyze::normalize_mapped(&corpus.docs[d].text));
+            let doc = |d: usize| facts.normalized(corpus, d);
             cases.par_iter().zip(&truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus, &doc)).collect()
         } else {
             vec![Vec::new(); cases.len()]
         };
-        let doc_token_starts: Vec<std::sync::OnceLock<Vec<u32>>> =
-            (0..corpus.docs.len()).map(|_| std::sync::OnceLock::new()).collect();
         let ideal_items = if exp.budget.is_empty() {
             vec![Vec::new(); cases.len()]
         } else {
-            let tokens_in = |d: u32, s: usize, e: usize| token_count(&doc_token_starts, corpus, counter, d, s, e);
+            let tokens_in = |d: u32, s: usize, e: usize| facts.tokens_in(corpus, counter, d, s, e);
             truths
                 .iter()
                 .map(|truth| {
@@ -1084,31 +1122,14 @@ impl<'a> Scoring<'a> {
             facts,
             relevant_text,
             ideal_items,
-            doc_token_starts,
             spanning: spanning_chunks(exp.unit, cases, corpus, sets),
         })
     }
 
     /// Cost-tokenizer tokens of document `doc` that start within `[start, end)`.
     fn tokens_in(&self, doc: u32, start: usize, end: usize) -> usize {
-        token_count(&self.doc_token_starts, self.corpus, self.counter, doc, start, end)
+        self.facts.tokens_in(self.corpus, self.counter, doc, start, end)
     }
-}
-
-/// Cost-tokenizer tokens of a document's bytes `start..end`, each document tokenized once.
-fn token_count(
-    starts: &[std::sync::OnceLock<Vec<u32>>],
-    corpus: &Corpus,
-    counter: &Counter,
-    doc: u32,
-    start: usize,
-    end: usize,
-) -> usize {
-    let starts = starts[doc as usize].get_or_init(|| {
-        let text = &corpus.docs[doc as usize].text;
-        counter.token_spans(text).map_or_else(|_| Vec::new(), |s| s.iter().map(|t| t.0 as u32).collect())
-    });
-    starts.partition_point(|&s| (s as usize) < end) - starts.partition_point(|&s| (s as usize) < start)
 }
 
 impl Scoring<'_> {
@@ -1193,8 +1214,8 @@ impl Scoring<'_> {
     fn packed(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval) -> Result<Vec<Packed>> {
         let set = &self.sets[run.chunks];
         let cut = |chunk: u32, tokens: usize| -> Result<usize> {
-            let spans = self.counter.token_spans(set.text(self.corpus, chunk as usize))?;
-            Ok(spans.get(tokens.saturating_sub(1)).map_or(0, |s| if tokens == 0 { 0 } else { s.1 }))
+            let ends = self.facts.chunk_token_ends(self.corpus, self.counter, self.sets, run.chunks, chunk)?;
+            Ok(ends.get(tokens.saturating_sub(1)).map_or(0, |&e| if tokens == 0 { 0 } else { e as usize }))
         };
         let post = match self.access(run, ci) {
             Access::Post(r) => Some(r.allowed),
