@@ -19,8 +19,8 @@ each writing a trace of the decision after every answer.
 
 Reported per grid and seed: the pool's size; after how many judgments each order reaches, for
 good, the full pool's decision (the pick when every other cell is shown worse, else the set of
-cells not shown worse), its pick, and both; where the stop rule speaks in decision order, and
-whether what it says holds for the full pool.
+cells not shown worse), its pick, and both; where the stop rule speaks in decision order,
+whether what it says holds for the full pool, and whether the decision then is the full pool's.
 
     scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed budgets] [--rejudge]
 
@@ -237,6 +237,7 @@ def main():
                 "stop_after": spoke and spoke["judged"],
                 "stop_pick": spoke and spoke["pick"],
                 "stop_holds": holds,
+                "decided_when_spoken": spoke is not None and outcome(spoke) == decided,
             }
             report.append(row)
             print(json.dumps(row), flush=True)
