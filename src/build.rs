@@ -242,7 +242,7 @@ pub const LARGE_CHUNK_BYTES: usize = 32 << 10;
 /// The documents a splitting chunker left in chunks over [`LARGE_CHUNK_BYTES`], largest first,
 /// in words (`none` keeps whole documents on purpose: nothing to say).
 fn oversized(set: &ChunkSet, corpus: &crate::input::corpus::Corpus) -> Option<String> {
-    if set.spec.kind == crate::stages::chunk::ChunkerKind::None {
+    if set.spec.kind.keeps_whole_documents() {
         return None;
     }
     let mut largest: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();

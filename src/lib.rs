@@ -16,6 +16,7 @@ pub mod atomic;
 pub mod bench;
 pub mod build;
 pub mod catalog;
+pub mod chunkers;
 pub mod compare;
 pub mod engine;
 pub mod error;

@@ -32,7 +32,6 @@ use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Stage, Timing};
 use crate::retrieve::Allowed;
 use crate::stages::cache::StageCache;
-use crate::stages::chunk::ChunkerKind;
 use crate::stages::cost::Counter;
 use crate::stages::embed::{self, Embedder, Embedding, LazyEmbedder, ModelInfo, ModelKind, Role};
 pub use crate::vocab::Cut;
@@ -1204,7 +1203,7 @@ impl Scoring<'_> {
         let set = &self.sets[run.chunks];
         let (truth, corpus) = (&self.truths[case], self.corpus);
         let judge = |hits: &[crate::retrieve::Hit], k: usize| truth.judge(hits, set, corpus, k);
-        let collapses = self.exp.unit != Unit::Evidence && run.cell.chunker.kind != ChunkerKind::None;
+        let collapses = self.exp.unit != Unit::Evidence && !run.cell.chunker.kind.keeps_whole_documents();
         let fill = self.exp.budget.last().map(|&b| (&self.facts.chunk_tokens[run.chunks][..], b));
         f(&Judge { judge: &judge, collapses, chunks: set.len(), fill })
     }

@@ -210,16 +210,30 @@ fn the_vocabulary_imports_nothing_of_the_crate() {
     assert!(graph.get("vocab").is_none_or(BTreeSet::is_empty), "vocab imports {:?}", graph.get("vocab"));
 }
 
-/// The enums whose variants are retriever and engine kinds, and the field that picks a lexical
-/// kind: only `catalog/` (and `engine/servers.rs`, which owns the engine enum) may name them.
-const KIND_PATHS: [&str; 6] =
-    ["RetrieverSpec::", "DenseIndex::", "PgVectorIndex::", "MilvusIndex::", "EngineKind::", ".full_text"];
+/// The enums whose variants are retriever, engine and chunker kinds, and the field that picks a
+/// lexical kind: only the catalogs (`catalog/`, `chunkers/`) and `engine/servers.rs`, which owns
+/// the engine enum, may name them.
+const KIND_PATHS: [&str; 7] = [
+    "RetrieverSpec::",
+    "DenseIndex::",
+    "PgVectorIndex::",
+    "MilvusIndex::",
+    "EngineKind::",
+    "ChunkerKind::",
+    ".full_text",
+];
+
+/// Whether `module` is where kinds are told apart: a catalog or the engine registry.
+fn tells_kinds_apart(module: &str) -> bool {
+    let top = module.split("::").next().unwrap_or_default();
+    top == "catalog" || top == "chunkers" || module == "engine::servers"
+}
 
 /// Where a module outside the catalog names a kind's variant: `module: line`.
 fn kinds_named_outside_the_catalog(known: &BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for (module, text) in known {
-        if module == "catalog" || module.starts_with("catalog::") || module == "engine::servers" {
+        if tells_kinds_apart(module) {
             continue;
         }
         for line in without_test_modules(text).lines().filter(|l| !l.trim_start().starts_with("//")) {
@@ -231,9 +245,23 @@ fn kinds_named_outside_the_catalog(known: &BTreeMap<String, String>) -> Vec<Stri
     out
 }
 
-/// The names of retriever, index and engine kinds (the engines' from their registry).
+/// The names of retriever, index, chunker and engine kinds (the engines' from their registry).
 fn kind_names() -> Vec<String> {
-    let kinds = ["bm25", "dense", "hybrid", "exact", "hnsw", "flat", "ivf_flat", "ivfflat"];
+    let kinds = [
+        "bm25",
+        "dense",
+        "hybrid",
+        "exact",
+        "hnsw",
+        "flat",
+        "ivf_flat",
+        "ivfflat",
+        "none",
+        "fixed",
+        "sentence",
+        "recursive",
+        "markdown",
+    ];
     kinds
         .iter()
         .map(|k| k.to_string())
@@ -247,7 +275,7 @@ fn kind_names() -> Vec<String> {
 fn kinds_dispatched_by_name(known: &BTreeMap<String, String>, names: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for (module, text) in known {
-        if module == "catalog" || module.starts_with("catalog::") || module == "engine::servers" {
+        if tells_kinds_apart(module) {
             continue;
         }
         for line in without_test_modules(text).lines().filter(|l| !l.trim_start().starts_with("//")) {
@@ -288,6 +316,7 @@ fn a_planted_string_dispatch_is_found() {
         "if stage.key.starts_with(\"exact\") { return; }\n",
         "let graph = spec.index == \"hnsw\";\n",
         "if wanted(\"milvus\") { install() }\n",
+        "let whole = chunker.name == \"none\";\n",
     ];
     for text in planted {
         let found = kinds_dispatched_by_name(&[("bench".to_string(), text.to_string())].into(), &names);
@@ -316,6 +345,9 @@ fn a_kind_matched_outside_the_catalog_is_found() {
     assert!(kinds_named_outside_the_catalog(&sources("catalog::bm25")).is_empty());
     let in_tests = format!("#[cfg(test)]\nmod tests {{\n{planted}}}\n");
     assert!(kinds_named_outside_the_catalog(&[("report".to_string(), in_tests)].into()).is_empty());
+    let chunker = "let whole = spec.kind == ChunkerKind::None;\n";
+    assert_eq!(kinds_named_outside_the_catalog(&[("build".to_string(), chunker.to_string())].into()).len(), 1);
+    assert!(kinds_named_outside_the_catalog(&[("chunkers::fixed".to_string(), chunker.to_string())].into()).is_empty());
     let picked = "let lexical = if spec.full_text.is_some() { 1 } else { 2 };\n";
     assert_eq!(kinds_named_outside_the_catalog(&[("plan".to_string(), picked.to_string())].into()).len(), 1);
 }

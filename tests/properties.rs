@@ -2,11 +2,12 @@
 
 use proptest::prelude::*;
 
+use ragsweep::chunkers::ChunkerKind;
 use ragsweep::evaluate::label::{Item, Judged};
 use ragsweep::evaluate::metrics::Metric;
 use ragsweep::input::access_key::AccessKey;
 use ragsweep::input::corpus::{markdown_sections, Corpus, Document};
-use ragsweep::stages::chunk::{ChunkSet, ChunkerKind, ChunkerSpec};
+use ragsweep::stages::chunk::{ChunkSet, ChunkerSpec};
 
 fn text_strategy() -> impl Strategy<Value = String> {
     // Words, accents, punctuation, headings, blank lines and multi-byte characters.

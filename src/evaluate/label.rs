@@ -297,7 +297,8 @@ mod tests {
     use super::*;
     use crate::input::corpus::{markdown_sections, Document};
     use crate::input::golden::{Evidence, Label};
-    use crate::stages::chunk::{ChunkerKind, ChunkerSpec};
+    use crate::stages::chunk::ChunkerSpec;
+    use crate::vocab::ChunkerKind;
 
     fn doc(id: &str, text: &str) -> Document {
         Document {

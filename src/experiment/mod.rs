@@ -22,12 +22,12 @@ use crate::input::corpus::{CorpusFormat, FolderRules};
 use crate::input::golden::GoldenSource;
 pub use crate::vocab::RetrieverSpec;
 use crate::vocab::{
-    ChunkerKind, ChunkerSpec, Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER,
+    ChunkerSpec, Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER,
 };
 
 use self::schema::*;
 pub use self::schema::{MilvusServerSpec, PgServerSpec};
-use self::validation::{chunker_from, retriever_cell_from};
+use self::validation::retriever_cell_from;
 use crate::grid::expand_all;
 
 /// The largest cut-off or budget an experiment may ask for: every input has bounded cost.
@@ -100,13 +100,7 @@ impl Cell {
     pub fn config(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         let c = &self.chunker;
-        let (kind, size, overlap) = match c.kind {
-            ChunkerKind::None => ("none", None, None),
-            ChunkerKind::Fixed { size, overlap } => ("fixed", Some(size), Some(overlap)),
-            ChunkerKind::Sentence { max_chars, overlap } => ("sentence", Some(max_chars), Some(overlap)),
-            ChunkerKind::Recursive { size, overlap } => ("recursive", Some(size), Some(overlap)),
-            ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
-        };
+        let (kind, size, overlap) = c.kind.columns();
         let opt = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
         out.push(("chunker", kind.to_string()));
         out.push(("chunk_size", opt(size)));
@@ -380,7 +374,7 @@ impl Experiment {
             .collect::<Result<Vec<_>>>()?;
 
         let base = path.parent().unwrap_or(Path::new("."));
-        let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, chunker_from)?;
+        let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, crate::chunkers::parse)?;
         let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
         // The name of the environment variable a secret is read from.
         let variable = |var: &Option<Spanned<String>>, key: &str| -> Result<Option<String>> {

@@ -1,0 +1,39 @@
+//! `fixed`: windows of `size` chars, each starting `size - overlap` chars after the last.
+
+use std::ops::Range;
+
+use crate::error::Result;
+use crate::grid::{Bad, Combo};
+use crate::vocab::ChunkerKind;
+
+pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
+    let (size, overlap) = super::sized(combo, "size", bad)?;
+    if overlap >= size {
+        return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
+    }
+    Ok(ChunkerKind::Fixed { size, overlap })
+}
+
+/// Byte offsets of every char boundary in `range`, plus its end.
+fn char_offsets(text: &str, range: Range<usize>) -> Vec<usize> {
+    let mut v: Vec<usize> = text[range.clone()].char_indices().map(|(i, _)| range.start + i).collect();
+    v.push(range.end);
+    v
+}
+
+pub(super) fn spans(text: &str, range: Range<usize>, size: usize, overlap: usize) -> Vec<Range<usize>> {
+    let offsets = char_offsets(text, range);
+    let n = offsets.len() - 1;
+    let step = size.saturating_sub(overlap).max(1);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let j = (i + size).min(n);
+        out.push(offsets[i]..offsets[j]);
+        if j == n {
+            break;
+        }
+        i += step;
+    }
+    out
+}

@@ -1,0 +1,185 @@
+//! The chunker catalog: every kind of chunker, one file each.
+//!
+//! A kind's file reads its parameters from a `[[chunkers]]` combination (each error located at
+//! its key) and splits a document into spans; this file is the registry of their names and the
+//! one place that asks which kind a chunker is (its columns, its label, whether it reads the
+//! document's headings). Chunk sets (`stages::chunk`) hold spans, never kinds;
+//! `tests/layout.rs` fails when a chunker kind is matched, or told apart by name, elsewhere.
+
+mod fixed;
+mod markdown;
+mod recursive;
+mod sentence;
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::error::Result;
+use crate::grid::{boolean, int, only, Bad, Combo};
+pub use crate::vocab::{ChunkerKind, ChunkerSpec};
+
+pub use sentence::sentences;
+
+type Parse = fn(&Combo<'_>, Bad<'_>) -> Result<ChunkerKind>;
+
+/// Each kind by the name an experiment gives it, with its parser.
+const KINDS: [(&str, Parse); 5] = [
+    ("none", none),
+    ("fixed", fixed::parse),
+    ("sentence", sentence::parse),
+    ("recursive", recursive::parse),
+    ("markdown", markdown::parse),
+];
+
+/// The chunker a `[[chunkers]]` combination declares.
+pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerSpec> {
+    let Some((_, parse)) = KINDS.iter().find(|(name, _)| *name == combo.kind.0) else {
+        let names: Vec<&str> = KINDS.iter().map(|(name, _)| *name).collect();
+        return Err(bad(
+            combo.kind.1.clone(),
+            format!("unknown chunker kind {:?} (expected {})", combo.kind.0, names.join(", ")),
+        ));
+    };
+    let kind = parse(combo, bad)?;
+    Ok(ChunkerSpec { kind, title: boolean(combo, "title", bad)?, headings: boolean(combo, "headings", bad)? })
+}
+
+/// `none`: the whole document.
+fn none(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
+    only(combo, &["title", "headings"], bad)?;
+    Ok(ChunkerKind::None)
+}
+
+/// A size and an overlap, for the kinds that take them (`size_key` names the size).
+fn sized(combo: &Combo<'_>, size_key: &str, bad: Bad<'_>) -> Result<(usize, usize)> {
+    only(combo, &[size_key, "overlap", "title", "headings"], bad)?;
+    let size = int(combo, size_key, None, bad)?;
+    let overlap = int(combo, "overlap", Some(0), bad)?;
+    if size == 0 {
+        return Err(bad(combo.get(size_key).unwrap().1, format!("`{size_key}` must be at least 1")));
+    }
+    Ok((size, overlap))
+}
+
+impl ChunkerKind {
+    /// Its name, size and overlap, for the matrix's configuration columns.
+    pub fn columns(&self) -> (&'static str, Option<usize>, Option<usize>) {
+        match *self {
+            ChunkerKind::None => ("none", None, None),
+            ChunkerKind::Fixed { size, overlap } => ("fixed", Some(size), Some(overlap)),
+            ChunkerKind::Sentence { max_chars, overlap } => ("sentence", Some(max_chars), Some(overlap)),
+            ChunkerKind::Recursive { size, overlap } => ("recursive", Some(size), Some(overlap)),
+            ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
+        }
+    }
+
+    /// Whether a chunk is a whole document (nothing split).
+    pub fn keeps_whole_documents(&self) -> bool {
+        *self == ChunkerKind::None
+    }
+
+    /// Whether it splits at the document's headings (whatever the format's headings are).
+    pub fn splits_at_headings(&self) -> bool {
+        matches!(self, ChunkerKind::Markdown { .. })
+    }
+
+    /// The spans of `text` it makes, given the document's `headings` (start, level, label),
+    /// trimmed of white space, empty ones dropped.
+    pub fn spans(&self, text: &str, headings: &[(usize, u8, &str)]) -> Vec<Range<usize>> {
+        let whole = 0..text.len();
+        let out = match *self {
+            ChunkerKind::None => vec![whole],
+            ChunkerKind::Fixed { size, overlap } => fixed::spans(text, whole, size, overlap),
+            ChunkerKind::Sentence { max_chars, overlap } => sentence::spans(text, max_chars, overlap),
+            ChunkerKind::Recursive { size, overlap } => recursive::spans(text, whole, size, overlap),
+            ChunkerKind::Markdown { max_chars } => markdown::spans(text, headings, max_chars),
+        };
+        out.into_iter().map(|r| trim_span(text, r)).filter(|r| !r.is_empty()).collect()
+    }
+}
+
+impl fmt::Display for ChunkerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ChunkerKind::None => write!(f, "none")?,
+            ChunkerKind::Fixed { size, overlap } => write!(f, "fixed({size},{overlap})")?,
+            ChunkerKind::Sentence { max_chars, overlap } => write!(f, "sentence({max_chars},{overlap})")?,
+            ChunkerKind::Recursive { size, overlap } => write!(f, "recursive({size},{overlap})")?,
+            ChunkerKind::Markdown { max_chars: None } => write!(f, "markdown")?,
+            ChunkerKind::Markdown { max_chars: Some(m) } => write!(f, "markdown({m})")?,
+        }
+        if self.title {
+            write!(f, "+title")?;
+        }
+        if self.headings {
+            write!(f, "+headings")?;
+        }
+        Ok(())
+    }
+}
+
+/// Shrinks a span so it starts and ends on non-white-space.
+fn trim_span(text: &str, r: Range<usize>) -> Range<usize> {
+    let s = &text[r.clone()];
+    let lead = s.len() - s.trim_start().len();
+    let trail = s.len() - s.trim_end().len();
+    if lead == s.len() {
+        return r.start..r.start;
+    }
+    r.start + lead..r.end - trail
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::corpus::markdown_headings;
+
+    fn texts(kind: ChunkerKind, text: &str) -> Vec<String> {
+        kind.spans(text, &markdown_headings(text)).into_iter().map(|r| text[r].to_string()).collect()
+    }
+
+    #[test]
+    fn abbreviations_do_not_end_sentences() {
+        let t = "Conforme o Art. 5 da lei, o Dr. Silva decidiu. Veja p. ex. o anexo! Fim? Sim.";
+        let s: Vec<_> = sentences(t).into_iter().map(|r| &t[r]).collect();
+        assert_eq!(s, ["Conforme o Art. 5 da lei, o Dr. Silva decidiu.", "Veja p. ex. o anexo!", "Fim?", "Sim."]);
+    }
+
+    #[test]
+    fn decimals_and_initials_stay_inside_sentences() {
+        let t = "J. Smith measured 3.5 mg. Then it rose.";
+        let s: Vec<_> = sentences(t).into_iter().map(|r| &t[r]).collect();
+        assert_eq!(s, ["J. Smith measured 3.5 mg.", "Then it rose."]);
+    }
+
+    #[test]
+    fn fixed_windows_count_chars_not_bytes() {
+        assert_eq!(texts(ChunkerKind::Fixed { size: 4, overlap: 1 }, "açãoxyz"), ["ação", "oxyz"]);
+    }
+
+    #[test]
+    fn sentence_chunks_overlap_in_whole_sentences() {
+        let t = "Um dois. Três quatro. Cinco seis. Sete.";
+        let c = texts(ChunkerKind::Sentence { max_chars: 24, overlap: 1 }, t);
+        assert_eq!(c, ["Um dois. Três quatro.", "Três quatro. Cinco seis.", "Cinco seis. Sete."]);
+        // When the repeated sentence leaves no room for a new one, it is not repeated.
+        let c = texts(ChunkerKind::Sentence { max_chars: 22, overlap: 1 }, t);
+        assert_eq!(c, ["Um dois. Três quatro.", "Cinco seis. Sete."]);
+    }
+
+    #[test]
+    fn recursive_prefers_paragraphs_and_respects_size() {
+        let t = "Primeiro parágrafo curto.\n\nSegundo parágrafo, um pouco maior que o primeiro.\n\nTerceiro.";
+        let c = texts(ChunkerKind::Recursive { size: 40, overlap: 0 }, t);
+        assert_eq!(c[0], "Primeiro parágrafo curto.");
+        assert!(c.iter().all(|s| s.chars().count() <= 40), "{c:?}");
+        let joined: String = c.join(" ");
+        assert!(joined.contains("Terceiro."));
+    }
+
+    #[test]
+    fn markdown_splits_on_every_heading() {
+        let t = "intro\n# A\na\n## A.1\nb\n# B\nc";
+        assert_eq!(texts(ChunkerKind::Markdown { max_chars: None }, t), ["intro", "# A\na", "## A.1\nb", "# B\nc"]);
+    }
+}
