@@ -210,23 +210,24 @@ fn the_vocabulary_imports_nothing_of_the_crate() {
     assert!(graph.get("vocab").is_none_or(BTreeSet::is_empty), "vocab imports {:?}", graph.get("vocab"));
 }
 
-/// The enums whose variants are retriever, engine and chunker kinds, and the field that picks a
-/// lexical kind: only the catalogs (`catalog/`, `chunkers/`) and `engine/servers.rs`, which owns
-/// the engine enum, may name them.
-const KIND_PATHS: [&str; 7] = [
+/// The enums whose variants are retriever, engine, chunker and fusion kinds, and the field that
+/// picks a lexical kind: only the catalogs (`catalog/`, `chunkers/`), `engine/servers.rs`, which
+/// owns the engine enum, and `retrieve/fusion.rs`, which scores each fusion method, may name them.
+const KIND_PATHS: [&str; 8] = [
     "RetrieverSpec::",
     "DenseIndex::",
     "PgVectorIndex::",
     "MilvusIndex::",
     "EngineKind::",
     "ChunkerKind::",
+    "Fusion::",
     ".full_text",
 ];
 
 /// Whether `module` is where kinds are told apart: a catalog or the engine registry.
 fn tells_kinds_apart(module: &str) -> bool {
     let top = module.split("::").next().unwrap_or_default();
-    top == "catalog" || top == "chunkers" || module == "engine::servers"
+    top == "catalog" || top == "chunkers" || module == "engine::servers" || module == "retrieve::fusion"
 }
 
 /// Where a module outside the catalog names a kind's variant: `module: line`.
@@ -245,7 +246,7 @@ fn kinds_named_outside_the_catalog(known: &BTreeMap<String, String>) -> Vec<Stri
     out
 }
 
-/// The names of retriever, index, chunker and engine kinds (the engines' from their registry).
+/// The names of retriever, index, chunker, fusion and engine kinds (the engines' from their registry).
 fn kind_names() -> Vec<String> {
     let kinds = [
         "bm25",
@@ -261,6 +262,9 @@ fn kind_names() -> Vec<String> {
         "sentence",
         "recursive",
         "markdown",
+        "rrf",
+        "convex",
+        "dbsf",
     ];
     kinds
         .iter()
@@ -345,6 +349,9 @@ fn a_kind_matched_outside_the_catalog_is_found() {
     assert!(kinds_named_outside_the_catalog(&sources("catalog::bm25")).is_empty());
     let in_tests = format!("#[cfg(test)]\nmod tests {{\n{planted}}}\n");
     assert!(kinds_named_outside_the_catalog(&[("report".to_string(), in_tests)].into()).is_empty());
+    let fused = "let ranked = matches!(fusion, Fusion::Rrf { .. });\n";
+    assert_eq!(kinds_named_outside_the_catalog(&[("runner".to_string(), fused.to_string())].into()).len(), 1);
+    assert!(kinds_named_outside_the_catalog(&[("retrieve::fusion".to_string(), fused.to_string())].into()).is_empty());
     let chunker = "let whole = spec.kind == ChunkerKind::None;\n";
     assert_eq!(kinds_named_outside_the_catalog(&[("build".to_string(), chunker.to_string())].into()).len(), 1);
     assert!(kinds_named_outside_the_catalog(&[("chunkers::fixed".to_string(), chunker.to_string())].into()).is_empty());
