@@ -50,7 +50,7 @@ pub struct EmbeddingJob {
 pub struct IndexSpec {
     pub chunks: ChunkSetId,
     pub embedding: Option<EmbeddingId>,
-    pub identity: String,
+    pub identity: crate::catalog::IndexIdentity,
     /// The kind that builds it (the first cell's; every kind of the same identity reads it).
     pub kind: Arc<dyn SourceKind>,
 }
@@ -210,8 +210,8 @@ mod tests {
         assert_eq!(p.indexes.len(), 2);
         let [lexical, dense] = &p.cells[0].retriever.sources[..] else { panic!("two sources") };
         assert!(p.cells[0].retriever.fusion.is_some());
-        assert_eq!(p.indexes[lexical.index.0].identity, "bm25(pt)");
-        assert_eq!(p.indexes[dense.index.0].identity, "exact(e5-small)");
+        assert_eq!(p.indexes[lexical.index.0].identity.to_string(), "bm25(pt)");
+        assert_eq!(p.indexes[dense.index.0].identity.to_string(), "exact(e5-small)");
         assert_eq!(p.cells[0].models, [ModelId(0)]);
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{analyzer_from, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{analyzer_from, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::{Analyzer, AnalyzerKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
@@ -46,12 +46,12 @@ impl SourceKind for Bm25 {
         out.push(("b", self.params.b.to_string()));
     }
 
-    fn index_identity(&self) -> String {
-        format!("bm25({})", self.analyzer)
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<Bm25Index>(format!("bm25({})", self.analyzer))
     }
 
     fn index_name(&self) -> String {
-        self.index_identity()
+        self.index_identity().to_string()
     }
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{BuiltIndex, Config, IndexInput, SourceKind};
+use super::{BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -35,8 +35,8 @@ impl SourceKind for CrossRerank {
         out.push(("rerank", self.info.id.clone()));
     }
 
-    fn index_identity(&self) -> String {
-        format!("cross-encoder({})", self.info.key())
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<CrossIndex>(format!("cross-encoder({})", self.info.key()))
     }
 
     fn index_name(&self) -> String {

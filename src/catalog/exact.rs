@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{exact_of, Bad, BuiltIndex, Config, IndexInput, SourceKind, HNSW_KEYS};
+use super::{exact_of, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind, HNSW_KEYS};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{forbid, Combo};
@@ -36,12 +36,12 @@ impl SourceKind for Exact {
         out.push(("index", "exact".into()));
     }
 
-    fn index_identity(&self) -> String {
-        format!("exact({})", self.model)
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<ExactIndex>(format!("exact({})", self.model))
     }
 
     fn index_name(&self) -> String {
-        self.index_identity()
+        self.index_identity().to_string()
     }
 
     fn builds_nothing(&self) -> bool {

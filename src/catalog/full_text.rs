@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{analyzer_from, engine_record, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{analyzer_from, engine_record, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::AnalyzerKind;
 use crate::engine::pgvector::{PgTable, PgTextSource};
 use crate::engine::servers::Engines;
@@ -53,8 +53,8 @@ impl SourceKind for FullText {
         out.push(("terms", self.terms.as_str().into()));
     }
 
-    fn index_identity(&self) -> String {
-        format!("pg-fulltext({})", self.analyzer)
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<PgTable>(format!("pg-fulltext({})", self.analyzer))
     }
 
     fn index_name(&self) -> String {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::Combo;
@@ -55,8 +55,8 @@ impl SourceKind for Hnsw {
         config(out, self.m, self.ef_construction, self.ef_search);
     }
 
-    fn index_identity(&self) -> String {
-        format!("hnsw({},{},{})", self.model, self.m, self.ef_construction)
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<HnswIndex>(format!("hnsw({},{},{})", self.model, self.m, self.ef_construction))
     }
 
     fn index_name(&self) -> String {

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use super::HNSW_KEYS;
-use super::{engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{
+    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
+};
 use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusQuery, MilvusVectorSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
@@ -111,14 +113,14 @@ impl SourceKind for Milvus {
         }
     }
 
-    fn index_identity(&self) -> String {
-        match self.index {
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<Built>(match self.index {
             MilvusIndex::Flat => format!("milvus-flat({})", self.model),
             MilvusIndex::Hnsw { m, ef_construction, .. } => {
                 format!("milvus-hnsw({},{m},{ef_construction})", self.model)
             }
             MilvusIndex::IvfFlat { lists, .. } => format!("milvus-ivf_flat({},{lists})", self.model),
-        }
+        })
     }
 
     fn index_name(&self) -> String {

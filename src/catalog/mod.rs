@@ -78,6 +78,28 @@ impl BuiltIndex {
     }
 }
 
+/// What an index is built from, query-time parameters left out: the type its kind keeps the
+/// built index as, and the build parameters. Cells whose sources have equal identities share one
+/// index, so a kind only ever reads back ([`BuiltIndex::get`]) an index of the type it builds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IndexIdentity {
+    built: std::any::TypeId,
+    params: String,
+}
+
+impl IndexIdentity {
+    /// The identity of an index kept as a `B`, built with `params`.
+    pub fn of<B: Any>(params: String) -> IndexIdentity {
+        IndexIdentity { built: std::any::TypeId::of::<B>(), params }
+    }
+}
+
+impl fmt::Display for IndexIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.params)
+    }
+}
+
 /// One kind of ranking source, with its parameters.
 pub trait SourceKind: Send + Sync + fmt::Debug {
     /// The embedding model it searches with, if any.
@@ -98,7 +120,7 @@ pub trait SourceKind: Send + Sync + fmt::Debug {
 
     /// What its index is built from, query-time parameters left out: over one chunk set, equal
     /// identities share one index.
-    fn index_identity(&self) -> String;
+    fn index_identity(&self) -> IndexIdentity;
 
     /// The index's name in the stage report.
     fn index_name(&self) -> String;
@@ -241,7 +263,8 @@ impl RetrieverSpec {
     pub fn index_identity(&self) -> String {
         let composition = self.composition();
         let reranks = composition.rerank.iter().map(|r| &r.0);
-        let sources: Vec<String> = composition.sources.iter().chain(reranks).map(|s| s.index_identity()).collect();
+        let sources: Vec<String> =
+            composition.sources.iter().chain(reranks).map(|s| s.index_identity().to_string()).collect();
         sources.join("+")
     }
 

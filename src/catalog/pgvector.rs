@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use super::HNSW_KEYS;
-use super::{engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{
+    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
+};
 use crate::engine::pgvector::{PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::engine::servers::Engines;
 use crate::error::Result;
@@ -166,12 +168,12 @@ impl SourceKind for PgVector {
         }
     }
 
-    fn index_identity(&self) -> String {
-        match self.index {
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<Built>(match self.index {
             PgVectorIndex::Exact => format!("pg-exact({})", self.model),
             PgVectorIndex::Hnsw { m, ef_construction, .. } => format!("pg-hnsw({},{m},{ef_construction})", self.model),
             PgVectorIndex::Ivfflat { lists, .. } => format!("pg-ivfflat({},{lists})", self.model),
-        }
+        })
     }
 
     fn index_name(&self) -> String {

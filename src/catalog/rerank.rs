@@ -10,7 +10,7 @@ use std::sync::Arc;
 use toml::Value;
 
 use super::exact::Exact;
-use super::{Bad, BuiltIndex, Config, IndexInput, SourceKind};
+use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{int, Combo};
@@ -48,7 +48,7 @@ impl SourceKind for Rerank {
         out.push(("rerank", self.model.clone()));
     }
 
-    fn index_identity(&self) -> String {
+    fn index_identity(&self) -> IndexIdentity {
         self.exact().index_identity()
     }
 
