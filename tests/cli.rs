@@ -164,6 +164,23 @@ fn wrong_type_names_file_line_and_column() {
 }
 
 #[test]
+fn a_chunker_is_read_by_its_kind_with_located_errors() {
+    let dir = bad_dir(CORPUS, "[]");
+    let chunker = |kind: &str| GOOD.replace("kind = \"none\"", kind);
+    let exp = write(dir.path(), "exp.toml", &chunker("kind = \"fixed\"\nsize = 100\noverlap = 100"));
+    fails_cleanly(&exp, "exp.toml:13:11: `overlap` must be smaller than `size`");
+    let exp = write(dir.path(), "exp2.toml", &chunker("kind = \"recursive\"\nsize = 0"));
+    fails_cleanly(&exp, "exp2.toml:12:8: `size` must be at least 1");
+    let exp = write(dir.path(), "exp3.toml", &chunker("kind = \"sentence\"\nmax_chars = 50\nlists = 4"));
+    fails_cleanly(&exp, "exp3.toml:13:9: unknown parameter `lists` for kind \"sentence\" (expected one of: max_chars, overlap, title, headings)");
+    let exp = write(dir.path(), "exp4.toml", &chunker("kind = \"semantic\""));
+    fails_cleanly(
+        &exp,
+        "exp4.toml:11:8: unknown chunker kind \"semantic\" (expected none, fixed, sentence, recursive, markdown)",
+    );
+}
+
+#[test]
 fn broken_corpus_line_is_located() {
     let dir = bad_dir("{\"id\": \"a\", \"text\": \"x\"}\n{\"id\": \"b\", \"text\" \"y\"}\n", "[]");
     let exp = write(dir.path(), "exp.toml", GOOD);

@@ -7,10 +7,7 @@ use crate::grid::{Bad, Combo};
 use crate::vocab::ChunkerKind;
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
-    let (size, overlap) = super::sized(combo, "size", bad)?;
-    if overlap >= size {
-        return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
-    }
+    let (size, overlap) = super::sized(combo, "size", true, bad)?;
     Ok(ChunkerKind::Fixed { size, overlap })
 }
 

@@ -18,8 +18,6 @@ use crate::error::Result;
 use crate::grid::{boolean, int, only, Bad, Combo};
 pub use crate::vocab::{ChunkerKind, ChunkerSpec};
 
-pub use sentence::sentences;
-
 type Parse = fn(&Combo<'_>, Bad<'_>) -> Result<ChunkerKind>;
 
 /// Each kind by the name an experiment gives it, with its parser.
@@ -50,13 +48,17 @@ fn none(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
     Ok(ChunkerKind::None)
 }
 
-/// A size and an overlap, for the kinds that take them (`size_key` names the size).
-fn sized(combo: &Combo<'_>, size_key: &str, bad: Bad<'_>) -> Result<(usize, usize)> {
+/// A size and an overlap, for the kinds that take them (`size_key` names the size); an overlap in
+/// chars must be smaller than the size.
+fn sized(combo: &Combo<'_>, size_key: &str, overlap_in_chars: bool, bad: Bad<'_>) -> Result<(usize, usize)> {
     only(combo, &[size_key, "overlap", "title", "headings"], bad)?;
     let size = int(combo, size_key, None, bad)?;
     let overlap = int(combo, "overlap", Some(0), bad)?;
     if size == 0 {
         return Err(bad(combo.get(size_key).unwrap().1, format!("`{size_key}` must be at least 1")));
+    }
+    if overlap_in_chars && overlap >= size {
+        return Err(bad(combo.get("overlap").unwrap().1, format!("`overlap` must be smaller than `{size_key}`")));
     }
     Ok((size, overlap))
 }
@@ -141,14 +143,14 @@ mod tests {
     #[test]
     fn abbreviations_do_not_end_sentences() {
         let t = "Conforme o Art. 5 da lei, o Dr. Silva decidiu. Veja p. ex. o anexo! Fim? Sim.";
-        let s: Vec<_> = sentences(t).into_iter().map(|r| &t[r]).collect();
+        let s: Vec<_> = sentence::sentences(t).into_iter().map(|r| &t[r]).collect();
         assert_eq!(s, ["Conforme o Art. 5 da lei, o Dr. Silva decidiu.", "Veja p. ex. o anexo!", "Fim?", "Sim."]);
     }
 
     #[test]
     fn decimals_and_initials_stay_inside_sentences() {
         let t = "J. Smith measured 3.5 mg. Then it rose.";
-        let s: Vec<_> = sentences(t).into_iter().map(|r| &t[r]).collect();
+        let s: Vec<_> = sentence::sentences(t).into_iter().map(|r| &t[r]).collect();
         assert_eq!(s, ["J. Smith measured 3.5 mg.", "Then it rose."]);
     }
 

@@ -8,10 +8,7 @@ use crate::grid::{Bad, Combo};
 use crate::vocab::ChunkerKind;
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
-    let (size, overlap) = super::sized(combo, "size", bad)?;
-    if overlap >= size {
-        return Err(bad(combo.get("overlap").unwrap().1, "`overlap` must be smaller than `size`".into()));
-    }
+    let (size, overlap) = super::sized(combo, "size", true, bad)?;
     Ok(ChunkerKind::Recursive { size, overlap })
 }
 
@@ -35,9 +32,11 @@ fn recursive_at(text: &str, range: Range<usize>, size: usize, overlap: usize, le
     };
     let mut cuts: Vec<usize> = match sep {
         Separator::Str(s) => text[range.clone()].match_indices(s).map(|(i, m)| range.start + i + m.len()).collect(),
-        Separator::Sentence => {
-            super::sentences(&text[range.clone()]).into_iter().skip(1).map(|r| range.start + r.start).collect()
-        }
+        Separator::Sentence => super::sentence::sentences(&text[range.clone()])
+            .into_iter()
+            .skip(1)
+            .map(|r| range.start + r.start)
+            .collect(),
     };
     cuts.retain(|&c| c > range.start && c < range.end);
     cuts.push(range.end);

@@ -7,7 +7,7 @@ use crate::grid::{Bad, Combo};
 use crate::vocab::ChunkerKind;
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
-    let (max_chars, overlap) = super::sized(combo, "max_chars", bad)?;
+    let (max_chars, overlap) = super::sized(combo, "max_chars", false, bad)?;
     Ok(ChunkerKind::Sentence { max_chars, overlap })
 }
 
@@ -22,7 +22,7 @@ const ABBREVIATIONS: &[&str] = &[
 /// Sentence spans of `text`: ends at `.`, `!`, `?` or `…` (plus closing quotes or brackets)
 /// followed by white space, unless the word before a `.` is an abbreviation or an initial;
 /// a blank line always ends a sentence.
-pub fn sentences(text: &str) -> Vec<Range<usize>> {
+pub(super) fn sentences(text: &str) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut start = 0;
