@@ -20,7 +20,9 @@ each writing a trace of the decision after every answer.
 Reported per grid and seed: the pool's size; after how many judgments each order reaches, for
 good, the full pool's decision (the pick when every other cell is shown worse, else the set of
 cells not shown worse), its pick, and both; where the stop rule speaks in decision order,
-whether what it says holds for the full pool, and whether the decision then is the full pool's.
+whether what it says holds for the full pool, whether the decision then is the full pool's, and
+whether each cell's standing then (worse or not) is the full pool's, but for the cells whose
+standing the rule says is still open.
 
     scripts/judge_replay.py --out /tmp/replay [--seeds 7 11 23] [--grids lexical mixed budgets] [--rejudge]
 
@@ -159,6 +161,11 @@ def decision(line):
     return (line["pick"], tuple(sorted(line["not_worse"])))
 
 
+def cells(lines):
+    """Every cell a trace names."""
+    return sorted({c for line in lines for c in line["not_worse"] + [line["pick"]] if c})
+
+
 def outcome(line):
     """What is decided: the pick when every other cell is shown worse, else which cells are not."""
     return line["pick"] if len(line["not_worse"]) == 1 else tuple(sorted(line["not_worse"]))
@@ -238,6 +245,15 @@ def main():
                 "stop_pick": spoke and spoke["pick"],
                 "stop_holds": holds,
                 "decided_when_spoken": spoke is not None and outcome(spoke) == decided,
+                # The cells whose standing the rule left open, and whether every other cell's
+                # standing when it spoke (worse or not) is the full pool's.
+                "stop_open": spoke and spoke.get("open", []),
+                "standing_holds": spoke is not None
+                and all(
+                    (c in spoke["not_worse"]) == (c in final[1])
+                    for c in cells(traces["returned"])
+                    if c not in spoke.get("open", [])
+                ),
             }
             report.append(row)
             print(json.dumps(row), flush=True)

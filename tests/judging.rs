@@ -328,6 +328,10 @@ fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
     assert_eq!(steps.len(), 2, "{steps:?}");
     assert_eq!((steps[0]["verdict"].as_str(), steps[0]["left"].as_u64()), (Some("open"), Some(10)));
     assert_eq!((steps[1]["verdict"].as_str(), steps[1]["pick"].as_str()), (Some("settled"), Some("c02")));
+    // Whether c01 is shown worse still depends on the units left (all relevant would tie it):
+    // the rule says so, in the message and the trace.
+    assert!(out.contains("; the outcomes differ on whether c01 is shown worse: judging on"), "{out}");
+    assert_eq!(steps[1]["open"], serde_json::json!(["c01"]), "{out}");
 
     // The most valuable units first: an export limited to three holds three of c01's decoys.
     let pool = f.path().join("pool.jsonl");

@@ -72,10 +72,12 @@ impl Decision {
 pub enum Verdict {
     /// Some outcome of the units left picks another cell, and judging can tell them apart.
     Open,
-    /// Every outcome of the units left makes the same pick.
-    Settled { pick: Option<String> },
-    /// Every outcome but "all relevant" makes the same pick: `against` is what that one picks.
-    Confident { pick: Option<String>, against: Option<String> },
+    /// Every outcome of the units left makes the same pick; `open`: the cells those outcomes
+    /// disagree on, shown worse in some and not in others.
+    Settled { pick: Option<String>, open: Vec<String> },
+    /// Every outcome but "all relevant" makes the same pick: `against` is what that one picks;
+    /// `open` as for `Settled`, over those outcomes.
+    Confident { pick: Option<String>, against: Option<String>, open: Vec<String> },
     /// The outcomes pick different cells, but these stay not shown worse than each other in
     /// every outcome (`likely`: in every outcome but "all relevant"): only more questions can
     /// separate them.
@@ -97,22 +99,37 @@ impl Verdict {
     pub fn message(&self, now: &Decision, left: usize, run: &std::path::Path) -> Option<String> {
         let units = crate::words::count(left, "unit");
         let plan = format!("more questions would (`ragsweep plan {}` says how many)", run.display());
-        let undecided: Vec<&str> =
-            now.standing.iter().filter(|(_, s)| *s == VsBest::Undecided).map(|(c, _)| c.as_str()).collect();
-        let rivals = if undecided.is_empty() {
+        let open: &[String] = match self {
+            Verdict::Settled { open, .. } | Verdict::Confident { open, .. } => open,
+            _ => &[],
+        };
+        let undecided: Vec<&str> = now
+            .standing
+            .iter()
+            .filter(|(c, s)| *s == VsBest::Undecided && !open.contains(c))
+            .map(|(c, _)| c.as_str())
+            .collect();
+        let mut rivals = if undecided.is_empty() {
             String::new()
         } else {
             format!("; {} undecided against it: {plan}", undecided.join(", "))
         };
+        if !open.is_empty() {
+            rivals.push_str(&format!(
+                "; the outcomes differ on whether {} {} shown worse: judging on (`--whole-pool`) or more questions would tell",
+                open.join(", "),
+                if open.len() == 1 { "is" } else { "are" }
+            ));
+        }
         match self {
             Verdict::Open => None,
-            Verdict::Settled { pick: Some(pick) } => {
+            Verdict::Settled { pick: Some(pick), .. } => {
                 Some(format!("settled: the {units} left cannot change the decision ({pick}){rivals}"))
             }
-            Verdict::Settled { pick: None } => {
+            Verdict::Settled { pick: None, .. } => {
                 Some(format!("settled: no cell is eligible whatever the {units} left say"))
             }
-            Verdict::Confident { pick, against } => {
+            Verdict::Confident { pick, against, .. } => {
                 let pick = pick.as_deref().unwrap_or("no eligible cell");
                 let against = against.as_deref().unwrap_or("no eligible cell");
                 Some(format!(
@@ -305,11 +322,11 @@ impl<'a> Decider<'a> {
         let likely: Vec<&Decision> = outcomes.iter().enumerate().filter(|(i, _)| *i != 1).map(|(_, d)| d).collect();
         let all: Vec<&Decision> = outcomes.iter().collect();
         let verdict = if let [pick] = &picks(&all)[..] {
-            Verdict::Settled { pick: pick.clone() }
+            Verdict::Settled { pick: pick.clone(), open: open_standing(&all) }
         } else if let Some(cells) = within_reach(&all) {
             Verdict::CannotDecide { cells, likely: false }
         } else if let [pick] = &picks(&likely)[..] {
-            Verdict::Confident { pick: pick.clone(), against: outcomes[1].pick.clone() }
+            Verdict::Confident { pick: pick.clone(), against: outcomes[1].pick.clone(), open: open_standing(&likely) }
         } else if let Some(cells) = within_reach(&likely) {
             Verdict::CannotDecide { cells, likely: true }
         } else {
@@ -387,6 +404,21 @@ fn picks(outcomes: &[&Decision]) -> Vec<Option<String>> {
         }
     }
     picks
+}
+
+/// The cells some of `outcomes` show worse than the best and others do not, in grid order.
+fn open_standing(outcomes: &[&Decision]) -> Vec<String> {
+    let Some(first) = outcomes.first() else { return Vec::new() };
+    first
+        .standing
+        .iter()
+        .map(|(c, _)| c)
+        .filter(|c| {
+            let worse = |d: &&Decision| !d.not_worse().contains(&c.as_str());
+            outcomes.iter().any(worse) && !outcomes.iter().all(worse)
+        })
+        .cloned()
+        .collect()
 }
 
 /// The cells `outcomes` pick when each outcome picks one and none of them is shown worse than

@@ -300,12 +300,15 @@ pub struct TraceLine {
     pub grade: Option<u32>,
     pub pick: Option<String>,
     pub not_worse: Vec<String>,
-    /// `open`, `settled` or `cannot_decide` in decision order until the stop rule speaks;
+    /// `open`, `settled`, `confident` or `cannot_decide` in decision order until the stop rule speaks;
     /// none after it and in the pool's own order.
     pub verdict: Option<String>,
     /// The cells judging cannot separate (`cannot_decide`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub between: Vec<String>,
+    /// The cells whose standing the outcomes disagree on (`settled`, `confident`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open: Vec<String>,
     /// Units still unjudged in the pool.
     pub left: usize,
 }
@@ -345,6 +348,12 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
                     verdict: verdict.as_ref().map(|v| v.as_str().to_string()),
                     between: match &verdict {
                         Some(decision::Verdict::CannotDecide { cells, .. }) => cells.clone(),
+                        _ => Vec::new(),
+                    },
+                    open: match &verdict {
+                        Some(decision::Verdict::Settled { open, .. } | decision::Verdict::Confident { open, .. }) => {
+                            open.clone()
+                        }
                         _ => Vec::new(),
                     },
                     left,
