@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::catalog::{Composition, SourceKind};
+use crate::chunkers::ChunkerSpec;
 use crate::experiment::Experiment;
 use crate::stages::embed::ModelInfo;
-use crate::vocab::{ChunkerSpec, EngineKind, Fusion};
+use crate::vocab::{EngineKind, Fusion};
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {

@@ -12,9 +12,10 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::chunkers::ChunkerSpec;
 use crate::input::golden::Split;
 use crate::vocab::{
-    BudgetMiss, ChunkerSpec, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates,
+    BudgetMiss, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates,
     RetrieverSpec, SyntheticAcl,
 };
 pub use crate::vocab::{CUT_COLUMNS, ROW_COLUMNS};

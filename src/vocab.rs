@@ -256,35 +256,6 @@ pub struct ExactTerm {
     pub in_evidence: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ChunkerKind {
-    /// The whole document.
-    None,
-    /// Windows of `size` chars, each starting `size - overlap` chars after the last.
-    Fixed { size: usize, overlap: usize },
-    /// Whole sentences up to `max_chars`; consecutive chunks share `overlap` sentences.
-    Sentence { max_chars: usize, overlap: usize },
-    /// Paragraph → line → sentence → word → char splits, merged up to `size` chars with
-    /// about `overlap` chars repeated.
-    Recursive { size: usize, overlap: usize },
-    /// One chunk per heading block; blocks longer than `max_chars` (when set) are split
-    /// recursively.
-    Markdown { max_chars: Option<usize> },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ChunkerSpec {
-    #[serde(flatten)]
-    pub kind: ChunkerKind,
-    /// Prefix the document title to the indexed text.
-    #[serde(default)]
-    pub title: bool,
-    /// Prefix the Markdown heading path to the indexed text.
-    #[serde(default)]
-    pub headings: bool,
-}
-
 /// Prices declared in an experiment's `[cost]` table, in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Prices {

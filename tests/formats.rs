@@ -125,8 +125,8 @@ fn the_section_chunker_follows_the_headings_of_every_format() {
             &Default::default(),
         )
         .unwrap();
-        let spec = ragsweep::vocab::ChunkerSpec {
-            kind: ragsweep::vocab::ChunkerKind::Markdown { max_chars: None },
+        let spec = ragsweep::chunkers::ChunkerSpec {
+            kind: ragsweep::chunkers::ChunkerKind::Markdown { max_chars: None },
             title: false,
             headings: false,
         };
@@ -325,8 +325,8 @@ fn the_statute_gives_the_same_sections_chunks_and_recall_in_five_formats_and_an_
     let chunks = |format: &str| -> Vec<(String, String)> {
         let corpus =
             ragsweep::input::corpus::Corpus::load(&dir.path().join(format), None, &Default::default()).unwrap();
-        let spec = ragsweep::vocab::ChunkerSpec {
-            kind: ragsweep::vocab::ChunkerKind::Markdown { max_chars: None },
+        let spec = ragsweep::chunkers::ChunkerSpec {
+            kind: ragsweep::chunkers::ChunkerKind::Markdown { max_chars: None },
             title: false,
             headings: false,
         };

@@ -2,9 +2,9 @@
 
 use std::ops::Range;
 
+use super::ChunkerKind;
 use crate::error::Result;
 use crate::grid::{Bad, Combo};
-use crate::vocab::ChunkerKind;
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
     let (size, overlap) = super::sized(combo, "size", true, bad)?;

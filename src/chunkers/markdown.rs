@@ -3,9 +3,9 @@
 
 use std::ops::Range;
 
+use super::ChunkerKind;
 use crate::error::Result;
 use crate::grid::{int, only, Bad, Combo};
-use crate::vocab::ChunkerKind;
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
     only(combo, &["max_chars", "title", "headings"], bad)?;

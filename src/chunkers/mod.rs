@@ -14,9 +14,41 @@ mod sentence;
 use std::fmt;
 use std::ops::Range;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::Result;
 use crate::grid::{boolean, int, only, Bad, Combo};
-pub use crate::vocab::{ChunkerKind, ChunkerSpec};
+
+/// A chunker kind with its parameters, as the manifest and the chunk-set cache key serialise it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ChunkerKind {
+    /// The whole document.
+    None,
+    /// Windows of `size` chars, each starting `size - overlap` chars after the last.
+    Fixed { size: usize, overlap: usize },
+    /// Whole sentences up to `max_chars`; consecutive chunks share `overlap` sentences.
+    Sentence { max_chars: usize, overlap: usize },
+    /// Paragraph → line → sentence → word → char splits, merged up to `size` chars with
+    /// about `overlap` chars repeated.
+    Recursive { size: usize, overlap: usize },
+    /// One chunk per heading block; blocks longer than `max_chars` (when set) are split
+    /// recursively.
+    Markdown { max_chars: Option<usize> },
+}
+
+/// A chunker: its kind and what its chunks' indexed text is prefixed with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ChunkerSpec {
+    #[serde(flatten)]
+    pub kind: ChunkerKind,
+    /// Prefix the document title to the indexed text.
+    #[serde(default)]
+    pub title: bool,
+    /// Prefix the Markdown heading path to the indexed text.
+    #[serde(default)]
+    pub headings: bool,
+}
 
 type Parse = fn(&Combo<'_>, Bad<'_>) -> Result<ChunkerKind>;
 

@@ -295,10 +295,10 @@ pub struct Piece {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunkers::ChunkerKind;
     use crate::input::corpus::{markdown_sections, Document};
     use crate::input::golden::{Evidence, Label};
     use crate::stages::chunk::ChunkerSpec;
-    use crate::vocab::ChunkerKind;
 
     fn doc(id: &str, text: &str) -> Document {
         Document {

@@ -21,13 +21,12 @@ use crate::input::access_key::AccessKey;
 use crate::input::corpus::{CorpusFormat, FolderRules};
 use crate::input::golden::GoldenSource;
 pub use crate::vocab::RetrieverSpec;
-use crate::vocab::{
-    ChunkerSpec, Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER,
-};
+use crate::vocab::{Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER};
 
 use self::schema::*;
 pub use self::schema::{MilvusServerSpec, PgServerSpec};
 use self::validation::retriever_cell_from;
+use crate::chunkers::ChunkerSpec;
 use crate::grid::expand_all;
 
 /// The largest cut-off or budget an experiment may ask for: every input has bounded cost.

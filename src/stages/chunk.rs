@@ -9,9 +9,9 @@ use std::fs;
 use std::ops::Range;
 use std::path::Path;
 
+pub use crate::chunkers::ChunkerSpec;
 use crate::error::{Error, Result};
 use crate::input::corpus::Corpus;
-pub use crate::vocab::ChunkerSpec;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
@@ -169,8 +169,8 @@ impl<'h> HeadingPath<'h> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunkers::ChunkerKind;
     use crate::input::corpus::{Corpus, Document};
-    use crate::vocab::ChunkerKind;
 
     #[test]
     fn ids_are_stable_sorted_spans_with_prefixes() {
