@@ -134,13 +134,15 @@ impl ChunkerKind {
 
 impl fmt::Display for ChunkerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            ChunkerKind::None => write!(f, "none")?,
-            ChunkerKind::Fixed { size, overlap } => write!(f, "fixed({size},{overlap})")?,
-            ChunkerKind::Sentence { max_chars, overlap } => write!(f, "sentence({max_chars},{overlap})")?,
-            ChunkerKind::Recursive { size, overlap } => write!(f, "recursive({size},{overlap})")?,
-            ChunkerKind::Markdown { max_chars: None } => write!(f, "markdown")?,
-            ChunkerKind::Markdown { max_chars: Some(m) } => write!(f, "markdown({m})")?,
+        // `fixed(400,50)`, `markdown(2000)`, `none`: the name, then its size and overlap if any.
+        let (name, size, overlap) = self.kind.columns();
+        write!(f, "{name}")?;
+        if let Some(size) = size {
+            write!(f, "({size}")?;
+            if let Some(overlap) = overlap {
+                write!(f, ",{overlap}")?;
+            }
+            write!(f, ")")?;
         }
         if self.title {
             write!(f, "+title")?;
@@ -170,6 +172,17 @@ mod tests {
 
     fn texts(kind: ChunkerKind, text: &str) -> Vec<String> {
         kind.spans(text, &markdown_headings(text)).into_iter().map(|r| text[r].to_string()).collect()
+    }
+
+    #[test]
+    fn a_spec_is_named_by_its_kind_sizes_and_prefixes() {
+        let spec = |kind: ChunkerKind, title: bool| ChunkerSpec { kind, title, headings: false }.to_string();
+        assert_eq!(spec(ChunkerKind::None, false), "none");
+        assert_eq!(spec(ChunkerKind::Fixed { size: 400, overlap: 50 }, true), "fixed(400,50)+title");
+        assert_eq!(spec(ChunkerKind::Sentence { max_chars: 600, overlap: 1 }, false), "sentence(600,1)");
+        assert_eq!(spec(ChunkerKind::Recursive { size: 800, overlap: 100 }, false), "recursive(800,100)");
+        assert_eq!(spec(ChunkerKind::Markdown { max_chars: None }, false), "markdown");
+        assert_eq!(spec(ChunkerKind::Markdown { max_chars: Some(2000) }, false), "markdown(2000)");
     }
 
     #[test]
