@@ -989,8 +989,9 @@ pub struct ChunkFacts {
     doc_token_starts: Vec<OnceLock<Vec<u32>>>,
     /// Per document: its normalized text mapped to its bytes.
     normalized: Vec<OnceLock<crate::analyze::Mapped>>,
-    /// Per chunk set, per chunk: the end byte of each of its tokens (where a budget cuts it).
-    chunk_token_ends: Vec<Vec<OnceLock<Vec<u32>>>>,
+    /// Per chunk set once a budget cuts one of its chunks, per chunk: the end byte of each of its
+    /// tokens (where a budget cuts it).
+    chunk_token_ends: Vec<OnceLock<Vec<OnceLock<Vec<u32>>>>>,
 }
 
 impl ChunkFacts {
@@ -1014,7 +1015,7 @@ impl ChunkFacts {
             doc_chunks,
             doc_token_starts: corpus.docs.iter().map(|_| OnceLock::new()).collect(),
             normalized: corpus.docs.iter().map(|_| OnceLock::new()).collect(),
-            chunk_token_ends: sets.iter().map(|set| (0..set.len()).map(|_| OnceLock::new()).collect()).collect(),
+            chunk_token_ends: sets.iter().map(|_| OnceLock::new()).collect(),
         })
     }
 
@@ -1040,7 +1041,9 @@ impl ChunkFacts {
         set: usize,
         chunk: u32,
     ) -> Result<&[u32]> {
-        let ends = &self.chunk_token_ends[set][chunk as usize];
+        let per_chunk =
+            self.chunk_token_ends[set].get_or_init(|| (0..sets[set].len()).map(|_| OnceLock::new()).collect());
+        let ends = &per_chunk[chunk as usize];
         if let Some(ends) = ends.get() {
             return Ok(ends);
         }
