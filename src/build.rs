@@ -278,6 +278,7 @@ fn chunk_stage(
     let pb = (ctx.bar)(plan.chunkers.len(), "chunk");
     // The headings chunkers split on are part of what a chunk set is made from.
     let structure = corpus.structure_hash();
+    let (store, engines) = (ctx.store, &ctx.engines);
     let cached: Vec<(Cached<ChunkSet>, f64)> = plan
         .chunkers
         .par_iter()
@@ -287,12 +288,22 @@ fn chunk_stage(
                 "chunks-v2",
                 &[corpus.hash.as_bytes(), structure.as_bytes(), format!("{spec:?}").as_bytes()],
             );
-            let set = ctx.store.get_or_build(
-                "chunks",
-                &key,
-                |dir| ChunkSet::build(corpus, spec).write(dir),
-                |dir| ChunkSet::open(dir, spec),
-            )?;
+            // A served index's rows are read from its server every run: they are the team's
+            // to change, not content this cache can key.
+            let set = match spec.kind.served() {
+                Some(rows) => {
+                    let read = crate::engine::servers::served_rows(rows, engines)?;
+                    let value = ChunkSet::from_rows(corpus, spec, &read)?;
+                    let build = cache::BuildRecord { seconds: t.elapsed().as_secs_f64() };
+                    Cached { value, build, reused: false }
+                }
+                None => store.get_or_build(
+                    "chunks",
+                    &key,
+                    |dir| ChunkSet::build(corpus, spec).write(dir),
+                    |dir| ChunkSet::open(dir, spec),
+                )?,
+            };
             pb.inc(1);
             Ok((set, t.elapsed().as_secs_f64()))
         })
@@ -538,6 +549,7 @@ fn index_stage(
             let set = &built.sets[spec.chunks.0];
             let text = |i: usize| set.indexed_text(corpus, i);
             let acl = |i: usize| corpus.docs[set.chunks[i].doc as usize].acl.as_deref();
+            let doc_id = |i: usize| corpus.docs[set.chunks[i].doc as usize].id.as_str();
             let vectors = spec.embedding.map(|e| {
                 let job = plan.embedding(e);
                 (&ctx.models[job.model.0], &built.vectors[e.0].passages)
@@ -549,6 +561,8 @@ fn index_stage(
                 text_key: &built.text_keys[spec.chunks.0],
                 acl: &acl,
                 acl_key: &acl_keys[spec.chunks.0],
+                doc_id: &doc_id,
+                model: spec.kind.model().and_then(|m| ctx.models.iter().find(|info| info.id == m)),
                 vectors,
                 engines: &built.engines,
             };

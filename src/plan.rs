@@ -148,7 +148,10 @@ impl Plan {
             for e in retriever.all_sources().filter_map(|s| plan.indexes[s.index.0].embedding) {
                 intern(&mut embeddings, e);
             }
-            let models = embeddings.iter().map(|&e| plan.embedding(e).model).collect();
+            let mut models = Vec::new();
+            for m in retriever.all_sources().filter_map(|s| s.model) {
+                intern(&mut models, m);
+            }
             plan.cells.push(CellPlan { chunks, embeddings, models, retriever });
         }
         plan
@@ -157,7 +160,9 @@ impl Plan {
     /// A source over `chunks`: its model's embedding job and its index, each listed once.
     fn source(&mut self, chunks: ChunkSetId, kind: Arc<dyn SourceKind>) -> SourcePlan {
         let model = kind.model().map(|model| ModelId(intern(&mut self.models, model.to_string())));
-        let embedding = model.map(|model| EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model })));
+        let embedding = model
+            .filter(|_| kind.embeds_passages())
+            .map(|model| EmbeddingId(intern(&mut self.embeddings, EmbeddingJob { chunks, model })));
         let identity = kind.index_identity();
         let index = match self.indexes.iter().position(|i| i.chunks == chunks && i.identity == identity) {
             Some(i) => i,
@@ -172,6 +177,11 @@ impl Plan {
     /// The serving engines the plan's indexes live in.
     pub fn engines(&self) -> BTreeSet<EngineKind> {
         self.indexes.iter().filter_map(IndexSpec::engine).collect()
+    }
+
+    /// The serving engines the run builds indexes in (the others only have served indexes read).
+    pub fn engines_written(&self) -> BTreeSet<EngineKind> {
+        self.indexes.iter().filter(|i| !i.kind.reads_only()).filter_map(IndexSpec::engine).collect()
     }
 
     pub fn embedding(&self, id: EmbeddingId) -> EmbeddingJob {

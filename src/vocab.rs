@@ -368,6 +368,12 @@ pub enum RetrieverSpec {
         fusion: Fusion,
         candidates: usize,
     },
+    /// A dense index the team already serves (`table` or `collection`), searched as it is:
+    /// nothing uploaded, built or written.
+    Served {
+        model: String,
+        index: ServedIndex,
+    },
     /// Another retriever's first `candidates` chunks reordered by a dense model's cosine (a
     /// bi-encoder reranker), the list then cut at the asked depth.
     Rerank {
@@ -477,6 +483,59 @@ pub enum DenseIndex {
     Milvus {
         index: MilvusIndex,
     },
+}
+
+/// Where the served rows are and which fields say what each row is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ServedRows {
+    /// The engine that serves them, by its name (`pg`, `milvus`).
+    pub engine: String,
+    /// The table (`schema.table` or `table`) or collection.
+    pub source: String,
+    /// The field holding each row's document id (the corpus's id of the document).
+    pub id_field: String,
+    /// The field holding each row's text.
+    pub text_field: String,
+}
+
+/// An index the team serves: where its rows are, the fields a search reads, and the search's
+/// settings (the server's own when not given).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ServedIndex {
+    #[serde(flatten)]
+    pub rows: ServedRows,
+    pub vector_field: String,
+    /// The field of each row's groups (an array of strings), what an in-query filter meets.
+    pub acl_field: Option<String>,
+    /// The group the index gives public rows, asked for beside the user's own.
+    pub public_group: Option<String>,
+    /// The distance the search orders by; the index's own when not given.
+    pub distance: Option<Distance>,
+    /// pgvector's `hnsw.ef_search` or Milvus's `ef`.
+    pub ef_search: Option<usize>,
+    /// pgvector's `ivfflat.probes` or Milvus's `nprobe`.
+    pub probes: Option<usize>,
+    /// Planner scans off, so the vector index is walked (pgvector, as `force_index` there).
+    #[serde(default)]
+    pub force_index: bool,
+}
+
+/// How a vector search measures distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distance {
+    Cosine,
+    L2,
+    Ip,
+}
+
+impl Distance {
+    pub const NAMES: [(&'static str, Distance); 3] =
+        [("cosine", Distance::Cosine), ("l2", Distance::L2), ("ip", Distance::Ip)];
+
+    pub fn as_str(self) -> &'static str {
+        Distance::NAMES.iter().find(|(_, d)| *d == self).map(|(n, _)| *n).expect("every distance is named")
+    }
 }
 
 /// Where an eligible cell stands against the best eligible cell of its split on the decision

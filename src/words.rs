@@ -51,6 +51,16 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// `text` on one line, shortened to about `max` characters (for a CSV cell or a message).
+pub fn clip(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ pub mod hnsw;
 pub mod milvus;
 pub mod pgvector;
 pub mod rerank;
+pub mod served;
 
 use std::any::Any;
 use std::fmt;
@@ -52,7 +53,11 @@ pub struct IndexInput<'a> {
     /// Each chunk's ACL, and their content key (what an engine stores beside the chunk).
     pub acl: ChunkAcl<'a>,
     pub acl_key: &'a [u8; 32],
-    /// The passage vectors and the model that made them, for a kind with a model.
+    /// Each chunk's document id.
+    pub doc_id: &'a (dyn Fn(usize) -> &'a str + Sync),
+    /// The model of a kind with one.
+    pub model: Option<&'a ModelInfo>,
+    /// The passage vectors and the model that made them, for a kind that embeds passages.
     pub vectors: Option<(&'a ModelInfo, &'a Arc<Vec<f32>>)>,
     pub engines: &'a Engines,
 }
@@ -110,6 +115,17 @@ pub trait SourceKind: Send + Sync + fmt::Debug {
     /// The serving engine that holds its index; `None` in process.
     fn engine(&self) -> Option<EngineKind> {
         None
+    }
+
+    /// Whether it only reads an index the team serves (nothing built or written in its engine).
+    fn reads_only(&self) -> bool {
+        false
+    }
+
+    /// Whether its model embeds the chunks (else only the questions: the index holds the
+    /// passages' vectors already).
+    fn embeds_passages(&self) -> bool {
+        self.model().is_some()
     }
 
     /// How a cell label names it (`bm25(en,k1=0.9,b=0.4)`, `dense(e5-small,hnsw,m=16,…)`).
@@ -203,6 +219,9 @@ impl RetrieverSpec {
             RetrieverSpec::Dense { model, index } => {
                 Composition::of(dense(&DenseSpec { model: model.clone(), index: *index }))
             }
+            RetrieverSpec::Served { model, index } => {
+                Composition::of(Box::new(served::Served { model: model.clone(), index: index.clone() }))
+            }
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
                 sources: vec![lexical(l), dense(d)],
                 fusion: Some((*fusion, *candidates)),
@@ -233,7 +252,7 @@ impl RetrieverSpec {
         match self {
             RetrieverSpec::Bm25 { .. } => "bm25",
             RetrieverSpec::FullText { .. } => "fulltext",
-            RetrieverSpec::Dense { .. } => "dense",
+            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => "dense",
             RetrieverSpec::Hybrid { .. } => "hybrid",
             RetrieverSpec::Rerank { first, .. } => first.family(),
         }
@@ -243,7 +262,7 @@ impl RetrieverSpec {
     pub fn model(&self) -> Option<&str> {
         match self {
             RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
-            RetrieverSpec::Dense { model, .. } => Some(model),
+            RetrieverSpec::Dense { model, .. } | RetrieverSpec::Served { model, .. } => Some(model),
             RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
             RetrieverSpec::Rerank { first, model, .. } => first.model().or(Some(model)),
         }
@@ -254,8 +273,27 @@ impl RetrieverSpec {
         match self {
             RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
             RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense { .. } => None,
+            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => None,
             RetrieverSpec::Rerank { first, .. } => first.analyzer(),
+        }
+    }
+
+    /// The rows of the index it reads as served, whose chunks its cells are judged on.
+    pub fn served_rows(&self) -> Option<&crate::chunkers::served::ServedRows> {
+        match self {
+            RetrieverSpec::Served { index, .. } => Some(&index.rows),
+            RetrieverSpec::Rerank { first, .. } => first.served_rows(),
+            _ => None,
+        }
+    }
+
+    /// The field a served index keeps each row's groups in, for an in-query filter; `None`
+    /// when it has none (or is not served).
+    pub fn served_acl(&self) -> Option<Option<&str>> {
+        match self {
+            RetrieverSpec::Served { index, .. } => Some(index.acl_field.as_deref()),
+            RetrieverSpec::Rerank { first, .. } => first.served_acl(),
+            _ => None,
         }
     }
 
@@ -322,9 +360,9 @@ fn engine_of(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Option<EngineKind>> {
     choice(combo, "engine", None, &options, bad)
 }
 
-/// A dense side: its model, and its index as the engine that serves it reads it.
-fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
-    let model = match combo.get("model") {
+/// The model a dense kind embeds with.
+fn model_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<String> {
+    Ok(match combo.get("model") {
         Some((Value::String(s), _)) => s.clone(),
         Some((v, span)) => return Err(bad(span, format!("`model` must be a string, found {}", v.type_str()))),
         None => {
@@ -333,7 +371,12 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
                 format!("kind {:?} needs `model` (e.g. \"minilm-l6\")", combo.kind.0),
             ))
         }
-    };
+    })
+}
+
+/// A dense side: its model, and its index as the engine that serves it reads it.
+fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
+    let model = model_from(combo, bad)?;
     let index = match engine_of(combo, bad)? {
         Some(EngineKind::Pg) => pgvector::parse(combo, bad)?,
         Some(EngineKind::Milvus) => milvus::parse(combo, bad)?,
@@ -440,6 +483,9 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
             only(combo, &with_engine(&full_text::KEYS), bad)?;
             let spec = full_text::parse(combo, bad)?;
             Ok(RetrieverSpec::FullText { analyzer: spec.analyzer, terms: spec.full_text.expect("full text") })
+        }
+        "dense" if served::declared(combo) => {
+            Ok(RetrieverSpec::Served { model: model_from(combo, bad)?, index: served::parse(combo, engine, bad)? })
         }
         "dense" => {
             // pgvector's keys pass here so that, without the engine, they get their own message.

@@ -10,6 +10,7 @@ mod fixed;
 mod markdown;
 mod recursive;
 mod sentence;
+pub mod served;
 
 use std::fmt;
 use std::ops::Range;
@@ -35,6 +36,9 @@ pub enum ChunkerKind {
     /// One chunk per heading block; blocks longer than `max_chars` (when set) are split
     /// recursively.
     Markdown { max_chars: Option<usize> },
+    /// The rows of an index the team serves, each found in its document (a served
+    /// retriever's chunks: never declared in `[[chunkers]]`).
+    Served(served::ServedRows),
 }
 
 /// A chunker: its kind and what its chunks' indexed text is prefixed with.
@@ -95,6 +99,13 @@ fn sized(combo: &Combo<'_>, size_key: &str, overlap_in_chars: bool, bad: Bad<'_>
     Ok((size, overlap))
 }
 
+impl ChunkerSpec {
+    /// The chunker of a served index: its rows as they are, nothing prefixed.
+    pub fn served(rows: served::ServedRows) -> ChunkerSpec {
+        ChunkerSpec { kind: ChunkerKind::Served(rows), title: false, headings: false }
+    }
+}
+
 impl ChunkerKind {
     /// Its name, size and overlap, for the matrix's configuration columns.
     pub fn columns(&self) -> (&'static str, Option<usize>, Option<usize>) {
@@ -104,12 +115,21 @@ impl ChunkerKind {
             ChunkerKind::Sentence { max_chars, overlap } => ("sentence", Some(max_chars), Some(overlap)),
             ChunkerKind::Recursive { size, overlap } => ("recursive", Some(size), Some(overlap)),
             ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
+            ChunkerKind::Served(_) => ("served", None, None),
         }
     }
 
     /// Whether a chunk is a whole document (nothing split).
     pub fn keeps_whole_documents(&self) -> bool {
         *self == ChunkerKind::None
+    }
+
+    /// The served rows it reads, when its chunks are those of a served index.
+    pub fn served(&self) -> Option<&served::ServedRows> {
+        match self {
+            ChunkerKind::Served(rows) => Some(rows),
+            _ => None,
+        }
     }
 
     /// Whether it splits at the document's headings (whatever the format's headings are).
@@ -127,6 +147,7 @@ impl ChunkerKind {
             ChunkerKind::Sentence { max_chars, overlap } => sentence::spans(text, max_chars, overlap),
             ChunkerKind::Recursive { size, overlap } => recursive::spans(text, whole, size, overlap),
             ChunkerKind::Markdown { max_chars } => markdown::spans(text, headings, max_chars),
+            ChunkerKind::Served(_) => unreachable!("a served index's chunks are its rows, read from its engine"),
         };
         out.into_iter().map(|r| trim_span(text, r)).filter(|r| !r.is_empty()).collect()
     }
@@ -137,6 +158,9 @@ impl fmt::Display for ChunkerSpec {
         // `fixed(400,50)`, `markdown(2000)`, `none`: the name, then its size and overlap if any.
         let (name, size, overlap) = self.kind.columns();
         write!(f, "{name}")?;
+        if let Some(rows) = self.kind.served() {
+            write!(f, "({} {})", rows.engine, rows.source)?;
+        }
         if let Some(size) = size {
             write!(f, "({size}")?;
             if let Some(overlap) = overlap {

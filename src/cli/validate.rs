@@ -46,7 +46,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("cross-encoder {}: loaded with ONNX Runtime, scores a pair", info.id);
     }
     let engines = prepared.engine_sources(&options);
-    for line in ragsweep::engine::servers::Engines::check(&prepared.plan.engines(), &engines)? {
+    for line in
+        ragsweep::engine::servers::Engines::check(&prepared.plan.engines(), &prepared.plan.engines_written(), &engines)?
+    {
         println!("{line}");
     }
     for e in runner::cold_run(&prepared, &options)? {

@@ -12,6 +12,7 @@ pub mod install;
 pub mod milvus;
 pub mod pg;
 pub mod pgvector;
+pub mod served;
 pub mod servers;
 
 use std::path::PathBuf;

@@ -63,6 +63,9 @@ pub struct PgEngine {
     _server: Option<PgServer>,
     endpoint: Endpoint,
     idle: Mutex<Vec<PgConn>>,
+    /// Whether the extension and the build log are there (made by the first build: a run that
+    /// only reads a served table writes nothing).
+    ready: Mutex<bool>,
 }
 
 /// A table built (or found) in the engine.
@@ -101,8 +104,17 @@ fn acl_groups(restrict: &Restriction<'_>) -> String {
 }
 
 /// What `validate` says of the engine, without starting a server or writing to the user's:
-/// the installed PostgreSQL, or the user's server reached with pgvector available.
-pub fn check(install: &Path, own: Option<&Endpoint>) -> Result<String> {
+/// the installed PostgreSQL, or the user's server reached with pgvector available (and, when the
+/// run `writes` tables, the rights to make them).
+pub fn check(install: &Path, own: Option<&Endpoint>, writes: bool) -> Result<String> {
+    if let (Some(endpoint), false) = (own, writes) {
+        let mut conn = PgConn::connect(endpoint)?;
+        let version = conn.query("SHOW server_version")?;
+        let server = version.first().and_then(|r| r.first().cloned().flatten()).unwrap_or_default();
+        return Ok(format!(
+            "engine pg: the experiment's server (PostgreSQL {server}), logged in; its served tables are only read, nothing is written"
+        ));
+    }
     match own {
         None => {
             binaries(install)?;
@@ -151,18 +163,7 @@ impl PgEngine {
                 (Some(server), endpoint, note)
             }
         };
-        let engine = PgEngine { _server: server, endpoint, idle: Mutex::new(Vec::new()) };
-        // `IF NOT EXISTS` races between runs sharing a server (a duplicate key in pg_type):
-        // one at a time, under a lock the transaction holds.
-        engine.with(|c| {
-            c.query("BEGIN; SELECT pg_advisory_xact_lock(7395140962417601)")?;
-            c.query(
-                "CREATE EXTENSION IF NOT EXISTS vector; CREATE TABLE IF NOT EXISTS ragsweep_builds (name text PRIMARY KEY, rows integer NOT NULL, seconds float8 NOT NULL); COMMIT",
-            )
-            .inspect_err(|_| {
-                let _ = c.query("ROLLBACK");
-            })
-        })?;
+        let engine = PgEngine { _server: server, endpoint, idle: Mutex::new(Vec::new()), ready: Mutex::new(false) };
         Ok((engine, note))
     }
 
@@ -179,7 +180,7 @@ impl PgEngine {
     }
 
     /// Runs `f` on a pooled connection (a new one when none is idle).
-    fn with<T>(&self, f: impl FnOnce(&mut PgConn) -> Result<T>) -> Result<T> {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut PgConn) -> Result<T>) -> Result<T> {
         let idle = self.idle.lock().expect("pool").pop();
         let mut conn = match idle {
             Some(c) => c,
@@ -190,8 +191,30 @@ impl PgEngine {
         Ok(out)
     }
 
+    /// Makes the extension and the build log, once per run.
+    fn ready(&self) -> Result<()> {
+        let mut ready = self.ready.lock().expect("ready");
+        if *ready {
+            return Ok(());
+        }
+        // `IF NOT EXISTS` races between runs sharing a server (a duplicate key in pg_type):
+        // one at a time, under a lock the transaction holds.
+        self.with(|c| {
+            c.query("BEGIN; SELECT pg_advisory_xact_lock(7395140962417601)")?;
+            c.query(
+                "CREATE EXTENSION IF NOT EXISTS vector; CREATE TABLE IF NOT EXISTS ragsweep_builds (name text PRIMARY KEY, rows integer NOT NULL, seconds float8 NOT NULL); COMMIT",
+            )
+            .inspect_err(|_| {
+                let _ = c.query("ROLLBACK");
+            })
+        })?;
+        *ready = true;
+        Ok(())
+    }
+
     /// The table `name` if a build registered it with `rows` rows.
     fn registered(&self, name: &str, rows: usize) -> Result<Option<PgTable>> {
+        self.ready()?;
         self.with(|c| self.registered_on(c, name, rows))
     }
 

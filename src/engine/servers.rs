@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Instant;
 
+use crate::chunkers::served::ServedRows;
 use crate::engine::connect::Endpoint;
 use crate::engine::milvus::{MilvusEndpoint, MilvusEngine};
 use crate::engine::pgvector::PgEngine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::vocab::EngineKind;
 
 /// Every serving engine by the name experiments (`engine = "…"`) and commands give it: the one
@@ -40,6 +41,22 @@ pub fn install(kind: EngineKind, engines: &Path, force: bool, step: &dyn Fn(&str
             let milvus = crate::engine::install::install_milvus(engines, force, step)?;
             Ok(format!("Milvus 2.3.5 standalone installed in {}", milvus.display()))
         }
+    }
+}
+
+/// The rows of a served index as (document id, text), read from the experiment's own server.
+pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(String, String)>> {
+    match engine_named(&rows.engine) {
+        Some(EngineKind::Pg) => {
+            let endpoint = from.pg_server.ok_or_else(|| {
+                Error::Other(format!(
+                    "table {} is read from the experiment's server: declare [engines.pg]",
+                    rows.source
+                ))
+            })?;
+            crate::engine::served::pg_rows(endpoint, rows)
+        }
+        _ => Err(Error::Other(format!("engine {:?} serves no read-only index", rows.engine))),
     }
 }
 
@@ -112,11 +129,18 @@ impl Engines {
 
     /// For `validate`: a line per engine of `kinds` saying it is installed and answers, or the
     /// error that says why not.
-    pub fn check(kinds: &BTreeSet<EngineKind>, from: &EngineSources<'_>) -> Result<Vec<String>> {
+    /// Engines outside `written` only have served indexes read.
+    pub fn check(
+        kinds: &BTreeSet<EngineKind>,
+        written: &BTreeSet<EngineKind>,
+        from: &EngineSources<'_>,
+    ) -> Result<Vec<String>> {
         kinds
             .iter()
             .map(|kind| match kind {
-                EngineKind::Pg => crate::engine::pgvector::check(&from.engines_dir.join("pg"), from.pg_server),
+                EngineKind::Pg => {
+                    crate::engine::pgvector::check(&from.engines_dir.join("pg"), from.pg_server, written.contains(kind))
+                }
                 EngineKind::Milvus => {
                     crate::engine::milvus::check(&from.engines_dir.join("milvus"), from.milvus_server)
                 }

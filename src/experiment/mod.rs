@@ -373,8 +373,20 @@ impl Experiment {
             .collect::<Result<Vec<_>>>()?;
 
         let base = path.parent().unwrap_or(Path::new("."));
-        let chunkers = expand_all(&raw.chunkers, "chunkers", text, path, crate::chunkers::parse)?;
         let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
+        // A served index's chunks are its rows: with served retrievers alone, no chunker is needed.
+        let all_served = retrievers.iter().all(|(r, _)| r.served_rows().is_some());
+        let chunkers = if raw.chunkers.is_empty() && all_served {
+            Vec::new()
+        } else {
+            expand_all(&raw.chunkers, "chunkers", text, path, crate::chunkers::parse)?
+        };
+        let served_at = raw
+            .retrievers
+            .iter()
+            .flat_map(|t| t.iter())
+            .find(|(k, _)| k.get_ref() == "table")
+            .map_or_else(|| Location::file(path), |(k, _)| at(k.span()));
         // The name of the environment variable a secret is read from.
         let variable = |var: &Option<Spanned<String>>, key: &str| -> Result<Option<String>> {
             match var {
@@ -498,11 +510,39 @@ impl Experiment {
         };
         let mut cells = Vec::new();
         for c in &chunkers {
-            for r in &retrievers {
+            for r in retrievers.iter().filter(|(r, _)| r.served_rows().is_none()) {
                 for &filter in &filters {
                     let (retriever, abstain) = r.clone();
                     cells.push(Cell { id: String::new(), chunker: c.clone(), retriever, filter, abstain });
                 }
+            }
+        }
+        // A served index is judged on its own rows, once per filter: never crossed with chunkers.
+        for (retriever, abstain) in &retrievers {
+            let Some(rows) = retriever.served_rows() else { continue };
+            if pg_server.is_none() {
+                return Err(Error::input(
+                    served_at,
+                    format!(
+                        "table {:?} is read on the team's own server: declare it in [engines.pg] (url = \"postgresql://…\")",
+                        rows.source
+                    ),
+                ));
+            }
+            for &filter in &filters {
+                if filter == Filter::InQuery && retriever.served_acl() == Some(None) {
+                    let at_filter = raw.filter.as_ref().map_or_else(|| Location::file(path), |f| at(f.span()));
+                    return Err(Error::input(
+                        at_filter,
+                        format!(
+                            "filter = \"in_query\" searches table {:?} with its groups: name the field that holds them (acl_field)",
+                            rows.source
+                        ),
+                    ));
+                }
+                let chunker = ChunkerSpec::served(rows.clone());
+                let (retriever, abstain) = (retriever.clone(), *abstain);
+                cells.push(Cell { id: String::new(), chunker, retriever, filter, abstain });
             }
         }
         let width = cells.len().to_string().len().max(2);

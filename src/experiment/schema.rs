@@ -53,6 +53,8 @@ pub(super) struct RawExperiment {
     pub(super) cost: RawCost,
     pub(super) corpus: RawCorpus,
     pub(super) golden: RawGolden,
+    /// Absent only when every retriever reads a served index (whose rows are its chunks).
+    #[serde(default)]
     pub(super) chunkers: Vec<GridTable>,
     pub(super) retrievers: Vec<GridTable>,
 }

@@ -16,6 +16,7 @@ use crate::retrieve::access::{Access, Filter};
 use crate::retrieve::cell::{CellRetriever, Retrieval, Timing};
 use crate::retrieve::Hit;
 use crate::stages::chunk::ChunkSet;
+use crate::words::clip;
 
 /// 1-based rank of the first relevant item among the first `k` of `list`.
 pub fn first_relevant(list: &Judged, k: usize) -> Option<u32> {
@@ -27,16 +28,6 @@ pub fn first_relevant(list: &Judged, k: usize) -> Option<u32> {
 struct Ranks {
     at_k: Vec<Option<u32>>,
     deepest: Option<u32>,
-}
-
-/// Shortens `text` to about `max` characters for a CSV cell.
-fn clip(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    }
 }
 
 impl Scoring<'_> {

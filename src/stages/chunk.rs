@@ -84,6 +84,65 @@ impl ChunkSet {
         ChunkSet { spec: spec.clone(), chunks, prefixes }
     }
 
+    /// The chunk set of a served index from its rows (document id, text): one chunk per
+    /// distinct place a row's text is found in its document. A row whose document is not in
+    /// the corpus, or whose text is not in it, is an error that names the first few.
+    pub fn from_rows(corpus: &Corpus, spec: &ChunkerSpec, rows: &[(String, String)]) -> Result<ChunkSet> {
+        use crate::chunkers::served::{locate, Collapsed};
+        let mut collapsed: std::collections::HashMap<usize, Collapsed> = std::collections::HashMap::new();
+        let mut chunks = Vec::with_capacity(rows.len());
+        let mut unknown: Vec<&str> = Vec::new();
+        let mut unlocated: Vec<String> = Vec::new();
+        for (id, text) in rows {
+            let Some(d) = corpus.doc_index(id) else {
+                unknown.push(id);
+                continue;
+            };
+            let doc = &corpus.docs[d].text;
+            let c = collapsed.entry(d).or_insert_with(|| Collapsed::of(doc));
+            match locate(doc, c, text) {
+                Some(span) => chunks.push(Chunk {
+                    id: format!("{id}@{}-{}", span.start, span.end),
+                    doc: d as u32,
+                    start: span.start as u32,
+                    end: span.end as u32,
+                }),
+                None => unlocated.push(format!("{id} ({:?})", crate::words::clip(text, 60))),
+            }
+        }
+        let source = spec.kind.served().map_or_else(String::new, |r| format!("{} {}", r.engine, r.source));
+        let listed = |items: &[String]| {
+            let more = items.len().saturating_sub(3);
+            let first = items.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+            if more > 0 {
+                format!("{first} and {more} more")
+            } else {
+                first
+            }
+        };
+        if !unknown.is_empty() {
+            let ids: Vec<String> = unknown.iter().map(|s| s.to_string()).collect();
+            return Err(Error::Other(format!(
+                "{source}: {} of {} rows name a document the corpus does not have: {}; the id field must hold the corpus's document ids",
+                unknown.len(),
+                rows.len(),
+                listed(&ids)
+            )));
+        }
+        if !unlocated.is_empty() {
+            return Err(Error::Other(format!(
+                "{source}: {} of {} rows hold text that is not in their document as the corpus reads it: {}; a row that cannot be placed cannot be judged",
+                unlocated.len(),
+                rows.len(),
+                listed(&unlocated)
+            )));
+        }
+        chunks.sort_by(|a, b| a.id.cmp(&b.id));
+        chunks.dedup_by(|a, b| a.id == b.id);
+        let prefixes = vec![String::new(); chunks.len()];
+        Ok(ChunkSet { spec: spec.clone(), chunks, prefixes })
+    }
+
     /// Writes the set's chunks into `dir` (for [`ChunkSet::open`]).
     pub fn write(&self, dir: &Path) -> Result<()> {
         let rows: Vec<(&str, u32, u32, u32, &str)> = self

@@ -1,0 +1,195 @@
+//! An index the team serves, read as it is: `kind = "dense"` with `engine = "pg"` and
+//! `table = "…"`, and the fields a search reads (`id_field`, `text_field`, `vector_field`,
+//! `acl_field`). Its chunks are the table's rows (`crate::chunkers::served`), its questions are
+//! embedded by the experiment's `model`, and its oracle is the same server's exact search.
+
+use std::sync::Arc;
+
+use toml::Value;
+
+use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
+use crate::chunkers::served::ServedRows;
+use crate::engine::served::{PgServed, PgServedSource};
+use crate::engine::servers::Engines;
+use crate::error::Result;
+use crate::grid::{choice, int, only, Combo};
+use crate::retrieve::source::RankingSource;
+use crate::vocab::{Distance, EngineKind, ServedIndex};
+
+/// The keys of a served index, besides `kind`, `engine` and `model`.
+pub const KEYS: [&str; 10] = [
+    "table",
+    "id_field",
+    "text_field",
+    "vector_field",
+    "acl_field",
+    "public_group",
+    "distance",
+    "ef_search",
+    "probes",
+    "force_index",
+];
+
+/// Whether a combination reads a served index (it names the table).
+pub fn declared(combo: &Combo<'_>) -> bool {
+    combo.get("table").is_some()
+}
+
+/// A string value of `key`; `None` when absent.
+fn text(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<String>> {
+    match combo.get(key) {
+        None => Ok(None),
+        Some((Value::String(s), span)) if s.trim().is_empty() => Err(bad(span, format!("`{key}` cannot be empty"))),
+        Some((Value::String(s), _)) => Ok(Some(s.clone())),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be a string, found {}", v.type_str()))),
+    }
+}
+
+/// The served index a combination declares, read by `engine` (named as the experiment names it).
+pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Result<ServedIndex> {
+    let mut keys = vec!["kind", "engine", "model"];
+    keys.extend(KEYS);
+    keys.extend(super::rerank::KEYS);
+    only(combo, &keys, bad)?;
+    if engine != Some(EngineKind::Pg) {
+        return Err(bad(
+            combo.span_of("table"),
+            "`table` is a table on the experiment's PostgreSQL server: add engine = \"pg\" (and [engines.pg])".into(),
+        ));
+    }
+    let required = |key: &str| -> Result<String> {
+        text(combo, key, bad)?
+            .ok_or_else(|| bad(combo.kind.1.clone(), format!("a served table needs `{key}` (the field {})", role(key))))
+    };
+    let optional = |key: &str| -> Result<Option<usize>> {
+        match combo.get(key) {
+            None => Ok(None),
+            Some(_) => match int(combo, key, None, bad)? {
+                0 => Err(bad(combo.span_of(key), format!("`{key}` must be at least 1"))),
+                n => Ok(Some(n)),
+            },
+        }
+    };
+    let distances: Vec<(&str, Option<Distance>)> = Distance::NAMES.iter().map(|(n, d)| (*n, Some(*d))).collect();
+    Ok(ServedIndex {
+        rows: ServedRows {
+            engine: "pg".into(),
+            source: required("table")?,
+            id_field: required("id_field")?,
+            text_field: required("text_field")?,
+        },
+        vector_field: required("vector_field")?,
+        acl_field: text(combo, "acl_field", bad)?,
+        public_group: text(combo, "public_group", bad)?,
+        distance: choice(combo, "distance", None, &distances, bad)?,
+        ef_search: optional("ef_search")?,
+        probes: optional("probes")?,
+        force_index: crate::grid::boolean(combo, "force_index", bad)?,
+    })
+}
+
+/// What a field of a served table holds, for a message.
+fn role(key: &str) -> &'static str {
+    match key {
+        "table" => "holding the rows",
+        "id_field" => "of each row's document id",
+        "text_field" => "of each row's text",
+        _ => "of each row's vector",
+    }
+}
+
+#[derive(Debug)]
+pub struct Served {
+    pub model: String,
+    pub index: ServedIndex,
+}
+
+impl SourceKind for Served {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
+    fn engine(&self) -> Option<EngineKind> {
+        Some(EngineKind::Pg)
+    }
+
+    fn embeds_passages(&self) -> bool {
+        false
+    }
+
+    fn reads_only(&self) -> bool {
+        true
+    }
+
+    fn label(&self) -> String {
+        let i = &self.index;
+        let mut label = format!("dense({},pg table {} as served", self.model, i.rows.source);
+        if let Some(d) = i.distance {
+            label.push_str(&format!(",distance={}", d.as_str()));
+        }
+        if let Some(ef) = i.ef_search {
+            label.push_str(&format!(",ef_search={ef}"));
+        }
+        if let Some(p) = i.probes {
+            label.push_str(&format!(",probes={p}"));
+        }
+        if i.force_index {
+            label.push_str(",force_index");
+        }
+        label + ")"
+    }
+
+    fn config(&self, out: &mut Config) {
+        let i = &self.index;
+        out.push(("model", self.model.clone()));
+        out.push(("engine", i.rows.engine.clone()));
+        out.push(("index", "served".into()));
+        out.push(("served", i.rows.source.clone()));
+        let opt = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
+        out.push(("ef_search", opt(i.ef_search)));
+        out.push(("probes", opt(i.probes)));
+        out.push(("distance", i.distance.map(|d| d.as_str().to_string()).unwrap_or_default()));
+        out.push(("force_index", i.force_index.to_string()));
+    }
+
+    fn index_identity(&self) -> IndexIdentity {
+        let i = &self.index;
+        IndexIdentity::of::<PgServed>(format!(
+            "served({} {},{},{},{},{:?},{:?})",
+            i.rows.engine, i.rows.source, i.vector_field, self.model, i.rows.text_field, i.acl_field, i.public_group
+        ))
+    }
+
+    fn index_name(&self) -> String {
+        format!("pg table {} as served (read only)", self.index.rows.source)
+    }
+
+    fn builds_nothing(&self) -> bool {
+        true
+    }
+
+    fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
+        let engine = input.engines.pg.as_ref().expect("started for its kinds");
+        let dim = input.model.expect("a served index is given its model").dim;
+        let chunks: Vec<(String, String)> =
+            (0..input.chunks).map(|i| ((input.doc_id)(i).to_string(), (input.text)(i))).collect();
+        let served = engine.open_served(&self.index, dim, &chunks)?;
+        served.distance(self.index.distance, &self.index.rows.source)?;
+        Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None })
+    }
+
+    fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
+        let served = index.get::<PgServed>();
+        let engine = engines.pg.as_ref().expect("started for its kinds");
+        let distance = served.distance(self.index.distance, &self.index.rows.source).expect("checked when opened");
+        Arc::new(PgServedSource {
+            engine,
+            served,
+            distance,
+            ef_search: self.index.ef_search,
+            probes: self.index.probes,
+            force_index: self.index.force_index,
+            exact: false,
+        })
+    }
+}

@@ -1,0 +1,351 @@
+//! An index the team already serves, measured as it is: a pgvector table with the team's own
+//! rows, vectors, ACL field and index settings, searched the way their application searches
+//! it. Nothing is created, uploaded or written; the oracle is the same server's exact search
+//! (index scans off) over the same rows, so parity needs no copy of the vectors.
+//!
+//! Field and table names are identifiers quoted for PostgreSQL; every value (the question's
+//! vector, the user's groups) travels as a parameter.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::chunkers::served::{Collapsed, ServedRows};
+use crate::engine::connect::Endpoint;
+use crate::engine::pg::{fail, text_array_value, vector_literal, PgConn};
+use crate::engine::pgvector::PgEngine;
+use crate::error::Result;
+use crate::retrieve::hits::{top_hits, Hit};
+use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
+use crate::vocab::{Distance, ServedIndex, INDEX_UNUSED};
+
+/// `name` (`table` or `schema.table`) as a quoted PostgreSQL identifier.
+pub fn quoted(name: &str) -> String {
+    name.split('.').map(|part| format!("\"{}\"", part.replace('"', "\"\""))).collect::<Vec<_>>().join(".")
+}
+
+/// Every row of a served table as (document id, text), read once for its chunk set.
+pub fn pg_rows(endpoint: &Endpoint, rows: &ServedRows) -> Result<Vec<(String, String)>> {
+    let mut conn = PgConn::connect(endpoint)?;
+    found(&mut conn, &rows.source)?;
+    let sql = format!(
+        "SELECT {}::text, {}::text FROM {}",
+        quoted(&rows.id_field),
+        quoted(&rows.text_field),
+        quoted(&rows.source)
+    );
+    let read = conn.query(&sql).map_err(|e| fail(format!("reading the rows of table {}: {e}", rows.source)))?;
+    read.into_iter()
+        .map(|row| match (row.first().cloned().flatten(), row.get(1).cloned().flatten()) {
+            (Some(id), Some(text)) => Ok((id, text)),
+            _ => Err(fail(format!(
+                "table {}: a row with no {} or no {}: every row needs its document id and its text",
+                rows.source, rows.id_field, rows.text_field
+            ))),
+        })
+        .collect()
+}
+
+/// The table's oid as text, or an error naming it when there is none.
+fn found(conn: &mut PgConn, table: &str) -> Result<String> {
+    let rows = conn.query_params("SELECT to_regclass($1::text)::oid::text", &[&quoted(table)])?;
+    rows.first().and_then(|r| r.first().cloned().flatten()).ok_or_else(|| {
+        fail(format!("table {table} is not on the experiment's PostgreSQL server (or its user may not see it)"))
+    })
+}
+
+/// A served table as found: its fields checked against what a search reads, its vector index
+/// and the distance that index orders by, and a map from rows back to chunks.
+pub struct PgServed {
+    table: String,
+    id: String,
+    text: String,
+    vector: String,
+    acl: Option<String>,
+    public_group: Option<String>,
+    /// `hnsw (…)` or `ivfflat (…)`: the vector index definition's method and options, if any.
+    pub index: Option<String>,
+    /// The distance the index orders by, if it has one.
+    index_distance: Option<Distance>,
+    pub bytes: u64,
+    /// (document id, text collapsed) of each row → its chunk.
+    chunk_of: HashMap<(String, String), u32>,
+    /// Each chunk's document id.
+    doc_of: Vec<String>,
+}
+
+/// pgvector's distance operator and operator class of a distance.
+fn operator(distance: Distance) -> (&'static str, &'static str) {
+    match distance {
+        Distance::Cosine => ("<=>", "vector_cosine_ops"),
+        Distance::L2 => ("<->", "vector_l2_ops"),
+        Distance::Ip => ("<#>", "vector_ip_ops"),
+    }
+}
+
+impl PgEngine {
+    /// Finds the served table of `spec` and checks it (fields present and typed as a search
+    /// reads them, the vector field of `dim` dimensions); `chunks` are the chunk set's
+    /// (document id, text) in ordinal order. Reads only.
+    pub fn open_served(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String)]) -> Result<PgServed> {
+        let table = &spec.rows.source;
+        self.with(|c| {
+            let oid = found(c, table)?;
+            let columns = c.query_params(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped",
+                &[&oid],
+            )?;
+            let types: HashMap<String, String> = columns
+                .into_iter()
+                .filter_map(|r| Some((r.first().cloned().flatten()?, r.get(1).cloned().flatten()?)))
+                .collect();
+            let type_of = |field: &str, role: &str| {
+                types.get(field).cloned().ok_or_else(|| {
+                    let mut names: Vec<&String> = types.keys().collect();
+                    names.sort();
+                    fail(format!(
+                        "table {table} has no field {field:?} ({role}); its fields: {}",
+                        names.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    ))
+                })
+            };
+            type_of(&spec.rows.id_field, "id_field")?;
+            type_of(&spec.rows.text_field, "text_field")?;
+            let vector_type = type_of(&spec.vector_field, "vector_field")?;
+            if vector_type != format!("vector({dim})") {
+                return Err(fail(format!(
+                    "table {table}: field {:?} is {vector_type}, the experiment's model makes vector({dim}): the questions must be embedded by the model that embedded the rows",
+                    spec.vector_field
+                )));
+            }
+            if let Some(acl) = &spec.acl_field {
+                let acl_type = type_of(acl, "acl_field")?;
+                if acl_type != "text[]" && acl_type != "character varying[]" {
+                    return Err(fail(format!(
+                        "table {table}: field {acl:?} is {acl_type}; an acl_field is an array of group names (text[])"
+                    )));
+                }
+            }
+            let defs = c.query_params("SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = $1::oid", &[&oid])?;
+            let vector_index = defs.into_iter().filter_map(|r| r.into_iter().next().flatten()).find(|def| {
+                (def.contains("USING hnsw") || def.contains("USING ivfflat"))
+                    && (def.contains(&format!("({} ", spec.vector_field)) || def.contains(&format!("({} ", quoted(&spec.vector_field))))
+            });
+            let index_distance = vector_index.as_deref().and_then(|def| {
+                Distance::NAMES.iter().map(|(_, d)| *d).find(|d| def.contains(operator(*d).1))
+            });
+            let index =
+                vector_index.as_deref().map(|def| def.split_once(" USING ").map_or(def, |(_, m)| m).to_string());
+            let size = c.query_params("SELECT pg_total_relation_size($1::oid)", &[&oid])?;
+            let bytes = size.first().and_then(|r| r.first().cloned().flatten()).and_then(|s| s.parse().ok());
+            let chunk_of = chunks
+                .iter()
+                .enumerate()
+                .map(|(i, (doc, text))| ((doc.clone(), Collapsed::of(text).text), i as u32))
+                .collect();
+            Ok(PgServed {
+                table: quoted(table),
+                id: quoted(&spec.rows.id_field),
+                text: quoted(&spec.rows.text_field),
+                vector: quoted(&spec.vector_field),
+                acl: spec.acl_field.as_deref().map(quoted),
+                public_group: spec.public_group.clone(),
+                index,
+                index_distance,
+                bytes: bytes.unwrap_or(0),
+                chunk_of,
+                doc_of: chunks.iter().map(|(doc, _)| doc.clone()).collect(),
+            })
+        })
+    }
+}
+
+impl PgServed {
+    /// The distance a search orders by: the experiment's, else the index's.
+    pub fn distance(&self, asked: Option<Distance>, table: &str) -> Result<Distance> {
+        asked.or(self.index_distance).ok_or_else(|| {
+            fail(format!(
+                "table {table} has no vector index to read the distance from: say which (distance = \"cosine\", \"l2\" or \"ip\")"
+            ))
+        })
+    }
+}
+
+/// A search of a served table, with the query-time settings the experiment gives (the
+/// server's own otherwise).
+pub struct PgServedSource<'a> {
+    pub engine: &'a PgEngine,
+    pub served: &'a PgServed,
+    pub distance: Distance,
+    pub ef_search: Option<usize>,
+    pub probes: Option<usize>,
+    /// Sequential and bitmap scans off, so the vector index is walked.
+    pub force_index: bool,
+    /// Index scans off: the same server's exact search over the same rows.
+    pub exact: bool,
+}
+
+impl PgServedSource<'_> {
+    /// The session settings of a query (connections are pooled: each setting is set or reset).
+    fn settings(&self) -> String {
+        let set = |name: &str, value: Option<usize>| match value {
+            Some(v) => format!("SET {name} = {v}; "),
+            None => format!("RESET {name}; "),
+        };
+        let on = |yes: bool| if yes { "on" } else { "off" };
+        let (index, others) = if self.exact { (false, true) } else { (true, !self.force_index) };
+        format!(
+            "SET enable_indexscan = {}; SET enable_seqscan = {}; SET enable_bitmapscan = {}; {}{}",
+            on(index),
+            on(others),
+            on(others),
+            set("hnsw.ef_search", self.ef_search),
+            set("ivfflat.probes", self.probes)
+        )
+    }
+
+    /// The query of a search of `depth` and its parameters: the question's vector, then the
+    /// groups a restricted search asks for.
+    fn sql(
+        &self,
+        query: &Query<'_>,
+        depth: usize,
+        restrict: Option<&Restriction<'_>>,
+    ) -> Result<(String, Vec<String>)> {
+        let s = self.served;
+        let op = operator(self.distance).0;
+        let mut params = vec![vector_literal(query.vector)];
+        let filter = match (restrict, &s.acl) {
+            (None, _) => String::new(),
+            (Some(r), Some(acl)) => {
+                let groups: Vec<&str> = r.groups.iter().map(String::as_str).chain(s.public_group.as_deref()).collect();
+                params.push(text_array_value(&groups));
+                format!(" WHERE {acl} && $2::text[]")
+            }
+            (Some(_), None) => {
+                return Err(fail(format!("table {}: a filtered search needs its acl_field", s.table)));
+            }
+        };
+        let sql = format!(
+            "SELECT {id}::text, {text}::text, {v} {op} $1::vector FROM {t}{filter} ORDER BY {v} {op} $1::vector LIMIT {depth}",
+            id = s.id,
+            text = s.text,
+            v = s.vector,
+            t = s.table
+        );
+        Ok((sql, params))
+    }
+
+    /// The chunks of the rows `sql` returns (document id, text, distance), each once at its
+    /// first row, with its score.
+    fn hits(&self, settings: &str, sql: &str, params: &[String]) -> Result<Vec<Hit>> {
+        let params: Vec<&str> = params.iter().map(String::as_str).collect();
+        let rows = self.engine.with(|c| {
+            c.query(settings)?;
+            c.query_params(sql, &params)
+        })?;
+        let mut hits: Vec<Hit> = Vec::with_capacity(rows.len());
+        let mut seen = std::collections::HashSet::new();
+        for row in rows {
+            let field = |i: usize| row.get(i).cloned().flatten();
+            let (Some(doc), Some(text), Some(distance)) = (field(0), field(1), field(2)) else {
+                return Err(fail(format!(
+                    "table {}: a NULL id, text or distance in a search's rows",
+                    self.served.table
+                )));
+            };
+            let key = (doc, Collapsed::of(&text).text);
+            let Some(&chunk) = self.served.chunk_of.get(&key) else {
+                return Err(fail(format!(
+                    "table {}: a search returned a row of document {} that was not there when the run read the table: it changed during the run",
+                    self.served.table, key.0
+                )));
+            };
+            let distance: f64 = distance.parse().map_err(|_| fail("a non-numeric distance from the engine"))?;
+            // Rows with the same text in one document are one chunk, at its best place.
+            if seen.insert(chunk) {
+                hits.push(Hit { chunk, score: self.score(distance) });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// A distance as a score, higher better: cosine similarity, inner product, or −L2.
+    fn score(&self, distance: f64) -> f32 {
+        match self.distance {
+            Distance::Cosine => (1.0 - distance) as f32,
+            Distance::L2 | Distance::Ip => -distance as f32,
+        }
+    }
+}
+
+impl RankingSource for PgServedSource<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        let (sql, params) = self.sql(query, depth, restrict)?;
+        Ok(top_hits(self.hits(&self.settings(), &sql, &params)?, depth))
+    }
+
+    fn plan(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
+        let (sql, params) = self.sql(query, depth, restrict)?;
+        let params: Vec<&str> = params.iter().map(String::as_str).collect();
+        let settings = self.settings();
+        let plan = self.engine.with(|c| {
+            c.query(&settings)?;
+            c.query_params(&format!("EXPLAIN {sql}"), &params)
+        })?;
+        let text: Vec<String> = plan.into_iter().filter_map(|r| r.into_iter().next().flatten()).collect();
+        let walks_index = text.iter().any(|l| l.contains("Index Scan using") && !l.contains("Bitmap"));
+        let summary = if walks_index {
+            "vector index".to_string()
+        } else if text.iter().any(|l| l.contains("Bitmap Index Scan")) {
+            "acl index, exact sort".to_string()
+        } else {
+            "sequential scan".to_string()
+        };
+        Ok(Some(if self.served.index.is_some() && !walks_index { summary + INDEX_UNUSED } else { summary }))
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        // The rows of the chunk's document, their distances as the engine computes them.
+        let s = self.served;
+        let doc = s.doc_of.get(chunk as usize).ok_or_else(|| fail(format!("no chunk {chunk} in table {}", s.table)))?;
+        let sql = format!(
+            "SELECT {id}::text, {text}::text, {v} {op} $1::vector FROM {t} WHERE {id}::text = $2::text",
+            id = s.id,
+            text = s.text,
+            v = s.vector,
+            op = operator(self.distance).0,
+            t = s.table
+        );
+        let exact = "SET enable_indexscan = off; SET enable_seqscan = on; SET enable_bitmapscan = on";
+        let hits = self.hits(exact, &sql, &[vector_literal(query.vector), doc.clone()])?;
+        let score = hits.iter().find(|h| h.chunk == chunk).map(|h| h.score);
+        let name = format!("{} distance of the row's vector and the question's, as a score", self.distance.as_str());
+        Ok(SourceScore { score, parts: vec![ScoreNode::leaf(name, score)], bm25: None })
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.served.bytes
+    }
+
+    fn side(&self) -> Side {
+        Side::Dense
+    }
+
+    fn plans_each_depth(&self) -> bool {
+        true
+    }
+
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
+        (!self.exact).then(|| {
+            Arc::new(PgServedSource {
+                engine: self.engine,
+                served: self.served,
+                distance: self.distance,
+                ef_search: self.ef_search,
+                probes: self.probes,
+                force_index: false,
+                exact: true,
+            }) as Arc<dyn RankingSource + '_>
+        })
+    }
+}
