@@ -500,7 +500,7 @@ fn count_prefixed(counter: &Counter, info: &ModelInfo, role: Role, texts: &[Stri
 /// The serving engines cells are served by: our servers started (their data in the stage
 /// cache), or the experiment's own servers connected.
 fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageReport>) -> Result<Engines> {
-    Engines::start(&plan.engines(), &ctx.engines, &mut |seconds, what, note| {
+    Engines::start(&plan.engines(), &plan.engines_written(), &ctx.engines, &mut |seconds, what, note| {
         let mut r = StageReport::new("engine", what.into(), seconds);
         if let Some(note) = note {
             r.key = format!("{}; {note}", r.key);

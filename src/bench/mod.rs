@@ -247,8 +247,12 @@ pub fn filter(
             pg_server: None,
             milvus_server: None,
         };
-        let started_engines =
-            crate::engine::servers::Engines::start(&[engine.kind].into(), &sources, &mut |_, _, _| {})?;
+        let started_engines = crate::engine::servers::Engines::start(
+            &[engine.kind].into(),
+            &[engine.kind].into(),
+            &sources,
+            &mut |_, _, _| {},
+        )?;
         if let Some(pg) = &started_engines.pg {
             let tables = parity::load(pg, &exact, m, efc)?;
             let build = tables.scan.build_seconds + tables.graph.build_seconds;

@@ -192,7 +192,7 @@ impl PgEngine {
     }
 
     /// Makes the extension and the build log, once per run.
-    fn ready(&self) -> Result<()> {
+    pub(crate) fn ready(&self) -> Result<()> {
         let mut ready = self.ready.lock().expect("ready");
         if *ready {
             return Ok(());

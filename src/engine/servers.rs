@@ -80,8 +80,11 @@ pub struct Engines {
 impl Engines {
     /// Starts or connects to each of `kinds`; `report` gets the seconds each took, what was
     /// done, and a note when there is one.
+    /// Engines in `written` get what builds need before the run says what it measured (for
+    /// pg, the extension: its version is the run's provenance); the others are only read.
     pub fn start(
         kinds: &BTreeSet<EngineKind>,
+        written: &BTreeSet<EngineKind>,
         from: &EngineSources<'_>,
         report: &mut dyn FnMut(f64, &str, Option<String>),
     ) -> Result<Engines> {
@@ -92,6 +95,9 @@ impl Engines {
                 EngineKind::Pg => {
                     let (engine, note) =
                         PgEngine::start(&from.engines_dir.join("pg"), Some(from.cache_dir), from.pg_server.cloned())?;
+                    if written.contains(kind) {
+                        engine.ready()?;
+                    }
                     let what = match from.pg_server {
                         Some(_) => "connected to the experiment's PostgreSQL server",
                         None => "PostgreSQL + pgvector server started",
