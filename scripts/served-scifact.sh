@@ -7,7 +7,7 @@
 # usage: scripts/served-scifact.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD; BIN=$REPO/target/release/ragsweep; PG=$REPO/engines/pg/bin
+REPO=$PWD; BIN=$REPO/target/release/ragsweep; PG=$REPO/engines/pg/bin; SCIFACT=$REPO/../shared/corpora/scifact
 cargo build --release --quiet
 W=$(mktemp -d); mkdir -p $W/data
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -17,15 +17,13 @@ as_server() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; 
 as_server $PG/initdb -D $W/data -U team -A trust --no-sync >/dev/null
 as_server $PG/pg_ctl -D $W/data -l $W/log -o "-c listen_addresses=127.0.0.1 -p $PORT -k $W -c fsync=off" -w start >/dev/null
 trap 'as_server $PG/pg_ctl -D $W/data -m immediate -w stop >/dev/null; rm -rf $W' EXIT
+# An experiment's first lines: its name, and SciFact's test split.
+experiment_head() {
+  printf 'name = "%s"\nunit = "doc"\nk = [10, 100]\nmetrics = ["ndcg", "recall"]\n' "$1"
+  printf '[corpus]\npath = "%s"\n[golden]\npath = "%s"\nreserved = ["test"]\n' "$SCIFACT" "$SCIFACT"
+}
 cat > $W/export.toml <<T
-name = "sf-export"
-unit = "doc"
-k = [10]
-[corpus]
-path = "$REPO/../shared/corpora/scifact"
-[golden]
-path = "$REPO/../shared/corpora/scifact"
-reserved = ["test"]
+$(experiment_head sf-export)
 [[chunkers]]
 kind = "none"
 title = true
@@ -54,15 +52,7 @@ CREATE INDEX ON kb.passages USING hnsw (vec vector_cosine_ops) WITH (m = 16, ef_
 CREATE ROLE reader LOGIN; GRANT USAGE ON SCHEMA kb TO reader; GRANT SELECT ON kb.passages TO reader;
 S
 cat > $W/served.toml <<T
-name = "sf-served"
-unit = "doc"
-k = [10, 100]
-metrics = ["ndcg", "recall"]
-[corpus]
-path = "$REPO/../shared/corpora/scifact"
-[golden]
-path = "$REPO/../shared/corpora/scifact"
-reserved = ["test"]
+$(experiment_head sf-served)
 [engines.pg]
 url = "postgresql://reader@127.0.0.1:$PORT/postgres"
 [[retrievers]]
@@ -76,15 +66,7 @@ vector_field = "vec"
 ef_search = [40, 200]
 T
 cat > $W/upload.toml <<T
-name = "sf-upload"
-unit = "doc"
-k = [10, 100]
-metrics = ["ndcg", "recall"]
-[corpus]
-path = "$REPO/../shared/corpora/scifact"
-[golden]
-path = "$REPO/../shared/corpora/scifact"
-reserved = ["test"]
+$(experiment_head sf-upload)
 [engines.pg]
 url = "postgresql://team@127.0.0.1:$PORT/postgres"
 [[chunkers]]

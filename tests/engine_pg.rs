@@ -373,14 +373,7 @@ analyzer = "simple"
     assert!(csv.lines().next().unwrap().contains("under_return@10,recall_vs_oracle@10"), "{csv:.300}");
 
     // The engine's exact scan gives the in-process exact scan's metrics, case by case.
-    let metrics = |id: &str| -> Vec<(String, serde_json::Value)> {
-        per_query
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|l| l["cell"] == id)
-            .map(|l| (l["case"].as_str().unwrap().to_string(), l["metrics"].clone()))
-            .collect()
-    };
+    let metrics = |id: &str| case_metrics(&per_query, id);
     assert!(!metrics(&pg_exact).is_empty());
     assert_eq!(metrics(&pg_exact), metrics(&in_process), "pg exact = in-process exact, per case");
 
@@ -394,6 +387,16 @@ analyzer = "simple"
         .collect();
     assert_eq!(engine_indexes.len(), 3, "{engine_indexes:?}");
     assert!(engine_indexes.iter().all(|s| s["reused"] == true), "{engine_indexes:?}");
+}
+
+/// Each case's metrics of cell `id` in a run's `per_query.jsonl`, in file order.
+fn case_metrics(per_query: &str, id: &str) -> Vec<(String, serde_json::Value)> {
+    per_query
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["cell"] == id)
+        .map(|l| (l["case"].as_str().unwrap().to_string(), l["metrics"].clone()))
+        .collect()
 }
 
 /// A password-protected PostgreSQL listening on TCP (SCRAM-SHA-256), started by the test from
@@ -977,14 +980,7 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
     let out = run(&both, "evals", password, "run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let per_query = std::fs::read_to_string(root.join("results/both/latest/per_query.jsonl")).unwrap();
-    let metrics = |id: &str| -> Vec<(String, serde_json::Value)> {
-        per_query
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|l| l["cell"] == id)
-            .map(|l| (l["case"].as_str().unwrap().to_string(), l["metrics"].clone()))
-            .collect()
-    };
+    let metrics = |id: &str| case_metrics(&per_query, id);
     assert_eq!(metrics("c01").len(), 60);
     assert_eq!(metrics("c03"), metrics("c01"), "served = uploaded, per case, without a filter");
     assert_eq!(metrics("c04"), metrics("c02"), "served = uploaded, per case, filtered in the query");
