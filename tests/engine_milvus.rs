@@ -424,3 +424,194 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
     drop(serve.stdin.take());
     assert!(serve.wait().unwrap().success());
 }
+
+/// The team's collection on the user's Milvus at `url`: their own schema (an Int64 key, the
+/// page id and text as VarChar, an ACL array, a 16-dimensional vector), the rows inserted and
+/// flushed, an HNSW index over cosine built and the collection loaded, by ragsweep's gRPC
+/// client as any client would.
+fn team_collection(url: &str, token: &str, rows: &[common::TeamRow]) {
+    use ragsweep::engine::milvus::proto::{self, data_type::*, field, kv, scalar_field::Data};
+    let client = ragsweep::engine::milvus::Client::connect(url, Some(token)).unwrap();
+    let name = "team_pages".to_string();
+    let schema = proto::CollectionSchema {
+        name: name.clone(),
+        description: "the team's pages".into(),
+        fields: vec![
+            proto::FieldSchema { is_primary_key: true, ..field("page_key", INT64, vec![]) },
+            field("source_doc", VARCHAR, vec![kv("max_length", "64")]),
+            field("content", VARCHAR, vec![kv("max_length", "2048")]),
+            proto::FieldSchema {
+                element_type: VARCHAR,
+                ..field("allowed", ARRAY, vec![kv("max_capacity", "8"), kv("max_length", "32")])
+            },
+            field("emb", FLOAT_VECTOR, vec![kv("dim", "16")]),
+        ],
+    };
+    client.create_collection(&schema).unwrap();
+    let scalars = |data: Data| Some(proto::ScalarField { data: Some(data) });
+    let text =
+        |f: fn(&common::TeamRow) -> String| Data::Strings(proto::StringArray { data: rows.iter().map(f).collect() });
+    let column = |name: &str, r#type: i32, data: Data| proto::FieldData {
+        r#type,
+        field_name: name.into(),
+        scalars: scalars(data),
+        vectors: None,
+    };
+    let groups = rows
+        .iter()
+        .map(|r| proto::ScalarField { data: Some(Data::Strings(proto::StringArray { data: r.groups.clone() })) })
+        .collect();
+    let request = proto::InsertRequest {
+        collection_name: name.clone(),
+        num_rows: rows.len() as u32,
+        fields_data: vec![
+            column(
+                "page_key",
+                INT64,
+                Data::Long(proto::LongArray { data: (0..rows.len() as i64).map(|i| 1000 + 7 * i).collect() }),
+            ),
+            column("source_doc", VARCHAR, text(|r| r.doc.clone())),
+            column("content", VARCHAR, text(|r| r.body.clone())),
+            column("allowed", ARRAY, Data::Array(proto::ArrayArray { data: groups, element_type: VARCHAR })),
+            proto::FieldData {
+                r#type: FLOAT_VECTOR,
+                field_name: "emb".into(),
+                scalars: None,
+                vectors: Some(proto::VectorField {
+                    dim: 16,
+                    float_vector: Some(proto::FloatArray {
+                        data: rows.iter().flat_map(|r| r.vector.clone()).collect(),
+                    }),
+                }),
+            },
+        ],
+    };
+    let inserted: proto::MutationResult = client.call("Insert", request).unwrap();
+    assert_eq!(inserted.insert_cnt, rows.len() as i64);
+    let _: proto::FlushResponse =
+        client.call("Flush", proto::FlushRequest { collection_names: vec![name.clone()] }).unwrap();
+    let index =
+        vec![kv("index_type", "HNSW"), kv("metric_type", "COSINE"), kv("params", "{\"M\": 8, \"efConstruction\": 32}")];
+    let _: proto::Status = client
+        .call(
+            "CreateIndex",
+            proto::CreateIndexRequest { collection_name: name.clone(), field_name: "emb".into(), extra_params: index },
+        )
+        .unwrap();
+    let _: proto::Status =
+        client.call("LoadCollection", proto::CollectionName { collection_name: name.clone() }).unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let state: proto::GetLoadStateResponse =
+            client.call("GetLoadState", proto::GetLoadStateRequest { collection_name: name.clone() }).unwrap();
+        if state.state == 3 {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 120, "the collection never loaded");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// `engine = "milvus"` with `collection = …` measures a collection the team serves, as it is:
+/// their field names, an ACL array, their HNSW index over cosine, their rows (over 1,024, so the
+/// segment is indexed). Its cells list exactly what the in-process exact scan of the same
+/// vectors lists, case by case, filtered or not; its oracle is an exact scan of its rows; no
+/// collection is created or dropped and its rows are unchanged.
+#[test]
+fn a_served_milvus_collection_is_measured_as_it_is_and_the_server_is_unchanged() {
+    use ragsweep::engine::milvus::proto;
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let rows = common::team_rows(root, 1_500, 60);
+    let token_file = root.join("token");
+    let mut serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .args(["engines", "serve", "milvus", "--token-file"])
+        .arg(&token_file)
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    let url = url.trim().to_string();
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    team_collection(&url, &token, &rows);
+    let client = ragsweep::engine::milvus::Client::connect(&url, Some(&token)).unwrap();
+    let state = || {
+        let shown: proto::ShowCollectionsResponse =
+            client.call("ShowCollections", proto::ShowCollectionsRequest {}).unwrap();
+        let count: proto::QueryResults = client
+            .call(
+                "Query",
+                proto::QueryRequest {
+                    collection_name: "team_pages".into(),
+                    expr: String::new(),
+                    output_fields: vec!["count(*)".into()],
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        (shown.collection_names, format!("{:?}", count.fields_data))
+    };
+    let before = state();
+    assert_eq!(before.0, ["team_pages"]);
+
+    let served =
+        "[[retrievers]]\nkind = \"dense\"\nengine = \"milvus\"\nmodel = \"team-16\"\ncollection = \"team_pages\"\n\
+         id_field = \"source_doc\"\ntext_field = \"content\"\nvector_field = \"emb\"\nacl_field = \"allowed\"\n\
+         public_group = \"everyone\"\nef_search = 2000\n";
+    let exp = common::team_experiment(
+        root,
+        "both",
+        &format!(
+            "[engines.milvus]\nurl = \"{url}\"\ntoken_env = \"RAGSWEEP_TEST_MILVUS_TOKEN\"\n\
+             [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n{served}"
+        ),
+    );
+    let ragsweep = |command: &str| {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+        cmd.arg(command).arg(&exp).arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
+        cmd.arg("--engines").arg(root.join("no-engines-here")).env("RAGSWEEP_TEST_MILVUS_TOKEN", &token);
+        if command == "run" {
+            cmd.arg("--out").arg(root.join("results"));
+        }
+        cmd.output().unwrap()
+    };
+    let validated = ragsweep("validate");
+    let said = String::from_utf8_lossy(&validated.stdout);
+    assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));
+    assert!(said.contains("its served collections are only read, nothing is written"), "{said}");
+    let out = ragsweep("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(state(), before, "no collection made or dropped, the rows unchanged");
+
+    let latest = root.join("results/both/latest");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("manifest.json")).unwrap()).unwrap();
+    let labels: Vec<&str> =
+        manifest["cells"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels[2], "served(milvus team_pages) dense(team-16,milvus collection team_pages as served,ef_search=2000)",
+        "{labels:?}"
+    );
+    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(latest.join("matrix.json")).unwrap()).unwrap();
+    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    assert_eq!(row("c04")["engine_plan"]["@10"], "HNSW {\"M\": 8, \"efConstruction\": 32} index", "{}", row("c04"));
+    assert_eq!(row("c04")["leaks"], 0, "the team's ACL array filters in Milvus's query");
+    assert!(row("c03")["leaks"].as_u64().unwrap() > 0);
+    assert_eq!(row("c04")["recall_vs_oracle"]["@10"], 1.0, "{}", row("c04"));
+    let lines = per_query(root, "both");
+    let cases: Vec<String> =
+        lines.iter().filter(|l| l["cell"] == "c01").map(|l| l["case"].as_str().unwrap().to_string()).collect();
+    assert_eq!(cases.len(), 60);
+    for case in &cases {
+        assert_eq!(top(&lines, "c03", case).0, top(&lines, "c01", case).0, "served = in-process exact, case {case}");
+        assert_eq!(top(&lines, "c04", case).0, top(&lines, "c02", case).0, "filtered in the query, case {case}");
+    }
+    drop(serve.stdin.take());
+    assert!(serve.wait().unwrap().success());
+}

@@ -817,52 +817,6 @@ fn four_shards_on_one_user_postgresql_build_the_shared_table_once() {
     assert_eq!(vectors.len(), 1, "one vector table for the four cells: {tables}");
 }
 
-/// A corpus of `n` Markdown pages in `root/docs` (every tenth group-restricted to one of ten
-/// groups, the others public) and a golden set of questions asked by a member of the page's
-/// group; returns each page's id, body and groups.
-fn team_corpus(root: &Path, n: usize) -> Vec<(String, String, Vec<String>)> {
-    const WORDS: &[&str] = &[
-        "prazo", "multa", "sensor", "gateway", "contrato", "férias", "senha", "api", "plano", "erro", "frota", "ponto",
-        "rede", "cliente", "fatura", "backup", "cofre", "janela", "turno", "rota",
-    ];
-    let mut state = 7u64;
-    let mut next = |m: usize| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((state >> 33) % m as u64) as usize
-    };
-    std::fs::create_dir_all(root.join("docs")).unwrap();
-    let mut pages = Vec::new();
-    let mut golden = Vec::new();
-    for i in 0..n {
-        let id = format!("page-{i:03}");
-        let words: Vec<&str> = (0..12).map(|_| WORDS[next(WORDS.len())]).collect();
-        let body = format!("Página {i}: {}.\nSegunda linha  com  {}.", words[..6].join(" "), words[6..].join(" "));
-        let groups = if i % 3 == 0 { vec![format!("g{}", i % 10)] } else { Vec::new() };
-        let front = if groups.is_empty() { String::new() } else { format!("---\nacl: [{}]\n---\n", groups[0]) };
-        std::fs::write(root.join("docs").join(format!("{id}.md")), format!("{front}{body}\n")).unwrap();
-        if i % 4 == 0 {
-            let user = if groups.is_empty() { vec![format!("g{}", i % 10)] } else { groups.clone() };
-            golden.push(serde_json::json!({"id": format!("q{i}"), "question": words[2..7].join(" "), "relevant": [id], "groups": user}));
-        }
-        pages.push((id, body, groups));
-    }
-    std::fs::write(root.join("golden.json"), serde_json::to_string(&golden).unwrap()).unwrap();
-    std::fs::create_dir_all(root.join("models")).unwrap();
-    common::random_model(&root.join("models"), "team-16", 16, "");
-    pages
-}
-
-/// An experiment over the team corpus (doc unit, k = 10) with `rest` (engine and grid tables).
-fn team_experiment(root: &Path, name: &str, rest: &str) -> PathBuf {
-    let path = root.join(format!("{name}.toml"));
-    let text = format!(
-        "name = \"{name}\"\nunit = \"doc\"\nk = [10]\nfilter = [\"none\", \"in_query\"]\nreserved_fraction = 0.0\n\
-         latency_cases = 3\n[corpus]\npath = \"docs\"\n[golden]\npath = \"golden.json\"\n{rest}"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// The served table's retriever: the team's own field names, its ACL field and public group.
 const SERVED: &str =
     "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"team-16\"\ntable = \"team.Chunks\"\n\
@@ -879,36 +833,24 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
     let server = OwnServer::start(password);
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let pages = team_corpus(root, 240);
-    let run = |exp: &Path, user: &str, secret: &str, command: &str| {
+    let rows: Vec<String> = common::team_rows(root, 240, 60)
+        .iter()
+        .map(|r| {
+            let vector: Vec<String> = r.vector.iter().map(|x| x.to_string()).collect();
+            format!("('{}', $t${}$t$, '[{}]', ARRAY['{}'])", r.doc, r.body, vector.join(","), r.groups.join("','"))
+        })
+        .collect();
+    let dim = 16;
+    let run = |exp: &Path, secret: &str, command: &str| {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
         cmd.arg(command).arg(exp).arg("--models").arg(root.join("models"));
         cmd.arg("--cache").arg(root.join("cache")).arg("--engines").arg(root.join("no-engines-here"));
         if command == "run" {
             cmd.arg("--out").arg(root.join("results"));
         }
-        if command == "vectors" {
-            cmd.arg("--out").arg(root.join("vecs"));
-        }
         cmd.env("RAGSWEEP_TEST_PG_PASSWORD", secret);
-        let _ = user;
         cmd.output().unwrap()
     };
-    // The team's vectors: what the model makes of each page, exported.
-    let in_process = "[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n";
-    let export = team_experiment(root, "export", in_process);
-    let out = run(&export, "", "", "vectors");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (vectors, dim) = ragsweep::npy::read_f32(&root.join("vecs/passages.npy")).unwrap();
-    let ids = std::fs::read_to_string(root.join("vecs/passages.ids")).unwrap();
-    let mut rows = Vec::new();
-    for (id, v) in ids.lines().zip(vectors.chunks_exact(dim)) {
-        let doc = id.split('@').next().unwrap();
-        let (_, body, groups) = pages.iter().find(|p| p.0 == doc).unwrap();
-        let groups = if groups.is_empty() { vec!["everyone".to_string()] } else { groups.clone() };
-        let vector: Vec<String> = v.iter().map(|x| x.to_string()).collect();
-        rows.push(format!("('{doc}', $t${body}$t$, '[{}]', ARRAY['{}'])", vector.join(","), groups.join("','")));
-    }
     server.sql(
         password,
         &format!(
@@ -934,16 +876,16 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
             server.port
         )
     };
-    let served_only = team_experiment(
+    let served_only = common::team_experiment(
         root,
         "served",
         &format!("{}{SERVED}ef_search = [4, 1000]\nforce_index = true\n", engines("reader")),
     );
-    let validated = run(&served_only, "reader", "reader-pw", "validate");
+    let validated = run(&served_only, "reader-pw", "validate");
     let stdout = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));
     assert!(stdout.contains("its served tables are only read, nothing is written"), "{stdout}");
-    let out = run(&served_only, "reader", "reader-pw", "run");
+    let out = run(&served_only, "reader-pw", "run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(server.sql(password, state), before, "the run wrote nothing to the team's server");
     let latest = root.join("results/served/latest");
@@ -969,7 +911,7 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
     assert!(row("c03")["leaks"].as_u64().unwrap() > 0, "without the filter restricted pages come back");
 
     // Beside ragsweep's own upload of the same vectors (exact scan): the same metrics, per case.
-    let both = team_experiment(
+    let both = common::team_experiment(
         root,
         "both",
         &format!(
@@ -977,7 +919,7 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
             engines("evals")
         ),
     );
-    let out = run(&both, "evals", password, "run");
+    let out = run(&both, password, "run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let per_query = std::fs::read_to_string(root.join("results/both/latest/per_query.jsonl")).unwrap();
     let metrics = |id: &str| case_metrics(&per_query, id);
@@ -990,7 +932,7 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
     // A row whose text is not in its page cannot be judged: the run stops and writes nothing.
     server.sql(password, "INSERT INTO team.\"Chunks\" (source_doc, content, \"Embedding\", allowed) SELECT source_doc, 'texto que a página não tem', \"Embedding\", allowed FROM team.\"Chunks\" LIMIT 1");
     std::fs::remove_dir_all(root.join("results")).unwrap();
-    let out = run(&served_only, "reader", "reader-pw", "run");
+    let out = run(&served_only, "reader-pw", "run");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

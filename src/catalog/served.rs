@@ -1,7 +1,9 @@
 //! An index the team serves, read as it is: `kind = "dense"` with `engine = "pg"` and
-//! `table = "…"`, and the fields a search reads (`id_field`, `text_field`, `vector_field`,
-//! `acl_field`). Its chunks are the table's rows (`crate::chunkers::served`), its questions are
-//! embedded by the experiment's `model`, and its oracle is the same server's exact search.
+//! `table = "…"`, or `engine = "milvus"` and `collection = "…"`, and the fields a search reads
+//! (`id_field`, `text_field`, `vector_field`, `acl_field`). Its chunks are the rows
+//! (`crate::chunkers::served`), its questions are embedded by the experiment's `model`, and its
+//! oracle is an exact search of the same rows (pgvector's with index scans off; for Milvus, a
+//! scan of the rows as read).
 
 use std::sync::Arc;
 
@@ -9,16 +11,18 @@ use toml::Value;
 
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::chunkers::served::ServedRows;
+use crate::engine::milvus::served::{MilvusServed, MilvusServedSource};
 use crate::engine::served::{PgServed, PgServedSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
-use crate::grid::{choice, int, only, Combo};
+use crate::grid::{choice, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::vocab::{Distance, EngineKind, ServedIndex};
 
 /// The keys of a served index, besides `kind`, `engine` and `model`.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     "table",
+    "collection",
     "id_field",
     "text_field",
     "vector_field",
@@ -30,9 +34,9 @@ pub const KEYS: [&str; 10] = [
     "force_index",
 ];
 
-/// Whether a combination reads a served index (it names the table).
+/// Whether a combination reads a served index (it names the table or collection).
 pub fn declared(combo: &Combo<'_>) -> bool {
-    combo.get("table").is_some()
+    combo.get("table").is_some() || combo.get("collection").is_some()
 }
 
 /// A string value of `key`; `None` when absent.
@@ -51,12 +55,25 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
     keys.extend(KEYS);
     keys.extend(super::rerank::KEYS);
     only(combo, &keys, bad)?;
-    if engine != Some(EngineKind::Pg) {
-        return Err(bad(
-            combo.span_of("table"),
-            "`table` is a table on the experiment's PostgreSQL server: add engine = \"pg\" (and [engines.pg])".into(),
-        ));
-    }
+    // Where the rows are: a pgvector table or a Milvus collection, on the experiment's server.
+    let (engine_name, source_key) = match engine {
+        Some(EngineKind::Pg) => {
+            forbid(combo, &["collection"], "is a Milvus collection: with engine = \"pg\" name the `table`", bad)?;
+            ("pg", "table")
+        }
+        Some(EngineKind::Milvus) => {
+            let why = "is a pgvector setting: a Milvus collection is searched with its index's own metric";
+            forbid(combo, &["table", "distance", "force_index"], why, bad)?;
+            ("milvus", "collection")
+        }
+        None => {
+            let key = if combo.get("table").is_some() { "table" } else { "collection" };
+            return Err(bad(
+                combo.span_of(key),
+                format!("`{key}` is read on the team's own server: add engine = \"pg\" (a table) or \"milvus\" (a collection)"),
+            ));
+        }
+    };
     let required = |key: &str| -> Result<String> {
         text(combo, key, bad)?
             .ok_or_else(|| bad(combo.kind.1.clone(), format!("a served table needs `{key}` (the field {})", role(key))))
@@ -73,8 +90,8 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
     let distances: Vec<(&str, Option<Distance>)> = Distance::NAMES.iter().map(|(n, d)| (*n, Some(*d))).collect();
     Ok(ServedIndex {
         rows: ServedRows {
-            engine: "pg".into(),
-            source: required("table")?,
+            engine: engine_name.into(),
+            source: required(source_key)?,
             id_field: required("id_field")?,
             text_field: required("text_field")?,
         },
@@ -91,7 +108,7 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
 /// What a field of a served table holds, for a message.
 fn role(key: &str) -> &'static str {
     match key {
-        "table" => "holding the rows",
+        "table" | "collection" => "holding the rows",
         "id_field" => "of each row's document id",
         "text_field" => "of each row's text",
         _ => "of each row's vector",
@@ -110,7 +127,7 @@ impl SourceKind for Served {
     }
 
     fn engine(&self) -> Option<EngineKind> {
-        Some(EngineKind::Pg)
+        crate::engine::servers::engine_named(&self.index.rows.engine)
     }
 
     fn embeds_passages(&self) -> bool {
@@ -123,7 +140,7 @@ impl SourceKind for Served {
 
     fn label(&self) -> String {
         let i = &self.index;
-        let mut label = format!("dense({},pg table {} as served", self.model, i.rows.source);
+        let mut label = format!("dense({},{} as served", self.model, self.source());
         if let Some(d) = i.distance {
             label.push_str(&format!(",distance={}", d.as_str()));
         }
@@ -154,14 +171,18 @@ impl SourceKind for Served {
 
     fn index_identity(&self) -> IndexIdentity {
         let i = &self.index;
-        IndexIdentity::of::<PgServed>(format!(
+        let params = format!(
             "served({} {},{},{},{},{:?},{:?})",
             i.rows.engine, i.rows.source, i.vector_field, self.model, i.rows.text_field, i.acl_field, i.public_group
-        ))
+        );
+        match self.engine() {
+            Some(EngineKind::Milvus) => IndexIdentity::of::<MilvusServed>(params),
+            _ => IndexIdentity::of::<PgServed>(params),
+        }
     }
 
     fn index_name(&self) -> String {
-        format!("pg table {} as served (read only)", self.index.rows.source)
+        format!("{} as served (read only)", self.source())
     }
 
     fn builds_nothing(&self) -> bool {
@@ -169,27 +190,47 @@ impl SourceKind for Served {
     }
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
-        let engine = input.engines.pg.as_ref().expect("started for its kinds");
         let dim = input.model.expect("a served index is given its model").dim;
         let chunks: Vec<(String, String)> =
             (0..input.chunks).map(|i| ((input.doc_id)(i).to_string(), (input.text)(i))).collect();
+        if self.engine() == Some(EngineKind::Milvus) {
+            let engine = input.engines.milvus.as_ref().expect("started for its kinds");
+            let served = engine.open_served(&self.index, dim, &chunks)?;
+            return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
+        }
+        let engine = input.engines.pg.as_ref().expect("started for its kinds");
         let served = engine.open_served(&self.index, dim, &chunks)?;
         served.distance(self.index.distance, &self.index.rows.source)?;
         Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
+        let i = &self.index;
+        if self.engine() == Some(EngineKind::Milvus) {
+            let engine = engines.milvus.as_ref().expect("started for its kinds");
+            let served = index.get::<MilvusServed>();
+            return Arc::new(MilvusServedSource { engine, served, ef_search: i.ef_search, probes: i.probes });
+        }
         let served = index.get::<PgServed>();
         let engine = engines.pg.as_ref().expect("started for its kinds");
-        let distance = served.distance(self.index.distance, &self.index.rows.source).expect("checked when opened");
+        let distance = served.distance(i.distance, &i.rows.source).expect("checked when opened");
         Arc::new(PgServedSource {
             engine,
             served,
             distance,
-            ef_search: self.index.ef_search,
-            probes: self.index.probes,
-            force_index: self.index.force_index,
+            ef_search: i.ef_search,
+            probes: i.probes,
+            force_index: i.force_index,
             exact: false,
         })
+    }
+}
+
+impl Served {
+    /// `pg table NAME` or `milvus collection NAME`.
+    fn source(&self) -> String {
+        let rows = &self.index.rows;
+        let what = if self.engine() == Some(EngineKind::Milvus) { "collection" } else { "table" };
+        format!("{} {what} {}", rows.engine, rows.source)
     }
 }

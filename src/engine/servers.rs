@@ -56,7 +56,25 @@ pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(S
             })?;
             crate::engine::served::pg_rows(endpoint, rows)
         }
-        _ => Err(Error::Other(format!("engine {:?} serves no read-only index", rows.engine))),
+        Some(EngineKind::Milvus) => {
+            let endpoint = from.milvus_server.ok_or_else(|| {
+                Error::Other(format!(
+                    "collection {} is read from the experiment's server: declare [engines.milvus]",
+                    rows.source
+                ))
+            })?;
+            crate::engine::milvus::served::milvus_rows(endpoint, rows)
+        }
+        None => Err(Error::Other(format!("no engine is named {:?}", rows.engine))),
+    }
+}
+
+/// What a served index is (`table`, `collection`) when the experiment declares no server of its
+/// engine to read it on (`[engines.pg]`, `[engines.milvus]`); `None` when it does.
+pub fn served_without_server(rows: &ServedRows, pg: bool, milvus: bool) -> Option<&'static str> {
+    match engine_named(&rows.engine) {
+        Some(EngineKind::Milvus) => (!milvus).then_some("collection"),
+        _ => (!pg).then_some("table"),
     }
 }
 
@@ -147,9 +165,11 @@ impl Engines {
                 EngineKind::Pg => {
                     crate::engine::pgvector::check(&from.engines_dir.join("pg"), from.pg_server, written.contains(kind))
                 }
-                EngineKind::Milvus => {
-                    crate::engine::milvus::check(&from.engines_dir.join("milvus"), from.milvus_server)
-                }
+                EngineKind::Milvus => crate::engine::milvus::check(
+                    &from.engines_dir.join("milvus"),
+                    from.milvus_server,
+                    written.contains(kind),
+                ),
             })
             .collect()
     }

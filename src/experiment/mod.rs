@@ -385,7 +385,7 @@ impl Experiment {
             .retrievers
             .iter()
             .flat_map(|t| t.iter())
-            .find(|(k, _)| k.get_ref() == "table")
+            .find(|(k, _)| k.get_ref() == "table" || k.get_ref() == "collection")
             .map_or_else(|| Location::file(path), |(k, _)| at(k.span()));
         // The name of the environment variable a secret is read from.
         let variable = |var: &Option<Spanned<String>>, key: &str| -> Result<Option<String>> {
@@ -520,12 +520,14 @@ impl Experiment {
         // A served index is judged on its own rows, once per filter: never crossed with chunkers.
         for (retriever, abstain) in &retrievers {
             let Some(rows) = retriever.served_rows() else { continue };
-            if pg_server.is_none() {
+            let missing =
+                crate::engine::servers::served_without_server(rows, pg_server.is_some(), milvus_server.is_some());
+            if let Some(what) = missing {
                 return Err(Error::input(
                     served_at,
                     format!(
-                        "table {:?} is read on the team's own server: declare it in [engines.pg] (url = \"postgresql://…\")",
-                        rows.source
+                        "{what} {:?} is read on the team's own server: declare it in [engines.{}] (its url)",
+                        rows.source, rows.engine
                     ),
                 ));
             }
@@ -535,7 +537,7 @@ impl Experiment {
                     return Err(Error::input(
                         at_filter,
                         format!(
-                            "filter = \"in_query\" searches table {:?} with its groups: name the field that holds them (acl_field)",
+                            "filter = \"in_query\" searches {:?} with its groups: name the field that holds them (acl_field)",
                             rows.source
                         ),
                     ));

@@ -365,3 +365,89 @@ pub fn run_shards_at_once(root: &Path, experiment: &Path, n: usize, env: &[(&str
         })
         .collect()
 }
+
+/// A corpus of `n` Markdown pages in `root/docs` (every third restricted to one of ten groups,
+/// the others public) and a golden set of up to `questions` questions, each about a page and
+/// asked by a member of its group; returns each page's id, body and groups.
+fn team_corpus(root: &Path, n: usize, questions: usize) -> Vec<(String, String, Vec<String>)> {
+    const WORDS: &[&str] = &[
+        "prazo", "multa", "sensor", "gateway", "contrato", "férias", "senha", "api", "plano", "erro", "frota", "ponto",
+        "rede", "cliente", "fatura", "backup", "cofre", "janela", "turno", "rota",
+    ];
+    let mut state = 7u64;
+    let mut next = |m: usize| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((state >> 33) % m as u64) as usize
+    };
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    let mut pages = Vec::new();
+    let mut golden = Vec::new();
+    for i in 0..n {
+        let id = format!("page-{i:03}");
+        let words: Vec<&str> = (0..12).map(|_| WORDS[next(WORDS.len())]).collect();
+        let body = format!("Página {i}: {}.\nSegunda linha  com  {}.", words[..6].join(" "), words[6..].join(" "));
+        let groups = if i % 3 == 0 { vec![format!("g{}", i % 10)] } else { Vec::new() };
+        let front = if groups.is_empty() { String::new() } else { format!("---\nacl: [{}]\n---\n", groups[0]) };
+        std::fs::write(root.join("docs").join(format!("{id}.md")), format!("{front}{body}\n")).unwrap();
+        if i % 4 == 0 && golden.len() < questions {
+            let user = if groups.is_empty() { vec![format!("g{}", i % 10)] } else { groups.clone() };
+            golden.push(serde_json::json!({"id": format!("q{i}"), "question": words[2..7].join(" "), "relevant": [id], "groups": user}));
+        }
+        pages.push((id, body, groups));
+    }
+    std::fs::write(root.join("golden.json"), serde_json::to_string(&golden).unwrap()).unwrap();
+    std::fs::create_dir_all(root.join("models")).unwrap();
+    random_model(&root.join("models"), "team-16", 16, "");
+    pages
+}
+
+/// An experiment over the team corpus (doc unit, k = 10) with `rest` (engine and grid tables).
+pub fn team_experiment(root: &Path, name: &str, rest: &str) -> PathBuf {
+    let path = root.join(format!("{name}.toml"));
+    let text = format!(
+        "name = \"{name}\"\nunit = \"doc\"\nk = [10]\nfilter = [\"none\", \"in_query\"]\nreserved_fraction = 0.0\n\
+         latency_cases = 3\n[corpus]\npath = \"docs\"\n[golden]\npath = \"golden.json\"\n{rest}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A row of the index a team serves: a page of the team corpus, its groups (public pages carry
+/// `everyone`), and the vector the `team-16` model makes of it.
+pub struct TeamRow {
+    pub doc: String,
+    pub body: String,
+    pub groups: Vec<String>,
+    pub vector: Vec<f32>,
+}
+
+/// The team corpus of `n` pages and up to `questions` questions in `root` (pages, golden set, the `team-16` model) and its rows,
+/// their vectors exported by `ragsweep vectors` from an in-process cell.
+pub fn team_rows(root: &Path, n: usize, questions: usize) -> Vec<TeamRow> {
+    let pages = team_corpus(root, n, questions);
+    let in_process = "[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n";
+    let export = team_experiment(root, "export", in_process);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .arg("vectors")
+        .arg(&export)
+        .arg("--models")
+        .arg(root.join("models"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .arg("--out")
+        .arg(root.join("vecs"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (vectors, dim) = ragsweep::npy::read_f32(&root.join("vecs/passages.npy")).unwrap();
+    let ids = std::fs::read_to_string(root.join("vecs/passages.ids")).unwrap();
+    ids.lines()
+        .zip(vectors.chunks_exact(dim))
+        .map(|(id, v)| {
+            let doc = id.split('@').next().unwrap();
+            let (_, body, groups) = pages.iter().find(|p| p.0 == doc).unwrap();
+            let groups = if groups.is_empty() { vec!["everyone".to_string()] } else { groups.clone() };
+            TeamRow { doc: doc.to_string(), body: body.clone(), groups, vector: v.to_vec() }
+        })
+        .collect()
+}

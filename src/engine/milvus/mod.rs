@@ -12,7 +12,8 @@
 //! server itself, a collection `l_…` whose description names its holder; the others wait for the
 //! alias and reuse what it names.
 
-mod proto;
+pub mod proto;
+pub mod served;
 pub mod server;
 
 use std::path::Path;
@@ -123,7 +124,7 @@ impl Client {
 
     /// One unary call of `MilvusService/method`; a response whose status is not success is an
     /// error naming the method and Milvus's reason.
-    fn call<Req, Resp>(&self, method: &str, request: Req) -> Result<Resp>
+    pub fn call<Req, Resp>(&self, method: &str, request: Req) -> Result<Resp>
     where
         Req: Message + Send + Sync + 'static,
         Resp: Message + Default + HasStatus + Send + Sync + 'static,
@@ -168,7 +169,7 @@ impl Client {
     }
 
     /// Creates the collection `schema` names, with one shard.
-    fn create_collection(&self, schema: &proto::CollectionSchema) -> Result<()> {
+    pub fn create_collection(&self, schema: &proto::CollectionSchema) -> Result<()> {
         let request = proto::CreateCollectionRequest {
             collection_name: schema.name.clone(),
             schema: schema.encode_to_vec(),
@@ -378,7 +379,17 @@ pub(crate) fn release_locks() {
 
 /// What `validate` says of the engine, without starting a server: the installed binary, or the
 /// user's server answering a health check.
-pub fn check(install: &Path, own: Option<&MilvusEndpoint>) -> Result<String> {
+/// With `writes` false, the run only reads served collections: nothing is tried.
+pub fn check(install: &Path, own: Option<&MilvusEndpoint>, writes: bool) -> Result<String> {
+    if let (Some(endpoint), false) = (own, writes) {
+        let client = endpoint.client()?;
+        let version: proto::GetVersionResponse = client.call("GetVersion", proto::Empty {})?;
+        client.healthy()?;
+        return Ok(format!(
+            "engine milvus: the experiment's server at {} (Milvus {}), healthy; its served collections are only read, nothing is written",
+            endpoint.url, version.version
+        ));
+    }
     match own {
         None => {
             server::binary(install)?;
@@ -656,6 +667,7 @@ impl MilvusEngine {
             dsl: filter.into(),
             placeholder_group: group.encode_to_vec(),
             dsl_type: 1,
+            output_fields: Vec::new(),
             search_params: vec![
                 kv("anns_field", VECTOR_FIELD),
                 kv("topk", depth.to_string()),

@@ -34,6 +34,7 @@ pub fn field(name: &str, data_type: i32, type_params: Vec<KeyValuePair>) -> Fiel
 /// `schema.DataType`.
 pub mod data_type {
     pub const INT64: i32 = 5;
+    pub const FLOAT: i32 = 10;
     pub const VARCHAR: i32 = 21;
     pub const ARRAY: i32 = 22;
     pub const FLOAT_VECTOR: i32 = 101;
@@ -105,13 +106,15 @@ pub struct CreateAliasRequest {
 
 #[derive(Clone, PartialEq, Message)]
 pub struct ScalarField {
-    #[prost(oneof = "scalar_field::Data", tags = "3, 6, 8")]
+    #[prost(oneof = "scalar_field::Data", tags = "2, 3, 6, 8")]
     pub data: Option<scalar_field::Data>,
 }
 
 pub mod scalar_field {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Data {
+        #[prost(message, tag = "2")]
+        Int(super::IntArray),
         #[prost(message, tag = "3")]
         Long(super::LongArray),
         #[prost(message, tag = "6")]
@@ -119,6 +122,12 @@ pub mod scalar_field {
         #[prost(message, tag = "8")]
         Array(super::ArrayArray),
     }
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct IntArray {
+    #[prost(int32, repeated, tag = "1")]
+    pub data: Vec<i32>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -240,6 +249,11 @@ pub struct DescribeIndexRequest {
 
 #[derive(Clone, PartialEq, Message)]
 pub struct IndexDescription {
+    /// `index_type`, `metric_type` and `params` (a JSON object of the build parameters).
+    #[prost(message, repeated, tag = "3")]
+    pub params: Vec<KeyValuePair>,
+    #[prost(string, tag = "4")]
+    pub field_name: String,
     #[prost(int64, tag = "5")]
     pub indexed_rows: i64,
     #[prost(int64, tag = "6")]
@@ -307,6 +321,9 @@ pub struct SearchRequest {
     /// `common.DslType`: 1 boolean expression.
     #[prost(int32, tag = "7")]
     pub dsl_type: i32,
+    /// The fields each hit carries back (a served collection's document id and text).
+    #[prost(string, repeated, tag = "8")]
+    pub output_fields: Vec<String>,
     #[prost(message, repeated, tag = "9")]
     pub search_params: Vec<KeyValuePair>,
     #[prost(int64, tag = "12")]
@@ -326,6 +343,8 @@ pub struct Ids {
 
 #[derive(Clone, PartialEq, Message)]
 pub struct SearchResultData {
+    #[prost(message, repeated, tag = "3")]
+    pub fields_data: Vec<FieldData>,
     #[prost(float, repeated, tag = "4")]
     pub scores: Vec<f32>,
     #[prost(message, optional, tag = "5")]
@@ -338,6 +357,41 @@ pub struct SearchResults {
     pub status: Option<Status>,
     #[prost(message, optional, tag = "2")]
     pub results: Option<SearchResultData>,
+}
+
+/// A query of the rows an expression selects (`limit` and `offset` in `query_params`).
+#[derive(Clone, PartialEq, Message)]
+pub struct QueryRequest {
+    #[prost(string, tag = "3")]
+    pub collection_name: String,
+    #[prost(string, tag = "4")]
+    pub expr: String,
+    #[prost(string, repeated, tag = "5")]
+    pub output_fields: Vec<String>,
+    #[prost(message, repeated, tag = "9")]
+    pub query_params: Vec<KeyValuePair>,
+    /// `common.ConsistencyLevel`.
+    #[prost(int32, tag = "11")]
+    pub consistency_level: i32,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct QueryResults {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(message, repeated, tag = "2")]
+    pub fields_data: Vec<FieldData>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct ShowCollectionsRequest {}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct ShowCollectionsResponse {
+    #[prost(message, optional, tag = "1")]
+    pub status: Option<Status>,
+    #[prost(string, repeated, tag = "2")]
+    pub collection_names: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -424,5 +478,7 @@ has_status!(
     SearchResults,
     CheckHealthResponse,
     GetVersionResponse,
-    GetQuerySegmentInfoResponse
+    GetQuerySegmentInfoResponse,
+    QueryResults,
+    ShowCollectionsResponse
 );
