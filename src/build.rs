@@ -279,7 +279,8 @@ fn chunk_stage(
     // The headings chunkers split on are part of what a chunk set is made from.
     let structure = corpus.structure_hash();
     let (store, engines) = (ctx.store, &ctx.engines);
-    let cached: Vec<(Cached<ChunkSet>, f64)> = plan
+    // Each set, the seconds it took, and (for a served index) the rows it placed as whole documents.
+    let cached: Vec<((Cached<ChunkSet>, usize), f64)> = plan
         .chunkers
         .par_iter()
         .map(|spec| {
@@ -293,16 +294,19 @@ fn chunk_stage(
             let set = match spec.kind.served() {
                 Some(rows) => {
                     let read = crate::engine::servers::served_rows(rows, engines)?;
-                    let value = ChunkSet::from_rows(corpus, spec, &read)?;
+                    let (value, whole) = ChunkSet::from_rows(corpus, spec, &read)?;
                     let build = cache::BuildRecord { seconds: t.elapsed().as_secs_f64() };
-                    Cached { value, build, reused: false }
+                    (Cached { value, build, reused: false }, whole)
                 }
-                None => store.get_or_build(
-                    "chunks",
-                    &key,
-                    |dir| ChunkSet::build(corpus, spec).write(dir),
-                    |dir| ChunkSet::open(dir, spec),
-                )?,
+                None => (
+                    store.get_or_build(
+                        "chunks",
+                        &key,
+                        |dir| ChunkSet::build(corpus, spec).write(dir),
+                        |dir| ChunkSet::open(dir, spec),
+                    )?,
+                    0,
+                ),
             };
             pb.inc(1);
             Ok((set, t.elapsed().as_secs_f64()))
@@ -311,11 +315,18 @@ fn chunk_stage(
     pb.finish_and_clear();
     let sets: Vec<ChunkSet> = cached
         .into_iter()
-        .map(|(set, secs)| {
+        .map(|((set, whole), secs)| {
             let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
             r.chunks = set.value.len();
             r.reused = set.reused;
-            r.note = oversized(&set.value, corpus);
+            r.note = if whole > 0 {
+                Some(format!(
+                    "{} with text not found in the document as the corpus reads it: counted as that whole document (unplaced = \"document\")",
+                    crate::words::count(whole, "row")
+                ))
+            } else {
+                oversized(&set.value, corpus)
+            };
             stages.push(r);
             set.value
         })
@@ -550,6 +561,10 @@ fn index_stage(
             let text = |i: usize| set.indexed_text(corpus, i);
             let acl = |i: usize| corpus.docs[set.chunks[i].doc as usize].acl.as_deref();
             let doc_id = |i: usize| corpus.docs[set.chunks[i].doc as usize].id.as_str();
+            let spans_document = |i: usize| {
+                let c = &set.chunks[i];
+                c.start == 0 && c.end as usize == corpus.docs[c.doc as usize].text.len()
+            };
             let vectors = spec.embedding.map(|e| {
                 let job = plan.embedding(e);
                 (&ctx.models[job.model.0], &built.vectors[e.0].passages)
@@ -562,6 +577,7 @@ fn index_stage(
                 acl: &acl,
                 acl_key: &acl_keys[spec.chunks.0],
                 doc_id: &doc_id,
+                spans_document: &spans_document,
                 model: spec.kind.model().and_then(|m| ctx.models.iter().find(|info| info.id == m)),
                 vectors,
                 engines: &built.engines,

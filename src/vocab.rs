@@ -496,6 +496,10 @@ pub struct ServedRows {
     pub id_field: String,
     /// The field holding each row's text.
     pub text_field: String,
+    /// A row whose text its document does not hold counts as that whole document (labels at
+    /// document level only), instead of stopping the run.
+    #[serde(default)]
+    pub whole_document_when_not_found: bool,
 }
 
 /// An index the team serves: where its rows are, the fields a search reads, and the search's

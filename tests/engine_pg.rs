@@ -941,4 +941,25 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
         "{stderr}"
     );
     assert!(!root.join("results/served").exists());
+
+    // Judged at document level, `unplaced = "document"` counts that row as its whole page and
+    // says how many it placed so; at any other unit it is refused before anything runs.
+    let lenient =
+        common::team_experiment(root, "lenient", &format!("{}{SERVED}unplaced = \"document\"\n", engines("reader")));
+    let out = run(&lenient, "reader-pw", "run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/lenient/latest/manifest.json")).unwrap())
+            .unwrap();
+    let chunk = manifest["stages"].as_array().unwrap().iter().find(|s| s["stage"] == "chunk").unwrap();
+    assert!(
+        chunk["note"].as_str().unwrap().starts_with("1 row with text not found in the document as the corpus reads it"),
+        "{chunk}"
+    );
+    let text = std::fs::read_to_string(&lenient).unwrap().replace("unit = \"doc\"", "unit = \"section\"");
+    std::fs::write(&lenient, text).unwrap();
+    let out = run(&lenient, "reader-pw", "validate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("lenient.toml:") && stderr.contains("(unit = \"doc\")"), "{stderr}");
 }

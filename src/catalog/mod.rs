@@ -53,8 +53,9 @@ pub struct IndexInput<'a> {
     /// Each chunk's ACL, and their content key (what an engine stores beside the chunk).
     pub acl: ChunkAcl<'a>,
     pub acl_key: &'a [u8; 32],
-    /// Each chunk's document id.
+    /// Each chunk's document id, and whether the chunk spans its whole document.
     pub doc_id: &'a (dyn Fn(usize) -> &'a str + Sync),
+    pub spans_document: &'a (dyn Fn(usize) -> bool + Sync),
     /// The model of a kind with one.
     pub model: Option<&'a ModelInfo>,
     /// The passage vectors and the model that made them, for a kind that embeds passages.

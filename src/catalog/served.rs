@@ -20,7 +20,7 @@ use crate::retrieve::source::RankingSource;
 use crate::vocab::{Distance, EngineKind, ServedIndex};
 
 /// The keys of a served index, besides `kind`, `engine` and `model`.
-pub const KEYS: [&str; 11] = [
+pub const KEYS: [&str; 12] = [
     "table",
     "collection",
     "id_field",
@@ -32,6 +32,7 @@ pub const KEYS: [&str; 11] = [
     "ef_search",
     "probes",
     "force_index",
+    "unplaced",
 ];
 
 /// Whether a combination reads a served index (it names the table or collection).
@@ -94,6 +95,13 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
             source: required(source_key)?,
             id_field: required("id_field")?,
             text_field: required("text_field")?,
+            whole_document_when_not_found: choice(
+                combo,
+                "unplaced",
+                false,
+                &[("stop", false), ("document", true)],
+                bad,
+            )?,
         },
         vector_field: required("vector_field")?,
         acl_field: text(combo, "acl_field", bad)?,
@@ -191,8 +199,9 @@ impl SourceKind for Served {
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
         let dim = input.model.expect("a served index is given its model").dim;
-        let chunks: Vec<(String, String)> =
-            (0..input.chunks).map(|i| ((input.doc_id)(i).to_string(), (input.text)(i))).collect();
+        let chunks: Vec<(String, String, bool)> = (0..input.chunks)
+            .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
+            .collect();
         if self.engine() == Some(EngineKind::Milvus) {
             let engine = input.engines.milvus.as_ref().expect("started for its kinds");
             let served = engine.open_served(&self.index, dim, &chunks)?;

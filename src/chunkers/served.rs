@@ -7,6 +7,7 @@
 //! trimmed blanks still matches). A row whose document is not in the corpus, or whose text is
 //! not in its document, stops the run: a row that cannot be judged would be scored as a miss.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 pub use crate::vocab::ServedRows;
@@ -58,6 +59,32 @@ pub fn locate(doc: &str, collapsed: &Collapsed, row: &str) -> Option<Range<usize
     }
     let at = collapsed.text.find(&needle)?;
     Some(collapsed.original(at..at + needle.len(), doc))
+}
+
+/// Which chunk a row of a served index is: by its document and its text, as the chunk set
+/// placed it; with `whole_document_when_not_found`, a row its document does not hold is that
+/// document's whole-document chunk.
+pub struct RowChunks {
+    by_text: HashMap<(String, String), u32>,
+    whole: Option<HashMap<String, u32>>,
+}
+
+impl RowChunks {
+    /// `chunks`: each chunk's document id, text, and whether it spans its whole document, in
+    /// ordinal order.
+    pub fn new(chunks: &[(String, String, bool)], whole_document_when_not_found: bool) -> RowChunks {
+        let by_text =
+            chunks.iter().enumerate().map(|(i, (doc, text, _))| ((doc.clone(), Collapsed::of(text).text), i as u32));
+        let whole = chunks.iter().enumerate().filter(|(_, c)| c.2).map(|(i, (doc, _, _))| (doc.clone(), i as u32));
+        RowChunks { by_text: by_text.collect(), whole: whole_document_when_not_found.then(|| whole.collect()) }
+    }
+
+    /// The chunk of the row of document `doc` holding `text`; `None` when the chunk set has none
+    /// (the index changed since it was read).
+    pub fn get(&self, doc: &str, text: &str) -> Option<u32> {
+        let placed = self.by_text.get(&(doc.to_string(), Collapsed::of(text).text)).copied();
+        placed.or_else(|| self.whole.as_ref()?.get(doc).copied())
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::chunkers::served::{Collapsed, ServedRows};
+use crate::chunkers::served::{RowChunks, ServedRows};
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{fail, text_array_value, vector_literal, PgConn};
 use crate::engine::pgvector::PgEngine;
@@ -67,8 +67,8 @@ pub struct PgServed {
     /// The distance the index orders by, if it has one.
     index_distance: Option<Distance>,
     pub bytes: u64,
-    /// (document id, text collapsed) of each row → its chunk.
-    chunk_of: HashMap<(String, String), u32>,
+    /// Each row's chunk, by its document id and text.
+    chunk_of: RowChunks,
     /// Each chunk's document id.
     doc_of: Vec<String>,
 }
@@ -85,8 +85,8 @@ fn operator(distance: Distance) -> (&'static str, &'static str) {
 impl PgEngine {
     /// Finds the served table of `spec` and checks it (fields present and typed as a search
     /// reads them, the vector field of `dim` dimensions); `chunks` are the chunk set's
-    /// (document id, text) in ordinal order. Reads only.
-    pub fn open_served(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String)]) -> Result<PgServed> {
+    /// (document id, text, whether it spans its document) in ordinal order. Reads only.
+    pub fn open_served(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String, bool)]) -> Result<PgServed> {
         let table = &spec.rows.source;
         self.with(|c| {
             let oid = found(c, table)?;
@@ -137,11 +137,7 @@ impl PgEngine {
                 vector_index.as_deref().map(|def| def.split_once(" USING ").map_or(def, |(_, m)| m).to_string());
             let size = c.query_params("SELECT pg_total_relation_size($1::oid)", &[&oid])?;
             let bytes = size.first().and_then(|r| r.first().cloned().flatten()).and_then(|s| s.parse().ok());
-            let chunk_of = chunks
-                .iter()
-                .enumerate()
-                .map(|(i, (doc, text))| ((doc.clone(), Collapsed::of(text).text), i as u32))
-                .collect();
+            let chunk_of = RowChunks::new(chunks, spec.rows.whole_document_when_not_found);
             Ok(PgServed {
                 table: quoted(table),
                 id: quoted(&spec.rows.id_field),
@@ -153,7 +149,7 @@ impl PgEngine {
                 index_distance,
                 bytes: bytes.unwrap_or(0),
                 chunk_of,
-                doc_of: chunks.iter().map(|(doc, _)| doc.clone()).collect(),
+                doc_of: chunks.iter().map(|(doc, _, _)| doc.clone()).collect(),
             })
         })
     }
@@ -253,11 +249,10 @@ impl PgServedSource<'_> {
                     self.served.table
                 )));
             };
-            let key = (doc, Collapsed::of(&text).text);
-            let Some(&chunk) = self.served.chunk_of.get(&key) else {
+            let Some(chunk) = self.served.chunk_of.get(&doc, &text) else {
                 return Err(fail(format!(
-                    "table {}: a search returned a row of document {} that was not there when the run read the table: it changed during the run",
-                    self.served.table, key.0
+                    "table {}: a search returned a row of document {doc} that was not there when the run read the table: it changed during the run",
+                    self.served.table
                 )));
             };
             let distance: f64 = distance.parse().map_err(|_| fail("a non-numeric distance from the engine"))?;

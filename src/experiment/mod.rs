@@ -531,6 +531,15 @@ impl Experiment {
                     ),
                 ));
             }
+            if rows.whole_document_when_not_found && raw.unit != Unit::Doc {
+                return Err(Error::input(
+                    served_at,
+                    format!(
+                        "unplaced = \"document\" counts a row of {:?} its document does not hold as that whole document: labels can only judge it at document level (unit = \"doc\")",
+                        rows.source
+                    ),
+                ));
+            }
             for &filter in &filters {
                 if filter == Filter::InQuery && retriever.served_acl() == Some(None) {
                     let at_filter = raw.filter.as_ref().map_or_else(|| Location::file(path), |f| at(f.span()));

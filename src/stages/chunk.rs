@@ -85,14 +85,17 @@ impl ChunkSet {
     }
 
     /// The chunk set of a served index from its rows (document id, text): one chunk per
-    /// distinct place a row's text is found in its document. A row whose document is not in
-    /// the corpus, or whose text is not in it, is an error that names the first few.
-    pub fn from_rows(corpus: &Corpus, spec: &ChunkerSpec, rows: &[(String, String)]) -> Result<ChunkSet> {
+    /// distinct place a row's text is found in its document, and how many rows were not found
+    /// (each then its whole document, when the rows say so). A row whose document is not in the
+    /// corpus, or (otherwise) whose text is not in it, is an error that names the first few.
+    pub fn from_rows(corpus: &Corpus, spec: &ChunkerSpec, rows: &[(String, String)]) -> Result<(ChunkSet, usize)> {
+        let whole_when_not_found = spec.kind.served().is_some_and(|r| r.whole_document_when_not_found);
         use crate::chunkers::served::{locate, Collapsed};
         let mut collapsed: std::collections::HashMap<usize, Collapsed> = std::collections::HashMap::new();
         let mut chunks = Vec::with_capacity(rows.len());
         let mut unknown: Vec<&str> = Vec::new();
         let mut unlocated: Vec<String> = Vec::new();
+        let mut whole = 0;
         for (id, text) in rows {
             let Some(d) = corpus.doc_index(id) else {
                 unknown.push(id);
@@ -100,15 +103,23 @@ impl ChunkSet {
             };
             let doc = &corpus.docs[d].text;
             let c = collapsed.entry(d).or_insert_with(|| Collapsed::of(doc));
-            match locate(doc, c, text) {
-                Some(span) => chunks.push(Chunk {
-                    id: format!("{id}@{}-{}", span.start, span.end),
-                    doc: d as u32,
-                    start: span.start as u32,
-                    end: span.end as u32,
-                }),
-                None => unlocated.push(format!("{id} ({:?})", crate::words::clip(text, 60))),
-            }
+            let span = match locate(doc, c, text) {
+                Some(span) => span,
+                None if whole_when_not_found => {
+                    whole += 1;
+                    0..doc.len()
+                }
+                None => {
+                    unlocated.push(format!("{id} ({:?})", crate::words::clip(text, 60)));
+                    continue;
+                }
+            };
+            chunks.push(Chunk {
+                id: format!("{id}@{}-{}", span.start, span.end),
+                doc: d as u32,
+                start: span.start as u32,
+                end: span.end as u32,
+            });
         }
         let source = spec.kind.served().map_or_else(String::new, |r| format!("{} {}", r.engine, r.source));
         let listed = |items: &[String]| {
@@ -131,7 +142,7 @@ impl ChunkSet {
         }
         if !unlocated.is_empty() {
             return Err(Error::Other(format!(
-                "{source}: {} of {} rows hold text that is not in their document as the corpus reads it: {}; a row that cannot be placed cannot be judged",
+                "{source}: {} of {} rows hold text that is not in their document as the corpus reads it: {}; a row that cannot be placed cannot be judged (with unit = \"doc\", unplaced = \"document\" counts each as its whole document)",
                 unlocated.len(),
                 rows.len(),
                 listed(&unlocated)
@@ -140,7 +151,7 @@ impl ChunkSet {
         chunks.sort_by(|a, b| a.id.cmp(&b.id));
         chunks.dedup_by(|a, b| a.id == b.id);
         let prefixes = vec![String::new(); chunks.len()];
-        Ok(ChunkSet { spec: spec.clone(), chunks, prefixes })
+        Ok((ChunkSet { spec: spec.clone(), chunks, prefixes }, whole))
     }
 
     /// Writes the set's chunks into `dir` (for [`ChunkSet::open`]).

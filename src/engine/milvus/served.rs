@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::proto::{self, data_type::*, kv, scalar_field::Data};
 use super::{fail, string_literal, Client, MilvusEndpoint, MilvusEngine};
-use crate::chunkers::served::{Collapsed, ServedRows};
+use crate::chunkers::served::{RowChunks, ServedRows};
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
@@ -208,7 +208,7 @@ pub struct MilvusServed {
     index: String,
     metric: Distance,
     pub bytes: u64,
-    chunk_of: HashMap<(String, String), u32>,
+    chunk_of: RowChunks,
     dim: usize,
     /// Each row's vector, its chunk and its groups (the oracle's scan).
     vectors: Vec<f32>,
@@ -219,8 +219,14 @@ pub struct MilvusServed {
 impl MilvusEngine {
     /// Finds the served collection of `spec` and checks it (fields present and typed as a search
     /// reads them, the vector field of `dim` dimensions, indexed and loaded), and reads its rows
-    /// for the oracle; `chunks` are the chunk set's (document id, text). Reads only.
-    pub fn open_served(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String)]) -> Result<MilvusServed> {
+    /// for the oracle; `chunks` are the chunk set's (document id, text, whether it spans its
+    /// document). Reads only.
+    pub fn open_served(
+        &self,
+        spec: &ServedIndex,
+        dim: usize,
+        chunks: &[(String, String, bool)],
+    ) -> Result<MilvusServed> {
         let collection = &spec.rows.source;
         let client = &self.client;
         let fields = fields(client, collection)?;
@@ -279,16 +285,12 @@ impl MilvusEngine {
             Some(acl) => string_arrays(named(&read, acl)?)?,
             None => vec![Vec::new(); ids.len()],
         };
-        let chunk_of: HashMap<(String, String), u32> = chunks
-            .iter()
-            .enumerate()
-            .map(|(i, (doc, text))| ((doc.clone(), Collapsed::of(text).text), i as u32))
-            .collect();
+        let chunk_of = RowChunks::new(chunks, spec.rows.whole_document_when_not_found);
         let row_chunk = ids
             .into_iter()
             .zip(&texts)
             .map(|(doc, text)| {
-                chunk_of.get(&(doc, Collapsed::of(text).text)).copied().ok_or_else(|| {
+                chunk_of.get(&doc, text).ok_or_else(|| {
                     fail(format!("collection {collection} changed between reading its rows and its vectors"))
                 })
             })
@@ -395,7 +397,7 @@ impl RankingSource for MilvusServedSource<'_> {
         let mut hits = Vec::with_capacity(ids.len());
         let mut seen = std::collections::HashSet::new();
         for ((doc, text), score) in ids.into_iter().zip(texts).zip(results.scores) {
-            let chunk = *s.chunk_of.get(&(doc.clone(), Collapsed::of(&text).text)).ok_or_else(|| {
+            let chunk = s.chunk_of.get(&doc, &text).ok_or_else(|| {
                 fail(format!(
                     "collection {}: a search returned a row of document {doc} that was not there when the run read it: it changed during the run",
                     s.collection
