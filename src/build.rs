@@ -520,6 +520,63 @@ fn engine_stage(plan: &Plan, ctx: &BuildContext<'_, '_>, stages: &mut Vec<StageR
     })
 }
 
+/// The index `spec` over `set`, built by its kind from the chunks' texts, ACLs and documents,
+/// its model and passage `vectors`, and the content `keys` of the texts and ACLs.
+fn build_index(
+    spec: &crate::plan::IndexSpec,
+    set: &ChunkSet,
+    (corpus, store, models): (&Corpus, &StageCache, &[ModelInfo]),
+    vectors: Option<(&ModelInfo, &Arc<Vec<f32>>)>,
+    keys: (&[u8; 32], &[u8; 32]),
+    engines: &Engines,
+) -> Result<BuiltIndex> {
+    let doc = |i: usize| &corpus.docs[set.chunks[i].doc as usize];
+    let text = |i: usize| set.indexed_text(corpus, i);
+    let acl = |i: usize| doc(i).acl.as_deref();
+    let doc_id = |i: usize| doc(i).id.as_str();
+    let spans_document = |i: usize| set.chunks[i].start == 0 && set.chunks[i].end as usize == doc(i).text.len();
+    let input = IndexInput {
+        store,
+        chunks: set.len(),
+        text: &text,
+        text_key: keys.0,
+        acl: &acl,
+        acl_key: keys.1,
+        doc_id: &doc_id,
+        spans_document: &spans_document,
+        model: spec.kind.model().and_then(|m| models.iter().find(|info| info.id == m)),
+        vectors,
+        engines,
+    };
+    spec.kind.build(&input)
+}
+
+/// For `validate`: each index the team serves, opened as a run opens it (its rows placed, its
+/// fields, dimension and index read; nothing written), in a line.
+pub fn open_served(plan: &Plan, ctx: &BuildContext<'_, '_>) -> Result<Vec<String>> {
+    let served: Vec<&crate::plan::IndexSpec> = plan.indexes.iter().filter(|i| i.kind.reads_only()).collect();
+    if served.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sets = chunk_sets(plan, ctx, &mut Vec::new())?;
+    let kinds = served.iter().filter_map(|i| i.engine()).collect();
+    let engines = Engines::start(&kinds, &Default::default(), &ctx.engines, &mut |_, _, _| {})?;
+    served
+        .iter()
+        .map(|spec| {
+            let set = &sets[spec.chunks.0];
+            let parts = (ctx.corpus, ctx.store, ctx.models);
+            let index = build_index(spec, set, parts, None, (&[0; 32], &[0; 32]), &engines)?;
+            let described = spec.kind.describe(&index).map(|d| format!("; {d}")).unwrap_or_default();
+            Ok(format!(
+                "{}: {} placed in their documents{described}",
+                spec.kind.index_name(),
+                crate::words::count(set.len(), "chunk")
+            ))
+        })
+        .collect()
+}
+
 /// Every planned index, each built by its kind (from the stage cache when its content was
 /// built before).
 fn index_stage(
@@ -528,7 +585,7 @@ fn index_stage(
     built: &mut Built,
     stages: &mut Vec<StageReport>,
 ) -> Result<()> {
-    let corpus = ctx.corpus;
+    let (corpus, store, models) = (ctx.corpus, ctx.store, ctx.models);
     let pb = (ctx.bar)(plan.indexes.len(), "index");
     // Per chunk set: the content key of the chunks' ACLs, which engine tables and collections
     // store (no engine: nothing reads it).
@@ -557,32 +614,13 @@ fn index_stage(
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
-            let set = &built.sets[spec.chunks.0];
-            let text = |i: usize| set.indexed_text(corpus, i);
-            let acl = |i: usize| corpus.docs[set.chunks[i].doc as usize].acl.as_deref();
-            let doc_id = |i: usize| corpus.docs[set.chunks[i].doc as usize].id.as_str();
-            let spans_document = |i: usize| {
-                let c = &set.chunks[i];
-                c.start == 0 && c.end as usize == corpus.docs[c.doc as usize].text.len()
-            };
             let vectors = spec.embedding.map(|e| {
                 let job = plan.embedding(e);
-                (&ctx.models[job.model.0], &built.vectors[e.0].passages)
+                (&models[job.model.0], &built.vectors[e.0].passages)
             });
-            let input = IndexInput {
-                store: ctx.store,
-                chunks: set.len(),
-                text: &text,
-                text_key: &built.text_keys[spec.chunks.0],
-                acl: &acl,
-                acl_key: &acl_keys[spec.chunks.0],
-                doc_id: &doc_id,
-                spans_document: &spans_document,
-                model: spec.kind.model().and_then(|m| ctx.models.iter().find(|info| info.id == m)),
-                vectors,
-                engines: &built.engines,
-            };
-            let index = spec.kind.build(&input)?;
+            let keys = (&built.text_keys[spec.chunks.0], &acl_keys[spec.chunks.0]);
+            let parts = (corpus, store, models);
+            let index = build_index(spec, &built.sets[spec.chunks.0], parts, vectors, keys, &built.engines)?;
             pb.inc(1);
             Ok((index, t.elapsed().as_secs_f64()))
         })
@@ -596,6 +634,7 @@ fn index_stage(
         r.bytes = index.bytes;
         r.reused = index.record.as_ref().is_some_and(|c| c.reused);
         r.builds_nothing = spec.kind.builds_nothing();
+        r.note = spec.kind.describe(&index);
         stages.push(r);
         // A cached index costs what building it cost when it was built.
         let cost = index.record.as_ref().map_or(secs, |c| c.build.seconds);

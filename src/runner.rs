@@ -313,6 +313,20 @@ pub fn chunk_sets(
     opts: &RunOptions,
     stages: &mut Vec<StageReport>,
 ) -> Result<Vec<crate::stages::chunk::ChunkSet>> {
+    with_chunking_context(prepared, opts, |plan, ctx| build::chunk_sets(plan, ctx, stages))
+}
+
+/// For `validate`: each index the team serves opened as a run opens it, in a line (reads only).
+pub fn open_served(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<String>> {
+    with_chunking_context(prepared, opts, build::open_served)
+}
+
+/// `f` of the plan and a build context that embeds nothing (chunking and served indexes).
+fn with_chunking_context<T>(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    f: impl FnOnce(&crate::plan::Plan, &BuildContext<'_, '_>) -> Result<T>,
+) -> Result<T> {
     let store = StageCache::new(&opts.cache_dir);
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
     let embedder = |_: ModelId| -> Result<&dyn Embedding> { Err(Error::Other("chunking embeds nothing".into())) };
@@ -323,11 +337,10 @@ pub fn chunk_sets(
         embedder: &embedder,
         store: &store,
         cache_dir: &opts.cache_dir,
-        // Chunking starts no engine.
         engines: prepared.engine_sources(opts),
         bar: &make_bar,
     };
-    build::chunk_sets(&prepared.plan, &ctx, stages)
+    f(&prepared.plan, &ctx)
 }
 
 /// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.

@@ -585,6 +585,10 @@ fn a_served_milvus_collection_is_measured_as_it_is_and_the_server_is_unchanged()
     let said = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));
     assert!(said.contains("its served collections are only read, nothing is written"), "{said}");
+    assert!(
+        said.contains("served milvus collection team_pages as served (read only): 1500 chunks placed in their documents; index HNSW {\"M\": 8, \"efConstruction\": 32}; metric cosine; 1500 rows"),
+        "{said}"
+    );
     let out = ragsweep("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(state(), before, "no collection made or dropped, the rows unchanged");

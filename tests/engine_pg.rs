@@ -885,6 +885,21 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
     let stdout = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));
     assert!(stdout.contains("its served tables are only read, nothing is written"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "served pg table team.Chunks as served (read only): 240 chunks placed in their documents; index hnsw (\"Embedding\" vector_cosine_ops) WITH (m='8', ef_construction='32'); distance cosine"
+        ),
+        "{stdout}"
+    );
+    // Questions embedded by another model than the rows': refused before anything runs.
+    common::random_model(&root.join("models"), "team-8", 8, "");
+    let other = std::fs::read_to_string(&served_only).unwrap().replace("team-16", "team-8");
+    let other_model = root.join("other-model.toml");
+    std::fs::write(&other_model, other).unwrap();
+    let refused = run(&other_model, "reader-pw", "validate");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("field \"Embedding\" is vector(16), the experiment's model makes vector(8)"), "{stderr}");
     let out = run(&served_only, "reader-pw", "run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(server.sql(password, state), before, "the run wrote nothing to the team's server");

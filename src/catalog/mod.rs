@@ -154,6 +154,12 @@ pub trait SourceKind: Send + Sync + fmt::Debug {
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex>;
 
+    /// What the built index is, when the run learns it from the engine (a served index's own
+    /// definition), for the manifest and `validate`.
+    fn describe(&self, _index: &BuiltIndex) -> Option<String> {
+        None
+    }
+
     /// The source that searches `index` (built by a kind of the same identity) with this
     /// kind's query-time parameters.
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a>;

@@ -213,6 +213,15 @@ impl SourceKind for Served {
         Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None })
     }
 
+    fn describe(&self, index: &BuiltIndex) -> Option<String> {
+        Some(if self.engine() == Some(EngineKind::Milvus) {
+            index.get::<MilvusServed>().describe()
+        } else {
+            let distance = self.index.distance;
+            index.get::<PgServed>().describe(distance)
+        })
+    }
+
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let i = &self.index;
         if self.engine() == Some(EngineKind::Milvus) {

@@ -51,6 +51,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         println!("{line}");
     }
+    for line in runner::open_served(&prepared, &options)? {
+        println!("served {line}");
+    }
     for e in runner::cold_run(&prepared, &options)? {
         let seconds = e.passages as f64 / e.per_second.max(1e-9);
         // How sure the estimate is: the rounds' spread, and whether something else was running.

@@ -156,6 +156,15 @@ impl PgEngine {
 }
 
 impl PgServed {
+    /// Its vector index and the distance a search orders by (`asked`, else the index's).
+    pub fn describe(&self, asked: Option<Distance>) -> String {
+        let distance = asked.or(self.index_distance).map_or("none", Distance::as_str);
+        match &self.index {
+            Some(index) => format!("index {index}; distance {distance}"),
+            None => format!("no vector index (every search scans); distance {distance}"),
+        }
+    }
+
     /// The distance a search orders by: the experiment's, else the index's.
     pub fn distance(&self, asked: Option<Distance>, table: &str) -> Result<Distance> {
         asked.or(self.index_distance).ok_or_else(|| {

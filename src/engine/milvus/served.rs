@@ -444,6 +444,11 @@ impl RankingSource for MilvusServedSource<'_> {
 }
 
 impl MilvusServed {
+    /// Its vector index and metric, and the rows the oracle scans.
+    pub fn describe(&self) -> String {
+        format!("index {}; metric {}; {} rows", self.index, self.metric.as_str(), self.row_chunk.len())
+    }
+
     /// The groups a restricted search asks for (the user's and the public group), or an error
     /// when the collection has no ACL field.
     fn asked(&self, restrict: &Restriction<'_>) -> Result<Vec<String>> {
