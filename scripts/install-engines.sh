@@ -8,6 +8,8 @@
 #   milvus  Milvus 2.3.5 standalone (Apache-2.0), the server binary and libraries of the PyPI
 #        wheel milvus 2.3.5 (manylinux2014), pinned by sha256; the wheel keeps them xz-compressed
 #        and they are unpacked here, once; engines/milvus points at them.
+#   chroma  Chroma 1.5.9 (Apache-2.0): the Rust server module (chromadb_rust_bindings) of the
+#        PyPI wheel chromadb 1.5.9, pinned by sha256, run by python3; nothing else of the package.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 engines="${RAGSWEEP_ENGINES:-$root/engines}"
@@ -85,6 +87,41 @@ install_pg() {
   "$engines/pg/bin/initdb" --version
 }
 
+install_chroma() {
+  local wheel="chromadb-1.5.9-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+  local sha256="cc09b3df76e5a5cb386aed2715a2eea152e3949f9e1ba93c7119505377749929"
+  local folder="$engines/chroma-1.5.9"
+  if [ "$(cat "$folder/.installed" 2>/dev/null)" = "$sha256" ] && [ -d "$engines/chroma/chromadb_rust_bindings" ]; then
+    echo "Chroma 1.5.9 (installed)"
+    return 0
+  fi
+  fetch_wheel "$wheel" "$sha256" manylinux_2_17_x86_64 "chromadb==1.5.9"
+  local unpacked
+  unpacked="$(mktemp -d "$engines/.unpack.XXXXXX")"
+  python3 - "$engines/.wheels/$wheel" "$unpacked" <<'PY'
+import os, sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("chromadb_rust_bindings/") and not name.endswith("/"):
+            target = os.path.join(out, name)
+        elif name == "chromadb-1.5.9.dist-info/licenses/LICENSE":
+            target = os.path.join(out, "LICENSE")
+        else:
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with z.open(name) as src, open(target, "wb") as f:
+            f.write(src.read())
+PY
+  chmod -R a+rX "$unpacked"
+  rm -rf "$folder" "$engines/chroma"
+  mv "$unpacked" "$folder"
+  ln -s chroma-1.5.9 "$engines/chroma"
+  echo "$sha256" > "$folder/.installed"
+  echo "Chroma 1.5.9 (installed now)"
+}
+
 trap 'rm -rf "$engines"/.unpack.*' EXIT
 install_milvus
 install_pg
+install_chroma

@@ -430,12 +430,13 @@ pub enum PgVectorIndex {
     },
 }
 
-/// The serving engines a retriever can be served by (`engine = "pg" | "milvus"`; ragsweep's
-/// own indexes otherwise).
+/// The serving engines a retriever can be served by (`engine = "pg" | "milvus" | "chroma"`;
+/// ragsweep's own indexes otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EngineKind {
     Pg,
     Milvus,
+    Chroma,
 }
 
 /// A vector index in Milvus, with its search-time parameter.
@@ -482,6 +483,13 @@ pub enum DenseIndex {
     /// Served by Milvus (`engine = "milvus"`).
     Milvus {
         index: MilvusIndex,
+    },
+    /// Served by Chroma (`engine = "chroma"`): an HNSW graph whose `ef_search` is set when the
+    /// collection is made.
+    Chroma {
+        m: usize,
+        ef_construction: usize,
+        ef_search: usize,
     },
 }
 

@@ -253,6 +253,11 @@ pub fn filter(
             &sources,
             &mut |_, _, _| {},
         )?;
+        if started_engines.chroma.is_some() {
+            return Err(crate::error::Error::Other(
+                "bench-filter measures pg and milvus; measure Chroma with a grid's cells (engine = \"chroma\", filter = \"in_query\"), whose parity columns compare it with the exact scan".into(),
+            ));
+        }
         if let Some(pg) = &started_engines.pg {
             let tables = parity::load(pg, &exact, m, efc)?;
             let build = tables.scan.build_seconds + tables.graph.build_seconds;

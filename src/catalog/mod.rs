@@ -10,6 +10,7 @@
 //! in `dense_from` for its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
 
 pub mod bm25;
+pub mod chroma;
 pub mod cross_encoder;
 pub mod exact;
 pub mod full_text;
@@ -185,6 +186,10 @@ fn dense(spec: &DenseSpec) -> Box<dyn SourceKind> {
             Box::new(pgvector::PgVector { model, index, iterative_scan, force_index })
         }
         DenseIndex::Milvus { index } => Box::new(milvus::Milvus { model, index }),
+        DenseIndex::Chroma { m, ef_construction, ef_search } => Box::new(chroma::Chroma {
+            model,
+            build: crate::engine::chroma::ChromaBuild { max_neighbors: m, ef_construction, ef_search },
+        }),
     }
 }
 
@@ -387,6 +392,7 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
     let index = match engine_of(combo, bad)? {
         Some(EngineKind::Pg) => pgvector::parse(combo, bad)?,
         Some(EngineKind::Milvus) => milvus::parse(combo, bad)?,
+        Some(EngineKind::Chroma) => chroma::parse(combo, bad)?,
         None => {
             forbid(combo, &["lists", "probes", "iterative_scan", "force_index"], pgvector::ONLY, bad)?;
             match choice(combo, "index", "exact", &[("exact", "exact"), ("hnsw", "hnsw"), ("ivfflat", "ivfflat")], bad)?
@@ -454,11 +460,16 @@ pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> 
 /// The retriever a reranker would reorder.
 fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
     let engine = engine_of(combo, bad)?;
-    if engine == Some(EngineKind::Milvus) && combo.kind.0 != "dense" {
+    let dense_only = match engine {
+        Some(EngineKind::Milvus) => Some(("Milvus 2.3", "milvus")),
+        Some(EngineKind::Chroma) => Some(("Chroma", "chroma")),
+        _ => None,
+    };
+    if let (Some((engine, name)), true) = (dense_only, combo.kind.0 != "dense") {
         return Err(bad(
             combo.span_of("engine"),
             format!(
-                "Milvus 2.3 serves dense retrieval only: kind {:?} has no engine = \"milvus\" (use kind = \"dense\")",
+                "{engine} serves dense retrieval only: kind {:?} has no engine = \"{name}\" (use kind = \"dense\")",
                 combo.kind.0
             ),
         ));

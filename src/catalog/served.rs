@@ -67,7 +67,7 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
             forbid(combo, &["table", "distance", "force_index"], why, bad)?;
             ("milvus", "collection")
         }
-        None => {
+        None | Some(EngineKind::Chroma) => {
             let key = if combo.get("table").is_some() { "table" } else { "collection" };
             return Err(bad(
                 combo.span_of(key),

@@ -203,3 +203,65 @@ pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Resul
     }
     Ok(milvus)
 }
+
+/// The pinned Chroma wheel (`chromadb` 1.5.9): only its Rust server module is installed.
+pub const CHROMA_WHEEL: &str = "chromadb-1.5.9-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl";
+pub const CHROMA_WHEEL_SHA256: &str = "cc09b3df76e5a5cb386aed2715a2eea152e3949f9e1ba93c7119505377749929";
+const CHROMA_FOLDER: &str = "chroma-1.5.9";
+/// The wheel's folder of the server module, and its licence file (installed beside it).
+const CHROMA_MODULE: &str = "chromadb_rust_bindings/";
+const CHROMA_LICENCE: &str = "chromadb-1.5.9.dist-info/licenses/LICENSE";
+
+/// Whether `engines/chroma` is an installation of the pinned wheel.
+pub fn chroma_installed(engines: &Path) -> bool {
+    marked(engines, CHROMA_FOLDER, CHROMA_WHEEL_SHA256) && engines.join("chroma/chromadb_rust_bindings").is_dir()
+}
+
+/// Installs Chroma 1.5.9's server into `engines` (kept when it verifies, unless `force`): the
+/// wheel's `chromadb_rust_bindings` module (the Rust server `chroma run` starts) and the
+/// licence, nothing else of the Python package; `chroma` points at the folder. Returns
+/// `engines/chroma`.
+pub fn install_chroma(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
+    use super::chroma::fail;
+    use std::io::Read;
+    let chroma = engines.join("chroma");
+    if !force && chroma_installed(engines) {
+        return Ok(chroma);
+    }
+    let pin = Pin {
+        engine: "chroma",
+        file: CHROMA_WHEEL,
+        sha256: CHROMA_WHEEL_SHA256,
+        requirement: "chromadb==1.5.9",
+        platform: "manylinux_2_17_x86_64",
+    };
+    let wheel = fetch_wheel(engines, &pin, step)?;
+    step("unpacking Chroma 1.5.9's server");
+    let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&unpacked);
+    let file = std::fs::File::open(&wheel).map_err(|e| Error::io(&wheel, e))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
+        let name = entry.name().to_string();
+        let keep = name.starts_with(CHROMA_MODULE) || name == CHROMA_LICENCE;
+        if !keep || name.ends_with('/') {
+            continue;
+        }
+        if name.split('/').any(|part| part == ".." || part.is_empty()) {
+            return Err(fail(format!("{}: an unexpected entry {name:?}", wheel.display())));
+        }
+        let target = if name == CHROMA_LICENCE { unpacked.join("LICENSE") } else { unpacked.join(&name) };
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut bytes).map_err(|e| fail(format!("reading {name}: {e}")))?;
+        std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?;
+    }
+    put_in_place(engines, &unpacked, CHROMA_FOLDER, "chroma", Path::new(CHROMA_FOLDER), CHROMA_WHEEL_SHA256)?;
+    if !chroma_installed(engines) {
+        return Err(fail(format!("{} was unpacked but holds no server module", chroma.display())));
+    }
+    Ok(chroma)
+}

@@ -7,6 +7,7 @@
 //! `--engines` (`$RAGSWEEP_ENGINES`, default `./engines` in a checkout, else the per-user data
 //! directory); nothing is downloaded at run time.
 
+pub mod chroma;
 pub mod connect;
 pub mod install;
 pub mod milvus;
@@ -58,12 +59,13 @@ pub(crate) fn alive(pid: u32) -> bool {
 
 static INTERRUPT_HANDLER: std::sync::Once = std::sync::Once::new();
 
-/// On Ctrl-C, stops every server this process started (PostgreSQL, Milvus), then exits 130.
+/// On Ctrl-C, stops every server this process started (PostgreSQL, Milvus, Chroma), then exits 130.
 pub(crate) fn install_interrupt_handler() {
     INTERRUPT_HANDLER.call_once(|| {
         let _ = ctrlc::set_handler(|| {
             milvus::release_locks();
             milvus::server::stop_all();
+            chroma::stop_all();
             pg::stop_all();
             std::process::exit(130);
         });

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::chunkers::served::ServedRows;
+use crate::engine::chroma::ChromaEngine;
 use crate::engine::connect::Endpoint;
 use crate::engine::milvus::{MilvusEndpoint, MilvusEngine};
 use crate::engine::pgvector::PgEngine;
@@ -14,7 +15,8 @@ use crate::vocab::EngineKind;
 
 /// Every serving engine by the name experiments (`engine = "…"`) and commands give it: the one
 /// table a new engine joins, and the only place besides the catalog that tells engines apart.
-pub const ENGINES: [(&str, EngineKind); 2] = [("pg", EngineKind::Pg), ("milvus", EngineKind::Milvus)];
+pub const ENGINES: [(&str, EngineKind); 3] =
+    [("pg", EngineKind::Pg), ("milvus", EngineKind::Milvus), ("chroma", EngineKind::Chroma)];
 
 /// The engine named `name`.
 pub fn engine_named(name: &str) -> Option<EngineKind> {
@@ -41,6 +43,10 @@ pub fn install(kind: EngineKind, engines: &Path, force: bool, step: &dyn Fn(&str
             let milvus = crate::engine::install::install_milvus(engines, force, step)?;
             Ok(format!("Milvus 2.3.5 standalone installed in {}", milvus.display()))
         }
+        EngineKind::Chroma => {
+            let chroma = crate::engine::install::install_chroma(engines, force, step)?;
+            Ok(format!("Chroma {} (its Rust server) installed in {}", crate::engine::chroma::VERSION, chroma.display()))
+        }
     }
 }
 
@@ -65,7 +71,9 @@ pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(S
             })?;
             crate::engine::milvus::served::milvus_rows(endpoint, rows)
         }
-        None => Err(Error::Other(format!("no engine is named {:?}", rows.engine))),
+        Some(EngineKind::Chroma) | None => {
+            Err(Error::Other(format!("engine {:?} serves no read-only index", rows.engine)))
+        }
     }
 }
 
@@ -93,6 +101,7 @@ pub struct EngineSources<'a> {
 pub struct Engines {
     pub pg: Option<PgEngine>,
     pub milvus: Option<MilvusEngine>,
+    pub chroma: Option<ChromaEngine>,
 }
 
 impl Engines {
@@ -141,6 +150,12 @@ impl Engines {
                     report(t.elapsed().as_secs_f64(), &what, note);
                     engines.milvus = Some(engine);
                 }
+                EngineKind::Chroma => {
+                    let (engine, note) = ChromaEngine::start(&from.engines_dir.join("chroma"), from.cache_dir)?;
+                    let what = format!("Chroma {} server started", crate::engine::chroma::VERSION);
+                    report(t.elapsed().as_secs_f64(), &what, note);
+                    engines.chroma = Some(engine);
+                }
             }
         }
         Ok(engines)
@@ -148,7 +163,7 @@ impl Engines {
 
     /// Whether any engine runs (chunk ACLs are then loaded beside the chunks).
     pub fn any(&self) -> bool {
-        self.pg.is_some() || self.milvus.is_some()
+        self.pg.is_some() || self.milvus.is_some() || self.chroma.is_some()
     }
 
     /// For `validate`: a line per engine of `kinds` saying it is installed and answers, or the
@@ -170,6 +185,7 @@ impl Engines {
                     from.milvus_server,
                     written.contains(kind),
                 ),
+                EngineKind::Chroma => crate::engine::chroma::check(&from.engines_dir.join("chroma")),
             })
             .collect()
     }

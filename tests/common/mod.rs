@@ -369,7 +369,7 @@ pub fn run_shards_at_once(root: &Path, experiment: &Path, n: usize, env: &[(&str
 /// A corpus of `n` Markdown pages in `root/docs` (every third restricted to one of ten groups,
 /// the others public) and a golden set of up to `questions` questions, each about a page and
 /// asked by a member of its group; returns each page's id, body and groups.
-fn team_corpus(root: &Path, n: usize, questions: usize) -> Vec<(String, String, Vec<String>)> {
+pub fn team_corpus(root: &Path, n: usize, questions: usize) -> Vec<(String, String, Vec<String>)> {
     const WORDS: &[&str] = &[
         "prazo", "multa", "sensor", "gateway", "contrato", "férias", "senha", "api", "plano", "erro", "frota", "ponto",
         "rede", "cliente", "fatura", "backup", "cofre", "janela", "turno", "rota",

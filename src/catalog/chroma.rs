@@ -1,0 +1,100 @@
+//! Chroma: `kind = "dense"` with `engine = "chroma"` and `index = "hnsw"` (the default and
+//! Chroma's only index here): `m` (Chroma's `max_neighbors`), `ef_construction` and
+//! `ef_search`, all three set when the collection is made. Each chunk's groups are metadata
+//! (`in_query` is Chroma's own `where` on them); the same vectors in process are its oracle.
+
+use std::sync::Arc;
+
+use super::{
+    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
+};
+use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaVectorSource};
+use crate::engine::servers::Engines;
+use crate::error::Result;
+use crate::grid::{choice, forbid, Combo};
+use crate::retrieve::source::RankingSource;
+use crate::retrieve::ExactIndex;
+use crate::vocab::{DenseIndex, EngineKind};
+
+#[derive(Debug)]
+pub struct Chroma {
+    pub model: String,
+    pub build: ChromaBuild,
+}
+
+/// The collection and the exact scan over the same vectors.
+struct Built {
+    collection: ChromaCollection,
+    exact: ExactIndex,
+}
+
+/// Chroma's HNSW parameters, hnswlib's defaults when absent.
+pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
+    choice(combo, "index", "hnsw", &[("hnsw", "hnsw")], bad)?;
+    forbid(combo, &["iterative_scan", "force_index"], super::pgvector::ONLY, bad)?;
+    forbid(combo, &["lists", "probes"], "is an inverted-file setting: Chroma builds HNSW graphs", bad)?;
+    let (m, ef_construction, ef_search) = hnsw_params(combo, bad)?;
+    for (key, value) in [("m", m), ("ef_construction", ef_construction), ("ef_search", ef_search)] {
+        if value == 0 {
+            return Err(bad(combo.span_of(key), format!("`{key}` must be at least 1")));
+        }
+    }
+    Ok(DenseIndex::Chroma { m, ef_construction, ef_search })
+}
+
+impl SourceKind for Chroma {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
+    fn engine(&self) -> Option<EngineKind> {
+        Some(EngineKind::Chroma)
+    }
+
+    fn label(&self) -> String {
+        let ChromaBuild { max_neighbors, ef_construction, ef_search } = self.build;
+        format!("dense({},chroma hnsw,m={max_neighbors},efc={ef_construction},ef={ef_search})", self.model)
+    }
+
+    fn config(&self, out: &mut Config) {
+        out.push(("model", self.model.clone()));
+        out.push(("engine", "chroma".into()));
+        let ChromaBuild { max_neighbors, ef_construction, ef_search } = self.build;
+        super::hnsw::config(out, max_neighbors, ef_construction, ef_search);
+    }
+
+    /// `ef_search` is a collection's setting in Chroma: it is part of what is built.
+    fn index_identity(&self) -> IndexIdentity {
+        let ChromaBuild { max_neighbors, ef_construction, ef_search } = self.build;
+        IndexIdentity::of::<Built>(format!("chroma-hnsw({},{max_neighbors},{ef_construction},{ef_search})", self.model))
+    }
+
+    fn index_name(&self) -> String {
+        let ChromaBuild { max_neighbors, ef_construction, ef_search } = self.build;
+        format!("chroma vectors({},hnsw,m={max_neighbors},efc={ef_construction},ef={ef_search})", self.model)
+    }
+
+    fn graph(&self) -> Option<(usize, usize, usize)> {
+        let ChromaBuild { max_neighbors, ef_construction, ef_search } = self.build;
+        Some((max_neighbors, ef_construction, ef_search))
+    }
+
+    fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
+        let (info, passages) = input.vectors();
+        let key = engine_key("chroma-vector", input, &self.build);
+        let engine = input.engines.chroma.as_ref().expect("started for its kinds");
+        let collection = engine.vector_collection(&key[..24], passages, info.dim, input.acl, self.build)?;
+        let record = engine_record(collection.build_seconds, collection.reused);
+        Ok(BuiltIndex {
+            bytes: collection.bytes,
+            index: Box::new(Built { collection, exact: exact_of(input) }),
+            record,
+        })
+    }
+
+    fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
+        let Built { collection, exact } = index.get::<Built>();
+        let engine = engines.chroma.as_ref().expect("started for its kinds");
+        Arc::new(ChromaVectorSource { engine, collection, exact })
+    }
+}

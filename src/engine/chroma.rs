@@ -1,0 +1,334 @@
+//! Chroma as the ranking source of dense cells: the Rust server of the PyPI wheel `chromadb`
+//! (`chroma run`, its `chromadb_rust_bindings` module run by python3, nothing else of the
+//! wheel), listening on 127.0.0.1 only, with its data in the stage cache (or a temporary folder
+//! when another run holds it). The chunk vectors ragsweep computed go into a collection whose
+//! HNSW settings are its build parameters, each chunk's groups as boolean metadata
+//! (`acl:GROUP`), and `in_query` is Chroma's own `where` on them. Collections are content-keyed:
+//! a collection's name is the key of what it holds, counted before reuse.
+//!
+//! Chroma sets `ef_search` per collection, not per query, so it is part of what a collection
+//! is built with.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::engine::{asked_groups, stored_groups, ChunkAcl};
+use crate::error::{Error, Result};
+use crate::retrieve::dense::ExactIndex;
+use crate::retrieve::hits::{top_hits, Hit};
+use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
+
+const ENGINE: &str = "chroma";
+/// The Chroma the install pins, for messages and provenance.
+pub const VERSION: &str = "1.5.9";
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const COLLECTIONS: &str = "/api/v2/tenants/default_tenant/databases/default_database/collections";
+
+pub(crate) fn fail(what: impl Into<String>) -> Error {
+    Error::Engine { engine: ENGINE, what: what.into(), source: None }
+}
+
+/// Process groups of the servers this process started, and their private folders.
+static RUNNING: Mutex<Vec<(u32, Option<PathBuf>)>> = Mutex::new(Vec::new());
+
+/// Ends every server of this process and removes its private folder (the Ctrl-C handler).
+pub(crate) fn stop_all() {
+    for (group, private) in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
+        kill(group);
+        if let Some(dir) = private {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn kill(group: u32) {
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{group}")]).stderr(Stdio::null()).status();
+}
+
+/// The folder of the installed server module (`engines/chroma`), absolute.
+pub fn installed(install: &Path) -> Result<PathBuf> {
+    if !install.join("chromadb_rust_bindings").is_dir() {
+        return Err(fail(format!(
+            "no Chroma in {}: run scripts/install-engines.sh (or pass --engines)",
+            install.display()
+        )));
+    }
+    std::path::absolute(install).map_err(|e| Error::io(install, e))
+}
+
+/// What `validate` says of the engine: the installed server module.
+pub fn check(install: &Path) -> Result<String> {
+    let dir = installed(install)?;
+    Ok(format!(
+        "engine chroma: Chroma {VERSION} in {}, started by each run (its data in the stage cache)",
+        dir.display()
+    ))
+}
+
+/// A server this process started.
+struct ChromaServer {
+    child: Child,
+    private: Option<PathBuf>,
+    port: u16,
+    _lock: Option<std::fs::File>,
+}
+
+impl Drop for ChromaServer {
+    fn drop(&mut self) {
+        let group = self.child.id();
+        kill(group);
+        let _ = self.child.wait();
+        if let Ok(mut running) = RUNNING.lock() {
+            running.retain(|(g, _)| *g != group);
+        }
+        if let Some(dir) = &self.private {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// A running Chroma and an HTTP agent for it.
+pub struct ChromaEngine {
+    server: ChromaServer,
+    agent: ureq::Agent,
+}
+
+/// A collection built (or found) in the engine.
+#[derive(Debug, Clone)]
+pub struct ChromaCollection {
+    pub id: String,
+    pub bytes: u64,
+    pub build_seconds: f64,
+    pub reused: bool,
+}
+
+/// How a collection's HNSW graph is built and searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChromaBuild {
+    pub max_neighbors: usize,
+    pub ef_construction: usize,
+    pub ef_search: usize,
+}
+
+impl ChromaEngine {
+    /// Starts a server from `install` with its data in `cache/chroma`, or in a private folder
+    /// (and a note that says why) when another run holds that one.
+    pub fn start(install: &Path, cache: &Path) -> Result<(ChromaEngine, Option<String>)> {
+        let install = installed(install)?;
+        let folder = cache.join("chroma");
+        let (data, private, lock, note) = match crate::engine::lock_folder(&folder)? {
+            Some(lock) => (folder.join(format!("data-{VERSION}")), None, Some(lock), None),
+            None => {
+                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let dir =
+                    std::env::temp_dir().join(format!("ragsweep-chroma-{}-{}", std::process::id(), nanos.as_nanos()));
+                let note = format!(
+                    "the engine cache {} is in use by another run: collections built in a private server",
+                    folder.display()
+                );
+                (dir.clone(), Some(dir), None, Some(note))
+            }
+        };
+        std::fs::create_dir_all(&data).map_err(|e| Error::io(&data, e))?;
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| fail(format!("no free port: {e}")))?
+            .port();
+        let log_path = data.join("server.log");
+        let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
+        let stderr = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
+        crate::engine::install_interrupt_handler();
+        use std::os::unix::process::CommandExt;
+        let args = format!(
+            "import chromadb_rust_bindings as b; b.cli(['chroma', 'run', '--path', {:?}, '--host', '127.0.0.1', '--port', '{port}'])",
+            data.display().to_string()
+        );
+        let child = Command::new("python3")
+            .args(["-c", &args])
+            .env("PYTHONPATH", &install)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| fail(format!("cannot start python3 for Chroma's server: {e}")))?;
+        RUNNING.lock().expect("lock").push((child.id(), private.clone()));
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(600)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut engine = ChromaEngine { server: ChromaServer { child, private, port, _lock: lock }, agent };
+        let started = Instant::now();
+        while engine.request("GET", "/api/v2/heartbeat", None).is_err() {
+            if let Ok(Some(status)) = engine.server.child.try_wait() {
+                let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(5).collect();
+                return Err(fail(format!("Chroma exited ({status}) while starting: {}", tail.join(" | "))));
+            }
+            if started.elapsed() > START_TIMEOUT {
+                return Err(fail(format!(
+                    "Chroma did not answer within {} s (log: {})",
+                    START_TIMEOUT.as_secs(),
+                    log_path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok((engine, note))
+    }
+
+    /// One request; the JSON it answers with, or an error naming the path and Chroma's message.
+    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+        let url = format!("http://127.0.0.1:{}{path}", self.server.port);
+        let response = match (method, body) {
+            ("POST", Some(body)) => {
+                self.agent.post(&url).header("Content-Type", "application/json").send(body.to_string().as_bytes())
+            }
+            ("DELETE", _) => self.agent.delete(&url).call(),
+            _ => self.agent.get(&url).call(),
+        }
+        .map_err(|e| fail(format!("{method} {path}: {e}")))?;
+        let status = response.status().as_u16();
+        let text = response.into_body().read_to_string().map_err(|e| fail(format!("{method} {path}: {e}")))?;
+        if status >= 400 {
+            return Err(fail(format!("{method} {path}: {status} {}", crate::words::clip(&text, 300))));
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| fail(format!("{method} {path}: not JSON ({e})")))
+    }
+
+    /// The id and row count of collection `name`, if it exists.
+    fn found(&self, name: &str) -> Result<Option<(String, usize)>> {
+        let Ok(described) = self.request("GET", &format!("{COLLECTIONS}/{name}"), None) else { return Ok(None) };
+        let id = described["id"].as_str().ok_or_else(|| fail(format!("collection {name} has no id")))?.to_string();
+        let count = self.request("GET", &format!("{COLLECTIONS}/{id}/count"), None)?;
+        Ok(Some((id, count.as_u64().unwrap_or(0) as usize)))
+    }
+
+    /// A collection of `vectors` (`dim` each, chunk ordinals as ids) with each chunk's groups,
+    /// built with `build`; `key` names its content. A collection found with every row is reused;
+    /// one left short by an interrupted build is dropped and built again.
+    pub fn vector_collection(
+        &self,
+        key: &str,
+        vectors: &[f32],
+        dim: usize,
+        acl: ChunkAcl<'_>,
+        build: ChromaBuild,
+    ) -> Result<ChromaCollection> {
+        let name = format!("v_{key}");
+        let rows = vectors.len() / dim.max(1);
+        let bytes = vectors.len() as u64 * 4;
+        if let Some((id, count)) = self.found(&name)? {
+            if count == rows {
+                return Ok(ChromaCollection { id, bytes, build_seconds: 0.0, reused: true });
+            }
+            self.request("DELETE", &format!("{COLLECTIONS}/{name}"), None)?;
+        }
+        let started = Instant::now();
+        let hnsw = json!({
+            "space": "ip",
+            "max_neighbors": build.max_neighbors,
+            "ef_construction": build.ef_construction,
+            "ef_search": build.ef_search,
+        });
+        let created =
+            self.request("POST", COLLECTIONS, Some(&json!({"name": name, "configuration": {"hnsw": hnsw}})))?;
+        let id = created["id"].as_str().ok_or_else(|| fail("a created collection without an id"))?.to_string();
+        let limits = self.request("GET", "/api/v2/pre-flight-checks", None)?;
+        let batch = limits["max_batch_size"].as_u64().unwrap_or(1000).max(1) as usize;
+        for start in (0..rows).step_by(batch) {
+            let end = (start + batch).min(rows);
+            let ids: Vec<String> = (start..end).map(|i| i.to_string()).collect();
+            let embeddings: Vec<&[f32]> = (start..end).map(|i| &vectors[i * dim..(i + 1) * dim]).collect();
+            let metadatas: Vec<Value> = (start..end)
+                .map(|i| {
+                    Value::Object(
+                        stored_groups(acl(i)).into_iter().map(|g| (format!("acl:{g}"), Value::Bool(true))).collect(),
+                    )
+                })
+                .collect();
+            let body = json!({"ids": ids, "embeddings": embeddings, "metadatas": metadatas});
+            self.request("POST", &format!("{COLLECTIONS}/{id}/add"), Some(&body))?;
+        }
+        Ok(ChromaCollection { id, bytes, build_seconds: started.elapsed().as_secs_f64(), reused: false })
+    }
+}
+
+/// The `where` of a restricted search: any of the user's groups or the public marker.
+fn acl_where(restrict: &Restriction<'_>) -> Value {
+    let mut any: Vec<Value> =
+        asked_groups(restrict).into_iter().map(|g| json!({ format!("acl:{g}"): {"$eq": true} })).collect();
+    if any.len() == 1 {
+        any.pop().expect("one")
+    } else {
+        json!({ "$or": any })
+    }
+}
+
+/// A Chroma search over one collection.
+pub struct ChromaVectorSource<'a> {
+    pub engine: &'a ChromaEngine,
+    pub collection: &'a ChromaCollection,
+    /// The same vectors in process: the oracle, and cosines for `explain`.
+    pub exact: &'a ExactIndex,
+}
+
+impl RankingSource for ChromaVectorSource<'_> {
+    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+        if depth == 0 {
+            return Ok(Vec::new());
+        }
+        let mut body = json!({"query_embeddings": [query.vector], "n_results": depth, "include": ["distances"]});
+        if let Some(r) = restrict {
+            body["where"] = acl_where(r);
+        }
+        let found = self.engine.request("POST", &format!("{COLLECTIONS}/{}/query", self.collection.id), Some(&body))?;
+        let ids = found["ids"][0].as_array().cloned().unwrap_or_default();
+        let distances = found["distances"][0].as_array().cloned().unwrap_or_default();
+        if ids.len() != distances.len() {
+            return Err(fail(format!("query: {} ids and {} distances", ids.len(), distances.len())));
+        }
+        let hits = ids
+            .iter()
+            .zip(&distances)
+            .map(|(id, d)| {
+                let chunk = id
+                    .as_str()
+                    .and_then(|s| s.parse::<u32>().ok())
+                    .ok_or_else(|| fail(format!("query: chunk id {id}")))?;
+                // Inner-product space: the distance is 1 − the dot product.
+                let score = 1.0 - d.as_f64().ok_or_else(|| fail("query: a distance that is not a number"))? as f32;
+                Ok(Hit { chunk, score })
+            })
+            .collect::<Result<Vec<Hit>>>()?;
+        Ok(top_hits(hits, depth))
+    }
+
+    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+        ExactSource { index: self.exact }.explain(query, chunk)
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.collection.bytes
+    }
+
+    fn side(&self) -> Side {
+        Side::Dense
+    }
+
+    fn plans_each_depth(&self) -> bool {
+        false
+    }
+
+    fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
+        Some(Arc::new(ExactSource { index: self.exact }))
+    }
+}
