@@ -19,20 +19,9 @@ python3 -m venv $W/venv
 $W/venv/bin/pip install --quiet --disable-pip-version-check pymilvus==2.3.7 "setuptools<70" "marshmallow<3.24" numpy
 until [ -s $W/url ]; do sleep 1; done
 URL=$(head -1 $W/url); TOKEN=$(cat $W/token)
-experiment_head() {
-  printf 'name = "%s"\nunit = "doc"\nk = [10, 100]\nmetrics = ["ndcg", "recall"]\n' "$1"
-  printf '[corpus]\npath = "%s"\n[golden]\npath = "%s"\nreserved = ["test"]\n' "$SCIFACT" "$SCIFACT"
-}
-cat > $W/exact.toml <<T
-$(experiment_head sf-exact)
-[[chunkers]]
-kind = "none"
-title = true
-[[retrievers]]
-kind = "dense"
-model = "minilm-l6"
-T
-$BIN vectors $W/exact.toml --out $W/vecs --models $REPO/models --cache $REPO/cache 2>&1 | tail -1
+. scripts/scifact-served-common.sh
+export_vectors $W/vecs
+exact_experiment $W/exact.toml sf-exact
 cat > $W/team.py <<'P'
 import json, sys
 import numpy as np

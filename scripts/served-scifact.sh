@@ -17,21 +17,8 @@ as_server() { if [ "$(id -u)" = 0 ]; then runuser -u nobody -- "$@"; else "$@"; 
 as_server $PG/initdb -D $W/data -U team -A trust --no-sync >/dev/null
 as_server $PG/pg_ctl -D $W/data -l $W/log -o "-c listen_addresses=127.0.0.1 -p $PORT -k $W -c fsync=off" -w start >/dev/null
 trap 'as_server $PG/pg_ctl -D $W/data -m immediate -w stop >/dev/null; rm -rf $W' EXIT
-# An experiment's first lines: its name, and SciFact's test split.
-experiment_head() {
-  printf 'name = "%s"\nunit = "doc"\nk = [10, 100]\nmetrics = ["ndcg", "recall"]\n' "$1"
-  printf '[corpus]\npath = "%s"\n[golden]\npath = "%s"\nreserved = ["test"]\n' "$SCIFACT" "$SCIFACT"
-}
-cat > $W/export.toml <<T
-$(experiment_head sf-export)
-[[chunkers]]
-kind = "none"
-title = true
-[[retrievers]]
-kind = "dense"
-model = "minilm-l6"
-T
-$BIN vectors $W/export.toml --out $W/vecs --models $REPO/models --cache $REPO/cache 2>&1 | tail -1
+. scripts/scifact-served-common.sh
+export_vectors $W/vecs
 $REPO/models/.venv/bin/python - <<P
 import json, numpy as np
 v = np.load("$W/vecs/passages.npy"); ids = open("$W/vecs/passages.ids").read().split("\n")

@@ -347,7 +347,7 @@ fn milvus_settings_are_refused_at_their_line() {
             15,
             "`probes` between 1 and `lists`",
         ),
-        ("kind = \"dense\"\nmodel = \"m\"\nengine = \"chroma\"\n", 12, "unknown engine \"chroma\""),
+        ("kind = \"dense\"\nmodel = \"m\"\nengine = \"qdrant\"\n", 12, "unknown engine \"qdrant\""),
     ];
     for (retriever, line, message) in cases {
         let exp = root.join("exp.toml");
@@ -376,17 +376,13 @@ fn milvus_settings_are_refused_at_their_line() {
 /// of an Indexed Job): their four cells share one collection, which one shard builds under the
 /// server's lock while the others wait and reuse it; every shard passes. The server is the
 /// user's own (`ragsweep engines serve milvus`, the token in a file of mode 0600).
-#[test]
-fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
+/// `ragsweep engines serve milvus`: a Milvus of the user's own, its token in `token_file`, served
+/// until the returned child's standard input closes; and its address.
+fn serve_milvus(token_file: &Path) -> (std::process::Child, String) {
     use std::io::BufRead;
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    synthetic_project(root, 1_200, 60);
-    let token = root.join("token");
     let mut serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
         .args(["engines", "serve", "milvus", "--token-file"])
-        .arg(&token)
+        .arg(token_file)
         .arg("--engines")
         .arg(repo().join("engines"))
         .stdin(std::process::Stdio::piped())
@@ -396,7 +392,17 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
         .unwrap();
     let mut url = String::new();
     std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
-    let url = url.trim().to_string();
+    (serve, url.trim().to_string())
+}
+
+#[test]
+fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    synthetic_project(root, 1_200, 60);
+    let token = root.join("token");
+    let (mut serve, url) = serve_milvus(&token);
     assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
     assert_eq!(std::fs::metadata(&token).unwrap().permissions().mode() & 0o777, 0o600);
     let exp = root.join("grid.toml");
@@ -520,25 +526,11 @@ fn team_collection(url: &str, token: &str, rows: &[common::TeamRow]) {
 #[test]
 fn a_served_milvus_collection_is_measured_as_it_is_and_the_server_is_unchanged() {
     use ragsweep::engine::milvus::proto;
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let rows = common::team_rows(root, 1_500, 60);
-    let token_file = root.join("token");
-    let mut serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
-        .args(["engines", "serve", "milvus", "--token-file"])
-        .arg(&token_file)
-        .arg("--engines")
-        .arg(repo().join("engines"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
-    let url = url.trim().to_string();
-    let token = std::fs::read_to_string(&token_file).unwrap();
+    let (mut serve, url) = serve_milvus(&root.join("token"));
+    let token = std::fs::read_to_string(root.join("token")).unwrap();
     team_collection(&url, &token, &rows);
     let client = ragsweep::engine::milvus::Client::connect(&url, Some(&token)).unwrap();
     let state = || {
