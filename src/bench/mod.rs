@@ -253,12 +253,12 @@ pub fn filter(
             &sources,
             &mut |_, _, _| {},
         )?;
-        if started_engines.chroma.is_some() {
+        if started_engines.get::<crate::engine::chroma::ChromaEngine>().is_some() {
             return Err(crate::error::Error::Other(
                 "bench-filter measures pg and milvus; measure Chroma with a grid's cells (engine = \"chroma\", filter = \"in_query\"), whose parity columns compare it with the exact scan".into(),
             ));
         }
-        if let Some(pg) = &started_engines.pg {
+        if let Some(pg) = started_engines.get::<crate::engine::pgvector::PgEngine>() {
             let tables = parity::load(pg, &exact, m, efc)?;
             let build = tables.scan.build_seconds + tables.graph.build_seconds;
             eprintln!(
@@ -273,7 +273,7 @@ pub fn filter(
                 &fractions,
             )?);
         }
-        if let Some(milvus) = &started_engines.milvus {
+        if let Some(milvus) = started_engines.get::<crate::engine::milvus::MilvusEngine>() {
             let collections = parity::load_milvus(milvus, &exact, m, efc)?;
             let build: f64 = collections.iter().map(|(_, c)| c.build_seconds).sum();
             eprintln!(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::{
     engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
 };
-use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaVectorSource};
+use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaEngine, ChromaVectorSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, Combo};
@@ -82,7 +82,7 @@ impl SourceKind for Chroma {
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
         let (info, passages) = input.vectors();
         let key = engine_key("chroma-vector", input, &self.build);
-        let engine = input.engines.chroma.as_ref().expect("started for its kinds");
+        let engine = input.engines.expect::<ChromaEngine>();
         let collection = engine.vector_collection(&key[..24], passages, info.dim, input.acl, self.build)?;
         let record = engine_record(collection.build_seconds, collection.reused);
         Ok(BuiltIndex {
@@ -94,7 +94,7 @@ impl SourceKind for Chroma {
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let Built { collection, exact } = index.get::<Built>();
-        let engine = engines.chroma.as_ref().expect("started for its kinds");
+        let engine = engines.expect::<ChromaEngine>();
         Arc::new(ChromaVectorSource { engine, collection, exact })
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{analyzer_from, engine_record, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::AnalyzerKind;
-use crate::engine::pgvector::{PgTable, PgTextSource};
+use crate::engine::pgvector::{PgEngine, PgTable, PgTextSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, Combo};
@@ -64,14 +64,14 @@ impl SourceKind for FullText {
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
         let key = cache::key("pg-text", &[format!("{:?}", self.analyzer).as_bytes(), input.text_key, input.acl_key]);
         let texts: Vec<String> = (0..input.chunks).map(input.text).collect();
-        let engine = input.engines.pg.as_ref().expect("started for its kinds");
+        let engine = input.engines.expect::<PgEngine>();
         let table = engine.text_table(&key[..24], &texts, input.acl, self.analyzer)?;
         let record = engine_record(table.build_seconds, table.reused);
         Ok(BuiltIndex { bytes: table.bytes, index: Box::new(table), record })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
-        let engine = engines.pg.as_ref().expect("started for its kinds");
+        let engine = engines.expect::<PgEngine>();
         Arc::new(PgTextSource { engine, table: index.get::<PgTable>(), analyzer: self.analyzer, terms: self.terms })
     }
 }

@@ -9,7 +9,7 @@ use super::HNSW_KEYS;
 use super::{
     engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
 };
-use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusQuery, MilvusVectorSource};
+use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEngine, MilvusQuery, MilvusVectorSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, int, Combo};
@@ -138,7 +138,7 @@ impl SourceKind for Milvus {
         let (build, _) = self.build_and_query();
         let (info, passages) = input.vectors();
         let key = engine_key("milvus-vector", input, &build);
-        let engine = input.engines.milvus.as_ref().expect("started for its kinds");
+        let engine = input.engines.expect::<MilvusEngine>();
         let collection = engine.vector_collection(&key[..24], passages, info.dim, input.acl, build)?;
         let record = engine_record(collection.build_seconds, collection.reused);
         let bytes = collection.bytes;
@@ -147,7 +147,7 @@ impl SourceKind for Milvus {
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let Built { collection, exact } = index.get::<Built>();
-        let engine = engines.milvus.as_ref().expect("started for its kinds");
+        let engine = engines.expect::<MilvusEngine>();
         let (build, query) = self.build_and_query();
         Arc::new(MilvusVectorSource { engine, collection, exact, build, query })
     }

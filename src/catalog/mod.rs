@@ -367,7 +367,7 @@ const DENSE_KEYS: [&str; 9] =
 /// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).
 fn engine_of(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Option<EngineKind>> {
     let options: Vec<(&str, Option<EngineKind>)> = std::iter::once(("in_process", None))
-        .chain(crate::engine::servers::ENGINES.iter().map(|(name, kind)| (*name, Some(*kind))))
+        .chain(crate::engine::servers::ENGINES.iter().map(|(name, kind, _)| (*name, Some(*kind))))
         .collect();
     choice(combo, "engine", None, &options, bad)
 }

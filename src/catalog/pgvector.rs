@@ -9,7 +9,7 @@ use super::HNSW_KEYS;
 use super::{
     engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
 };
-use crate::engine::pgvector::{PgTable, PgVectorSource, VectorBuild, VectorQuery};
+use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{boolean, choice, forbid, int, Combo};
@@ -191,7 +191,7 @@ impl SourceKind for PgVector {
         let (build, _) = self.build_and_query();
         let (info, passages) = input.vectors();
         let key = engine_key("pg-vector", input, &build);
-        let engine = input.engines.pg.as_ref().expect("started for its kinds");
+        let engine = input.engines.expect::<PgEngine>();
         let table = engine.vector_table(&key[..24], passages, info.dim, input.acl, build)?;
         let record = engine_record(table.build_seconds, table.reused);
         Ok(BuiltIndex { bytes: table.bytes, index: Box::new(Built { table, exact: exact_of(input) }), record })
@@ -199,7 +199,7 @@ impl SourceKind for PgVector {
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let Built { table, exact } = index.get::<Built>();
-        let engine = engines.pg.as_ref().expect("started for its kinds");
+        let engine = engines.expect::<PgEngine>();
         let (build, query) = self.build_and_query();
         Arc::new(PgVectorSource { engine, table, exact, build, query })
     }

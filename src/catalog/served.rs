@@ -12,6 +12,8 @@ use toml::Value;
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::chunkers::served::ServedRows;
 use crate::engine::milvus::served::{MilvusServed, MilvusServedSource};
+use crate::engine::milvus::MilvusEngine;
+use crate::engine::pgvector::PgEngine;
 use crate::engine::served::{PgServed, PgServedSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
@@ -203,11 +205,11 @@ impl SourceKind for Served {
             .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
             .collect();
         if self.engine() == Some(EngineKind::Milvus) {
-            let engine = input.engines.milvus.as_ref().expect("started for its kinds");
+            let engine = input.engines.expect::<MilvusEngine>();
             let served = engine.open_served(&self.index, dim, &chunks)?;
             return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
         }
-        let engine = input.engines.pg.as_ref().expect("started for its kinds");
+        let engine = input.engines.expect::<PgEngine>();
         let served = engine.open_served(&self.index, dim, &chunks)?;
         served.distance(self.index.distance, &self.index.rows.source)?;
         Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None })
@@ -225,12 +227,12 @@ impl SourceKind for Served {
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let i = &self.index;
         if self.engine() == Some(EngineKind::Milvus) {
-            let engine = engines.milvus.as_ref().expect("started for its kinds");
+            let engine = engines.expect::<MilvusEngine>();
             let served = index.get::<MilvusServed>();
             return Arc::new(MilvusServedSource { engine, served, ef_search: i.ef_search, probes: i.probes });
         }
         let served = index.get::<PgServed>();
-        let engine = engines.pg.as_ref().expect("started for its kinds");
+        let engine = engines.expect::<PgEngine>();
         let distance = served.distance(i.distance, &i.rows.source).expect("checked when opened");
         Arc::new(PgServedSource {
             engine,

@@ -38,9 +38,9 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
         Action::Install { names, force, engines } => {
             let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
             let step = |what: &str| eprintln!("{what}");
-            for (name, kind) in ragsweep::engine::servers::ENGINES {
+            for (name, _, engine) in ragsweep::engine::servers::ENGINES {
                 if names.is_empty() || names.iter().any(|n| n == name) {
-                    println!("{}", ragsweep::engine::servers::install(kind, &dir, force, &step)?);
+                    println!("{}", engine.install(&dir, force, &step)?);
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::engine::registry::{EngineSources, ServingEngine, Started};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
@@ -28,7 +29,7 @@ pub const VERSION: &str = "1.5.9";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const COLLECTIONS: &str = "/api/v2/tenants/default_tenant/databases/default_database/collections";
 
-pub(crate) fn fail(what: impl Into<String>) -> Error {
+fn fail(what: impl Into<String>) -> Error {
     Error::Engine { engine: ENGINE, what: what.into(), source: None }
 }
 
@@ -36,7 +37,7 @@ pub(crate) fn fail(what: impl Into<String>) -> Error {
 static RUNNING: Mutex<Vec<(u32, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Ends every server of this process and removes its private folder (the Ctrl-C handler).
-pub(crate) fn stop_all() {
+fn stop_all() {
     for (group, private) in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
         kill(group);
         if let Some(dir) = private {
@@ -60,13 +61,32 @@ pub fn installed(install: &Path) -> Result<PathBuf> {
     std::path::absolute(install).map_err(|e| Error::io(install, e))
 }
 
-/// What `validate` says of the engine: the installed server module.
-pub fn check(install: &Path) -> Result<String> {
-    let dir = installed(install)?;
-    Ok(format!(
-        "engine chroma: Chroma {VERSION} in {}, started by each run (its data in the stage cache)",
-        dir.display()
-    ))
+/// Chroma as a serving engine: a private server only.
+pub struct Serving;
+
+impl ServingEngine for Serving {
+    fn install(&self, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {
+        let chroma = crate::engine::install::install_chroma(engines, force, step)?;
+        Ok(format!("Chroma {VERSION} (its Rust server) installed in {}", chroma.display()))
+    }
+
+    /// The installed server module.
+    fn check(&self, from: &EngineSources<'_>, _writes: bool) -> Result<String> {
+        let dir = installed(&from.engines_dir.join("chroma"))?;
+        Ok(format!(
+            "engine chroma: Chroma {VERSION} in {}, started by each run (its data in the stage cache)",
+            dir.display()
+        ))
+    }
+
+    fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
+        let (engine, note) = ChromaEngine::start(&from.engines_dir.join("chroma"), from.cache_dir)?;
+        Ok(Started { engine: Box::new(engine), what: format!("Chroma {VERSION} server started"), note })
+    }
+
+    fn interrupted(&self) {
+        stop_all();
+    }
 }
 
 /// A server this process started.

@@ -1,6 +1,7 @@
-//! Where a PostgreSQL server is and how to log in: a `postgresql://` URL read from the
-//! experiment, the password from an environment variable (never from the URL, never written),
-//! and the SCRAM-SHA-256 exchange a password-protected server asks for (RFC 5802 / 7677).
+//! Where the user's own servers are and how to log in. PostgreSQL: a `postgresql://` URL read
+//! from the experiment, the password from an environment variable (never from the URL, never
+//! written), and the SCRAM-SHA-256 exchange a password-protected server asks for (RFC 5802 /
+//! 7677). Milvus: an `http://host:port` address and a token from an environment variable.
 
 use std::path::PathBuf;
 
@@ -278,5 +279,41 @@ mod tests {
         );
         assert!(s.verify("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=").is_ok());
         assert!(s.verify("v=AAAA").is_err());
+    }
+}
+
+/// The user's own Milvus: where it is and the token to log in with (`user:password` or an API
+/// key), read from the environment variable the experiment names.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MilvusEndpoint {
+    pub url: String,
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for MilvusEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MilvusEndpoint")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+impl MilvusEndpoint {
+    /// Reads `http://host:port` (`https://` for TLS is not supported: say so).
+    pub fn parse(url: &str) -> std::result::Result<String, String> {
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            format!(
+                "{url:?} is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)"
+            )
+        })?;
+        if rest.contains('@') {
+            return Err("the URL holds credentials: give the token in the variable that `token_env` names".into());
+        }
+        let hostport = rest.trim_end_matches('/');
+        if hostport.is_empty() || hostport.contains('/') {
+            return Err(format!("{url:?} is not an http://host:port address"));
+        }
+        Ok(format!("http://{hostport}"))
     }
 }

@@ -143,7 +143,7 @@ pub fn milvus_installed(engines: &Path) -> bool {
 /// binary and libraries decompressed into `milvus-2.3.5/bin`, its configuration template and
 /// glog settings beside them; `milvus` points at the folder. Returns `engines/milvus`.
 pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
-    use super::milvus::fail;
+    let fail = |what: String| Error::Engine { engine: "milvus", what, source: None };
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let milvus = engines.join("milvus");
@@ -222,7 +222,7 @@ pub fn chroma_installed(engines: &Path) -> bool {
 /// licence, nothing else of the Python package; `chroma` points at the folder. Returns
 /// `engines/chroma`.
 pub fn install_chroma(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
-    use super::chroma::fail;
+    let fail = |what: String| Error::Engine { engine: "chroma", what, source: None };
     use std::io::Read;
     let chroma = engines.join("chroma");
     if !force && chroma_installed(engines) {

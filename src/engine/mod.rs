@@ -13,6 +13,7 @@ pub mod install;
 pub mod milvus;
 pub mod pg;
 pub mod pgvector;
+pub mod registry;
 pub mod served;
 pub mod servers;
 
@@ -59,14 +60,14 @@ pub(crate) fn alive(pid: u32) -> bool {
 
 static INTERRUPT_HANDLER: std::sync::Once = std::sync::Once::new();
 
-/// On Ctrl-C, stops every server this process started (PostgreSQL, Milvus, Chroma), then exits 130.
+/// On Ctrl-C, stops every server this process started (each engine of `servers::ENGINES`), then
+/// exits 130.
 pub(crate) fn install_interrupt_handler() {
     INTERRUPT_HANDLER.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            milvus::release_locks();
-            milvus::server::stop_all();
-            chroma::stop_all();
-            pg::stop_all();
+            for (_, _, engine) in servers::ENGINES {
+                engine.interrupted();
+            }
             std::process::exit(130);
         });
     });

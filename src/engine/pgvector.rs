@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, text_array_value, vector_literal, PgConn, PgServer};
+use crate::engine::registry::{EngineSources, ServingEngine, Started};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
@@ -103,10 +104,47 @@ fn acl_groups(restrict: &Restriction<'_>) -> String {
     text_array_value(&asked_groups(restrict))
 }
 
+/// PostgreSQL + pgvector as a serving engine.
+pub struct Serving;
+
+impl ServingEngine for Serving {
+    fn install(&self, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {
+        let pg = crate::engine::install::install_pg(engines, force, step)?;
+        let version = std::process::Command::new(pg.join("bin/postgres"))
+            .arg("--version")
+            .output()
+            .map_err(|e| crate::error::Error::io(&pg.join("bin/postgres"), e))?;
+        Ok(format!("{}installed in {} (pgvector 0.8.5)", String::from_utf8_lossy(&version.stdout), pg.display()))
+    }
+
+    fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
+        check(&from.engines_dir.join("pg"), from.pg_server, writes)
+    }
+
+    fn start(&self, from: &EngineSources<'_>, writes: bool) -> Result<Started> {
+        let (engine, note) =
+            PgEngine::start(&from.engines_dir.join("pg"), Some(from.cache_dir), from.pg_server.cloned())?;
+        if writes {
+            engine.ready()?;
+        }
+        let what = match from.pg_server {
+            Some(_) => "connected to the experiment's PostgreSQL server",
+            None => "PostgreSQL + pgvector server started",
+        };
+        // Which server the numbers come from, recorded with the engine stage.
+        let what = format!("{what} ({})", engine.provenance(from.pg_server.is_some())?);
+        Ok(Started { engine: Box::new(engine), what, note })
+    }
+
+    fn interrupted(&self) {
+        crate::engine::pg::stop_all();
+    }
+}
+
 /// What `validate` says of the engine, without starting a server or writing to the user's:
 /// the installed PostgreSQL, or the user's server reached with pgvector available (and, when the
 /// run `writes` tables, the rights to make them).
-pub fn check(install: &Path, own: Option<&Endpoint>, writes: bool) -> Result<String> {
+fn check(install: &Path, own: Option<&Endpoint>, writes: bool) -> Result<String> {
     if let (Some(endpoint), false) = (own, writes) {
         let mut conn = PgConn::connect(endpoint)?;
         let version = conn.query("SHOW server_version")?;
@@ -192,7 +230,7 @@ impl PgEngine {
     }
 
     /// Makes the extension and the build log, once per run.
-    pub(crate) fn ready(&self) -> Result<()> {
+    fn ready(&self) -> Result<()> {
         let mut ready = self.ready.lock().expect("ready");
         if *ready {
             return Ok(());

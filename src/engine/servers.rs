@@ -1,53 +1,39 @@
-//! The serving engines a plan's sources need, each started (or connected to) once for a run,
-//! and stopped when the run's build is dropped.
+//! The serving engines by name, and the engines of one run: each started (or connected to)
+//! once, and stopped when the run's build is dropped. What an engine does is its own module's
+//! [`ServingEngine`]; this table is the one place a new engine is listed.
 
+use std::any::Any;
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::time::Instant;
 
 use crate::chunkers::served::ServedRows;
-use crate::engine::chroma::ChromaEngine;
-use crate::engine::connect::Endpoint;
-use crate::engine::milvus::{MilvusEndpoint, MilvusEngine};
-use crate::engine::pgvector::PgEngine;
+pub use crate::engine::registry::EngineSources;
+use crate::engine::registry::ServingEngine;
 use crate::error::{Error, Result};
 use crate::vocab::EngineKind;
 
-/// Every serving engine by the name experiments (`engine = "…"`) and commands give it: the one
-/// table a new engine joins, and the only place besides the catalog that tells engines apart.
-pub const ENGINES: [(&str, EngineKind); 3] =
-    [("pg", EngineKind::Pg), ("milvus", EngineKind::Milvus), ("chroma", EngineKind::Chroma)];
+/// Every serving engine by the name experiments (`engine = "…"`) and commands give it, with
+/// what it does: the one table a new engine joins, and the only place besides the catalog that
+/// tells engines apart.
+pub const ENGINES: [(&str, EngineKind, &dyn ServingEngine); 3] = [
+    ("pg", EngineKind::Pg, &crate::engine::pgvector::Serving),
+    ("milvus", EngineKind::Milvus, &crate::engine::milvus::Serving),
+    ("chroma", EngineKind::Chroma, &crate::engine::chroma::Serving),
+];
 
 /// The engine named `name`.
 pub fn engine_named(name: &str) -> Option<EngineKind> {
-    ENGINES.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    ENGINES.iter().find(|(n, _, _)| *n == name).map(|(_, k, _)| *k)
 }
 
 /// The names of every engine, for a command's choices.
 pub fn engine_names() -> Vec<&'static str> {
-    ENGINES.iter().map(|(n, _)| *n).collect()
+    ENGINES.iter().map(|(n, _, _)| *n).collect()
 }
 
-/// Installs engine `kind` into `engines` from its pinned wheel; returns what was installed.
-pub fn install(kind: EngineKind, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {
-    match kind {
-        EngineKind::Pg => {
-            let pg = crate::engine::install::install_pg(engines, force, step)?;
-            let version = std::process::Command::new(pg.join("bin/postgres"))
-                .arg("--version")
-                .output()
-                .map_err(|e| crate::error::Error::io(&pg.join("bin/postgres"), e))?;
-            Ok(format!("{}installed in {} (pgvector 0.8.5)", String::from_utf8_lossy(&version.stdout), pg.display()))
-        }
-        EngineKind::Milvus => {
-            let milvus = crate::engine::install::install_milvus(engines, force, step)?;
-            Ok(format!("Milvus 2.3.5 standalone installed in {}", milvus.display()))
-        }
-        EngineKind::Chroma => {
-            let chroma = crate::engine::install::install_chroma(engines, force, step)?;
-            Ok(format!("Chroma {} (its Rust server) installed in {}", crate::engine::chroma::VERSION, chroma.display()))
-        }
-    }
+/// What engine `kind` does.
+fn serving(kind: EngineKind) -> &'static dyn ServingEngine {
+    ENGINES.iter().find(|(_, k, _)| *k == kind).map(|(_, _, e)| *e).expect("every engine is in the table")
 }
 
 /// The rows of a served index as (document id, text), read from the experiment's own server.
@@ -86,29 +72,16 @@ pub fn served_without_server(rows: &ServedRows, pg: bool, milvus: bool) -> Optio
     }
 }
 
-/// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
-/// `cache_dir`), or the experiment's own servers.
-pub struct EngineSources<'a> {
-    pub engines_dir: &'a Path,
-    pub cache_dir: &'a Path,
-    /// `[engines.pg]`, its password read.
-    pub pg_server: Option<&'a Endpoint>,
-    /// `[engines.milvus]`, its token read.
-    pub milvus_server: Option<&'a MilvusEndpoint>,
-}
-
+/// The engines of one run, each kept as its own type.
 #[derive(Default)]
 pub struct Engines {
-    pub pg: Option<PgEngine>,
-    pub milvus: Option<MilvusEngine>,
-    pub chroma: Option<ChromaEngine>,
+    running: Vec<Box<dyn Any + Send + Sync>>,
 }
 
 impl Engines {
     /// Starts or connects to each of `kinds`; `report` gets the seconds each took, what was
-    /// done, and a note when there is one.
-    /// Engines in `written` get what builds need before the run says what it measured (for
-    /// pg, the extension: its version is the run's provenance); the others are only read.
+    /// done, and a note when there is one. Engines in `written` are made ready for builds before
+    /// the run says what it measured; the others are only read.
     pub fn start(
         kinds: &BTreeSet<EngineKind>,
         written: &BTreeSet<EngineKind>,
@@ -118,75 +91,35 @@ impl Engines {
         let mut engines = Engines::default();
         for kind in kinds {
             let t = Instant::now();
-            match kind {
-                EngineKind::Pg => {
-                    let (engine, note) =
-                        PgEngine::start(&from.engines_dir.join("pg"), Some(from.cache_dir), from.pg_server.cloned())?;
-                    if written.contains(kind) {
-                        engine.ready()?;
-                    }
-                    let what = match from.pg_server {
-                        Some(_) => "connected to the experiment's PostgreSQL server",
-                        None => "PostgreSQL + pgvector server started",
-                    };
-                    // Which server the numbers come from, recorded with the engine stage.
-                    let what = format!("{what} ({})", engine.provenance(from.pg_server.is_some())?);
-                    report(t.elapsed().as_secs_f64(), &what, note);
-                    engines.pg = Some(engine);
-                }
-                EngineKind::Milvus => {
-                    let (engine, note) = MilvusEngine::start(
-                        &from.engines_dir.join("milvus"),
-                        from.cache_dir,
-                        from.milvus_server.cloned(),
-                    )?;
-                    let what = match from.milvus_server {
-                        Some(server) => format!(
-                            "connected to the experiment's Milvus at {}",
-                            crate::stages::http_embed::redacted(&server.url)
-                        ),
-                        None => "Milvus 2.3.5 standalone server started".into(),
-                    };
-                    report(t.elapsed().as_secs_f64(), &what, note);
-                    engines.milvus = Some(engine);
-                }
-                EngineKind::Chroma => {
-                    let (engine, note) = ChromaEngine::start(&from.engines_dir.join("chroma"), from.cache_dir)?;
-                    let what = format!("Chroma {} server started", crate::engine::chroma::VERSION);
-                    report(t.elapsed().as_secs_f64(), &what, note);
-                    engines.chroma = Some(engine);
-                }
-            }
+            let started = serving(*kind).start(from, written.contains(kind))?;
+            report(t.elapsed().as_secs_f64(), &started.what, started.note);
+            engines.running.push(started.engine);
         }
         Ok(engines)
     }
 
+    /// The running engine of type `E`, if the run started one.
+    pub fn get<E: Any>(&self) -> Option<&E> {
+        self.running.iter().find_map(|e| e.downcast_ref())
+    }
+
+    /// The running engine of type `E`, which the plan started for the kinds that read it.
+    pub fn expect<E: Any>(&self) -> &E {
+        self.get().expect("an engine is started for the kinds that read it")
+    }
+
     /// Whether any engine runs (chunk ACLs are then loaded beside the chunks).
     pub fn any(&self) -> bool {
-        self.pg.is_some() || self.milvus.is_some() || self.chroma.is_some()
+        !self.running.is_empty()
     }
 
     /// For `validate`: a line per engine of `kinds` saying it is installed and answers, or the
-    /// error that says why not.
-    /// Engines outside `written` only have served indexes read.
+    /// error that says why not. Engines outside `written` only have served indexes read.
     pub fn check(
         kinds: &BTreeSet<EngineKind>,
         written: &BTreeSet<EngineKind>,
         from: &EngineSources<'_>,
     ) -> Result<Vec<String>> {
-        kinds
-            .iter()
-            .map(|kind| match kind {
-                EngineKind::Pg => {
-                    crate::engine::pgvector::check(&from.engines_dir.join("pg"), from.pg_server, written.contains(kind))
-                }
-                EngineKind::Milvus => crate::engine::milvus::check(
-                    &from.engines_dir.join("milvus"),
-                    from.milvus_server,
-                    written.contains(kind),
-                ),
-                EngineKind::Chroma => crate::engine::chroma::check(&from.engines_dir.join("chroma")),
-            })
-            .collect()
+        kinds.iter().map(|kind| serving(*kind).check(from, written.contains(kind))).collect()
     }
 }

@@ -25,6 +25,7 @@ use prost::Message;
 
 use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
+use crate::engine::registry::{EngineSources, ServingEngine, Started};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
@@ -193,44 +194,12 @@ impl Client {
     }
 }
 
-/// The user's own Milvus: where it is and the token to log in with (`user:password` or an API
-/// key), read from the environment variable the experiment names.
-#[derive(Clone, PartialEq, Eq)]
-pub struct MilvusEndpoint {
-    pub url: String,
-    pub token: Option<String>,
-}
-
-impl std::fmt::Debug for MilvusEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MilvusEndpoint")
-            .field("url", &self.url)
-            .field("token", &self.token.as_ref().map(|_| "…"))
-            .finish()
-    }
-}
+pub use crate::engine::connect::MilvusEndpoint;
 
 impl MilvusEndpoint {
     /// A client of the server, logged in with the token when there is one.
     fn client(&self) -> Result<Client> {
         Client::connect(&self.url, self.token.as_deref())
-    }
-
-    /// Reads `http://host:port` (`https://` for TLS is not supported: say so).
-    pub fn parse(url: &str) -> std::result::Result<String, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!(
-                "{url:?} is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)"
-            )
-        })?;
-        if rest.contains('@') {
-            return Err("the URL holds credentials: give the token in the variable that `token_env` names".into());
-        }
-        let hostport = rest.trim_end_matches('/');
-        if hostport.is_empty() || hostport.contains('/') {
-            return Err(format!("{url:?} is not an http://host:port address"));
-        }
-        Ok(format!("http://{hostport}"))
     }
 }
 
@@ -377,10 +346,41 @@ pub(crate) fn release_locks() {
     }
 }
 
+/// Milvus as a serving engine.
+pub struct Serving;
+
+impl ServingEngine for Serving {
+    fn install(&self, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {
+        let milvus = crate::engine::install::install_milvus(engines, force, step)?;
+        Ok(format!("Milvus 2.3.5 standalone installed in {}", milvus.display()))
+    }
+
+    fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
+        check(&from.engines_dir.join("milvus"), from.milvus_server, writes)
+    }
+
+    fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
+        let (engine, note) =
+            MilvusEngine::start(&from.engines_dir.join("milvus"), from.cache_dir, from.milvus_server.cloned())?;
+        let what = match from.milvus_server {
+            Some(server) => {
+                format!("connected to the experiment's Milvus at {}", crate::stages::http_embed::redacted(&server.url))
+            }
+            None => "Milvus 2.3.5 standalone server started".into(),
+        };
+        Ok(Started { engine: Box::new(engine), what, note })
+    }
+
+    fn interrupted(&self) {
+        release_locks();
+        server::stop_all();
+    }
+}
+
 /// What `validate` says of the engine, without starting a server: the installed binary, or the
 /// user's server answering a health check.
 /// With `writes` false, the run only reads served collections: nothing is tried.
-pub fn check(install: &Path, own: Option<&MilvusEndpoint>, writes: bool) -> Result<String> {
+fn check(install: &Path, own: Option<&MilvusEndpoint>, writes: bool) -> Result<String> {
     if let (Some(endpoint), false) = (own, writes) {
         let client = endpoint.client()?;
         let version: proto::GetVersionResponse = client.call("GetVersion", proto::Empty {})?;
