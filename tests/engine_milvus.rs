@@ -417,6 +417,13 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
     )
     .unwrap();
     let secret = std::fs::read_to_string(&token).unwrap();
+    // A token the server does not accept: validate stops with Milvus's reason, the token unsaid.
+    let mut wrong = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    wrong.current_dir(root).arg("validate").arg(&exp).arg("--models").arg(root.join("models"));
+    let refused = wrong.env("RAGSWEEP_TEST_MILVUS_TOKEN", "root:not-the-password").output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("milvus") && !stderr.contains("not-the-password"), "{stderr}");
     let mut validate = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
     validate.current_dir(root).arg("validate").arg(&exp).arg("--models").arg(root.join("models"));
     validate.env("RAGSWEEP_TEST_MILVUS_TOKEN", &secret);
