@@ -530,6 +530,10 @@ pub struct ServedIndex {
     /// Planner scans off, so the vector index is walked (pgvector, as `force_index` there).
     #[serde(default)]
     pub force_index: bool,
+    /// pgvector's iterative index scan (`hnsw.iterative_scan`, `ivfflat.iterative_scan`); the
+    /// server's setting when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterative_scan: Option<IterativeScan>,
 }
 
 /// How a vector search measures distance.

@@ -923,6 +923,25 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
     assert!(under("c02") > 0, "ef_search 4 under a selective filter returns short lists: {}", row("c02"));
     assert_eq!((under("c04"), recall("c04")), (0, 1.0), "ef_search 1000 walks every row: {}", row("c04"));
     assert_eq!(row("c04")["leaks"], 0, "the team's ACL field filters in the query");
+    // The same ef 4 with pgvector's iterative scan on fills the filtered lists.
+    let relaxed = common::team_experiment(
+        root,
+        "relaxed",
+        &format!(
+            "{}{SERVED}ef_search = 4\nforce_index = true\niterative_scan = \"relaxed_order\"\n",
+            engines("reader")
+        ),
+    );
+    let out = run(&relaxed, "reader-pw", "run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let relaxed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("results/relaxed/latest/matrix.json")).unwrap())
+            .unwrap();
+    let filtered = relaxed["rows"].as_array().unwrap().iter().find(|r| r["cell"] == "c02").unwrap().clone();
+    assert_eq!(filtered["filter"], "in_query");
+    assert!(filtered["label"].as_str().unwrap().contains("iterative_scan=relaxed_order,force_index"), "{filtered}");
+    assert_eq!(filtered["engine_plan"]["@10"], "vector index", "{filtered}");
+    assert_eq!(filtered["under_return"]["@10"], 0, "relaxed_order fills the filtered list: {filtered}");
     assert!(row("c03")["leaks"].as_u64().unwrap() > 0, "without the filter restricted pages come back");
 
     // Beside ragsweep's own upload of the same vectors (exact scan): the same metrics, per case.

@@ -19,10 +19,10 @@ use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
-use crate::vocab::{Distance, EngineKind, ServedIndex};
+use crate::vocab::{Distance, EngineKind, IterativeScan, ServedIndex};
 
 /// The keys of a served index, besides `kind`, `engine` and `model`.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: [&str; 13] = [
     "table",
     "collection",
     "id_field",
@@ -35,6 +35,7 @@ pub const KEYS: [&str; 12] = [
     "probes",
     "force_index",
     "unplaced",
+    "iterative_scan",
 ];
 
 /// Whether a combination reads a served index (it names the table or collection).
@@ -66,7 +67,7 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
         }
         Some(EngineKind::Milvus) => {
             let why = "is a pgvector setting: a Milvus collection is searched with its index's own metric";
-            forbid(combo, &["table", "distance", "force_index"], why, bad)?;
+            forbid(combo, &["table", "distance", "force_index", "iterative_scan"], why, bad)?;
             ("milvus", "collection")
         }
         None | Some(EngineKind::Chroma) => {
@@ -112,6 +113,17 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
         ef_search: optional("ef_search")?,
         probes: optional("probes")?,
         force_index: crate::grid::boolean(combo, "force_index", bad)?,
+        iterative_scan: choice(
+            combo,
+            "iterative_scan",
+            None,
+            &[
+                ("off", Some(IterativeScan::Off)),
+                ("relaxed_order", Some(IterativeScan::RelaxedOrder)),
+                ("strict_order", Some(IterativeScan::StrictOrder)),
+            ],
+            bad,
+        )?,
     })
 }
 
@@ -160,6 +172,9 @@ impl SourceKind for Served {
         if let Some(p) = i.probes {
             label.push_str(&format!(",probes={p}"));
         }
+        if let Some(scan) = i.iterative_scan {
+            label.push_str(&format!(",iterative_scan={}", scan.as_str()));
+        }
         if i.force_index {
             label.push_str(",force_index");
         }
@@ -177,6 +192,7 @@ impl SourceKind for Served {
         out.push(("probes", opt(i.probes)));
         out.push(("distance", i.distance.map(|d| d.as_str().to_string()).unwrap_or_default()));
         out.push(("force_index", i.force_index.to_string()));
+        out.push(("iterative_scan", i.iterative_scan.map(|s| s.as_str().to_string()).unwrap_or_default()));
     }
 
     fn index_identity(&self) -> IndexIdentity {
@@ -241,6 +257,7 @@ impl SourceKind for Served {
             ef_search: i.ef_search,
             probes: i.probes,
             force_index: i.force_index,
+            iterative_scan: i.iterative_scan,
             exact: false,
         })
     }

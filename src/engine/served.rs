@@ -16,7 +16,7 @@ use crate::engine::pgvector::PgEngine;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::{Distance, ServedIndex, INDEX_UNUSED};
+use crate::vocab::{Distance, IterativeScan, ServedIndex, INDEX_UNUSED};
 
 /// `name` (`table` or `schema.table`) as a quoted PostgreSQL identifier.
 pub fn quoted(name: &str) -> String {
@@ -185,6 +185,7 @@ pub struct PgServedSource<'a> {
     pub probes: Option<usize>,
     /// Sequential and bitmap scans off, so the vector index is walked.
     pub force_index: bool,
+    pub iterative_scan: Option<IterativeScan>,
     /// Index scans off: the same server's exact search over the same rows.
     pub exact: bool,
 }
@@ -192,19 +193,23 @@ pub struct PgServedSource<'a> {
 impl PgServedSource<'_> {
     /// The session settings of a query (connections are pooled: each setting is set or reset).
     fn settings(&self) -> String {
-        let set = |name: &str, value: Option<usize>| match value {
+        let set = |name: &str, value: Option<String>| match value {
             Some(v) => format!("SET {name} = {v}; "),
             None => format!("RESET {name}; "),
         };
+        let scan = || self.iterative_scan.map(|s| s.as_str().to_string());
         let on = |yes: bool| if yes { "on" } else { "off" };
         let (index, others) = if self.exact { (false, true) } else { (true, !self.force_index) };
         format!(
-            "SET enable_indexscan = {}; SET enable_seqscan = {}; SET enable_bitmapscan = {}; {}{}",
+            "SET enable_indexscan = {}; SET enable_seqscan = {}; SET enable_bitmapscan = {}; {}{}{}{}",
             on(index),
             on(others),
             on(others),
-            set("hnsw.ef_search", self.ef_search),
-            set("ivfflat.probes", self.probes)
+            set("hnsw.ef_search", self.ef_search.map(|v| v.to_string())),
+            set("ivfflat.probes", self.probes.map(|v| v.to_string())),
+            set("hnsw.iterative_scan", scan()),
+            // IVFFlat has no strict order: the server's setting stays.
+            set("ivfflat.iterative_scan", scan().filter(|s| s != "strict_order"))
         )
     }
 
@@ -348,6 +353,7 @@ impl RankingSource for PgServedSource<'_> {
                 ef_search: self.ef_search,
                 probes: self.probes,
                 force_index: false,
+                iterative_scan: None,
                 exact: true,
             }) as Arc<dyn RankingSource + '_>
         })
