@@ -75,12 +75,4 @@ $BIN validate $W/served.toml --models $REPO/models --cache $REPO/cache | grep "e
 AFTER=$($W/venv/bin/python $W/team.py "$URL" "$TOKEN" - - state)
 echo "collections and rows before: $BEFORE"; echo "collections and rows after:  $AFTER"
 $BIN run $W/exact.toml -q --models $REPO/models --cache $REPO/cache --out $W/results > /dev/null
-for r in sf-milvus-served sf-exact; do
-  python3 - $W/results/$r/latest/matrix.json <<'P'
-import json, sys
-m = json.load(open(sys.argv[1]))
-for r in m["rows"]:
-    print(r["cell"], r["split"], r["label"][:100], "ndcg@10=%.4f" % r["metrics"]["ndcg@10"]["value"], "recall@100=%.4f" % r["metrics"]["recall@100"]["value"],
-          "rvo@10=", (r.get("recall_vs_oracle") or {}).get("@10"), "plan=", (r.get("engine_plan") or {}).get("@10"), "p50=%.2f" % r["latency"]["p50_ms"])
-P
-done
+print_matrix sf-milvus-served sf-exact

@@ -71,12 +71,4 @@ $BIN validate $W/served.toml --models $REPO/models --cache $REPO/cache | grep "e
 AFTER=$($PG/psql -h 127.0.0.1 -p $PORT -U team -d postgres -tAc "$STATE")
 echo "server state before: $BEFORE"; echo "server state after:  $AFTER"
 /usr/bin/time -f "upload run: %e s wall, %M KB" $BIN run $W/upload.toml -q --models $REPO/models --cache $REPO/cache --out $W/results
-for r in sf-served sf-upload; do
-  python3 - $W/results/$r/latest/matrix.json <<'P'
-import json, sys
-m = json.load(open(sys.argv[1]))
-for r in m["rows"]:
-    print(r["cell"], r["split"], r["label"][:90], "ndcg@10=%.4f" % r["metrics"]["ndcg@10"]["value"], "recall@100=%.4f" % r["metrics"]["recall@100"]["value"],
-          "under@10=", (r.get("under_return") or {}).get("@10"), "rvo@10=", (r.get("recall_vs_oracle") or {}).get("@10"), "plan=", (r.get("engine_plan") or {}).get("@10"), "p50=%.2f" % r["latency"]["p50_ms"])
-P
-done
+print_matrix sf-served sf-upload

@@ -285,10 +285,6 @@ fn chunk_stage(
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
-            let key = cache::key(
-                "chunks-v2",
-                &[corpus.hash.as_bytes(), structure.as_bytes(), format!("{spec:?}").as_bytes()],
-            );
             // A served index's rows are read from its server every run: they are the team's
             // to change, not content this cache can key.
             let set = match spec.kind.served() {
@@ -301,7 +297,10 @@ fn chunk_stage(
                 None => (
                     store.get_or_build(
                         "chunks",
-                        &key,
+                        &cache::key(
+                            "chunks-v2",
+                            &[corpus.hash.as_bytes(), structure.as_bytes(), format!("{spec:?}").as_bytes()],
+                        ),
                         |dir| ChunkSet::build(corpus, spec).write(dir),
                         |dir| ChunkSet::open(dir, spec),
                     )?,
@@ -551,14 +550,13 @@ fn build_index(
     spec.kind.build(&input)
 }
 
-/// For `validate`: each index the team serves, opened as a run opens it (its rows placed, its
-/// fields, dimension and index read; nothing written), in a line.
-pub fn open_served(plan: &Plan, ctx: &BuildContext<'_, '_>) -> Result<Vec<String>> {
+/// For `validate`: each index the team serves, opened as a run opens it over its chunk set in
+/// `sets` (its fields, dimension and index read; nothing written), in a line.
+pub fn open_served(plan: &Plan, ctx: &BuildContext<'_, '_>, sets: &[ChunkSet]) -> Result<Vec<String>> {
     let served: Vec<&crate::plan::IndexSpec> = plan.indexes.iter().filter(|i| i.kind.reads_only()).collect();
     if served.is_empty() {
         return Ok(Vec::new());
     }
-    let sets = chunk_sets(plan, ctx, &mut Vec::new())?;
     let kinds = served.iter().filter_map(|i| i.engine()).collect();
     let engines = Engines::start(&kinds, &Default::default(), &ctx.engines, &mut |_, _, _| {})?;
     served

@@ -223,11 +223,14 @@ pub const PROBE_SECONDS: f64 = 2.0;
 /// What a cold run would spend embedding, per model: the distinct passages of every chunk set
 /// the model embeds, and its passages/s measured by embedding a spread of them with the run's
 /// threads for about [`PROBE_SECONDS`] (after one warm-up text).
-pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstimate>> {
-    let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
+pub fn cold_run(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    sets: &[crate::stages::chunk::ChunkSet],
+) -> Result<Vec<ColdEstimate>> {
     let mut out = Vec::new();
     for (m, info) in prepared.models.iter().enumerate() {
-        let mut texts = model_passages(prepared, &sets, m);
+        let mut texts = model_passages(prepared, sets, m);
         if texts.is_empty() || info.kind == ModelKind::Vectors {
             continue;
         }
@@ -284,8 +287,7 @@ pub fn cold_run(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<ColdEstima
 
 /// Reads vectors model `m`'s vectors for the questions and every chunk set it is paired with,
 /// as a run reads them (every id checked both ways); returns how many it read.
-pub fn check_brought(prepared: &Prepared, opts: &RunOptions, m: usize) -> Result<usize> {
-    let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
+pub fn check_brought(prepared: &Prepared, sets: &[crate::stages::chunk::ChunkSet], m: usize) -> Result<usize> {
     let info = &prepared.models[m];
     let paired: Vec<&crate::stages::chunk::ChunkSet> =
         prepared.plan.jobs_of(m).map(|(_, job)| &sets[job.chunks.0]).collect();
@@ -317,8 +319,12 @@ pub fn chunk_sets(
 }
 
 /// For `validate`: each index the team serves opened as a run opens it, in a line (reads only).
-pub fn open_served(prepared: &Prepared, opts: &RunOptions) -> Result<Vec<String>> {
-    with_chunking_context(prepared, opts, build::open_served)
+pub fn open_served(
+    prepared: &Prepared,
+    opts: &RunOptions,
+    sets: &[crate::stages::chunk::ChunkSet],
+) -> Result<Vec<String>> {
+    with_chunking_context(prepared, opts, |plan, ctx| build::open_served(plan, ctx, sets))
 }
 
 /// `f` of the plan and a build context that embeds nothing (chunking and served indexes).

@@ -85,6 +85,20 @@ impl RowChunks {
         let placed = self.by_text.get(&(doc.to_string(), Collapsed::of(text).text)).copied();
         placed.or_else(|| self.whole.as_ref()?.get(doc).copied())
     }
+    /// The chunks of a search's rows (document id, text, score) in the order the engine returned
+    /// them, each chunk once, at its first (best) row; `Err` names the document of a row the run
+    /// did not read (the index changed during the run).
+    pub fn ranked(&self, rows: impl IntoIterator<Item = (String, String, f32)>) -> Result<Vec<(u32, f32)>, String> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for (doc, text, score) in rows {
+            let chunk = self.get(&doc, &text).ok_or(doc)?;
+            if seen.insert(chunk) {
+                out.push((chunk, score));
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -29,9 +29,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!("{}", safe(&prepared.access_summary(&exp)));
     print_health(&prepared.health(), false);
     let options = dirs.options(false);
+    // Read once: a served index's rows come from its server on every read.
+    let sets = runner::chunk_sets(&prepared, &options, &mut Vec::new())?;
     for (m, info) in prepared.models.iter().enumerate() {
         if info.kind == ragsweep::stages::embed::ModelKind::Vectors {
-            let n = runner::check_brought(&prepared, &options, m)?;
+            let n = runner::check_brought(&prepared, &sets, m)?;
             println!(
                 "model {}: {n} vectors made elsewhere, {} dimensions, every id matched both ways",
                 info.id, info.dim
@@ -51,10 +53,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         println!("{line}");
     }
-    for line in runner::open_served(&prepared, &options)? {
+    for line in runner::open_served(&prepared, &options, &sets)? {
         println!("served {line}");
     }
-    for e in runner::cold_run(&prepared, &options)? {
+    for e in runner::cold_run(&prepared, &options, &sets)? {
         let seconds = e.passages as f64 / e.per_second.max(1e-9);
         // How sure the estimate is: the rounds' spread, and whether something else was running.
         let busy = match e.load_per_core {

@@ -673,3 +673,16 @@ pub fn text_array_value<S: AsRef<str>>(items: &[S]) -> String {
         items.iter().map(|g| format!("\"{}\"", g.as_ref().replace('\\', "\\\\").replace('"', "\\\""))).collect();
     format!("{{{}}}", inner.join(","))
 }
+
+/// `name` (`table` or `schema.table`) as a quoted PostgreSQL identifier.
+pub fn quoted(name: &str) -> String {
+    name.split('.').map(|part| format!("\"{}\"", part.replace('"', "\"\""))).collect::<Vec<_>>().join(".")
+}
+
+/// The table's oid as text, or an error naming it when there is none.
+pub fn found(conn: &mut PgConn, table: &str) -> Result<String> {
+    let rows = conn.query_params("SELECT to_regclass($1::text)::oid::text", &[&quoted(table)])?;
+    rows.first().and_then(|r| r.first().cloned().flatten()).ok_or_else(|| {
+        fail(format!("table {table} is not on the experiment's PostgreSQL server (or its user may not see it)"))
+    })
+}

@@ -13,14 +13,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
-use crate::engine::pg::{binaries, fail, text_array_value, vector_literal, PgConn, PgServer};
+use crate::engine::pg::{binaries, fail, found, quoted, text_array_value, vector_literal, PgConn, PgServer};
 use crate::engine::registry::{EngineSources, ServingEngine, Started};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::Result;
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::{IterativeScan, Terms, INDEX_UNUSED};
+use crate::vocab::{IterativeScan, ServedRows, Terms, INDEX_UNUSED};
 
 /// How the engine indexes a table of vectors (build-time parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,6 +138,30 @@ impl ServingEngine for Serving {
 
     fn interrupted(&self) {
         crate::engine::pg::stop_all();
+    }
+
+    fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
+        let endpoint = from.pg_server.ok_or_else(|| {
+            fail(format!("table {} is read from the experiment's server: declare [engines.pg]", rows.source))
+        })?;
+        let mut conn = PgConn::connect(endpoint)?;
+        found(&mut conn, &rows.source)?;
+        let sql = format!(
+            "SELECT {}::text, {}::text FROM {}",
+            quoted(&rows.id_field),
+            quoted(&rows.text_field),
+            quoted(&rows.source)
+        );
+        let read = conn.query(&sql).map_err(|e| fail(format!("reading the rows of table {}: {e}", rows.source)))?;
+        read.into_iter()
+            .map(|row| match (row.first().cloned().flatten(), row.get(1).cloned().flatten()) {
+                (Some(id), Some(text)) => Ok((id, text)),
+                _ => Err(fail(format!(
+                    "table {}: a row with no {} or no {}: every row needs its document id and its text",
+                    rows.source, rows.id_field, rows.text_field
+                ))),
+            })
+            .collect()
     }
 }
 

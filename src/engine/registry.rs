@@ -1,5 +1,5 @@
 //! What a serving engine is to a run, as one value: how it installs, what `validate` says of it,
-//! and how a run starts it (or connects to the user's own). Each engine implements
+//! how a run starts it (or connects to the user's own), and how it reads an index the team serves. Each engine implements
 //! [`ServingEngine`] in its own module; `engine::servers::ENGINES` lists them by name, and
 //! everything that iterates engines (the run's engine stage, `validate`, `engines install`,
 //! `bench-filter`) goes through that table. A running engine is kept as its own type and read
@@ -9,7 +9,8 @@ use std::any::Any;
 use std::path::Path;
 
 use crate::engine::connect::{Endpoint, MilvusEndpoint};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::vocab::ServedRows;
 
 /// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
 /// `cache_dir`), or the experiment's own servers.
@@ -48,4 +49,10 @@ pub trait ServingEngine: Sync {
     /// On Ctrl-C: releases what this process holds on shared servers and stops every server it
     /// started.
     fn interrupted(&self);
+
+    /// Every row of an index the team serves on the experiment's own server, as (document id,
+    /// text), read for its chunk set; an engine that reads no served index says so.
+    fn served_rows(&self, _from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
+        Err(Error::Other(format!("engine {:?} serves no read-only index", rows.engine)))
+    }
 }

@@ -9,49 +9,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::chunkers::served::{RowChunks, ServedRows};
-use crate::engine::connect::Endpoint;
-use crate::engine::pg::{fail, text_array_value, vector_literal, PgConn};
+use crate::chunkers::served::RowChunks;
+use crate::engine::pg::{fail, found, quoted, text_array_value, vector_literal};
 use crate::engine::pgvector::PgEngine;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
 use crate::vocab::{Distance, IterativeScan, ServedIndex, INDEX_UNUSED};
-
-/// `name` (`table` or `schema.table`) as a quoted PostgreSQL identifier.
-pub fn quoted(name: &str) -> String {
-    name.split('.').map(|part| format!("\"{}\"", part.replace('"', "\"\""))).collect::<Vec<_>>().join(".")
-}
-
-/// Every row of a served table as (document id, text), read once for its chunk set.
-pub fn pg_rows(endpoint: &Endpoint, rows: &ServedRows) -> Result<Vec<(String, String)>> {
-    let mut conn = PgConn::connect(endpoint)?;
-    found(&mut conn, &rows.source)?;
-    let sql = format!(
-        "SELECT {}::text, {}::text FROM {}",
-        quoted(&rows.id_field),
-        quoted(&rows.text_field),
-        quoted(&rows.source)
-    );
-    let read = conn.query(&sql).map_err(|e| fail(format!("reading the rows of table {}: {e}", rows.source)))?;
-    read.into_iter()
-        .map(|row| match (row.first().cloned().flatten(), row.get(1).cloned().flatten()) {
-            (Some(id), Some(text)) => Ok((id, text)),
-            _ => Err(fail(format!(
-                "table {}: a row with no {} or no {}: every row needs its document id and its text",
-                rows.source, rows.id_field, rows.text_field
-            ))),
-        })
-        .collect()
-}
-
-/// The table's oid as text, or an error naming it when there is none.
-fn found(conn: &mut PgConn, table: &str) -> Result<String> {
-    let rows = conn.query_params("SELECT to_regclass($1::text)::oid::text", &[&quoted(table)])?;
-    rows.first().and_then(|r| r.first().cloned().flatten()).ok_or_else(|| {
-        fail(format!("table {table} is not on the experiment's PostgreSQL server (or its user may not see it)"))
-    })
-}
 
 /// A served table as found: its fields checked against what a search reads, its vector index
 /// and the distance that index orders by, and a map from rows back to chunks.
@@ -253,8 +217,7 @@ impl PgServedSource<'_> {
             c.query(settings)?;
             c.query_params(sql, &params)
         })?;
-        let mut hits: Vec<Hit> = Vec::with_capacity(rows.len());
-        let mut seen = std::collections::HashSet::new();
+        let mut scored = Vec::with_capacity(rows.len());
         for row in rows {
             let field = |i: usize| row.get(i).cloned().flatten();
             let (Some(doc), Some(text), Some(distance)) = (field(0), field(1), field(2)) else {
@@ -263,19 +226,17 @@ impl PgServedSource<'_> {
                     self.served.table
                 )));
             };
-            let Some(chunk) = self.served.chunk_of.get(&doc, &text) else {
-                return Err(fail(format!(
-                    "table {}: a search returned a row of document {doc} that was not there when the run read the table: it changed during the run",
-                    self.served.table
-                )));
-            };
             let distance: f64 = distance.parse().map_err(|_| fail("a non-numeric distance from the engine"))?;
-            // Rows with the same text in one document are one chunk, at its best place.
-            if seen.insert(chunk) {
-                hits.push(Hit { chunk, score: self.score(distance) });
-            }
+            scored.push((doc, text, self.score(distance)));
         }
-        Ok(hits)
+        // Rows with the same text in one document are one chunk, at its best place.
+        let ranked = self.served.chunk_of.ranked(scored).map_err(|doc| {
+            fail(format!(
+                "table {}: a search returned a row of document {doc} that was not there when the run read the table: it changed during the run",
+                self.served.table
+            ))
+        })?;
+        Ok(ranked.into_iter().map(|(chunk, score)| Hit { chunk, score }).collect())
     }
 
     /// A distance as a score, higher better: cosine similarity, inner product, or −L2.

@@ -36,31 +36,12 @@ fn serving(kind: EngineKind) -> &'static dyn ServingEngine {
     ENGINES.iter().find(|(_, k, _)| *k == kind).map(|(_, _, e)| *e).expect("every engine is in the table")
 }
 
-/// The rows of a served index as (document id, text), read from the experiment's own server.
+/// The rows of a served index as (document id, text), read by its engine from the experiment's
+/// own server.
 pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(String, String)>> {
-    match engine_named(&rows.engine) {
-        Some(EngineKind::Pg) => {
-            let endpoint = from.pg_server.ok_or_else(|| {
-                Error::Other(format!(
-                    "table {} is read from the experiment's server: declare [engines.pg]",
-                    rows.source
-                ))
-            })?;
-            crate::engine::served::pg_rows(endpoint, rows)
-        }
-        Some(EngineKind::Milvus) => {
-            let endpoint = from.milvus_server.ok_or_else(|| {
-                Error::Other(format!(
-                    "collection {} is read from the experiment's server: declare [engines.milvus]",
-                    rows.source
-                ))
-            })?;
-            crate::engine::milvus::served::milvus_rows(endpoint, rows)
-        }
-        Some(EngineKind::Chroma) | None => {
-            Err(Error::Other(format!("engine {:?} serves no read-only index", rows.engine)))
-        }
-    }
+    let kind =
+        engine_named(&rows.engine).ok_or_else(|| Error::Other(format!("no engine is named {:?}", rows.engine)))?;
+    serving(kind).served_rows(from, rows)
 }
 
 /// What a served index is (`table`, `collection`) when the experiment declares no server of its

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::INDEX_UNUSED;
+use crate::vocab::{ServedRows, INDEX_UNUSED};
 
 const ENGINE: &str = "milvus";
 const VECTOR_FIELD: &str = "embedding";
@@ -374,6 +374,13 @@ impl ServingEngine for Serving {
     fn interrupted(&self) {
         release_locks();
         server::stop_all();
+    }
+
+    fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
+        let endpoint = from.milvus_server.ok_or_else(|| {
+            fail(format!("collection {} is read from the experiment's server: declare [engines.milvus]", rows.source))
+        })?;
+        served::milvus_rows(endpoint, rows)
     }
 }
 

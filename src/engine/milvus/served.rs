@@ -214,6 +214,13 @@ pub struct MilvusServed {
     vectors: Vec<f32>,
     row_chunk: Vec<u32>,
     row_groups: Vec<Vec<String>>,
+    /// Each row vector's length, for the cosine.
+    norms: Vec<f32>,
+}
+
+/// A vector's length (never 0, so a cosine is always defined).
+fn norm(v: &[f32]) -> f32 {
+    v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE)
 }
 
 impl MilvusEngine {
@@ -314,6 +321,7 @@ impl MilvusEngine {
             bytes: (vectors.len() * 4 + texts.iter().map(String::len).sum::<usize>()) as u64,
             chunk_of,
             dim,
+            norms: vectors.chunks_exact(dim).map(norm).collect(),
             vectors,
             row_chunk,
             row_groups,
@@ -394,19 +402,15 @@ impl RankingSource for MilvusServedSource<'_> {
         }
         let ids = strings(named(&results.fields_data, &s.id)?)?;
         let texts = strings(named(&results.fields_data, &s.text)?)?;
-        let mut hits = Vec::with_capacity(ids.len());
-        let mut seen = std::collections::HashSet::new();
-        for ((doc, text), score) in ids.into_iter().zip(texts).zip(results.scores) {
-            let chunk = s.chunk_of.get(&doc, &text).ok_or_else(|| {
-                fail(format!(
-                    "collection {}: a search returned a row of document {doc} that was not there when the run read it: it changed during the run",
-                    s.collection
-                ))
-            })?;
-            if seen.insert(chunk) {
-                hits.push(Hit { chunk, score: self.score(score) });
-            }
-        }
+        let scored =
+            ids.into_iter().zip(texts).zip(results.scores).map(|((doc, text), score)| (doc, text, self.score(score)));
+        let ranked = s.chunk_of.ranked(scored).map_err(|doc| {
+            fail(format!(
+                "collection {}: a search returned a row of document {doc} that was not there when the run read it: it changed during the run",
+                s.collection
+            ))
+        })?;
+        let hits = ranked.into_iter().map(|(chunk, score)| Hit { chunk, score }).collect();
         Ok(top_hits(hits, depth))
     }
 
@@ -468,7 +472,6 @@ impl MilvusServed {
     /// Every row scored exactly as the collection's metric scores it (restricted to rows that
     /// carry one of `groups`), each chunk at its best row, best first.
     fn scan(&self, q: &[f32], groups: Option<&[String]>) -> Vec<Hit> {
-        let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
         let qn = norm(q);
         let mut best: HashMap<u32, f32> = HashMap::new();
         for (r, v) in self.vectors.chunks_exact(self.dim).enumerate() {
@@ -479,7 +482,7 @@ impl MilvusServed {
             }
             let dot: f32 = v.iter().zip(q).map(|(a, b)| a * b).sum();
             let score = match self.metric {
-                Distance::Cosine => dot / (norm(v) * qn),
+                Distance::Cosine => dot / (self.norms[r] * qn),
                 Distance::Ip => dot,
                 Distance::L2 => -v.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum::<f32>(),
             };
