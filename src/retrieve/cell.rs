@@ -14,7 +14,7 @@ use crate::retrieve::access::Access;
 use crate::retrieve::fusion::{self, Fusion};
 use crate::retrieve::hits::{top_hits, Hit};
 pub use crate::retrieve::source::Query;
-use crate::retrieve::source::{RankingSource, Restriction, Side};
+use crate::retrieve::source::{NodeRole, RankingSource, Restriction, ScoreNode, Side};
 use crate::vocab::Judged;
 
 /// What a cell retrieves with: one or more ranking sources, fused when there are several,
@@ -169,7 +169,67 @@ impl<'a> CellRetriever<'a> {
         restrict: Option<&Restriction<'_>>,
         timing: &mut Timing,
     ) -> Result<Vec<Hit>> {
-        let mut hits = self.first_stage(query, self.reranked_depth(depth), restrict, timing)?;
+        self.searched(query, depth, restrict, timing, None)
+    }
+
+    /// The lists every step of [`CellRetriever::search`] made for the same call.
+    pub fn trace(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Trace> {
+        let mut trace = Trace::default();
+        self.searched(query, depth, restrict, &mut Timing::default(), Some(&mut trace))?;
+        Ok(trace)
+    }
+
+    /// How `chunk`'s score was made in the call `trace` recorded: each source's node with its
+    /// rank in its list, the fusion's node over them, each reranker's over the list it
+    /// reordered. `exact` is the same call of the cell's oracle ([`CellRetriever::oracle`]):
+    /// an approximate source's node holds the chunk's rank in the exact search in its place.
+    pub fn explain(&self, query: &Query<'_>, chunk: u32, trace: &Trace, exact: Option<&Trace>) -> Result<ScoreNode> {
+        let mut sources = Vec::with_capacity(self.sources.len());
+        for (i, source) in self.sources.iter().enumerate() {
+            let e = source.explain(query, chunk)?;
+            let mut node = ScoreNode {
+                name: self.names[i].clone(),
+                value: e.score,
+                rank: rank_in(&trace.sources[i], chunk),
+                children: e.parts,
+                role: NodeRole::Source(i),
+            };
+            let exact_rank = exact.filter(|_| source.oracle().is_some()).and_then(|x| rank_in(&x.sources[i], chunk));
+            node.children.extend(exact_rank.map(ScoreNode::exact_rank));
+            sources.push(node);
+        }
+        let mut tree = match self.fused() {
+            Some(fusion) => {
+                let sided = self.sided(&trace.sources);
+                fusion::explain(&sided, fusion, chunk, sources, rank_in(&trace.first, chunk))
+            }
+            None => sources.swap_remove(0),
+        };
+        for (i, reranker) in self.rerank.iter().enumerate() {
+            tree = reranker.explain(query, chunk, tree, rank_in(&trace.reranked[i], chunk), i)?;
+        }
+        Ok(tree)
+    }
+
+    /// How the sources' lists fuse, when there are several.
+    fn fused(&self) -> Option<Fusion> {
+        self.fusion.filter(|_| self.sources.len() > 1).map(|(fusion, _)| fusion)
+    }
+
+    fn sided<'l>(&self, lists: &'l [Vec<Hit>]) -> Vec<(&'l [Hit], Side)> {
+        lists.iter().zip(&self.sources).map(|(l, s)| (&l[..], s.side())).collect()
+    }
+
+    /// [`CellRetriever::search`], keeping each step's list in `trace` when given.
+    fn searched(
+        &self,
+        query: &Query<'_>,
+        depth: usize,
+        restrict: Option<&Restriction<'_>>,
+        timing: &mut Timing,
+        mut trace: Option<&mut Trace>,
+    ) -> Result<Vec<Hit>> {
+        let mut hits = self.first_stage(query, self.reranked_depth(depth), restrict, timing, trace.as_deref_mut())?;
         for (i, reranker) in self.rerank.iter().enumerate() {
             let t = Instant::now();
             let n = hits.len().min(reranker.candidates.max(depth));
@@ -178,6 +238,9 @@ impl<'a> CellRetriever<'a> {
             let reordered = chunks.into_iter().zip(scores).map(|(chunk, score)| Hit { chunk, score }).collect();
             hits = top_hits(reordered, n);
             timing.add(Stage::Rerank(i), t.elapsed().as_secs_f64());
+            if let Some(trace) = trace.as_deref_mut() {
+                trace.reranked.push(hits.clone());
+            }
         }
         hits.truncate(depth);
         Ok(hits)
@@ -190,6 +253,7 @@ impl<'a> CellRetriever<'a> {
         depth: usize,
         restrict: Option<&Restriction<'_>>,
         timing: &mut Timing,
+        trace: Option<&mut Trace>,
     ) -> Result<Vec<Hit>> {
         let mut timed = |i: usize, depth: usize| -> Result<Vec<Hit>> {
             let t = Instant::now();
@@ -197,17 +261,57 @@ impl<'a> CellRetriever<'a> {
             timing.add(Stage::Search(i), t.elapsed().as_secs_f64());
             Ok(hits)
         };
-        let Some((fusion, _)) = self.fusion.filter(|_| self.sources.len() > 1) else {
-            return timed(0, depth);
+        let Some(fusion) = self.fused() else {
+            let hits = timed(0, depth)?;
+            if let Some(trace) = trace {
+                (trace.sources, trace.first) = (vec![hits.clone()], hits.clone());
+            }
+            return Ok(hits);
         };
         let side_depth = self.side_depth(depth);
         let lists: Vec<Vec<Hit>> = (0..self.sources.len()).map(|i| timed(i, side_depth)).collect::<Result<_>>()?;
         let t = Instant::now();
-        let sided: Vec<(&[Hit], Side)> = lists.iter().zip(&self.sources).map(|(l, s)| (&l[..], s.side())).collect();
-        let fused = fusion::fuse(&sided, fusion, depth);
+        let fused = fusion::fuse(&self.sided(&lists), fusion, depth);
         timing.add(Stage::Fuse, t.elapsed().as_secs_f64());
+        if let Some(trace) = trace {
+            (trace.sources, trace.first) = (lists, fused.clone());
+        }
         Ok(fused)
     }
+}
+
+impl Reranker<'_> {
+    /// The reranker's node for `chunk` over `below`, the node of the list it reordered.
+    fn explain(
+        &self,
+        query: &Query<'_>,
+        chunk: u32,
+        below: ScoreNode,
+        rank: Option<u32>,
+        position: usize,
+    ) -> Result<ScoreNode> {
+        let e = self.source.explain(query, chunk)?;
+        let mut children = e.parts;
+        children.push(below);
+        let name = format!("{} of the first {}", self.name, self.candidates);
+        Ok(ScoreNode { name, value: e.score, rank, children, role: NodeRole::Rerank(position) })
+    }
+}
+
+/// The lists each step of one search call made, for [`CellRetriever::explain`].
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Each source's list, in source order.
+    pub sources: Vec<Vec<Hit>>,
+    /// The sources' list: the one source's, or theirs fused.
+    pub first: Vec<Hit>,
+    /// Each reranker's list, in order.
+    pub reranked: Vec<Vec<Hit>>,
+}
+
+/// 1-based rank of `chunk` in `hits`.
+pub fn rank_in(hits: &[Hit], chunk: u32) -> Option<u32> {
+    hits.iter().position(|h| h.chunk == chunk).map(|p| p as u32 + 1)
 }
 
 /// How a cell's hits become judged lists, and how deep it starts.
@@ -414,6 +518,42 @@ mod tests {
         reranked(3).search(&Query { text: "", vector: &q }, 2, None, &mut t).unwrap();
         let stages: Vec<Stage> = t.stages.iter().map(|s| s.0).collect();
         assert_eq!(stages, [Stage::Search(0), Stage::Rerank(0)]);
+    }
+
+    #[test]
+    fn a_reranked_fusion_explains_itself_from_its_steps_lists() {
+        // Two sides ranking chunks 0..6 in opposite orders, fused by RRF; a reranker preferring
+        // chunk 3.
+        let up = ExactIndex::new(2, (0..6).flat_map(|i| [0.0, 1.0 - i as f32 * 0.1]).collect::<Vec<_>>());
+        let down = ExactIndex::new(2, (0..6).flat_map(|i| [0.0, 0.5 + i as f32 * 0.1]).collect::<Vec<_>>());
+        let near3 =
+            ExactIndex::new(2, (0..6).flat_map(|i| [0.0, 1.0 - (i as f32 - 3.0).abs() * 0.1]).collect::<Vec<_>>());
+        let retriever = CellRetriever {
+            sources: vec![Arc::new(ExactSource { index: &up }), Arc::new(ExactSource { index: &down })],
+            names: vec!["up".into(), "down".into()],
+            fusion: Some((Fusion::Rrf { k: 0.0 }, 4)),
+            rerank: vec![Reranker { source: Arc::new(ExactSource { index: &near3 }), candidates: 3, name: "r".into() }],
+        };
+        let query = Query { text: "", vector: &[0.0, 1.0] };
+        let trace = retriever.trace(&query, 2, None).unwrap();
+        assert_eq!(trace.sources.iter().map(Vec::len).collect::<Vec<_>>(), [4, 4]);
+        let listed = retriever.search(&query, 2, None, &mut Timing::default()).unwrap();
+        assert_eq!(&trace.reranked[0][..2], &listed[..]);
+        for chunk in 0..6 {
+            let tree = retriever.explain(&query, chunk, &trace, None).unwrap();
+            assert_eq!((tree.role, tree.rank), (NodeRole::Rerank(0), rank_in(&trace.reranked[0], chunk)));
+            assert_eq!(tree.name, "r of the first 3");
+            let fusion = tree.children.last().unwrap();
+            assert_eq!((fusion.role, fusion.rank), (NodeRole::Fusion, rank_in(&trace.first, chunk)));
+            let parts: f32 = fusion.children.iter().map(|s| s.find(NodeRole::FusedPart).unwrap().value.unwrap()).sum();
+            assert_eq!(Some(parts), fusion.value);
+            if let Some(r) = fusion.rank {
+                assert_eq!(Some(trace.first[r as usize - 1].score), fusion.value, "the fused score");
+            }
+            for (i, side) in fusion.children.iter().enumerate() {
+                assert_eq!((side.role, side.rank), (NodeRole::Source(i), rank_in(&trace.sources[i], chunk)));
+            }
+        }
     }
 
     #[test]

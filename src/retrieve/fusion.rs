@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use crate::retrieve::hits::{top_hits, Hit};
-use crate::retrieve::source::Side;
+use crate::retrieve::source::{NodeRole, ScoreNode, Side};
 pub use crate::vocab::{Fusion, Norm};
 
 impl fmt::Display for Fusion {
@@ -91,6 +91,25 @@ pub fn fuse(lists: &[(&[Hit], Side)], fusion: Fusion, depth: usize) -> Vec<Hit> 
         }
     }
     top_hits(fused.into_iter().map(|(chunk, score)| Hit { chunk, score }).collect(), depth)
+}
+
+/// The fusion's node for `chunk` over its sources' nodes (one per list, in list order): each
+/// source's node gains what it adds to the fused score, and the fusion's value is their sum.
+pub fn explain(
+    lists: &[(&[Hit], Side)],
+    fusion: Fusion,
+    chunk: u32,
+    mut sources: Vec<ScoreNode>,
+    rank: Option<u32>,
+) -> ScoreNode {
+    let mut fused = 0.0;
+    for ((node, &(hits, _)), parts) in sources.iter_mut().zip(lists).zip(all_contributions(lists, fusion)) {
+        let part = hits.iter().position(|h| h.chunk == chunk).map_or(0.0, |p| parts[p]);
+        fused += part;
+        let leaf = ScoreNode::leaf("part of the fused score", Some(part));
+        node.children.push(ScoreNode { role: NodeRole::FusedPart, ..leaf });
+    }
+    ScoreNode { name: fusion.to_string(), value: Some(fused), rank, children: sources, role: NodeRole::Fusion }
 }
 
 #[cfg(test)]

@@ -46,8 +46,9 @@ impl Side {
 }
 
 /// A score and how it was made, as a tree (tantivy's `Explanation`): a source's score with its
-/// parts below it, and in `explain` the fusion above the sources. A new source or stage adds
-/// nodes, not fields.
+/// parts below it, a fusion's node over its sources', a reranker's over the list it reordered.
+/// Each step builds its own node from its children's; a new source or stage adds nodes, not
+/// fields.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ScoreNode {
     pub name: String,
@@ -57,11 +58,45 @@ pub struct ScoreNode {
     pub rank: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ScoreNode>,
+    /// Which step of the cell made the node, for a reader of one step (not written).
+    #[serde(skip)]
+    pub role: NodeRole,
+}
+
+/// The step of a cell's retrieval a [`ScoreNode`] explains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeRole {
+    /// A part of its parent's score (a BM25 term, a cosine).
+    #[default]
+    Part,
+    /// The cell's source at this position.
+    Source(usize),
+    /// The rank of its parent source's chunk in the exact search that source approximates.
+    ExactRank,
+    /// What its parent source adds to the fused score.
+    FusedPart,
+    Fusion,
+    /// The cell's reranker at this position.
+    Rerank(usize),
 }
 
 impl ScoreNode {
     pub fn leaf(name: impl Into<String>, value: Option<f32>) -> ScoreNode {
-        ScoreNode { name: name.into(), value, rank: None, children: Vec::new() }
+        ScoreNode { name: name.into(), value, rank: None, children: Vec::new(), role: NodeRole::Part }
+    }
+
+    /// The rank of a source's chunk in the exact search the source approximates.
+    pub fn exact_rank(rank: u32) -> ScoreNode {
+        let leaf = ScoreNode::leaf("the exact scan over the same vectors, same depth and filter", None);
+        ScoreNode { rank: Some(rank), role: NodeRole::ExactRank, ..leaf }
+    }
+
+    /// The first node made by step `role`, depth first.
+    pub fn find(&self, role: NodeRole) -> Option<&ScoreNode> {
+        if self.role == role {
+            return Some(self);
+        }
+        self.children.iter().find_map(|c| c.find(role))
     }
 
     /// The tree as indented lines, one per node: `name = value (rank r)`.

@@ -12,9 +12,8 @@ use crate::evaluate::causes::{diagnostic_depth, Miss};
 use crate::evaluate::label::Item;
 use crate::retrieve::access::Filter;
 use crate::retrieve::bm25::Bm25Explanation;
-use crate::retrieve::cell::{CellRetriever, Query, Timing};
-use crate::retrieve::fusion::{self, Fusion};
-use crate::retrieve::source::{ScoreNode, Side};
+use crate::retrieve::cell::{Query, Timing};
+use crate::retrieve::source::{NodeRole, ScoreNode, Side};
 use crate::retrieve::Hit;
 
 /// One case in one cell, explained.
@@ -107,55 +106,6 @@ pub struct HybridExplanation {
     pub fused: f32,
 }
 
-/// The lists a fused cell fused for one case, and the exact list in place of its dense side.
-struct FusedSides {
-    fusion: Fusion,
-    lists: Vec<Vec<Hit>>,
-    dense_exact: Option<Vec<Hit>>,
-}
-
-/// 1-based rank of `chunk` in `hits`.
-fn rank_in(hits: &[Hit], chunk: u32) -> Option<u32> {
-    hits.iter().position(|h| h.chunk == chunk).map(|p| p as u32 + 1)
-}
-
-impl FusedSides {
-    /// Each source's rank, score and share of the fused score of `chunk`, in source order.
-    fn scores(&self, retriever: &CellRetriever<'_>, chunk: u32) -> Vec<SideScore> {
-        let sided: Vec<(&[Hit], Side)> =
-            self.lists.iter().zip(&retriever.sources).map(|(l, s)| (&l[..], s.side())).collect();
-        self.lists
-            .iter()
-            .zip(fusion::all_contributions(&sided, self.fusion))
-            .map(|(hits, parts)| {
-                let at = hits.iter().position(|h| h.chunk == chunk);
-                SideScore {
-                    rank: at.map(|p| p as u32 + 1),
-                    score: at.map(|p| hits[p].score),
-                    fused_part: at.map_or(0.0, |p| parts[p]),
-                }
-            })
-            .collect()
-    }
-
-    /// The first lexical and the first dense source's scores (the `hybrid` view).
-    fn explain(&self, retriever: &CellRetriever<'_>, scores: &[SideScore]) -> HybridExplanation {
-        let first = |side: Side| {
-            retriever
-                .sources
-                .iter()
-                .position(|s| s.side() == side)
-                .map_or(SideScore { rank: None, score: None, fused_part: 0.0 }, |i| scores[i].clone())
-        };
-        HybridExplanation {
-            fusion: self.fusion.to_string(),
-            fused: scores.iter().map(|s| s.fused_part).sum(),
-            lexical: first(Side::Lexical),
-            dense: first(Side::Dense),
-        }
-    }
-}
-
 impl Scoring<'_> {
     /// Explains case `case_id` in `run`: its top item, its best-ranked relevant item, and
     /// the unit or document `asked` when given. Every rank and score is read from the cell's
@@ -223,137 +173,82 @@ impl Scoring<'_> {
         }
         chosen.dedup_by(|b, a| a.1.key == b.1.key && b.0 != "asked");
 
-        // The oracle's call (the exact search in place of each approximate source): the exact
-        // ranks of a single-source cell, and the miss diagnosis.
+        // The oracle's call (the exact search in place of each approximate source): the miss
+        // diagnosis, and the exact ranks of a lone source's judged list.
         let oracle = self.oracle(run, ci, q)?;
-        let exact_list = oracle.as_ref().filter(|_| run.retriever.sources.len() == 1).map(|o| &o.retrieval.deepest);
         let allowed = self.allowed(run.chunks, ci);
         let query = Query { text: &case.question, vector: q };
-        // A fused cell: each source's list as the cell fused it, and the exact list in place of
-        // its dense side, searched once for every item.
-        let sides = match run.retriever.fusion.filter(|_| run.retriever.sources.len() > 1) {
-            Some((fusion, _)) => {
-                let side_depth = run.retriever.side_depth(scored.depth);
-                let restriction = access.in_query();
-                let lists: Vec<Vec<Hit>> = run
-                    .retriever
-                    .sources
-                    .iter()
-                    .map(|s| s.search(&query, side_depth, restriction.as_ref()))
-                    .collect::<Result<_>>()?;
-                let dense_exact = match run.retriever.first(Side::Dense).and_then(|d| d.oracle()) {
-                    Some(exact) => Some(exact.search(&query, side_depth, restriction.as_ref())?),
-                    None => None,
-                };
-                Some(FusedSides { fusion, lists, dense_exact })
-            }
+        // Every step's list in the cell's call, and in the same call of its oracle.
+        let restriction = access.in_query();
+        let trace = run.retriever.trace(&query, scored.depth, restriction.as_ref())?;
+        let exact = match run.retriever.oracle() {
+            Some((oracle, _)) => Some(oracle.trace(&query, scored.depth, restriction.as_ref())?),
             None => None,
         };
-        // With rerankers: the list they reorder, as the cell searched it, and for a single
-        // approximate source the exact list in its place (the oracle's call is reranked too).
-        let (unreranked, unreranked_exact) = match run.retriever.unreranked() {
-            Some(first) => {
-                let depth = run.retriever.reranked_depth(scored.depth);
-                let restriction = access.in_query();
-                let exact = match (&first.sources[..], &sides) {
-                    ([only], None) => match only.oracle() {
-                        Some(exact) => Some(exact.search(&query, depth, restriction.as_ref())?),
-                        None => None,
-                    },
-                    _ => None,
-                };
-                (Some(first.search(&query, depth, restriction.as_ref(), &mut Timing::default())?), exact)
-            }
-            None => (None, None),
-        };
-        // The dense source whose exact-scan rank is reported, and whether it approximates one.
-        let first_dense = run.retriever.sources.iter().position(|s| s.side() == Side::Dense);
-        let dense_approximates = first_dense.is_some_and(|d| run.retriever.sources[d].oracle().is_some());
+        // A lone source ranks the cell's judged list: its ranks are the judged items'.
+        let alone = run.retriever.sources.len() == 1 && run.retriever.rerank.is_empty();
+        let lexical = run.retriever.sources.iter().find(|s| s.bm25().is_some());
         let items = chosen
             .into_iter()
             .map(|(role, item)| {
                 let chunk = &set.chunks[item.chunk as usize];
                 let ranked = rank_of(list, &item.key);
-                let mut out = ExplainedItem {
+                let deeper_rank = deeper.as_ref().filter(|(k, _)| ranked.is_none() && *k == item.key).map(|d| d.1);
+                let mut tree = run.retriever.explain(&query, item.chunk, &trace, exact.as_ref())?;
+                tree.rank = ranked.or(deeper_rank);
+                if alone {
+                    tree.children.retain(|c| c.role != NodeRole::ExactRank);
+                    let exact_rank = oracle.as_ref().and_then(|o| rank_of(&o.retrieval.deepest, &item.key));
+                    tree.children.extend(exact_rank.map(ScoreNode::exact_rank));
+                }
+                let hybrid = tree.find(NodeRole::Fusion).map(|fusion| {
+                    let side = |side: Side| {
+                        let node = run
+                            .retriever
+                            .sources
+                            .iter()
+                            .position(|s| s.side() == side)
+                            .and_then(|i| fusion.find(NodeRole::Source(i)));
+                        node.map_or(SideScore { rank: None, score: None, fused_part: 0.0 }, |n| SideScore {
+                            rank: n.rank,
+                            score: n.rank.and(n.value),
+                            fused_part: n.find(NodeRole::FusedPart).and_then(|p| p.value).unwrap_or(0.0),
+                        })
+                    };
+                    HybridExplanation {
+                        fusion: fusion.name.clone(),
+                        lexical: side(Side::Lexical),
+                        dense: side(Side::Dense),
+                        fused: fusion.value.unwrap_or(0.0),
+                    }
+                });
+                let dense = run
+                    .retriever
+                    .sources
+                    .iter()
+                    .position(|s| s.side() == Side::Dense)
+                    .and_then(|d| tree.find(NodeRole::Source(d)))
+                    .map(|node| DenseExplanation {
+                        cosine: node.value.unwrap_or(f32::NAN),
+                        rank: node.rank,
+                        exact_rank: node.find(NodeRole::ExactRank).and_then(|n| n.rank),
+                    });
+                Ok(ExplainedItem {
                     role,
                     key: item.key.clone(),
                     doc: corpus.docs[chunk.doc as usize].id.clone(),
                     chunk: chunk.id.clone(),
                     rank: ranked,
-                    deeper_rank: deeper.as_ref().filter(|(k, _)| ranked.is_none() && *k == item.key).map(|d| d.1),
+                    deeper_rank,
                     relevant: case.answerable && item.gain > 0.0,
                     labelled: item.gain > 0.0,
                     visible_to_user: allowed.is_none_or(|a| a.contains(item.chunk)),
                     score: ranked.map(|_| item.score),
-                    bm25: None,
-                    dense: None,
-                    hybrid: None,
-                    score_tree: ScoreNode::leaf("", None),
-                };
-                let explained: Vec<_> =
-                    run.retriever.sources.iter().map(|s| s.explain(&query, item.chunk)).collect::<Result<_>>()?;
-                out.bm25 = explained.iter().find_map(|e| e.bm25.clone());
-                let scores = sides.as_ref().map(|s| s.scores(&run.retriever, item.chunk));
-                let hybrid = sides.as_ref().zip(scores.as_ref()).map(|(s, scores)| s.explain(&run.retriever, scores));
-                // A source's exact-scan rank: the exact list in place of a fused cell's dense side,
-                // or of a single source.
-                let exact_rank = match (&sides, &unreranked_exact) {
-                    (Some(s), _) => s.dense_exact.as_deref().and_then(|l| rank_in(l, item.chunk)),
-                    (None, Some(l)) => rank_in(l, item.chunk),
-                    (None, None) => exact_list.as_ref().and_then(|l| rank_of(l, &item.key)),
-                };
-                // The rank in the list the sources made: before any reranker (outside the list,
-                // the one the deeper search found).
-                let first_rank = match &unreranked {
-                    Some(list) => rank_in(list, item.chunk),
-                    None => ranked.or(out.deeper_rank),
-                };
-                if let Some(d) = first_dense {
-                    let cosine = explained[d].score.unwrap_or(f32::NAN);
-                    // A single dense source's list is the cell's first stage.
-                    let rank = hybrid.as_ref().map_or(first_rank, |h| h.dense.rank);
-                    out.dense = Some(DenseExplanation { cosine, rank, exact_rank });
-                }
-                let mut nodes: Vec<ScoreNode> = run
-                    .retriever
-                    .names
-                    .iter()
-                    .zip(explained)
-                    .enumerate()
-                    .map(|(i, (name, e))| {
-                        let mut node = ScoreNode {
-                            name: name.clone(),
-                            value: e.score,
-                            rank: scores.as_ref().map_or(first_rank, |s| s[i].rank),
-                            children: e.parts,
-                        };
-                        if let Some(r) = exact_rank.filter(|_| Some(i) == first_dense && dense_approximates) {
-                            let exact = "the exact scan over the same vectors, same depth and filter";
-                            node.children.push(ScoreNode { rank: Some(r), ..ScoreNode::leaf(exact, None) });
-                        }
-                        if let Some(s) = &scores {
-                            node.children.push(ScoreNode::leaf("part of the fused score", Some(s[i].fused_part)));
-                        }
-                        node
-                    })
-                    .collect();
-                let mut tree = match &hybrid {
-                    Some(h) => {
-                        ScoreNode { name: h.fusion.clone(), value: Some(h.fused), rank: first_rank, children: nodes }
-                    }
-                    None => nodes.swap_remove(0),
-                };
-                for (i, reranker) in run.retriever.rerank.iter().enumerate() {
-                    let e = reranker.source.explain(&query, item.chunk)?;
-                    let last = i + 1 == run.retriever.rerank.len();
-                    let name = format!("{} of the first {}", reranker.name, reranker.candidates);
-                    let mut children = e.parts;
-                    children.push(tree);
-                    tree = ScoreNode { name, value: e.score, rank: if last { ranked } else { None }, children };
-                }
-                out.score_tree = tree;
-                out.hybrid = hybrid;
-                Ok(out)
+                    bm25: lexical.map(|s| s.explain(&query, item.chunk)).transpose()?.and_then(|e| e.bm25),
+                    dense,
+                    hybrid,
+                    score_tree: tree,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Explanation {
