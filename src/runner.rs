@@ -17,17 +17,15 @@ use crate::build::{self, BuildContext};
 use crate::engine::servers::EngineSources;
 use crate::error::{Error, Result};
 use crate::evaluate::aggregate;
-use crate::evaluate::context::{self, Overlap, Packed};
-use crate::evaluate::label::{Judged, Truth, Unit};
-use crate::evaluate::metrics::{Metric, MetricAt};
+use crate::evaluate::context::{self, Packed};
+use crate::evaluate::label::{Truth, Unit};
+use crate::evaluate::metrics::MetricAt;
 use crate::evaluate::ties::CellValues;
 use crate::experiment::{Cell, Experiment};
 use crate::input::corpus::Corpus;
 use crate::input::golden::{self, GoldenCase, Split};
 use crate::plan::{CellPlan, ModelId, Plan};
-use crate::results::{
-    CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Ordered, Parity, Row, SliceRow, StageReport,
-};
+use crate::results::{CaseInfo, CaseResult, ContextItem, ContextLine, Latency, Ordered, Row, SliceRow, StageReport};
 use crate::retrieve::access::{self, Access};
 use crate::retrieve::cell::{self, CellRetriever, Judge, Query, Retrieval, Stage, Timing};
 use crate::retrieve::Allowed;
@@ -537,7 +535,10 @@ pub fn run_with<'e>(
     let plan_started = Instant::now();
     let columns = cut_columns(exp);
     let facts = ChunkFacts::of(corpus, &built.sets, counter)?;
-    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &columns, counter, &facts)?;
+    let scoring = Scoring::new(exp, corpus, cases, &built.sets, counter, &facts);
+    let (metrics, ranking) = (collect::Metrics::new(&scoring, &columns)?, collect::Ranking::new(&scoring));
+    let collectors: [&dyn collect::Collector; 6] =
+        [&metrics, &collect::Budgets, &ranking, &collect::Leaks, &collect::RankedHits, &collect::OracleParity];
     let case_info = aggregate::case_info(cases, corpus);
     let slices_of = aggregate::case_slices(&case_info);
     let golden_tags = aggregate::golden_tags(&case_info);
@@ -573,12 +574,10 @@ pub fn run_with<'e>(
                 let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
                 let oracle = scoring.oracle(&this, ci, vector)?;
                 let packed = scoring.packed(&this, ci, &retrieval)?;
-                let mut result = scoring.score(&this, ci, &retrieval, &packed)?;
+                let exact = oracle.as_ref().map(|o| &o.retrieval);
+                let mut result = scoring.collect(&this, ci, &retrieval, &packed, exact, &collectors);
                 result.misses = scoring.diagnose(&this, ci, vector, &retrieval, oracle.as_ref())?;
                 result.budget_misses = scoring.budget_misses(&this, ci, &retrieval, &packed, &result.misses);
-                if let Some(oracle) = &oracle {
-                    result.parity = parity(&retrieval, &oracle.retrieval, &exp.k);
-                }
                 pb.inc(1);
                 Ok(result)
             })
@@ -646,17 +645,6 @@ pub fn run_with<'e>(
     Ok(Outcome { rows, slices, case_info, stages, split_counts, failed, wall_seconds: started.elapsed().as_secs_f64() })
 }
 
-/// Per k: the cell's list against the oracle's list of the same case under the same access.
-fn parity(r: &Retrieval, oracle: &Retrieval, ks: &[usize]) -> Vec<Parity> {
-    ks.iter()
-        .enumerate()
-        .map(|(i, &k)| {
-            let top = |j: &Judged| -> Vec<String> { j.items.iter().take(k).map(|item| item.key.clone()).collect() };
-            Parity::of(&top(r.list(i)), &top(oracle.list(i)))
-        })
-        .collect()
-}
-
 /// Builds what cell `cell_id` of `exp` needs (from the cache when built before) and calls `f`
 /// with the scoring context, the cell, and each case's query vector.
 fn with_cell<T>(
@@ -697,7 +685,7 @@ fn with_cell<T>(
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
     let planned = &plan.cells[0];
     let facts = ChunkFacts::of(corpus, &built.sets, &prepared.counter)?;
-    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &[], &prepared.counter, &facts)?;
+    let scoring = Scoring::new(exp, corpus, cases, &built.sets, &prepared.counter, &facts);
     let run = CellRun::new(&one.cells[0], planned, built.retriever(planned), &plan_models);
     let queries = built.cell_queries(planned);
     let vector = |ci: usize| queries.vector(ci);
@@ -864,7 +852,8 @@ pub fn write_contexts(
     Ok((path, lines.len()))
 }
 
-/// What retrieving and scoring a case reads.
+/// What retrieving, packing and judging a case reads; what is computed from its lists is
+/// the collectors' ([`collect`]).
 struct Scoring<'a> {
     exp: &'a Experiment,
     corpus: &'a Corpus,
@@ -873,20 +862,10 @@ struct Scoring<'a> {
     sets: &'a [crate::stages::chunk::ChunkSet],
     truths: Vec<Truth>,
     allowed_sets: HashMap<(usize, &'a [String]), Allowed>,
-    /// Each metric column with the position of its cut-off in the experiment's cut keys
-    /// (each k, then each budget).
-    columns: &'a [(usize, MetricAt)],
     /// The cost tokenizer: context tokens, budgets and token-level measures.
     counter: &'a Counter,
     /// What the chunk sets hold, whatever the labels.
     facts: &'a ChunkFacts,
-    /// Per case: the relevant text as byte ranges `(doc, start, end)`, for token-level
-    /// measures (section and evidence units with budgets; empty otherwise).
-    relevant_text: Vec<Vec<(u32, usize, usize)>>,
-    /// Per case and budget: how many of R's items the ideal packed context holds (SPEC §3).
-    ideal_items: Vec<Vec<usize>>,
-    /// Per chunk set, per chunk: whether it counts for several labelled sections (section unit).
-    spanning: Vec<Vec<bool>>,
 }
 
 /// The experiment's columns, each with the position of its cut-off among `cut_keys`.
@@ -900,99 +879,6 @@ fn cut_columns(exp: &Experiment) -> Vec<(usize, MetricAt)> {
                 exp.k.iter().position(|&k| k == c.k).expect("columns use the experiment's k")
             };
             (i, c)
-        })
-        .collect()
-}
-
-/// The relevant text of a case as byte ranges: its labelled sections (section unit), or every
-/// place its evidence spans occur in the documents they name, else in its labelled
-/// documents, else anywhere (evidence unit); `normalized` gives each document's mapped
-/// normalisation, computed once per document.
-fn relevant_text<'n>(
-    unit: Unit,
-    case: &GoldenCase,
-    truth: &Truth,
-    corpus: &Corpus,
-    normalized: &(dyn Fn(usize) -> &'n crate::analyze::Mapped + Sync),
-) -> Vec<(u32, usize, usize)> {
-    match unit {
-        Unit::Doc => Vec::new(),
-        // A section's span runs to the next heading: the blank lines before it are layout,
-        // not text to recall (a chunk equal to the section then recalls all of it).
-        Unit::Section => truth
-            .section_spans()
-            .into_iter()
-            .map(|(d, start, end)| {
-                let text = &corpus.docs[d as usize].text[start..end];
-                (d, start, start + text.trim_end().len())
-            })
-            .collect(),
-        Unit::Evidence => {
-            let labelled: Vec<usize> = case
-                .relevant
-                .iter()
-                .filter_map(|l| match corpus.target(&l.id)? {
-                    crate::input::corpus::Target::Doc(d) | crate::input::corpus::Target::Section { doc: d, .. } => {
-                        Some(d)
-                    }
-                })
-                .collect();
-            let mut out = Vec::new();
-            for e in &case.evidence {
-                let span = crate::analyze::normalize(&e.text);
-                if span.is_empty() {
-                    continue;
-                }
-                let docs: Vec<usize> = match e.doc.as_deref().and_then(|d| corpus.doc_index(d)) {
-                    Some(d) => vec![d],
-                    None if !labelled.is_empty() => labelled.clone(),
-                    None => (0..corpus.docs.len()).collect(),
-                };
-                for d in docs {
-                    let (norm, map) = normalized(d);
-                    for (at, found) in norm.match_indices(span.as_str()) {
-                        let (start, end) = (map[at].0, map[at + found.len() - 1].1);
-                        out.push((d as u32, start as usize, end as usize));
-                    }
-                }
-            }
-            out
-        }
-    }
-}
-
-/// Per chunk set, per chunk: whether it counts (SPEC §2) for two or more of the sections any
-/// case labels. Such a chunk is credited for each: the bigger the chunk, the more it covers.
-fn spanning_chunks(
-    unit: Unit,
-    cases: &[GoldenCase],
-    corpus: &Corpus,
-    sets: &[crate::stages::chunk::ChunkSet],
-) -> Vec<Vec<bool>> {
-    // Per document, the spans of the sections any case labels.
-    let mut labelled: Vec<Vec<(usize, usize)>> = vec![Vec::new(); corpus.docs.len()];
-    if unit == Unit::Section {
-        for l in cases.iter().flat_map(|c| &c.relevant) {
-            if let Some(crate::input::corpus::Target::Section { doc, section }) = corpus.target(&l.id) {
-                let s = &corpus.docs[doc].sections[section];
-                labelled[doc].push((s.start, s.end));
-            }
-        }
-        for spans in &mut labelled {
-            spans.sort_unstable();
-            spans.dedup();
-        }
-    }
-    sets.iter()
-        .map(|set| {
-            set.chunks
-                .par_iter()
-                .map(|c| {
-                    let span = (c.start as usize, c.end as usize);
-                    let counts = |s: &&(usize, usize)| crate::evaluate::label::counts_for(span, **s);
-                    labelled[c.doc as usize].iter().filter(counts).take(2).count() >= 2
-                })
-                .collect()
         })
         .collect()
 }
@@ -1101,50 +987,18 @@ impl<'a> CellRun<'a> {
 }
 
 impl<'a> Scoring<'a> {
-    /// The cases' truths, who may see what, and each document's chunks, for `built`'s sets.
+    /// The cases' truths and who may see what, for `built`'s sets.
     fn new(
         exp: &'a Experiment,
         corpus: &'a Corpus,
         cases: &'a [GoldenCase],
         sets: &'a [crate::stages::chunk::ChunkSet],
-        columns: &'a [(usize, MetricAt)],
         counter: &'a Counter,
         facts: &'a ChunkFacts,
-    ) -> Result<Self> {
+    ) -> Self {
         let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
-        let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
-        let relevant_text = if token_measures {
-            let doc = |d: usize| facts.normalized(corpus, d);
-            cases.par_iter().zip(&truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus, &doc)).collect()
-        } else {
-            vec![Vec::new(); cases.len()]
-        };
-        let ideal_items = if exp.budget.is_empty() {
-            vec![Vec::new(); cases.len()]
-        } else {
-            let tokens_in = |d: u32, s: usize, e: usize| facts.tokens_in(corpus, counter, d, s, e);
-            truths
-                .iter()
-                .map(|truth| {
-                    let items = truth.item_tokens(corpus, &tokens_in, &|t| counter.count(t))?;
-                    Ok(exp.budget.iter().map(|&b| context::ideal_count(&items, b)).collect())
-                })
-                .collect::<Result<Vec<Vec<usize>>>>()?
-        };
-        Ok(Scoring {
-            exp,
-            corpus,
-            cases,
-            sets,
-            truths,
-            allowed_sets: allowed_sets(corpus, cases, sets),
-            columns,
-            counter,
-            facts,
-            relevant_text,
-            ideal_items,
-            spanning: spanning_chunks(exp.unit, cases, corpus, sets),
-        })
+        let allowed_sets = allowed_sets(corpus, cases, sets);
+        Scoring { exp, corpus, cases, sets, truths, allowed_sets, counter, facts }
     }
 
     /// Cost-tokenizer tokens of document `doc` that start within `[start, end)`.
@@ -1266,128 +1120,6 @@ impl Scoring<'_> {
             .collect()
     }
 
-    /// Case `ci`'s line from its retrieval `r` and the contexts packed from it ([`Scoring::packed`]).
-    fn score(&self, run: &CellRun<'_>, ci: usize, r: &Retrieval, packed: &[Packed]) -> Result<CaseResult> {
-        let case = &self.cases[ci];
-        let ks = &self.exp.k;
-        let set = &self.sets[run.chunks];
-        let chunk_tokens = &self.facts.chunk_tokens[run.chunks];
-        let judged_packed: Vec<Judged> = packed
-            .iter()
-            .map(|p| self.truths[ci].judge_pieces(p.pieces.iter().map(|x| x.0), set, self.corpus, usize::MAX))
-            .collect();
-        let overlaps: Vec<Overlap> = packed
-            .iter()
-            .map(|p| {
-                let context: Vec<(u32, usize, usize)> =
-                    p.pieces.iter().map(|(x, _)| (set.chunks[x.chunk as usize].doc, x.start, x.end)).collect();
-                Overlap::of(&self.relevant_text[ci], &context, &|d, s, e| self.tokens_in(d, s, e))
-            })
-            .collect();
-        let values = self
-            .columns
-            .iter()
-            .map(|&(i, c)| {
-                if !case.answerable {
-                    return None;
-                }
-                if !c.budget {
-                    return c.metric.at(r.list(i), c.k);
-                }
-                let b = i - ks.len();
-                match c.metric {
-                    Metric::TokRecall => overlaps[b].recall(),
-                    Metric::TokPrecision => overlaps[b].precision(),
-                    Metric::TokIou => overlaps[b].iou(),
-                    Metric::Ndcg => crate::evaluate::metrics::ndcg_packed(&judged_packed[b], self.ideal_items[ci][b]),
-                    m => m.at(&judged_packed[b], judged_packed[b].items.len().max(1)),
-                }
-            })
-            .collect();
-        // What the cell served its user, whatever the labels say: the first chunks of its
-        // ranking (after a late filter) up to the largest k, and every packed context.
-        let leaks = match self.allowed(run.chunks, ci) {
-            Some(a) => {
-                let max_k = *ks.last().expect("at least one cut-off");
-                let late = run.cell.filter == crate::vocab::Filter::Post;
-                let mut returned: Vec<u32> =
-                    r.hits.iter().map(|h| h.chunk).filter(|&c| !late || a.contains(c)).take(max_k).collect();
-                returned.extend(packed.iter().flat_map(|p| p.pieces.iter().map(|x| x.0.chunk)));
-                returned.sort_unstable();
-                returned.dedup();
-                returned.into_iter().filter(|&c| !a.contains(c)).count()
-            }
-            None => 0,
-        };
-        let deepest = &r.deepest;
-        let mut ctx_tokens: Vec<u32> = ks
-            .iter()
-            .enumerate()
-            .map(|(i, &k)| r.list(i).returned.iter().take(k).map(|&c| chunk_tokens[c as usize]).sum())
-            .collect();
-        ctx_tokens.extend(packed.iter().map(Packed::tokens));
-        let mut short: Vec<bool> = ks.iter().enumerate().map(|(i, &k)| r.list(i).items.len() < k).collect();
-        // Deeper than the deepest k list only where the largest budget's list extends it (a
-        // `post` cell's budget list is filtered after packing, its k lists per k).
-        let extends = |p: &&Judged| {
-            p.items.len() > deepest.items.len() && p.items.iter().zip(&deepest.items).all(|(a, b)| a.key == b.key)
-        };
-        let ranking = &judged_packed.last().filter(extends).unwrap_or(deepest).items;
-        short.extend(packed.iter().map(|p| p.short));
-        Ok(CaseResult {
-            cell: run.cell.id.clone(),
-            case: case.id.clone(),
-            split: case.split.unwrap_or(Split::Tuning),
-            answerable: case.answerable,
-            values,
-            ranking: ranking.iter().map(|i| (i.key.clone(), i.score)).collect(),
-            hits: (!run.retriever.plans_each_depth())
-                .then(|| r.hits.iter().map(|h| (set.chunks[h.chunk as usize].id.clone(), h.score)).collect()),
-            // Only an answerable case is judged (an unanswerable one has no answer to find).
-            unjudged: {
-                let visible = self.allowed(run.chunks, ci);
-                let mut units: Vec<(String, u32)> = Vec::new();
-                for (rank, item) in ranking.iter().enumerate().filter(|_| case.answerable) {
-                    if item.judged || visible.is_some_and(|a| !a.contains(item.chunk)) {
-                        continue;
-                    }
-                    for unit in crate::evaluate::label::judging_units(self.exp.unit, set, self.corpus, item.chunk) {
-                        if !units.iter().any(|(u, _)| *u == unit) {
-                            units.push((unit, rank as u32 + 1));
-                        }
-                    }
-                }
-                units
-            },
-            packed_items: judged_packed.iter().map(|j| j.items.len()).collect(),
-            top_at: ks
-                .iter()
-                .enumerate()
-                .filter(|&(i, &k)| {
-                    let list = &r.list(i).items;
-                    let (mine, prefix) = (&list[..k.min(list.len())], &deepest.items[..k.min(deepest.items.len())]);
-                    mine.len() != prefix.len() || mine.iter().zip(prefix).any(|(a, b)| a.key != b.key)
-                })
-                .map(|(i, &k)| (format!("@{k}"), r.list(i).items.iter().take(k).map(|it| it.key.clone()).collect()))
-                .collect(),
-            short,
-            leaks,
-            restricted_hit: case.is_restricted() && deepest.items.iter().any(|i| i.gain > 0.0),
-            spanning: {
-                let relevant: Vec<u32> = deepest.items.iter().filter(|i| i.gain > 0.0).map(|i| i.chunk).collect();
-                let spanning = relevant.iter().filter(|&&c| self.spanning[run.chunks][c as usize]).count();
-                (relevant.len() as u32, spanning as u32)
-            },
-            ctx_tokens,
-            first_relevant: deepest.items.iter().position(|i| i.gain > 0.0).map(|p| p as u32 + 1),
-            top_score: deepest.items.first().map(|i| i.score),
-            depth: r.depth,
-            misses: Vec::new(),
-            budget_misses: Vec::new(),
-            parity: Vec::new(),
-        })
-    }
-
     /// The timed pass of one cell (SPEC §8): one case at a time after a warm-up, the query
     /// embedded live, through the same retrieval call that produced the scored list. The call
     /// searches with the scored pass's query vector (a query embedded alone can differ from
@@ -1440,6 +1172,7 @@ impl Scoring<'_> {
     }
 }
 
+mod collect;
 mod diagnose;
 pub mod embed_shard;
 mod explain;

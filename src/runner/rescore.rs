@@ -113,7 +113,11 @@ impl Recorded {
     ) -> Result<Scored> {
         let Prepared { plan, corpus, counter, .. } = prepared;
         let (sets, columns) = (&self.sets, &self.columns);
-        let scoring = Scoring::new(exp, corpus, cases, sets, columns, counter, &self.facts)?;
+        let scoring = Scoring::new(exp, corpus, cases, sets, counter, &self.facts);
+        let (metrics, ranking) = (collect::Metrics::new(&scoring, columns)?, collect::Ranking::new(&scoring));
+        // The oracle's parity is the run's: no case is searched again.
+        let collectors: [&dyn collect::Collector; 5] =
+            [&metrics, &collect::Budgets, &ranking, &collect::Leaks, &collect::RankedHits];
         let case_at: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
         // What-if labels decide only: without `require`, a cell's written row with the decision
         // metric's mean is all the rule reads (leaks, latency and cost are the run's).
@@ -179,7 +183,7 @@ impl Recorded {
                     )));
                 }
                 let packed = scoring.packed(&this, ci, &r)?;
-                let mut result = scoring.score(&this, ci, &r, &packed)?;
+                let mut result = scoring.collect(&this, ci, &r, &packed, None, &collectors);
                 result.misses = diagnose::flag_unjudged(kept_misses(&result, line, &exp.k, &r), &r, &exp.k);
                 // A budget miss reads only the ranking and its packing: diagnosed anew.
                 result.budget_misses = scoring.budget_misses(&this, ci, &r, &packed, &result.misses);
