@@ -65,22 +65,15 @@ pub struct Prepared {
     pub cross_encoders: Vec<ModelInfo>,
     /// Counts the context tokens a retrieval would send to a model.
     pub counter: Counter,
-    /// The user's own PostgreSQL server, its password read (`[engines.pg]`).
-    pub pg_server: Option<crate::engine::connect::Endpoint>,
-    /// The user's own Milvus, its token read (`[engines.milvus]`).
-    pub milvus_server: Option<crate::engine::milvus::MilvusEndpoint>,
+    /// The experiment's own servers (`[engines.NAME]`), their secrets read.
+    pub servers: Vec<crate::engine::registry::UserServer>,
 }
 
 impl Prepared {
     /// Where the run's serving engines come from: the installs in `opts`, or the experiment's
     /// own servers.
     pub fn engine_sources<'a>(&'a self, opts: &'a RunOptions) -> EngineSources<'a> {
-        EngineSources {
-            engines_dir: &opts.engines_dir,
-            cache_dir: &opts.cache_dir,
-            pg_server: self.pg_server.as_ref(),
-            milvus_server: self.milvus_server.as_ref(),
-        }
+        EngineSources { engines_dir: &opts.engines_dir, cache_dir: &opts.cache_dir, servers: &self.servers }
     }
 
     /// Documents visible to every user (no ACL once the experiment's permissions apply).
@@ -176,9 +169,8 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
         .collect::<Result<Vec<_>>>()?;
     models.iter().try_for_each(ModelInfo::check_embeds)?;
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
-    let pg_server = exp.pg_server.as_ref().map(pg_endpoint).transpose()?;
-    let milvus_server = exp.milvus_server.as_ref().map(milvus_endpoint).transpose()?;
-    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, cross_encoders, counter, pg_server, milvus_server })
+    let servers = crate::engine::servers::user_servers(&exp.servers)?;
+    Ok(Prepared { plan, corpus, cases, drafts, judgments, models, cross_encoders, counter, servers })
 }
 
 /// The installed models the experiment reranks by, each read once (a model that is not
@@ -345,29 +337,6 @@ fn with_chunking_context<T>(
         bar: &make_bar,
     };
     f(&prepared.plan, &ctx)
-}
-
-/// The user's PostgreSQL server of `[engines.pg]`, with the password its variable holds.
-fn pg_endpoint(spec: &crate::experiment::PgServerSpec) -> Result<crate::engine::connect::Endpoint> {
-    let mut endpoint = spec.endpoint.clone();
-    if let Some(var) = &spec.password_env {
-        let password = std::env::var(var).map_err(|_| {
-            Error::input(spec.at.clone(), format!("`password_env` names {var}, which is not set in the environment"))
-        })?;
-        endpoint.password = Some(password);
-    }
-    Ok(endpoint)
-}
-
-/// The user's Milvus of `[engines.milvus]`, with the token its variable holds.
-fn milvus_endpoint(spec: &crate::experiment::MilvusServerSpec) -> Result<crate::engine::milvus::MilvusEndpoint> {
-    let token = match &spec.token_env {
-        None => None,
-        Some(var) => Some(std::env::var(var).map_err(|_| {
-            Error::input(spec.at.clone(), format!("`token_env` names {var}, which is not set in the environment"))
-        })?),
-    };
-    Ok(crate::engine::milvus::MilvusEndpoint { url: spec.url.clone(), token })
 }
 
 fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {

@@ -146,3 +146,198 @@ fn engines_install_unpacks_the_same_chroma_as_the_script() {
     assert_eq!(names(&ours), names(&script));
     assert!(ours == script, "the module differs from the script's");
 }
+
+/// A Chroma of the user's own for one test: the installed server module on a free port, its
+/// data in its own folder; killed when dropped.
+struct UserChroma {
+    child: std::process::Child,
+    url: String,
+    _data: tempfile::TempDir,
+}
+
+impl UserChroma {
+    fn start() -> UserChroma {
+        use std::os::unix::process::CommandExt;
+        let data = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let args = format!(
+            "import chromadb_rust_bindings as b; b.cli(['chroma', 'run', '--path', {:?}, '--host', '127.0.0.1', '--port', '{port}'])",
+            data.path().display().to_string()
+        );
+        let child = std::process::Command::new("python3")
+            .args(["-c", &args])
+            .env("PYTHONPATH", repo().join("engines/chroma"))
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = UserChroma { child, url: format!("http://127.0.0.1:{port}"), _data: data };
+        let started = std::time::Instant::now();
+        while ureq::get(&format!("{}/api/v2/heartbeat", server.url)).call().is_err() {
+            assert!(started.elapsed().as_secs() < 60, "the user's Chroma did not start");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        server
+    }
+
+    /// The names of its collections.
+    fn collections(&self) -> Vec<String> {
+        let path = "/api/v2/tenants/default_tenant/databases/default_database/collections";
+        let text = ureq::get(&format!("{}{path}", self.url)).call().unwrap().into_body().read_to_string().unwrap();
+        let listed: Value = serde_json::from_str(&text).unwrap();
+        let mut names: Vec<String> =
+            listed.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for UserChroma {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = std::process::Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// `[engines.chroma] url = …`: the cells run on the user's own Chroma. Two shards started
+/// together (no engines installed) build the collection they share once: one holds its build
+/// lock, the other waits and reuses it; no lock or half-built collection is left; and a later
+/// run's lists there equal the exact scan's, case by case.
+#[test]
+fn shards_on_a_users_chroma_build_each_collection_once() {
+    assert!(
+        repo().join("engines/chroma/chromadb_rust_bindings").is_dir(),
+        "Chroma is not installed: run scripts/install-engines.sh (.ci/run does)"
+    );
+    let chroma = UserChroma::start();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::team_corpus(root, 400, 40);
+    let server = format!("[engines.chroma]\nurl = \"{}\"\n[[chunkers]]\nkind = \"none\"\n", chroma.url);
+    let served = "[[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"team-16\"\nef_search = 1000\n";
+    let shared = common::team_experiment(root, "shards", &format!("{server}{served}"));
+    let validated = common::ragsweep()
+        .arg("validate")
+        .arg(&shared)
+        .arg("--models")
+        .arg(root.join("models"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&validated.stdout);
+    assert!(validated.status.success(), "{said}{}", String::from_utf8_lossy(&validated.stderr));
+    assert!(said.contains(&format!("the experiment's server at {}", chroma.url)), "{said}");
+    assert!(chroma.collections().is_empty(), "the probe collection is dropped: {:?}", chroma.collections());
+
+    let reused = common::run_shards_at_once(root, &shared, 2, &[], "chroma");
+    assert_eq!(reused.iter().filter(|r| !**r).count(), 1, "one shard builds, the other reuses: {reused:?}");
+    let names = chroma.collections();
+    assert!(names.len() == 1 && names[0].starts_with("v_"), "no lock or half-built collection left: {names:?}");
+
+    let both = common::team_experiment(
+        root,
+        "users",
+        &format!("{server}[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n{served}"),
+    );
+    let out = common::ragsweep()
+        .arg("run")
+        .arg(&both)
+        .args(["-q", "--models"])
+        .arg(root.join("models"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .arg("--out")
+        .arg(root.join("results"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let latest = root.join("results/users/latest");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("manifest.json")).unwrap()).unwrap();
+    let stages = manifest["stages"].as_array().unwrap();
+    let engine = stages.iter().find(|s| s["stage"] == "engine").unwrap();
+    assert!(engine["key"].as_str().unwrap().contains("connected to the experiment's Chroma"), "{engine}");
+    let lists = tops(&latest);
+    let of = |cell: &str| -> Vec<(String, Value)> {
+        lists.iter().filter(|(c, _, _)| c == cell).map(|(_, case, top)| (case.clone(), top.clone())).collect()
+    };
+    assert_eq!(of("c01").len(), 40);
+    assert_eq!(of("c03"), of("c01"), "the user's Chroma = in-process exact, case by case");
+    assert_eq!(of("c04"), of("c02"), "filtered in the query too");
+    assert_eq!(chroma.collections(), names, "the collection is reused, nothing else is made");
+    assert_eq!(servers_under(root), 0, "no server of ours was started");
+}
+
+/// Each `[engines.NAME]` is read by its engine: an unknown engine, the other engine's secret key,
+/// credentials in the URL (never repeated) and an unset variable are refused at their line.
+#[test]
+fn server_sections_are_read_by_their_engine_and_refused_at_their_line() {
+    let docs = [("a.md", "# A\nTexto.\n")];
+    let golden = r#"[{"id": "q1", "question": "texto", "relevant": ["a"]}]"#;
+    let head = "name = \"s\"\nunit = \"doc\"\nk = [1]\n";
+    let cells = "[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n";
+    for (section, line, says) in [
+        ("[engines.qdrant]\nurl = \"http://db:6333\"\n", 4, "unknown engine \"qdrant\" (known: pg, milvus, chroma)"),
+        (
+            "[engines.pg]\nurl = \"postgresql://u@db/rag\"\ntoken_env = \"T\"\n",
+            6,
+            "names the variable with its secret `password_env`, not `token_env`",
+        ),
+        ("[engines.chroma]\nurl = \"https://u:s3cr3t@db:8000\"\n", 5, "the URL holds credentials"),
+        ("[engines.chroma]\nurl = \"https://db:8000\"\n", 5, "TLS is not supported"),
+        (
+            "[engines.chroma]\nurl = \"http://127.0.0.1:9\"\ntoken_env = \"RAGSWEEP_TEST_NOT_SET\"\n",
+            5,
+            "`token_env` names RAGSWEEP_TEST_NOT_SET, which is not set in the environment",
+        ),
+    ] {
+        let f = common::Fixture::new(&docs, golden, &format!("{head}{section}{cells}"));
+        let out = f.cmd().args(["validate", "exp.toml"]).env_remove("RAGSWEEP_TEST_NOT_SET").output().unwrap();
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "{section}: {all}");
+        assert!(all.contains(&format!("exp.toml:{line}:")) && all.contains(says), "{section}: {all}");
+        assert!(!all.contains("s3cr3t"), "{all}");
+    }
+}
+
+/// `bench-filter --engine chroma`: the same vectors and tenant groups loaded through the grid's
+/// loader, each search through a grid cell's source. The collection searched with a list as long
+/// as the corpus returns the exact filtered lists at every allowed fraction; the graph at
+/// `--engine-ef-search` is measured beside it; no server is left.
+#[test]
+fn bench_filter_measures_chroma_beside_the_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::synthetic_project(root, 300, 20);
+    let experiment = root.join("bench.toml");
+    std::fs::write(
+        &experiment,
+        "name = \"bench\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
+         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
+    )
+    .unwrap();
+    let out = common::ragsweep()
+        .current_dir(root)
+        .arg("bench-filter")
+        .arg(&experiment)
+        .args(["--queries", "20", "--engine", "chroma", "--models"])
+        .arg(root.join("models"))
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}\n{table}", String::from_utf8_lossy(&out.stderr));
+    for allowed in ["1%", "10%", "50%", "90%"] {
+        let (_, under_return, recall) = common::parity_row(&table, allowed, "chroma hnsw(m=8,efc=40,ef=300)");
+        assert_eq!((under_return, recall), (0, 1.0), "the whole list at {allowed} is the oracle:\n{table}");
+        common::parity_row(&table, allowed, "chroma hnsw(m=8,efc=40,ef=40)");
+    }
+    assert_eq!(servers_under(root), 0, "the benchmark's server is stopped");
+}

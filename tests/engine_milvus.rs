@@ -49,23 +49,6 @@ fn run(root: &Path, experiment: &Path) -> std::process::Output {
     out
 }
 
-fn random_model(root: &Path) {
-    std::fs::create_dir_all(root.join("models/random-64")).unwrap();
-    std::fs::write(root.join("models/random-64/model.toml"), "id = \"random-64\"\nkind = \"random\"\ndim = 64\n")
-        .unwrap();
-}
-
-/// A synthetic corpus of `documents` in `root/corpus` and the free random model.
-fn synthetic_project(root: &Path, documents: usize, questions: usize) {
-    common::ragsweep()
-        .arg("synth")
-        .arg(root.join("corpus"))
-        .args(["--documents", &documents.to_string(), "--questions", &questions.to_string(), "--vocabulary", "5000"])
-        .assert()
-        .success();
-    random_model(root);
-}
-
 /// Lines of the latest run's per_query.jsonl of experiment `name`.
 fn per_query(root: &Path, name: &str) -> Vec<Value> {
     std::fs::read_to_string(root.join("results").join(name).join("latest/per_query.jsonl"))
@@ -101,7 +84,7 @@ fn servers_under(root: &Path) -> usize {
 /// threshold) in 10 synthetic ACL groups, searched without and with the filter: in process
 /// exactly, by Milvus's flat index and by its HNSW graph.
 fn grid_project(root: &Path) -> PathBuf {
-    synthetic_project(root, 1_200, 60);
+    common::synthetic_project(root, 1_200, 60);
     let exp = root.join("grid.toml");
     std::fs::write(
         &exp,
@@ -213,7 +196,7 @@ fn odd_group_names_stay_values_in_the_milvus_filter_expression() {
         .join("\n"),
     )
     .unwrap();
-    random_model(root);
+    common::random_model(&root.join("models"), "random-64", 64, "");
     let exp = root.join("odd.toml");
     std::fs::write(
         &exp,
@@ -284,7 +267,7 @@ fn engines_install_unpacks_the_same_milvus_as_the_script() {
 fn bench_filter_measures_milvus_beside_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    synthetic_project(root, 300, 20);
+    common::synthetic_project(root, 300, 20);
     let experiment = root.join("bench.toml");
     std::fs::write(
         &experiment,
@@ -400,7 +383,7 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    synthetic_project(root, 1_200, 60);
+    common::synthetic_project(root, 1_200, 60);
     let token = root.join("token");
     let (mut serve, url) = serve_milvus(&token);
     assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");

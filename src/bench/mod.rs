@@ -155,7 +155,7 @@ pub struct BenchEngine {
 
 /// `bench-filter`: filtered vector search on an experiment's first dense cell at 1% to 90%
 /// allowed — the filtered graph, the exact scan of the allowed vectors and the planner's
-/// choice — and, with `engine`, the same beside PostgreSQL + pgvector or Milvus ([`parity`]);
+/// choice — and, with `engine`, the same beside PostgreSQL + pgvector, Milvus or Chroma ([`parity`]);
 /// Markdown table lines to `out`.
 pub fn filter(
     experiment: &Path,
@@ -241,23 +241,14 @@ pub fn filter(
         let ef_search = engine.ef_search;
         let mut rows = parity::measure_in_process(&hnsw, &exact, &queries, 10, ef_search, &fractions);
         let started = std::time::Instant::now();
-        let sources = crate::engine::servers::EngineSources {
-            engines_dir: &engine.engines,
-            cache_dir: cache,
-            pg_server: None,
-            milvus_server: None,
-        };
+        let sources =
+            crate::engine::servers::EngineSources { engines_dir: &engine.engines, cache_dir: cache, servers: &[] };
         let started_engines = crate::engine::servers::Engines::start(
             &[engine.kind].into(),
             &[engine.kind].into(),
             &sources,
             &mut |_, _, _| {},
         )?;
-        if started_engines.get::<crate::engine::chroma::ChromaEngine>().is_some() {
-            return Err(crate::error::Error::Other(
-                "bench-filter measures pg and milvus; measure Chroma with a grid's cells (engine = \"chroma\", filter = \"in_query\"), whose parity columns compare it with the exact scan".into(),
-            ));
-        }
         if let Some(pg) = started_engines.get::<crate::engine::pgvector::PgEngine>() {
             let tables = parity::load(pg, &exact, m, efc)?;
             let build = tables.scan.build_seconds + tables.graph.build_seconds;
@@ -283,9 +274,20 @@ pub fn filter(
             let settings = parity::milvus_settings(milvus, &collections, &exact, ef_search);
             rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
         }
+        if let Some(chroma) = started_engines.get::<crate::engine::chroma::ChromaEngine>() {
+            let collections = parity::load_chroma(chroma, &exact, m, efc, ef_search)?;
+            let build: f64 = collections.iter().map(|c| c.build_seconds).sum();
+            eprintln!(
+                "\nchroma: server ready in {:.1}s; {n_chunks} vectors loaded twice (HNSW m={m} ef_construction={efc}, ef_search {ef_search} and {}), built in {build:.1}s",
+                started.elapsed().as_secs_f64() - build,
+                collections.last().map_or(0, |c| c.build.ef_search)
+            );
+            let settings = parity::chroma_settings(chroma, &collections, &exact);
+            rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
+        }
         rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
         out(&format!(
-            "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; the engine's filtered search for the top 10 (`WHERE acl && groups ORDER BY distance LIMIT 10`, or Milvus's `array_contains_any`) against the exact filtered top 10 of the same vectors.\n",
+            "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; the engine's filtered search for the top 10 (`WHERE acl && groups ORDER BY distance LIMIT 10`, Milvus's `array_contains_any`, or Chroma's `where`) against the exact filtered top 10 of the same vectors.\n",
             parity::TENANTS
         ));
         out("| allowed | search | mean µs | p50 µs | p95 µs | rows (of 10) | under_return@10 | recall_vs_oracle@10 |");

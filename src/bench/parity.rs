@@ -3,9 +3,9 @@
 //!
 //! Each chunk belongs to one of [`TENANTS`] groups (by the hash of its ordinal); a user allowed
 //! a fraction f of the corpus is a member of the first f · TENANTS groups. The engine stores each
-//! chunk's group list in an ACL column (PostgreSQL) or array field (Milvus) and is asked the way
-//! an application asks: `WHERE acl && groups ORDER BY distance LIMIT k`, or Milvus's
-//! `array_contains_any` filter expression. Each setting is searched through the source a grid
+//! chunk's group list in an ACL column (PostgreSQL), an array field (Milvus) or boolean metadata
+//! (Chroma) and is asked the way an application asks: `WHERE acl && groups ORDER BY distance
+//! LIMIT k`, Milvus's `array_contains_any` filter expression, or Chroma's `where`. Each setting is searched through the source a grid
 //! cell uses. Per setting the report gives the client-observed latency,
 //! how many rows came back, how many queries got a shorter list than the exact filtered search
 //! (`under_return`), and the mean overlap with its top k (`recall_vs_oracle`): the rule of the
@@ -13,6 +13,7 @@
 
 use std::time::Instant;
 
+use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaEngine, ChromaVectorSource};
 use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEngine, MilvusQuery, MilvusVectorSource};
 use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::error::Result;
@@ -157,6 +158,44 @@ pub fn milvus_settings<'a>(
             };
             let source = MilvusVectorSource { engine, collection, exact, build: *build, query };
             (name, Box::new(source) as Box<dyn RankingSource + 'a>)
+        })
+        .collect()
+}
+
+/// Chroma's collections of the vectors, each chunk's tenant as its ACL: the HNSW graph at
+/// `ef_search`, and the same graph searched with a list as long as the collection (Chroma sets
+/// `ef_search` per collection: each is a collection of its own).
+pub fn load_chroma(
+    engine: &ChromaEngine,
+    exact: &ExactIndex,
+    m: usize,
+    ef_construction: usize,
+    ef_search: usize,
+) -> Result<Vec<ChromaCollection>> {
+    let groups = tenant_groups(exact);
+    let acl = |i: usize| Some(&groups[i][..]);
+    let dim = exact.vectors().len() / exact.len().max(1);
+    [ef_search, exact.len().max(ef_search)]
+        .into_iter()
+        .map(|ef_search| {
+            let build = ChromaBuild { max_neighbors: m, ef_construction, ef_search };
+            engine.vector_collection(&content_name("chroma", exact, &build), exact.vectors(), dim, &acl, build)
+        })
+        .collect()
+}
+
+/// Chroma's settings, one per collection of [`load_chroma`].
+pub fn chroma_settings<'a>(
+    engine: &'a ChromaEngine,
+    collections: &'a [ChromaCollection],
+    exact: &'a ExactIndex,
+) -> Vec<(String, Box<dyn RankingSource + 'a>)> {
+    collections
+        .iter()
+        .map(|collection| {
+            let ChromaBuild { max_neighbors, ef_construction, ef_search } = collection.build;
+            let name = format!("chroma hnsw(m={max_neighbors},efc={ef_construction},ef={ef_search})");
+            (name, Box::new(ChromaVectorSource { engine, collection, exact }) as Box<dyn RankingSource + 'a>)
         })
         .collect()
 }

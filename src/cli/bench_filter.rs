@@ -11,8 +11,9 @@ pub struct Args {
     #[arg(long, default_value_t = 300)]
     pub queries: usize,
     /// Also measure a serving engine on the same vectors and access rule: `pg` (PostgreSQL +
-    /// pgvector, a private server started and stopped here) or `milvus` (its private server,
-    /// collections kept in the cache by the vectors' content).
+    /// pgvector, a private server started and stopped here), `milvus` or `chroma` (their private
+    /// servers, collections kept in the cache by the vectors' content; Chroma's search list is a
+    /// collection's setting, so it holds two: at `--engine-ef-search`, and as long as the corpus).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(ragsweep::engine::servers::engine_names()))]
     pub engine: Option<String>,
     /// HNSW candidate list of the engine's search (pgvector's default: 40; Milvus takes at least

@@ -1,10 +1,13 @@
 //! Chroma as the ranking source of dense cells: the Rust server of the PyPI wheel `chromadb`
 //! (`chroma run`, its `chromadb_rust_bindings` module run by python3, nothing else of the
 //! wheel), listening on 127.0.0.1 only, with its data in the stage cache (or a temporary folder
-//! when another run holds it). The chunk vectors ragsweep computed go into a collection whose
-//! HNSW settings are its build parameters, each chunk's groups as boolean metadata
-//! (`acl:GROUP`), and `in_query` is Chroma's own `where` on them. Collections are content-keyed:
-//! a collection's name is the key of what it holds, counted before reuse.
+//! when another run holds it); or the user's own Chroma (`[engines.chroma]`). The chunk vectors
+//! ragsweep computed go into a collection whose HNSW settings are its build parameters, each
+//! chunk's groups as boolean metadata (`acl:GROUP`), and `in_query` is Chroma's own `where` on
+//! them. Collections are content-keyed: a collection's name is the key of what it holds,
+//! counted before reuse. Runs sharing a server (shards of one grid) build a collection once: the
+//! build holds a lock collection (`l_…`, whose create fails for everyone else), fills `b_…`,
+//! and renames it to its name (`v_…`) last, so that name only ever holds a finished build.
 //!
 //! Chroma sets `ef_search` per collection, not per query, so it is part of what a collection
 //! is built with.
@@ -16,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::engine::registry::{EngineSources, ServingEngine, Started};
+use crate::engine::registry::{EngineSources, ServerSpec, ServingEngine, Started, UserServer};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
@@ -27,6 +30,8 @@ const ENGINE: &str = "chroma";
 /// The Chroma the install pins, for messages and provenance.
 pub const VERSION: &str = "1.5.9";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a run waits for another run's build of the same collection.
+const WAIT_LIMIT: Duration = Duration::from_secs(3600);
 const COLLECTIONS: &str = "/api/v2/tenants/default_tenant/databases/default_database/collections";
 
 fn fail(what: impl Into<String>) -> Error {
@@ -61,7 +66,24 @@ pub fn installed(install: &Path) -> Result<PathBuf> {
     std::path::absolute(install).map_err(|e| Error::io(install, e))
 }
 
-/// Chroma as a serving engine: a private server only.
+/// The user's own Chroma (`[engines.chroma]`): its `http://host:port` and the token a proxy in
+/// front of it or Chroma Cloud asks for, sent as `x-chroma-token` and as a bearer token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ChromaEndpoint {
+    pub url: String,
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for ChromaEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChromaEndpoint")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+/// Chroma as a serving engine: a private server, or the user's own.
 pub struct Serving;
 
 impl ServingEngine for Serving {
@@ -70,22 +92,116 @@ impl ServingEngine for Serving {
         Ok(format!("Chroma {VERSION} (its Rust server) installed in {}", chroma.display()))
     }
 
-    /// The installed server module.
-    fn check(&self, from: &EngineSources<'_>, _writes: bool) -> Result<String> {
-        let dir = installed(&from.engines_dir.join("chroma"))?;
+    /// The installed server module, or the user's server answering; with `writes`, a
+    /// collection made and dropped there, as a run's first build does.
+    fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
+        let Some(endpoint) = from.server::<ChromaEndpoint>() else {
+            let dir = installed(&from.engines_dir.join("chroma"))?;
+            return Ok(format!(
+                "engine chroma: Chroma {VERSION} in {}, started by each run (its data in the stage cache)",
+                dir.display()
+            ));
+        };
+        let engine = ChromaEngine::connect(endpoint)?;
+        let version = engine.version()?;
+        if !writes {
+            return Ok(format!(
+                "engine chroma: the experiment's server at {} (Chroma API {version}) answers; nothing is written",
+                endpoint.url
+            ));
+        }
+        let probe = format!("ragsweep_probe_{}", std::process::id());
+        engine.request("POST", COLLECTIONS, Some(&json!({"name": probe})))?;
+        engine.request("DELETE", &format!("{COLLECTIONS}/{probe}"), None)?;
         Ok(format!(
-            "engine chroma: Chroma {VERSION} in {}, started by each run (its data in the stage cache)",
-            dir.display()
+            "engine chroma: the experiment's server at {} (Chroma API {version}) answers; a collection was created and dropped there, as a run's first build does",
+            endpoint.url
         ))
     }
 
     fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
+        if let Some(endpoint) = from.server::<ChromaEndpoint>() {
+            let engine = ChromaEngine::connect(endpoint)?;
+            let what =
+                format!("connected to the experiment's Chroma at {} (Chroma API {})", endpoint.url, engine.version()?);
+            return Ok(Started { engine: Box::new(engine), what, note: None });
+        }
         let (engine, note) = ChromaEngine::start(&from.engines_dir.join("chroma"), from.cache_dir)?;
         Ok(Started { engine: Box::new(engine), what: format!("Chroma {VERSION} server started"), note })
     }
 
     fn interrupted(&self) {
+        release_locks();
         stop_all();
+    }
+
+    fn secret_key(&self) -> Option<&'static str> {
+        Some("token_env")
+    }
+
+    fn server_url(&self, url: &str) -> std::result::Result<String, String> {
+        crate::engine::connect::http_address(url)
+    }
+
+    fn user_server(&self, spec: &ServerSpec) -> Result<UserServer> {
+        Ok(Box::new(ChromaEndpoint { url: spec.url.clone(), token: spec.secret("token_env")? }))
+    }
+
+    fn served_noun(&self) -> &'static str {
+        "collection"
+    }
+}
+
+/// The build lock of one collection on a shared server: collection `l_…`, whose create fails
+/// for every run but the first; dropped when the build ends or fails, or on Ctrl-C.
+struct BuildLock<'e> {
+    engine: &'e ChromaEngine,
+    name: String,
+}
+
+/// Locks held by this process, as (server, token, lock name), dropped on Ctrl-C.
+static HELD: Mutex<Vec<(String, Option<String>, String)>> = Mutex::new(Vec::new());
+
+impl<'e> BuildLock<'e> {
+    /// Takes the lock of collection `key`'s build, or says another run holds it (`None`).
+    fn take(engine: &'e ChromaEngine, key: &str) -> Result<Option<BuildLock<'e>>> {
+        let name = format!("l_{key}");
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let holder = format!("ragsweep process {} on {}", std::process::id(), host.trim());
+        let mut failure = None;
+        // A create can fail because another run holds the lock, and the lock be gone by the time
+        // it is looked up: try again then, a few times.
+        for _ in 0..3 {
+            let body = json!({"name": name, "metadata": {"holder": holder}});
+            match engine.request("POST", COLLECTIONS, Some(&body)) {
+                Ok(_) => {
+                    HELD.lock().expect("locks").push((engine.base.clone(), engine.token.clone(), name.clone()));
+                    return Ok(Some(BuildLock { engine, name }));
+                }
+                Err(e) => match engine.found(&name)? {
+                    Some(_) => return Ok(None),
+                    None => failure = Some(e),
+                },
+            }
+        }
+        Err(failure.expect("three tries"))
+    }
+}
+
+impl Drop for BuildLock<'_> {
+    fn drop(&mut self) {
+        HELD.lock().map(|mut h| h.retain(|(_, _, n)| *n != self.name)).unwrap_or_default();
+        let _ = self.engine.request("DELETE", &format!("{COLLECTIONS}/{}", self.name), None);
+    }
+}
+
+/// Drops the build locks this process holds (on Ctrl-C, before its servers stop).
+fn release_locks() {
+    let held = std::mem::take(&mut *HELD.lock().unwrap_or_else(|e| e.into_inner()));
+    for (base, token, name) in held {
+        if let Ok(engine) = ChromaEngine::connect(&ChromaEndpoint { url: base, token }) {
+            let _ = engine.request("DELETE", &format!("{COLLECTIONS}/{name}"), None);
+        }
     }
 }
 
@@ -93,8 +209,16 @@ impl ServingEngine for Serving {
 struct ChromaServer {
     child: Child,
     private: Option<PathBuf>,
-    port: u16,
     _lock: Option<std::fs::File>,
+}
+
+/// An HTTP agent whose answers of any status are read (Chroma says why in the body).
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(600)))
+        .http_status_as_error(false)
+        .build()
+        .into()
 }
 
 impl Drop for ChromaServer {
@@ -113,7 +237,11 @@ impl Drop for ChromaServer {
 
 /// A running Chroma and an HTTP agent for it.
 pub struct ChromaEngine {
-    server: ChromaServer,
+    /// The server this process started; `None` on the user's own.
+    server: Option<ChromaServer>,
+    /// `http://host:port`.
+    base: String,
+    token: Option<String>,
     agent: ureq::Agent,
 }
 
@@ -121,6 +249,8 @@ pub struct ChromaEngine {
 #[derive(Debug, Clone)]
 pub struct ChromaCollection {
     pub id: String,
+    /// What it was built with.
+    pub build: ChromaBuild,
     pub bytes: u64,
     pub build_seconds: f64,
     pub reused: bool,
@@ -177,15 +307,16 @@ impl ChromaEngine {
             .spawn()
             .map_err(|e| fail(format!("cannot start python3 for Chroma's server: {e}")))?;
         RUNNING.lock().expect("lock").push((child.id(), private.clone()));
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(600)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut engine = ChromaEngine { server: ChromaServer { child, private, port, _lock: lock }, agent };
+        let mut engine = ChromaEngine {
+            server: Some(ChromaServer { child, private, _lock: lock }),
+            base: format!("http://127.0.0.1:{port}"),
+            token: None,
+            agent: agent(),
+        };
         let started = Instant::now();
         while engine.request("GET", "/api/v2/heartbeat", None).is_err() {
-            if let Ok(Some(status)) = engine.server.child.try_wait() {
+            let child = &mut engine.server.as_mut().expect("started").child;
+            if let Ok(Some(status)) = child.try_wait() {
                 let text = std::fs::read_to_string(&log_path).unwrap_or_default();
                 let tail: Vec<&str> = text.lines().rev().take(5).collect();
                 return Err(fail(format!("Chroma exited ({status}) while starting: {}", tail.join(" | "))));
@@ -202,15 +333,39 @@ impl ChromaEngine {
         Ok((engine, note))
     }
 
+    /// The user's own server, answering its heartbeat.
+    pub fn connect(endpoint: &ChromaEndpoint) -> Result<ChromaEngine> {
+        let engine =
+            ChromaEngine { server: None, base: endpoint.url.clone(), token: endpoint.token.clone(), agent: agent() };
+        engine
+            .request("GET", "/api/v2/heartbeat", None)
+            .map_err(|e| fail(format!("the experiment's Chroma at {} does not answer: {e}", endpoint.url)))?;
+        Ok(engine)
+    }
+
+    /// The server's version.
+    fn version(&self) -> Result<String> {
+        Ok(self.request("GET", "/api/v2/version", None)?.as_str().unwrap_or("of unknown version").to_string())
+    }
+
+    /// `request` with the token, when the server asks for one.
+    fn signed<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(token) => request.header("x-chroma-token", token).header("Authorization", format!("Bearer {token}")),
+            None => request,
+        }
+    }
+
     /// One request; the JSON it answers with, or an error naming the path and Chroma's message.
     fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let url = format!("http://127.0.0.1:{}{path}", self.server.port);
+        let url = format!("{}{path}", self.base);
         let response = match (method, body) {
-            ("POST", Some(body)) => {
-                self.agent.post(&url).header("Content-Type", "application/json").send(body.to_string().as_bytes())
+            (_, Some(body)) => {
+                let request = if method == "PUT" { self.agent.put(&url) } else { self.agent.post(&url) };
+                self.signed(request).header("Content-Type", "application/json").send(body.to_string().as_bytes())
             }
-            ("DELETE", _) => self.agent.delete(&url).call(),
-            _ => self.agent.get(&url).call(),
+            ("DELETE", _) => self.signed(self.agent.delete(&url)).call(),
+            _ => self.signed(self.agent.get(&url)).call(),
         }
         .map_err(|e| fail(format!("{method} {path}: {e}")))?;
         let status = response.status().as_u16();
@@ -225,16 +380,17 @@ impl ChromaEngine {
     }
 
     /// The id and row count of collection `name`, if it exists.
+    /// One that another run drops between the two requests (a build lock released) is not found.
     fn found(&self, name: &str) -> Result<Option<(String, usize)>> {
         let Ok(described) = self.request("GET", &format!("{COLLECTIONS}/{name}"), None) else { return Ok(None) };
         let id = described["id"].as_str().ok_or_else(|| fail(format!("collection {name} has no id")))?.to_string();
-        let count = self.request("GET", &format!("{COLLECTIONS}/{id}/count"), None)?;
+        let Ok(count) = self.request("GET", &format!("{COLLECTIONS}/{id}/count"), None) else { return Ok(None) };
         Ok(Some((id, count.as_u64().unwrap_or(0) as usize)))
     }
 
     /// A collection of `vectors` (`dim` each, chunk ordinals as ids) with each chunk's groups,
     /// built with `build`; `key` names its content. A collection found with every row is reused;
-    /// one left short by an interrupted build is dropped and built again.
+    /// while another run builds it, this one waits; one left short is dropped and built again.
     pub fn vector_collection(
         &self,
         key: &str,
@@ -246,13 +402,52 @@ impl ChromaEngine {
         let name = format!("v_{key}");
         let rows = vectors.len() / dim.max(1);
         let bytes = vectors.len() as u64 * 4;
-        if let Some((id, count)) = self.found(&name)? {
-            if count == rows {
-                return Ok(ChromaCollection { id, bytes, build_seconds: 0.0, reused: true });
+        let waiting = Instant::now();
+        loop {
+            if let Some((id, _)) = self.found(&name)?.filter(|f| f.1 == rows) {
+                return Ok(ChromaCollection { id, build, bytes, build_seconds: 0.0, reused: true });
             }
-            self.request("DELETE", &format!("{COLLECTIONS}/{name}"), None)?;
+            if let Some(_lock) = BuildLock::take(self, key)? {
+                // A build that finished while the lock was taken, else what an interrupted one left.
+                match self.found(&name)? {
+                    Some((id, count)) if count == rows => {
+                        return Ok(ChromaCollection { id, build, bytes, build_seconds: 0.0, reused: true })
+                    }
+                    Some(_) => self.drop_collection(&name)?,
+                    None => {}
+                }
+                let started = Instant::now();
+                let id = self.fill(key, vectors, dim, acl, build)?;
+                self.request("PUT", &format!("{COLLECTIONS}/{id}"), Some(&json!({"new_name": name})))?;
+                return Ok(ChromaCollection {
+                    id,
+                    build,
+                    bytes,
+                    build_seconds: started.elapsed().as_secs_f64(),
+                    reused: false,
+                });
+            }
+            if waiting.elapsed() > WAIT_LIMIT {
+                return Err(fail(format!(
+                    "waited {} s for another run's build of collection {name}: when no run is building it, drop collection l_{key} and run again",
+                    WAIT_LIMIT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(500));
         }
-        let started = Instant::now();
+    }
+
+    fn drop_collection(&self, name: &str) -> Result<()> {
+        self.request("DELETE", &format!("{COLLECTIONS}/{name}"), None).map(|_| ())
+    }
+
+    /// Collection `b_{key}` made anew and filled; its id.
+    fn fill(&self, key: &str, vectors: &[f32], dim: usize, acl: ChunkAcl<'_>, build: ChromaBuild) -> Result<String> {
+        let building = format!("b_{key}");
+        if self.found(&building)?.is_some() {
+            self.drop_collection(&building)?;
+        }
+        let rows = vectors.len() / dim.max(1);
         let hnsw = json!({
             "space": "ip",
             "max_neighbors": build.max_neighbors,
@@ -260,7 +455,7 @@ impl ChromaEngine {
             "ef_search": build.ef_search,
         });
         let created =
-            self.request("POST", COLLECTIONS, Some(&json!({"name": name, "configuration": {"hnsw": hnsw}})))?;
+            self.request("POST", COLLECTIONS, Some(&json!({"name": building, "configuration": {"hnsw": hnsw}})))?;
         let id = created["id"].as_str().ok_or_else(|| fail("a created collection without an id"))?.to_string();
         let limits = self.request("GET", "/api/v2/pre-flight-checks", None)?;
         let batch = limits["max_batch_size"].as_u64().unwrap_or(1000).max(1) as usize;
@@ -278,7 +473,7 @@ impl ChromaEngine {
             let body = json!({"ids": ids, "embeddings": embeddings, "metadatas": metadatas});
             self.request("POST", &format!("{COLLECTIONS}/{id}/add"), Some(&body))?;
         }
-        Ok(ChromaCollection { id, bytes, build_seconds: started.elapsed().as_secs_f64(), reused: false })
+        Ok(id)
     }
 }
 

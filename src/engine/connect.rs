@@ -302,18 +302,23 @@ impl std::fmt::Debug for MilvusEndpoint {
 impl MilvusEndpoint {
     /// Reads `http://host:port` (`https://` for TLS is not supported: say so).
     pub fn parse(url: &str) -> std::result::Result<String, String> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            format!(
-                "{url:?} is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)"
-            )
-        })?;
-        if rest.contains('@') {
-            return Err("the URL holds credentials: give the token in the variable that `token_env` names".into());
-        }
-        let hostport = rest.trim_end_matches('/');
-        if hostport.is_empty() || hostport.contains('/') {
-            return Err(format!("{url:?} is not an http://host:port address"));
-        }
-        Ok(format!("http://{hostport}"))
+        http_address(url)
     }
+}
+
+/// A server's `http://host:port`, as written in `[engines.NAME]` (`https://` for TLS is not
+/// supported: say so; credentials in it are refused, they belong in the variable `token_env` names).
+pub fn http_address(url: &str) -> std::result::Result<String, String> {
+    // Checked first: no message below repeats a URL that holds a secret.
+    if url.contains('@') {
+        return Err("the URL holds credentials: give the token in the variable that `token_env` names".into());
+    }
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        format!("{url:?} is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)")
+    })?;
+    let hostport = rest.trim_end_matches('/');
+    if hostport.is_empty() || hostport.contains('/') {
+        return Err(format!("{url:?} is not an http://host:port address"));
+    }
+    Ok(format!("http://{hostport}"))
 }

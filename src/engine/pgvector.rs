@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, found, quoted, text_array_value, vector_literal, PgConn, PgServer};
-use crate::engine::registry::{EngineSources, ServingEngine, Started};
+use crate::engine::registry::{EngineSources, ServerSpec, ServingEngine, Started, UserServer};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
@@ -118,21 +118,21 @@ impl ServingEngine for Serving {
     }
 
     fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
-        check(&from.engines_dir.join("pg"), from.pg_server, writes)
+        check(&from.engines_dir.join("pg"), from.server::<Endpoint>(), writes)
     }
 
     fn start(&self, from: &EngineSources<'_>, writes: bool) -> Result<Started> {
         let (engine, note) =
-            PgEngine::start(&from.engines_dir.join("pg"), Some(from.cache_dir), from.pg_server.cloned())?;
+            PgEngine::start(&from.engines_dir.join("pg"), Some(from.cache_dir), from.server::<Endpoint>().cloned())?;
         if writes {
             engine.ready()?;
         }
-        let what = match from.pg_server {
+        let what = match from.server::<Endpoint>() {
             Some(_) => "connected to the experiment's PostgreSQL server",
             None => "PostgreSQL + pgvector server started",
         };
         // Which server the numbers come from, recorded with the engine stage.
-        let what = format!("{what} ({})", engine.provenance(from.pg_server.is_some())?);
+        let what = format!("{what} ({})", engine.provenance(from.server::<Endpoint>().is_some())?);
         Ok(Started { engine: Box::new(engine), what, note })
     }
 
@@ -140,8 +140,26 @@ impl ServingEngine for Serving {
         crate::engine::pg::stop_all();
     }
 
+    fn secret_key(&self) -> Option<&'static str> {
+        Some("password_env")
+    }
+
+    fn server_url(&self, url: &str) -> std::result::Result<String, String> {
+        Endpoint::parse(url).map(|_| url.to_string())
+    }
+
+    fn user_server(&self, spec: &ServerSpec) -> Result<UserServer> {
+        let mut endpoint = Endpoint::parse(&spec.url).map_err(|e| Error::input(spec.at.clone(), e))?;
+        endpoint.password = spec.secret("password_env")?;
+        Ok(Box::new(endpoint))
+    }
+
+    fn served_noun(&self) -> &'static str {
+        "table"
+    }
+
     fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
-        let endpoint = from.pg_server.ok_or_else(|| {
+        let endpoint = from.server::<Endpoint>().ok_or_else(|| {
             fail(format!("table {} is read from the experiment's server: declare [engines.pg]", rows.source))
         })?;
         let mut conn = PgConn::connect(endpoint)?;

@@ -8,8 +8,7 @@
 use std::any::Any;
 use std::path::Path;
 
-use crate::engine::connect::{Endpoint, MilvusEndpoint};
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::vocab::ServedRows;
 
 /// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
@@ -17,10 +16,41 @@ use crate::vocab::ServedRows;
 pub struct EngineSources<'a> {
     pub engines_dir: &'a Path,
     pub cache_dir: &'a Path,
-    /// `[engines.pg]`, its password read.
-    pub pg_server: Option<&'a Endpoint>,
-    /// `[engines.milvus]`, its token read.
-    pub milvus_server: Option<&'a MilvusEndpoint>,
+    /// The experiment's own servers (`[engines.NAME]`), their secrets read, each as its engine
+    /// keeps it ([`ServingEngine::user_server`]).
+    pub servers: &'a [UserServer],
+}
+
+impl EngineSources<'_> {
+    /// The experiment's own server of the engine that keeps it as a `S`, if it declares one.
+    pub fn server<S: Any>(&self) -> Option<&S> {
+        self.servers.iter().find_map(|s| s.downcast_ref())
+    }
+}
+
+/// The user's own server of one engine, as that engine keeps it (its address and secret).
+pub type UserServer = Box<dyn Any + Send + Sync>;
+
+/// `[engines.NAME]`: the user's own server of an engine, as the experiment declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    /// Its address, as its engine read it ([`ServingEngine::server_url`]).
+    pub url: String,
+    /// The environment variable holding the secret it is logged in with.
+    pub secret_env: Option<String>,
+    /// Where the section's `url` is written, for errors about it.
+    pub at: Location,
+}
+
+impl ServerSpec {
+    /// The secret its variable holds, read now (never written anywhere).
+    pub fn secret(&self, key: &str) -> Result<Option<String>> {
+        let Some(var) = &self.secret_env else { return Ok(None) };
+        let secret = std::env::var(var).map_err(|_| {
+            Error::input(self.at.clone(), format!("`{key}` names {var}, which is not set in the environment"))
+        })?;
+        Ok(Some(secret))
+    }
 }
 
 /// An engine a run started or connected to.
@@ -49,6 +79,30 @@ pub trait ServingEngine: Sync {
     /// On Ctrl-C: releases what this process holds on shared servers and stops every server it
     /// started.
     fn interrupted(&self);
+
+    /// How `[engines.NAME]` names the environment variable with the secret a server of the
+    /// user's is logged in with (`password_env`, `token_env`); `None` when the engine takes no
+    /// server of the user's (only servers of ours).
+    fn secret_key(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// A server's `url` as this engine reads it, or why it cannot (it holds a secret, it is not
+    /// an address this engine reaches).
+    fn server_url(&self, url: &str) -> std::result::Result<String, String> {
+        Ok(url.to_string())
+    }
+
+    /// The user's own server of `spec`, its secret read, as this engine keeps it (read back by
+    /// its type with [`EngineSources::server`]).
+    fn user_server(&self, spec: &ServerSpec) -> Result<UserServer> {
+        Err(Error::input(spec.at.clone(), "this engine runs only servers of its own".to_string()))
+    }
+
+    /// What a served index of this engine is called (`table`, `collection`).
+    fn served_noun(&self) -> &'static str {
+        "index"
+    }
 
     /// Every row of an index the team serves on the experiment's own server, as (document id,
     /// text), read for its chunk set; an engine that reads no served index says so.

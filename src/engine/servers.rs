@@ -3,12 +3,12 @@
 //! [`ServingEngine`]; this table is the one place a new engine is listed.
 
 use std::any::Any;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use crate::chunkers::served::ServedRows;
 pub use crate::engine::registry::EngineSources;
-use crate::engine::registry::ServingEngine;
+use crate::engine::registry::{ServerSpec, ServingEngine, UserServer};
 use crate::error::{Error, Result};
 use crate::vocab::EngineKind;
 
@@ -32,7 +32,7 @@ pub fn engine_names() -> Vec<&'static str> {
 }
 
 /// What engine `kind` does.
-fn serving(kind: EngineKind) -> &'static dyn ServingEngine {
+pub fn serving(kind: EngineKind) -> &'static dyn ServingEngine {
     ENGINES.iter().find(|(_, k, _)| *k == kind).map(|(_, _, e)| *e).expect("every engine is in the table")
 }
 
@@ -45,12 +45,15 @@ pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(S
 }
 
 /// What a served index is (`table`, `collection`) when the experiment declares no server of its
-/// engine to read it on (`[engines.pg]`, `[engines.milvus]`); `None` when it does.
-pub fn served_without_server(rows: &ServedRows, pg: bool, milvus: bool) -> Option<&'static str> {
-    match engine_named(&rows.engine) {
-        Some(EngineKind::Milvus) => (!milvus).then_some("collection"),
-        _ => (!pg).then_some("table"),
-    }
+/// engine to read it on (`[engines.NAME]`); `None` when it does.
+pub fn served_without_server(rows: &ServedRows, servers: &BTreeMap<EngineKind, ServerSpec>) -> Option<&'static str> {
+    let kind = engine_named(&rows.engine)?;
+    (!servers.contains_key(&kind)).then(|| serving(kind).served_noun())
+}
+
+/// The experiment's own servers, their secrets read, each as its engine keeps it.
+pub fn user_servers(servers: &BTreeMap<EngineKind, ServerSpec>) -> Result<Vec<UserServer>> {
+    servers.iter().map(|(kind, spec)| serving(*kind).user_server(spec)).collect()
 }
 
 /// The engines of one run, each kept as its own type.

@@ -8,7 +8,7 @@ mod schema;
 pub mod shard;
 mod validation;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -16,15 +16,17 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use toml::{Spanned, Value};
 
+use crate::engine::registry::ServerSpec;
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::AccessKey;
 use crate::input::corpus::{CorpusFormat, FolderRules};
 use crate::input::golden::GoldenSource;
 pub use crate::vocab::RetrieverSpec;
-use crate::vocab::{Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER};
+use crate::vocab::{
+    EngineKind, Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER,
+};
 
 use self::schema::*;
-pub use self::schema::{MilvusServerSpec, PgServerSpec};
 use self::validation::retriever_cell_from;
 use crate::chunkers::ChunkerSpec;
 use crate::grid::expand_all;
@@ -184,10 +186,9 @@ pub struct Experiment {
     pub shared: HashMap<String, (Option<String>, Option<String>)>,
     /// `(i, n)` when this run covers shard i of n.
     pub shard: Option<(usize, usize)>,
-    /// `[engines.pg]`: the user's own server; `None` runs a private one.
-    pub pg_server: Option<PgServerSpec>,
-    /// `[engines.milvus]`: the user's own Milvus; `None` runs a private one.
-    pub milvus_server: Option<MilvusServerSpec>,
+    /// `[engines.NAME]`: the user's own server of each engine that has one; the others run
+    /// private servers.
+    pub servers: BTreeMap<EngineKind, ServerSpec>,
 }
 
 impl Experiment {
@@ -396,23 +397,36 @@ impl Experiment {
                 v => Ok(v.as_ref().map(|v| v.get_ref().clone())),
             }
         };
-        let pg_server = match &raw.engines.pg {
-            None => None,
-            Some(pg) => Some(PgServerSpec {
-                endpoint: crate::engine::connect::Endpoint::parse(pg.url.get_ref())
-                    .map_err(|e| bad(pg.url.span(), e))?,
-                password_env: variable(&pg.password_env, "password_env")?,
-                at: at(pg.url.span()),
-            }),
-        };
-        let milvus_server = match &raw.engines.milvus {
-            None => None,
-            Some(m) => Some(MilvusServerSpec {
-                url: crate::engine::milvus::MilvusEndpoint::parse(m.url.get_ref()).map_err(|e| bad(m.url.span(), e))?,
-                token_env: variable(&m.token_env, "token_env")?,
-                at: at(m.url.span()),
-            }),
-        };
+        let mut servers = BTreeMap::new();
+        for (name, section) in &raw.engines {
+            let unknown = || {
+                let known = crate::engine::servers::engine_names().join(", ");
+                bad(section.span(), format!("[engines.{name}]: unknown engine {name:?} (known: {known})"))
+            };
+            let kind = crate::engine::servers::engine_named(name).ok_or_else(unknown)?;
+            let engine = crate::engine::servers::serving(kind);
+            let Some(key) = engine.secret_key() else {
+                return Err(bad(
+                    section.span(),
+                    format!("[engines.{name}]: ragsweep runs {name} itself; it takes no server of yours"),
+                ));
+            };
+            let section = section.get_ref();
+            let mut secret_env = None;
+            for (written, var) in [("password_env", &section.password_env), ("token_env", &section.token_env)] {
+                match var {
+                    Some(v) if written != key => {
+                        let why =
+                            format!("[engines.{name}] names the variable with its secret `{key}`, not `{written}`");
+                        return Err(bad(v.span(), why));
+                    }
+                    Some(_) => secret_env = variable(var, key)?,
+                    None => {}
+                }
+            }
+            let url = engine.server_url(section.url.get_ref()).map_err(|e| bad(section.url.span(), e))?;
+            servers.insert(kind, ServerSpec { url, secret_env, at: at(section.url.span()) });
+        }
         let filters = match &raw.filter {
             None => vec![Filter::None],
             Some(v) => {
@@ -520,8 +534,7 @@ impl Experiment {
         // A served index is judged on its own rows, once per filter: never crossed with chunkers.
         for (retriever, abstain) in &retrievers {
             let Some(rows) = retriever.served_rows() else { continue };
-            let missing =
-                crate::engine::servers::served_without_server(rows, pg_server.is_some(), milvus_server.is_some());
+            let missing = crate::engine::servers::served_without_server(rows, &servers);
             if let Some(what) = missing {
                 return Err(Error::input(
                     served_at,
@@ -631,8 +644,7 @@ impl Experiment {
             cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| DEFAULT_COST_TOKENIZER.into()),
             shared: Experiment::shared_stages(&cells),
             shard: None,
-            pg_server,
-            milvus_server,
+            servers,
             cells,
         })
     }

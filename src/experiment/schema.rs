@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
-use crate::error::Location;
 use crate::grid::GridTable;
 use crate::input::corpus::CorpusFormat;
 use crate::input::golden::GoldenFormat;
@@ -48,7 +47,7 @@ pub(super) struct RawExperiment {
     #[serde(default)]
     pub(super) permissions: RawPermissions,
     #[serde(default)]
-    pub(super) engines: RawEngines,
+    pub(super) engines: std::collections::BTreeMap<String, Spanned<RawServer>>,
     #[serde(default)]
     pub(super) cost: RawCost,
     pub(super) corpus: RawCorpus,
@@ -72,50 +71,17 @@ pub(super) struct RawCost {
     pub(super) tokenizer: Option<String>,
 }
 
-/// `[engines.pg]`: the user's own PostgreSQL server instead of a private one.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawEngines {
-    #[serde(default)]
-    pub(super) pg: Option<RawPg>,
-    #[serde(default)]
-    pub(super) milvus: Option<RawMilvus>,
-}
-
-/// `[engines.milvus]`: the user's own Milvus (standalone or cluster) instead of a private one.
+/// `[engines.NAME]`: the user's own server of engine NAME instead of a private one: its `url`,
+/// and the environment variable holding its login secret under the key its engine names
+/// (`password_env` for PostgreSQL, `token_env` for Milvus and Chroma).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawMilvus {
-    pub(super) url: Spanned<String>,
-    #[serde(default)]
-    pub(super) token_env: Option<Spanned<String>>,
-}
-
-/// The user's own Milvus for cells with `engine = "milvus"`: its `http://host:port` and the
-/// environment variable that holds the token (`user:password` or an API key).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MilvusServerSpec {
-    pub url: String,
-    pub token_env: Option<String>,
-    pub at: Location,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawPg {
+pub(super) struct RawServer {
     pub(super) url: Spanned<String>,
     #[serde(default)]
     pub(super) password_env: Option<Spanned<String>>,
-}
-
-/// The user's own PostgreSQL server for cells with `engine = "pg"`: where it is (read from its
-/// URL; no password) and the environment variable that holds the password.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PgServerSpec {
-    pub endpoint: crate::engine::connect::Endpoint,
-    pub password_env: Option<String>,
-    /// Where `url` is written, for errors about it.
-    pub at: Location,
+    #[serde(default)]
+    pub(super) token_env: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -115,8 +115,7 @@ impl Setup {
             models,
             cross_encoders: Vec::new(),
             counter: Counter::Words,
-            pg_server: None,
-            milvus_server: None,
+            servers: Vec::new(),
         };
         Setup { dir, exp, prepared }
     }

@@ -451,3 +451,14 @@ pub fn team_rows(root: &Path, n: usize, questions: usize) -> Vec<TeamRow> {
         })
         .collect()
 }
+
+/// A synthetic corpus of `documents` in `root/corpus` and the free random model.
+pub fn synthetic_project(root: &Path, documents: usize, questions: usize) {
+    ragsweep()
+        .arg("synth")
+        .arg(root.join("corpus"))
+        .args(["--documents", &documents.to_string(), "--questions", &questions.to_string(), "--vocabulary", "5000"])
+        .assert()
+        .success();
+    random_model(&root.join("models"), "random-64", 64, "");
+}

@@ -25,7 +25,7 @@ use prost::Message;
 
 use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
-use crate::engine::registry::{EngineSources, ServingEngine, Started};
+use crate::engine::registry::{EngineSources, ServerSpec, ServingEngine, Started, UserServer};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
@@ -356,13 +356,16 @@ impl ServingEngine for Serving {
     }
 
     fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
-        check(&from.engines_dir.join("milvus"), from.milvus_server, writes)
+        check(&from.engines_dir.join("milvus"), from.server::<MilvusEndpoint>(), writes)
     }
 
     fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
-        let (engine, note) =
-            MilvusEngine::start(&from.engines_dir.join("milvus"), from.cache_dir, from.milvus_server.cloned())?;
-        let what = match from.milvus_server {
+        let (engine, note) = MilvusEngine::start(
+            &from.engines_dir.join("milvus"),
+            from.cache_dir,
+            from.server::<MilvusEndpoint>().cloned(),
+        )?;
+        let what = match from.server::<MilvusEndpoint>() {
             Some(server) => {
                 format!("connected to the experiment's Milvus at {}", crate::stages::http_embed::redacted(&server.url))
             }
@@ -376,8 +379,24 @@ impl ServingEngine for Serving {
         server::stop_all();
     }
 
+    fn secret_key(&self) -> Option<&'static str> {
+        Some("token_env")
+    }
+
+    fn server_url(&self, url: &str) -> std::result::Result<String, String> {
+        MilvusEndpoint::parse(url)
+    }
+
+    fn user_server(&self, spec: &ServerSpec) -> Result<UserServer> {
+        Ok(Box::new(MilvusEndpoint { url: spec.url.clone(), token: spec.secret("token_env")? }))
+    }
+
+    fn served_noun(&self) -> &'static str {
+        "collection"
+    }
+
     fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
-        let endpoint = from.milvus_server.ok_or_else(|| {
+        let endpoint = from.server::<MilvusEndpoint>().ok_or_else(|| {
             fail(format!("collection {} is read from the experiment's server: declare [engines.milvus]", rows.source))
         })?;
         served::milvus_rows(endpoint, rows)
