@@ -23,6 +23,25 @@ fn tops(run: &Path) -> Vec<(String, String, Value)> {
         .collect()
 }
 
+/// `ragsweep run EXPERIMENT` with the models, cache and results of `root` and the engines the
+/// repository installs; asserts it succeeded.
+fn run_in(root: &Path, experiment: &Path) {
+    let out = common::ragsweep()
+        .arg("run")
+        .arg(experiment)
+        .args(["-q", "--models"])
+        .arg(root.join("models"))
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .arg("--out")
+        .arg(root.join("results"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Chroma servers whose command line names a path under `root`.
 fn servers_under(root: &Path) -> usize {
     let root = root.to_string_lossy().into_owned();
@@ -53,20 +72,7 @@ fn chroma_searching_its_whole_graph_lists_what_the_exact_scan_lists_and_filters_
          [[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"team-16\"\nm = 16\nef_construction = 100\nef_search = [10, 1000]\n",
     );
     let run = || {
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
-            .arg("run")
-            .arg(&exp)
-            .arg("--models")
-            .arg(root.join("models"))
-            .arg("--engines")
-            .arg(repo().join("engines"))
-            .arg("--cache")
-            .arg(root.join("cache"))
-            .arg("--out")
-            .arg(root.join("results"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        run_in(root, &exp);
         assert_eq!(servers_under(root), 0, "the server is stopped when the run ends");
         let latest = root.join("results/chroma/latest");
         let read =
@@ -242,18 +248,7 @@ fn shards_on_a_users_chroma_build_each_collection_once() {
         "users",
         &format!("{server}[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n{served}"),
     );
-    let out = common::ragsweep()
-        .arg("run")
-        .arg(&both)
-        .args(["-q", "--models"])
-        .arg(root.join("models"))
-        .arg("--cache")
-        .arg(root.join("cache"))
-        .arg("--out")
-        .arg(root.join("results"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_in(root, &both);
     let latest = root.join("results/users/latest");
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(latest.join("manifest.json")).unwrap()).unwrap();
@@ -311,29 +306,7 @@ fn server_sections_are_read_by_their_engine_and_refused_at_their_line() {
 fn bench_filter_measures_chroma_beside_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    common::synthetic_project(root, 300, 20);
-    let experiment = root.join("bench.toml");
-    std::fs::write(
-        &experiment,
-        "name = \"bench\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
-         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
-         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
-    )
-    .unwrap();
-    let out = common::ragsweep()
-        .current_dir(root)
-        .arg("bench-filter")
-        .arg(&experiment)
-        .args(["--queries", "20", "--engine", "chroma", "--models"])
-        .arg(root.join("models"))
-        .arg("--engines")
-        .arg(repo().join("engines"))
-        .arg("--cache")
-        .arg(root.join("cache"))
-        .output()
-        .unwrap();
-    let table = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "{}\n{table}", String::from_utf8_lossy(&out.stderr));
+    let table = common::bench_filter(root, "chroma");
     for allowed in ["1%", "10%", "50%", "90%"] {
         let (_, under_return, recall) = common::parity_row(&table, allowed, "chroma hnsw(m=8,efc=40,ef=300)");
         assert_eq!((under_return, recall), (0, 1.0), "the whole list at {allowed} is the oracle:\n{table}");

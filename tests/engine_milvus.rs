@@ -267,29 +267,7 @@ fn engines_install_unpacks_the_same_milvus_as_the_script() {
 fn bench_filter_measures_milvus_beside_the_oracle() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    common::synthetic_project(root, 300, 20);
-    let experiment = root.join("bench.toml");
-    std::fs::write(
-        &experiment,
-        "name = \"bench\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
-         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
-         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
-    )
-    .unwrap();
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
-        .current_dir(root)
-        .arg("bench-filter")
-        .arg(&experiment)
-        .args(["--queries", "20", "--engine", "milvus", "--models"])
-        .arg(root.join("models"))
-        .arg("--engines")
-        .arg(repo().join("engines"))
-        .arg("--cache")
-        .arg(root.join("cache"))
-        .output()
-        .unwrap();
-    let table = String::from_utf8(out.stdout).unwrap();
-    assert!(out.status.success(), "{}\n{table}", String::from_utf8_lossy(&out.stderr));
+    let table = common::bench_filter(root, "milvus");
     for allowed in ["1%", "10%", "50%", "90%"] {
         let (_, under_return, recall) = common::parity_row(&table, allowed, "milvus flat");
         assert_eq!((under_return, recall), (0, 1.0), "FLAT at {allowed} is the oracle:\n{table}");

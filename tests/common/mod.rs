@@ -256,6 +256,36 @@ pub fn assert_merged_equals_unsharded(merged: &Path, grid: &str) {
     assert_eq!(read(merged, "per_query.jsonl"), read(&whole, "per_query.jsonl"));
 }
 
+/// `bench-filter --engine ENGINE` on a synthetic corpus of 300 documents in `root` (the free
+/// random model, HNSW m 8, ef_construction 40, 20 queries), the engines installed in the
+/// repository: its table, after asserting it succeeded.
+pub fn bench_filter(root: &Path, engine: &str) -> String {
+    synthetic_project(root, 300, 20);
+    let experiment = root.join("bench.toml");
+    std::fs::write(
+        &experiment,
+        "name = \"bench\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
+         reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"random-64\"\nindex = \"hnsw\"\nm = 8\nef_construction = 40\n",
+    )
+    .unwrap();
+    let out = ragsweep()
+        .current_dir(root)
+        .arg("bench-filter")
+        .arg(&experiment)
+        .args(["--queries", "20", "--engine", engine, "--models"])
+        .arg(root.join("models"))
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .arg("--cache")
+        .arg(root.join("cache"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}\n{table}", String::from_utf8_lossy(&out.stderr));
+    table
+}
+
 /// `(rows, under_return, recall_vs_oracle)` of the `bench-filter` parity table's row at `allowed` for `setting`.
 pub fn parity_row(table: &str, allowed: &str, setting: &str) -> (f64, usize, f64) {
     let line = table
