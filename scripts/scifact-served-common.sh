@@ -1,4 +1,5 @@
-# Sourced by scripts/served-scifact.sh and scripts/served-scifact-milvus.sh: SciFact's test
+# Sourced by scripts/served-scifact.sh, scripts/served-scifact-milvus.sh and
+# scripts/served-scifact-chroma.sh: SciFact's test
 # split as an experiment head, the MiniLM vectors of its whole documents (title and text) that
 # the team's index holds, exported by `ragsweep vectors`, and the matrices printed. Needs REPO,
 # BIN, SCIFACT and W.

@@ -314,3 +314,126 @@ fn bench_filter_measures_chroma_beside_the_oracle() {
     }
     assert_eq!(servers_under(root), 0, "the benchmark's server is stopped");
 }
+
+/// A Chroma collection the team serves, with its own keys (each record's page in metadata
+/// `page`, its text as the record's document, its groups in an array `allowed`, cosine space,
+/// a search list as long as the collection), measured as it is: read by a run that has no engine
+/// installed, its lists equal the in-process exact scan's of the same vectors case by case,
+/// filtered by the team's own groups in Chroma's query, and the server is unchanged.
+#[test]
+fn a_served_chroma_collection_is_measured_as_it_is_and_the_server_is_unchanged() {
+    assert!(
+        repo().join("engines/chroma/chromadb_rust_bindings").is_dir(),
+        "Chroma is not installed: run scripts/install-engines.sh (.ci/run does)"
+    );
+    let chroma = UserChroma::start();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let rows = common::team_rows(root, 600, 60);
+    let collections = format!("{}/api/v2/tenants/default_tenant/databases/default_database/collections", chroma.url);
+    let post = |url: &str, body: Value| -> Value {
+        let answer = ureq::post(url).header("Content-Type", "application/json").send(body.to_string().as_bytes());
+        serde_json::from_str(&answer.unwrap().into_body().read_to_string().unwrap()).unwrap_or(Value::Null)
+    };
+    let config = serde_json::json!({"hnsw": {"space": "cosine", "ef_search": 1000}});
+    let created = post(&collections, serde_json::json!({"name": "team_pages", "configuration": config}));
+    let id = created["id"].as_str().unwrap().to_string();
+    for (b, batch) in rows.chunks(100).enumerate() {
+        let ids: Vec<String> = (0..batch.len()).map(|i| format!("rec-{}", b * 100 + i)).collect();
+        let body = serde_json::json!({
+            "ids": ids,
+            "embeddings": batch.iter().map(|r| r.vector.clone()).collect::<Vec<_>>(),
+            "documents": batch.iter().map(|r| r.body.clone()).collect::<Vec<_>>(),
+            "metadatas": batch.iter().map(|r| serde_json::json!({"page": r.doc, "allowed": r.groups})).collect::<Vec<_>>(),
+        });
+        post(&format!("{collections}/{id}/add"), body);
+    }
+    let state = || {
+        let get = |url: &str| -> Value {
+            serde_json::from_str(&ureq::get(url).call().unwrap().into_body().read_to_string().unwrap()).unwrap()
+        };
+        (chroma.collections(), get(&format!("{collections}/{id}/count")), get(&format!("{collections}/team_pages")))
+    };
+    let before = state();
+    assert_eq!(before.1, 600);
+
+    let served = "[[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"team-16\"\ncollection = \"team_pages\"\n\
+                  id_field = \"page\"\ntext_field = \"document\"\nacl_field = \"allowed\"\npublic_group = \"everyone\"\n";
+    let exp = common::team_experiment(
+        root,
+        "served",
+        &format!(
+            "[engines.chroma]\nurl = \"{}\"\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n{served}",
+            chroma.url
+        ),
+    );
+    let ragsweep = |command: &str| {
+        let mut cmd = common::ragsweep();
+        cmd.arg(command).arg(&exp).arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
+        cmd.arg("--engines").arg(root.join("no-engines-here"));
+        if command == "run" {
+            cmd.arg("--out").arg(root.join("results"));
+        }
+        cmd.output().unwrap()
+    };
+    let validated = ragsweep("validate");
+    let said = String::from_utf8_lossy(&validated.stdout);
+    assert!(validated.status.success(), "{said}{}", String::from_utf8_lossy(&validated.stderr));
+    assert!(said.contains("nothing is written"), "{said}");
+    assert!(
+        said.contains("served chroma collection team_pages as served (read only): 600 chunks placed in their documents; index hnsw (max_neighbors=16, ef_construction=100, ef_search=1000); space cosine; 600 records"),
+        "{said}"
+    );
+    let out = ragsweep("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(state(), before, "no collection made or dropped, the records and settings unchanged");
+
+    let latest = root.join("results/served/latest");
+    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(latest.join("matrix.json")).unwrap()).unwrap();
+    let rows_of = matrix["rows"].as_array().unwrap();
+    let cell = |served: bool, filtered: bool| -> String {
+        let row = rows_of
+            .iter()
+            .find(|r| {
+                let label = r["label"].as_str().unwrap();
+                label.contains("as served") == served && label.contains("in_query") == filtered
+            })
+            .unwrap();
+        row["cell"].as_str().unwrap().to_string()
+    };
+    let row = |id: &str| rows_of.iter().find(|r| r["cell"] == id).unwrap().clone();
+    let (open, filtered) = (cell(true, false), cell(true, true));
+    assert_eq!(row(&filtered)["leaks"], 0, "the team's groups filter in Chroma's query");
+    assert!(row(&open)["leaks"].as_u64().unwrap() > 0);
+    assert_eq!(row(&filtered)["recall_vs_oracle"]["@10"], 1.0, "{}", row(&filtered));
+    let lists = tops(&latest);
+    let of = |cell: &str| -> Vec<(String, Value)> {
+        lists.iter().filter(|(c, _, _)| c == cell).map(|(_, case, top)| (case.clone(), top.clone())).collect()
+    };
+    assert_eq!(of(&cell(false, false)).len(), 60);
+    assert_eq!(of(&open), of(&cell(false, false)), "served = in-process exact, case by case");
+    assert_eq!(of(&filtered), of(&cell(false, true)), "filtered in the query too");
+}
+
+/// A served Chroma collection is searched as the team set it up: settings it cannot take are
+/// refused at their line, and it needs the team's server.
+#[test]
+fn served_chroma_settings_are_refused_at_their_line() {
+    let docs = [("a.md", "# A\nTexto.\n")];
+    let golden = r#"[{"id": "q1", "question": "texto", "relevant": ["a"]}]"#;
+    let head = "name = \"s\"\nunit = \"doc\"\nk = [1]\n";
+    let server = "[engines.chroma]\nurl = \"http://127.0.0.1:9\"\n";
+    let served = "[[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"m\"\ncollection = \"kb\"\n\
+                  id_field = \"doc\"\ntext_field = \"document\"\n";
+    for (section, extra, line, says) in [
+        (server, "ef_search = 40\n", 17, "is not a setting of a served Chroma collection"),
+        (server, "vector_field = \"emb\"\n", 17, "is not a setting of a served Chroma collection"),
+        ("", "", 12, "is read on the team's own server: declare it in [engines.chroma]"),
+    ] {
+        let f = common::Fixture::new(&docs, golden, &format!("{head}{section}{served}{extra}"));
+        let out = f.cmd().args(["validate", "exp.toml"]).output().unwrap();
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "{extra}: {all}");
+        assert!(all.contains(&format!("exp.toml:{line}:")) && all.contains(says), "{extra}: {all}");
+    }
+}

@@ -1,9 +1,9 @@
 //! An index the team serves, read as it is: `kind = "dense"` with `engine = "pg"` and
-//! `table = "…"`, or `engine = "milvus"` and `collection = "…"`, and the fields a search reads
-//! (`id_field`, `text_field`, `vector_field`, `acl_field`). Its chunks are the rows
+//! `table = "…"`, or `engine = "milvus"` or `"chroma"` and `collection = "…"`, and the fields a
+//! search reads (`id_field`, `text_field`, `vector_field`, `acl_field`). Its chunks are the rows
 //! (`crate::chunkers::served`), its questions are embedded by the experiment's `model`, and its
-//! oracle is an exact search of the same rows (pgvector's with index scans off; for Milvus, a
-//! scan of the rows as read).
+//! oracle is an exact search of the same rows (pgvector's with index scans off; for Milvus and
+//! Chroma, a scan of the rows as read).
 
 use std::sync::Arc;
 
@@ -11,6 +11,8 @@ use toml::Value;
 
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::chunkers::served::ServedRows;
+use crate::engine::chroma::served::{ChromaServed, ChromaServedSource};
+use crate::engine::chroma::ChromaEngine;
 use crate::engine::milvus::served::{MilvusServed, MilvusServedSource};
 use crate::engine::milvus::MilvusEngine;
 use crate::engine::pgvector::PgEngine;
@@ -70,11 +72,21 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
             forbid(combo, &["table", "distance", "force_index", "iterative_scan"], why, bad)?;
             ("milvus", "collection")
         }
-        None | Some(EngineKind::Chroma) => {
+        Some(EngineKind::Chroma) => {
+            let why = "is not a setting of a served Chroma collection: it is searched with its own space and ef_search, and its records hold one vector each";
+            forbid(
+                combo,
+                &["table", "vector_field", "distance", "force_index", "iterative_scan", "ef_search", "probes"],
+                why,
+                bad,
+            )?;
+            ("chroma", "collection")
+        }
+        None => {
             let key = if combo.get("table").is_some() { "table" } else { "collection" };
             return Err(bad(
                 combo.span_of(key),
-                format!("`{key}` is read on the team's own server: add engine = \"pg\" (a table) or \"milvus\" (a collection)"),
+                format!("`{key}` is read on the team's own server: add engine = \"pg\" (a table) or \"milvus\" or \"chroma\" (a collection)"),
             ));
         }
     };
@@ -106,7 +118,10 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
                 bad,
             )?,
         },
-        vector_field: required("vector_field")?,
+        vector_field: match engine {
+            Some(EngineKind::Chroma) => "embedding".into(),
+            _ => required("vector_field")?,
+        },
         acl_field: text(combo, "acl_field", bad)?,
         public_group: text(combo, "public_group", bad)?,
         distance: choice(combo, "distance", None, &distances, bad)?,
@@ -203,6 +218,7 @@ impl SourceKind for Served {
         );
         match self.engine() {
             Some(EngineKind::Milvus) => IndexIdentity::of::<MilvusServed>(params),
+            Some(EngineKind::Chroma) => IndexIdentity::of::<ChromaServed>(params),
             _ => IndexIdentity::of::<PgServed>(params),
         }
     }
@@ -220,10 +236,16 @@ impl SourceKind for Served {
         let chunks: Vec<(String, String, bool)> = (0..input.chunks)
             .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
             .collect();
-        if self.engine() == Some(EngineKind::Milvus) {
-            let engine = input.engines.expect::<MilvusEngine>();
-            let served = engine.open_served(&self.index, dim, &chunks)?;
-            return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
+        match self.engine() {
+            Some(EngineKind::Milvus) => {
+                let served = input.engines.expect::<MilvusEngine>().open_served(&self.index, dim, &chunks)?;
+                return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
+            }
+            Some(EngineKind::Chroma) => {
+                let served = input.engines.expect::<ChromaEngine>().open_served(&self.index, dim, &chunks)?;
+                return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
+            }
+            _ => {}
         }
         let engine = input.engines.expect::<PgEngine>();
         let served = engine.open_served(&self.index, dim, &chunks)?;
@@ -232,20 +254,26 @@ impl SourceKind for Served {
     }
 
     fn describe(&self, index: &BuiltIndex) -> Option<String> {
-        Some(if self.engine() == Some(EngineKind::Milvus) {
-            index.get::<MilvusServed>().describe()
-        } else {
-            let distance = self.index.distance;
-            index.get::<PgServed>().describe(distance)
+        Some(match self.engine() {
+            Some(EngineKind::Milvus) => index.get::<MilvusServed>().describe(),
+            Some(EngineKind::Chroma) => index.get::<ChromaServed>().describe(),
+            _ => index.get::<PgServed>().describe(self.index.distance),
         })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let i = &self.index;
-        if self.engine() == Some(EngineKind::Milvus) {
-            let engine = engines.expect::<MilvusEngine>();
-            let served = index.get::<MilvusServed>();
-            return Arc::new(MilvusServedSource { engine, served, ef_search: i.ef_search, probes: i.probes });
+        match self.engine() {
+            Some(EngineKind::Milvus) => {
+                let engine = engines.expect::<MilvusEngine>();
+                let served = index.get::<MilvusServed>();
+                return Arc::new(MilvusServedSource { engine, served, ef_search: i.ef_search, probes: i.probes });
+            }
+            Some(EngineKind::Chroma) => {
+                let (engine, served) = (engines.expect::<ChromaEngine>(), index.get::<ChromaServed>());
+                return Arc::new(ChromaServedSource { engine, served });
+            }
+            _ => {}
         }
         let served = index.get::<PgServed>();
         let engine = engines.expect::<PgEngine>();
@@ -267,7 +295,7 @@ impl Served {
     /// `pg table NAME` or `milvus collection NAME`.
     fn source(&self) -> String {
         let rows = &self.index.rows;
-        let what = if self.engine() == Some(EngineKind::Milvus) { "collection" } else { "table" };
+        let what = self.engine().map_or("table", |kind| crate::engine::servers::serving(kind).served_noun());
         format!("{} {what} {}", rows.engine, rows.source)
     }
 }

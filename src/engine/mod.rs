@@ -14,6 +14,7 @@ pub mod milvus;
 pub mod pg;
 pub mod pgvector;
 pub mod registry;
+pub mod scan;
 pub mod served;
 pub mod servers;
 

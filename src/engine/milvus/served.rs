@@ -13,9 +13,10 @@ use std::sync::Arc;
 use super::proto::{self, data_type::*, kv, scalar_field::Data};
 use super::{fail, string_literal, Client, MilvusEndpoint, MilvusEngine};
 use crate::chunkers::served::{RowChunks, ServedRows};
+use crate::engine::scan::ServedScan;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
-use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
+use crate::retrieve::source::{Query, RankingSource, Restriction, Side, SourceScore};
 use crate::vocab::{Distance, ServedIndex, INDEX_UNUSED};
 
 /// Rows per query: Milvus refuses an offset plus limit above 16,384.
@@ -203,24 +204,12 @@ pub struct MilvusServed {
     text: String,
     vector: String,
     acl: Option<String>,
-    public_group: Option<String>,
     /// The vector index: `index_type` and its build parameters.
     index: String,
-    metric: Distance,
     pub bytes: u64,
     chunk_of: RowChunks,
-    dim: usize,
-    /// Each row's vector, its chunk and its groups (the oracle's scan).
-    vectors: Vec<f32>,
-    row_chunk: Vec<u32>,
-    row_groups: Vec<Vec<String>>,
-    /// Each row vector's length, for the cosine.
-    norms: Vec<f32>,
-}
-
-/// A vector's length (never 0, so a cosine is always defined).
-fn norm(v: &[f32]) -> f32 {
-    v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE)
+    /// The rows as read, the oracle's exact scan.
+    scan: ServedScan,
 }
 
 impl MilvusEngine {
@@ -302,29 +291,21 @@ impl MilvusEngine {
                 })
             })
             .collect::<Result<Vec<u32>>>()?;
-        if vectors.len() != row_chunk.len() * dim {
-            return Err(fail(format!(
-                "collection {collection}: {} vector values for {} rows",
-                vectors.len(),
-                row_chunk.len()
-            )));
-        }
+        let bytes = (vectors.len() * 4 + texts.iter().map(String::len).sum::<usize>()) as u64;
+        let what = format!("collection {collection}");
+        let has_acl = spec.acl_field.is_some();
+        let public = spec.public_group.clone();
+        let scan = ServedScan::new("milvus", what, metric, dim, vectors, row_chunk, row_groups, has_acl, public)?;
         Ok(MilvusServed {
             collection: collection.clone(),
             id: spec.rows.id_field.clone(),
             text: spec.rows.text_field.clone(),
             vector: spec.vector_field.clone(),
             acl: spec.acl_field.clone(),
-            public_group: spec.public_group.clone(),
             index: format!("{} {}", param("index_type"), param("params")).trim().to_string(),
-            metric,
-            bytes: (vectors.len() * 4 + texts.iter().map(String::len).sum::<usize>()) as u64,
+            bytes,
             chunk_of,
-            dim,
-            norms: vectors.chunks_exact(dim).map(norm).collect(),
-            vectors,
-            row_chunk,
-            row_groups,
+            scan,
         })
     }
 }
@@ -349,7 +330,7 @@ impl MilvusServedSource<'_> {
 
     /// Milvus's score as a score, higher better: L2 distances negated.
     fn score(&self, milvus: f32) -> f32 {
-        match self.served.metric {
+        match self.served.scan.metric {
             Distance::L2 => -milvus,
             Distance::Cosine | Distance::Ip => milvus,
         }
@@ -363,7 +344,7 @@ impl RankingSource for MilvusServedSource<'_> {
         let filter = match restrict {
             None => String::new(),
             Some(r) => {
-                let groups: Vec<String> = s.asked(r)?.iter().map(|g| string_literal(g)).collect();
+                let groups: Vec<String> = s.scan.asked(r)?.iter().map(|g| string_literal(g)).collect();
                 format!("array_contains_any({}, [{}])", s.acl.as_deref().unwrap_or_default(), groups.join(", "))
             }
         };
@@ -371,7 +352,7 @@ impl RankingSource for MilvusServedSource<'_> {
         let group = proto::PlaceholderGroup {
             placeholders: vec![proto::PlaceholderValue { tag: "$0".into(), r#type: 101, values: vec![bytes] }],
         };
-        let metric = match s.metric {
+        let metric = match s.scan.metric {
             Distance::Cosine => "COSINE",
             Distance::L2 => "L2",
             Distance::Ip => "IP",
@@ -415,7 +396,7 @@ impl RankingSource for MilvusServedSource<'_> {
     }
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
-        self.served.explain(query, chunk)
+        self.served.scan.explain(query, chunk)
     }
 
     fn size_bytes(&self) -> u64 {
@@ -443,78 +424,13 @@ impl RankingSource for MilvusServedSource<'_> {
     }
 
     fn oracle(&self) -> Option<Arc<dyn RankingSource + '_>> {
-        Some(Arc::new(MilvusServedScan { served: self.served }))
+        Some(self.served.scan.oracle())
     }
 }
 
 impl MilvusServed {
     /// Its vector index and metric, and the rows the oracle scans.
     pub fn describe(&self) -> String {
-        format!("index {}; metric {}; {} rows", self.index, self.metric.as_str(), self.row_chunk.len())
-    }
-
-    /// The groups a restricted search asks for (the user's and the public group), or an error
-    /// when the collection has no ACL field.
-    fn asked(&self, restrict: &Restriction<'_>) -> Result<Vec<String>> {
-        if self.acl.is_none() {
-            return Err(fail(format!("collection {}: a filtered search needs its acl_field", self.collection)));
-        }
-        Ok(restrict.groups.iter().chain(self.public_group.as_ref()).cloned().collect())
-    }
-
-    /// The chunk's score at its best row, as the collection's metric scores it.
-    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
-        let score = self.scan(query.vector, None).into_iter().find(|h| h.chunk == chunk).map(|h| h.score);
-        let name = format!("{} of the row's vector and the question's, as Milvus scores it", self.metric.as_str());
-        Ok(SourceScore { score, parts: vec![ScoreNode::leaf(name, score)], bm25: None })
-    }
-
-    /// Every row scored exactly as the collection's metric scores it (restricted to rows that
-    /// carry one of `groups`), each chunk at its best row, best first.
-    fn scan(&self, q: &[f32], groups: Option<&[String]>) -> Vec<Hit> {
-        let qn = norm(q);
-        let mut best: HashMap<u32, f32> = HashMap::new();
-        for (r, v) in self.vectors.chunks_exact(self.dim).enumerate() {
-            if let Some(groups) = groups {
-                if !self.row_groups[r].iter().any(|g| groups.contains(g)) {
-                    continue;
-                }
-            }
-            let dot: f32 = v.iter().zip(q).map(|(a, b)| a * b).sum();
-            let score = match self.metric {
-                Distance::Cosine => dot / (self.norms[r] * qn),
-                Distance::Ip => dot,
-                Distance::L2 => -v.iter().zip(q).map(|(a, b)| (a - b) * (a - b)).sum::<f32>(),
-            };
-            let chunk = self.row_chunk[r];
-            let entry = best.entry(chunk).or_insert(f32::NEG_INFINITY);
-            *entry = entry.max(score);
-        }
-        best.into_iter().map(|(chunk, score)| Hit { chunk, score }).collect()
-    }
-}
-
-/// The oracle of a served collection: an exact scan of its rows as read, filtered by the same
-/// groups.
-struct MilvusServedScan<'a> {
-    served: &'a MilvusServed,
-}
-
-impl RankingSource for MilvusServedScan<'_> {
-    fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
-        let groups = restrict.map(|r| self.served.asked(r)).transpose()?;
-        Ok(top_hits(self.served.scan(query.vector, groups.as_deref()), depth))
-    }
-
-    fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
-        self.served.explain(query, chunk)
-    }
-
-    fn size_bytes(&self) -> u64 {
-        self.served.bytes
-    }
-
-    fn side(&self) -> Side {
-        Side::Dense
+        format!("index {}; metric {}; {} rows", self.index, self.scan.metric.as_str(), self.scan.rows())
     }
 }

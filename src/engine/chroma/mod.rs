@@ -12,6 +12,8 @@
 //! Chroma sets `ef_search` per collection, not per query, so it is part of what a collection
 //! is built with.
 
+pub mod served;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -25,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
+use crate::vocab::ServedRows;
 
 const ENGINE: &str = "chroma";
 /// The Chroma the install pins, for messages and provenance.
@@ -149,6 +152,13 @@ impl ServingEngine for Serving {
 
     fn served_noun(&self) -> &'static str {
         "collection"
+    }
+
+    fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
+        let endpoint = from.server::<ChromaEndpoint>().ok_or_else(|| {
+            fail(format!("collection {} is read from the experiment's server: declare [engines.chroma]", rows.source))
+        })?;
+        served::chroma_rows(endpoint, rows)
     }
 }
 
