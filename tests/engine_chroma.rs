@@ -42,6 +42,14 @@ fn run_in(root: &Path, experiment: &Path) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Fails (never skips) when scripts/install-engines.sh has not installed Chroma.
+fn installed() {
+    assert!(
+        repo().join("engines/chroma/chromadb_rust_bindings").is_dir(),
+        "Chroma is not installed: run scripts/install-engines.sh (.ci/run does)"
+    );
+}
+
 /// Chroma servers whose command line names a path under `root`.
 fn servers_under(root: &Path) -> usize {
     let root = root.to_string_lossy().into_owned();
@@ -58,10 +66,7 @@ fn servers_under(root: &Path) -> usize {
 
 #[test]
 fn chroma_searching_its_whole_graph_lists_what_the_exact_scan_lists_and_filters_in_the_query() {
-    assert!(
-        repo().join("engines/chroma/chromadb_rust_bindings").is_dir(),
-        "Chroma is not installed: run scripts/install-engines.sh (.ci/run does)"
-    );
+    installed();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     common::team_corpus(root, 600, 60);
@@ -163,6 +168,7 @@ struct UserChroma {
 
 impl UserChroma {
     fn start() -> UserChroma {
+        installed();
         use std::os::unix::process::CommandExt;
         let data = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -213,10 +219,6 @@ impl Drop for UserChroma {
 /// run's lists there equal the exact scan's, case by case.
 #[test]
 fn shards_on_a_users_chroma_build_each_collection_once() {
-    assert!(
-        repo().join("engines/chroma/chromadb_rust_bindings").is_dir(),
-        "Chroma is not installed: run scripts/install-engines.sh (.ci/run does)"
-    );
     let chroma = UserChroma::start();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -322,10 +324,6 @@ fn bench_filter_measures_chroma_beside_the_oracle() {
 /// filtered by the team's own groups in Chroma's query, and the server is unchanged.
 #[test]
 fn a_served_chroma_collection_is_measured_as_it_is_and_the_server_is_unchanged() {
-    assert!(
-        repo().join("engines/chroma/chromadb_rust_bindings").is_dir(),
-        "Chroma is not installed: run scripts/install-engines.sh (.ci/run does)"
-    );
     let chroma = UserChroma::start();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
