@@ -435,3 +435,125 @@ fn served_chroma_settings_are_refused_at_their_line() {
         assert!(all.contains(&format!("exp.toml:{line}:")) && all.contains(says), "{extra}: {all}");
     }
 }
+
+/// What stands in front of a team's Chroma (Chroma 1.x has no authentication of its own): an
+/// HTTP proxy that forwards a request only when it carries `x-chroma-token: TOKEN`, and counts
+/// what it forwarded and refused.
+struct TokenProxy {
+    url: String,
+    counts: std::sync::Arc<std::sync::Mutex<(usize, usize)>>,
+}
+
+impl TokenProxy {
+    fn start(upstream: &str, token: &str) -> TokenProxy {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let counts = std::sync::Arc::new(std::sync::Mutex::new((0, 0)));
+        let (upstream, token, shared) = (upstream.to_string(), token.to_string(), counts.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (upstream, token, counts) = (upstream.clone(), token.clone(), shared.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut stream = stream;
+                    loop {
+                        let mut head = String::new();
+                        if reader.read_line(&mut head).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let (mut length, mut allowed) = (0usize, false);
+                        loop {
+                            let mut line = String::new();
+                            reader.read_line(&mut line).unwrap();
+                            let line = line.trim_end();
+                            if line.is_empty() {
+                                break;
+                            }
+                            let (name, value) = line.split_once(':').unwrap();
+                            match name.to_ascii_lowercase().as_str() {
+                                "content-length" => length = value.trim().parse().unwrap(),
+                                "x-chroma-token" => allowed = value.trim() == token,
+                                _ => {}
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).unwrap();
+                        let mut parts = head.split_whitespace();
+                        let (method, path) = (parts.next().unwrap().to_string(), parts.next().unwrap().to_string());
+                        let (status, answer) = if allowed {
+                            counts.lock().unwrap().0 += 1;
+                            let agent: ureq::Agent =
+                                ureq::Agent::config_builder().http_status_as_error(false).build().into();
+                            let target = format!("{upstream}{path}");
+                            let response = match method.as_str() {
+                                "GET" => agent.get(&target).call(),
+                                "DELETE" => agent.delete(&target).call(),
+                                "PUT" => agent.put(&target).header("Content-Type", "application/json").send(&body[..]),
+                                _ => agent.post(&target).header("Content-Type", "application/json").send(&body[..]),
+                            }
+                            .unwrap();
+                            (response.status().as_u16(), response.into_body().read_to_string().unwrap())
+                        } else {
+                            counts.lock().unwrap().1 += 1;
+                            (401, "{\"error\": \"Unauthorized\"}".to_string())
+                        };
+                        let reply = format!(
+                            "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                        if stream.write_all(reply.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        TokenProxy { url, counts }
+    }
+}
+
+/// `token_env`: the token reaches a Chroma behind a proxy that asks for one. With the wrong
+/// token `validate` stops without repeating it; with the right one a run builds and searches
+/// there, and every request it made carried the token.
+#[test]
+fn a_chroma_behind_a_token_is_reached_with_the_token_and_never_shows_it() {
+    let chroma = UserChroma::start();
+    let proxy = TokenProxy::start(&chroma.url, "s3cr3t-t0ken");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::team_corpus(root, 100, 10);
+    let exp = common::team_experiment(
+        root,
+        "token",
+        &format!(
+            "[engines.chroma]\nurl = \"{}\"\ntoken_env = \"RAGSWEEP_TEST_CHROMA_TOKEN\"\n[[chunkers]]\nkind = \"none\"\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"team-16\"\n",
+            proxy.url
+        ),
+    );
+    let ragsweep = |command: &str, token: &str| {
+        let mut cmd = common::ragsweep();
+        cmd.arg(command).arg(&exp).arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
+        cmd.env("RAGSWEEP_TEST_CHROMA_TOKEN", token);
+        if command == "run" {
+            cmd.arg("--out").arg(root.join("results"));
+        }
+        cmd.output().unwrap()
+    };
+    let wrong = ragsweep("validate", "n0t-the-t0ken");
+    let said = format!("{}{}", String::from_utf8_lossy(&wrong.stdout), String::from_utf8_lossy(&wrong.stderr));
+    assert_eq!(wrong.status.code(), Some(2), "{said}");
+    assert!(said.contains("401") && !said.contains("n0t-the-t0ken"), "{said}");
+    assert_eq!(proxy.counts.lock().unwrap().0, 0, "nothing passed the proxy");
+
+    let out = ragsweep("run", "s3cr3t-t0ken");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (forwarded, refused) = *proxy.counts.lock().unwrap();
+    assert!(forwarded > 20, "the collection was built and searched through the proxy: {forwarded}");
+    assert_eq!(refused, 1, "only the wrong token's request was refused");
+    let written: String =
+        common::walk(&root.join("results")).into_iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    assert!(!written.contains("s3cr3t-t0ken"), "the token is written nowhere");
+    assert_eq!(chroma.collections().len(), 1, "{:?}", chroma.collections());
+}
