@@ -11,12 +11,7 @@ use toml::Value;
 
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::chunkers::served::ServedRows;
-use crate::engine::chroma::served::{ChromaServed, ChromaServedSource};
-use crate::engine::chroma::ChromaEngine;
-use crate::engine::milvus::served::{MilvusServed, MilvusServedSource};
-use crate::engine::milvus::MilvusEngine;
-use crate::engine::pgvector::PgEngine;
-use crate::engine::served::{PgServed, PgServedSource};
+use crate::engine::registry::OpenedServed;
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, int, only, Combo};
@@ -216,11 +211,7 @@ impl SourceKind for Served {
             "served({} {},{},{},{},{:?},{:?})",
             i.rows.engine, i.rows.source, i.vector_field, self.model, i.rows.text_field, i.acl_field, i.public_group
         );
-        match self.engine() {
-            Some(EngineKind::Milvus) => IndexIdentity::of::<MilvusServed>(params),
-            Some(EngineKind::Chroma) => IndexIdentity::of::<ChromaServed>(params),
-            _ => IndexIdentity::of::<PgServed>(params),
-        }
+        IndexIdentity::of::<Box<dyn OpenedServed>>(params)
     }
 
     fn index_name(&self) -> String {
@@ -236,66 +227,28 @@ impl SourceKind for Served {
         let chunks: Vec<(String, String, bool)> = (0..input.chunks)
             .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
             .collect();
-        match self.engine() {
-            Some(EngineKind::Milvus) => {
-                let served = input.engines.expect::<MilvusEngine>().open_served(&self.index, dim, &chunks)?;
-                return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
-            }
-            Some(EngineKind::Chroma) => {
-                let served = input.engines.expect::<ChromaEngine>().open_served(&self.index, dim, &chunks)?;
-                return Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None });
-            }
-            _ => {}
-        }
-        let engine = input.engines.expect::<PgEngine>();
-        let served = engine.open_served(&self.index, dim, &chunks)?;
-        served.distance(self.index.distance, &self.index.rows.source)?;
-        Ok(BuiltIndex { bytes: served.bytes, index: Box::new(served), record: None })
+        let served = input.engines.of(self.kind()).open_served(&self.index, dim, &chunks)?;
+        Ok(BuiltIndex { bytes: served.bytes(), index: Box::new(served), record: None })
     }
 
     fn describe(&self, index: &BuiltIndex) -> Option<String> {
-        Some(match self.engine() {
-            Some(EngineKind::Milvus) => index.get::<MilvusServed>().describe(),
-            Some(EngineKind::Chroma) => index.get::<ChromaServed>().describe(),
-            _ => index.get::<PgServed>().describe(self.index.distance),
-        })
+        Some(index.get::<Box<dyn OpenedServed>>().describe(&self.index))
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
-        let i = &self.index;
-        match self.engine() {
-            Some(EngineKind::Milvus) => {
-                let engine = engines.expect::<MilvusEngine>();
-                let served = index.get::<MilvusServed>();
-                return Arc::new(MilvusServedSource { engine, served, ef_search: i.ef_search, probes: i.probes });
-            }
-            Some(EngineKind::Chroma) => {
-                let (engine, served) = (engines.expect::<ChromaEngine>(), index.get::<ChromaServed>());
-                return Arc::new(ChromaServedSource { engine, served });
-            }
-            _ => {}
-        }
-        let served = index.get::<PgServed>();
-        let engine = engines.expect::<PgEngine>();
-        let distance = served.distance(i.distance, &i.rows.source).expect("checked when opened");
-        Arc::new(PgServedSource {
-            engine,
-            served,
-            distance,
-            ef_search: i.ef_search,
-            probes: i.probes,
-            force_index: i.force_index,
-            iterative_scan: i.iterative_scan,
-            exact: false,
-        })
+        index.get::<Box<dyn OpenedServed>>().source(engines.of(self.kind()), &self.index)
     }
 }
 
 impl Served {
-    /// `pg table NAME` or `milvus collection NAME`.
+    /// The engine that serves it (its name was checked when the experiment was read).
+    fn kind(&self) -> EngineKind {
+        self.engine().expect("a served index names its engine")
+    }
+
+    /// `pg table NAME`, `milvus collection NAME`, `chroma collection NAME`.
     fn source(&self) -> String {
         let rows = &self.index.rows;
-        let what = self.engine().map_or("table", |kind| crate::engine::servers::serving(kind).served_noun());
-        format!("{} {what} {}", rows.engine, rows.source)
+        format!("{} {} {}", rows.engine, crate::engine::servers::serving(self.kind()).served_noun(), rows.source)
     }
 }

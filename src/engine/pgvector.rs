@@ -14,13 +14,15 @@ use std::time::Instant;
 
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, found, quoted, text_array_value, vector_literal, PgConn, PgServer};
-use crate::engine::registry::{EngineSources, ServerSpec, ServingEngine, Started, UserServer};
+use crate::engine::registry::{
+    EngineSources, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started, UserServer,
+};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::{IterativeScan, ServedRows, Terms, INDEX_UNUSED};
+use crate::vocab::{IterativeScan, ServedIndex, ServedRows, Terms, INDEX_UNUSED};
 
 /// How the engine indexes a table of vectors (build-time parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,6 +108,23 @@ fn acl_groups(restrict: &Restriction<'_>) -> String {
 
 /// PostgreSQL + pgvector as a serving engine.
 pub struct Serving;
+
+impl RunningEngine for PgEngine {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn open_served(
+        &self,
+        spec: &ServedIndex,
+        dim: usize,
+        chunks: &[(String, String, bool)],
+    ) -> Result<Box<dyn OpenedServed>> {
+        let served = self.open_table(spec, dim, chunks)?;
+        served.distance(spec.distance, &spec.rows.source)?;
+        Ok(Box::new(served))
+    }
+}
 
 impl ServingEngine for Serving {
     fn install(&self, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {

@@ -8,8 +8,11 @@
 use std::any::Any;
 use std::path::Path;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Location, Result};
-use crate::vocab::ServedRows;
+use crate::retrieve::source::RankingSource;
+use crate::vocab::{ServedIndex, ServedRows};
 
 /// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
 /// `cache_dir`), or the experiment's own servers.
@@ -56,11 +59,40 @@ impl ServerSpec {
 /// An engine a run started or connected to.
 pub struct Started {
     /// The running engine, as its own type.
-    pub engine: Box<dyn Any + Send + Sync>,
+    pub engine: Box<dyn RunningEngine>,
     /// What was done and which server the numbers come from, for the engine stage.
     pub what: String,
     /// Something the user should know (a cache in use by another run), if any.
     pub note: Option<String>,
+}
+
+/// A running engine: kept as its own type and read back by that type alone, and able to open an
+/// index the team serves on it.
+pub trait RunningEngine: Any + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+
+    /// Opens the index the team serves of `spec`: checked against the model's `dim` (its fields,
+    /// their types, its index), each row placed as one of `chunks` (document id, text, whether it
+    /// spans its document) and read for the oracle where the engine needs it. Reads only.
+    fn open_served(
+        &self,
+        spec: &ServedIndex,
+        _dim: usize,
+        _chunks: &[(String, String, bool)],
+    ) -> Result<Box<dyn OpenedServed>> {
+        Err(Error::Other(format!("engine {:?} serves no read-only index", spec.rows.engine)))
+    }
+}
+
+/// An index the team serves, as its engine opened it.
+pub trait OpenedServed: Send + Sync {
+    fn bytes(&self) -> u64;
+
+    /// What it is (its index, its metric, its rows), for `validate` and the manifest.
+    fn describe(&self, spec: &ServedIndex) -> String;
+
+    /// Its search with the cell's settings (`spec`), on `engine`, the running engine that opened it.
+    fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a>;
 }
 
 /// One serving engine.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::chunkers::served::RowChunks;
 use crate::engine::pg::{fail, found, quoted, text_array_value, vector_literal};
 use crate::engine::pgvector::PgEngine;
+use crate::engine::registry::{OpenedServed, RunningEngine};
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
@@ -50,7 +51,7 @@ impl PgEngine {
     /// Finds the served table of `spec` and checks it (fields present and typed as a search
     /// reads them, the vector field of `dim` dimensions); `chunks` are the chunk set's
     /// (document id, text, whether it spans its document) in ordinal order. Reads only.
-    pub fn open_served(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String, bool)]) -> Result<PgServed> {
+    pub fn open_table(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String, bool)]) -> Result<PgServed> {
         let table = &spec.rows.source;
         self.with(|c| {
             let oid = found(c, table)?;
@@ -121,7 +122,7 @@ impl PgEngine {
 
 impl PgServed {
     /// Its vector index and the distance a search orders by (`asked`, else the index's).
-    pub fn describe(&self, asked: Option<Distance>) -> String {
+    fn summary(&self, asked: Option<Distance>) -> String {
         let distance = asked.or(self.index_distance).map_or("none", Distance::as_str);
         match &self.index {
             Some(index) => format!("index {index}; distance {distance}"),
@@ -317,6 +318,31 @@ impl RankingSource for PgServedSource<'_> {
                 iterative_scan: None,
                 exact: true,
             }) as Arc<dyn RankingSource + '_>
+        })
+    }
+}
+
+impl OpenedServed for PgServed {
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn describe(&self, spec: &ServedIndex) -> String {
+        self.summary(spec.distance)
+    }
+
+    fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
+        let engine = engine.as_any().downcast_ref::<PgEngine>().expect("a served table is searched by its engine");
+        let distance = self.distance(spec.distance, &spec.rows.source).expect("checked when opened");
+        Arc::new(PgServedSource {
+            engine,
+            served: self,
+            distance,
+            ef_search: spec.ef_search,
+            probes: spec.probes,
+            force_index: spec.force_index,
+            iterative_scan: spec.iterative_scan,
+            exact: false,
         })
     }
 }

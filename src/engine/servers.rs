@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::chunkers::served::ServedRows;
 pub use crate::engine::registry::EngineSources;
-use crate::engine::registry::{ServerSpec, ServingEngine, UserServer};
+use crate::engine::registry::{RunningEngine, ServerSpec, ServingEngine, UserServer};
 use crate::error::{Error, Result};
 use crate::vocab::EngineKind;
 
@@ -59,7 +59,7 @@ pub fn user_servers(servers: &BTreeMap<EngineKind, ServerSpec>) -> Result<Vec<Us
 /// The engines of one run, each kept as its own type.
 #[derive(Default)]
 pub struct Engines {
-    running: Vec<Box<dyn Any + Send + Sync>>,
+    running: Vec<(EngineKind, Box<dyn RunningEngine>)>,
 }
 
 impl Engines {
@@ -77,14 +77,20 @@ impl Engines {
             let t = Instant::now();
             let started = serving(*kind).start(from, written.contains(kind))?;
             report(t.elapsed().as_secs_f64(), &started.what, started.note);
-            engines.running.push(started.engine);
+            engines.running.push((*kind, started.engine));
         }
         Ok(engines)
     }
 
     /// The running engine of type `E`, if the run started one.
     pub fn get<E: Any>(&self) -> Option<&E> {
-        self.running.iter().find_map(|e| e.downcast_ref())
+        self.running.iter().find_map(|(_, e)| e.as_any().downcast_ref())
+    }
+
+    /// The running engine of `kind`, which the plan started for the kinds that read it.
+    pub fn of(&self, kind: EngineKind) -> &dyn RunningEngine {
+        let running = self.running.iter().find(|(k, _)| *k == kind).map(|(_, e)| &**e);
+        running.expect("an engine is started for the kinds that read it")
     }
 
     /// The running engine of type `E`, which the plan started for the kinds that read it.

@@ -21,13 +21,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::engine::registry::{EngineSources, ServerSpec, ServingEngine, Started, UserServer};
+use crate::engine::registry::{
+    EngineSources, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started, UserServer,
+};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::ServedRows;
+use crate::vocab::{ServedIndex, ServedRows};
 
 const ENGINE: &str = "chroma";
 /// The Chroma the install pins, for messages and provenance.
@@ -88,6 +90,22 @@ impl std::fmt::Debug for ChromaEndpoint {
 
 /// Chroma as a serving engine: a private server, or the user's own.
 pub struct Serving;
+
+impl RunningEngine for ChromaEngine {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn open_served(
+        &self,
+        spec: &ServedIndex,
+        dim: usize,
+        chunks: &[(String, String, bool)],
+    ) -> Result<Box<dyn OpenedServed>> {
+        let served = self.open_collection(spec, dim, chunks)?;
+        Ok(Box::new(served))
+    }
+}
 
 impl ServingEngine for Serving {
     fn install(&self, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::{fail, ChromaEndpoint, ChromaEngine, COLLECTIONS};
 use crate::chunkers::served::{RowChunks, ServedRows};
+use crate::engine::registry::{OpenedServed, RunningEngine};
 use crate::engine::scan::ServedScan;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -102,7 +103,7 @@ impl ChromaEngine {
     /// Finds the served collection of `spec` and checks it (its vectors of `dim` dimensions, its
     /// space one ragsweep scores), and reads its records for the oracle; `chunks` are the chunk
     /// set's (document id, text, whether it spans its document). Reads only.
-    pub fn open_served(
+    pub fn open_collection(
         &self,
         spec: &ServedIndex,
         dim: usize,
@@ -182,12 +183,24 @@ pub struct ChromaServed {
     scan: ServedScan,
 }
 
-impl ChromaServed {
+impl OpenedServed for ChromaServed {
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Its index and space, and the records the oracle scans.
-    pub fn describe(&self) -> String {
+    fn describe(&self, _spec: &ServedIndex) -> String {
         format!("index {}; space {}; {} records", self.index, self.scan.metric.as_str(), self.scan.rows())
     }
 
+    fn source<'a>(&'a self, engine: &'a dyn RunningEngine, _spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
+        let engine =
+            engine.as_any().downcast_ref::<ChromaEngine>().expect("a served collection is searched by its engine");
+        Arc::new(ChromaServedSource { engine, served: self })
+    }
+}
+
+impl ChromaServed {
     /// The `where` of a restricted search: the groups field holds one of the asked groups.
     fn acl_where(&self, restrict: &Restriction<'_>) -> Result<Value> {
         let field = self.acl_field.as_deref().unwrap_or_default();

@@ -25,13 +25,15 @@ use prost::Message;
 
 use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
-use crate::engine::registry::{EngineSources, ServerSpec, ServingEngine, Started, UserServer};
+use crate::engine::registry::{
+    EngineSources, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started, UserServer,
+};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{ServedRows, INDEX_UNUSED};
+use crate::vocab::{ServedIndex, ServedRows, INDEX_UNUSED};
 
 const ENGINE: &str = "milvus";
 const VECTOR_FIELD: &str = "embedding";
@@ -348,6 +350,22 @@ pub(crate) fn release_locks() {
 
 /// Milvus as a serving engine.
 pub struct Serving;
+
+impl RunningEngine for MilvusEngine {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn open_served(
+        &self,
+        spec: &ServedIndex,
+        dim: usize,
+        chunks: &[(String, String, bool)],
+    ) -> Result<Box<dyn OpenedServed>> {
+        let served = self.open_collection(spec, dim, chunks)?;
+        Ok(Box::new(served))
+    }
+}
 
 impl ServingEngine for Serving {
     fn install(&self, engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<String> {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use super::proto::{self, data_type::*, kv, scalar_field::Data};
 use super::{fail, string_literal, Client, MilvusEndpoint, MilvusEngine};
 use crate::chunkers::served::{RowChunks, ServedRows};
+use crate::engine::registry::{OpenedServed, RunningEngine};
 use crate::engine::scan::ServedScan;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
@@ -217,7 +218,7 @@ impl MilvusEngine {
     /// reads them, the vector field of `dim` dimensions, indexed and loaded), and reads its rows
     /// for the oracle; `chunks` are the chunk set's (document id, text, whether it spans its
     /// document). Reads only.
-    pub fn open_served(
+    pub fn open_collection(
         &self,
         spec: &ServedIndex,
         dim: usize,
@@ -428,9 +429,19 @@ impl RankingSource for MilvusServedSource<'_> {
     }
 }
 
-impl MilvusServed {
+impl OpenedServed for MilvusServed {
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
     /// Its vector index and metric, and the rows the oracle scans.
-    pub fn describe(&self) -> String {
+    fn describe(&self, _spec: &ServedIndex) -> String {
         format!("index {}; metric {}; {} rows", self.index, self.scan.metric.as_str(), self.scan.rows())
+    }
+
+    fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
+        let engine =
+            engine.as_any().downcast_ref::<MilvusEngine>().expect("a served collection is searched by its engine");
+        Arc::new(MilvusServedSource { engine, served: self, ef_search: spec.ef_search, probes: spec.probes })
     }
 }
