@@ -249,42 +249,21 @@ pub fn filter(
             &sources,
             &mut |_, _, _| {},
         )?;
-        if let Some(pg) = started_engines.get::<crate::engine::pgvector::PgEngine>() {
-            let tables = parity::load(pg, &exact, m, efc)?;
-            let build = tables.scan.build_seconds + tables.graph.build_seconds;
-            eprintln!(
-                "\npg: server ready in {:.1}s; {n_chunks} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {build:.1}s",
-                started.elapsed().as_secs_f64() - build
-            );
-            rows.extend(parity::measure(
-                &parity::pg_settings(pg, &tables, &exact, ef_search),
-                &exact,
-                &queries,
-                10,
-                &fractions,
-            )?);
-        }
-        if let Some(milvus) = started_engines.get::<crate::engine::milvus::MilvusEngine>() {
-            let collections = parity::load_milvus(milvus, &exact, m, efc)?;
-            let build: f64 = collections.iter().map(|(_, c)| c.build_seconds).sum();
-            eprintln!(
-                "\nmilvus: server ready in {:.1}s; {n_chunks} vectors loaded three times (FLAT, HNSW m={m} ef_construction={efc}, IVF_FLAT lists=128), built in {build:.1}s",
-                started.elapsed().as_secs_f64() - build
-            );
-            let settings = parity::milvus_settings(milvus, &collections, &exact, ef_search);
-            rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
-        }
-        if let Some(chroma) = started_engines.get::<crate::engine::chroma::ChromaEngine>() {
-            let collections = parity::load_chroma(chroma, &exact, m, efc, ef_search)?;
-            let build: f64 = collections.iter().map(|c| c.build_seconds).sum();
-            eprintln!(
-                "\nchroma: server ready in {:.1}s; {n_chunks} vectors loaded twice (HNSW m={m} ef_construction={efc}, ef_search {ef_search} and {}), built in {build:.1}s",
-                started.elapsed().as_secs_f64() - build,
-                collections.last().map_or(0, |c| c.build.ef_search)
-            );
-            let settings = parity::chroma_settings(chroma, &collections, &exact);
-            rows.extend(parity::measure(&settings, &exact, &queries, 10, &fractions)?);
-        }
+        let groups = parity::tenant_groups(&exact);
+        let acl = |i: usize| Some(&groups[i][..]);
+        let name = |kind: &str, build: &dyn std::fmt::Debug| parity::content_name(kind, &exact, build);
+        let input = crate::engine::registry::FilterBenchInput {
+            exact: &exact,
+            acl: &acl,
+            m,
+            ef_construction: efc,
+            ef_search,
+            name: &name,
+        };
+        let bench = started_engines.of(engine.kind).filter_bench(input)?;
+        let ready = started.elapsed().as_secs_f64() - bench.build_seconds();
+        eprintln!("\nserver ready in {ready:.1}s; {}", bench.loaded());
+        rows.extend(parity::measure(&bench.settings(), &exact, &queries, 10, &fractions)?);
         rows.sort_by(|a, b| a.fraction.total_cmp(&b.fraction));
         out(&format!(
             "\nFilter parity: each chunk in one of {} groups, the user in the first f of them; the engine's filtered search for the top 10 (`WHERE acl && groups ORDER BY distance LIMIT 10`, Milvus's `array_contains_any`, or Chroma's `where`) against the exact filtered top 10 of the same vectors.\n",

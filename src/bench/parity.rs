@@ -13,14 +13,10 @@
 
 use std::time::Instant;
 
-use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaEngine, ChromaVectorSource};
-use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEngine, MilvusQuery, MilvusVectorSource};
-use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::error::Result;
 use crate::results::{percentile, Parity};
 use crate::retrieve::source::{Query, RankingSource, Restriction};
 use crate::retrieve::{Allowed, ExactIndex, FilteredSearch, HnswIndex};
-use crate::vocab::IterativeScan;
 
 /// Groups the chunks are spread over.
 pub const TENANTS: usize = 100;
@@ -55,149 +51,19 @@ pub struct ParityRow {
 }
 
 /// Each chunk's tenant group, as an engine's ACL.
-fn tenant_groups(exact: &ExactIndex) -> Vec<[String; 1]> {
+pub fn tenant_groups(exact: &ExactIndex) -> Vec<[String; 1]> {
     (0..exact.len()).map(|i| [format!("t{}", tenant(i))]).collect()
 }
 
 /// A name for what an engine holds of `exact`'s vectors built with `build`: their content, so a
 /// collection or table kept from an earlier benchmark is reused only for the same vectors.
-fn content_name(kind: &str, exact: &ExactIndex, build: &dyn std::fmt::Debug) -> String {
+pub fn content_name(kind: &str, exact: &ExactIndex, build: &dyn std::fmt::Debug) -> String {
     let mut h = blake3::Hasher::new();
     for v in exact.vectors() {
         h.update(&v.to_le_bytes());
     }
     h.update(format!("{build:?}").as_bytes());
     format!("bench_{kind}_{}", &h.finalize().to_hex()[..16])
-}
-
-/// The engine's tables of the vectors, each chunk's tenant as its ACL.
-pub struct Tables {
-    /// No vector index: the engine's exact scan.
-    pub scan: PgTable,
-    /// An HNSW index (inner product).
-    pub graph: PgTable,
-    pub graph_build: VectorBuild,
-}
-
-/// Loads [`Tables`] through the loader of grid cells, the graph with `m` and `ef_construction`.
-pub fn load(engine: &PgEngine, exact: &ExactIndex, m: usize, ef_construction: usize) -> Result<Tables> {
-    let groups = tenant_groups(exact);
-    let acl = |i: usize| Some(&groups[i][..]);
-    let dim = exact.vectors().len() / exact.len().max(1);
-    let scan = engine.vector_table("bench_exact", exact.vectors(), dim, &acl, VectorBuild::Exact)?;
-    let graph_build = VectorBuild::Hnsw { m, ef_construction };
-    let graph =
-        engine.vector_table(&format!("bench_hnsw_{m}_{ef_construction}"), exact.vectors(), dim, &acl, graph_build)?;
-    Ok(Tables { scan, graph, graph_build })
-}
-
-/// PostgreSQL's settings: its exact scan, then HNSW at `ef_search` with each iterative-scan mode.
-pub fn pg_settings<'a>(
-    engine: &'a PgEngine,
-    tables: &'a Tables,
-    exact: &'a ExactIndex,
-    ef_search: usize,
-) -> Vec<(String, Box<dyn RankingSource + 'a>)> {
-    let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan, force_index: false };
-    let scan = PgVectorSource {
-        engine,
-        table: &tables.scan,
-        exact,
-        build: VectorBuild::Exact,
-        query: query(IterativeScan::Off),
-    };
-    let mut settings: Vec<(String, Box<dyn RankingSource + 'a>)> =
-        vec![("pg exact (no vector index)".to_string(), Box::new(scan))];
-    for mode in [IterativeScan::Off, IterativeScan::RelaxedOrder, IterativeScan::StrictOrder] {
-        let graph =
-            PgVectorSource { engine, table: &tables.graph, exact, build: tables.graph_build, query: query(mode) };
-        settings.push((format!("pg hnsw ef_search={ef_search} iterative_scan={}", mode.as_str()), Box::new(graph)));
-    }
-    settings
-}
-
-/// Milvus collections of the vectors (each chunk's tenant in its ACL field), loaded through the
-/// loader of grid cells: `FLAT`, HNSW with `m` and `ef_construction`, and IVF_FLAT with 128 lists.
-pub fn load_milvus(
-    engine: &MilvusEngine,
-    exact: &ExactIndex,
-    m: usize,
-    ef_construction: usize,
-) -> Result<Vec<(MilvusBuild, MilvusCollection)>> {
-    let groups = tenant_groups(exact);
-    let acl = |i: usize| Some(&groups[i][..]);
-    let dim = exact.vectors().len() / exact.len().max(1);
-    [MilvusBuild::Flat, MilvusBuild::Hnsw { m, ef_construction }, MilvusBuild::IvfFlat { nlist: 128 }]
-        .into_iter()
-        .map(|build| {
-            let name = content_name("milvus", exact, &build);
-            Ok((build, engine.vector_collection(&name, exact.vectors(), dim, &acl, build)?))
-        })
-        .collect()
-}
-
-/// Milvus's settings: `FLAT`, HNSW at `ef_search`, IVF_FLAT with 8 probes.
-pub fn milvus_settings<'a>(
-    engine: &'a MilvusEngine,
-    collections: &'a [(MilvusBuild, MilvusCollection)],
-    exact: &'a ExactIndex,
-    ef_search: usize,
-) -> Vec<(String, Box<dyn RankingSource + 'a>)> {
-    collections
-        .iter()
-        .map(|(build, collection)| {
-            let (query, name) = match *build {
-                MilvusBuild::Flat => (MilvusQuery { ef: 0, nprobe: 0 }, "milvus flat".to_string()),
-                MilvusBuild::Hnsw { m, ef_construction } => (
-                    MilvusQuery { ef: ef_search, nprobe: 0 },
-                    format!("milvus hnsw(m={m},efc={ef_construction},ef={ef_search})"),
-                ),
-                MilvusBuild::IvfFlat { nlist } => {
-                    (MilvusQuery { ef: 0, nprobe: 8 }, format!("milvus ivf_flat(nlist={nlist},nprobe=8)"))
-                }
-            };
-            let source = MilvusVectorSource { engine, collection, exact, build: *build, query };
-            (name, Box::new(source) as Box<dyn RankingSource + 'a>)
-        })
-        .collect()
-}
-
-/// Chroma's collections of the vectors, each chunk's tenant as its ACL: the HNSW graph at
-/// `ef_search`, and the same graph searched with a list as long as the collection (Chroma sets
-/// `ef_search` per collection: each is a collection of its own).
-pub fn load_chroma(
-    engine: &ChromaEngine,
-    exact: &ExactIndex,
-    m: usize,
-    ef_construction: usize,
-    ef_search: usize,
-) -> Result<Vec<ChromaCollection>> {
-    let groups = tenant_groups(exact);
-    let acl = |i: usize| Some(&groups[i][..]);
-    let dim = exact.vectors().len() / exact.len().max(1);
-    [ef_search, exact.len().max(ef_search)]
-        .into_iter()
-        .map(|ef_search| {
-            let build = ChromaBuild { max_neighbors: m, ef_construction, ef_search };
-            engine.vector_collection(&content_name("chroma", exact, &build), exact.vectors(), dim, &acl, build)
-        })
-        .collect()
-}
-
-/// Chroma's settings, one per collection of [`load_chroma`].
-pub fn chroma_settings<'a>(
-    engine: &'a ChromaEngine,
-    collections: &'a [ChromaCollection],
-    exact: &'a ExactIndex,
-) -> Vec<(String, Box<dyn RankingSource + 'a>)> {
-    collections
-        .iter()
-        .map(|collection| {
-            let ChromaBuild { max_neighbors, ef_construction, ef_search } = collection.build;
-            let name = format!("chroma hnsw(m={max_neighbors},efc={ef_construction},ef={ef_search})");
-            (name, Box::new(ChromaVectorSource { engine, collection, exact }) as Box<dyn RankingSource + 'a>)
-        })
-        .collect()
 }
 
 /// A user allowed `fraction`: the allowed set, the exact top `k` of each query under it (the

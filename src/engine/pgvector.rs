@@ -15,7 +15,8 @@ use std::time::Instant;
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, found, quoted, text_array_value, vector_literal, PgConn, PgServer};
 use crate::engine::registry::{
-    EngineSources, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started, UserServer,
+    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
+    UserServer,
 };
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
@@ -123,6 +124,66 @@ impl RunningEngine for PgEngine {
         let served = self.open_table(spec, dim, chunks)?;
         served.distance(spec.distance, &spec.rows.source)?;
         Ok(Box::new(served))
+    }
+
+    /// Two tables: no vector index (the engine's exact scan) and HNSW over inner product.
+    fn filter_bench<'a>(&'a self, input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        let FilterBenchInput { exact, acl, m, ef_construction, ef_search, .. } = input;
+        let dim = exact.vectors().len() / exact.len().max(1);
+        let scan = self.vector_table("bench_exact", exact.vectors(), dim, acl, VectorBuild::Exact)?;
+        let graph_build = VectorBuild::Hnsw { m, ef_construction };
+        let graph =
+            self.vector_table(&format!("bench_hnsw_{m}_{ef_construction}"), exact.vectors(), dim, acl, graph_build)?;
+        Ok(Box::new(PgBench { engine: self, exact, scan, graph, graph_build, ef_search }))
+    }
+}
+
+/// `bench-filter`'s tables in PostgreSQL.
+struct PgBench<'a> {
+    engine: &'a PgEngine,
+    exact: &'a ExactIndex,
+    scan: PgTable,
+    graph: PgTable,
+    graph_build: VectorBuild,
+    ef_search: usize,
+}
+
+impl FilterBench for PgBench<'_> {
+    fn loaded(&self) -> String {
+        let (m, efc) = match self.graph_build {
+            VectorBuild::Hnsw { m, ef_construction } => (m, ef_construction),
+            _ => (0, 0),
+        };
+        format!(
+            "pg: {} vectors loaded twice, GIN (acl) on both and HNSW m={m} ef_construction={efc} on one, built in {:.1}s",
+            self.exact.len(),
+            self.build_seconds()
+        )
+    }
+
+    fn build_seconds(&self) -> f64 {
+        self.scan.build_seconds + self.graph.build_seconds
+    }
+
+    /// Its exact scan, then HNSW at `ef_search` with each iterative-scan mode.
+    fn settings(&self) -> Vec<(String, Box<dyn RankingSource + '_>)> {
+        let (engine, exact, ef_search) = (self.engine, self.exact, self.ef_search);
+        let query = |iterative_scan| VectorQuery { ef_search, probes: 0, iterative_scan, force_index: false };
+        let scan = PgVectorSource {
+            engine,
+            table: &self.scan,
+            exact,
+            build: VectorBuild::Exact,
+            query: query(IterativeScan::Off),
+        };
+        let mut settings: Vec<(String, Box<dyn RankingSource + '_>)> =
+            vec![("pg exact (no vector index)".to_string(), Box::new(scan))];
+        for mode in [IterativeScan::Off, IterativeScan::RelaxedOrder, IterativeScan::StrictOrder] {
+            let graph =
+                PgVectorSource { engine, table: &self.graph, exact, build: self.graph_build, query: query(mode) };
+            settings.push((format!("pg hnsw ef_search={ef_search} iterative_scan={}", mode.as_str()), Box::new(graph)));
+        }
+        settings
     }
 }
 

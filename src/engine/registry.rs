@@ -1,16 +1,19 @@
 //! What a serving engine is to a run, as one value: how it installs, what `validate` says of it,
-//! how a run starts it (or connects to the user's own), and how it reads an index the team serves. Each engine implements
-//! [`ServingEngine`] in its own module; `engine::servers::ENGINES` lists them by name, and
-//! everything that iterates engines (the run's engine stage, `validate`, `engines install`,
-//! `bench-filter`) goes through that table. A running engine is kept as its own type and read
-//! back by that type alone ([`Started::engine`], `Engines::get`).
+//! how it reads `[engines.NAME]`, how a run starts it (or connects to the user's own), and how it
+//! reads an index the team serves. Each engine implements [`ServingEngine`] in its own module;
+//! `engine::servers::ENGINES` lists them by name, and everything that iterates engines (the run's
+//! engine stage, `validate`, `engines install`, the Ctrl-C handler) goes through that table. A
+//! running engine ([`RunningEngine`]) is kept as its own type and read back by that type alone
+//! (`Engines::get`); it opens the team's served indexes and loads what `bench-filter` measures.
 
 use std::any::Any;
 use std::path::Path;
 
 use std::sync::Arc;
 
+use crate::engine::ChunkAcl;
 use crate::error::{Error, Location, Result};
+use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::source::RankingSource;
 use crate::vocab::{ServedIndex, ServedRows};
 
@@ -82,6 +85,36 @@ pub trait RunningEngine: Any + Send + Sync {
     ) -> Result<Box<dyn OpenedServed>> {
         Err(Error::Other(format!("engine {:?} serves no read-only index", spec.rows.engine)))
     }
+
+    /// Loads `input` for `bench-filter` (grid cells' loader, grid cells' sources).
+    fn filter_bench<'a>(&'a self, _input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        Err(Error::Other("bench-filter does not measure this engine".into()))
+    }
+}
+
+/// What `bench-filter` gives an engine to load through the loader of grid cells: the vectors,
+/// each chunk's tenant group as its ACL, the graph's build parameters and the search list.
+pub struct FilterBenchInput<'a> {
+    pub exact: &'a ExactIndex,
+    pub acl: ChunkAcl<'a>,
+    pub m: usize,
+    pub ef_construction: usize,
+    pub ef_search: usize,
+    /// A name for what the engine holds of these vectors built as `build` says (their content:
+    /// a collection kept from an earlier benchmark is reused only for the same vectors).
+    pub name: &'a (dyn Fn(&str, &dyn std::fmt::Debug) -> String + Sync),
+}
+
+/// The vectors `bench-filter` loaded into an engine, and the settings it measures there.
+pub trait FilterBench {
+    /// What was loaded and built, for the log.
+    fn loaded(&self) -> String;
+
+    /// Seconds spent building what was loaded.
+    fn build_seconds(&self) -> f64;
+
+    /// Each setting measured, by name, with the source a grid cell searches it with.
+    fn settings(&self) -> Vec<(String, Box<dyn RankingSource + '_>)>;
 }
 
 /// An index the team serves, as its engine opened it.

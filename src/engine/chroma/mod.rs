@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::engine::registry::{
-    EngineSources, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started, UserServer,
+    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
+    UserServer,
 };
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
@@ -104,6 +105,57 @@ impl RunningEngine for ChromaEngine {
     ) -> Result<Box<dyn OpenedServed>> {
         let served = self.open_collection(spec, dim, chunks)?;
         Ok(Box::new(served))
+    }
+
+    /// Two collections of the same HNSW graph (Chroma sets `ef_search` per collection): at
+    /// `ef_search`, and searched with a list as long as the collection.
+    fn filter_bench<'a>(&'a self, input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        let FilterBenchInput { exact, acl, m, ef_construction, ef_search, name } = input;
+        let dim = exact.vectors().len() / exact.len().max(1);
+        let collections = [ef_search, exact.len().max(ef_search)]
+            .into_iter()
+            .map(|ef_search| {
+                let build = ChromaBuild { max_neighbors: m, ef_construction, ef_search };
+                self.vector_collection(&name("chroma", &build), exact.vectors(), dim, acl, build)
+            })
+            .collect::<Result<_>>()?;
+        Ok(Box::new(ChromaBench { engine: self, exact, collections }))
+    }
+}
+
+/// `bench-filter`'s collections in Chroma.
+struct ChromaBench<'a> {
+    engine: &'a ChromaEngine,
+    exact: &'a ExactIndex,
+    collections: Vec<ChromaCollection>,
+}
+
+impl FilterBench for ChromaBench<'_> {
+    fn loaded(&self) -> String {
+        let efs: Vec<String> = self.collections.iter().map(|c| c.build.ef_search.to_string()).collect();
+        let ChromaBuild { max_neighbors, ef_construction, .. } = self.collections[0].build;
+        format!(
+            "chroma: {} vectors loaded twice (HNSW m={max_neighbors} ef_construction={ef_construction}, ef_search {}), built in {:.1}s",
+            self.exact.len(),
+            efs.join(" and "),
+            self.build_seconds()
+        )
+    }
+
+    fn build_seconds(&self) -> f64 {
+        self.collections.iter().map(|c| c.build_seconds).sum()
+    }
+
+    fn settings(&self) -> Vec<(String, Box<dyn RankingSource + '_>)> {
+        let (engine, exact) = (self.engine, self.exact);
+        self.collections
+            .iter()
+            .map(|collection| {
+                let ChromaBuild { max_neighbors, ef_construction, ef_search } = collection.build;
+                let name = format!("chroma hnsw(m={max_neighbors},efc={ef_construction},ef={ef_search})");
+                (name, Box::new(ChromaVectorSource { engine, collection, exact }) as Box<dyn RankingSource + '_>)
+            })
+            .collect()
     }
 }
 

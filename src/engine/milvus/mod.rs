@@ -26,7 +26,8 @@ use prost::Message;
 use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
 use crate::engine::registry::{
-    EngineSources, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started, UserServer,
+    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
+    UserServer,
 };
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
@@ -364,6 +365,68 @@ impl RunningEngine for MilvusEngine {
     ) -> Result<Box<dyn OpenedServed>> {
         let served = self.open_collection(spec, dim, chunks)?;
         Ok(Box::new(served))
+    }
+
+    /// Three collections: `FLAT`, HNSW, and IVF_FLAT with 128 lists.
+    fn filter_bench<'a>(&'a self, input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        let FilterBenchInput { exact, acl, m, ef_construction, ef_search, name } = input;
+        let dim = exact.vectors().len() / exact.len().max(1);
+        let collections =
+            [MilvusBuild::Flat, MilvusBuild::Hnsw { m, ef_construction }, MilvusBuild::IvfFlat { nlist: 128 }]
+                .into_iter()
+                .map(|build| {
+                    Ok((build, self.vector_collection(&name("milvus", &build), exact.vectors(), dim, acl, build)?))
+                })
+                .collect::<Result<_>>()?;
+        Ok(Box::new(MilvusBench { engine: self, exact, collections, ef_search, m, ef_construction }))
+    }
+}
+
+/// `bench-filter`'s collections in Milvus.
+struct MilvusBench<'a> {
+    engine: &'a MilvusEngine,
+    exact: &'a ExactIndex,
+    collections: Vec<(MilvusBuild, MilvusCollection)>,
+    ef_search: usize,
+    m: usize,
+    ef_construction: usize,
+}
+
+impl FilterBench for MilvusBench<'_> {
+    fn loaded(&self) -> String {
+        format!(
+            "milvus: {} vectors loaded three times (FLAT, HNSW m={} ef_construction={}, IVF_FLAT lists=128), built in {:.1}s",
+            self.exact.len(),
+            self.m,
+            self.ef_construction,
+            self.build_seconds()
+        )
+    }
+
+    fn build_seconds(&self) -> f64 {
+        self.collections.iter().map(|(_, c)| c.build_seconds).sum()
+    }
+
+    /// `FLAT`, HNSW at `ef_search`, IVF_FLAT with 8 probes.
+    fn settings(&self) -> Vec<(String, Box<dyn RankingSource + '_>)> {
+        let (engine, exact, ef_search) = (self.engine, self.exact, self.ef_search);
+        self.collections
+            .iter()
+            .map(|(build, collection)| {
+                let (query, name) = match *build {
+                    MilvusBuild::Flat => (MilvusQuery { ef: 0, nprobe: 0 }, "milvus flat".to_string()),
+                    MilvusBuild::Hnsw { m, ef_construction } => (
+                        MilvusQuery { ef: ef_search, nprobe: 0 },
+                        format!("milvus hnsw(m={m},efc={ef_construction},ef={ef_search})"),
+                    ),
+                    MilvusBuild::IvfFlat { nlist } => {
+                        (MilvusQuery { ef: 0, nprobe: 8 }, format!("milvus ivf_flat(nlist={nlist},nprobe=8)"))
+                    }
+                };
+                let source = MilvusVectorSource { engine, collection, exact, build: *build, query };
+                (name, Box::new(source) as Box<dyn RankingSource + '_>)
+            })
+            .collect()
     }
 }
 
