@@ -128,8 +128,8 @@ impl RunningEngine for PgEngine {
 
     /// Two tables: no vector index (the engine's exact scan) and HNSW over inner product.
     fn filter_bench<'a>(&'a self, input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        let dim = input.dim();
         let FilterBenchInput { exact, acl, m, ef_construction, ef_search, .. } = input;
-        let dim = exact.vectors().len() / exact.len().max(1);
         let scan = self.vector_table("bench_exact", exact.vectors(), dim, acl, VectorBuild::Exact)?;
         let graph_build = VectorBuild::Hnsw { m, ef_construction };
         let graph =

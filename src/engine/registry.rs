@@ -105,6 +105,13 @@ pub struct FilterBenchInput<'a> {
     pub name: &'a (dyn Fn(&str, &dyn std::fmt::Debug) -> String + Sync),
 }
 
+impl FilterBenchInput<'_> {
+    /// The vectors' dimension.
+    pub fn dim(&self) -> usize {
+        self.exact.vectors().len() / self.exact.len().max(1)
+    }
+}
+
 /// The vectors `bench-filter` loaded into an engine, and the settings it measures there.
 pub trait FilterBench {
     /// What was loaded and built, for the log.

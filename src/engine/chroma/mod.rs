@@ -110,8 +110,8 @@ impl RunningEngine for ChromaEngine {
     /// Two collections of the same HNSW graph (Chroma sets `ef_search` per collection): at
     /// `ef_search`, and searched with a list as long as the collection.
     fn filter_bench<'a>(&'a self, input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        let dim = input.dim();
         let FilterBenchInput { exact, acl, m, ef_construction, ef_search, name } = input;
-        let dim = exact.vectors().len() / exact.len().max(1);
         let collections = [ef_search, exact.len().max(ef_search)]
             .into_iter()
             .map(|ef_search| {

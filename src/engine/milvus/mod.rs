@@ -369,8 +369,8 @@ impl RunningEngine for MilvusEngine {
 
     /// Three collections: `FLAT`, HNSW, and IVF_FLAT with 128 lists.
     fn filter_bench<'a>(&'a self, input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
+        let dim = input.dim();
         let FilterBenchInput { exact, acl, m, ef_construction, ef_search, name } = input;
-        let dim = exact.vectors().len() / exact.len().max(1);
         let collections =
             [MilvusBuild::Flat, MilvusBuild::Hnsw { m, ef_construction }, MilvusBuild::IvfFlat { nlist: 128 }]
                 .into_iter()
