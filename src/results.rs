@@ -367,7 +367,7 @@ pub struct CaseInfo {
 }
 
 /// What one case got in one cell, in memory.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CaseResult {
     pub cell: String,
     pub case: String,

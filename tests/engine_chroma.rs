@@ -226,15 +226,7 @@ fn shards_on_a_users_chroma_build_each_collection_once() {
     let server = format!("[engines.chroma]\nurl = \"{}\"\n[[chunkers]]\nkind = \"none\"\n", chroma.url);
     let served = "[[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"team-16\"\nef_search = 1000\n";
     let shared = common::team_experiment(root, "shards", &format!("{server}{served}"));
-    let validated = common::ragsweep()
-        .arg("validate")
-        .arg(&shared)
-        .arg("--models")
-        .arg(root.join("models"))
-        .arg("--cache")
-        .arg(root.join("cache"))
-        .output()
-        .unwrap();
+    let validated = common::on_users_servers(root, "validate", &shared, &[]);
     let said = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{said}{}", String::from_utf8_lossy(&validated.stderr));
     assert!(said.contains(&format!("the experiment's server at {}", chroma.url)), "{said}");
@@ -365,15 +357,7 @@ fn a_served_chroma_collection_is_measured_as_it_is_and_the_server_is_unchanged()
             chroma.url
         ),
     );
-    let ragsweep = |command: &str| {
-        let mut cmd = common::ragsweep();
-        cmd.arg(command).arg(&exp).arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
-        cmd.arg("--engines").arg(root.join("no-engines-here"));
-        if command == "run" {
-            cmd.arg("--out").arg(root.join("results"));
-        }
-        cmd.output().unwrap()
-    };
+    let ragsweep = |command: &str| common::on_users_servers(root, command, &exp, &[]);
     let validated = ragsweep("validate");
     let said = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{said}{}", String::from_utf8_lossy(&validated.stderr));
@@ -533,13 +517,7 @@ fn a_chroma_behind_a_token_is_reached_with_the_token_and_never_shows_it() {
         ),
     );
     let ragsweep = |command: &str, token: &str| {
-        let mut cmd = common::ragsweep();
-        cmd.arg(command).arg(&exp).arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
-        cmd.env("RAGSWEEP_TEST_CHROMA_TOKEN", token);
-        if command == "run" {
-            cmd.arg("--out").arg(root.join("results"));
-        }
-        cmd.output().unwrap()
+        common::on_users_servers(root, command, &exp, &[("RAGSWEEP_TEST_CHROMA_TOKEN", token)])
     };
     let wrong = ragsweep("validate", "n0t-the-t0ken");
     let said = format!("{}{}", String::from_utf8_lossy(&wrong.stdout), String::from_utf8_lossy(&wrong.stderr));

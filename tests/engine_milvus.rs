@@ -532,15 +532,8 @@ fn a_served_milvus_collection_is_measured_as_it_is_and_the_server_is_unchanged()
              [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"team-16\"\n{served}"
         ),
     );
-    let ragsweep = |command: &str| {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-        cmd.arg(command).arg(&exp).arg("--models").arg(root.join("models")).arg("--cache").arg(root.join("cache"));
-        cmd.arg("--engines").arg(root.join("no-engines-here")).env("RAGSWEEP_TEST_MILVUS_TOKEN", &token);
-        if command == "run" {
-            cmd.arg("--out").arg(root.join("results"));
-        }
-        cmd.output().unwrap()
-    };
+    let ragsweep =
+        |command: &str| common::on_users_servers(root, command, &exp, &[("RAGSWEEP_TEST_MILVUS_TOKEN", &token)]);
     let validated = ragsweep("validate");
     let said = String::from_utf8_lossy(&validated.stdout);
     assert!(validated.status.success(), "{}", String::from_utf8_lossy(&validated.stderr));

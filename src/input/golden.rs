@@ -16,9 +16,11 @@ use crate::error::{Error, Location, Result};
 use crate::input::corpus::{parse_json_line, Corpus, JsonId};
 use crate::input::text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
+/// A case's split; a case that names none is a tuning case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Split {
+    #[default]
     Tuning,
     Reserved,
 }

@@ -12,7 +12,7 @@ use crate::evaluate::context::{self, Overlap, Packed};
 use crate::evaluate::label::{Judged, Truth, Unit};
 use crate::evaluate::metrics::{Metric, MetricAt};
 use crate::input::corpus::{Corpus, Target};
-use crate::input::golden::{GoldenCase, Split};
+use crate::input::golden::GoldenCase;
 use crate::results::{CaseResult, Parity};
 use crate::retrieve::cell::Retrieval;
 use crate::stages::chunk::ChunkSet;
@@ -55,25 +55,10 @@ impl Scoring<'_> {
         let mut out = CaseResult {
             cell: run.cell.id.clone(),
             case: case.id.clone(),
-            split: case.split.unwrap_or(Split::Tuning),
+            split: case.split.unwrap_or_default(),
             answerable: case.answerable,
-            values: Vec::new(),
-            ranking: Vec::new(),
-            packed_items: Vec::new(),
-            hits: None,
-            unjudged: Vec::new(),
-            top_at: Vec::new(),
-            short: Vec::new(),
-            leaks: 0,
-            restricted_hit: false,
-            spanning: (0, 0),
-            ctx_tokens: Vec::new(),
-            first_relevant: None,
-            top_score: None,
             depth: r.depth,
-            misses: Vec::new(),
-            budget_misses: Vec::new(),
-            parity: Vec::new(),
+            ..CaseResult::default()
         };
         for collector in collectors {
             collector.collect(self, run, &lists, &mut out);

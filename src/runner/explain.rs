@@ -181,12 +181,13 @@ impl Scoring<'_> {
         // Every step's list in the cell's call, and in the same call of its oracle.
         let restriction = access.in_query();
         let trace = run.retriever.trace(&query, scored.depth, restriction.as_ref())?;
-        let exact = match run.retriever.oracle() {
+        // A lone source ranks the cell's judged list: its ranks are the judged items', its exact
+        // rank read from the oracle's judged list (no second search of the oracle).
+        let alone = run.retriever.sources.len() == 1 && run.retriever.rerank.is_empty();
+        let exact = match run.retriever.oracle().filter(|_| !alone) {
             Some((oracle, _)) => Some(oracle.trace(&query, scored.depth, restriction.as_ref())?),
             None => None,
         };
-        // A lone source ranks the cell's judged list: its ranks are the judged items'.
-        let alone = run.retriever.sources.len() == 1 && run.retriever.rerank.is_empty();
         let lexical = run.retriever.sources.iter().find(|s| s.bm25().is_some());
         let items = chosen
             .into_iter()
@@ -197,7 +198,6 @@ impl Scoring<'_> {
                 let mut tree = run.retriever.explain(&query, item.chunk, &trace, exact.as_ref())?;
                 tree.rank = ranked.or(deeper_rank);
                 if alone {
-                    tree.children.retain(|c| c.role != NodeRole::ExactRank);
                     let exact_rank = oracle.as_ref().and_then(|o| rank_of(&o.retrieval.deepest, &item.key));
                     tree.children.extend(exact_rank.map(ScoreNode::exact_rank));
                 }

@@ -358,6 +358,18 @@ pub fn random_model(models: &Path, id: &str, dim: usize, query_prefix: &str) {
     .unwrap();
 }
 
+/// `ragsweep COMMAND EXPERIMENT` with the models and cache of `root` and no engine installed
+/// (the experiment's own servers serve its cells), results in `root/results` for `run`, and `env`.
+pub fn on_users_servers(root: &Path, command: &str, experiment: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    cmd.arg(command).arg(experiment).arg("--models").arg(root.join("models"));
+    cmd.arg("--cache").arg(root.join("cache")).arg("--engines").arg(root.join("no-engines-here"));
+    if command == "run" {
+        cmd.arg("--out").arg(root.join("results"));
+    }
+    cmd.envs(env.iter().copied()).output().unwrap()
+}
+
 /// Runs `experiment` as shards 1..=`n` of itself at once, each with its own cache and results
 /// folder in `root` (`cache-I`, `results-I`: the pods of an Indexed Job) and `env`; asserts
 /// every shard passes and returns, per shard, whether its one index stage whose key starts with

@@ -93,10 +93,6 @@ impl std::fmt::Debug for ChromaEndpoint {
 pub struct Serving;
 
 impl RunningEngine for ChromaEngine {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn open_served(
         &self,
         spec: &ServedIndex,
@@ -459,6 +455,19 @@ impl ChromaEngine {
         serde_json::from_str(&text).map_err(|e| fail(format!("{method} {path}: not JSON ({e})")))
     }
 
+    /// Chroma's answer to one query of collection `id`: the `depth` records nearest `vector`
+    /// under `filter` (a `where`), with the fields `include` names (`Null` for depth 0).
+    fn query(&self, id: &str, vector: &[f32], depth: usize, filter: Option<Value>, include: &[&str]) -> Result<Value> {
+        if depth == 0 {
+            return Ok(Value::Null);
+        }
+        let mut body = json!({"query_embeddings": [vector], "n_results": depth, "include": include});
+        if let Some(filter) = filter {
+            body["where"] = filter;
+        }
+        self.request("POST", &format!("{COLLECTIONS}/{id}/query"), Some(&body))
+    }
+
     /// The id and row count of collection `name`, if it exists.
     /// One that another run drops between the two requests (a build lock released) is not found.
     fn found(&self, name: &str) -> Result<Option<(String, usize)>> {
@@ -559,12 +568,15 @@ impl ChromaEngine {
 
 /// The `where` of a restricted search: any of the user's groups or the public marker.
 fn acl_where(restrict: &Restriction<'_>) -> Value {
-    let mut any: Vec<Value> =
-        asked_groups(restrict).into_iter().map(|g| json!({ format!("acl:{g}"): {"$eq": true} })).collect();
-    if any.len() == 1 {
-        any.pop().expect("one")
+    any_of(asked_groups(restrict).into_iter().map(|g| json!({ format!("acl:{g}"): {"$eq": true} })).collect())
+}
+
+/// A `where` that holds when any of `conditions` does (Chroma's `$or` takes two or more).
+fn any_of(mut conditions: Vec<Value>) -> Value {
+    if conditions.len() == 1 {
+        conditions.pop().expect("one")
     } else {
-        json!({ "$or": any })
+        json!({ "$or": conditions })
     }
 }
 
@@ -578,14 +590,8 @@ pub struct ChromaVectorSource<'a> {
 
 impl RankingSource for ChromaVectorSource<'_> {
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
-        if depth == 0 {
-            return Ok(Vec::new());
-        }
-        let mut body = json!({"query_embeddings": [query.vector], "n_results": depth, "include": ["distances"]});
-        if let Some(r) = restrict {
-            body["where"] = acl_where(r);
-        }
-        let found = self.engine.request("POST", &format!("{COLLECTIONS}/{}/query", self.collection.id), Some(&body))?;
+        let filter = restrict.map(acl_where);
+        let found = self.engine.query(&self.collection.id, query.vector, depth, filter, &["distances"])?;
         let ids = found["ids"][0].as_array().cloned().unwrap_or_default();
         let distances = found["distances"][0].as_array().cloned().unwrap_or_default();
         if ids.len() != distances.len() {

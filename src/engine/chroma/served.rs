@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{fail, ChromaEndpoint, ChromaEngine, COLLECTIONS};
+use super::{any_of, fail, ChromaEndpoint, ChromaEngine, COLLECTIONS};
 use crate::chunkers::served::{RowChunks, ServedRows};
 use crate::engine::registry::{OpenedServed, RunningEngine};
 use crate::engine::scan::ServedScan;
@@ -194,8 +194,9 @@ impl OpenedServed for ChromaServed {
     }
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, _spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
-        let engine =
-            engine.as_any().downcast_ref::<ChromaEngine>().expect("a served collection is searched by its engine");
+        let engine = (engine as &dyn std::any::Any)
+            .downcast_ref::<ChromaEngine>()
+            .expect("a served collection is searched by its engine");
         Arc::new(ChromaServedSource { engine, served: self })
     }
 }
@@ -204,9 +205,7 @@ impl ChromaServed {
     /// The `where` of a restricted search: the groups field holds one of the asked groups.
     fn acl_where(&self, restrict: &Restriction<'_>) -> Result<Value> {
         let field = self.acl_field.as_deref().unwrap_or_default();
-        let mut any: Vec<Value> =
-            self.scan.asked(restrict)?.into_iter().map(|g| json!({ field: {"$contains": g} })).collect();
-        Ok(if any.len() == 1 { any.pop().expect("one") } else { json!({ "$or": any }) })
+        Ok(any_of(self.scan.asked(restrict)?.into_iter().map(|g| json!({ field: {"$contains": g} })).collect()))
     }
 }
 
@@ -219,14 +218,8 @@ pub struct ChromaServedSource<'a> {
 impl RankingSource for ChromaServedSource<'_> {
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
         let s = self.served;
-        if depth == 0 {
-            return Ok(Vec::new());
-        }
-        let mut body = json!({"query_embeddings": [query.vector], "n_results": depth, "include": ["documents", "metadatas", "distances"]});
-        if let Some(r) = restrict {
-            body["where"] = s.acl_where(r)?;
-        }
-        let found = self.engine.request("POST", &format!("{COLLECTIONS}/{}/query", s.id), Some(&body))?;
+        let filter = restrict.map(|r| s.acl_where(r)).transpose()?;
+        let found = self.engine.query(&s.id, query.vector, depth, filter, &["documents", "metadatas", "distances"])?;
         let metadatas = found["metadatas"][0].as_array().cloned().unwrap_or_default();
         let documents = found["documents"][0].as_array().cloned().unwrap_or_default();
         let distances = found["distances"][0].as_array().cloned().unwrap_or_default();

@@ -353,10 +353,6 @@ pub(crate) fn release_locks() {
 pub struct Serving;
 
 impl RunningEngine for MilvusEngine {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn open_served(
         &self,
         spec: &ServedIndex,

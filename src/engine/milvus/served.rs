@@ -440,8 +440,9 @@ impl OpenedServed for MilvusServed {
     }
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
-        let engine =
-            engine.as_any().downcast_ref::<MilvusEngine>().expect("a served collection is searched by its engine");
+        let engine = (engine as &dyn std::any::Any)
+            .downcast_ref::<MilvusEngine>()
+            .expect("a served collection is searched by its engine");
         Arc::new(MilvusServedSource { engine, served: self, ef_search: spec.ef_search, probes: spec.probes })
     }
 }
