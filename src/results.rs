@@ -12,11 +12,11 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::catalog::RetrieverSpec;
 use crate::chunkers::ChunkerSpec;
 use crate::input::golden::Split;
 use crate::vocab::{
-    BudgetMiss, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates,
-    RetrieverSpec, SyntheticAcl,
+    BudgetMiss, EmbedStats, ExactTerm, Filter, Interval, Mean, MetricAt, Miss, MissingAcl, Prices, Rates, SyntheticAcl,
 };
 pub use crate::vocab::{CUT_COLUMNS, ROW_COLUMNS};
 

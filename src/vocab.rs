@@ -343,57 +343,6 @@ pub enum AnalyzerKind {
     Simple,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum RetrieverSpec {
-    Bm25 {
-        analyzer: AnalyzerKind,
-        #[serde(flatten)]
-        params: Bm25Params,
-    },
-    /// PostgreSQL full-text search (`engine = "pg"`): `tsvector` with the analyzer's text
-    /// search configuration, ranked by `ts_rank_cd`.
-    FullText {
-        analyzer: AnalyzerKind,
-        terms: Terms,
-    },
-    Dense {
-        model: String,
-        index: DenseIndex,
-    },
-    /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
-    Hybrid {
-        lexical: LexicalSpec,
-        dense: DenseSpec,
-        fusion: Fusion,
-        candidates: usize,
-    },
-    /// A dense index the team already serves (`table` or `collection`), searched as it is:
-    /// nothing uploaded, built or written.
-    Served {
-        model: String,
-        index: ServedIndex,
-    },
-    /// Another retriever's first `candidates` chunks reordered by a dense model's cosine (a
-    /// bi-encoder reranker), the list then cut at the asked depth.
-    Rerank {
-        first: Box<RetrieverSpec>,
-        model: String,
-        candidates: usize,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LexicalSpec {
-    pub analyzer: AnalyzerKind,
-    #[serde(flatten)]
-    pub params: Bm25Params,
-    /// Served by PostgreSQL full-text search with these terms instead of in-process BM25
-    /// (`params` then unused).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub full_text: Option<Terms>,
-}
-
 /// PostgreSQL full text: whether a chunk must match any or all of the question's terms
 /// (`plainto_tsquery` ANDs them; `any` ORs the same lexemes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -413,23 +362,6 @@ pub enum IterativeScan {
     StrictOrder,
 }
 
-/// A vector index in PostgreSQL + pgvector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum PgVectorIndex {
-    /// No vector index: the engine scans and sorts.
-    Exact,
-    Hnsw {
-        m: usize,
-        ef_construction: usize,
-        ef_search: usize,
-    },
-    Ivfflat {
-        lists: usize,
-        probes: usize,
-    },
-}
-
 /// The serving engines a retriever can be served by (`engine = "pg" | "milvus" | "chroma"`;
 /// ragsweep's own indexes otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -437,60 +369,6 @@ pub enum EngineKind {
     Pg,
     Milvus,
     Chroma,
-}
-
-/// A vector index in Milvus, with its search-time parameter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum MilvusIndex {
-    /// `FLAT`: every vector compared.
-    Flat,
-    Hnsw {
-        m: usize,
-        ef_construction: usize,
-        /// The search's `ef` (Milvus takes at least the number of results asked).
-        ef_search: usize,
-    },
-    IvfFlat {
-        lists: usize,
-        probes: usize,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DenseSpec {
-    pub model: String,
-    pub index: DenseIndex,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum DenseIndex {
-    Exact,
-    Hnsw {
-        m: usize,
-        ef_construction: usize,
-        ef_search: usize,
-    },
-    /// Served by PostgreSQL + pgvector (`engine = "pg"`).
-    Pg {
-        index: PgVectorIndex,
-        iterative_scan: IterativeScan,
-        /// Planner scans off for the query, so the vector index is walked (`force_index`).
-        #[serde(default)]
-        force_index: bool,
-    },
-    /// Served by Milvus (`engine = "milvus"`).
-    Milvus {
-        index: MilvusIndex,
-    },
-    /// Served by Chroma (`engine = "chroma"`): an HNSW graph whose `ef_search` is set when the
-    /// collection is made.
-    Chroma {
-        m: usize,
-        ef_construction: usize,
-        ef_search: usize,
-    },
 }
 
 /// Where the served rows are and which fields say what each row is.

@@ -287,7 +287,7 @@ fn milvus_settings_are_refused_at_their_line() {
     std::fs::write(root.join("golden.jsonl"), "{\"id\": \"q1\", \"question\": \"one?\", \"relevant\": [\"d1\"]}\n")
         .unwrap();
     let cases = [
-        ("kind = \"bm25\"\nengine = \"milvus\"\n", 11, "Milvus 2.3 serves dense retrieval only"),
+        ("kind = \"bm25\"\nengine = \"milvus\"\n", 11, "engine = \"milvus\" serves dense retrieval only"),
         (
             "kind = \"dense\"\nmodel = \"m\"\nengine = \"milvus\"\niterative_scan = \"relaxed_order\"\n",
             13,

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::LexicalSpec;
 use super::{analyzer_from, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::{Analyzer, AnalyzerKind};
 use crate::engine::servers::Engines;
@@ -10,7 +11,7 @@ use crate::grid::{float, Combo};
 use crate::retrieve::source::{Bm25Source, RankingSource};
 use crate::retrieve::Bm25Index;
 use crate::stages::cache;
-use crate::vocab::{Bm25Params, LexicalSpec};
+use crate::vocab::Bm25Params;
 
 /// Its keys in a `[[retrievers]]` table.
 pub const KEYS: [&str; 3] = ["analyzer", "k1", "b"];

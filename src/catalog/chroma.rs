@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::{
-    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
+    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, DenseIndexKind, DenseIndexSpec,
+    IndexIdentity, IndexInput, SourceKind,
 };
 use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaEngine, ChromaVectorSource};
 use crate::engine::servers::Engines;
@@ -14,7 +17,7 @@ use crate::error::Result;
 use crate::grid::{choice, forbid, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::retrieve::ExactIndex;
-use crate::vocab::{DenseIndex, EngineKind};
+use crate::vocab::EngineKind;
 
 #[derive(Debug)]
 pub struct Chroma {
@@ -28,18 +31,38 @@ struct Built {
     exact: ExactIndex,
 }
 
-/// Chroma's HNSW parameters, hnswlib's defaults when absent.
-pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
-    choice(combo, "index", "hnsw", &[("hnsw", "hnsw")], bad)?;
-    forbid(combo, &["iterative_scan", "force_index"], super::pgvector::ONLY, bad)?;
-    forbid(combo, &["lists", "probes"], "is an inverted-file setting: Chroma builds HNSW graphs", bad)?;
-    let (m, ef_construction, ef_search) = hnsw_params(combo, bad)?;
-    for (key, value) in [("m", m), ("ef_construction", ef_construction), ("ef_search", ef_search)] {
-        if value == 0 {
-            return Err(bad(combo.span_of(key), format!("`{key}` must be at least 1")));
+/// A Chroma collection's HNSW parameters, all three set when the collection is made.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct ChromaSpec {
+    pub m: usize,
+    pub ef_construction: usize,
+    pub ef_search: usize,
+}
+
+impl DenseIndexKind for ChromaSpec {
+    const TYPE: &'static str = "chroma";
+    const ENGINE: Option<EngineKind> = Some(EngineKind::Chroma);
+
+    /// Chroma's HNSW parameters, hnswlib's defaults when absent.
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChromaSpec> {
+        choice(combo, "index", "hnsw", &[("hnsw", "hnsw")], bad)?;
+        forbid(combo, &["iterative_scan", "force_index"], super::pgvector::ONLY, bad)?;
+        forbid(combo, &["lists", "probes"], "is an inverted-file setting: Chroma builds HNSW graphs", bad)?;
+        let (m, ef_construction, ef_search) = hnsw_params(combo, bad)?;
+        for (key, value) in [("m", m), ("ef_construction", ef_construction), ("ef_search", ef_search)] {
+            if value == 0 {
+                return Err(bad(combo.span_of(key), format!("`{key}` must be at least 1")));
+            }
         }
+        Ok(ChromaSpec { m, ef_construction, ef_search })
     }
-    Ok(DenseIndex::Chroma { m, ef_construction, ef_search })
+}
+
+impl DenseIndexSpec for ChromaSpec {
+    fn kind(&self, model: &str) -> Box<dyn SourceKind> {
+        let ChromaSpec { m, ef_construction, ef_search } = *self;
+        Box::new(Chroma { model: model.into(), build: ChromaBuild { max_neighbors: m, ef_construction, ef_search } })
+    }
 }
 
 impl SourceKind for Chroma {
@@ -48,7 +71,7 @@ impl SourceKind for Chroma {
     }
 
     fn engine(&self) -> Option<EngineKind> {
-        Some(EngineKind::Chroma)
+        ChromaSpec::ENGINE
     }
 
     fn label(&self) -> String {

@@ -3,23 +3,41 @@
 
 use std::sync::Arc;
 
-use super::{exact_of, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind, HNSW_KEYS};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    exact_of, Bad, BuiltIndex, Config, DenseIndexKind, DenseIndexSpec, IndexIdentity, IndexInput, SourceKind, HNSW_KEYS,
+};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{forbid, Combo};
 use crate::retrieve::source::{ExactSource, RankingSource};
 use crate::retrieve::ExactIndex;
-use crate::vocab::DenseIndex;
+use crate::vocab::EngineKind;
 
 #[derive(Debug)]
 pub struct Exact {
     pub model: String,
 }
 
-/// No parameters of its own.
-pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
-    forbid(combo, &HNSW_KEYS, "only applies to index = \"hnsw\"", bad)?;
-    Ok(DenseIndex::Exact)
+/// The exact scan has no parameters of its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExactSpec {}
+
+impl DenseIndexKind for ExactSpec {
+    const TYPE: &'static str = "exact";
+    const ENGINE: Option<EngineKind> = None;
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ExactSpec> {
+        forbid(combo, &HNSW_KEYS, "only applies to index = \"hnsw\"", bad)?;
+        Ok(ExactSpec {})
+    }
+}
+
+impl DenseIndexSpec for ExactSpec {
+    fn kind(&self, model: &str) -> Box<dyn SourceKind> {
+        Box::new(Exact { model: model.into() })
+    }
 }
 
 impl SourceKind for Exact {

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::LexicalSpec;
 use super::{analyzer_from, engine_record, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::AnalyzerKind;
 use crate::engine::pgvector::{PgEngine, PgTable, PgTextSource};
@@ -12,7 +13,7 @@ use crate::error::Result;
 use crate::grid::{choice, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache;
-use crate::vocab::{Bm25Params, EngineKind, LexicalSpec, Terms};
+use crate::vocab::{Bm25Params, EngineKind, Terms};
 
 impl Terms {
     pub fn as_str(self) -> &'static str {
@@ -25,6 +26,9 @@ impl Terms {
 
 /// Its keys in a `[[retrievers]]` table (besides `engine`).
 pub const KEYS: [&str; 2] = ["analyzer", "terms"];
+
+/// The engine whose full-text search it is.
+pub const ENGINE: Option<EngineKind> = Some(EngineKind::Pg);
 
 #[derive(Debug)]
 pub struct FullText {
@@ -40,7 +44,7 @@ pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<LexicalSpec> {
 
 impl SourceKind for FullText {
     fn engine(&self) -> Option<EngineKind> {
-        Some(EngineKind::Pg)
+        ENGINE
     }
 
     fn label(&self) -> String {

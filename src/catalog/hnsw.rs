@@ -3,14 +3,19 @@
 
 use std::sync::Arc;
 
-use super::{exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    exact_of, hnsw_params, Bad, BuiltIndex, Config, DenseIndexKind, DenseIndexSpec, IndexIdentity, IndexInput,
+    SourceKind,
+};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::Combo;
 use crate::retrieve::source::{HnswSource, RankingSource};
 use crate::retrieve::{HnswIndex, HnswParams};
 use crate::stages::cache;
-use crate::vocab::DenseIndex;
+use crate::vocab::EngineKind;
 
 /// `m`, `ef_construction`, `ef_search` when absent: the graph parameters hnswlib suggests for
 /// recall-oriented use.
@@ -24,13 +29,33 @@ pub struct Hnsw {
     pub ef_search: usize,
 }
 
-/// `m` (2 to 255), `ef_construction`, `ef_search`.
-pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
-    let (m, ef_construction, ef_search) = hnsw_params(combo, bad)?;
-    if !(2..=255).contains(&m) {
-        return Err(bad(combo.span_of("m"), "`m` must be between 2 and 255".into()));
+/// The graph's parameters: `m` and `ef_construction` build it, `ef_search` walks it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct HnswSpec {
+    pub m: usize,
+    pub ef_construction: usize,
+    pub ef_search: usize,
+}
+
+impl DenseIndexKind for HnswSpec {
+    const TYPE: &'static str = "hnsw";
+    const ENGINE: Option<EngineKind> = None;
+
+    /// `m` (2 to 255), `ef_construction`, `ef_search`.
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<HnswSpec> {
+        let (m, ef_construction, ef_search) = hnsw_params(combo, bad)?;
+        if !(2..=255).contains(&m) {
+            return Err(bad(combo.span_of("m"), "`m` must be between 2 and 255".into()));
+        }
+        Ok(HnswSpec { m, ef_construction, ef_search })
     }
-    Ok(DenseIndex::Hnsw { m, ef_construction, ef_search })
+}
+
+impl DenseIndexSpec for HnswSpec {
+    fn kind(&self, model: &str) -> Box<dyn SourceKind> {
+        let HnswSpec { m, ef_construction, ef_search } = *self;
+        Box::new(Hnsw { model: model.into(), m, ef_construction, ef_search })
+    }
 }
 
 /// The columns of an HNSW index, shared by the kinds that build one.

@@ -6,8 +6,11 @@
 use std::sync::Arc;
 
 use super::HNSW_KEYS;
+use serde::{Deserialize, Serialize};
+
 use super::{
-    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
+    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, DenseIndexKind, DenseIndexSpec,
+    IndexIdentity, IndexInput, SourceKind,
 };
 use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEngine, MilvusQuery, MilvusVectorSource};
 use crate::engine::servers::Engines;
@@ -15,7 +18,7 @@ use crate::error::Result;
 use crate::grid::{choice, forbid, int, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::retrieve::ExactIndex;
-use crate::vocab::{DenseIndex, EngineKind, MilvusIndex};
+use crate::vocab::EngineKind;
 
 #[derive(Debug)]
 pub struct Milvus {
@@ -29,9 +32,48 @@ struct Built {
     exact: ExactIndex,
 }
 
+/// A vector index in Milvus, with its search-time parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MilvusIndex {
+    /// `FLAT`: every vector compared.
+    Flat,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        /// The search's `ef` (Milvus takes at least the number of results asked).
+        ef_search: usize,
+    },
+    IvfFlat {
+        lists: usize,
+        probes: usize,
+    },
+}
+
+/// A Milvus collection's index, as the manifest records it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct MilvusSpec {
+    pub index: MilvusIndex,
+}
+
+impl DenseIndexKind for MilvusSpec {
+    const TYPE: &'static str = "milvus";
+    const ENGINE: Option<EngineKind> = Some(EngineKind::Milvus);
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<MilvusSpec> {
+        Ok(MilvusSpec { index: parse(combo, bad)? })
+    }
+}
+
+impl DenseIndexSpec for MilvusSpec {
+    fn kind(&self, model: &str) -> Box<dyn SourceKind> {
+        Box::new(Milvus { model: model.into(), index: self.index })
+    }
+}
+
 /// A Milvus index and its search parameter: `flat` (the default), `hnsw` (`m`,
 /// `ef_construction`, `ef_search` as Milvus accepts them) or `ivf_flat` (`lists`, `probes`).
-pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
+fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<MilvusIndex> {
     let kind = choice(combo, "index", "flat", &[("flat", "flat"), ("hnsw", "hnsw"), ("ivf_flat", "ivf_flat")], bad)?;
     let forbid = |keys: &[&str], why: &str| forbid(combo, keys, why, bad);
     forbid(&["iterative_scan", "force_index"], super::pgvector::ONLY)?;
@@ -64,7 +106,7 @@ pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
         }
         _ => MilvusIndex::Flat,
     };
-    Ok(DenseIndex::Milvus { index })
+    Ok(index)
 }
 
 impl Milvus {
@@ -87,7 +129,7 @@ impl SourceKind for Milvus {
     }
 
     fn engine(&self) -> Option<EngineKind> {
-        Some(EngineKind::Milvus)
+        MilvusSpec::ENGINE
     }
 
     fn label(&self) -> String {

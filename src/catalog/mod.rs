@@ -6,8 +6,9 @@
 //! index into a [`RankingSource`]. As in tantivy's `Query → Weight → Scorer`, only this folder
 //! asks which kind a retriever is; the plan, the build and the runner hold [`SourceKind`]s and
 //! built objects. A retriever is one source or a fusion of a lexical and a dense one, then
-//! optionally reranked; a new kind is its file here and its line in `lexical` or `dense` (and
-//! in `dense_from` for its parser). `tests/layout.rs` fails when a kind is matched anywhere else.
+//! optionally reranked ([`spec`]); a dense kind's parameters are its own type, so a new dense
+//! kind is its file here and its line in [`DENSE_KINDS`]. `tests/layout.rs` fails when a kind
+//! is matched anywhere else.
 
 pub mod bm25;
 pub mod chroma;
@@ -19,6 +20,7 @@ pub mod milvus;
 pub mod pgvector;
 pub mod rerank;
 pub mod served;
+pub mod spec;
 
 use std::any::Any;
 use std::fmt;
@@ -35,7 +37,8 @@ use crate::grid::{choice, float, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache::{Cached, StageCache};
 use crate::stages::embed::ModelInfo;
-use crate::vocab::{DenseIndex, DenseSpec, EngineKind, Fusion, LexicalSpec, Norm, RetrieverSpec};
+use crate::vocab::{EngineKind, Fusion, Norm};
+pub use spec::{DenseIndex, DenseIndexKind, DenseIndexSpec, DenseKind, DenseSpec, LexicalSpec, RetrieverSpec};
 
 /// Default candidates per side of a hybrid retriever.
 pub const HYBRID_CANDIDATES: usize = 100;
@@ -166,33 +169,6 @@ pub trait SourceKind: Send + Sync + fmt::Debug {
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a>;
 }
 
-/// The source kind of a lexical side.
-fn lexical(spec: &LexicalSpec) -> Box<dyn SourceKind> {
-    match spec.full_text {
-        None => Box::new(bm25::Bm25 { analyzer: spec.analyzer, params: spec.params }),
-        Some(terms) => Box::new(full_text::FullText { analyzer: spec.analyzer, terms }),
-    }
-}
-
-/// The source kind of a dense side.
-fn dense(spec: &DenseSpec) -> Box<dyn SourceKind> {
-    let model = spec.model.clone();
-    match spec.index {
-        DenseIndex::Exact => Box::new(exact::Exact { model }),
-        DenseIndex::Hnsw { m, ef_construction, ef_search } => {
-            Box::new(hnsw::Hnsw { model, m, ef_construction, ef_search })
-        }
-        DenseIndex::Pg { index, iterative_scan, force_index } => {
-            Box::new(pgvector::PgVector { model, index, iterative_scan, force_index })
-        }
-        DenseIndex::Milvus { index } => Box::new(milvus::Milvus { model, index }),
-        DenseIndex::Chroma { m, ef_construction, ef_search } => Box::new(chroma::Chroma {
-            model,
-            build: crate::engine::chroma::ChromaBuild { max_neighbors: m, ef_construction, ef_search },
-        }),
-    }
-}
-
 /// A retriever's composition: its sources (lexical first), how their lists fuse with the
 /// candidates each fetches when there are several, and the rerankers that reorder the result,
 /// each with the chunks it reorders.
@@ -203,7 +179,7 @@ pub struct Composition {
 }
 
 impl Composition {
-    fn of(source: Box<dyn SourceKind>) -> Composition {
+    pub(crate) fn of(source: Box<dyn SourceKind>) -> Composition {
         Composition { sources: vec![source], fusion: None, rerank: Vec::new() }
     }
 
@@ -216,148 +192,6 @@ impl Composition {
             }
         }
         self
-    }
-}
-
-impl RetrieverSpec {
-    pub fn composition(&self) -> Composition {
-        match self {
-            RetrieverSpec::Bm25 { analyzer, params } => {
-                Composition::of(Box::new(bm25::Bm25 { analyzer: *analyzer, params: *params }))
-            }
-            RetrieverSpec::FullText { analyzer, terms } => {
-                Composition::of(Box::new(full_text::FullText { analyzer: *analyzer, terms: *terms }))
-            }
-            RetrieverSpec::Dense { model, index } => {
-                Composition::of(dense(&DenseSpec { model: model.clone(), index: *index }))
-            }
-            RetrieverSpec::Served { model, index } => {
-                Composition::of(Box::new(served::Served { model: model.clone(), index: index.clone() }))
-            }
-            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
-                sources: vec![lexical(l), dense(d)],
-                fusion: Some((*fusion, *candidates)),
-                rerank: Vec::new(),
-            },
-            RetrieverSpec::Rerank { first, model, candidates } => {
-                let mut composition = first.composition();
-                composition.rerank.push((Box::new(rerank::Rerank { model: model.clone() }), *candidates));
-                composition
-            }
-        }
-    }
-
-    /// The models its rerankers reorder by.
-    pub fn rerank_models(&self) -> Vec<&str> {
-        match self {
-            RetrieverSpec::Rerank { first, model, .. } => {
-                let mut models = first.rerank_models();
-                models.push(model);
-                models
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// `bm25`, `fulltext`, `dense` or `hybrid`: the `kind` the retriever was declared with.
-    pub fn family(&self) -> &'static str {
-        match self {
-            RetrieverSpec::Bm25 { .. } => "bm25",
-            RetrieverSpec::FullText { .. } => "fulltext",
-            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => "dense",
-            RetrieverSpec::Hybrid { .. } => "hybrid",
-            RetrieverSpec::Rerank { first, .. } => first.family(),
-        }
-    }
-
-    /// The embedding model of the dense side, else of the reranker, if any.
-    pub fn model(&self) -> Option<&str> {
-        match self {
-            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
-            RetrieverSpec::Dense { model, .. } | RetrieverSpec::Served { model, .. } => Some(model),
-            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
-            RetrieverSpec::Rerank { first, model, .. } => first.model().or(Some(model)),
-        }
-    }
-
-    /// The analyzer of the lexical side, if any.
-    pub fn analyzer(&self) -> Option<AnalyzerKind> {
-        match self {
-            RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
-            RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => None,
-            RetrieverSpec::Rerank { first, .. } => first.analyzer(),
-        }
-    }
-
-    /// The rows of the index it reads as served, whose chunks its cells are judged on.
-    pub fn served_rows(&self) -> Option<&crate::chunkers::served::ServedRows> {
-        match self {
-            RetrieverSpec::Served { index, .. } => Some(&index.rows),
-            RetrieverSpec::Rerank { first, .. } => first.served_rows(),
-            _ => None,
-        }
-    }
-
-    /// The field a served index keeps each row's groups in, for an in-query filter; `None`
-    /// when it has none (or is not served).
-    pub fn served_acl(&self) -> Option<Option<&str>> {
-        match self {
-            RetrieverSpec::Served { index, .. } => Some(index.acl_field.as_deref()),
-            RetrieverSpec::Rerank { first, .. } => first.served_acl(),
-            _ => None,
-        }
-    }
-
-    /// What the retriever's indexes are built from, query-time parameters left out.
-    pub fn index_identity(&self) -> String {
-        let composition = self.composition();
-        let reranks = composition.rerank.iter().map(|r| &r.0);
-        let sources: Vec<String> =
-            composition.sources.iter().chain(reranks).map(|s| s.index_identity().to_string()).collect();
-        sources.join("+")
-    }
-
-    /// The retriever's configuration columns.
-    pub fn config(&self, out: &mut Config) {
-        out.push(("retriever", self.family().into()));
-        let composition = self.composition();
-        for source in &composition.sources {
-            source.config(out);
-        }
-        if let Some((fusion, candidates)) = composition.fusion {
-            let (method, k, alpha, norm) = match fusion {
-                Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
-                Fusion::Convex { alpha, norm } => {
-                    ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
-                }
-                Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
-            };
-            out.push(("fusion", method.into()));
-            out.push(("rrf_k", k));
-            out.push(("alpha", alpha));
-            out.push(("norm", norm));
-            out.push(("candidates", candidates.to_string()));
-        }
-        for (kind, candidates) in &composition.rerank {
-            kind.config(out);
-            out.push(("rerank_candidates", candidates.to_string()));
-        }
-    }
-}
-
-impl fmt::Display for RetrieverSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let composition = self.composition();
-        let labels: Vec<String> = composition.sources.iter().map(|s| s.label()).collect();
-        let mut label = match composition.fusion {
-            Some((fusion, candidates)) => format!("hybrid({fusion},n={candidates}; {})", labels.join(" + ")),
-            None => labels.join(" + "),
-        };
-        for (kind, candidates) in &composition.rerank {
-            label = format!("{}(n={candidates}; {label})", kind.label());
-        }
-        f.write_str(&label)
     }
 }
 
@@ -386,29 +220,44 @@ fn model_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<String> {
     })
 }
 
-/// A dense side: its model, and its index as the engine that serves it reads it.
+/// Every dense index kind, in process and in each serving engine: how `[[retrievers]]` reads it
+/// and how a manifest's `type` reads back. The first in-process kind, the exact scan, is the
+/// default `index`.
+pub const DENSE_KINDS: [DenseKind; 5] = [
+    DenseKind::of::<exact::ExactSpec>(),
+    DenseKind::of::<hnsw::HnswSpec>(),
+    DenseKind::of::<pgvector::PgSpec>(),
+    DenseKind::of::<milvus::MilvusSpec>(),
+    DenseKind::of::<chroma::ChromaSpec>(),
+];
+
+/// A dense side: its model, and its index as the engine that serves it reads it (in process,
+/// the kind its `index` names).
 fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
     let model = model_from(combo, bad)?;
-    let index = match engine_of(combo, bad)? {
-        Some(EngineKind::Pg) => pgvector::parse(combo, bad)?,
-        Some(EngineKind::Milvus) => milvus::parse(combo, bad)?,
-        Some(EngineKind::Chroma) => chroma::parse(combo, bad)?,
+    let engine = engine_of(combo, bad)?;
+    let kind = match engine {
+        Some(_) => DENSE_KINDS.iter().find(|k| k.engine == engine).expect("every serving engine has a dense kind"),
         None => {
             forbid(combo, &["lists", "probes", "iterative_scan", "force_index"], pgvector::ONLY, bad)?;
-            match choice(combo, "index", "exact", &[("exact", "exact"), ("hnsw", "hnsw"), ("ivfflat", "ivfflat")], bad)?
-            {
-                "hnsw" => hnsw::parse(combo, bad)?,
-                "ivfflat" => {
+            let in_process: Vec<(&str, Option<&DenseKind>)> = DENSE_KINDS
+                .iter()
+                .filter(|k| k.engine.is_none())
+                .map(|k| (k.name, Some(k)))
+                .chain([("ivfflat", None)])
+                .collect();
+            match choice(combo, "index", Some(&DENSE_KINDS[0]), &in_process, bad)? {
+                Some(kind) => kind,
+                None => {
                     return Err(bad(
                         combo.span_of("index"),
                         "index = \"ivfflat\" is served by PostgreSQL + pgvector: add engine = \"pg\"".into(),
                     ))
                 }
-                _ => exact::parse(combo, bad)?,
             }
         }
     };
-    Ok(DenseSpec { model, index })
+    Ok(DenseSpec { model, index: DenseIndex((kind.parse)(combo, bad)?) })
 }
 
 fn fusion_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Fusion> {
@@ -460,21 +309,17 @@ pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> 
 /// The retriever a reranker would reorder.
 fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
     let engine = engine_of(combo, bad)?;
-    let dense_only = match engine {
-        Some(EngineKind::Milvus) => Some(("Milvus 2.3", "milvus")),
-        Some(EngineKind::Chroma) => Some(("Chroma", "chroma")),
-        _ => None,
-    };
-    if let (Some((engine, name)), true) = (dense_only, combo.kind.0 != "dense") {
+    let pg = engine.is_some() && engine == full_text::ENGINE;
+    if let (Some(_), false, true) = (engine, pg, combo.kind.0 != "dense") {
+        let name = combo.get("engine").map(|(v, _)| v.to_string()).unwrap_or_default();
         return Err(bad(
             combo.span_of("engine"),
             format!(
-                "{engine} serves dense retrieval only: kind {:?} has no engine = \"{name}\" (use kind = \"dense\")",
+                "engine = {name} serves dense retrieval only: kind {:?} has no engine = {name} (use kind = \"dense\")",
                 combo.kind.0
             ),
         ));
     }
-    let pg = engine == Some(EngineKind::Pg);
     // The reranker's keys were taken out before; they are listed for a misspelt key's message.
     let with_engine = |keys: &[&'static str]| -> Vec<&'static str> {
         ["engine"].iter().chain(keys).chain(&rerank::KEYS).copied().collect()

@@ -6,8 +6,11 @@
 use std::sync::Arc;
 
 use super::HNSW_KEYS;
+use serde::{Deserialize, Serialize};
+
 use super::{
-    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind,
+    engine_key, engine_record, exact_of, hnsw_params, Bad, BuiltIndex, Config, DenseIndexKind, DenseIndexSpec,
+    IndexIdentity, IndexInput, SourceKind,
 };
 use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
 use crate::engine::servers::Engines;
@@ -15,7 +18,7 @@ use crate::error::Result;
 use crate::grid::{boolean, choice, forbid, int, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::retrieve::ExactIndex;
-use crate::vocab::{DenseIndex, EngineKind, IterativeScan, PgVectorIndex};
+use crate::vocab::{EngineKind, IterativeScan};
 
 impl IterativeScan {
     pub fn as_str(self) -> &'static str {
@@ -44,8 +47,51 @@ struct Built {
     exact: ExactIndex,
 }
 
+/// A vector index in PostgreSQL + pgvector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PgVectorIndex {
+    /// No vector index: the engine scans and sorts.
+    Exact,
+    Hnsw {
+        m: usize,
+        ef_construction: usize,
+        ef_search: usize,
+    },
+    Ivfflat {
+        lists: usize,
+        probes: usize,
+    },
+}
+
+/// A pgvector index and its query-time settings.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct PgSpec {
+    pub index: PgVectorIndex,
+    pub iterative_scan: IterativeScan,
+    /// Planner scans off for the query, so the vector index is walked (`force_index`).
+    #[serde(default)]
+    pub force_index: bool,
+}
+
+impl DenseIndexKind for PgSpec {
+    const TYPE: &'static str = "pg";
+    const ENGINE: Option<EngineKind> = Some(EngineKind::Pg);
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<PgSpec> {
+        parse(combo, bad)
+    }
+}
+
+impl DenseIndexSpec for PgSpec {
+    fn kind(&self, model: &str) -> Box<dyn SourceKind> {
+        let PgSpec { index, iterative_scan, force_index } = *self;
+        Box::new(PgVector { model: model.into(), index, iterative_scan, force_index })
+    }
+}
+
 /// A pgvector index and its query-time settings, within the ranges pgvector accepts.
-pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
+fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<PgSpec> {
     let kind = choice(combo, "index", "exact", &[("exact", "exact"), ("hnsw", "hnsw"), ("ivfflat", "ivfflat")], bad)?;
     let only_for =
         |keys: &[&str], index: &str| forbid(combo, keys, &format!("only applies to index = \"{index}\""), bad);
@@ -104,7 +150,7 @@ pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseIndex> {
             PgVectorIndex::Exact
         }
     };
-    Ok(DenseIndex::Pg { index, iterative_scan, force_index: boolean(combo, "force_index", bad)? })
+    Ok(PgSpec { index, iterative_scan, force_index: boolean(combo, "force_index", bad)? })
 }
 
 impl PgVector {
@@ -129,7 +175,7 @@ impl SourceKind for PgVector {
     }
 
     fn engine(&self) -> Option<EngineKind> {
-        Some(EngineKind::Pg)
+        PgSpec::ENGINE
     }
 
     fn label(&self) -> String {

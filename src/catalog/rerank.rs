@@ -10,12 +10,12 @@ use std::sync::Arc;
 use toml::Value;
 
 use super::exact::Exact;
+use super::RetrieverSpec;
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{int, Combo};
 use crate::retrieve::source::RankingSource;
-use crate::vocab::RetrieverSpec;
 
 /// The keys a reranker adds to any retriever kind.
 pub const KEYS: [&str; 2] = ["rerank", "rerank_candidates"];

@@ -7,13 +7,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::analyze::Analyzer;
+use crate::catalog::RetrieverSpec;
 use crate::error::{Error, Result};
 use crate::evaluate::stats::{self, Interval, SubsetRange};
 use crate::input::golden::Split;
 use crate::input::text::{json, jsonl};
 use crate::results::{CaseInfo, CaseLine, Manifest, Matrix};
 use crate::stages::cost::Counter;
-use crate::vocab::RetrieverSpec;
 use crate::words::{fixed, signed};
 
 pub mod gate;

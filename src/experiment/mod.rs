@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use toml::{Spanned, Value};
 
+pub use crate::catalog::RetrieverSpec;
 use crate::engine::registry::ServerSpec;
 use crate::error::{Error, Location, Result};
 use crate::input::access_key::AccessKey;
 use crate::input::corpus::{CorpusFormat, FolderRules};
 use crate::input::golden::GoldenSource;
-pub use crate::vocab::RetrieverSpec;
 use crate::vocab::{
     EngineKind, Filter, Metric, MetricAt, MissingAcl, Prices, SyntheticAcl, Unit, DEFAULT_COST_TOKENIZER,
 };
@@ -689,6 +689,42 @@ path = "g.json"
             let back: RetrieverSpec = serde_json::from_str(&json).unwrap();
             assert_eq!(back, cell.retriever, "{json}");
         }
+    }
+
+    /// Each dense kind owns its parameters; a manifest written when they were one enum (key
+    /// order as serde wrote it then) reads back as the spec the same TOML parses into.
+    #[test]
+    fn every_dense_kind_reads_back_from_manifests_written_before_it_owned_its_spec() {
+        let e = parse(
+            "[[chunkers]]\nkind = \"none\"\n\
+             [[retrievers]]\nkind = \"dense\"\nmodel = \"m\"\n\
+             [[retrievers]]\nkind = \"dense\"\nmodel = \"m\"\nindex = \"hnsw\"\nm = 8\nef_construction = 32\nef_search = 64\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\nindex = \"ivfflat\"\nlists = 20\nprobes = 4\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"milvus\"\nmodel = \"m\"\nindex = \"hnsw\"\nm = 8\nef_construction = 32\nef_search = 64\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"chroma\"\nmodel = \"m\"\nm = 8\nef_construction = 32\nef_search = 64\n\
+             [[retrievers]]\nkind = \"hybrid\"\nmodel = \"m\"\nfusion = \"rrf\"\nindex = \"hnsw\"\n",
+        )
+        .unwrap();
+        let written_before = [
+            r#"{"kind":"dense","model":"m","index":{"type":"exact"}}"#,
+            r#"{"kind":"dense","model":"m","index":{"type":"hnsw","m":8,"ef_construction":32,"ef_search":64}}"#,
+            r#"{"kind":"dense","model":"m","index":{"type":"pg","index":{"type":"ivfflat","lists":20,"probes":4},"iterative_scan":"off","force_index":false}}"#,
+            r#"{"kind":"dense","model":"m","index":{"type":"milvus","index":{"type":"hnsw","m":8,"ef_construction":32,"ef_search":64}}}"#,
+            r#"{"kind":"dense","model":"m","index":{"type":"chroma","m":8,"ef_construction":32,"ef_search":64}}"#,
+            r#"{"kind":"hybrid","lexical":{"analyzer":"en","k1":0.9,"b":0.4},"dense":{"model":"m","index":{"type":"hnsw","m":16,"ef_construction":200,"ef_search":128}},"fusion":{"method":"rrf","k":60.0},"candidates":100}"#,
+        ];
+        assert_eq!(e.cells.len(), written_before.len());
+        for (cell, json) in e.cells.iter().zip(written_before) {
+            let read: RetrieverSpec = serde_json::from_str(json).unwrap();
+            assert_eq!(read, cell.retriever, "{json}");
+            let again: RetrieverSpec = serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
+            assert_eq!(again, read);
+        }
+        let unknown = r#"{"kind":"dense","model":"m","index":{"type":"qdrant"}}"#;
+        let err = serde_json::from_str::<RetrieverSpec>(unknown).unwrap_err().to_string();
+        assert!(err.contains("unknown dense index type \"qdrant\""), "{err}");
+        let wrong = r#"{"kind":"dense","model":"m","index":{"type":"hnsw","m":8}}"#;
+        assert!(serde_json::from_str::<RetrieverSpec>(wrong).is_err());
     }
 
     #[test]

@@ -4,9 +4,9 @@
 
 use toml::Value;
 
+use crate::catalog::RetrieverSpec;
 use crate::error::Result;
 use crate::grid::{Bad, Combo};
-use crate::vocab::RetrieverSpec;
 
 use super::Abstain;
 

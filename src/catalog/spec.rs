@@ -1,0 +1,332 @@
+//! What a retriever is, as an experiment declares it and a manifest records it: its shape (one
+//! source, a lexical and a dense side fused, a retriever reranked) and its sources' parameters.
+//! A dense index's parameters are its kind's own type, recorded under its kind's `type` and
+//! read back through [`DENSE_KINDS`](super::DENSE_KINDS): nothing here names a dense kind.
+
+use std::fmt;
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::{bm25, full_text, rerank, served, Bad, Composition, Config, SourceKind, DENSE_KINDS};
+use crate::error::Result;
+use crate::grid::Combo;
+use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Fusion, ServedIndex, Terms};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RetrieverSpec {
+    Bm25 {
+        analyzer: AnalyzerKind,
+        #[serde(flatten)]
+        params: Bm25Params,
+    },
+    /// PostgreSQL full-text search (`engine = "pg"`): `tsvector` with the analyzer's text
+    /// search configuration, ranked by `ts_rank_cd`.
+    FullText {
+        analyzer: AnalyzerKind,
+        terms: Terms,
+    },
+    Dense {
+        model: String,
+        index: DenseIndex,
+    },
+    /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
+    Hybrid {
+        lexical: LexicalSpec,
+        dense: DenseSpec,
+        fusion: Fusion,
+        candidates: usize,
+    },
+    /// A dense index the team already serves (`table` or `collection`), searched as it is:
+    /// nothing uploaded, built or written.
+    Served {
+        model: String,
+        index: ServedIndex,
+    },
+    /// Another retriever's first `candidates` chunks reordered by a dense model's cosine (a
+    /// bi-encoder reranker), the list then cut at the asked depth.
+    Rerank {
+        first: Box<RetrieverSpec>,
+        model: String,
+        candidates: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LexicalSpec {
+    pub analyzer: AnalyzerKind,
+    #[serde(flatten)]
+    pub params: Bm25Params,
+    /// Served by PostgreSQL full-text search with these terms instead of in-process BM25
+    /// (`params` then unused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_text: Option<Terms>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DenseSpec {
+    pub model: String,
+    pub index: DenseIndex,
+}
+
+impl LexicalSpec {
+    /// Its source kind: in-process BM25, or PostgreSQL full text.
+    fn kind(&self) -> Box<dyn SourceKind> {
+        match self.full_text {
+            None => Box::new(bm25::Bm25 { analyzer: self.analyzer, params: self.params }),
+            Some(terms) => Box::new(full_text::FullText { analyzer: self.analyzer, terms }),
+        }
+    }
+}
+
+/// A dense kind's index and query-time parameters, as its kind's file declares them.
+pub trait DenseIndexSpec: fmt::Debug + Send + Sync + Recorded {
+    /// The source kind that searches this index with `model`.
+    fn kind(&self, model: &str) -> Box<dyn SourceKind>;
+}
+
+/// A dense index kind: its `type` in the manifest, the engine that serves it (`None` in
+/// process), and how a `[[retrievers]]` combination reads into its parameters.
+pub trait DenseIndexKind: DenseIndexSpec + Clone + Serialize + DeserializeOwned + 'static {
+    const TYPE: &'static str;
+    const ENGINE: Option<EngineKind>;
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Self>;
+}
+
+/// How a dense index is recorded, cloned and compared: written once for every [`DenseIndexKind`].
+pub trait Recorded {
+    fn type_name(&self) -> &'static str;
+    fn fields(&self) -> Value;
+    fn boxed(&self) -> Box<dyn DenseIndexSpec>;
+}
+
+impl<T: DenseIndexKind> Recorded for T {
+    fn type_name(&self) -> &'static str {
+        T::TYPE
+    }
+
+    fn fields(&self) -> Value {
+        serde_json::to_value(self).expect("a dense index's parameters serialize")
+    }
+
+    fn boxed(&self) -> Box<dyn DenseIndexSpec> {
+        Box::new(self.clone())
+    }
+}
+
+/// A dense index kind's entry in the catalog's table.
+pub struct DenseKind {
+    pub name: &'static str,
+    pub engine: Option<EngineKind>,
+    pub parse: fn(&Combo<'_>, Bad<'_>) -> Result<Box<dyn DenseIndexSpec>>,
+    read: fn(Value) -> serde_json::Result<Box<dyn DenseIndexSpec>>,
+}
+
+impl DenseKind {
+    pub const fn of<T: DenseIndexKind>() -> DenseKind {
+        DenseKind { name: T::TYPE, engine: T::ENGINE, parse: parse_boxed::<T>, read: read_boxed::<T> }
+    }
+}
+
+fn parse_boxed<T: DenseIndexKind>(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Box<dyn DenseIndexSpec>> {
+    Ok(Box::new(T::parse(combo, bad)?))
+}
+
+fn read_boxed<T: DenseIndexKind>(fields: Value) -> serde_json::Result<Box<dyn DenseIndexSpec>> {
+    Ok(Box::new(serde_json::from_value::<T>(fields)?))
+}
+
+/// A dense side's index: its kind's own parameters.
+#[derive(Debug)]
+pub struct DenseIndex(pub Box<dyn DenseIndexSpec>);
+
+impl DenseIndex {
+    /// The source kind that searches it with `model`.
+    pub fn kind(&self, model: &str) -> Box<dyn SourceKind> {
+        self.0.kind(model)
+    }
+}
+
+impl Clone for DenseIndex {
+    fn clone(&self) -> Self {
+        DenseIndex(self.0.boxed())
+    }
+}
+
+impl PartialEq for DenseIndex {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.type_name() == other.0.type_name() && self.0.fields() == other.0.fields()
+    }
+}
+
+/// `{"type": its kind's name, its parameters…}`.
+impl Serialize for DenseIndex {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("type", self.0.type_name())?;
+        if let Value::Object(fields) = self.0.fields() {
+            for (key, value) in &fields {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for DenseIndex {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let mut fields = Map::deserialize(deserializer)?;
+        let Some(Value::String(name)) = fields.remove("type") else {
+            return Err(D::Error::custom("a dense index without its `type`"));
+        };
+        let kind = DENSE_KINDS
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| D::Error::custom(format!("unknown dense index type {name:?}")))?;
+        (kind.read)(Value::Object(fields)).map(DenseIndex).map_err(D::Error::custom)
+    }
+}
+
+impl RetrieverSpec {
+    pub fn composition(&self) -> Composition {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, params } => {
+                Composition::of(Box::new(bm25::Bm25 { analyzer: *analyzer, params: *params }))
+            }
+            RetrieverSpec::FullText { analyzer, terms } => {
+                Composition::of(Box::new(full_text::FullText { analyzer: *analyzer, terms: *terms }))
+            }
+            RetrieverSpec::Dense { model, index } => Composition::of(index.kind(model)),
+            RetrieverSpec::Served { model, index } => {
+                Composition::of(Box::new(served::Served { model: model.clone(), index: index.clone() }))
+            }
+            RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
+                sources: vec![l.kind(), d.index.kind(&d.model)],
+                fusion: Some((*fusion, *candidates)),
+                rerank: Vec::new(),
+            },
+            RetrieverSpec::Rerank { first, model, candidates } => {
+                let mut composition = first.composition();
+                composition.rerank.push((Box::new(rerank::Rerank { model: model.clone() }), *candidates));
+                composition
+            }
+        }
+    }
+
+    /// The models its rerankers reorder by.
+    pub fn rerank_models(&self) -> Vec<&str> {
+        match self {
+            RetrieverSpec::Rerank { first, model, .. } => {
+                let mut models = first.rerank_models();
+                models.push(model);
+                models
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// `bm25`, `fulltext`, `dense` or `hybrid`: the `kind` the retriever was declared with.
+    pub fn family(&self) -> &'static str {
+        match self {
+            RetrieverSpec::Bm25 { .. } => "bm25",
+            RetrieverSpec::FullText { .. } => "fulltext",
+            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => "dense",
+            RetrieverSpec::Hybrid { .. } => "hybrid",
+            RetrieverSpec::Rerank { first, .. } => first.family(),
+        }
+    }
+
+    /// The embedding model of the dense side, else of the reranker, if any.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
+            RetrieverSpec::Dense { model, .. } | RetrieverSpec::Served { model, .. } => Some(model),
+            RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
+            RetrieverSpec::Rerank { first, model, .. } => first.model().or(Some(model)),
+        }
+    }
+
+    /// The analyzer of the lexical side, if any.
+    pub fn analyzer(&self) -> Option<AnalyzerKind> {
+        match self {
+            RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
+            RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
+            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => None,
+            RetrieverSpec::Rerank { first, .. } => first.analyzer(),
+        }
+    }
+
+    /// The rows of the index it reads as served, whose chunks its cells are judged on.
+    pub fn served_rows(&self) -> Option<&crate::chunkers::served::ServedRows> {
+        match self {
+            RetrieverSpec::Served { index, .. } => Some(&index.rows),
+            RetrieverSpec::Rerank { first, .. } => first.served_rows(),
+            _ => None,
+        }
+    }
+
+    /// The field a served index keeps each row's groups in, for an in-query filter; `None`
+    /// when it has none (or is not served).
+    pub fn served_acl(&self) -> Option<Option<&str>> {
+        match self {
+            RetrieverSpec::Served { index, .. } => Some(index.acl_field.as_deref()),
+            RetrieverSpec::Rerank { first, .. } => first.served_acl(),
+            _ => None,
+        }
+    }
+
+    /// What the retriever's indexes are built from, query-time parameters left out.
+    pub fn index_identity(&self) -> String {
+        let composition = self.composition();
+        let reranks = composition.rerank.iter().map(|r| &r.0);
+        let sources: Vec<String> =
+            composition.sources.iter().chain(reranks).map(|s| s.index_identity().to_string()).collect();
+        sources.join("+")
+    }
+
+    /// The retriever's configuration columns.
+    pub fn config(&self, out: &mut Config) {
+        out.push(("retriever", self.family().into()));
+        let composition = self.composition();
+        for source in &composition.sources {
+            source.config(out);
+        }
+        if let Some((fusion, candidates)) = composition.fusion {
+            let (method, k, alpha, norm) = match fusion {
+                Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
+                Fusion::Convex { alpha, norm } => {
+                    ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
+                }
+                Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
+            };
+            out.push(("fusion", method.into()));
+            out.push(("rrf_k", k));
+            out.push(("alpha", alpha));
+            out.push(("norm", norm));
+            out.push(("candidates", candidates.to_string()));
+        }
+        for (kind, candidates) in &composition.rerank {
+            kind.config(out);
+            out.push(("rerank_candidates", candidates.to_string()));
+        }
+    }
+}
+
+impl fmt::Display for RetrieverSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let composition = self.composition();
+        let labels: Vec<String> = composition.sources.iter().map(|s| s.label()).collect();
+        let mut label = match composition.fusion {
+            Some((fusion, candidates)) => format!("hybrid({fusion},n={candidates}; {})", labels.join(" + ")),
+            None => labels.join(" + "),
+        };
+        for (kind, candidates) in &composition.rerank {
+            label = format!("{}(n={candidates}; {label})", kind.label());
+        }
+        f.write_str(&label)
+    }
+}
