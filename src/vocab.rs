@@ -362,13 +362,20 @@ pub enum IterativeScan {
     StrictOrder,
 }
 
-/// The serving engines a retriever can be served by (`engine = "pg" | "milvus" | "chroma"`;
-/// ragsweep's own indexes otherwise).
+/// A serving engine, by the name experiments (`engine = "…"`) and commands give it. Each
+/// engine's module names its own (`engine::pgvector::ENGINE`) and `engine::servers::ENGINES`
+/// lists them; where a retriever has none, ragsweep's own indexes serve it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum EngineKind {
-    Pg,
-    Milvus,
-    Chroma,
+pub struct EngineKind(&'static str);
+
+impl EngineKind {
+    pub const fn named(name: &'static str) -> EngineKind {
+        EngineKind(name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0
+    }
 }
 
 /// Where the served rows are and which fields say what each row is.

@@ -25,6 +25,16 @@ pub struct Chroma {
     pub build: ChromaBuild,
 }
 
+/// A collection the team serves, read as it is (`catalog::served`): its records hold one
+/// vector each, searched with the collection's own space and `ef_search`.
+pub const SERVED: super::ServedShape = super::ServedShape {
+    engine: crate::engine::chroma::ENGINE,
+    source_key: "collection",
+    refused: &["table", "vector_field", "distance", "force_index", "iterative_scan", "ef_search", "probes"],
+    why: "is not a setting of a served Chroma collection: it is searched with its own space and ef_search, and its records hold one vector each",
+    vector_field: Some("embedding"),
+};
+
 /// The collection and the exact scan over the same vectors.
 struct Built {
     collection: ChromaCollection,
@@ -41,7 +51,7 @@ pub struct ChromaSpec {
 
 impl DenseIndexKind for ChromaSpec {
     const TYPE: &'static str = "chroma";
-    const ENGINE: Option<EngineKind> = Some(EngineKind::Chroma);
+    const ENGINE: Option<EngineKind> = Some(crate::engine::chroma::ENGINE);
 
     /// Chroma's HNSW parameters, hnswlib's defaults when absent.
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChromaSpec> {

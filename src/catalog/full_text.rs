@@ -28,7 +28,7 @@ impl Terms {
 pub const KEYS: [&str; 2] = ["analyzer", "terms"];
 
 /// The engine whose full-text search it is.
-pub const ENGINE: Option<EngineKind> = Some(EngineKind::Pg);
+pub const ENGINE: Option<EngineKind> = Some(crate::engine::pgvector::ENGINE);
 
 #[derive(Debug)]
 pub struct FullText {

@@ -26,6 +26,15 @@ pub struct Milvus {
     pub index: MilvusIndex,
 }
 
+/// A collection the team serves, read as it is (`catalog::served`).
+pub const SERVED: super::ServedShape = super::ServedShape {
+    engine: crate::engine::milvus::ENGINE,
+    source_key: "collection",
+    refused: &["table", "distance", "force_index", "iterative_scan"],
+    why: "is a pgvector setting: a Milvus collection is searched with its index's own metric",
+    vector_field: None,
+};
+
 /// The collection and the exact scan over the same vectors.
 struct Built {
     collection: MilvusCollection,
@@ -58,7 +67,7 @@ pub struct MilvusSpec {
 
 impl DenseIndexKind for MilvusSpec {
     const TYPE: &'static str = "milvus";
-    const ENGINE: Option<EngineKind> = Some(EngineKind::Milvus);
+    const ENGINE: Option<EngineKind> = Some(crate::engine::milvus::ENGINE);
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<MilvusSpec> {
         Ok(MilvusSpec { index: parse(combo, bad)? })

@@ -201,7 +201,7 @@ const DENSE_KEYS: [&str; 9] =
 /// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).
 fn engine_of(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Option<EngineKind>> {
     let options: Vec<(&str, Option<EngineKind>)> = std::iter::once(("in_process", None))
-        .chain(crate::engine::servers::ENGINES.iter().map(|(name, kind, _)| (*name, Some(*kind))))
+        .chain(crate::engine::servers::ENGINES.iter().map(|(kind, _)| (kind.name(), Some(*kind))))
         .collect();
     choice(combo, "engine", None, &options, bad)
 }
@@ -230,6 +230,20 @@ pub const DENSE_KINDS: [DenseKind; 5] = [
     DenseKind::of::<milvus::MilvusSpec>(),
     DenseKind::of::<chroma::ChromaSpec>(),
 ];
+
+/// How a served index of an engine is declared: the key that names it (`table`,
+/// `collection`), the keys it has no place for and why, and the field its vectors are in when
+/// the engine fixes it.
+pub struct ServedShape {
+    pub engine: EngineKind,
+    pub source_key: &'static str,
+    pub refused: &'static [&'static str],
+    pub why: &'static str,
+    pub vector_field: Option<&'static str>,
+}
+
+/// Each engine that serves read-only indexes, as its catalog file declares them.
+const SERVED_SHAPES: [&ServedShape; 3] = [&pgvector::SERVED, &milvus::SERVED, &chroma::SERVED];
 
 /// A dense side: its model, and its index as the engine that serves it reads it (in process,
 /// the kind its `index` names).

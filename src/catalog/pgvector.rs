@@ -30,6 +30,15 @@ impl IterativeScan {
     }
 }
 
+/// A table the team serves, read as it is (`catalog::served`).
+pub const SERVED: super::ServedShape = super::ServedShape {
+    engine: crate::engine::pgvector::ENGINE,
+    source_key: "table",
+    refused: &["collection"],
+    why: "is a Milvus collection: with engine = \"pg\" name the `table`",
+    vector_field: None,
+};
+
 /// The message of a pgvector key without `engine = "pg"`.
 pub const ONLY: &str = "is a pgvector setting: it needs engine = \"pg\"";
 
@@ -76,7 +85,7 @@ pub struct PgSpec {
 
 impl DenseIndexKind for PgSpec {
     const TYPE: &'static str = "pg";
-    const ENGINE: Option<EngineKind> = Some(EngineKind::Pg);
+    const ENGINE: Option<EngineKind> = Some(crate::engine::pgvector::ENGINE);
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<PgSpec> {
         parse(combo, bad)

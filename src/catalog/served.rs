@@ -56,35 +56,19 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
     keys.extend(KEYS);
     keys.extend(super::rerank::KEYS);
     only(combo, &keys, bad)?;
-    // Where the rows are: a pgvector table or a Milvus collection, on the experiment's server.
-    let (engine_name, source_key) = match engine {
-        Some(EngineKind::Pg) => {
-            forbid(combo, &["collection"], "is a Milvus collection: with engine = \"pg\" name the `table`", bad)?;
-            ("pg", "table")
-        }
-        Some(EngineKind::Milvus) => {
-            let why = "is a pgvector setting: a Milvus collection is searched with its index's own metric";
-            forbid(combo, &["table", "distance", "force_index", "iterative_scan"], why, bad)?;
-            ("milvus", "collection")
-        }
-        Some(EngineKind::Chroma) => {
-            let why = "is not a setting of a served Chroma collection: it is searched with its own space and ef_search, and its records hold one vector each";
-            forbid(
-                combo,
-                &["table", "vector_field", "distance", "force_index", "iterative_scan", "ef_search", "probes"],
-                why,
-                bad,
-            )?;
-            ("chroma", "collection")
-        }
-        None => {
-            let key = if combo.get("table").is_some() { "table" } else { "collection" };
-            return Err(bad(
-                combo.span_of(key),
-                format!("`{key}` is read on the team's own server: add engine = \"pg\" (a table) or \"milvus\" or \"chroma\" (a collection)"),
-            ));
-        }
+    // Where the rows are (a table, a collection) on the experiment's server, and what the
+    // engine's served index has no place for.
+    let Some(shape) = super::SERVED_SHAPES.iter().find(|s| Some(s.engine) == engine) else {
+        let key = if combo.get("table").is_some() { "table" } else { "collection" };
+        let engines: Vec<String> =
+            super::SERVED_SHAPES.iter().map(|s| format!("\"{}\" (a {})", s.engine.name(), s.source_key)).collect();
+        return Err(bad(
+            combo.span_of(key),
+            format!("`{key}` is read on the team's own server: add engine = {}", engines.join(" or ")),
+        ));
     };
+    forbid(combo, shape.refused, shape.why, bad)?;
+    let (engine_name, source_key) = (shape.engine.name(), shape.source_key);
     let required = |key: &str| -> Result<String> {
         text(combo, key, bad)?
             .ok_or_else(|| bad(combo.kind.1.clone(), format!("a served table needs `{key}` (the field {})", role(key))))
@@ -113,9 +97,9 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
                 bad,
             )?,
         },
-        vector_field: match engine {
-            Some(EngineKind::Chroma) => "embedding".into(),
-            _ => required("vector_field")?,
+        vector_field: match shape.vector_field {
+            Some(field) => field.into(),
+            None => required("vector_field")?,
         },
         acl_field: text(combo, "acl_field", bad)?,
         public_group: text(combo, "public_group", bad)?,

@@ -38,8 +38,8 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
         Action::Install { names, force, engines } => {
             let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
             let step = |what: &str| eprintln!("{what}");
-            for (name, _, engine) in ragsweep::engine::servers::ENGINES {
-                if names.is_empty() || names.iter().any(|n| n == name) {
+            for (kind, engine) in ragsweep::engine::servers::ENGINES {
+                if names.is_empty() || names.iter().any(|n| n == kind.name()) {
                     println!("{}", engine.install(&dir, force, &step)?);
                 }
             }

@@ -66,7 +66,7 @@ static INTERRUPT_HANDLER: std::sync::Once = std::sync::Once::new();
 pub(crate) fn install_interrupt_handler() {
     INTERRUPT_HANDLER.call_once(|| {
         let _ = ctrlc::set_handler(|| {
-            for (_, _, engine) in servers::ENGINES {
+            for (_, engine) in servers::ENGINES {
                 engine.interrupted();
             }
             std::process::exit(130);

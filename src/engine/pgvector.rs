@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::{IterativeScan, ServedIndex, ServedRows, Terms, INDEX_UNUSED};
+use crate::vocab::{EngineKind, IterativeScan, ServedIndex, ServedRows, Terms, INDEX_UNUSED};
 
 /// How the engine indexes a table of vectors (build-time parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,6 +108,9 @@ fn acl_groups(restrict: &Restriction<'_>) -> String {
 }
 
 /// PostgreSQL + pgvector as a serving engine.
+/// PostgreSQL + pgvector, `engine = "pg"`.
+pub const ENGINE: EngineKind = EngineKind::named("pg");
+
 pub struct Serving;
 
 impl RunningEngine for PgEngine {

@@ -15,25 +15,25 @@ use crate::vocab::EngineKind;
 /// Every serving engine by the name experiments (`engine = "…"`) and commands give it, with
 /// what it does: the one table a new engine joins, and the only place besides the catalog that
 /// tells engines apart.
-pub const ENGINES: [(&str, EngineKind, &dyn ServingEngine); 3] = [
-    ("pg", EngineKind::Pg, &crate::engine::pgvector::Serving),
-    ("milvus", EngineKind::Milvus, &crate::engine::milvus::Serving),
-    ("chroma", EngineKind::Chroma, &crate::engine::chroma::Serving),
+pub const ENGINES: [(EngineKind, &dyn ServingEngine); 3] = [
+    (crate::engine::pgvector::ENGINE, &crate::engine::pgvector::Serving),
+    (crate::engine::milvus::ENGINE, &crate::engine::milvus::Serving),
+    (crate::engine::chroma::ENGINE, &crate::engine::chroma::Serving),
 ];
 
 /// The engine named `name`.
 pub fn engine_named(name: &str) -> Option<EngineKind> {
-    ENGINES.iter().find(|(n, _, _)| *n == name).map(|(_, k, _)| *k)
+    ENGINES.iter().map(|(k, _)| *k).find(|k| k.name() == name)
 }
 
 /// The names of every engine, for a command's choices.
 pub fn engine_names() -> Vec<&'static str> {
-    ENGINES.iter().map(|(n, _, _)| *n).collect()
+    ENGINES.iter().map(|(k, _)| k.name()).collect()
 }
 
 /// What engine `kind` does.
 pub fn serving(kind: EngineKind) -> &'static dyn ServingEngine {
-    ENGINES.iter().find(|(_, k, _)| *k == kind).map(|(_, _, e)| *e).expect("every engine is in the table")
+    ENGINES.iter().find(|(k, _)| *k == kind).map(|(_, e)| *e).expect("every engine is in the table")
 }
 
 /// The rows of a served index as (document id, text), read by its engine from the experiment's

@@ -30,9 +30,8 @@ use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{ServedIndex, ServedRows};
+use crate::vocab::{EngineKind, ServedIndex, ServedRows};
 
-const ENGINE: &str = "chroma";
 /// The Chroma the install pins, for messages and provenance.
 pub const VERSION: &str = "1.5.9";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -41,7 +40,7 @@ const WAIT_LIMIT: Duration = Duration::from_secs(3600);
 const COLLECTIONS: &str = "/api/v2/tenants/default_tenant/databases/default_database/collections";
 
 fn fail(what: impl Into<String>) -> Error {
-    Error::Engine { engine: ENGINE, what: what.into(), source: None }
+    Error::Engine { engine: ENGINE.name(), what: what.into(), source: None }
 }
 
 /// Process groups of the servers this process started, and their private folders.
@@ -90,6 +89,9 @@ impl std::fmt::Debug for ChromaEndpoint {
 }
 
 /// Chroma as a serving engine: a private server, or the user's own.
+/// Chroma, `engine = "chroma"`.
+pub const ENGINE: EngineKind = EngineKind::named("chroma");
+
 pub struct Serving;
 
 impl RunningEngine for ChromaEngine {

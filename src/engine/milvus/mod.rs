@@ -34,9 +34,8 @@ use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{ServedIndex, ServedRows, INDEX_UNUSED};
+use crate::vocab::{EngineKind, ServedIndex, ServedRows, INDEX_UNUSED};
 
-const ENGINE: &str = "milvus";
 const VECTOR_FIELD: &str = "embedding";
 /// Rows per insert request: well under the proxy's 64 MiB message limit for 1,024 dimensions.
 const INSERT_BYTES: usize = 16 << 20;
@@ -44,7 +43,7 @@ const INSERT_BYTES: usize = 16 << 20;
 const WAIT_LIMIT: Duration = Duration::from_secs(3600);
 
 pub(crate) fn fail(what: impl Into<String>) -> Error {
-    Error::Engine { engine: ENGINE, what: what.into(), source: None }
+    Error::Engine { engine: ENGINE.name(), what: what.into(), source: None }
 }
 
 fn base64(text: &str) -> String {
@@ -350,6 +349,9 @@ pub(crate) fn release_locks() {
 }
 
 /// Milvus as a serving engine.
+/// Milvus, `engine = "milvus"`.
+pub const ENGINE: EngineKind = EngineKind::named("milvus");
+
 pub struct Serving;
 
 impl RunningEngine for MilvusEngine {
