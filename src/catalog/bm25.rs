@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::LexicalSpec;
 use super::{analyzer_from, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::{Analyzer, AnalyzerKind};
@@ -16,9 +18,11 @@ use crate::vocab::Bm25Params;
 /// Its keys in a `[[retrievers]]` table.
 pub const KEYS: [&str; 3] = ["analyzer", "k1", "b"];
 
-#[derive(Debug)]
+/// In-process BM25 over the analyzer's terms; what the manifest records of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bm25 {
     pub analyzer: AnalyzerKind,
+    #[serde(flatten)]
     pub params: Bm25Params,
 }
 

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use super::LexicalSpec;
 use super::{analyzer_from, engine_record, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::analyze::AnalyzerKind;
@@ -30,7 +32,9 @@ pub const KEYS: [&str; 2] = ["analyzer", "terms"];
 /// The engine whose full-text search it is.
 pub const ENGINE: Option<EngineKind> = Some(crate::engine::pgvector::ENGINE);
 
-#[derive(Debug)]
+/// PostgreSQL full-text search (`tsvector` with the analyzer's text search configuration,
+/// ranked by `ts_rank_cd`); what the manifest records of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FullText {
     pub analyzer: AnalyzerKind,
     pub terms: Terms,

@@ -348,7 +348,7 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
             }
             only(combo, &with_engine(&bm25::KEYS), bad)?;
             let LexicalSpec { analyzer, params, .. } = bm25::parse(combo, bad)?;
-            Ok(RetrieverSpec::Bm25 { analyzer, params })
+            Ok(RetrieverSpec::Bm25(bm25::Bm25 { analyzer, params }))
         }
         "fulltext" => {
             if !pg {
@@ -359,11 +359,15 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
             }
             only(combo, &with_engine(&full_text::KEYS), bad)?;
             let spec = full_text::parse(combo, bad)?;
-            Ok(RetrieverSpec::FullText { analyzer: spec.analyzer, terms: spec.full_text.expect("full text") })
+            Ok(RetrieverSpec::FullText(full_text::FullText {
+                analyzer: spec.analyzer,
+                terms: spec.full_text.expect("full text"),
+            }))
         }
-        "dense" if served::declared(combo) => {
-            Ok(RetrieverSpec::Served { model: model_from(combo, bad)?, index: served::parse(combo, engine, bad)? })
-        }
+        "dense" if served::declared(combo) => Ok(RetrieverSpec::Served(served::Served {
+            model: model_from(combo, bad)?,
+            index: served::parse(combo, engine, bad)?,
+        })),
         "dense" => {
             // pgvector's keys pass here so that, without the engine, they get their own message.
             only(combo, &with_engine(&DENSE_KEYS), bad)?;

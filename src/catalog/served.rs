@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use toml::Value;
 
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
@@ -131,7 +132,9 @@ fn role(key: &str) -> &'static str {
     }
 }
 
-#[derive(Debug)]
+/// A dense index the team already serves (`table` or `collection`), searched as it is: nothing
+/// uploaded, built or written; what the manifest records of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Served {
     pub model: String,
     pub index: ServedIndex,

@@ -13,22 +13,13 @@ use serde_json::{Map, Value};
 use super::{bm25, full_text, rerank, served, Bad, Composition, Config, SourceKind, DENSE_KINDS};
 use crate::error::Result;
 use crate::grid::Combo;
-use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Fusion, ServedIndex, Terms};
+use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Fusion, Terms};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum RetrieverSpec {
-    Bm25 {
-        analyzer: AnalyzerKind,
-        #[serde(flatten)]
-        params: Bm25Params,
-    },
-    /// PostgreSQL full-text search (`engine = "pg"`): `tsvector` with the analyzer's text
-    /// search configuration, ranked by `ts_rank_cd`.
-    FullText {
-        analyzer: AnalyzerKind,
-        terms: Terms,
-    },
+    Bm25(bm25::Bm25),
+    FullText(full_text::FullText),
     Dense {
         model: String,
         index: DenseIndex,
@@ -40,12 +31,7 @@ pub enum RetrieverSpec {
         fusion: Fusion,
         candidates: usize,
     },
-    /// A dense index the team already serves (`table` or `collection`), searched as it is:
-    /// nothing uploaded, built or written.
-    Served {
-        model: String,
-        index: ServedIndex,
-    },
+    Served(served::Served),
     /// Another retriever's first `candidates` chunks reordered by a dense model's cosine (a
     /// bi-encoder reranker), the list then cut at the asked depth.
     Rerank {
@@ -194,16 +180,10 @@ impl<'de> Deserialize<'de> for DenseIndex {
 impl RetrieverSpec {
     pub fn composition(&self) -> Composition {
         match self {
-            RetrieverSpec::Bm25 { analyzer, params } => {
-                Composition::of(Box::new(bm25::Bm25 { analyzer: *analyzer, params: *params }))
-            }
-            RetrieverSpec::FullText { analyzer, terms } => {
-                Composition::of(Box::new(full_text::FullText { analyzer: *analyzer, terms: *terms }))
-            }
+            RetrieverSpec::Bm25(kind) => Composition::of(Box::new(kind.clone())),
+            RetrieverSpec::FullText(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Dense { model, index } => Composition::of(index.kind(model)),
-            RetrieverSpec::Served { model, index } => {
-                Composition::of(Box::new(served::Served { model: model.clone(), index: index.clone() }))
-            }
+            RetrieverSpec::Served(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
                 sources: vec![l.kind(), d.index.kind(&d.model)],
                 fusion: Some((*fusion, *candidates)),
@@ -232,9 +212,9 @@ impl RetrieverSpec {
     /// `bm25`, `fulltext`, `dense` or `hybrid`: the `kind` the retriever was declared with.
     pub fn family(&self) -> &'static str {
         match self {
-            RetrieverSpec::Bm25 { .. } => "bm25",
-            RetrieverSpec::FullText { .. } => "fulltext",
-            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => "dense",
+            RetrieverSpec::Bm25(_) => "bm25",
+            RetrieverSpec::FullText(_) => "fulltext",
+            RetrieverSpec::Dense { .. } | RetrieverSpec::Served(_) => "dense",
             RetrieverSpec::Hybrid { .. } => "hybrid",
             RetrieverSpec::Rerank { first, .. } => first.family(),
         }
@@ -243,8 +223,8 @@ impl RetrieverSpec {
     /// The embedding model of the dense side, else of the reranker, if any.
     pub fn model(&self) -> Option<&str> {
         match self {
-            RetrieverSpec::Bm25 { .. } | RetrieverSpec::FullText { .. } => None,
-            RetrieverSpec::Dense { model, .. } | RetrieverSpec::Served { model, .. } => Some(model),
+            RetrieverSpec::Bm25(_) | RetrieverSpec::FullText(_) => None,
+            RetrieverSpec::Dense { model, .. } | RetrieverSpec::Served(served::Served { model, .. }) => Some(model),
             RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
             RetrieverSpec::Rerank { first, model, .. } => first.model().or(Some(model)),
         }
@@ -253,9 +233,10 @@ impl RetrieverSpec {
     /// The analyzer of the lexical side, if any.
     pub fn analyzer(&self) -> Option<AnalyzerKind> {
         match self {
-            RetrieverSpec::Bm25 { analyzer, .. } | RetrieverSpec::FullText { analyzer, .. } => Some(*analyzer),
+            RetrieverSpec::Bm25(bm25::Bm25 { analyzer, .. })
+            | RetrieverSpec::FullText(full_text::FullText { analyzer, .. }) => Some(*analyzer),
             RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense { .. } | RetrieverSpec::Served { .. } => None,
+            RetrieverSpec::Dense { .. } | RetrieverSpec::Served(_) => None,
             RetrieverSpec::Rerank { first, .. } => first.analyzer(),
         }
     }
@@ -263,7 +244,7 @@ impl RetrieverSpec {
     /// The rows of the index it reads as served, whose chunks its cells are judged on.
     pub fn served_rows(&self) -> Option<&crate::chunkers::served::ServedRows> {
         match self {
-            RetrieverSpec::Served { index, .. } => Some(&index.rows),
+            RetrieverSpec::Served(kind) => Some(&kind.index.rows),
             RetrieverSpec::Rerank { first, .. } => first.served_rows(),
             _ => None,
         }
@@ -273,7 +254,7 @@ impl RetrieverSpec {
     /// when it has none (or is not served).
     pub fn served_acl(&self) -> Option<Option<&str>> {
         match self {
-            RetrieverSpec::Served { index, .. } => Some(index.acl_field.as_deref()),
+            RetrieverSpec::Served(kind) => Some(kind.index.acl_field.as_deref()),
             RetrieverSpec::Rerank { first, .. } => first.served_acl(),
             _ => None,
         }

@@ -691,10 +691,10 @@ path = "g.json"
         }
     }
 
-    /// Each dense kind owns its parameters; a manifest written when they were one enum (key
-    /// order as serde wrote it then) reads back as the spec the same TOML parses into.
+    /// Each kind owns its parameters; a manifest written when they were variants of one enum
+    /// (key order as serde wrote it then) reads back as the spec the same TOML parses into.
     #[test]
-    fn every_dense_kind_reads_back_from_manifests_written_before_it_owned_its_spec() {
+    fn every_kind_reads_back_from_manifests_written_before_it_owned_its_spec() {
         let e = parse(
             "[[chunkers]]\nkind = \"none\"\n\
              [[retrievers]]\nkind = \"dense\"\nmodel = \"m\"\n\
@@ -719,6 +719,26 @@ path = "g.json"
             assert_eq!(read, cell.retriever, "{json}");
             let again: RetrieverSpec = serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
             assert_eq!(again, read);
+        }
+        let lexical = parse(
+            "[[chunkers]]\nkind = \"none\"\n\
+             [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\nk1 = 1.2\n\
+             [[retrievers]]\nkind = \"fulltext\"\nengine = \"pg\"\nterms = \"all\"\n\
+             [engines.pg]\nurl = \"postgresql://u@localhost:5432/db\"\n\
+             [[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"m\"\ntable = \"t\"\nid_field = \"doc\"\ntext_field = \"body\"\nvector_field = \"v\"\nacl_field = \"groups\"\n",
+        )
+        .unwrap();
+        let written_before = [
+            r#"{"kind":"bm25","analyzer":"pt","k1":1.2,"b":0.4}"#,
+            r#"{"kind":"fulltext","analyzer":"en","terms":"all"}"#,
+            r#"{"kind":"served","model":"m","index":{"engine":"pg","source":"t","id_field":"doc","text_field":"body","whole_document_when_not_found":false,"vector_field":"v","acl_field":"groups","public_group":null,"distance":null,"ef_search":null,"probes":null,"force_index":false}}"#,
+        ];
+        assert_eq!(lexical.cells.len(), written_before.len());
+        for (cell, json) in lexical.cells.iter().zip(written_before) {
+            let read: RetrieverSpec = serde_json::from_str(json).unwrap();
+            assert_eq!(read, cell.retriever, "{json}");
+            let written: serde_json::Value = serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
+            assert_eq!(written, serde_json::from_str::<serde_json::Value>(json).unwrap());
         }
         let unknown = r#"{"kind":"dense","model":"m","index":{"type":"qdrant"}}"#;
         let err = serde_json::from_str::<RetrieverSpec>(unknown).unwrap_err().to_string();
