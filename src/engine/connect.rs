@@ -16,26 +16,35 @@ pub enum Address {
     Tcp(String),
 }
 
-/// What connecting to a server takes. Its `Debug` never shows the password.
+/// A password or token read from the environment: no `Debug` or `Display` shows it; it is read
+/// only where it is sent.
 #[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(secret: String) -> Secret {
+        Secret(secret)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// What connecting to a server takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub address: Address,
     pub port: u16,
     pub user: String,
     pub database: String,
-    pub password: Option<String>,
-}
-
-impl std::fmt::Debug for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Endpoint")
-            .field("address", &self.address)
-            .field("port", &self.port)
-            .field("user", &self.user)
-            .field("database", &self.database)
-            .field("password", &self.password.as_ref().map(|_| "…"))
-            .finish()
-    }
+    pub password: Option<Secret>,
 }
 
 impl Endpoint {
@@ -284,19 +293,10 @@ mod tests {
 
 /// The user's own Milvus: where it is and the token to log in with (`user:password` or an API
 /// key), read from the environment variable the experiment names.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MilvusEndpoint {
     pub url: String,
-    pub token: Option<String>,
-}
-
-impl std::fmt::Debug for MilvusEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MilvusEndpoint")
-            .field("url", &self.url)
-            .field("token", &self.token.as_ref().map(|_| "…"))
-            .finish()
-    }
+    pub token: Option<Secret>,
 }
 
 impl MilvusEndpoint {

@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use crate::engine::alive;
-use crate::engine::connect::{Address, Endpoint, Scram};
+use crate::engine::connect::{Address, Endpoint, Scram, Secret};
 use crate::error::{Error, Result};
 
 const ENGINE: &str = "pg";
@@ -437,7 +437,7 @@ impl PgConn {
         message.extend_from_slice(&body);
         conn.write(&message)?;
         let password = || {
-            to.password.as_deref().ok_or_else(|| {
+            to.password.as_ref().map(Secret::expose).ok_or_else(|| {
                 fail(format!(
                     "the server asks user {} for a password: name the variable that holds it with `password_env` in [engines.pg]",
                     to.user

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use std::sync::Arc;
 
+use crate::engine::connect::Secret;
 use crate::engine::ChunkAcl;
 use crate::error::{Error, Location, Result};
 use crate::retrieve::dense::ExactIndex;
@@ -50,12 +51,12 @@ pub struct ServerSpec {
 
 impl ServerSpec {
     /// The secret its variable holds, read now (never written anywhere).
-    pub fn secret(&self, key: &str) -> Result<Option<String>> {
+    pub fn secret(&self, key: &str) -> Result<Option<Secret>> {
         let Some(var) = &self.secret_env else { return Ok(None) };
         let secret = std::env::var(var).map_err(|_| {
             Error::input(self.at.clone(), format!("`{key}` names {var}, which is not set in the environment"))
         })?;
-        Ok(Some(secret))
+        Ok(Some(Secret::new(secret)))
     }
 }
 

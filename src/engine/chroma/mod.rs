@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::engine::connect::Secret;
 use crate::engine::registry::{
     EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
     UserServer,
@@ -73,19 +74,10 @@ pub fn installed(install: &Path) -> Result<PathBuf> {
 
 /// The user's own Chroma (`[engines.chroma]`): its `http://host:port` and the token a proxy in
 /// front of it or Chroma Cloud asks for, sent as `x-chroma-token` and as a bearer token.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChromaEndpoint {
     pub url: String,
-    pub token: Option<String>,
-}
-
-impl std::fmt::Debug for ChromaEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChromaEndpoint")
-            .field("url", &self.url)
-            .field("token", &self.token.as_ref().map(|_| "…"))
-            .finish()
-    }
+    pub token: Option<Secret>,
 }
 
 /// Chroma as a serving engine: a private server, or the user's own.
@@ -238,7 +230,7 @@ struct BuildLock<'e> {
 }
 
 /// Locks held by this process, as (server, token, lock name), dropped on Ctrl-C.
-static HELD: Mutex<Vec<(String, Option<String>, String)>> = Mutex::new(Vec::new());
+static HELD: Mutex<Vec<(String, Option<Secret>, String)>> = Mutex::new(Vec::new());
 
 impl<'e> BuildLock<'e> {
     /// Takes the lock of collection `key`'s build, or says another run holds it (`None`).
@@ -319,7 +311,7 @@ pub struct ChromaEngine {
     server: Option<ChromaServer>,
     /// `http://host:port`.
     base: String,
-    token: Option<String>,
+    token: Option<Secret>,
     agent: ureq::Agent,
 }
 
@@ -429,7 +421,10 @@ impl ChromaEngine {
     /// `request` with the token, when the server asks for one.
     fn signed<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match &self.token {
-            Some(token) => request.header("x-chroma-token", token).header("Authorization", format!("Bearer {token}")),
+            Some(token) => {
+                let token = token.expose();
+                request.header("x-chroma-token", token).header("Authorization", format!("Bearer {token}"))
+            }
             None => request,
         }
     }

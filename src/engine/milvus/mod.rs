@@ -25,6 +25,7 @@ use prost::Message;
 
 use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
+use crate::engine::connect::Secret;
 use crate::engine::registry::{
     EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
     UserServer,
@@ -41,6 +42,8 @@ const VECTOR_FIELD: &str = "embedding";
 const INSERT_BYTES: usize = 16 << 20;
 /// How long building an index or loading a collection may take before the run stops.
 const WAIT_LIMIT: Duration = Duration::from_secs(3600);
+/// How long a loaded collection may take to answer its first query.
+const READY_LIMIT: Duration = Duration::from_secs(60);
 
 pub(crate) fn fail(what: impl Into<String>) -> Error {
     Error::Engine { engine: ENGINE.name(), what: what.into(), source: None }
@@ -201,7 +204,7 @@ pub use crate::engine::connect::MilvusEndpoint;
 impl MilvusEndpoint {
     /// A client of the server, logged in with the token when there is one.
     fn client(&self) -> Result<Client> {
-        Client::connect(&self.url, self.token.as_deref())
+        Client::connect(&self.url, self.token.as_ref().map(Secret::expose))
     }
 }
 
@@ -616,7 +619,33 @@ impl MilvusEngine {
                 self.client.call("GetLoadState", proto::GetLoadStateRequest { collection_name: loading.clone() })?;
             Ok(state.state == 3)
         })?;
+        self.answering(&loading)?;
         Ok(MilvusCollection { name: loading, bytes, build_seconds, reused })
+    }
+
+    /// Waits until a loaded collection answers a query. Milvus standalone reports a collection
+    /// loaded before its query node takes requests ("failed to get delegator … can not find
+    /// client of node 1"); a cell's first search would fail then. After [`READY_LIMIT`] the
+    /// query's own error stops the build.
+    fn answering(&self, collection: &str) -> Result<()> {
+        let count = || {
+            let request = proto::QueryRequest {
+                collection_name: collection.into(),
+                expr: String::new(),
+                output_fields: vec!["count(*)".into()],
+                query_params: Vec::new(),
+                consistency_level: 3,
+            };
+            self.client.call::<_, proto::QueryResults>("Query", request)
+        };
+        let t = Instant::now();
+        loop {
+            match count() {
+                Ok(_) => return Ok(()),
+                Err(e) if t.elapsed() > READY_LIMIT => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        }
     }
 
     /// Builds collection `b_…` of alias `alias`: created, filled with the rows, flushed and
