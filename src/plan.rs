@@ -221,8 +221,8 @@ mod tests {
         assert_eq!(p.indexes.len(), 2);
         let [lexical, dense] = &p.cells[0].retriever.sources[..] else { panic!("two sources") };
         assert!(p.cells[0].retriever.fusion.is_some());
-        assert_eq!(p.indexes[lexical.index.0].identity.to_string(), "bm25(pt)");
-        assert_eq!(p.indexes[dense.index.0].identity.to_string(), "exact(e5-small)");
+        assert_eq!(p.indexes[lexical.index.0].kind.index_name(), "bm25(pt)");
+        assert_eq!(p.indexes[dense.index.0].kind.index_name(), "exact(e5-small)");
         assert_eq!(p.cells[0].models, [ModelId(0)]);
     }
 

@@ -52,11 +52,11 @@ impl SourceKind for Bm25 {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<Bm25Index>(format!("bm25({})", self.analyzer))
+        IndexIdentity::of::<Bm25Index>(self.analyzer)
     }
 
     fn index_name(&self) -> String {
-        self.index_identity().to_string()
+        format!("bm25({})", self.analyzer)
     }
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {

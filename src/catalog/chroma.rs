@@ -98,8 +98,8 @@ impl SourceKind for Chroma {
 
     /// `ef_search` is a collection's setting in Chroma: it is part of what is built.
     fn index_identity(&self) -> IndexIdentity {
-        let ChromaBuild { max_neighbors, ef_construction, ef_search } = self.build;
-        IndexIdentity::of::<Built>(format!("chroma-hnsw({},{max_neighbors},{ef_construction},{ef_search})", self.model))
+        // Chroma sets `ef_search` when the collection is made: all three rebuild it.
+        IndexIdentity::of::<Built>((self.model.clone(), self.build))
     }
 
     fn index_name(&self) -> String {

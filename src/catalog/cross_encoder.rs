@@ -36,7 +36,7 @@ impl SourceKind for CrossRerank {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<CrossIndex>(format!("cross-encoder({})", self.info.key()))
+        IndexIdentity::of::<CrossIndex>(self.info.key())
     }
 
     fn index_name(&self) -> String {

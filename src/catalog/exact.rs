@@ -55,11 +55,11 @@ impl SourceKind for Exact {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<ExactIndex>(format!("exact({})", self.model))
+        IndexIdentity::of::<ExactIndex>(self.model.clone())
     }
 
     fn index_name(&self) -> String {
-        self.index_identity().to_string()
+        format!("exact({})", self.model)
     }
 
     fn builds_nothing(&self) -> bool {

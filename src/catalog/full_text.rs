@@ -62,7 +62,7 @@ impl SourceKind for FullText {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<PgTable>(format!("pg-fulltext({})", self.analyzer))
+        IndexIdentity::of::<PgTable>(self.analyzer)
     }
 
     fn index_name(&self) -> String {

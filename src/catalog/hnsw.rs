@@ -81,7 +81,7 @@ impl SourceKind for Hnsw {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<HnswIndex>(format!("hnsw({},{},{})", self.model, self.m, self.ef_construction))
+        IndexIdentity::of::<HnswIndex>((self.model.clone(), self.m, self.ef_construction))
     }
 
     fn index_name(&self) -> String {

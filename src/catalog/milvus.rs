@@ -165,13 +165,7 @@ impl SourceKind for Milvus {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<Built>(match self.index {
-            MilvusIndex::Flat => format!("milvus-flat({})", self.model),
-            MilvusIndex::Hnsw { m, ef_construction, .. } => {
-                format!("milvus-hnsw({},{m},{ef_construction})", self.model)
-            }
-            MilvusIndex::IvfFlat { lists, .. } => format!("milvus-ivf_flat({},{lists})", self.model),
-        })
+        IndexIdentity::of::<Built>((self.model.clone(), self.build_and_query().0))
     }
 
     fn index_name(&self) -> String {

@@ -89,24 +89,50 @@ impl BuiltIndex {
 }
 
 /// What an index is built from, query-time parameters left out: the type its kind keeps the
-/// built index as, and the build parameters. Cells whose sources have equal identities share one
-/// index, so a kind only ever reads back ([`BuiltIndex::get`]) an index of the type it builds.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// built index as, and a value of the parameters that make it (a kind declares what must
+/// rebuild by what it puts there). Cells whose sources have equal identities share one index, so
+/// a kind only ever reads back ([`BuiltIndex::get`]) an index of the type it builds.
+#[derive(Debug, Clone)]
 pub struct IndexIdentity {
     built: std::any::TypeId,
-    params: String,
+    params: Arc<dyn BuildParams>,
 }
 
 impl IndexIdentity {
     /// The identity of an index kept as a `B`, built with `params`.
-    pub fn of<B: Any>(params: String) -> IndexIdentity {
-        IndexIdentity { built: std::any::TypeId::of::<B>(), params }
+    pub fn of<B: Any>(params: impl BuildParams) -> IndexIdentity {
+        IndexIdentity { built: std::any::TypeId::of::<B>(), params: Arc::new(params) }
     }
 }
 
-impl fmt::Display for IndexIdentity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.params)
+/// The parameters an index is built with, compared and hashed as their own type.
+pub trait BuildParams: Any + fmt::Debug + Send + Sync {
+    fn same(&self, other: &dyn BuildParams) -> bool;
+    fn hash_into(&self, state: &mut dyn std::hash::Hasher);
+}
+
+impl<T: Any + fmt::Debug + Eq + std::hash::Hash + Send + Sync> BuildParams for T {
+    fn same(&self, other: &dyn BuildParams) -> bool {
+        (other as &dyn Any).downcast_ref::<T>() == Some(self)
+    }
+
+    fn hash_into(&self, mut state: &mut dyn std::hash::Hasher) {
+        self.hash(&mut state);
+    }
+}
+
+impl PartialEq for IndexIdentity {
+    fn eq(&self, other: &Self) -> bool {
+        self.built == other.built && self.params.same(&*other.params)
+    }
+}
+
+impl Eq for IndexIdentity {}
+
+impl std::hash::Hash for IndexIdentity {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.built.hash(state);
+        self.params.hash_into(state);
     }
 }
 

@@ -224,11 +224,7 @@ impl SourceKind for PgVector {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<Built>(match self.index {
-            PgVectorIndex::Exact => format!("pg-exact({})", self.model),
-            PgVectorIndex::Hnsw { m, ef_construction, .. } => format!("pg-hnsw({},{m},{ef_construction})", self.model),
-            PgVectorIndex::Ivfflat { lists, .. } => format!("pg-ivfflat({},{lists})", self.model),
-        })
+        IndexIdentity::of::<Built>((self.model.clone(), self.build_and_query().0))
     }
 
     fn index_name(&self) -> String {

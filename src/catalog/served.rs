@@ -193,12 +193,15 @@ impl SourceKind for Served {
     }
 
     fn index_identity(&self) -> IndexIdentity {
-        let i = &self.index;
-        let params = format!(
-            "served({} {},{},{},{},{:?},{:?})",
-            i.rows.engine, i.rows.source, i.vector_field, self.model, i.rows.text_field, i.acl_field, i.public_group
-        );
-        IndexIdentity::of::<Box<dyn OpenedServed>>(params)
+        let i = self.index.clone();
+        let rows = (i.rows.engine, i.rows.source, i.rows.text_field);
+        IndexIdentity::of::<Box<dyn OpenedServed>>((
+            rows,
+            i.vector_field,
+            self.model.clone(),
+            i.acl_field,
+            i.public_group,
+        ))
     }
 
     fn index_name(&self) -> String {

@@ -261,12 +261,10 @@ impl RetrieverSpec {
     }
 
     /// What the retriever's indexes are built from, query-time parameters left out.
-    pub fn index_identity(&self) -> String {
+    pub fn index_identity(&self) -> Vec<super::IndexIdentity> {
         let composition = self.composition();
         let reranks = composition.rerank.iter().map(|r| &r.0);
-        let sources: Vec<String> =
-            composition.sources.iter().chain(reranks).map(|s| s.index_identity().to_string()).collect();
-        sources.join("+")
+        composition.sources.iter().chain(reranks).map(|s| s.index_identity()).collect()
     }
 
     /// The retriever's configuration columns.

@@ -77,8 +77,8 @@ impl fmt::Display for Abstain {
 impl Cell {
     /// What the cell's indexes are built from (query-time parameters left out): cells with
     /// equal identities share their indexes.
-    pub fn index_identity(&self) -> String {
-        format!("{} {}", self.chunker, self.retriever.index_identity())
+    pub fn index_identity(&self) -> (String, Vec<crate::catalog::IndexIdentity>) {
+        (self.chunker.to_string(), self.retriever.index_identity())
     }
 
     /// The embedding model the cell needs, if any.
