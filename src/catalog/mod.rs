@@ -205,7 +205,7 @@ pub struct Composition {
 }
 
 impl Composition {
-    pub(crate) fn of(source: Box<dyn SourceKind>) -> Composition {
+    fn of(source: Box<dyn SourceKind>) -> Composition {
         Composition { sources: vec![source], fusion: None, rerank: Vec::new() }
     }
 
@@ -397,8 +397,7 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
         "dense" => {
             // pgvector's keys pass here so that, without the engine, they get their own message.
             only(combo, &with_engine(&DENSE_KEYS), bad)?;
-            let DenseSpec { model, index } = dense_from(combo, bad)?;
-            Ok(RetrieverSpec::Dense { model, index })
+            Ok(RetrieverSpec::Dense(dense_from(combo, bad)?))
         }
         "hybrid" => {
             let lexical_keys: &[&'static str] = if pg { &full_text::KEYS } else { &bm25::KEYS };

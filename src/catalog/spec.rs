@@ -15,15 +15,14 @@ use crate::error::Result;
 use crate::grid::Combo;
 use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Fusion, Terms};
 
+/// A retriever as one `[[retrievers]]` combination declares it, named in the manifest by its
+/// `kind`; a lone source is its catalog kind's own type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum RetrieverSpec {
     Bm25(bm25::Bm25),
     FullText(full_text::FullText),
-    Dense {
-        model: String,
-        index: DenseIndex,
-    },
+    Dense(DenseSpec),
     /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
     Hybrid {
         lexical: LexicalSpec,
@@ -41,6 +40,7 @@ pub enum RetrieverSpec {
     },
 }
 
+/// A hybrid's lexical side: in-process BM25, or PostgreSQL full text with its `terms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LexicalSpec {
     pub analyzer: AnalyzerKind,
@@ -52,10 +52,17 @@ pub struct LexicalSpec {
     pub full_text: Option<Terms>,
 }
 
+/// A dense retriever or side: its model, and its index.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DenseSpec {
     pub model: String,
     pub index: DenseIndex,
+}
+
+impl DenseSpec {
+    fn kind(&self) -> Box<dyn SourceKind> {
+        self.index.kind(&self.model)
+    }
 }
 
 impl LexicalSpec {
@@ -182,10 +189,10 @@ impl RetrieverSpec {
         match self {
             RetrieverSpec::Bm25(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::FullText(kind) => Composition::of(Box::new(kind.clone())),
-            RetrieverSpec::Dense { model, index } => Composition::of(index.kind(model)),
+            RetrieverSpec::Dense(dense) => Composition::of(dense.kind()),
             RetrieverSpec::Served(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
-                sources: vec![l.kind(), d.index.kind(&d.model)],
+                sources: vec![l.kind(), d.kind()],
                 fusion: Some((*fusion, *candidates)),
                 rerank: Vec::new(),
             },
@@ -214,7 +221,7 @@ impl RetrieverSpec {
         match self {
             RetrieverSpec::Bm25(_) => "bm25",
             RetrieverSpec::FullText(_) => "fulltext",
-            RetrieverSpec::Dense { .. } | RetrieverSpec::Served(_) => "dense",
+            RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) => "dense",
             RetrieverSpec::Hybrid { .. } => "hybrid",
             RetrieverSpec::Rerank { first, .. } => first.family(),
         }
@@ -224,7 +231,9 @@ impl RetrieverSpec {
     pub fn model(&self) -> Option<&str> {
         match self {
             RetrieverSpec::Bm25(_) | RetrieverSpec::FullText(_) => None,
-            RetrieverSpec::Dense { model, .. } | RetrieverSpec::Served(served::Served { model, .. }) => Some(model),
+            RetrieverSpec::Dense(DenseSpec { model, .. }) | RetrieverSpec::Served(served::Served { model, .. }) => {
+                Some(model)
+            }
             RetrieverSpec::Hybrid { dense, .. } => Some(&dense.model),
             RetrieverSpec::Rerank { first, model, .. } => first.model().or(Some(model)),
         }
@@ -236,7 +245,7 @@ impl RetrieverSpec {
             RetrieverSpec::Bm25(bm25::Bm25 { analyzer, .. })
             | RetrieverSpec::FullText(full_text::FullText { analyzer, .. }) => Some(*analyzer),
             RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense { .. } | RetrieverSpec::Served(_) => None,
+            RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) => None,
             RetrieverSpec::Rerank { first, .. } => first.analyzer(),
         }
     }
