@@ -286,7 +286,7 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
                 .map(|k| (k.name, Some(k)))
                 .chain([("ivfflat", None)])
                 .collect();
-            match choice(combo, "index", Some(&DENSE_KINDS[0]), &in_process, bad)? {
+            match choice(combo, "index", in_process[0].1, &in_process, bad)? {
                 Some(kind) => kind,
                 None => {
                     return Err(bad(
@@ -475,4 +475,22 @@ fn engine_key(kind: &str, input: &IndexInput<'_>, build: &dyn fmt::Debug) -> Str
 /// An engine table's or collection's build as a cache record: reused or built, and its cost.
 fn engine_record(build_seconds: f64, reused: bool) -> Option<Cached<()>> {
     Some(Cached { value: (), build: crate::stages::cache::BuildRecord { seconds: build_seconds }, reused })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest's `type` names one dense kind, an engine serves one, and the default `index`
+    /// is the exact scan.
+    #[test]
+    fn the_dense_kinds_table_names_each_kind_once() {
+        let names: std::collections::BTreeSet<&str> = DENSE_KINDS.iter().map(|k| k.name).collect();
+        assert_eq!(names.len(), DENSE_KINDS.len());
+        for (engine, _) in crate::engine::servers::ENGINES {
+            assert_eq!(DENSE_KINDS.iter().filter(|k| k.engine == Some(engine)).count(), 1, "{engine:?}");
+        }
+        let default = DENSE_KINDS.iter().find(|k| k.engine.is_none()).unwrap();
+        assert_eq!(default.name, <exact::ExactSpec as DenseIndexKind>::TYPE);
+    }
 }
