@@ -5,6 +5,7 @@
 //! oracle is an exact search of the same rows (pgvector's with index scans off; for Milvus and
 //! Chroma, a scan of the rows as read).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +13,7 @@ use toml::Value;
 
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::chunkers::served::ServedRows;
-use crate::engine::registry::OpenedServed;
+use crate::engine::registry::{OpenedServed, ServerSpec};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, int, only, Combo};
@@ -239,6 +240,14 @@ impl Served {
     /// `pg table NAME`, `milvus collection NAME`, `chroma collection NAME`.
     fn source(&self) -> String {
         let rows = &self.index.rows;
-        format!("{} {} {}", rows.engine, crate::engine::servers::serving(self.kind()).served_noun(), rows.source)
+        let noun = super::SERVED_SHAPES.iter().find(|s| s.engine == self.kind()).map_or("index", |s| s.source_key);
+        format!("{} {noun} {}", rows.engine, rows.source)
     }
+}
+
+/// What a served index is (`table`, `collection`) when the experiment declares no server of its
+/// engine to read it on (`[engines.NAME]`); `None` when it does.
+pub fn without_server(rows: &ServedRows, servers: &BTreeMap<EngineKind, ServerSpec>) -> Option<&'static str> {
+    let shape = super::SERVED_SHAPES.iter().find(|s| s.engine.name() == rows.engine)?;
+    (!servers.contains_key(&shape.engine)).then_some(shape.source_key)
 }

@@ -233,10 +233,6 @@ impl ServingEngine for Serving {
         Ok(Box::new(endpoint))
     }
 
-    fn served_noun(&self) -> &'static str {
-        "table"
-    }
-
     fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
         let endpoint = from.server::<Endpoint>().ok_or_else(|| {
             fail(format!("table {} is read from the experiment's server: declare [engines.pg]", rows.source))

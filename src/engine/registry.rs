@@ -170,11 +170,6 @@ pub trait ServingEngine: Sync {
         Err(Error::input(spec.at.clone(), "this engine runs only servers of its own".to_string()))
     }
 
-    /// What a served index of this engine is called (`table`, `collection`).
-    fn served_noun(&self) -> &'static str {
-        "index"
-    }
-
     /// Every row of an index the team serves on the experiment's own server, as (document id,
     /// text), read for its chunk set; an engine that reads no served index says so.
     fn served_rows(&self, _from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {

@@ -44,13 +44,6 @@ pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(S
     serving(kind).served_rows(from, rows)
 }
 
-/// What a served index is (`table`, `collection`) when the experiment declares no server of its
-/// engine to read it on (`[engines.NAME]`); `None` when it does.
-pub fn served_without_server(rows: &ServedRows, servers: &BTreeMap<EngineKind, ServerSpec>) -> Option<&'static str> {
-    let kind = engine_named(&rows.engine)?;
-    (!servers.contains_key(&kind)).then(|| serving(kind).served_noun())
-}
-
 /// The experiment's own servers, their secrets read, each as its engine keeps it.
 pub fn user_servers(servers: &BTreeMap<EngineKind, ServerSpec>) -> Result<Vec<UserServer>> {
     servers.iter().map(|(kind, spec)| serving(*kind).user_server(spec)).collect()

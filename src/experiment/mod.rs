@@ -534,7 +534,7 @@ impl Experiment {
         // A served index is judged on its own rows, once per filter: never crossed with chunkers.
         for (retriever, abstain) in &retrievers {
             let Some(rows) = retriever.served_rows() else { continue };
-            let missing = crate::engine::servers::served_without_server(rows, &servers);
+            let missing = crate::catalog::served::without_server(rows, &servers);
             if let Some(what) = missing {
                 return Err(Error::input(
                     served_at,

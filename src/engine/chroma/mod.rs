@@ -210,10 +210,6 @@ impl ServingEngine for Serving {
         Ok(Box::new(ChromaEndpoint { url: spec.url.clone(), token: spec.secret("token_env")? }))
     }
 
-    fn served_noun(&self) -> &'static str {
-        "collection"
-    }
-
     fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
         let endpoint = from.server::<ChromaEndpoint>().ok_or_else(|| {
             fail(format!("collection {} is read from the experiment's server: declare [engines.chroma]", rows.source))

@@ -473,10 +473,6 @@ impl ServingEngine for Serving {
         Ok(Box::new(MilvusEndpoint { url: spec.url.clone(), token: spec.secret("token_env")? }))
     }
 
-    fn served_noun(&self) -> &'static str {
-        "collection"
-    }
-
     fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
         let endpoint = from.server::<MilvusEndpoint>().ok_or_else(|| {
             fail(format!("collection {} is read from the experiment's server: declare [engines.milvus]", rows.source))
