@@ -107,10 +107,10 @@ fn acl_groups(restrict: &Restriction<'_>) -> String {
     text_array_value(&asked_groups(restrict))
 }
 
-/// PostgreSQL + pgvector as a serving engine.
 /// PostgreSQL + pgvector, `engine = "pg"`.
 pub const ENGINE: EngineKind = EngineKind::named("pg");
 
+/// PostgreSQL + pgvector as a serving engine.
 pub struct Serving;
 
 impl RunningEngine for PgEngine {

@@ -8,7 +8,6 @@
 
 use std::any::Any;
 use std::path::Path;
-
 use std::sync::Arc;
 
 use crate::engine::connect::Secret;
@@ -88,6 +87,13 @@ pub trait RunningEngine: Any + Send + Sync {
     /// Loads `input` for `bench-filter` (grid cells' loader, grid cells' sources).
     fn filter_bench<'a>(&'a self, _input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
         Err(Error::Other("bench-filter does not measure this engine".into()))
+    }
+}
+
+impl dyn RunningEngine {
+    /// This running engine as its own type `E`; `None` when it is another engine.
+    pub fn downcast<E: RunningEngine>(&self) -> Option<&E> {
+        (self as &dyn Any).downcast_ref()
     }
 }
 

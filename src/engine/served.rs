@@ -332,9 +332,7 @@ impl OpenedServed for PgServed {
     }
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
-        let engine = (engine as &dyn std::any::Any)
-            .downcast_ref::<PgEngine>()
-            .expect("a served table is searched by its engine");
+        let engine = engine.downcast::<PgEngine>().expect("a served table is searched by its engine");
         let distance = self.distance(spec.distance, &spec.rows.source).expect("checked when opened");
         Arc::new(PgServedSource {
             engine,

@@ -2,7 +2,6 @@
 //! once, and stopped when the run's build is dropped. What an engine does is its own module's
 //! [`ServingEngine`]; this table is the one place a new engine is listed.
 
-use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -76,8 +75,8 @@ impl Engines {
     }
 
     /// The running engine of type `E`, if the run started one.
-    pub fn get<E: Any>(&self) -> Option<&E> {
-        self.running.iter().find_map(|(_, e)| (&**e as &dyn Any).downcast_ref())
+    pub fn get<E: RunningEngine>(&self) -> Option<&E> {
+        self.running.iter().find_map(|(_, e)| e.downcast())
     }
 
     /// The running engine of `kind`, which the plan started for the kinds that read it.
@@ -87,7 +86,7 @@ impl Engines {
     }
 
     /// The running engine of type `E`, which the plan started for the kinds that read it.
-    pub fn expect<E: Any>(&self) -> &E {
+    pub fn expect<E: RunningEngine>(&self) -> &E {
         self.get().expect("an engine is started for the kinds that read it")
     }
 

@@ -80,10 +80,10 @@ pub struct ChromaEndpoint {
     pub token: Option<Secret>,
 }
 
-/// Chroma as a serving engine: a private server, or the user's own.
 /// Chroma, `engine = "chroma"`.
 pub const ENGINE: EngineKind = EngineKind::named("chroma");
 
+/// Chroma as a serving engine: a private server, or the user's own.
 pub struct Serving;
 
 impl RunningEngine for ChromaEngine {

@@ -194,9 +194,7 @@ impl OpenedServed for ChromaServed {
     }
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, _spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
-        let engine = (engine as &dyn std::any::Any)
-            .downcast_ref::<ChromaEngine>()
-            .expect("a served collection is searched by its engine");
+        let engine = engine.downcast::<ChromaEngine>().expect("a served collection is searched by its engine");
         Arc::new(ChromaServedSource { engine, served: self })
     }
 }

@@ -351,10 +351,10 @@ pub(crate) fn release_locks() {
     }
 }
 
-/// Milvus as a serving engine.
 /// Milvus, `engine = "milvus"`.
 pub const ENGINE: EngineKind = EngineKind::named("milvus");
 
+/// Milvus as a serving engine.
 pub struct Serving;
 
 impl RunningEngine for MilvusEngine {
@@ -624,19 +624,9 @@ impl MilvusEngine {
     /// client of node 1"); a cell's first search would fail then. After [`READY_LIMIT`] the
     /// query's own error stops the build.
     fn answering(&self, collection: &str) -> Result<()> {
-        let count = || {
-            let request = proto::QueryRequest {
-                collection_name: collection.into(),
-                expr: String::new(),
-                output_fields: vec!["count(*)".into()],
-                query_params: Vec::new(),
-                consistency_level: 3,
-            };
-            self.client.call::<_, proto::QueryResults>("Query", request)
-        };
         let t = Instant::now();
         loop {
-            match count() {
+            match served::count(&self.client, collection) {
                 Ok(_) => return Ok(()),
                 Err(e) if t.elapsed() > READY_LIMIT => return Err(e),
                 Err(_) => std::thread::sleep(Duration::from_millis(200)),

@@ -69,6 +69,20 @@ impl Fields {
 }
 
 /// The values of a scalar field as strings (ids and texts), row by row.
+/// The rows `collection` counts (`count(*)`, strongly consistent); `None` when the answer holds
+/// no number.
+pub(super) fn count(client: &Client, collection: &str) -> Result<Option<usize>> {
+    let request = proto::QueryRequest {
+        collection_name: collection.into(),
+        expr: String::new(),
+        output_fields: vec!["count(*)".into()],
+        query_params: Vec::new(),
+        consistency_level: 0,
+    };
+    let counted: proto::QueryResults = client.call("Query", request)?;
+    Ok(counted.fields_data.first().map(strings).transpose()?.and_then(|c| c.first()?.parse::<usize>().ok()))
+}
+
 fn strings(data: &proto::FieldData) -> Result<Vec<String>> {
     match data.scalars.as_ref().and_then(|s| s.data.as_ref()) {
         Some(Data::Strings(s)) => Ok(s.data.clone()),
@@ -146,17 +160,7 @@ fn all_rows(
         }
         after = last;
     }
-    let counted: proto::QueryResults = client.call(
-        "Query",
-        proto::QueryRequest {
-            collection_name: collection.into(),
-            expr: String::new(),
-            output_fields: vec!["count(*)".into()],
-            query_params: Vec::new(),
-            consistency_level: 0,
-        },
-    )?;
-    let count = counted.fields_data.first().map(strings).transpose()?.and_then(|c| c.first()?.parse::<usize>().ok());
+    let count = count(client, collection)?;
     if count != Some(rows) {
         return Err(fail(format!("collection {collection}: read {rows} rows, it counts {count:?}: it changed while it was read, or a page was cut short")));
     }
@@ -440,9 +444,7 @@ impl OpenedServed for MilvusServed {
     }
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
-        let engine = (engine as &dyn std::any::Any)
-            .downcast_ref::<MilvusEngine>()
-            .expect("a served collection is searched by its engine");
+        let engine = engine.downcast::<MilvusEngine>().expect("a served collection is searched by its engine");
         Arc::new(MilvusServedSource { engine, served: self, ef_search: spec.ef_search, probes: spec.probes })
     }
 }
