@@ -1,0 +1,151 @@
+//! A damaged cache heals itself on the next run, also when several runs find the damage at
+//! once, and debris left by killed runs does not stay forever.
+
+use crate::common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::common::Fixture;
+
+const DOCS: &[(&str, &str)] = &[
+    ("ferias.md", "# Férias\nTrinta dias de férias por ano.\n## Saldo\nO saldo aparece no portal.\n"),
+    ("ponto.md", "# Ponto\nO ponto é registrado no aplicativo.\n"),
+];
+const GOLDEN: &str = r#"[{"id": "q1", "question": "dias de férias", "relevant": ["ferias"]},
+  {"id": "q2", "question": "registrar o ponto", "relevant": ["ponto"]}]"#;
+const EXPERIMENT: &str = "name = \"heal\"\nunit = \"doc\"\nk = [1, 2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+    [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n\
+    [[retrievers]]\nkind = \"dense\"\nmodel = \"random-16\"\n";
+
+/// The fixture with a models folder holding a random model (no files, no ONNX Runtime).
+fn fixture() -> (Fixture, PathBuf) {
+    let f = Fixture::new(DOCS, GOLDEN, EXPERIMENT);
+    let models = f.path().join("models");
+    fs::create_dir_all(models.join("random-16")).unwrap();
+    fs::write(models.join("random-16/model.toml"), "id = \"random-16\"\nkind = \"random\"\ndim = 16\n").unwrap();
+    (f, models)
+}
+
+fn run(f: &Fixture, models: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    cmd.current_dir(f.path())
+        .args(["run", "-q", "--models"])
+        .arg(models)
+        .arg("--cache")
+        .arg(f.path().join("cache"))
+        .arg("--out")
+        .arg(f.path().join("out"))
+        .arg("exp.toml")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn ok(f: &Fixture, models: &Path) -> String {
+    let out = run(f, models).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
+/// Every entry folder of a stage kind.
+fn entries(f: &Fixture, kind: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> =
+        fs::read_dir(f.path().join("cache/stages").join(kind)).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    v
+}
+
+/// The first file of an entry that its build record lists (not the record itself).
+fn some_file(entry: &Path) -> PathBuf {
+    common::walk(entry)
+        .into_iter()
+        .filter(|p| !p.ends_with("build.json"))
+        .max_by_key(|p| fs::metadata(p).unwrap().len())
+        .unwrap()
+}
+
+#[test]
+fn three_runs_that_find_damaged_entries_at_once_all_succeed() {
+    let (f, models) = fixture();
+    // Enough documents that removing and rebuilding an entry takes a while.
+    for i in 0..400 {
+        let text = format!("# Documento {i}\n{}\n", "palavra ".repeat(50 + i % 50));
+        fs::write(f.path().join("docs").join(format!("d{i:03}.md")), text).unwrap();
+    }
+    ok(&f, &models);
+    for trial in 0..8 {
+        let entry = entries(&f, "bm25")[0].clone();
+        for kind in ["chunks", "bm25", "tokens"] {
+            for e in entries(&f, kind) {
+                let file = some_file(&e);
+                let mut bytes = fs::read(&file).unwrap();
+                bytes[0] ^= 0xff;
+                fs::write(&file, bytes).unwrap();
+            }
+        }
+        let children: Vec<_> = (0..3).map(|_| run(&f, &models).spawn().unwrap()).collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "trial {trial}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let left: Vec<_> = fs::read_dir(entry.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "trial {trial}: nothing set aside is left behind: {left:?}");
+    }
+}
+
+#[test]
+fn a_stage_path_that_is_a_file_or_a_segment_that_is_a_folder_is_repaired() {
+    let (f, models) = fixture();
+    ok(&f, &models);
+    // A chunk-set entry replaced by a plain file.
+    let chunks = entries(&f, "chunks")[0].clone();
+    fs::remove_dir_all(&chunks).unwrap();
+    fs::write(&chunks, "not a directory").unwrap();
+    // A folder where a vector segment should be.
+    let vectors = fs::read_dir(f.path().join("cache/embeddings")).unwrap().next().unwrap().unwrap().path();
+    let segment = fs::read_dir(&vectors)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "seg"))
+        .unwrap();
+    fs::remove_file(&segment).unwrap();
+    fs::create_dir(&segment).unwrap();
+    let stderr = ok(&f, &models);
+    assert!(stderr.contains("not a directory; rebuilt"), "{stderr}");
+    assert!(stderr.contains(".seg: "), "{stderr}");
+    assert!(chunks.is_dir(), "the chunk set is rebuilt in place");
+    assert!(!segment.is_dir(), "the folder posing as a segment is gone; its texts were embedded again");
+    ok(&f, &models);
+}
+
+#[test]
+fn temporary_files_older_than_a_day_are_removed_and_fresh_ones_kept() {
+    let (f, models) = fixture();
+    ok(&f, &models);
+    let vectors = fs::read_dir(f.path().join("cache/embeddings")).unwrap().next().unwrap().unwrap().path();
+    let kind = f.path().join("cache/stages/bm25");
+    let old_file = vectors.join("x.seg.tmp-4242");
+    let old_dir = kind.join(".tmp-abc-4242-0");
+    let fresh = vectors.join("y.seg.tmp-4243");
+    fs::write(&old_file, "partial").unwrap();
+    fs::create_dir(&old_dir).unwrap();
+    fs::write(&fresh, "partial").unwrap();
+    for old in [&old_file, &old_dir] {
+        let status = Command::new("touch").args(["-d", "3 days ago"]).arg(old).status().unwrap();
+        assert!(status.success());
+    }
+    // A rebuild of the BM25 index is what visits its stage folder.
+    for e in entries(&f, "bm25") {
+        fs::remove_dir_all(e).unwrap();
+    }
+    ok(&f, &models);
+    assert!(!old_file.exists() && !old_dir.exists(), "3-day-old debris is removed");
+    assert!(fresh.exists(), "a fresh temporary file may belong to a live run");
+}

@@ -1,0 +1,330 @@
+//! `ragsweep init` on a folder of documents that is not the demo: it writes a starting
+//! experiment and golden stubs, `validate` lists the stubs still empty, and once the stubs are
+//! filled the experiment runs end to end.
+
+use crate::common;
+
+use crate::common::{ragsweep, repo};
+use predicates::prelude::*;
+use serde_json::Value;
+
+const TOPICS: [(&str, [&str; 3]); 6] = [
+    (
+        "emprestimo",
+        [
+            "Prazo de devolução é de quinze dias corridos",
+            "Renovação pode ser feita pelo site duas vezes",
+            "Multa diária de um real por livro atrasado",
+        ],
+    ),
+    (
+        "cadastro",
+        [
+            "Documento com foto e comprovante de residência",
+            "Menores de idade precisam de um responsável",
+            "A carteirinha fica pronta em sete dias",
+        ],
+    ),
+    (
+        "acervo",
+        [
+            "São quarenta mil livros e três mil periódicos",
+            "Obras raras ficam na sala de consulta local",
+            "Doações passam por uma triagem da equipe",
+        ],
+    ),
+    (
+        "horarios",
+        [
+            "Abre de segunda a sexta das oito às vinte",
+            "Aos sábados funciona das nove às treze",
+            "Fecha nos feriados municipais e nacionais",
+        ],
+    ),
+    (
+        "eventos",
+        [
+            "Clube de leitura toda primeira quarta do mês",
+            "Oficinas de escrita para adolescentes em julho",
+            "Contação de histórias aos domingos pela manhã",
+        ],
+    ),
+    (
+        "digital",
+        [
+            "O catálogo online mostra a disponibilidade",
+            "Livros digitais podem ser emprestados por sete dias",
+            "O wifi da biblioteca é gratuito para sócios",
+        ],
+    ),
+];
+
+#[test]
+fn init_then_filled_stubs_then_run_works_on_a_new_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    for (name, sections) in TOPICS {
+        let mut text = format!("# Biblioteca: {name}\n\nRegras da biblioteca municipal sobre {name}.\n");
+        for (i, s) in sections.iter().enumerate() {
+            text.push_str(&format!("\n## Regra {}\n\n{s}, conforme o regulamento de 2024 que não mudou.\n", i + 1));
+        }
+        std::fs::write(docs.join(format!("{name}.md")), text).unwrap();
+    }
+    let project = dir.path().join("projeto");
+    let cmd = |args: &[&str]| {
+        let mut c = ragsweep();
+        c.current_dir(dir.path()).args(args);
+        c
+    };
+    cmd(&["init", "docs", "--out", "projeto"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("for 6 documents (24 sections, 6 without a stub"))
+        .stdout(predicate::str::contains("BM25 analyzer pt"))
+        .stdout(predicate::str::contains("Why so many"));
+    let toml = std::fs::read_to_string(project.join("experiment.toml")).unwrap();
+    assert!(
+        toml.contains("analyzer = \"pt\"")
+            && toml.contains("path = \"../docs\"")
+            && toml.contains("unit = \"section\""),
+        "{toml}"
+    );
+    let stubs: Vec<Value> = std::fs::read_to_string(project.join("golden.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(stubs.len(), 18 + 4, "every section but the whole-document ones, and 4 unanswerable stubs");
+    let labelled_docs: std::collections::BTreeSet<String> = stubs
+        .iter()
+        .filter_map(|s| s["relevant"][0].as_str())
+        .map(|l| l.split('#').next().unwrap().to_string())
+        .collect();
+    assert_eq!(labelled_docs.len(), 6, "stubs spread over every document");
+
+    let models = repo().join("models");
+    let validate = || {
+        let mut c = cmd(&["validate", "--models"]);
+        c.arg(&models).arg("projeto/experiment.toml");
+        c.assert()
+    };
+    validate().code(2).stderr(predicate::str::contains("case \"q01\" has an empty question, and 21 more: q02,"));
+    // Fill the stubs as a user would: a few words of the labelled text; unanswerable ones by hand.
+    let filled: Vec<String> = stubs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            let question = match s["meta"]["snippet"].as_str() {
+                Some(snippet) => {
+                    snippet.split_whitespace().skip(1).take(6).collect::<Vec<_>>().join(" ").to_lowercase()
+                }
+                None => {
+                    ["tem estacionamento?", "vende café?", "aceita cartão de crédito?", "qual o telefone do prefeito?"]
+                        [i % 4]
+                        .to_string()
+                }
+            };
+            s["question"] = Value::String(question);
+            s.to_string()
+        })
+        .collect();
+    std::fs::write(project.join("golden.jsonl"), filled.join("\n") + "\n").unwrap();
+    validate().success().stdout(predicate::str::contains("22 cases (4 unanswerable)"));
+    let mut run = cmd(&["run", "-q", "--models"]);
+    run.arg(&models)
+        .arg("--cache")
+        .arg(dir.path().join("cache"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("projeto/experiment.toml");
+    run.assert().success().stdout(predicate::str::contains("Selected on tuning by ndcg@10"));
+    let out = common::run_dir(&dir.path().join("out"), "my-retrieval");
+    let matrix: Value = serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
+    assert_eq!(matrix["rows"].as_array().unwrap().len(), 12, "2 chunkers × 3 retrievers × 2 splits");
+
+    cmd(&["init", "docs", "--out", "projeto"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("init never overwrites"));
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli_definition() {
+    ragsweep()
+        .args(["completions", "bash"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("contexts"))
+        .stdout(predicate::str::contains("--fail-on"));
+    ragsweep().args(["completions", "zsh"]).assert().success().stdout(predicate::str::contains("#compdef ragsweep"));
+    ragsweep().arg("man").assert().success().stdout(predicate::str::contains(".TH ragsweep 1"));
+}
+
+#[test]
+fn models_list_shows_what_is_installed_and_install_refuses_unknown_models() {
+    ragsweep()
+        .args(["models", "list", "--check", "--models"])
+        .arg(repo().join("models"))
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"minilm-l6\s+\d+\.\d MB  ok  Apache-2\.0").unwrap())
+        .stdout(predicate::str::is_match(r"e5-small\s+\d+\.\d MB  ok  MIT").unwrap())
+        .stdout(predicate::str::is_match(r"e5-small-int8\s+\d+\.\d MB  ok  MIT").unwrap())
+        .stdout(predicate::str::is_match(r"minilm-l6-fp32\s+\d+\.\d MB  ok  Apache-2\.0").unwrap())
+        .stdout(predicate::str::is_match(r"onnxruntime\s+\d+\.\d MB  ok  MIT").unwrap());
+    let empty = tempfile::tempdir().unwrap();
+    ragsweep()
+        .args(["models", "list", "--models"])
+        .arg(empty.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("nothing installed"));
+    ragsweep()
+        .args(["models", "install", "bert", "--models"])
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown model \"bert\": the models are minilm-l6, e5-small, minilm-l6-fp32, minilm-l6-int8, e5-small-fused, e5-small-int8"));
+}
+
+/// `init` on a folder with PDFs (pages listed after headings) writes its stubs, no panic.
+#[test]
+fn init_reads_a_folder_of_pdfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for entry in std::fs::read_dir(common::repo().join("tests/fixtures/formats/pdf")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, docs.join(path.file_name().unwrap())).unwrap();
+    }
+    common::ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "."]).assert().success();
+    assert!(dir.path().join("golden.jsonl").is_file());
+}
+
+/// `init --stubs 40` on 300 documents in three folders: 36 answerable stubs spread evenly over
+/// the folders and over 36 documents, each with drafts from its own text (heading, first
+/// sentence, its flag); the English text gets the English int8 model; a question left equal to
+/// a draft is not counted, and `validate` says so.
+#[test]
+fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_drafts() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["guide", "reference", "tutorial"] {
+        std::fs::create_dir_all(dir.path().join("docs").join(folder)).unwrap();
+        for i in 0..100 {
+            let text = format!(
+                "# Page {i} of the {folder}\n\n## Setting {i}\n\nThe `--opt-{folder}-{i}` flag controls how the builder treats page {i}. \
+                 It is read once at start-up and applies to every page of the site, including drafts and archived \
+                 pages, unless a page overrides it in its own front matter.\n\n## Caveats {i}\n\nOlder releases ignored the \
+                 flag when the cache was warm, so clear the cache after changing it; the log then shows which pages \
+                 were built again and which were reused from the previous build.\n"
+            );
+            std::fs::write(dir.path().join("docs").join(folder).join(format!("p{i:03}.md")), text).unwrap();
+        }
+    }
+    let cmd = |args: &[&str]| {
+        let mut c = ragsweep();
+        c.current_dir(dir.path()).args(args);
+        c
+    };
+    cmd(&["init", "docs", "--out", "project", "--stubs", "40"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(40 stubs) for 300 documents"))
+        .stdout(predicate::str::contains("embedding model minilm-l6-int8"));
+    let toml = std::fs::read_to_string(dir.path().join("project/experiment.toml")).unwrap();
+    assert!(toml.contains("model = \"minilm-l6-int8\"") && toml.contains("e5-small-int8 (multilingual)"), "{toml}");
+    let golden = dir.path().join("project/golden.jsonl");
+    let stubs: Vec<Value> =
+        std::fs::read_to_string(&golden).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(stubs.len(), 40);
+    let labels: Vec<&str> = stubs.iter().filter_map(|s| s["relevant"][0].as_str()).collect();
+    assert_eq!(labels.len(), 36, "a tenth unanswerable");
+    for folder in ["guide", "reference", "tutorial"] {
+        assert_eq!(labels.iter().filter(|l| l.starts_with(&format!("{folder}/"))).count(), 12, "{labels:?}");
+    }
+    let docs: std::collections::BTreeSet<&str> = labels.iter().map(|l| l.split('#').next().unwrap()).collect();
+    assert_eq!(docs.len(), 36, "a document's second section waits until every document had one");
+    let first = &stubs[0];
+    let drafts: Vec<&str> = first["meta"]["drafts"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    let n =
+        first["relevant"][0].as_str().unwrap().split('#').nth(1).unwrap().trim_start_matches("Setting ").to_string();
+    assert_eq!(first["meta"]["draft"], true);
+    // Each draft names the page it is about, as a user of the documentation would.
+    assert!(drafts.iter().any(|d| d.starts_with("What does Page ") && d.contains(" say about Setting ")), "{drafts:?}");
+    assert!(drafts.iter().any(|d| d.starts_with("Is it true that The `--opt-")), "{drafts:?}");
+    assert!(drafts.iter().any(|d| d.contains(&format!("-{n}` do in Page {n} of the "))), "{drafts:?}");
+
+    // q01 keeps a draft as its question; every other stub gets a question of its own.
+    let filled: Vec<String> = stubs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            s["question"] =
+                Value::String(if i == 0 { drafts[0].to_string() } else { format!("how do I set option number {i}") });
+            s.to_string()
+        })
+        .collect();
+    std::fs::write(&golden, filled.join("\n") + "\n").unwrap();
+    cmd(&["validate", "project/experiment.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("39 cases (4 unanswerable)"))
+        .stdout(predicate::str::contains("1 unedited draft left out"))
+        .stdout(predicate::str::contains("q01"))
+        // The estimate says how sure it is: the rounds' spread and the range it gives.
+        .stdout(
+            predicate::str::is_match(
+                r"cold run: minilm-l6-int8 embeds \d+ passages at about \d+/s \(\d+–\d+/s over \d+ rounds? of a [\d.]+ s probe on \d+ threads\): about .+ \(between .+ and .+\)",
+            )
+            .unwrap(),
+        );
+}
+
+/// Drafts on pages made of tables, link references, code blocks and prose: every draft is a
+/// question in words naming its page, none is built from markup; no stub's label covers its
+/// whole document.
+#[test]
+fn drafts_are_questions_a_user_would_ask_never_markup() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let prose = "The builder reads the configuration once at start-up and applies it to every page of the site, \
+                 unless a page overrides a value in its own front matter, which wins for that page only.";
+    for i in 0..12 {
+        let text = format!(
+            "---\ntitle: Builder guide {i}\n---\n# Builder guide {i}\n\n## Options {i}\n\n{prose} Use `--drafts-{i}` to build drafts.\n\n\
+             ## Table {i}\n\n| Name | Value |\n|--|:--|\n| `a` | 1 |\n| `b` | 2 |\n| `c` | 3 |\n| `d` | 4 |\n| `e` | 5 |\n| `f` | 6 |\n| `g` | 7 |\n| `h` | 8 |\n| `i` | 9 |\n\n\
+             ## Links {i}\n\nSee [Multiplatform][] and [Other][] and [More][] for the details of every platform and every release we support today.\n\n\
+             [Multiplatform]: https://example.com/m\n[Other]: https://example.com/o\n\n\
+             ## Tree {i}\n\n```tree\ncontent/\n├── books/\n│   ├── a.md\n│   └── b.md\n└── films/\n    └── c.md with many more words to pass the minimum length of a section here\n```\n\n\
+             ## Empty code {i}\n\nThe shortcode is written `{{{{</* myshortcode */>}}}}` and shown as `` in the page; {prose}\n"
+        );
+        std::fs::write(dir.path().join("docs").join(format!("g{i:02}.md")), text).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "30"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let stubs: Vec<Value> = golden.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut all = Vec::new();
+    for stub in stubs.iter().filter(|s| s["answerable"] != false) {
+        let label = stub["relevant"][0].as_str().unwrap();
+        assert!(label.contains('#'), "a section, never the whole document: {label}");
+        let page = label.split('#').next().unwrap().trim_start_matches('g').parse::<usize>().unwrap();
+        for d in stub["meta"]["drafts"].as_array().unwrap() {
+            let d = d.as_str().unwrap().to_string();
+            assert!(d.ends_with('?'), "{d}");
+            assert!(!d.contains("``") && !d.contains('|') && !d.contains("][") && !d.contains("```"), "markup: {d}");
+            assert!(!d.contains("What is `") && !d.contains("? ?"), "{d}");
+            if !d.starts_with("Is it true") {
+                assert!(d.contains(&format!("Builder guide {page}")), "names its page: {d}");
+            }
+            all.push(d);
+        }
+    }
+    assert!(
+        all.iter().any(|d| d == &format!("What does `--drafts-{}` do in Builder guide {}?", 0, 0))
+            || all.iter().any(|d| d.contains("` do in Builder guide ")),
+        "{all:?}"
+    );
+}

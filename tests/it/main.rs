@@ -1,0 +1,49 @@
+//! The integration tests: one binary, so the tests share one build, one link and the
+//! servers each engine starts once per process (see `common`).
+
+mod common;
+
+mod access_declarations;
+mod answer_gates;
+mod answers;
+mod brought_vectors;
+mod budgets;
+mod cache_keys;
+mod cache_repair;
+mod ci_recipes;
+mod cli;
+mod crash;
+mod cross_encoder;
+mod decisions;
+mod dense;
+mod docs;
+mod documents;
+mod engine_chroma;
+mod engine_milvus;
+mod engine_pg;
+mod explain;
+mod fail_closed;
+mod filters;
+mod flow;
+mod formats;
+mod fuzz_readers;
+mod hostile_files;
+mod incomplete;
+mod init;
+mod judging;
+mod latency;
+mod layout;
+mod miss_causes;
+mod models_health;
+mod own_models;
+mod parity;
+mod progress;
+mod properties;
+mod report_browser;
+mod report_snapshot;
+mod rerank;
+mod runner_rules;
+mod scaling_tools;
+mod shards;
+mod slurm;
+mod trec_files;

@@ -1,0 +1,388 @@
+//! Models the team brings, through the binary: an OpenAI-compatible embeddings endpoint (a mock
+//! server this test starts on loopback, which answers with the random model's vectors, so its
+//! cells must equal a local random model's), and an ONNX export added with `models add` (a copy
+//! of the bundled MiniLM, whose cells must equal the bundled model's).
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::common::{matrix, Fixture};
+use predicates::prelude::*;
+use serde_json::Value;
+
+const DIM: usize = 24;
+use crate::common::{THREE_PAGES as DOCS, THREE_PAGES_GOLDEN as GOLDEN};
+
+/// What the mock does with the next requests.
+#[derive(Default)]
+struct Script {
+    /// Answers to give before any vector, in order: (status, Retry-After, body).
+    faults: Vec<(u16, Option<&'static str>, &'static str)>,
+    /// Seconds to wait before answering.
+    delay_s: f64,
+    /// After this many good answers, every answer is a 500.
+    fail_after: Option<usize>,
+}
+
+/// A loopback OpenAI embeddings endpoint: each input's vector is the random model's for that
+/// text. Counts requests and texts, and checks the API key.
+struct Mock {
+    url: String,
+    texts: Arc<AtomicUsize>,
+    requests: Arc<AtomicUsize>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Mock {
+    fn start(key: &'static str) -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let texts = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let good = Arc::new(AtomicUsize::new(0));
+        let script: Arc<Mutex<Script>> = Arc::default();
+        let (t, r, s) = (texts.clone(), requests.clone(), script.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(10_000) {
+                let Ok(mut stream) = stream else { continue };
+                let (t, r, s, good) = (t.clone(), r.clone(), s.clone(), good.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let (mut length, mut auth) = (0usize, String::new());
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    loop {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        if line.trim().is_empty() {
+                            break;
+                        }
+                        let (name, value) = line.split_once(':').unwrap();
+                        match name.to_ascii_lowercase().as_str() {
+                            "content-length" => length = value.trim().parse().unwrap(),
+                            "authorization" => auth = value.trim().to_string(),
+                            _ => {}
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    r.fetch_add(1, Ordering::SeqCst);
+                    let (status, retry_after, answer) = {
+                        let mut script = s.lock().unwrap();
+                        if script.delay_s > 0.0 {
+                            std::thread::sleep(std::time::Duration::from_secs_f64(script.delay_s));
+                        }
+                        if !script.faults.is_empty() {
+                            let (status, after, body) = script.faults.remove(0);
+                            (status, after, body.to_string())
+                        } else if script.fail_after.is_some_and(|n| good.load(Ordering::SeqCst) >= n) {
+                            (500, None, "{\"error\": \"down\"}".to_string())
+                        } else if auth != format!("Bearer {key}") {
+                            (401, None, "{\"error\": \"bad key\"}".to_string())
+                        } else {
+                            let request: Value = serde_json::from_slice(&body).unwrap();
+                            let inputs: Vec<String> = request["input"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .map(|v| v.as_str().unwrap().to_string())
+                                .collect();
+                            t.fetch_add(inputs.len(), Ordering::SeqCst);
+                            good.fetch_add(1, Ordering::SeqCst);
+                            // Answered in reverse order: the client must follow `index`.
+                            let data: Vec<Value> = inputs
+                                .iter()
+                                .enumerate()
+                                .rev()
+                                .map(|(i, text)| {
+                                    let v = ragsweep::stages::embed::random_unit_vector(text, DIM);
+                                    serde_json::json!({"object": "embedding", "index": i, "embedding": v})
+                                })
+                                .collect();
+                            let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
+                            let answer = serde_json::json!({"object": "list", "data": data,
+                                "usage": {"prompt_tokens": tokens, "total_tokens": tokens}});
+                            (200, None, answer.to_string())
+                        }
+                    };
+                    let mut head = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                        answer.len()
+                    );
+                    if let Some(after) = retry_after {
+                        head.push_str(&format!("Retry-After: {after}\r\n"));
+                    }
+                    let _ = stream.write_all(format!("{head}\r\n{answer}").as_bytes());
+                });
+            }
+        });
+        Mock { url, texts, requests, script }
+    }
+}
+
+const EXPERIMENT: &str =
+    "name = \"own\"\nunit = \"doc\"\nk = [1, 3]\nmetrics = [\"hit\", \"ndcg\"]\nreserved_fraction = 0.0\n\
+    latency_cases = 3\n[cost]\nembedding_usd_per_1m_tokens = 0.0\n[[chunkers]]\nkind = \"markdown\"\n\
+    [[retrievers]]\nkind = \"dense\"\nmodel = [\"local\", \"remote\"]\n";
+
+/// A fixture with a models folder holding `local`, the random model the mock serves.
+fn fixture() -> (Fixture, PathBuf) {
+    let f = Fixture::new(DOCS, GOLDEN, EXPERIMENT);
+    let models = f.path().join("models");
+    common::random_model(&models, "local", DIM, "query: ");
+    (f, models)
+}
+
+fn run(f: &Fixture, models: &Path) -> std::process::Output {
+    let mut cmd = f.cmd();
+    cmd.env("MOCK_KEY", "Sekr3t-key")
+        .args(["run", "-q", "--models"])
+        .arg(models)
+        .arg("--cache")
+        .arg(f.path().join("cache"))
+        .arg("--out")
+        .arg(f.path().join("out"))
+        .arg("exp.toml");
+    cmd.output().unwrap()
+}
+
+fn add_remote(f: &Fixture, models: &Path, mock: &Mock, extra: &[&str]) -> assert_cmd::assert::Assert {
+    f.cmd()
+        .env("MOCK_KEY", "Sekr3t-key")
+        .args(["models", "add", "--name", "remote", "--url", &mock.url, "--model", "mock-embed"])
+        .args(["--api-key-env", "MOCK_KEY", "--query-prefix", "query: ", "--batch-size", "2", "--concurrency", "3"])
+        .args(["--usd-per-1m-tokens", "0.13", "--models"])
+        .arg(models)
+        .args(extra)
+        .assert()
+}
+
+/// Every non-timing metric of the cell whose model is `model`.
+fn metrics(m: &Value, model: &str) -> Vec<(String, Value)> {
+    let row = common::row(m, "model", model);
+    let mut out: Vec<(String, Value)> = row["metrics"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{row}"))
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn an_http_model_scores_like_the_model_it_serves_is_cached_and_never_writes_its_key() {
+    let mock = Mock::start("Sekr3t-key");
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success().stdout(predicate::str::contains("added remote: 24-dimensional"));
+    let toml = std::fs::read_to_string(models.join("remote/model.toml")).unwrap();
+    assert!(toml.contains("kind = \"http\"") && toml.contains("api_key_env = \"MOCK_KEY\""), "{toml}");
+    f.cmd()
+        .args(["models", "list", "--check", "--models"])
+        .arg(&models)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("remote").and(predicate::str::contains("yours (models add)")));
+
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run_dir = common::runs_in(&f.path().join("out/own"))[0].clone();
+    let m = matrix(&run_dir);
+    assert_eq!(metrics(&m, "local"), metrics(&m, "remote"), "the endpoint's vectors are the local model's");
+    let remote = common::row(&m, "model", "remote");
+    assert!(remote["cost"]["usd_index"].as_f64().unwrap() > 0.0, "priced by its own usd_per_1m_tokens: {remote}");
+    assert_eq!(common::row(&m, "model", "local")["cost"]["usd_index"], 0.0);
+    let sent = mock.texts.load(Ordering::SeqCst);
+    assert!(sent > 0);
+    for file in common::walk(&f.path().join("out")).into_iter().chain(common::walk(&f.path().join("cache"))) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(!text.contains("Sekr3t-key"), "{} holds the API key", file.display());
+    }
+
+    // The second run embeds passages from the cache: only the timed pass's questions go out.
+    let requests = mock.requests.load(Ordering::SeqCst);
+    let texts = mock.texts.load(Ordering::SeqCst);
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The timed pass embeds each of its 3 questions live, after as many warm-up calls.
+    let timed = 2 * 3;
+    let again = mock.texts.load(Ordering::SeqCst) - texts;
+    assert!(again <= timed, "passages came from the cache: {again} texts sent again, {sent} the first time");
+    assert!(mock.requests.load(Ordering::SeqCst) > requests, "the timed pass asks the endpoint per question");
+}
+
+/// The passages the markdown chunker makes of the fixture's folder (one per section).
+fn passages(f: &Fixture) -> usize {
+    common::walk(&f.path().join("docs"))
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap().lines().filter(|l| l.starts_with('#')).count())
+        .sum()
+}
+
+#[test]
+fn an_endpoint_that_fails_is_retried_and_what_it_embedded_is_kept() {
+    let mock = Mock::start("Sekr3t-key");
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success();
+    // One 429 with Retry-After, one 500: both retried, the run succeeds.
+    mock.script.lock().unwrap().faults =
+        vec![(429, Some("0"), "{\"error\": \"slow down\"}"), (500, None, "{\"error\": \"oops\"}")];
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(mock.script.lock().unwrap().faults.is_empty(), "both faults were answered and retried");
+
+    // An endpoint that goes down mid-run: the run fails saying how far it got, and keeps it.
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success();
+    let docs = f.path().join("docs");
+    for i in 0..12 {
+        std::fs::write(docs.join(format!("extra{i}.md")), format!("# Extra {i}\nTexto extra número {i}.\n")).unwrap();
+    }
+    let toml = models.join("remote/model.toml");
+    let settings = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{settings}max_retries = 1\n")).unwrap();
+    let before = mock.texts.load(Ordering::SeqCst);
+    mock.script.lock().unwrap().fail_after = Some(mock.requests.load(Ordering::SeqCst) + 2);
+    let out = run(&f, &models);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("HTTP 500") && stderr.contains("still after 1 retries"), "{stderr}");
+    assert!(stderr.contains("they are cached, so a rerun continues from there"), "{stderr}");
+    assert!(!stderr.contains("Sekr3t-key"));
+    let embedded_first = mock.texts.load(Ordering::SeqCst) - before;
+    assert!(embedded_first > 0);
+    mock.script.lock().unwrap().fail_after = None;
+    let before = mock.texts.load(Ordering::SeqCst);
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let second = mock.texts.load(Ordering::SeqCst) - before;
+    // Every text is embedded once over both runs, but for the timed pass's live questions.
+    let timed = 2 * 3;
+    let questions = 3;
+    assert_eq!(
+        embedded_first + second - timed,
+        passages(&f) + questions,
+        "{embedded_first} + {second}: nothing embedded twice"
+    );
+
+    // A body that is not an embeddings answer, a wrong key and a slow answer stop with why.
+    for (fault, says) in [
+        ((200, None, "<html>gateway</html>"), "not an OpenAI embeddings response"),
+        ((401, None, "{\"error\": \"bad key\"}"), "HTTP 401"),
+    ] {
+        let (f, models) = fixture();
+        add_remote(&f, &models, &mock, &[]).success();
+        mock.script.lock().unwrap().faults = vec![fault];
+        let out = run(&f, &models);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says) && stderr.contains("model remote at http://127.0.0.1"), "{stderr}");
+        assert!(common::walk(&f.path().join("out")).iter().all(|p| !p.ends_with("matrix.json")), "nothing written");
+    }
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success();
+    let toml = models.join("remote/model.toml");
+    let settings = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{settings}timeout_s = 0.5\nmax_retries = 0\n")).unwrap();
+    mock.script.lock().unwrap().delay_s = 2.0;
+    let out = run(&f, &models);
+    mock.script.lock().unwrap().delay_s = 0.0;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no answer within"), "{stderr}");
+}
+
+#[test]
+fn an_http_model_toml_is_checked_at_its_line() {
+    let (f, models) = fixture();
+    for (toml, says) in [
+        ("id = \"remote\"\nkind = \"http\"\ndim = 24\nmodel = \"m\"\n", "needs `url`"),
+        ("id = \"remote\"\nkind = \"http\"\ndim = 24\nurl = \"http://u:pw@h/v1\"\nmodel = \"m\"\n", "model.toml:4:"),
+        (
+            "id = \"remote\"\nkind = \"http\"\ndim = 24\nurl = \"http://h/v1\"\nmodel = \"m\"\nconcurrency = 0\n",
+            "model.toml:6:",
+        ),
+        ("id = \"remote\"\ndim = 24\npooling = \"mean\"\nmax_length = 8\nurl = \"http://h/v1\"\n", "model.toml:5:"),
+        ("id = \"remote\"\nkind = \"random\"\ndim = 24\nnormalize = false\n", "always L2-normalised"),
+    ] {
+        std::fs::create_dir_all(models.join("remote")).unwrap();
+        std::fs::write(models.join("remote/model.toml"), toml).unwrap();
+        let out = run(&f, &models);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{toml}: {stderr}");
+        assert!(stderr.contains(says), "{toml}: {stderr}");
+    }
+}
+
+/// `models add` of an ONNX export (a copy of the bundled MiniLM): its cells equal the bundled
+/// model's; editing its settings makes another key, not damage; a changed file is damage.
+#[test]
+fn an_added_onnx_export_scores_like_the_bundled_model_and_keeps_its_record() {
+    let bundled = common::repo().join("models");
+    let export = tempfile::tempdir().unwrap();
+    for file in ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"] {
+        std::fs::copy(bundled.join("minilm-l6").join(file), export.path().join(file)).unwrap();
+    }
+    let experiment = EXPERIMENT.replace("[\"local\", \"remote\"]", "[\"minilm-l6\", \"mine\"]");
+    let f = Fixture::new(DOCS, GOLDEN, &experiment);
+    // A models folder of its own, holding the bundled model and ONNX Runtime by link.
+    let models = f.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for item in ["minilm-l6", "onnxruntime"] {
+        std::os::unix::fs::symlink(bundled.join(item), models.join(item)).unwrap();
+    }
+    let add = |name: &str, extra: &[&str]| {
+        f.cmd()
+            .args(["models", "add"])
+            .arg(export.path())
+            .args(["--name", name, "--max-length", "256", "--models"])
+            .arg(&models)
+            .args(extra)
+            .assert()
+    };
+    add("mine", &[]).success().stdout(predicate::str::contains("added mine: 384-dimensional vectors, 256 tokens"));
+    add("mine", &[]).failure().stderr(predicate::str::contains("exists: `--force` replaces it"));
+    add("minilm-l6", &[]).failure().stderr(predicate::str::contains("a bundled model's name"));
+    add("Bad/Name", &[]).failure().stderr(predicate::str::contains("lower-case letters"));
+    std::fs::remove_file(export.path().join("tokenizer_config.json")).unwrap();
+    std::fs::remove_file(export.path().join("special_tokens_map.json")).unwrap();
+    add("mine-pad", &[]).success();
+    std::fs::remove_file(export.path().join("tokenizer.json")).unwrap();
+    add("other", &[]).failure().stderr(predicate::str::contains("has no tokenizer.json"));
+
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m = matrix(&common::runs_in(&f.path().join("out/own"))[0]);
+    assert_eq!(metrics(&m, "minilm-l6"), metrics(&m, "mine"), "a copy of the bundled model scores the same");
+
+    // A setting edited in model.toml: another key, and the model is still ok.
+    let list = || f.cmd().args(["models", "list", "--check", "--models"]).arg(&models).assert();
+    let key = |m: &Value| {
+        m["models"].as_array().unwrap().iter().find(|e| e["id"] == "mine").unwrap()["key"].as_str().unwrap().to_string()
+    };
+    let manifest = |run: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap()
+    };
+    let first_key = key(&manifest(&common::runs_in(&f.path().join("out/own"))[0]));
+    let toml = models.join("mine/model.toml");
+    std::fs::write(&toml, std::fs::read_to_string(&toml).unwrap().replace("max_length = 256", "max_length = 128"))
+        .unwrap();
+    list().success().stdout(predicate::str::is_match(r"mine +[0-9.]+ MB  ok").unwrap());
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = common::runs_in(&f.path().join("out/own"));
+    let second_key = key(&manifest(runs.last().unwrap()));
+    assert_ne!(first_key, second_key, "another setting, another cache key");
+    // A changed graph is damage.
+    let onnx = models.join("mine/model.onnx");
+    let mut bytes = std::fs::read(&onnx).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&onnx, bytes).unwrap();
+    list().code(1).stdout(predicate::str::contains("mine").and(predicate::str::contains("DAMAGED")));
+}
