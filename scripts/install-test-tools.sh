@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What the tests need from Debian's packages, when missing: headless Chromium for the report
-# test (tests/report_browser.rs) and printing test PDFs, and poppler-utils (pdftohtml) for
+# test (tests/it/report_browser.rs) and printing test PDFs, and poppler-utils (pdftohtml) for
 # reading PDF documents, pandoc for converting the statute to HTML, DOCX and reStructuredText
-# (tests/formats.rs), and Slurm with munge for the one-node cluster of tests/slurm.rs.
+# (tests/it/formats.rs), and Slurm with munge for the one-node cluster of tests/it/slurm.rs.
 # Needs apt (and root, or sudo) the first time.
 set -euo pipefail
 missing=()

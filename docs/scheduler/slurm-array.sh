@@ -6,7 +6,7 @@
 # the directive below) and the same number in RAGSWEEP_SHARDS for the merge:
 #   n=16; array=$(sbatch --parsable --array=1-$n slurm-array.sh)
 #   RAGSWEEP_SHARDS=$n sbatch --dependency=afterok:$array slurm-merge.sh
-# tests/slurm.rs submits both to a one-node Slurm cluster and checks the merged run equals an
+# tests/it/slurm.rs submits both to a one-node Slurm cluster and checks the merged run equals an
 # unsharded one.
 #SBATCH --job-name=ragsweep-grid
 #SBATCH --array=1-8

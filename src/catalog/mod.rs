@@ -7,7 +7,7 @@
 //! asks which kind a retriever is; the plan, the build and the runner hold [`SourceKind`]s and
 //! built objects. A retriever is one source or a fusion of a lexical and a dense one, then
 //! optionally reranked ([`spec`]); a dense kind's parameters are its own type, so a new dense
-//! kind is its file here and its line in [`DENSE_KINDS`]. `tests/layout.rs` fails when a kind
+//! kind is its file here and its line in [`DENSE_KINDS`]. `tests/it/layout.rs` fails when a kind
 //! is matched anywhere else.
 
 pub mod bm25;

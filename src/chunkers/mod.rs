@@ -4,7 +4,7 @@
 //! its key) and splits a document into spans; this file is the registry of their names and the
 //! one place that asks which kind a chunker is (its columns, its label, whether it reads the
 //! document's headings). Chunk sets (`stages::chunk`) hold spans, never kinds;
-//! `tests/layout.rs` fails when a chunker kind is matched, or told apart by name, elsewhere.
+//! `tests/it/layout.rs` fails when a chunker kind is matched, or told apart by name, elsewhere.
 
 mod fixed;
 mod markdown;

@@ -1,5 +1,5 @@
 //! Filtering inside the query never leaks and never leaves a short list. (`post` goes
-//! through the runner: tests/runner_rules.rs.)
+//! through the runner: tests/it/runner_rules.rs.)
 //!
 //! Random corpora, ACLs, user groups and queries; every retriever (BM25, exact, HNSW) and
 //! every fusion. 2,000 generated corpora × 6 retrievers = 12,000 checked cases (the

@@ -15,7 +15,7 @@ struct MissRow {
     case: String,
     k: usize,
     /// The pipeline's cause (`pipeline_cause`, equal to `cause` since unjudged items above the
-    /// cut became a flag, `unjudged_above`, which tests/judging.rs checks).
+    /// cut became a flag, `unjudged_above`, which tests/it/judging.rs checks).
     cause: String,
     rank: Option<u32>,
     evidence: String,

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs what the tests need from package registries,
+# builds the tests, runs every one of them, and ends with the budget: each phase's seconds, the
+# ten slowest tests and the total, so the next person sees where the suite's time goes.
+#
+# Arguments go to the test binaries (a name filter, `--test-threads N`). The tests run in
+# one process per target, `RUST_TEST_THREADS` at a time (default: twice the cores, since most
+# tests wait on a child process or a server).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-$(($(nproc) * 2))}"
+started=$SECONDS
+phases=()
+phase() {
+  local name="$1" at=$SECONDS
+  shift
+  "$@"
+  phases+=("$(printf '%-8s %5d s' "$name" $((SECONDS - at)))")
+}
+phase models scripts/install-models.sh
+phase tools scripts/install-test-tools.sh
+phase engines scripts/install-engines.sh
+phase build cargo test --locked --no-run
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+at=$SECONDS
+status=0
+# libtest's per-test times (`--report-time`) are behind -Zunstable-options, which a stable
+# toolchain's test binaries take under RUSTC_BOOTSTRAP=1; set for the test processes alone
+# (through the runner), the build's fingerprints stay those of a plain `cargo test`.
+cargo test --locked --config "target.'cfg(all())'.runner = ['env', 'RUSTC_BOOTSTRAP=1']" \
+  -- -Zunstable-options --report-time "$@" 2>&1 | tee "$log" || status=$?
+phases+=("$(printf '%-8s %5d s' run $((SECONDS - at)))")
+
+echo
+echo "== the suite's budget =="
+printf '%s\n' "${phases[@]}"
+printf '%-8s %5d s\n' total $((SECONDS - started))
+echo "ten slowest tests (seconds, run $RUST_TEST_THREADS at a time):"
+sed -nE 's/^test (.*) \.\.\. [a-zA-Z]+ <([0-9.]+)s>$/\2 \1/p' "$log" | sort -rn | head -10 | awk '{printf "  %8.1f  %s\n", $1, $2}'
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) g += $i } }
+  END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, g }' "$log"
+exit "$status"
