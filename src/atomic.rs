@@ -8,6 +8,30 @@ use std::path::Path;
 use crate::error::{Error, Result};
 
 /// Writes `bytes` to `path` through a temporary file in the same directory.
+/// Refuses to write `output` when it is one of `inputs` (named by what each is) or lies inside
+/// one that is a folder: compared as real paths, so `./g.json`, a link to it and its absolute
+/// path are one file.
+pub fn refuse_overwriting(output: &Path, inputs: &[(&str, &Path)]) -> Result<()> {
+    let real = |p: &Path| {
+        fs::canonicalize(p).ok().or_else(|| {
+            let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Some(fs::canonicalize(parent).ok()?.join(p.file_name()?))
+        })
+    };
+    let Some(out) = real(output) else { return Ok(()) };
+    for (what, input) in inputs {
+        let Some(input) = real(input) else { continue };
+        if out == input || (input.is_dir() && out.starts_with(&input)) {
+            return Err(Error::Other(format!(
+                "{} is the run's {what}{}: an output never replaces an input; write it elsewhere",
+                output.display(),
+                if out == input { String::new() } else { format!(" folder {}", input.display()) }
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |out| out.write_all(bytes))
 }

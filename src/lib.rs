@@ -8,7 +8,7 @@
 //! exporters) → `compare` (diff, check, misses, merge). `runner` orchestrates. Only `catalog`
 //! matches on a retriever's kind. The types several layers name (units, metrics, filters,
 //! chunker and retriever parameters, judged lists) live in `vocab`, which imports nothing of the
-//! crate; `tests/layout.rs` fails on any import cycle between modules or between folders, and on
+//! crate; `tests/it/layout.rs` fails on any import cycle between modules or between folders, and on
 //! a kind named outside the catalog. See `docs/ARCHITECTURE.md` for the map.
 
 pub mod analyze;
@@ -36,6 +36,7 @@ pub mod report;
 pub mod results;
 pub mod retrieve;
 pub mod runner;
+pub mod secret;
 pub mod stages;
 pub mod synth;
 pub mod vocab;

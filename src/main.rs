@@ -112,7 +112,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Err(e)) => {
-            eprintln!("error: {}", cli::safe(&format!("{e:#}")));
+            eprintln!("error: {}", cli::safe(&ragsweep::secret::scrub(&format!("{e:#}"))));
             ExitCode::from(2)
         }
         Err(payload) if is_closed_pipe(payload.as_ref()) => ExitCode::SUCCESS,

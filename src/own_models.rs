@@ -113,6 +113,13 @@ fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Re
     use crate::stages::brought::{check, files};
     for role in [Role::Query, Role::Passage] {
         for file in files(dir, role)? {
+            if !regular_inside(dir, &file) {
+                return Err(Error::Other(format!(
+                    "{}: not a regular file inside {} (a link out of the folder is never followed)",
+                    file.display(),
+                    dir.display()
+                )));
+            }
             let to = staging.join(file.file_name().expect("a file name"));
             fs::copy(&file, &to).map_err(|e| Error::io(&file, e))?;
         }
@@ -161,6 +168,13 @@ fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether `path` is a regular file whose real location is inside the folder `dir`: a link out
+/// of an export (to `/proc/self/environ`, `/etc/passwd`, a device) is never copied.
+fn regular_inside(dir: &Path, path: &Path) -> bool {
+    let (Ok(dir), Ok(real)) = (fs::canonicalize(dir), fs::canonicalize(path)) else { return false };
+    real.starts_with(&dir) && fs::symlink_metadata(&real).is_ok_and(|m| m.file_type().is_file())
+}
+
 /// Copies the export's regular files (not its `model.toml` or install record) and writes the
 /// tokenizer files it lacks.
 fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> {
@@ -172,12 +186,22 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> 
                 dir.display()
             )));
         }
+        if !regular_inside(dir, &dir.join(needed)) {
+            return Err(Error::Other(format!(
+                "{}: a link to a file outside the export; copy the file itself into {}",
+                dir.join(needed).display(),
+                dir.display()
+            )));
+        }
     }
     for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let regular = fs::metadata(entry.path()).is_ok_and(|m| m.is_file());
-        if !regular || name.starts_with('.') || name == "installed.json" || name == "model.toml" {
+        if !regular_inside(dir, &entry.path())
+            || name.starts_with('.')
+            || name == "installed.json"
+            || name == "model.toml"
+        {
             continue;
         }
         fs::copy(entry.path(), staging.join(&name)).map_err(|e| Error::io(&entry.path(), e))?;

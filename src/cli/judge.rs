@@ -65,6 +65,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = output::resolve_run(&run)?;
     let options = dirs.options_of_run(&run, false);
     let (exp, prepared) = runner::load_run(&run, &options)?;
+    for output in export.iter().chain(trace.iter()) {
+        exp.check_output(output)?;
+        if let Some(replay) = replay.as_ref() {
+            ragsweep::atomic::refuse_overwriting(output, &[("replay file", replay.as_path())])?;
+        }
+    }
     let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
     if let Some(file) = import {
         let added = ragsweep::judge::import(

@@ -16,26 +16,7 @@ pub enum Address {
     Tcp(String),
 }
 
-/// A password or token read from the environment: no `Debug` or `Display` shows it; it is read
-/// only where it is sent.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(secret: String) -> Secret {
-        Secret(secret)
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(…)")
-    }
-}
+pub use crate::secret::Secret;
 
 /// What connecting to a server takes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -181,6 +181,68 @@ impl AccessKey {
     }
 }
 
+/// Checks that no object anywhere in the JSON text `json` names a key twice. JSON parsers keep
+/// one of the two values (serde_json the last, others the first), so a record with two access
+/// lists would be read as whichever is more permissive to some reader: refused instead, with
+/// the parser's line and column.
+pub fn no_duplicate_keys(json: &str) -> serde_json::Result<()> {
+    serde_json::from_str::<NoDuplicateKeys>(json).map(|_| ())
+}
+
+/// Front matter or a record read through [`no_duplicate_keys`]: visiting is the check.
+pub struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeysVisitor)
+    }
+}
+
+struct NoDuplicateKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+    fn visit_unit<E>(self) -> Result<NoDuplicateKeys, E> {
+        Ok(NoDuplicateKeys)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<NoDuplicateKeys, A::Error> {
+        while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(NoDuplicateKeys)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<NoDuplicateKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                return Err(serde::de::Error::custom(format!("the key `{key}` is given twice in one object")));
+            }
+            map.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(NoDuplicateKeys)
+    }
+}
+
 /// Edits within which a key resembles the access key: 2 (SPEC §1), but 1 for keys of four
 /// characters or fewer, where two edits leave one letter in common (`url` is not `acl`).
 fn near(access: &str) -> usize {

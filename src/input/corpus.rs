@@ -517,9 +517,13 @@ fn read_jsonl(path: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
         if line.trim().is_empty() {
             continue;
         }
+        crate::input::access_key::no_duplicate_keys(&line).map_err(|e| {
+            Error::input(Location { path: path.to_path_buf(), line: line_no, column: e.column() }, e.to_string())
+        })?;
         let raw: JsonDoc = parse_json_line(path, line_no, &line)?;
         let (acl, meta) =
             json_fields(raw.meta, raw.other, rules).map_err(|e| Error::input(Location::line(path, line_no), e))?;
+        refuse_access_in_text(path, line_no, &raw.text, rules)?;
         let id = raw.id.into_string();
         if let Some(first) = first_line.insert(id.clone(), line_no) {
             return Err(Error::input(
@@ -535,6 +539,30 @@ fn read_jsonl(path: &Path, rules: &AccessKey) -> Result<Vec<Document>> {
         return Err(Error::input(Location::file(path), "the corpus has no documents"));
     }
     Ok(docs)
+}
+
+/// A record's text that opens with front matter (a whole Markdown file pasted into `text`):
+/// its access list would be read as text and the record left public, so one that declares or
+/// could declare access is refused at the record's line.
+fn refuse_access_in_text(path: &Path, line_no: usize, text: &str, rules: &AccessKey) -> Result<()> {
+    if !frontmatter::opens_with_fence(text) {
+        return Ok(());
+    }
+    let inner = Path::new("text");
+    let declared = match frontmatter::split(inner, text, rules) {
+        Ok((front, _)) => front.acl.is_some(),
+        Err(_) => text.lines().any(|l| frontmatter::starts_like_acl(l, rules)),
+    };
+    if declared {
+        return Err(Error::input(
+            Location::line(path, line_no),
+            format!(
+                "the record's `text` opens with front matter that declares or could declare access: give the access list as the record's `{}` field",
+                rules.key
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Errors listed at once before a reader gives up.

@@ -12,7 +12,7 @@ use std::path::Path;
 use yaml_rust2::Yaml;
 
 use crate::error::{Error, Location, Result};
-use crate::input::access_key::{AccessKey, Field};
+use crate::input::access_key::{AccessKey, Field, NoDuplicateKeys};
 
 #[derive(Debug, Default, PartialEq)]
 pub struct FrontMatter {
@@ -42,6 +42,18 @@ impl Value {
             Yaml::Array(items) => Value::List(items.iter().map(Value::from_yaml).collect()),
             Yaml::Hash(map) => Value::Map(map.iter().map(|(k, v)| (yaml_key(k), Value::from_yaml(v))).collect()),
             Yaml::Alias(_) => Value::Null,
+        }
+    }
+
+    fn from_json(j: &serde_json::Value) -> Value {
+        match j {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::String(s) => Value::Text(s.clone()),
+            serde_json::Value::Array(items) => Value::List(items.iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(map) => {
+                Value::Map(map.iter().map(|(k, v)| (k.clone(), Value::from_json(v))).collect())
+            }
+            other => Value::Text(other.to_string()),
         }
     }
 
@@ -93,16 +105,24 @@ pub fn starts_like_acl(line: &str, rules: &AccessKey) -> bool {
     }
     let Some(at) = line.find([':', '=']) else { return false };
     let key = &line[..at];
-    let key = key.trim_start_matches(|c: char| !c.is_alphanumeric()).trim_end().to_lowercase();
+    let key =
+        key.trim_start_matches(|c: char| !c.is_alphanumeric()).trim_end().trim_end_matches(['"', '\'']).to_lowercase();
     let access = rules.key.to_lowercase();
     key == access || key == format!("{access}s")
 }
 
-/// Whether `raw` opens (after a byte-order mark and blank lines) with a `---` or `+++` fence,
-/// as [`split`] reads front matter.
+/// Whether `raw` opens (after a byte-order mark and blank lines) with front matter as [`split`]
+/// reads it: a `---` or `+++` fence, or the `{` of a JSON object.
 pub fn opens_with_fence(raw: &str) -> bool {
     let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
-    raw.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| matches!(l.trim_end(), "---" | "+++"))
+    raw.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| matches!(l.trim_end(), "---" | "+++") || opens_json(l))
+}
+
+/// A line that opens JSON front matter, as Hugo reads it: a `{` first (not a `{{` template or
+/// shortcode).
+fn opens_json(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with('{') && !t.starts_with("{{")
 }
 
 /// Splits `raw` into its front matter and the document text after it.
@@ -120,6 +140,7 @@ pub fn split<'a>(path: &Path, raw: &'a str, rules: &AccessKey) -> Result<(FrontM
     let (toml, closes): (bool, &[&str]) = match open.trim_end() {
         "---" => (false, &["---", "..."]),
         "+++" => (true, &["+++"]),
+        _ if opens_json(open) => return split_json(path, raw, open_index, rules),
         _ => {
             check_no_acl_in_text(path, 1, raw, rules)?;
             return Ok((FrontMatter::default(), raw));
@@ -139,6 +160,45 @@ pub fn split<'a>(path: &Path, raw: &'a str, rules: &AccessKey) -> Result<(FrontM
         offset += line.len();
     }
     Err(Error::input(Location::line(path, open_index + 1), "front matter opened with a fence is never closed"))
+}
+
+/// JSON front matter (Hugo's): one object from the line `open_index`, read whole by serde_json
+/// (a key given twice anywhere is an error, see [`no_duplicate_keys`]); the text starts after
+/// the line that closes it.
+fn split_json<'a>(path: &Path, raw: &'a str, open_index: usize, rules: &AccessKey) -> Result<(FrontMatter, &'a str)> {
+    let start: usize = raw.split_inclusive('\n').take(open_index).map(str::len).sum();
+    let first_line = open_index + 1;
+    let located = |e: serde_json::Error| {
+        Error::input(
+            Location { path: path.to_path_buf(), line: first_line + e.line().saturating_sub(1), column: e.column() },
+            format!("JSON front matter: {e}"),
+        )
+    };
+    let mut objects = serde_json::Deserializer::from_str(&raw[start..]).into_iter::<NoDuplicateKeys>();
+    if let Some(Err(e)) = objects.next() {
+        return Err(located(e));
+    }
+    let end = start + objects.byte_offset();
+    let block = &raw[start..end];
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(block).map_err(located)?;
+    let rest = &raw[end..];
+    let text = match rest.split_once('\n') {
+        Some((line, after)) if line.trim().is_empty() => after,
+        None if rest.trim().is_empty() => "",
+        _ => rest,
+    };
+    let text_line = 1 + raw[..raw.len() - text.len()].matches('\n').count();
+    check_no_acl_in_text(path, text_line, text, rules)?;
+    let entries = object.into_iter().map(|(k, v)| (k, Value::from_json(&v))).collect();
+    let line_of = |key: &str| {
+        let quoted = format!("\"{key}\"");
+        block
+            .lines()
+            .position(|l| l.find(&quoted).is_some_and(|at| l[at + quoted.len()..].trim_start().starts_with(':')))
+            .map_or(first_line, |i| first_line + i)
+    };
+    let fm = from_entries(path, entries, &line_of, rules)?;
+    Ok((fm, text))
 }
 
 fn check_no_acl_in_text(path: &Path, first_line: usize, text: &str, rules: &AccessKey) -> Result<()> {
@@ -248,6 +308,46 @@ fn could_declare_access(block: &str, rules: &AccessKey) -> bool {
     })
 }
 
+/// What, anywhere in `doc`, is a mapping key that is not a plain name (a list or mapping as a
+/// complex `? ` key, a binary or otherwise unreadable value, a null).
+fn odd_key(doc: &Yaml) -> Option<&'static str> {
+    match doc {
+        Yaml::Hash(map) => map.iter().find_map(|(k, v)| {
+            let what = match k {
+                Yaml::String(_) | Yaml::Real(_) | Yaml::Integer(_) | Yaml::Boolean(_) => None,
+                Yaml::Array(_) | Yaml::Hash(_) => Some("a list or a mapping (a complex `? ` key)"),
+                Yaml::Null => Some("null"),
+                Yaml::BadValue | Yaml::Alias(_) => Some("a value this reader cannot resolve (a binary or tagged key)"),
+            };
+            what.or_else(|| odd_key(v))
+        }),
+        Yaml::Array(items) => items.iter().find_map(odd_key),
+        _ => None,
+    }
+}
+
+/// The first line (0-based) of `block` that uses a YAML feature by which a key can be written
+/// without spelling it on one line: a tag (`!…`), an anchor (`&…`) or alias (`*…`), an explicit
+/// key (`?`), a merge key (`<<`), or a double-quoted line continued by `\`; and which.
+fn yaml_features(block: &str) -> Option<(usize, &'static str)> {
+    block.lines().enumerate().find_map(|(i, line)| {
+        if line.trim_end().ends_with('\\') {
+            return Some((i, "an escaped line break"));
+        }
+        line.split(|c: char| c.is_whitespace() || "[]{},".contains(c)).find_map(|token| {
+            let what = match token.chars().next()? {
+                '!' if token.len() > 1 => "a tag",
+                '&' if token.len() > 1 => "an anchor",
+                '*' if token.len() > 1 => "an alias",
+                '?' if token.len() == 1 => "an explicit key (`?`)",
+                '<' if token.starts_with("<<") => "a merge key (`<<`)",
+                _ => return None,
+            };
+            Some((i, what))
+        })
+    })
+}
+
 /// `text` with YAML's double-quoted escapes (`\xHH`, `\uHHHH`, `\UHHHHHHHH`) decoded wherever
 /// they appear.
 fn unescaped(text: &str) -> String {
@@ -342,6 +442,18 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
                         format!("YAML front matter: {}", e.info()),
                     ));
                 }
+                // Tags, anchors, aliases, merge and explicit keys and escaped line breaks can
+                // make a key `acl` that no line spells: only a parser decides those.
+                if let Some((at_line, feature)) = yaml_features(block) {
+                    return Err(Error::input(
+                        Location { path: path.to_path_buf(), line, column: m.col() },
+                        format!(
+                            "YAML front matter: {} (and line {} uses {feature}, which only a YAML parser can read: fix the error so it can)",
+                            e.info(),
+                            first_line + at_line
+                        ),
+                    ));
+                }
                 return Ok(lenient(block, format!("line {line}: {}", e.info())));
             }
         };
@@ -365,12 +477,34 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
                 ),
             ));
         }
+        if let Some(what) = docs.first().and_then(odd_key) {
+            let line = block
+                .lines()
+                .position(|l| l.trim_start().starts_with('?') || l.contains("!!binary"))
+                .map_or(first_line, |i| first_line + i);
+            return Err(Error::input(
+                at(line),
+                format!("YAML front matter: a key is {what}; keys must be plain names, so access is never hidden behind one"),
+            ));
+        }
         match docs.first() {
             None | Some(Yaml::Null) => Vec::new(),
             Some(Yaml::Hash(map)) => map.iter().map(|(k, v)| (yaml_key(k), Value::from_yaml(v))).collect(),
             Some(_) => return Err(Error::input(at(first_line), "front matter must be `key: value` lines")),
         }
     };
+    from_entries(path, entries, &|key: &str| key_line(block, first_line, key), rules)
+}
+
+/// Front matter from its top-level entries, whatever language they were written in; `line_of`
+/// locates a top-level key for errors.
+fn from_entries(
+    path: &Path,
+    entries: Vec<(String, Value)>,
+    line_of: &dyn Fn(&str) -> usize,
+    rules: &AccessKey,
+) -> Result<FrontMatter> {
+    let at = |line: usize| Location::line(path, line);
     let mut fm = FrontMatter::default();
     // Top-level keys, then those under `meta:`, by the same rules (as BEIR `metadata` is read).
     let mut fields: Vec<(String, Value, String)> = Vec::new();
@@ -378,17 +512,12 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
         match (key.as_str(), value) {
             ("meta", Value::Map(pairs)) => fields.extend(pairs.into_iter().map(|(k, v)| (k, v, key.clone()))),
             ("meta", Value::Null) => {}
-            ("meta", _) => {
-                return Err(Error::input(
-                    at(key_line(block, first_line, "meta")),
-                    "`meta` must be a map of `key: value`",
-                ))
-            }
+            ("meta", _) => return Err(Error::input(at(line_of("meta")), "`meta` must be a map of `key: value`")),
             (_, value) => fields.push((key.clone(), value, key)),
         }
     }
     for (key, value, top) in fields {
-        let bad = |msg: String| Error::input(at(key_line(block, first_line, &top)), msg);
+        let bad = |msg: String| Error::input(at(line_of(&top)), msg);
         match (rules.classify(&key), key.as_str()) {
             (Field::Access, _) if fm.acl.is_some() => {
                 return Err(bad(format!("the access list `{key}` is given twice")));

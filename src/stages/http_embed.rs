@@ -167,7 +167,7 @@ pub fn redacted(url: &str) -> String {
 pub struct HttpEmbedder {
     spec: HttpSpec,
     agent: ureq::Agent,
-    api_key: Option<String>,
+    api_key: Option<crate::secret::Secret>,
     id: String,
     dim: usize,
     /// Tokens the endpoint reported using (`usage.prompt_tokens`), summed over requests.
@@ -209,9 +209,9 @@ impl HttpEmbedder {
     pub fn new(spec: &HttpSpec, id: &str, dim: usize) -> Result<HttpEmbedder> {
         let api_key = match &spec.api_key_env {
             None => None,
-            Some(var) => Some(std::env::var(var).map_err(|_| {
+            Some(var) => Some(crate::secret::Secret::new(std::env::var(var).map_err(|_| {
                 Error::Other(format!("model {id}: the environment variable {var} (its `api_key_env`) is not set"))
-            })?),
+            })?)),
         };
         let agent: ureq::Agent =
             ureq::Agent::config_builder().timeout_global(Some(spec.timeout)).http_status_as_error(false).build().into();
@@ -305,7 +305,7 @@ impl HttpEmbedder {
     }
 
     fn error(&self, why: String) -> Error {
-        Error::Other(format!("model {} at {}: {why}", self.id, redacted(&self.spec.url)))
+        Error::Other(crate::secret::scrub(&format!("model {} at {}: {why}", self.id, redacted(&self.spec.url))))
     }
 
     fn request(&self, texts: &[String]) -> std::result::Result<Vec<Vec<f32>>, Failure> {
@@ -315,7 +315,7 @@ impl HttpEmbedder {
         }
         let mut request = self.agent.post(&self.spec.url).header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
-            request = request.header("Authorization", &format!("Bearer {key}"));
+            request = request.header("Authorization", &format!("Bearer {}", key.expose()));
         }
         let mut response = match request.send(body.to_string().as_bytes()) {
             Ok(r) => r,

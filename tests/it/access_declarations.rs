@@ -402,3 +402,91 @@ fn the_lenient_reader_never_decides_access() {
     let f = corpus_with("hugo.md", &format!("---\ntitle: Hugo\n{broken}---\n# Hugo\nTexto.\n"), GOLDEN, "");
     f.cmd().args(["validate", "exp.toml"]).assert().success();
 }
+
+/// The sixth pass's shapes: access written where only a YAML parser sees it (a tag, an alias,
+/// a merge key, an escaped line break, beside the quirk that sends a reader to its lenient
+/// path), complex keys, a quoted `"acl":` line in the text, and JSONL records with two access
+/// lists or a whole file's front matter in `text`: refused at their line, nothing written.
+#[test]
+fn access_only_a_parser_can_see_is_refused_at_its_line() {
+    // A flow list closed at column 0: the quirk Hugo accepts and YAML 1.2 does not.
+    let quirk = "keywords: [\"a\", \"b\",\n]\n";
+    for (name, text, at) in [
+        ("tag.md", format!("---\ntitle: x\n!<tag:yaml.org,2002:str> acl: [rh]\n{quirk}---\nSegredo.\n"), "tag.md:"),
+        ("tag-after.md", format!("---\ntitle: x\n{quirk}!!str acl: [rh]\n---\nSegredo.\n"), "tag-after.md:"),
+        ("alias.md", format!("---\nname: &k acl\n*k : [rh]\n{quirk}---\nSegredo.\n"), "alias.md:"),
+        ("merge.md", format!("---\nbase: &b {{\"\\x61cl\": [rh]}}\n<<: *b\n{quirk}---\nSegredo.\n"), "merge.md:"),
+        ("escaped.md", format!("---\n\"a\\\n  cl\": [rh]\n{quirk}---\nSegredo.\n"), "escaped.md:"),
+        ("cr.md", format!("---\rtitle: x\r*k : [rh]\r{}---\rSegredo.\r", quirk.replace('\n', "\r")), "cr.md:"),
+        (
+            "complex.md",
+            "---\n? {acl: [rh]}\n: x\n---\nSegredo.\n".to_string(),
+            "complex.md:2: YAML front matter: a key is",
+        ),
+        (
+            "seq-key.md",
+            "---\n? [acl]\n: [rh]\n---\nSegredo.\n".to_string(),
+            "seq-key.md:2: YAML front matter: a key is",
+        ),
+        (
+            "quoted.md",
+            "# Título\n\"acl\": [rh]\nSegredo.\n".to_string(),
+            "quoted.md:2: `\"acl\":` after the front matter",
+        ),
+        ("json-two.md", "{\"acl\": [\"rh\"], \"acl\": []}\nSegredo.\n".to_string(), "json-two.md:1:"),
+    ] {
+        let f = corpus_with(name, &text, GOLDEN, "");
+        for args in [&["validate", "exp.toml"][..], &["run", "--out", "out", "--cache", "cache", "exp.toml"]] {
+            f.cmd().args(args).assert().code(2).stderr(predicate::str::contains(at));
+            assert!(!f.path().join("out").exists(), "{name}: {args:?} wrote a run");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("golden.json", &GOLDEN.replace("public", "a"));
+    write(
+        "exp.toml",
+        "name = \"j\"\nunit = \"doc\"\nk = [1]\n[corpus]\npath = \"corpus.jsonl\"\n[golden]\npath = \"golden.json\"\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    let a = "{\"id\": \"a\", \"text\": \"férias abertas\"}\n";
+    for (record, said) in [
+        (r#"{"id": "b", "text": "férias", "acl": ["rh"], "acl": []}"#, "the key `acl` is given twice"),
+        (r#"{"id": "b", "text": "férias", "meta": {"acl": ["rh"], "acl": []}}"#, "the key `acl` is given twice"),
+        (
+            r#"{"id": "b", "text": "---\nacl: [rh]\n---\nférias secretas"}"#,
+            "the record's `text` opens with front matter",
+        ),
+    ] {
+        write("corpus.jsonl", &format!("{a}{record}\n"));
+        let mut cmd = common::ragsweep();
+        cmd.current_dir(dir.path()).args(["validate", "exp.toml"]);
+        cmd.assert().code(2).stderr(predicate::str::contains("corpus.jsonl:2").and(predicate::str::contains(said)));
+    }
+}
+
+/// Hugo's JSON front matter (an object opening the file, on many lines or one, in Markdown and
+/// in HTML) declares access as YAML's does: the restricted pages are filtered for a public user.
+#[test]
+fn json_front_matter_declares_access() {
+    let f = Fixture::new(
+        &[
+            ("public.md", PUBLIC),
+            ("many.md", "{\n  \"title\": \"Segredo\",\n  \"acl\": [\"rh\"]\n}\nférias secretas do RH\n"),
+            ("one.md", "{ \"title\": \"Outro\", \"acl\": [\"rh\"] }\nférias secretas da diretoria\n"),
+            ("page.html", "{\"acl\": [\"rh\"]}\n<html><body><p>férias secretas em HTML</p></body></html>\n"),
+        ],
+        r#"[{"id": "q1", "question": "férias secretas", "relevant": ["public"]}]"#,
+        "name = \"json\"\nunit = \"doc\"\nk = [4]\nlatency_cases = 0\nfilter = \"in_query\"\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("access: 1 of 4 documents public"));
+    let run = f.run();
+    let lines = std::fs::read_to_string(run.join("per_query.jsonl")).unwrap();
+    assert!(lines.contains("\"top\":[\"public\"]"), "only the public page is returned: {lines}");
+    assert!(!lines.contains("segredo") && !lines.contains("\"many\""), "{lines}");
+}

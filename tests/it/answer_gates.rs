@@ -1,7 +1,6 @@
 //! Gates on answers read each column's direction from one table, refuse thresholds outside a
 //! column's range, and restricted text in a context is marked and never a valid citation.
 
-
 use std::path::{Path, PathBuf};
 
 use crate::common::{ragsweep, Fixture};

@@ -1,6 +1,5 @@
 //! The vector cache never hands back vectors that a model with other settings made.
 
-
 use std::fs;
 use std::path::Path;
 

@@ -1,7 +1,6 @@
 //! The CI recipes in docs/ci work as written: every `ragsweep` command in them is a real
 //! subcommand with those flags, and every repository file they name exists.
 
-
 use crate::common::{ragsweep, repo};
 use yaml_rust2::{Yaml, YamlLoader};
 

@@ -1,6 +1,5 @@
 //! Runs the real `ragsweep` binary end to end.
 
-
 use std::path::{Path, PathBuf};
 
 use crate::common::{ragsweep, repo, run_dir, run_experiment, walk, without_timing};

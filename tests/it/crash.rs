@@ -1,7 +1,6 @@
 //! A run killed with SIGKILL midway leaves no results, keeps the work it flushed, and a rerun
 //! completes with the matrix an uninterrupted run gives.
 
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -9,8 +9,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use assert_cmd::Command;
 use crate::common::repo;
+use assert_cmd::Command;
 use serde_json::Value;
 
 const DOCS: [(&str, &str); 6] = [

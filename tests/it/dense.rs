@@ -1,10 +1,9 @@
 //! Dense retrieval with the installed models (scripts/install-models.sh) on the demo corpus.
 
-
 use std::path::Path;
 
-use assert_cmd::Command;
 use crate::common::{repo, run_dir, run_experiment, stable_rows};
+use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn run(out: &Path, cache: &Path) -> (String, serde_json::Value) {

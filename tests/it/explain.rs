@@ -2,7 +2,6 @@
 //! convex, rrf and dbsf hybrids; no filter, in-query and post filters) and 20 cases, every
 //! rank and score it prints equals the cell's `per_query.jsonl` and `runs/<cell>.trec`.
 
-
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,8 +7,8 @@ use crate::common;
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use crate::common::repo;
+use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn experiment(dir: &Path, format: &str, unit: &str) {

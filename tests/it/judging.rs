@@ -4,6 +4,7 @@
 //! judgments, and `check` refusing runs scored with different judgments.
 
 use crate::common;
+use predicates::prelude::PredicateBooleanExt;
 
 use crate::common::{matrix, runs_in, without_timing, Fixture};
 use serde_json::Value;
@@ -247,6 +248,19 @@ fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
          [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
     );
     let run = f.run();
+    // An export or trace over an input of the run (its golden set, its experiment, a file in its
+    // corpus) is refused with the path; the input is left as it was.
+    let golden = std::fs::read(f.path().join("golden.json")).unwrap();
+    for (flag, over) in
+        [("--export", "golden.json"), ("--trace", "golden.json"), ("--export", "exp.toml"), ("--export", "docs/new.md")]
+    {
+        f.cmd().args(["judge", run.to_str().unwrap(), flag, over]).write_stdin("").assert().failure().stderr(
+            predicates::str::contains(format!("{over} is the run's"))
+                .and(predicates::str::contains("never replaces an input")),
+        );
+    }
+    assert_eq!(std::fs::read(f.path().join("golden.json")).unwrap(), golden);
+    assert!(!f.path().join("docs/new.md").exists());
     let pool = f.path().join("pool.jsonl");
     f.cmd().args(["judge", run.to_str().unwrap(), "--export"]).arg(&pool).assert().success();
     let lines = lines(&pool);

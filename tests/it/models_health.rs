@@ -6,8 +6,8 @@ use crate::common;
 use std::fs;
 use std::path::Path;
 
-use assert_cmd::Command;
 use crate::common::repo;
+use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn ragsweep(models: &Path) -> Command {

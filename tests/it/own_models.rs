@@ -274,6 +274,8 @@ fn an_endpoint_that_fails_is_retried_and_what_it_embedded_is_kept() {
     for (fault, says) in [
         ((200, None, "<html>gateway</html>"), "not an OpenAI embeddings response"),
         ((401, None, "{\"error\": \"bad key\"}"), "HTTP 401"),
+        // A gateway that quotes the header it refused: the key is shown as *** wherever it is.
+        ((401, None, "{\"error\": \"refused Authorization: Bearer Sekr3t-key\"}"), "Bearer ***"),
     ] {
         let (f, models) = fixture();
         add_remote(&f, &models, &mock, &[]).success();
@@ -283,6 +285,7 @@ fn an_endpoint_that_fails_is_retried_and_what_it_embedded_is_kept() {
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says) && stderr.contains("model remote at http://127.0.0.1"), "{stderr}");
         assert!(common::walk(&f.path().join("out")).iter().all(|p| !p.ends_with("matrix.json")), "nothing written");
+        assert!(!stderr.contains("Sekr3t"), "the key is never shown: {stderr}");
     }
     let (f, models) = fixture();
     add_remote(&f, &models, &mock, &[]).success();
@@ -352,6 +355,32 @@ fn an_added_onnx_export_scores_like_the_bundled_model_and_keeps_its_record() {
     std::fs::remove_file(export.path().join("tokenizer_config.json")).unwrap();
     std::fs::remove_file(export.path().join("special_tokens_map.json")).unwrap();
     add("mine-pad", &[]).success();
+    // Links out of the export (the process environment, a system file) are never copied; a
+    // needed file that links out is refused.
+    std::os::unix::fs::symlink("/proc/self/environ", export.path().join("notes.txt")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", export.path().join("vocab.txt")).unwrap();
+    f.cmd()
+        .env("PLANTED_MARKER", "m4rk3r-environ")
+        .args(["models", "add"])
+        .arg(export.path())
+        .args(["--name", "linked", "--max-length", "256", "--models"])
+        .arg(&models)
+        .assert()
+        .success();
+    for file in ["notes.txt", "vocab.txt"] {
+        assert!(!models.join("linked").join(file).exists(), "{file} was copied");
+    }
+    let record = std::fs::read_to_string(models.join("linked/installed.json")).unwrap();
+    assert!(!record.contains("notes.txt") && !record.contains("vocab.txt"), "{record}");
+    for path in common::walk(&models.join("linked")) {
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("m4rk3r-environ"), "{}", path.display());
+    }
+    std::fs::remove_file(export.path().join("notes.txt")).unwrap();
+    std::fs::remove_file(export.path().join("vocab.txt")).unwrap();
+    std::fs::rename(export.path().join("tokenizer.json"), f.path().join("tokenizer.json")).unwrap();
+    std::os::unix::fs::symlink(f.path().join("tokenizer.json"), export.path().join("tokenizer.json")).unwrap();
+    add("outside", &[]).failure().stderr(predicate::str::contains("a link to a file outside the export"));
     std::fs::remove_file(export.path().join("tokenizer.json")).unwrap();
     add("other", &[]).failure().stderr(predicate::str::contains("has no tokenizer.json"));
 

@@ -1,7 +1,6 @@
 //! A reranker (`rerank = "<model>"`) through the binary: what it returns, how the matrix names
 //! it, what it is blamed for, how `explain` shows it, and the declarations it refuses.
 
-
 use std::collections::HashMap;
 use std::path::Path;
 

@@ -3,7 +3,6 @@
 //! grid runs (a hybrid alone), TREC ids are single tokens, restricted-answer cases and golden
 //! tags are reported.
 
-
 use crate::common::{matrix, row, Fixture};
 use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
