@@ -38,7 +38,7 @@ echo "== the suite's budget =="
 printf '%s\n' "${phases[@]}"
 printf '%-8s %5d s\n' total $((SECONDS - started))
 echo "ten slowest tests (seconds, run $RUST_TEST_THREADS at a time):"
-sed -nE 's/^test (.*) \.\.\. [a-zA-Z]+ <([0-9.]+)s>$/\2 \1/p' "$log" | sort -rn | head -10 | awk '{printf "  %8.1f  %s\n", $1, $2}'
+sed -nE 's/^test (.*) \.\.\. [a-zA-Z]+ <([0-9.]+)s>$/\2 \1/p' "$log" | sort -rn | awk 'NR <= 10' | awk '{printf "  %8.1f  %s\n", $1, $2}'
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) g += $i } }
   END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, g }' "$log"
 exit "$status"

@@ -17,7 +17,7 @@ fn row(csv_text: &str, split: &str, slice: &str) -> std::collections::HashMap<St
 
 #[test]
 fn the_demo_answers_give_the_hand_computed_aggregates() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
     run_experiment("experiments/quickstart.toml", out.path(), cache.path());
     let run = run_dir(out.path(), "quickstart");
     ragsweep()
@@ -93,7 +93,7 @@ fn the_demo_answers_give_the_hand_computed_aggregates() {
 
 #[test]
 fn bad_answer_lines_are_located_and_nothing_is_written() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
     run_experiment("experiments/demo-exact-terms.toml", out.path(), cache.path());
     let run = run_dir(out.path(), "demo-exact-terms");
     let bad = out.path().join("bad.jsonl");

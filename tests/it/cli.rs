@@ -8,7 +8,7 @@ use predicates::prelude::*;
 #[test]
 fn quickstart_writes_every_output() {
     let out = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
+    let cache = crate::common::shared_cache();
     run_experiment("experiments/quickstart.toml", out.path(), cache.path())
         .stdout(predicate::str::contains(
             "quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning",
@@ -91,7 +91,7 @@ fn two_timed_runs_differ_only_in_timing_columns() {
     let mut csvs = Vec::new();
     for _ in 0..2 {
         let out = tempfile::tempdir().unwrap();
-        let cache = tempfile::tempdir().unwrap();
+        let cache = crate::common::shared_cache();
         run_experiment("experiments/demo-exact-terms.toml", out.path(), cache.path());
         csvs.push(std::fs::read_to_string(run_dir(out.path(), "demo-exact-terms").join("matrix.csv")).unwrap());
     }
@@ -211,7 +211,7 @@ fn validate_command_summarises_without_writing() {
 /// the same runs.
 #[test]
 fn check_gate_diff_and_misses_on_the_demo() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
     run_experiment("experiments/quickstart.toml", out.path(), cache.path());
     let base = run_dir(out.path(), "quickstart");
     let again = tempfile::tempdir().unwrap();
@@ -253,4 +253,24 @@ fn check_gate_diff_and_misses_on_the_demo() {
         .stdout(predicate::str::contains("term \"§4.2\" [code]: occurs in the relevant text"))
         .stdout(predicate::str::contains("bm25 analyzer pt: \"§4.2\" → \"4.2\""))
         .stdout(predicate::str::contains("e5-small tokens: ▁§ 4.2"));
+}
+
+/// Help that lists engines is made from the engine registry: every engine `engines install`
+/// accepts is named by `engines --help`, `engines install --help` and `run --help`.
+#[test]
+fn help_names_every_engine_of_the_registry() {
+    let help = |args: &[&str]| {
+        let out = ragsweep().args(args).arg("--help").output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let install = help(&["engines", "install"]);
+    let values = install.split("[possible values: ").nth(1).and_then(|v| v.split(']').next()).expect("possible values");
+    let names: Vec<&str> = values.split(", ").collect();
+    assert!(names.len() >= 3, "{names:?}");
+    for name in &names {
+        assert!(help(&["engines"]).contains(name), "engines --help lacks {name}");
+        assert!(install.split("[possible values").next().unwrap().contains(name), "install's own line lacks {name}");
+        assert!(help(&["run"]).contains(&format!("\"{name}\"")), "run --help lacks {name}");
+    }
 }

@@ -73,12 +73,25 @@ pub fn without_timing(text: &str) -> Vec<Vec<String>> {
     rows.iter().map(|r| keep.iter().map(|&i| r[i].clone()).collect()).collect()
 }
 
-/// The binary with the installed models and a cache outside the working tree (one per test
-/// process), so no test writes inside the repository.
+/// The cache every test of this process shares unless it tests the cache itself: what one test
+/// embedded or indexed, the next reuses (concurrent runs on one cache are part of the product).
+pub struct SharedCache(PathBuf);
+
+impl SharedCache {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+pub fn shared_cache() -> SharedCache {
+    SharedCache(std::env::temp_dir().join(format!("ragsweep-test-cache-{}", std::process::id())))
+}
+
+/// The binary with the installed models and the process's shared cache, outside the working
+/// tree, so no test writes inside the repository.
 pub fn ragsweep() -> Command {
     let mut cmd = Command::cargo_bin("ragsweep").unwrap();
-    let cache = std::env::temp_dir().join(format!("ragsweep-test-cache-{}", std::process::id()));
-    cmd.env("RAGSWEEP_MODELS", repo().join("models")).env("RAGSWEEP_CACHE", cache);
+    cmd.env("RAGSWEEP_MODELS", repo().join("models")).env("RAGSWEEP_CACHE", shared_cache().path());
     cmd
 }
 

@@ -22,20 +22,37 @@ fn command(root: &Path, experiment: &Path) -> std::process::Command {
     cmd
 }
 
-/// Starts the run and waits until its Milvus server process runs.
-fn spawn_until_the_server_runs(root: &Path, experiment: &Path) -> std::process::Child {
+/// Starts the run and waits until its Milvus server process runs, and with `serving` until the
+/// server's proxy serves (a server killed while it still starts up may lose what it was
+/// recovering; one killed while it serves must not).
+fn spawn_until_the_server_runs(root: &Path, experiment: &Path, serving: bool) -> std::process::Child {
+    let said = root.join("run.stderr");
     let mut child = command(root, experiment)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&said).unwrap())
         .spawn()
         .unwrap();
     let started = std::time::Instant::now();
-    while servers_under(root) == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before its server started");
+    // The server's own log says when its proxy serves.
+    let proxy_started = || {
+        common::walk(&root.join("cache")).iter().any(|p| {
+            p.ends_with("logs/milvus-stdout.log")
+                && std::fs::read_to_string(p).is_ok_and(|log| log.contains("Proxy successfully started"))
+        })
+    };
+    let ready = || servers_under(root) > 0 && (!serving || proxy_started());
+    while !ready() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended first: {}",
+            std::fs::read_to_string(&said).unwrap()
+        );
         assert!(started.elapsed().as_secs() < 180, "the server never started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    std::thread::sleep(std::time::Duration::from_secs(1));
+    if !serving {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
     child
 }
 
@@ -135,11 +152,11 @@ fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once()
 
     // Ctrl-C stops the server; SIGKILL leaves it running on the cache, and the next run stops
     // that orphan, reuses the collections and returns the same lists.
-    let mut child = spawn_until_the_server_runs(root, &exp);
+    let mut child = spawn_until_the_server_runs(root, &exp, false);
     std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(130));
     assert_eq!(servers_under(root), 0, "Ctrl-C stops the server");
-    let mut child = spawn_until_the_server_runs(root, &exp);
+    let mut child = spawn_until_the_server_runs(root, &exp, true);
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(servers_under(root), 1, "SIGKILL leaves the server");

@@ -102,7 +102,7 @@ fn element<'a>(dom: &'a str, tag: &str, id: &str) -> &'a str {
 
 #[test]
 fn the_demo_report_renders_offline_with_one_mark_per_cell() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
     run_experiment("experiments/quickstart.toml", out.path(), cache.path());
     let run = run_dir(out.path(), "quickstart");
     let page = run.join("report.html");
@@ -148,7 +148,7 @@ fn the_demo_report_renders_offline_with_one_mark_per_cell() {
 
 #[test]
 fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
     run_experiment("experiments/demo-filters.toml", out.path(), cache.path());
     let run = run_dir(out.path(), "demo-filters");
     // What a run of the previous version wrote: no page, no summary, none of the new fields.
@@ -191,7 +191,7 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
 
 #[test]
 fn the_terminal_summary_fits_100_columns() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
     let assert = run_experiment("experiments/quickstart.toml", out.path(), cache.path());
     let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     assert!(stdout.contains("Selected on tuning by ndcg@10"), "{stdout}");
