@@ -1,7 +1,6 @@
 //! Row-major f32 matrices as NumPy `.npy` files (format 1.0), so vectors can be shared with
 //! numpy, faiss or hnswlib without a conversion step.
 
-use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -26,25 +25,41 @@ pub fn write_f32(path: &Path, values: &[f32], cols: usize) -> Result<()> {
     })
 }
 
-/// Reads a 2-D little-endian f32 C-order `.npy` file: (values, columns).
+/// The largest vector file read (16 GiB: 10 million 384-dimensional vectors take 15 GiB).
+pub const MAX_NPY_BYTES: u64 = 16 << 30;
+
+/// The largest `.npy` header read.
+const MAX_HEADER_BYTES: usize = 1 << 16;
+
+/// Reads a 2-D little-endian f32 C-order `.npy` file: (values, columns). Only a regular file is
+/// opened (never waiting on a FIFO), and its header is read first: a file whose size is not
+/// what its shape says, or over [`MAX_NPY_BYTES`], is refused before its data is read.
 pub fn read_f32(path: &Path) -> Result<(Vec<f32>, usize)> {
-    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    use std::io::Read;
+    let (mut file, size) = crate::input::text::open_regular(path)?;
     let bad = |why: &str| Error::Other(format!("{}: {why}", path.display()));
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+    let mut head = [0u8; 12];
+    let got = file.read(&mut head).map_err(|e| Error::io(path, e))?;
+    if got < 10 || &head[..6] != b"\x93NUMPY" {
         return Err(bad("not a .npy file"));
     }
-    let (len_bytes, start) = match bytes[6] {
+    let (len_bytes, start) = match head[6] {
         1 => (2, 10),
         2 | 3 => (4, 12),
         v => return Err(bad(&format!(".npy format version {v} is not supported"))),
     };
     let header_len = if len_bytes == 2 {
-        u16::from_le_bytes([bytes[8], bytes[9]]) as usize
+        u16::from_le_bytes([head[8], head[9]]) as usize
     } else {
-        u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")) as usize
+        u32::from_le_bytes(head[8..12].try_into().expect("4 bytes")) as usize
     };
-    let header = bytes.get(start..start + header_len).ok_or_else(|| bad("truncated header"))?;
-    let header = std::str::from_utf8(header).map_err(|_| bad("header is not text"))?;
+    if header_len > MAX_HEADER_BYTES || (start + header_len) as u64 > size {
+        return Err(bad("truncated or oversized header"));
+    }
+    let mut header = vec![0u8; start + header_len];
+    header[..got].copy_from_slice(&head[..got]);
+    file.read_exact(&mut header[got..]).map_err(|_| bad("truncated header"))?;
+    let header = std::str::from_utf8(&header[start..]).map_err(|_| bad("header is not text"))?;
     if !header.contains("'descr': '<f4'") || !header.contains("'fortran_order': False") {
         return Err(bad("expected little-endian float32 in C order ('<f4', fortran_order False)"));
     }
@@ -63,9 +78,17 @@ pub fn read_f32(path: &Path) -> Result<(Vec<f32>, usize)> {
     if rows == 0 || cols == 0 {
         return Err(bad(&format!("shape ({rows}, {cols}) holds no vectors")));
     }
-    let data = &bytes[start + header_len..];
-    if rows.checked_mul(cols).and_then(|n| n.checked_mul(4)) != Some(data.len()) {
-        return Err(bad(&format!("{} data bytes for shape ({rows}, {cols})", data.len())));
+    let data_len = size - (start + header_len) as u64;
+    if rows.checked_mul(cols).and_then(|n| n.checked_mul(4)).map(|n| n as u64) != Some(data_len) {
+        return Err(bad(&format!("{data_len} data bytes for shape ({rows}, {cols})")));
+    }
+    if size > MAX_NPY_BYTES {
+        return Err(bad(&format!("{size} bytes, over the cap of {MAX_NPY_BYTES} bytes for a vector file")));
+    }
+    let mut data = Vec::with_capacity(data_len as usize);
+    file.read_to_end(&mut data).map_err(|e| Error::io(path, e))?;
+    if data.len() as u64 != data_len {
+        return Err(bad("the file changed while it was read"));
     }
     Ok((data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect(), cols))
 }
@@ -73,6 +96,7 @@ pub fn read_f32(path: &Path) -> Result<(Vec<f32>, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn round_trip_and_numpy_layout() {

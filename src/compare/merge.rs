@@ -118,7 +118,7 @@ fn read_shard(exp: &Experiment, dir: &Path) -> Result<Shard> {
         }
     }
     let path = dir.join("per_query.jsonl");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let text = crate::input::text::read(&path)?;
     let mut lines: BTreeMap<String, (Vec<u8>, Vec<CaseLine>)> = BTreeMap::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let record: CaseLine =
@@ -223,8 +223,14 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
                 })
             })
             .collect::<Result<_>>()?;
-        let (mut recomputed, recomputed_slices) =
-            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
+        let (recomputed, recomputed_slices) = aggregate::aggregate_cell(
+            exp,
+            cell,
+            &results,
+            &slices_of,
+            &golden_tags,
+            &aggregate::Measured::of(written[0]),
+        );
         if recomputed.len() != written.len() {
             return Err(bad(
                 &matrix_path,
@@ -236,17 +242,14 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
                 ),
             ));
         }
-        for row in &mut recomputed {
+        for row in &recomputed {
             let theirs = written.iter().find(|r| r.split == row.split).ok_or_else(|| {
                 bad(
                     &matrix_path,
                     format!("cell {} has case lines of split {} but no row for it", cell.id, row.split.as_str()),
                 )
             })?;
-            row.latency = theirs.latency.clone();
-            row.cost = theirs.cost.clone();
-            row.engine_plan = theirs.engine_plan.clone();
-            if let Some((field, mine, theirs)) = first_difference(row, *theirs) {
+            if let Some((field, mine, theirs)) = first_difference(row, theirs) {
                 return Err(bad(
                     &matrix_path,
                     format!(
@@ -267,7 +270,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
             ));
         }
         let trec_path = shard.dir.join("runs").join(format!("{}.trec", cell.id));
-        let trec = std::fs::read(&trec_path).map_err(|e| Error::io(&trec_path, e))?;
+        let trec = crate::input::text::read_bytes(&trec_path, u64::MAX)?;
         check_trec(&trec_path, &trec, lines)?;
         for shard in &read {
             check_cases(&shard.dir.join("cases.jsonl"), &case_info, lines)?;

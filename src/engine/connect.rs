@@ -294,12 +294,17 @@ pub fn http_address(url: &str) -> std::result::Result<String, String> {
     if url.contains('@') {
         return Err("the URL holds credentials: give the token in the variable that `token_env` names".into());
     }
+    if url.contains(['?', '#']) {
+        return Err("the URL has a query or a fragment, which would be sent with every request (a `token=` there is a secret in every log): give http://host:port, and the token in the variable that `token_env` names".into());
+    }
     let rest = url.strip_prefix("http://").ok_or_else(|| {
-        format!("{url:?} is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)")
+        "the URL is not an http://host:port address (TLS is not supported; reach the proxy through a tunnel)"
+            .to_string()
     })?;
     let hostport = rest.trim_end_matches('/');
     if hostport.is_empty() || hostport.contains('/') {
-        return Err(format!("{url:?} is not an http://host:port address"));
+        // Not repeated: a path may hold a secret.
+        return Err("the URL is not an http://host:port address (a path is not taken)".into());
     }
     Ok(format!("http://{hostport}"))
 }

@@ -28,9 +28,28 @@ pub fn document(path: &Path) -> Result<String> {
     Ok(if text.contains('\r') { text.replace("\r\n", "\n").replace('\r', "\n") } else { text })
 }
 
+/// The largest file read whole as text (an experiment, a golden set, judgments, a replay, a
+/// document): 1 GiB. A larger one is refused with its size before a byte is read.
+pub const MAX_TEXT_BYTES: u64 = 1 << 30;
+
+/// The longest line of a file read line by line (a JSONL corpus or golden set): 256 MiB.
+pub const MAX_LINE_BYTES: u64 = 256 << 20;
+
 fn read_regular(path: &Path) -> Result<Vec<u8>> {
+    read_bytes(path, MAX_TEXT_BYTES)
+}
+
+/// The bytes of the regular file `path` (never waiting on a FIFO), refused with its size when
+/// it holds more than `cap`.
+pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let (mut file, len) = open_regular(path)?;
+    if len > cap {
+        return Err(Error::input(
+            Location::file(path),
+            format!("{len} bytes, over the cap of {cap} bytes for a file read whole: not read"),
+        ));
+    }
     let mut bytes = Vec::with_capacity(len as usize);
     file.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
     Ok(bytes)
@@ -62,17 +81,45 @@ pub fn without_nul(text: String) -> String {
     }
 }
 
-/// The file's lines, numbered from 1, without their line ends.
+/// The file's lines, numbered from 1, without their line ends; a line longer than
+/// [`MAX_LINE_BYTES`] is an error at its line, found before more of it is held.
 pub fn lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>> + '_> {
+    use std::io::Read;
     let (file, _) = open_regular(path)?;
-    Ok(BufReader::with_capacity(1 << 20, file).split(b'\n').enumerate().map(move |(i, bytes)| {
-        let mut bytes = bytes.map_err(|e| Error::io(path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut number = 0;
+    let mut done = false;
+    Ok(std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        number += 1;
+        let mut bytes = Vec::new();
+        match (&mut reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut bytes) {
+            Err(e) => {
+                done = true;
+                return Some(Err(Error::io(path, e)));
+            }
+            Ok(0) => return None,
+            Ok(_) => {}
+        }
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        } else if bytes.len() as u64 > MAX_LINE_BYTES {
+            done = true;
+            return Some(Err(Error::input(
+                Location::line(path, number),
+                format!("a line over the cap of {MAX_LINE_BYTES} bytes: not read"),
+            )));
+        }
         if bytes.last() == Some(&b'\r') {
             bytes.pop();
         }
-        String::from_utf8(bytes)
-            .map(|s| (i + 1, s))
-            .map_err(|e| not_utf8(path, i + 1, e.as_bytes(), e.utf8_error().valid_up_to()))
+        Some(
+            String::from_utf8(bytes)
+                .map(|s| (number, s))
+                .map_err(|e| not_utf8(path, number, e.as_bytes(), e.utf8_error().valid_up_to())),
+        )
     }))
 }
 

@@ -336,7 +336,7 @@ impl FlatGraph {
     /// truncated or altered file) is an error, never a graph that searches wrongly.
     pub fn open(dir: &Path, n: usize) -> Result<FlatGraph> {
         let path = dir.join(GRAPH_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = crate::input::text::read_bytes(&path, u64::MAX)?;
         let bad = |why: &str| Error::Other(format!("{}: {why}: delete it to rebuild the index", path.display()));
         let body = bytes.strip_prefix(MAGIC.as_slice()).ok_or_else(|| bad("not a ragsweep graph"))?;
         if body.len() % 4 != 0 {

@@ -12,7 +12,6 @@
 //! them; either failure is an error at the file (and line) that says so.
 
 use std::collections::HashMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use sha2::Digest;
@@ -106,7 +105,7 @@ fn read_jsonl(path: &Path, dim: usize) -> Result<Table> {
         id: String,
         vector: Vec<f32>,
     }
-    let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::input::text::read(path)?;
     let mut table =
         Table { dim, ids: Vec::new(), named_in: path.to_path_buf(), lines: Vec::new(), vectors: Vec::new() };
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -143,7 +142,7 @@ fn read_npy(npy: &Path, ids: &Path, dim: usize) -> Result<Table> {
     if dim != 0 && cols != dim {
         return Err(Error::input(Location::file(npy), format!("{cols} columns; the model's vectors have {dim}")));
     }
-    let text = fs::read_to_string(ids).map_err(|e| Error::io(ids, e))?;
+    let text = crate::input::text::read(ids)?;
     let named: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r'))).collect();
     if let Some((line, _)) = named.iter().find(|(_, id)| id.trim().is_empty()) {
         return Err(Error::input(Location::line(ids, *line), "an empty id"));

@@ -161,8 +161,14 @@ fn verify(dir: &Path) -> Result<BuildRecord, String> {
 
 /// The blake3 of a file's bytes, as hex: how the cache and a run's manifest check their files.
 pub fn file_hash(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Opened without blocking and checked: a FIFO in its place is an error, not a wait.
+    let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
     let mut hasher = blake3::Hasher::new();
-    hasher.update_mmap(path)?;
+    hasher.update_reader(file)?;
     Ok(hasher.finalize().to_hex().to_string())
 }
 

@@ -169,7 +169,7 @@ impl ChunkSet {
     /// Reads a set written by [`ChunkSet::write`] for the same corpus and spec.
     pub fn open(dir: &Path, spec: &ChunkerSpec) -> Result<ChunkSet> {
         let path = dir.join(CHUNKS_FILE);
-        let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let bytes = crate::input::text::read_bytes(&path, u64::MAX)?;
         let rows: Vec<(String, u32, u32, u32, String)> =
             serde_json::from_slice(&bytes).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
         let (chunks, prefixes) =

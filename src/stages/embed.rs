@@ -213,18 +213,29 @@ impl ModelInfo {
 }
 
 pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
-    read_model(models.join(id))
+    let info = read_model(models.join(id))?;
+    if info.id != id {
+        return Err(Error::input(
+            Location::file(&models.join(id).join("model.toml")),
+            format!("`id = {:?}` in the folder {id:?}: a model is named by its folder, so the two must agree", info.id),
+        ));
+    }
+    Ok(info)
 }
+
+/// The dimensions a model's vectors may have.
+pub const DIM_RANGE: std::ops::RangeInclusive<usize> = 1..=65_536;
+/// The tokens of a text a model may read (`max_length`).
+pub const MAX_LENGTH_RANGE: std::ops::RangeInclusive<usize> = 8..=32_768;
 
 /// The model a folder holds, as its `model.toml` describes it.
 pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
     let id = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let toml_path = dir.join("model.toml");
-    let text = fs::read_to_string(&toml_path).map_err(|_| Error::NotInstalled {
-        what: format!("model {id:?}"),
-        missing: toml_path.clone(),
-        hint: INSTALL_HINT,
-    })?;
+    if !toml_path.is_file() {
+        return Err(Error::NotInstalled { what: format!("model {id:?}"), missing: toml_path, hint: INSTALL_HINT });
+    }
+    let text = crate::input::text::read(&toml_path)?;
     let raw: ModelToml = toml::from_str(&text).map_err(|e| {
         let at =
             e.span().map_or_else(|| Location::file(&toml_path), |s| Location::at_offset(&toml_path, &text, s.start));
@@ -260,6 +271,22 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         if let Some((key, span)) = http_keys.first_given() {
             return Err(Error::input(at(span), format!("`{key}` is a key of an http model (`kind = \"http\"`)")));
         }
+    }
+    if let Some(d) = raw.dimensions.as_ref().filter(|d| !DIM_RANGE.contains(d.get_ref())) {
+        return Err(Error::input(
+            at(d.span()),
+            format!("`dimensions` must be within {}..={}", DIM_RANGE.start(), DIM_RANGE.end()),
+        ));
+    }
+    if let Some(m) = raw.max_length.as_ref().filter(|m| !MAX_LENGTH_RANGE.contains(m.get_ref())) {
+        return Err(Error::input(
+            at(m.span()),
+            format!(
+                "`max_length` must be within {}..={} tokens (what the model reads of each text)",
+                MAX_LENGTH_RANGE.start(),
+                MAX_LENGTH_RANGE.end()
+            ),
+        ));
     }
     let (kind, max_length, file_hash, tokenizer_hash) = match raw.kind {
         KindToml::Vectors => {
@@ -341,7 +368,7 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             let mut tokenizer = blake3::Hasher::new();
             for name in TOKENIZER_FILES {
                 let path = dir.join(name);
-                let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                let bytes = crate::input::text::read_bytes(&path, crate::input::text::MAX_TEXT_BYTES)?;
                 tokenizer.update(name.as_bytes()).update(&(bytes.len() as u64).to_le_bytes()).update(&bytes);
             }
             let kind = match pool {
@@ -354,7 +381,12 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
     let dim = match (&raw.dim, &kind) {
         (_, ModelKind::CrossEncoder { .. }) => 0,
         (None, _) => return Err(Error::input(Location::file(&toml_path), "missing `dim`")),
-        (Some(d), _) if *d.get_ref() == 0 => return Err(Error::input(at(d.span()), "dim must be at least 1")),
+        (Some(d), _) if !DIM_RANGE.contains(d.get_ref()) => {
+            return Err(Error::input(
+                at(d.span()),
+                format!("`dim` must be within {}..={} (a vector's dimensions)", DIM_RANGE.start(), DIM_RANGE.end()),
+            ))
+        }
         (Some(d), _) => *d.get_ref(),
     };
     Ok(ModelInfo {
@@ -592,7 +624,11 @@ impl Embedding for Embedder {
         let prefixed: Vec<String> = texts.iter().map(|t| self.info.prefixed(role, t)).collect();
         let all_or_nothing = |embedded: std::result::Result<Vec<Vec<f32>>, String>| match embedded {
             Ok(v) => (v.into_iter().map(Some).collect(), None),
-            Err(e) => (vec![None; texts.len()], Some(Error::Other(format!("embedding with {}: {e}", self.info.id)))),
+            Err(e) => {
+                let first: String = texts.first().map_or(String::new(), |t| t.chars().take(80).collect());
+                let what = format!("a batch of {} texts, the first {first:?}", texts.len());
+                (vec![None; texts.len()], Some(Error::Other(format!("embedding with {}: {e} ({what})", self.info.id))))
+            }
         };
         let (mut vectors, failed) = match &self.backend {
             // Already unit vectors, drawn exactly.
@@ -700,13 +736,22 @@ pub struct VectorCache {
 impl VectorCache {
     pub fn open(root: &Path, model: &ModelInfo) -> Result<VectorCache> {
         let dir = root.join("embeddings").join(model.key());
+        // Something else where a folder belongs (a file, a FIFO, a dangling link) would stop every
+        // run: it is not the cache's, so it is removed and the folder made, and said.
+        let mut replaced = Vec::new();
+        for path in [root.join("embeddings"), dir.clone()] {
+            if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_dir()) {
+                fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                replaced.push(format!("{} was not a folder: removed", path.display()));
+            }
+        }
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let mut cache = VectorCache {
             dir: dir.clone(),
             dim: model.dim,
             segments: Vec::new(),
             index: HashMap::new(),
-            repairs: Vec::new(),
+            repairs: replaced,
             verify_seconds: 0.0,
         };
         crate::atomic::remove_stale(&dir);
@@ -732,7 +777,7 @@ impl VectorCache {
     }
 
     fn map(&self, path: &Path) -> Result<Mmap> {
-        let file = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let (file, _) = crate::input::text::open_regular(path)?;
         // SAFETY: segments are never modified after they are renamed into place.
         unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))
     }

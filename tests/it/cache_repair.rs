@@ -123,6 +123,18 @@ fn a_stage_path_that_is_a_file_or_a_segment_that_is_a_folder_is_repaired() {
     assert!(chunks.is_dir(), "the chunk set is rebuilt in place");
     assert!(!segment.is_dir(), "the folder posing as a segment is gone; its texts were embedded again");
     ok(&f, &models);
+    // A file, then a FIFO, where the model's vector folder belongs: removed, said, re-embedded;
+    // never "File exists" on every later run, never a wait.
+    fs::remove_dir_all(&vectors).unwrap();
+    fs::write(&vectors, "not a folder").unwrap();
+    let stderr = ok(&f, &models);
+    assert!(stderr.contains("was not a folder: removed"), "{stderr}");
+    assert!(vectors.is_dir());
+    fs::remove_dir_all(&vectors).unwrap();
+    assert!(Command::new("mkfifo").arg(&vectors).status().unwrap().success());
+    let stderr = ok(&f, &models);
+    assert!(stderr.contains("was not a folder: removed"), "{stderr}");
+    ok(&f, &models);
 }
 
 #[test]

@@ -261,7 +261,8 @@ fn shards_on_a_users_chroma_build_each_collection_once() {
 }
 
 /// Each `[engines.NAME]` is read by its engine: an unknown engine, the other engine's secret key,
-/// credentials in the URL (never repeated) and an unset variable are refused at their line.
+/// credentials, a query, a fragment or a path in the URL (never repeated) and an unset variable
+/// are refused at their line.
 #[test]
 fn server_sections_are_read_by_their_engine_and_refused_at_their_line() {
     let docs = [("a.md", "# A\nTexto.\n")];
@@ -277,6 +278,10 @@ fn server_sections_are_read_by_their_engine_and_refused_at_their_line() {
         ),
         ("[engines.chroma]\nurl = \"https://u:s3cr3t@db:8000\"\n", 5, "the URL holds credentials"),
         ("[engines.chroma]\nurl = \"https://db:8000\"\n", 5, "TLS is not supported"),
+        // A token in the query, the fragment or the path is neither sent nor repeated.
+        ("[engines.chroma]\nurl = \"http://db:8000?token=s3cr3t\"\n", 5, "has a query or a fragment"),
+        ("[engines.chroma]\nurl = \"http://db:8000/#s3cr3t\"\n", 5, "has a query or a fragment"),
+        ("[engines.chroma]\nurl = \"http://db:8000/s3cr3t/api\"\n", 5, "a path is not taken"),
         (
             "[engines.chroma]\nurl = \"http://127.0.0.1:9\"\ntoken_env = \"RAGSWEEP_TEST_NOT_SET\"\n",
             5,

@@ -885,3 +885,86 @@ fn leaks_do_not_move_with_judgments_on_the_same_retrieval() {
     assert_eq!(leaks(&before), 1, "the restricted chapter is served at rank 2: {}", before["rows"][0]);
     assert_eq!(leaks(&after), leaks(&before), "the same retrieval leaks the same chunks");
 }
+
+/// Model settings out of their stated ranges (a dimension of 2³¹ or 0, `max_length` 0 or 10⁹,
+/// `dimensions = 0`) and a `model.toml` naming another model are refused at their line by
+/// `validate`, before anything is allocated or sent.
+#[test]
+fn model_settings_out_of_bounds_are_refused_at_their_line() {
+    let f = Fixture::new(
+        &[BENEFITS],
+        r#"[{"id": "q1", "question": "benefícios", "relevant": ["beneficios"]}]"#,
+        "name = \"m\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"dense\"\nmodel = \"mine\"\n",
+    );
+    let models = f.path().join("models");
+    std::fs::create_dir_all(models.join("mine")).unwrap();
+    for (toml, line, says) in [
+        ("id = \"mine\"\nkind = \"random\"\ndim = 2147483648\n", 3, "`dim` must be within 1..=65536"),
+        ("id = \"mine\"\nkind = \"random\"\ndim = 0\n", 3, "`dim` must be within 1..=65536"),
+        (
+            "id = \"mine\"\nkind = \"onnx\"\ndim = 8\npooling = \"mean\"\nmax_length = 0\n",
+            5,
+            "`max_length` must be within 8..=32768",
+        ),
+        (
+            "id = \"mine\"\nkind = \"onnx\"\ndim = 8\npooling = \"mean\"\nmax_length = 1000000000\n",
+            5,
+            "`max_length` must be within 8..=32768",
+        ),
+        (
+            "id = \"mine\"\nkind = \"http\"\ndim = 8\nurl = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ndimensions = 0\n",
+            6,
+            "`dimensions` must be within 1..=65536",
+        ),
+        ("id = \"minilm-l6\"\nkind = \"random\"\ndim = 8\n", 0, "a model is named by its folder"),
+    ] {
+        std::fs::write(models.join("mine/model.toml"), toml).unwrap();
+        let at = if line == 0 { "model.toml:".to_string() } else { format!("model.toml:{line}:") };
+        f.cmd()
+            .args(["validate", "exp.toml", "--models"])
+            .arg(&models)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(at).and(predicate::str::contains(says)));
+    }
+}
+
+/// Inputs too large to read whole (6 GiB, sparse) and FIFOs where a file belongs are refused
+/// in seconds, with their size and the cap; nothing waits on a writer that never comes.
+#[test]
+fn huge_inputs_and_fifos_are_refused_in_seconds() {
+    let experiment = "name = \"big\"\nunit = \"doc\"\nk = [1]\nlatency_cases = 0\n[[chunkers]]\nkind = \"none\"\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n";
+    let golden = r#"[{"id": "q1", "question": "benefícios", "relevant": ["beneficios"]}]"#;
+    let sparse = |path: &std::path::Path| {
+        let file = std::fs::File::create(path).unwrap();
+        file.set_len(6 << 30).unwrap();
+    };
+    let started = std::time::Instant::now();
+    // A golden set of 6 GiB.
+    let f = Fixture::new(&[BENEFITS], golden, experiment);
+    sparse(&f.path().join("golden.json"));
+    f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(
+        predicate::str::contains("golden.json").and(predicate::str::contains("6442450944 bytes, over the cap of")),
+    );
+    // A JSONL corpus of one 6 GiB line.
+    let f = Fixture::new(&[BENEFITS], golden, experiment);
+    let exp =
+        std::fs::read_to_string(f.path().join("exp.toml")).unwrap().replace("path = \"docs\"", "path = \"c.jsonl\"");
+    std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+    sparse(&f.path().join("c.jsonl"));
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("c.jsonl:1").and(predicate::str::contains("over the cap of")));
+    // The experiment itself, and a FIFO posing as it.
+    let f = Fixture::new(&[BENEFITS], golden, experiment);
+    sparse(&f.path().join("big.toml"));
+    f.cmd().args(["validate", "big.toml"]).assert().code(2).stderr(predicate::str::contains("over the cap of"));
+    let status = std::process::Command::new("mkfifo").arg(f.path().join("fifo.toml")).status().unwrap();
+    assert!(status.success());
+    f.cmd().args(["validate", "fifo.toml"]).timeout(std::time::Duration::from_secs(20)).assert().code(2);
+    assert!(started.elapsed().as_secs() < 30, "refused in seconds: {:?}", started.elapsed());
+}
