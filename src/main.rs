@@ -63,8 +63,7 @@ enum Command {
     /// Install or list the embedding models and ONNX Runtime
     #[command(subcommand)]
     Models(cli::models::Action),
-    /// Install the serving engines that bench-filter --engine measures (PostgreSQL + pgvector)
-    #[command(subcommand)]
+    #[command(subcommand, about = cli::engines::about())]
     Engines(cli::engines::Action),
     /// Print shell completions (bash, zsh, fish, elvish, powershell)
     Completions {

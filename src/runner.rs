@@ -570,18 +570,15 @@ pub fn run_with<'e>(
         };
         let t = Instant::now();
         let cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices, &prepared.models);
-        let (mut cell_rows, cell_slices) =
-            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &cost);
+        let measured = aggregate::Measured { cost, latency, engine_plan: plans };
+        let (cell_rows, cell_slices) =
+            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &measured);
         aggregate_seconds += t.elapsed().as_secs_f64();
         on_cell(&results)?;
         decision_values.push(CellValues {
             cell: cell.id.clone(),
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
         });
-        for row in &mut cell_rows {
-            row.latency = latency.clone();
-            row.engine_plan = plans.clone();
-        }
         rows.extend(cell_rows);
         slices.extend(cell_slices);
     }

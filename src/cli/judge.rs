@@ -107,11 +107,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    if let Some(d) = decider.as_ref().filter(|_| order == Order::Decision) {
+    // A pool of some cells or cases holds only what can help them: the stop rule would call the
+    // decision settled on units that were never asked about it, so it does not speak there.
+    let restricted = !cells.is_empty() || !cases.is_empty();
+    let decision_order = order == Order::Decision && !restricted;
+    if restricted {
+        eprintln!(
+            "a pool restricted by {}: judged in its own order, and it cannot settle the decision (judging the whole pool can: ragsweep judge {})",
+            [(!cells.is_empty()).then_some("--cells"), (!cases.is_empty()).then_some("--cases")]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" and "),
+            run.display()
+        );
+    }
+    if let Some(d) = decider.as_ref().filter(|_| decision_order) {
         eprintln!("decision on tuning ({}): {}", decision_cut, d.now().describe());
     }
     if let Some(file) = export {
-        if let Some(d) = decider.as_ref().filter(|_| order == Order::Decision) {
+        if let Some(d) = decider.as_ref().filter(|_| decision_order) {
             let (verdict, contenders) = d.verdict(&pool)?;
             if let Some(message) = verdict.message(d.now(), pool.len(), &run) {
                 eprintln!("{message}");
@@ -152,7 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         path: &exp.judgments,
         who: &who,
         decider,
-        decision_order: order == Order::Decision,
+        decision_order,
         whole_pool,
         trace,
         run: &run,

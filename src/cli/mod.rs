@@ -84,10 +84,26 @@ pub(crate) struct Dirs {
     /// HNSW graphs; default ./cache).
     #[arg(long, env = "RAGSWEEP_CACHE")]
     cache: Option<PathBuf>,
-    /// Installed serving engines, for cells with engine = "pg" (scripts/install-engines.sh;
-    /// default ./engines when it exists, else ~/.local/share/ragsweep/engines).
-    #[arg(long, env = "RAGSWEEP_ENGINES")]
+    #[arg(long, env = "RAGSWEEP_ENGINES", help = engines_help())]
     engines: Option<PathBuf>,
+}
+
+/// The help of `--engines`, naming every engine of the registry.
+fn engines_help() -> String {
+    format!(
+        "Installed serving engines, for cells with engine = {} (scripts/install-engines.sh; default ./engines when it exists, else ~/.local/share/ragsweep/engines)",
+        engine_list(" or ")
+    )
+}
+
+/// The registry's engines as `"pg", "milvus" or "chroma"`.
+pub(crate) fn engine_list(last: &str) -> String {
+    let names: Vec<String> = ragsweep::engine::servers::engine_names().iter().map(|n| format!("\"{n}\"")).collect();
+    match names.split_last() {
+        Some((tail, [])) => tail.clone(),
+        Some((tail, head)) => format!("{}{last}{tail}", head.join(", ")),
+        None => String::new(),
+    }
 }
 
 impl Dirs {

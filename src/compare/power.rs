@@ -145,6 +145,22 @@ impl Plan {
         if n < 30 {
             let _ = writeln!(out, "  (standard deviations estimated from {n} cases: treat these counts as rough)");
         }
+        // The closest rival: what separating it from the planned cell takes, against what there is.
+        if let Some(p) = self
+            .pairs
+            .iter()
+            .filter(|p| p.mean_diff != 0.0)
+            .min_by(|a, b| a.mean_diff.abs().total_cmp(&b.mean_diff.abs()).then_with(|| a.cell.cmp(&b.cell)))
+        {
+            let _ = writeln!(
+                out,
+                "  to separate {} and {} (observed difference {:+.4}): {}; you have {n}",
+                self.cell,
+                p.cell,
+                p.mean_diff,
+                p.needed_observed.map_or_else(|| count(None), |k| format!("about {k} questions"))
+            );
+        }
         if self.pairs.len() > 1 {
             let mut needed: Vec<f64> =
                 self.pairs.iter().map(|p| p.needed.map_or(f64::INFINITY, |n| n as f64)).collect();

@@ -104,14 +104,34 @@ fn parity_of(keys: &[String], mine: &[&CaseResult]) -> (Ordered<usize>, Ordered<
     (Ordered::of_keys(keys, under), Ordered::of_keys(keys, recall))
 }
 
+/// What a run measured of a cell beside its case results: its cost, its latency and the plan
+/// its engine chose. A run measures it; `rescore` and `merge` carry the written row's as is, so
+/// the one function that makes a row ([`aggregate_cell`]) makes the same row in all three.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub cost: CellCost,
+    pub latency: Option<crate::results::Latency>,
+    pub engine_plan: Ordered<String>,
+}
+
+impl Measured {
+    /// What `row` (a row a run wrote) says was measured.
+    pub fn of(row: &Row) -> Measured {
+        Measured { cost: row.cost.clone(), latency: row.latency.clone(), engine_plan: row.engine_plan.clone() }
+    }
+}
+
+/// A cell's rows (one per split with cases) and slices, from its case results and what the run
+/// measured of it; standing (`vs best`) is left to the selection over every finished row.
 pub fn aggregate_cell(
     exp: &Experiment,
     cell: &Cell,
     results: &[CaseResult],
     slices_of: &HashMap<String, (Vec<Tag>, Vec<String>)>,
     golden_tags: &[String],
-    cost: &CellCost,
+    measured: &Measured,
 ) -> (Vec<Row>, Vec<SliceRow>) {
+    let cost = &measured.cost;
     let columns = exp.columns();
     let names: Vec<String> = columns.iter().map(MetricAt::to_string).collect();
     let means_of = |mine: &[&CaseResult]| -> Ordered<Mean> {
@@ -173,14 +193,14 @@ pub fn aggregate_cell(
                     .collect();
                 (counts.iter().sum(), counts.iter().filter(|&&n| n > 0).count())
             }),
-            latency: None,
+            latency: measured.latency.clone(),
             cost: cost.clone(),
             ctx_tokens: Ordered::of_keys(&cuts, ctx_tokens),
             usd_per_1k_queries: Ordered::of_keys(&cuts, usd_per_1k),
             short_lists: Ordered::of_keys(&cuts, (0..cuts.len()).map(|i| mine.iter().filter(|r| r.short[i]).count())),
             under_return: parity.0,
             recall_vs_oracle: parity.1,
-            engine_plan: Ordered::default(),
+            engine_plan: measured.engine_plan.clone(),
             abstain: floor.map(|(floor, calibrated)| AbstainRow {
                 floor,
                 calibrated,

@@ -721,12 +721,11 @@ fn thin_labels(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Option<
         ));
     }
     Some(format!(
-        "labels are thin: the selected cell {}'s judged@{k} on tuning is {judged:.2} (below {JUDGED_FLOOR}); {} sit above its first relevant item in {}: some of its misses may be answers nobody labelled; judge them (`ragsweep judge {} --cells {}`), then `ragsweep rescore`",
+        "labels are thin: the selected cell {}'s judged@{k} on tuning is {judged:.2} (below {JUDGED_FLOOR}); {} sit above its first relevant item in {}: some of its misses may be answers nobody labelled; judge the pool in decision order (`ragsweep judge {}`), then `ragsweep rescore`",
         s.cell,
         crate::words::count(above, "unjudged unit"),
         crate::words::count(cases, "case"),
         shown.map_or_else(|| "RUN".into(), |p| shell_word(&p.display().to_string())),
-        s.cell
     ))
 }
 

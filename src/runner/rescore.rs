@@ -206,14 +206,14 @@ impl Recorded {
                 }
                 continue;
             }
-            let (mut cell_rows, cell_slices) =
-                aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &written[0].cost);
-            for row in &mut cell_rows {
-                if let Some(theirs) = written.iter().find(|w| w.split == row.split) {
-                    row.latency = theirs.latency.clone();
-                    row.cost = theirs.cost.clone();
-                }
-            }
+            let (cell_rows, cell_slices) = aggregate::aggregate_cell(
+                exp,
+                cell,
+                &results,
+                &slices_of,
+                &golden_tags,
+                &aggregate::Measured::of(written[0]),
+            );
             rows.extend(cell_rows);
             slices.extend(cell_slices);
         }

@@ -104,7 +104,12 @@ fn plan_check_alpha_fail_on_and_health() {
         .success()
         .stdout(predicate::str::contains("hit@1 on all splits, cell c01"))
         .stdout(predicate::str::is_match(r"\| c05 \| [^|]+ \| 40 \| [-+]\d\.\d{4} \| \d\.\d{3} \| \d+ \| ").unwrap())
-        .stdout(predicate::str::contains("width of a mean's 95% interval"));
+        .stdout(predicate::str::contains("width of a mean's 95% interval"))
+        // The line that closes the loop: what separating the closest rival takes, and what there is.
+        .stdout(
+            predicate::str::is_match(r"to separate c01 and c05 \(observed difference [-+]\d\.\d{4}\): (about \d+ questions|not reachable \(> \d+ cases\)); you have 40")
+                .unwrap(),
+        );
     // By default plan counts on tuning, where selection decides; it takes the run commands' dirs.
     f.cmd()
         .arg("plan")

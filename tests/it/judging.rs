@@ -347,6 +347,19 @@ fn decision_order_stops_when_the_units_left_cannot_change_the_pick() {
     assert!(out.contains("; the outcomes differ on whether c01 is shown worse: judging on"), "{out}");
     assert_eq!(steps[1]["open"], serde_json::json!(["c01"]), "{out}");
 
+    // A pool of some cells' units says what it is and never that the decision is settled: the
+    // units of the other cells were never asked about.
+    for restriction in [["--cells", "c02"], ["--cases", "q1"]] {
+        let session = f.cmd().args(["judge", run_arg]).args(restriction).write_stdin("q\n").assert().success();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&session.get_output().stdout),
+            String::from_utf8_lossy(&session.get_output().stderr)
+        );
+        assert!(said.contains(&format!("a pool restricted by {}", restriction[0])), "{said}");
+        assert!(!said.contains("settled:") && !said.contains("confident:"), "{said}");
+    }
+
     // The most valuable units first: an export limited to three holds three of c01's decoys.
     let pool = f.path().join("pool.jsonl");
     f.cmd().args(["judge", run_arg, "--limit", "3", "--export"]).arg(&pool).assert().success();
