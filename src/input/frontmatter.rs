@@ -163,8 +163,8 @@ pub fn split<'a>(path: &Path, raw: &'a str, rules: &AccessKey) -> Result<(FrontM
 }
 
 /// JSON front matter (Hugo's): one object from the line `open_index`, read whole by serde_json
-/// (a key given twice anywhere is an error, see [`no_duplicate_keys`]); the text starts after
-/// the line that closes it.
+/// (a key given twice anywhere is an error, see [`crate::input::access_key::no_duplicate_keys`]);
+/// the text starts after the line that closes it.
 fn split_json<'a>(path: &Path, raw: &'a str, open_index: usize, rules: &AccessKey) -> Result<(FrontMatter, &'a str)> {
     let start: usize = raw.split_inclusive('\n').take(open_index).map(str::len).sum();
     let first_line = open_index + 1;

@@ -737,10 +737,12 @@ impl VectorCache {
     pub fn open(root: &Path, model: &ModelInfo) -> Result<VectorCache> {
         let dir = root.join("embeddings").join(model.key());
         // Something else where a folder belongs (a file, a FIFO, a dangling link) would stop every
-        // run: it is not the cache's, so it is removed and the folder made, and said.
+        // run: it is not the cache's, so it is removed and the folder made, and said. A link to
+        // a folder (the cache on another disk) is a folder.
         let mut replaced = Vec::new();
         for path in [root.join("embeddings"), dir.clone()] {
-            if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_dir()) {
+            let there = fs::symlink_metadata(&path).is_ok();
+            if there && !fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
                 fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
                 replaced.push(format!("{} was not a folder: removed", path.display()));
             }

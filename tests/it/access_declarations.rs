@@ -193,6 +193,16 @@ enum Shape {
     Lenient(&'static str),
     Jsonl,
     JsonlNested,
+    /// Hugo's JSON front matter: on many lines, on one, in an HTML page; a key given twice.
+    Json,
+    JsonOneLine,
+    JsonHtml,
+    JsonTwice,
+    /// A complex key only a parser reads as the access key.
+    ComplexKey,
+    /// A JSONL record naming the access key twice, or holding a whole file's front matter.
+    JsonlTwice,
+    JsonlTextFrontMatter,
 }
 
 impl Shape {
@@ -207,6 +217,9 @@ impl Shape {
                 | Shape::HtmlFrontMatter
                 | Shape::ExplicitKey
                 | Shape::EscapedKey
+                | Shape::Json
+                | Shape::JsonOneLine
+                | Shape::JsonHtml
         )
     }
 
@@ -249,6 +262,25 @@ impl Shape {
                 "corpus.jsonl",
                 format!("{{\"id\": \"secret\", \"text\": \"O segredo da zebra listrada.\", \"meta\": {{\"params\": {{\"acl\": {json}}}}}}}\n"),
             ),
+            Shape::Json => ("secret.md", format!("{{\n  \"title\": \"Segredo\",\n  \"acl\": {json}\n}}\n{body}")),
+            Shape::JsonOneLine => ("secret.md", format!("{{\"acl\": {json}}}\n{body}")),
+            Shape::JsonHtml => (
+                "secret.html",
+                format!("{{\"acl\": {json}}}\n<html><body><p>O segredo da zebra listrada.</p></body></html>\n"),
+            ),
+            Shape::JsonTwice => ("secret.md", format!("{{\"acl\": {json}, \"acl\": []}}\n{body}")),
+            Shape::ComplexKey => ("secret.md", format!("---\n? [acl]\n: [{yaml}]\n---\n{body}")),
+            Shape::JsonlTwice => (
+                "corpus.jsonl",
+                format!("{{\"id\": \"secret\", \"text\": \"O segredo da zebra listrada.\", \"acl\": {json}, \"acl\": []}}\n"),
+            ),
+            Shape::JsonlTextFrontMatter => (
+                "corpus.jsonl",
+                format!(
+                    "{{\"id\": \"secret\", \"text\": {}}}\n",
+                    serde_json::to_string(&format!("---\nacl: [{yaml}]\n---\nO segredo da zebra listrada.")).unwrap()
+                ),
+            ),
         }
     }
 }
@@ -290,10 +322,21 @@ fn shapes() -> impl proptest::strategy::Strategy<Value = Shape> {
             "params: {acl: [GROUP]}",
             "blocks: [{acl: [GROUP]}]",
             "base: &b {acl: [GROUP]}",
+            "!!str acl: [GROUP]",
+            "!<tag:yaml.org,2002:str> acl: [GROUP]",
+            "name: &k acl\n*k : [GROUP]",
+            "\"a\\\n  cl\": [GROUP]",
         ])
         .prop_map(Shape::Lenient),
         Just(Shape::Jsonl),
         Just(Shape::JsonlNested),
+        Just(Shape::Json),
+        Just(Shape::JsonOneLine),
+        Just(Shape::JsonHtml),
+        Just(Shape::JsonTwice),
+        Just(Shape::ComplexKey),
+        Just(Shape::JsonlTwice),
+        Just(Shape::JsonlTextFrontMatter),
     ]
 }
 
