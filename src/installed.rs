@@ -19,11 +19,14 @@ pub fn default_dir_of(name: &str) -> PathBuf {
     data.map_or(local, |d| d.join("ragsweep").join(name))
 }
 
-/// The sha256 of a file's bytes, as lower-case hex.
+/// The sha256 of a file's bytes, as lower-case hex: streamed (a model's extra file of a GiB
+/// costs a buffer, not a GiB), from a regular file only (never waiting on a FIFO).
 pub fn sha256_of(path: &Path) -> Result<String> {
     use sha2::Digest;
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    Ok(format!("{:x}", sha2::Sha256::digest(&bytes)))
+    let (mut file, _) = crate::input::text::open_regular(path)?;
+    let mut hasher = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(|e| Error::io(path, e))?;
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 /// `installed.json`, written by the installer (`scripts/install_record.py`): each file's size
