@@ -324,9 +324,12 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
     let mut stopped = false;
     let mut last: Option<(String, String, u32)> = None;
     let mut contenders: Vec<(String, f64)> = Vec::new();
+    // A skip leaves the decision and the order as they were: they are computed again (and
+    // traced) only after a grade, so a replay that skips most of a large pool stays linear.
+    let mut changed = true;
     loop {
         let left = remaining.len() + skipped.len() + usize::from(again.is_some());
-        if let Some(d) = decider.as_deref_mut() {
+        if let Some(d) = decider.as_deref_mut().filter(|_| std::mem::take(&mut changed)) {
             // After the stop rule spoke (judging on with `whole_pool`), only the decision is traced.
             let verdict = if decision_order && !stopped {
                 let unjudged: Vec<PoolItem> =
@@ -401,6 +404,7 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
                 }
             },
             Answer::Back => {
+                changed = true;
                 let previous = history.pop();
                 match earlier {
                     Some(g) => history.push((item, g)),
@@ -429,6 +433,7 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
                     relevant.push(item.id.clone());
                 }
                 report.answered += usize::from(earlier.is_none());
+                changed = true;
                 last = Some((item.case.clone(), item.id.clone(), grade));
                 history.push((item, grade));
             }

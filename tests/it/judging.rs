@@ -545,3 +545,34 @@ fn a_rescored_run_says_each_warning_once() {
         assert_eq!(text.matches(warning).count(), 1, "{file}: {text}");
     }
 }
+
+/// A replay that grades one unit of a large pool, stdin closed: every unit it does not grade is
+/// skipped without the decision being scored or traced again, so it ends, with one trace line
+/// for the start and one for the grade.
+#[test]
+fn a_replay_that_skips_most_of_the_pool_ends_and_traces_only_what_changed() {
+    let f = decoys(20, 4);
+    let run = f.run();
+    let run_arg = run.to_str().unwrap();
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run_arg, "--order", "returned", "--export"]).arg(&pool).assert().success();
+    let mut units = lines(&pool);
+    assert!(units.len() > 10, "{}", units.len());
+    units[0]["grade"] = serde_json::json!(0);
+    let graded: Vec<String> = units.iter().map(Value::to_string).collect();
+    std::fs::write(&pool, graded.join("\n") + "\n").unwrap();
+    let trace = f.path().join("trace.jsonl");
+    let session = f
+        .cmd()
+        .args(["judge", run_arg, "--replay"])
+        .arg(&pool)
+        .arg("--trace")
+        .arg(&trace)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success();
+    let out = String::from_utf8(session.get_output().stdout.clone()).unwrap();
+    assert!(out.contains("1 judged"), "{out}");
+    let steps = lines(&trace);
+    assert!(steps.len() <= 2, "a line at the start and one after the grade, none per skip: {steps:?}");
+}
