@@ -223,14 +223,9 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
                 })
             })
             .collect::<Result<_>>()?;
-        let (recomputed, recomputed_slices) = aggregate::aggregate_cell(
-            exp,
-            cell,
-            &results,
-            &slices_of,
-            &golden_tags,
-            &aggregate::Measured::of(written[0]),
-        );
+        let measured = aggregate::Measured::of(written[0]);
+        let (recomputed, recomputed_slices) =
+            aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &measured);
         if recomputed.len() != written.len() {
             return Err(bad(
                 &matrix_path,

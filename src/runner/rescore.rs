@@ -206,14 +206,9 @@ impl Recorded {
                 }
                 continue;
             }
-            let (cell_rows, cell_slices) = aggregate::aggregate_cell(
-                exp,
-                cell,
-                &results,
-                &slices_of,
-                &golden_tags,
-                &aggregate::Measured::of(written[0]),
-            );
+            let measured = aggregate::Measured::of(written[0]);
+            let (cell_rows, cell_slices) =
+                aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &measured);
             rows.extend(cell_rows);
             slices.extend(cell_slices);
         }
