@@ -22,6 +22,10 @@ use crate::input::golden::GoldenCase;
 use crate::stages::chunk::ChunkSet;
 use crate::stages::embed::{normalize, Role};
 
+/// The smallest norm a brought vector may have: below it (zero, or values like 1e-45) its
+/// direction is lost to rounding and it would never be retrieved.
+pub const MIN_NORM: f64 = 1e-12;
+
 /// Prefix of an id that names a text by its SHA-256.
 const SHA256: &str = "sha256:";
 
@@ -68,8 +72,8 @@ struct Table {
 
 impl Table {
     /// Reads one side of a vectors model's folder, refusing (at the file and line) vectors of
-    /// another dimension than `dim` (any, when `dim` is 0) and vectors that are zero or not
-    /// finite. Repeated ids are refused by [`Lookup::new`].
+    /// another dimension than `dim` (any, when `dim` is 0) and vectors that are not finite or
+    /// whose norm is under [`MIN_NORM`] (zero, or denormals no cosine can rank). Repeated ids are refused by [`Lookup::new`].
     fn read(dir: &Path, role: Role, dim: usize) -> Result<Table> {
         let files = files(dir, role)?;
         let mut table = match &files[..] {
@@ -78,10 +82,14 @@ impl Table {
             _ => unreachable!("one file or two"),
         };
         for (row, v) in table.vectors.chunks_exact_mut(table.dim).enumerate() {
-            if v.iter().any(|x| !x.is_finite()) || v.iter().all(|&x| x == 0.0) {
+            let norm = v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+            if v.iter().any(|x| !x.is_finite()) || norm < MIN_NORM {
                 return Err(Error::input(
                     Location::line(&table.named_in, table.lines[row]),
-                    format!("the vector of {:?} is zero or not finite", table.ids[row]),
+                    format!(
+                        "the vector of {:?} is zero, not finite or too short to rank (norm {norm:e}, at least {MIN_NORM:e})",
+                        table.ids[row]
+                    ),
                 ));
             }
             normalize(v);

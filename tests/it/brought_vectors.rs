@@ -233,7 +233,15 @@ fn a_missing_extra_repeated_or_misshapen_vector_is_refused_at_its_line() {
         lines[1] = serde_json::json!({"id": row["id"], "vector": vec![0.0; DIM]}).to_string();
         lines.iter().map(|l| format!("{l}\n")).collect()
     });
-    assert!(zero.contains("passages.jsonl:2: the vector of") && zero.contains("is zero or not finite"), "{zero}");
+    assert!(zero.contains("passages.jsonl:2: the vector of") && zero.contains("is zero, not finite"), "{zero}");
+    // Denormals (1e-45): not zero, but no cosine could rank them.
+    let tiny = refused_passages(|text| {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        let row: Value = serde_json::from_str(&lines[1]).unwrap();
+        lines[1] = serde_json::json!({"id": row["id"], "vector": vec![1e-45f32; DIM]}).to_string();
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    });
+    assert!(tiny.contains("passages.jsonl:2: the vector of") && tiny.contains("too short to rank"), "{tiny}");
 }
 
 #[test]
