@@ -129,7 +129,7 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
         if hugo.iter().any(|n| has(n)) && f.join("content").is_dir() {
             bases.extend([f.join("content"), f.to_path_buf()]);
         } else if let Some(config) = ["mkdocs.yml", "mkdocs.yaml"].iter().find(|n| has(n)) {
-            let text = std::fs::read_to_string(f.join(config)).unwrap_or_default();
+            let text = crate::input::text::site_config(&f.join(config)).unwrap_or_default();
             bases.extend([f.join(mkdocs_docs_dir(&text)), f.to_path_buf()]);
         } else if ["docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs"].iter().any(|n| has(n)) {
             bases.extend([f.join("docs"), f.to_path_buf()]);

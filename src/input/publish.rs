@@ -47,7 +47,7 @@ pub struct MkDocsSite {
 impl MkDocsSite {
     /// The rules of the project whose `mkdocs.yml` is `config`; `None` when it has none.
     pub fn read(config: &Path) -> Option<MkDocsSite> {
-        let text = std::fs::read_to_string(config).ok()?;
+        let text = crate::input::text::site_config(config)?;
         let project = config.parent()?;
         let docs = project.join(crate::input::includes::mkdocs_docs_dir(&text));
         let mut rules = Vec::new();

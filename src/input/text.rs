@@ -32,6 +32,20 @@ pub fn document(path: &Path) -> Result<String> {
 /// document): 1 GiB. A larger one is refused with its size before a byte is read.
 pub const MAX_TEXT_BYTES: u64 = 1 << 30;
 
+/// The largest site configuration read (`mkdocs.yml`): 1 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A site's configuration file as text, when it is a regular file of its folder (not a link,
+/// which could lead anywhere) of at most [`MAX_CONFIG_BYTES`]; `None` otherwise, so a link to
+/// a 2 GiB file is never read.
+pub fn site_config(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() || meta.len() > MAX_CONFIG_BYTES {
+        return None;
+    }
+    String::from_utf8(read_bytes(path, MAX_CONFIG_BYTES).ok()?).ok()
+}
+
 /// The longest line of a file read line by line (a JSONL corpus or golden set): 256 MiB.
 pub const MAX_LINE_BYTES: u64 = 256 << 20;
 

@@ -502,3 +502,35 @@ fn includes_are_read_in_place_and_an_included_access_list_is_refused() {
         .stderr(predicate::str::contains("install.md:5:1: includes"))
         .stderr(predicate::str::contains("declares its own access list"));
 }
+
+/// An `mkdocs.yml` that is a link (here to a file outside the corpus, as a 2 GiB file could be)
+/// is not read: its `exclude_docs` leaves nothing out, and its target is never opened.
+#[test]
+fn a_site_config_that_links_out_of_the_corpus_is_not_read() {
+    let docs = [
+        ("book/pages/internal/notes.md", "# Notes\n\nInternal notes on cached wheels.\n"),
+        ("book/pages/start.md", "# Start\n\nOpen the portal and sign in.\n"),
+    ];
+    let exp = "name = \"linked\"\nunit = \"doc\"\nk = [1]\nmetrics = [\"hit\"]\nlatency_cases = 0\n\
+               [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n";
+    let golden = r#"[{"id": "q1", "question": "portal sign in", "relevant": ["book/pages/start"]}]"#;
+    let f = common::Fixture::new(&docs, golden, exp);
+    let outside = f.path().join("outside.yml");
+    std::fs::write(&outside, "site_name: Book\ndocs_dir: pages\nexclude_docs: |\n  /internal/\n").unwrap();
+    std::os::unix::fs::symlink(&outside, f.path().join("docs/book/mkdocs.yml")).unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 cells, 2 documents"))
+        .stdout(predicate::str::contains("exclude_docs in mkdocs.yml").not());
+    // The same file in place is read: its rule leaves the internal notes out.
+    std::fs::remove_file(f.path().join("docs/book/mkdocs.yml")).unwrap();
+    std::fs::copy(&outside, f.path().join("docs/book/mkdocs.yml")).unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 cells, 1 documents").or(predicate::str::contains("1 cells, 1 document")))
+        .stdout(predicate::str::contains("notes.md (exclude_docs in mkdocs.yml)"));
+}
