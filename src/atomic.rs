@@ -7,7 +7,6 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// Writes `bytes` to `path` through a temporary file in the same directory.
 /// Refuses to write `output` when it is one of `inputs` (named by what each is) or lies inside
 /// one that is a folder: compared as real paths, so `./g.json`, a link to it and its absolute
 /// path are one file.
@@ -32,6 +31,7 @@ pub fn refuse_overwriting(output: &Path, inputs: &[(&str, &Path)]) -> Result<()>
     Ok(())
 }
 
+/// Writes `bytes` to `path` through a temporary file in the same directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |out| out.write_all(bytes))
 }

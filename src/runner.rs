@@ -563,8 +563,10 @@ pub fn run_with<'e>(
         let (results, latency, plans) = match with_plans {
             Ok(done) => done,
             Err(e) => {
+                // Written to the manifest too: what a server echoed is scrubbed of secrets first.
+                let e = crate::secret::scrub(&e.to_string());
                 pb.suspend(|| eprintln!("warning: cell {} failed, the other cells go on: {e}", cell.id));
-                failed.push((cell.id.clone(), e.to_string()));
+                failed.push((cell.id.clone(), e));
                 continue;
             }
         };

@@ -65,11 +65,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run = output::resolve_run(&run)?;
     let options = dirs.options_of_run(&run, false);
     let (exp, prepared) = runner::load_run(&run, &options)?;
-    for output in export.iter().chain(trace.iter()) {
-        exp.check_output(output)?;
-        if let Some(replay) = replay.as_ref() {
-            ragsweep::atomic::refuse_overwriting(output, &[("replay file", replay.as_path())])?;
-        }
+    let inputs: Vec<(&str, &std::path::Path)> =
+        exp.inputs().into_iter().chain(replay.as_deref().map(|r| ("replay file", r))).collect();
+    for output in export.iter().chain(&trace) {
+        ragsweep::atomic::refuse_overwriting(output, &inputs)?;
     }
     let who = who.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "unknown".into());
     if let Some(file) = import {

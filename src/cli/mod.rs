@@ -92,16 +92,16 @@ pub(crate) struct Dirs {
 fn engines_help() -> String {
     format!(
         "Installed serving engines, for cells with engine = {} (scripts/install-engines.sh; default ./engines when it exists, else ~/.local/share/ragsweep/engines)",
-        engine_list(" or ")
+        engine_list()
     )
 }
 
 /// The registry's engines as `"pg", "milvus" or "chroma"`.
-pub(crate) fn engine_list(last: &str) -> String {
+fn engine_list() -> String {
     let names: Vec<String> = ragsweep::engine::servers::engine_names().iter().map(|n| format!("\"{n}\"")).collect();
     match names.split_last() {
-        Some((tail, [])) => tail.clone(),
-        Some((tail, head)) => format!("{}{last}{tail}", head.join(", ")),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
         None => String::new(),
     }
 }

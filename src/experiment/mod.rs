@@ -192,7 +192,8 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    /// What a run of the experiment reads, by what it is: no output may be written over one.
+    /// What a run of the experiment reads, by what it is: no output may be written over one
+    /// (`atomic::refuse_overwriting`).
     pub fn inputs(&self) -> [(&'static str, &Path); 4] {
         [
             ("experiment", self.file.as_path()),
@@ -200,12 +201,6 @@ impl Experiment {
             ("judgments", self.judgments.as_path()),
             ("corpus", self.corpus_path.as_path()),
         ]
-    }
-
-    /// Refuses `output` when it is one of the run's inputs (or inside the corpus folder), so a
-    /// command's output never replaces what the run was measured on.
-    pub fn check_output(&self, output: &Path) -> Result<()> {
-        crate::atomic::refuse_overwriting(output, &self.inputs())
     }
 
     /// For each cell, the first earlier cell of the whole grid whose embeddings and whose

@@ -329,7 +329,8 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
     let mut changed = true;
     loop {
         let left = remaining.len() + skipped.len() + usize::from(again.is_some());
-        if let Some(d) = decider.as_deref_mut().filter(|_| std::mem::take(&mut changed)) {
+        let rescore = std::mem::take(&mut changed);
+        if let Some(d) = decider.as_deref_mut().filter(|_| rescore) {
             // After the stop rule spoke (judging on with `whole_pool`), only the decision is traced.
             let verdict = if decision_order && !stopped {
                 let unjudged: Vec<PoolItem> =

@@ -291,7 +291,7 @@ impl RunWriter {
         let path = staging.join("per_query.jsonl");
         self.per_query.flush().map_err(|e| Error::io(&path, e))?;
         self.per_query.get_ref().sync_all().map_err(|e| Error::io(&path, e))?;
-        run.manifest.per_query_blake3 = Some(crate::stages::cache::file_hash(&path).map_err(|e| Error::io(&path, e))?);
+        run.manifest.per_query_blake3 = Some(crate::stages::cache::file_hash(&path)?);
         write_misses(&staging, run)?;
         run.manifest.experiment.file_from_run = relative_to(&dir, &run.manifest.experiment.file);
         let exporters: [&dyn Exporter; 3] = [&matrix::Csv, &matrix::Json, &matrix::Markdown { compact: false }];

@@ -74,7 +74,7 @@ impl Recorded {
         // otherwise be scored like a retrieval.
         let per_query = run.join("per_query.jsonl");
         if let Some(recorded) = &manifest.per_query_blake3 {
-            if crate::stages::cache::file_hash(&per_query).map_err(|e| Error::io(&per_query, e))? != *recorded {
+            if crate::stages::cache::file_hash(&per_query)? != *recorded {
                 return Err(Error::StaleRun {
                     run: run.to_path_buf(),
                     why: "per_query.jsonl is not what the run wrote (its blake3 differs from the manifest's): refusing to rescore edited rankings; run the experiment again".into(),

@@ -73,7 +73,8 @@ struct Table {
 impl Table {
     /// Reads one side of a vectors model's folder, refusing (at the file and line) vectors of
     /// another dimension than `dim` (any, when `dim` is 0) and vectors that are not finite or
-    /// whose norm is under [`MIN_NORM`] (zero, or denormals no cosine can rank). Repeated ids are refused by [`Lookup::new`].
+    /// whose norm is under [`MIN_NORM`] (zero, or denormals no cosine can rank). Repeated ids
+    /// are refused by [`Lookup::new`].
     fn read(dir: &Path, role: Role, dim: usize) -> Result<Table> {
         let files = files(dir, role)?;
         let mut table = match &files[..] {

@@ -160,15 +160,11 @@ fn verify(dir: &Path) -> Result<BuildRecord, String> {
 }
 
 /// The blake3 of a file's bytes, as hex: how the cache and a run's manifest check their files.
-pub fn file_hash(path: &Path) -> std::io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // Opened without blocking and checked: a FIFO in its place is an error, not a wait.
-    let file = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
+pub fn file_hash(path: &Path) -> Result<String> {
+    // A FIFO in its place is an error, not a wait.
+    let (file, _) = crate::input::text::open_regular(path)?;
     let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(file)?;
+    hasher.update_reader(file).map_err(|e| Error::io(path, e))?;
     Ok(hasher.finalize().to_hex().to_string())
 }
 
@@ -192,7 +188,7 @@ fn write_record(dir: &Path, build: BuildRecord) -> Result<()> {
     let mut files = BTreeMap::new();
     for name in names {
         let path = dir.join(&name);
-        files.insert(name, file_hash(&path).map_err(|e| Error::io(&path, e))?);
+        files.insert(name, file_hash(&path)?);
     }
     let path = dir.join(RECORD);
     let record = Record { build, files };

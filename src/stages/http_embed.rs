@@ -305,7 +305,7 @@ impl HttpEmbedder {
     }
 
     fn error(&self, why: String) -> Error {
-        Error::Other(crate::secret::scrub(&format!("model {} at {}: {why}", self.id, redacted(&self.spec.url))))
+        Error::Other(format!("model {} at {}: {why}", self.id, redacted(&self.spec.url)))
     }
 
     fn request(&self, texts: &[String]) -> std::result::Result<Vec<Vec<f32>>, Failure> {
