@@ -137,7 +137,10 @@ impl Latency {
             }
         }
         let stages_ms = Ordered(stages.into_iter().map(|(k, s)| (k, s * 1e3 / n as f64)).collect());
-        let sum = |keep: &dyn Fn(&str) -> bool| stages_ms.0.iter().filter(|(k, _)| keep(k)).map(|(_, v)| v).sum();
+        // From +0.0: an empty float `sum` is -0.0, which a cell without the stage would print.
+        let sum = |keep: &dyn Fn(&str) -> bool| {
+            stages_ms.0.iter().filter(|(k, _)| keep(k)).map(|(_, v)| v).fold(0.0, |a, b| a + b)
+        };
         Latency {
             n,
             p50_ms: percentile(&totals, 0.50),
@@ -533,6 +536,14 @@ impl CaseLine {
             ctx_tokens: Ordered::of_keys(cuts, r.ctx_tokens.iter().copied()),
             short: Ordered::of_keys(cuts, r.short.iter().copied()),
             parity: Ordered::of_keys(cuts, r.parity.iter().copied()),
+        }
+    }
+
+    /// The list the matrix scored at cut-off `k`: its own (`top_at`) or the first k of `top`.
+    pub fn list_at(&self, k: usize) -> &[String] {
+        match self.top_at.get(&format!("@{k}")) {
+            Some(own) => own,
+            None => &self.top[..k.min(self.top.len())],
         }
     }
 

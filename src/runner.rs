@@ -540,7 +540,7 @@ pub fn run_with<'e>(
                     return Err(Error::Other(format!("cell {}: failed on purpose ({FAIL_CELL_VAR})", cell.id)));
                 }
                 let vector = queries.vector(ci);
-                let retrieval = scoring.retrieve(&this, ci, vector, &mut Timing::default())?;
+                let retrieval = scoring.retrieve(&this, ci, vector)?;
                 let oracle = scoring.oracle(&this, ci, vector)?;
                 let packed = scoring.packed(&this, ci, &retrieval)?;
                 let exact = oracle.as_ref().map(|o| &o.retrieval);
@@ -676,7 +676,7 @@ pub fn contexts(
         (0..cases.len())
             .into_par_iter()
             .map(|ci| {
-                let r = scoring.retrieve(run, ci, vector(ci), &mut Timing::default())?;
+                let r = scoring.retrieve(run, ci, vector(ci))?;
                 // At k, each chunk carries the score of the unit it is judged as (the list's
                 // score); at a budget, the packed piece's own.
                 let (pieces, scores): (Vec<crate::evaluate::label::Piece>, Option<HashMap<&str, f32>>) = match cut {
@@ -1009,10 +1009,10 @@ impl Scoring<'_> {
         Ok(plans)
     }
 
-    /// The one retrieval call of a case in a cell: what is scored, and what is timed.
-    fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32], timing: &mut Timing) -> Result<Retrieval> {
+    /// The retrieval of a case in a cell at every k: what is scored.
+    fn retrieve(&self, run: &CellRun<'_>, case: usize, vector: &[f32]) -> Result<Retrieval> {
         let access = self.access(run, case);
-        self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, timing)
+        self.retrieve_as(run, &run.retriever, access, &self.exp.k, case, vector, &mut Timing::default())
     }
 
     /// The cell's retrieval call with the oracle of each approximate or engine source in its
@@ -1089,7 +1089,8 @@ impl Scoring<'_> {
     }
 
     /// The timed pass of one cell (SPEC §8): one case at a time after a warm-up, the query
-    /// embedded live, through the same retrieval call that produced the scored list. The call
+    /// embedded live, through the retrieval call that produced the scored list at the largest
+    /// k (an engine cell, asked once per k when scored, is timed on that one request). The call
     /// searches with the scored pass's query vector (a query embedded alone can differ from
     /// the same query embedded in a batch by rounding, and move a deepening step), so the
     /// depth each timed call reached must equal the scored call's.
@@ -1118,7 +1119,9 @@ impl Scoring<'_> {
             if !run.live_models.is_empty() {
                 timing.add(Stage::Embed, started.elapsed().as_secs_f64());
             }
-            let r = self.retrieve(run, ci, scored_vector(ci), &mut timing)?;
+            // One call, at the largest k, for every kind of cell: what the application asks.
+            let (access, max_k) = (self.access(run, ci), self.exp.max_k());
+            let r = self.retrieve_as(run, &run.retriever, access, &[max_k], ci, scored_vector(ci), &mut timing)?;
             let total = started.elapsed().as_secs_f64();
             if r.depth != scored[ci].depth {
                 return Err(Error::Other(format!(

@@ -33,9 +33,9 @@ struct Shard {
     lines: BTreeMap<String, (Vec<u8>, Vec<CaseLine>)>,
 }
 
-/// A TREC run must list, per case, the ranked items its case lines list first (`top`): a run
-/// file edited apart from `per_query.jsonl` is refused.
-fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine]) -> Result<()> {
+/// A TREC run must list, per case, the list its case line holds at the largest cut-off
+/// (`output::trec::trec_run`): a run file edited apart from `per_query.jsonl` is refused.
+fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine], max_k: usize) -> Result<()> {
     let text = String::from_utf8_lossy(trec);
     let mut ranked: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -47,10 +47,17 @@ fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine]) -> Result<()> {
     }
     for l in lines {
         let items = ranked.get(&l.case).map_or(&[][..], Vec::as_slice);
-        if !items.starts_with(&l.top) {
+        let listed = l.list_at(max_k);
+        // `top` holds at least the first ten of a list; the rest of a deeper one is in the run
+        // file alone.
+        let whole = l.top_at.get(&format!("@{max_k}")).is_some()
+            || l.top.len() >= max_k
+            || l.top.len() < crate::results::PER_QUERY_TOP;
+        let agrees = if whole { items == listed } else { items.starts_with(listed) && items.len() <= max_k };
+        if !agrees {
             return Err(bad(
                 path,
-                format!("case {:?}: the run file's ranking does not start with the case line's `top`", l.case),
+                format!("case {:?}: the run file's ranking is not the case line's list at @{max_k}", l.case),
             ));
         }
     }
@@ -266,7 +273,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         }
         let trec_path = shard.dir.join("runs").join(format!("{}.trec", cell.id));
         let trec = crate::input::text::read_bytes(&trec_path, u64::MAX)?;
-        check_trec(&trec_path, &trec, lines)?;
+        check_trec(&trec_path, &trec, lines, exp.max_k())?;
         for shard in &read {
             check_cases(&shard.dir.join("cases.jsonl"), &case_info, lines)?;
         }

@@ -383,6 +383,16 @@ impl Experiment {
             .iter()
             .map(|r| crate::vocab::parse_requirement(r.get_ref(), &columns, &cut_keys).map_err(|e| bad(r.span(), e)))
             .collect::<Result<Vec<_>>>()?;
+        if let (Some(first), None) = (raw.require.first(), select) {
+            let suggested = MetricAt::at_k(metrics[0], crate::vocab::headline_k(&k));
+            return Err(bad(
+                first.span(),
+                format!(
+                    "`require` constrains the selection, and there is none without `select`: \
+                     add `select = \"{suggested}\"` (or the metric that decides)"
+                ),
+            ));
+        }
 
         let base = path.parent().unwrap_or(Path::new("."));
         let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;

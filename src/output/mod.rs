@@ -269,7 +269,8 @@ impl RunWriter {
             serde_json::to_writer(&mut lines, &CaseLine::of(columns, cuts, r)).expect("json");
             lines.push(b'\n');
         }
-        self.add_raw(&first.cell, &lines, &trec::trec_run(results))
+        let max_k = cuts.iter().filter_map(|c| c.trim_start_matches('@').parse::<usize>().ok()).max().unwrap_or(0);
+        self.add_raw(&first.cell, &lines, &trec::trec_run(results, max_k))
     }
 
     /// A cell's already rendered files (from a shard being merged).

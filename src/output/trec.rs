@@ -46,19 +46,27 @@ pub fn decode_id(token: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One cell's judged lists as a TREC run.
+/// One cell's judged lists at the largest cut-off `max_k` as a TREC run: that k's own list
+/// (`top_at`, where a late filter or an engine's query made it differ), never the deeper list a
+/// budget packed, so `trec_eval -m ndcg_cut.K` reads what the matrix scored at every k whose
+/// list is the first k of it (the others are `top_at` in `per_query.jsonl`).
 ///
 /// The score column encodes the rank: a list of n items scores n, n − 1, …, 1, whole numbers
 /// that every scorer reads the same (trec_eval stores scores as 32-bit floats and breaks ties
 /// by item id, so real scores that tie, or differ by less than a float32 step, would be
 /// re-ordered). The real scores are in `per_query.jsonl`. A case with an empty list has no
 /// line: `queries.txt` lists every evaluated case.
-pub fn trec_run(results: &[CaseResult]) -> Vec<u8> {
+pub fn trec_run(results: &[CaseResult], max_k: usize) -> Vec<u8> {
     let mut out = Vec::new();
+    let cut = format!("@{max_k}");
     for c in results {
         let case = encode_id(&c.case);
-        let n = c.ranking.len();
-        for (rank, (key, _)) in c.ranking.iter().enumerate() {
+        let list: Vec<&str> = match c.top_at.iter().find(|(k, _)| *k == cut) {
+            Some((_, own)) => own.iter().map(String::as_str).collect(),
+            None => c.ranking.iter().take(max_k).map(|(key, _)| key.as_str()).collect(),
+        };
+        let n = list.len();
+        for (rank, key) in list.into_iter().enumerate() {
             writeln!(out, "{case} Q0 {} {} {} ragsweep-{}", encode_id(key), rank + 1, n - rank, c.cell)
                 .expect("memory");
         }

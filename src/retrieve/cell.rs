@@ -471,7 +471,7 @@ mod tests {
     use super::*;
     use crate::retrieve::dense::ExactIndex;
     use crate::retrieve::hits::Allowed;
-    use crate::retrieve::source::ExactSource;
+    use crate::retrieve::source::{ExactSource, SourceScore};
     use crate::vocab::Item;
 
     /// Chunks 0..n; chunk i belongs to document i / 2; the judged list collapses to
@@ -592,5 +592,64 @@ mod tests {
         let open = retrieve(&retriever, &query, Access::Open, &ks, &judge, &mut t).unwrap();
         assert_eq!(open.depth, post.depth, "post is deepened exactly as none is");
         assert_eq!(open.deepest.items[0].key, "d0");
+    }
+
+    /// An exact source that counts its search calls, planning each depth or not.
+    struct Counting<'a> {
+        inner: ExactSource<'a>,
+        plans: bool,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl RankingSource for Counting<'_> {
+        fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.search(query, depth, restrict)
+        }
+        fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
+            self.inner.explain(query, chunk)
+        }
+        fn size_bytes(&self) -> u64 {
+            0
+        }
+        fn side(&self) -> Side {
+            self.inner.side()
+        }
+        fn plans_each_depth(&self) -> bool {
+            self.plans
+        }
+    }
+
+    #[test]
+    fn scoring_asks_an_engine_once_per_k_and_the_timed_call_once_for_any_cell() {
+        let index = ExactIndex::new(2, (0..40).flat_map(|i| [1.0 - i as f32 * 0.01, 0.0]).collect::<Vec<_>>());
+        let query = Query { text: "", vector: &[1.0, 0.0] };
+        let one_each = |hits: &[Hit], k: usize| {
+            let items: Vec<Item> = hits
+                .iter()
+                .take(k)
+                .map(|h| Item {
+                    key: h.chunk.to_string(),
+                    score: h.score,
+                    gain: 0.0,
+                    new: 0,
+                    chunk: h.chunk,
+                    judged: true,
+                })
+                .collect();
+            Judged { returned: items.iter().map(|i| i.chunk).collect(), items, relevant: 1, ideal: vec![1.0] }
+        };
+        let judge = Judge { judge: &one_each, collapses: false, chunks: 40, fill: None };
+        for plans in [false, true] {
+            let source = Arc::new(Counting { inner: ExactSource { index: &index }, plans, calls: 0.into() });
+            let retriever = CellRetriever::single(source.clone(), "counting".into());
+            let calls = |ks: &[usize]| {
+                source.calls.store(0, std::sync::atomic::Ordering::SeqCst);
+                retrieve(&retriever, &query, Access::Open, ks, &judge, &mut Timing::default()).unwrap();
+                source.calls.load(std::sync::atomic::Ordering::SeqCst)
+            };
+            assert_eq!(calls(&[1, 3, 10]), if plans { 3 } else { 1 }, "scored, plans each depth: {plans}");
+            assert_eq!(calls(&[10]), 1, "the timed call at the largest k, plans each depth: {plans}");
+        }
     }
 }

@@ -212,7 +212,7 @@ impl Collector for Ranking {
             .enumerate()
             .filter(|&(i, &k)| {
                 let list = &r.list(i).items;
-                let (mine, prefix) = (&list[..k.min(list.len())], &deepest.items[..k.min(deepest.items.len())]);
+                let (mine, prefix) = (&list[..k.min(list.len())], &ranking[..k.min(ranking.len())]);
                 mine.len() != prefix.len() || mine.iter().zip(prefix).any(|(a, b)| a.key != b.key)
             })
             .map(|(i, &k)| (format!("@{k}"), r.list(i).items.iter().take(k).map(|it| it.key.clone()).collect()))

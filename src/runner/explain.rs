@@ -127,7 +127,7 @@ impl Scoring<'_> {
         let set = &self.sets[run.chunks];
         let access = self.access(run, ci);
         let q = vector(ci);
-        let scored = self.retrieve(run, ci, q, &mut Timing::default())?;
+        let scored = self.retrieve(run, ci, q)?;
         // At a budget, the list is the packed context as the budget metrics judged it.
         let contexts = budget.map(|_| self.packed(run, ci, &scored)).transpose()?;
         let packed = match (budget, &contexts) {

@@ -270,10 +270,10 @@ fn a_budget_decision_is_auditable_from_the_exported_lists_and_contexts() {
         let l: Value = serde_json::from_str(line).unwrap();
         let case = l["case"].as_str().unwrap();
         let top: Vec<String> = l["top"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
-        // The TREC file lists the same items in the same order.
+        // The TREC file lists the list at the largest k (the first of `top`), not the packed one.
         let ranked: Vec<&str> =
             trec.lines().filter(|t| t.starts_with(&format!("{case} "))).map(|t| t.split(' ').nth(2).unwrap()).collect();
-        assert_eq!(ranked, top, "{case}");
+        assert_eq!(ranked, top[..1], "{case}");
         // The packed items, scored by hand (doc unit, linear gain), equal the run's budget metrics.
         let n = l["packed_items"]["@60t"].as_u64().unwrap() as usize;
         deeper += usize::from(n > 1);

@@ -155,6 +155,21 @@ fn unknown_prefer_and_missing_acl_values_are_located_errors() {
     }
 }
 
+/// `require` constrains a selection: without `select` it is a located error naming `select`,
+/// and the run writes nothing (it was silently ignored).
+#[test]
+fn require_without_select_is_a_located_error_naming_select() {
+    let f = fixture("quality");
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    let exp = exp.replace("select = \"ndcg@5\"\n", "require = [\"hit@1 >= 0.5\"]\n");
+    std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+    f.run_cmd().assert().code(2).stderr(
+        predicate::str::is_match(r#"exp\.toml:5:\d+: `require` constrains the selection.*add `select = "hit@5"`"#)
+            .unwrap(),
+    );
+    assert!(!f.path().join("out").exists(), "nothing written");
+}
+
 /// 40 documents and questions with a BM25-only grid given by `grid` (its `[[retrievers]]`).
 fn bm25_fixture(grid: &str) -> Fixture {
     let f = fixture("quality");

@@ -21,7 +21,8 @@ fn a_hybrid_cell_reports_each_stage_and_the_columns_are_views_of_them() {
         root.join("hybrid.toml"),
         "name = \"hybrid\"\nunit = \"doc\"\nk = [10]\n[corpus]\npath = \"corpus\"\n[golden]\npath = \"corpus\"\n\
          reserved = [\"test\"]\n[[chunkers]]\nkind = \"none\"\n\
-         [[retrievers]]\nkind = \"hybrid\"\nmodel = \"random-64\"\nfusion = \"rrf\"\n",
+         [[retrievers]]\nkind = \"hybrid\"\nmodel = \"random-64\"\nfusion = \"rrf\"\n\
+         [[retrievers]]\nkind = \"bm25\"\n",
     )
     .unwrap();
     common::ragsweep()
@@ -51,4 +52,15 @@ fn a_hybrid_cell_reports_each_stage_and_the_columns_are_views_of_them() {
     assert!(close(latency["fuse_ms"].as_f64().unwrap(), ms("fuse")));
     let all: f64 = names.iter().map(|n| ms(n)).sum();
     assert!(close(latency["mean_ms"].as_f64().unwrap(), all), "the stages add up to the call: {latency}");
+    // A BM25 cell embeds and fuses nothing: zero, never a negative zero.
+    let bm25 =
+        &matrix["rows"].as_array().unwrap().iter().find(|r| !r["label"].as_str().unwrap().contains("dense(")).unwrap()
+            ["latency"];
+    for column in ["embed_ms", "fuse_ms"] {
+        assert!(bm25[column].as_f64().unwrap().to_bits() == 0, "{column}: {bm25}");
+    }
+    for file in ["matrix.json", "matrix.csv", "matrix.md"] {
+        let text = std::fs::read_to_string(root.join("results/hybrid/latest").join(file)).unwrap();
+        assert!(!text.contains("-0.0") && !text.contains(",-0,"), "{file}: a negative zero");
+    }
 }

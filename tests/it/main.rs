@@ -39,6 +39,7 @@ mod own_models;
 mod parity;
 mod progress;
 mod properties;
+mod recompute;
 mod report_browser;
 mod report_snapshot;
 mod rerank;

@@ -193,7 +193,7 @@ fn merge_refuses_shards_that_do_not_belong_together_and_writes_nothing() {
         (&whole[0], &row_deleted, "rows here but its case lines give"),
         (&whole[0], &lines_deleted, "`cases` is"),
         (&first_with_model, &other_model, "model m key differs: \"m-bbbb\" here, \"m-aaaa\""),
-        (&whole[0], &trec_edited, "the run file's ranking does not start with the case line's `top`"),
+        (&whole[0], &trec_edited, "the run file's ranking is not the case line's list at @"),
         (&whole[0], &cases_edited, "is not in cases.jsonl with split"),
     ] {
         let out = tempfile::tempdir().unwrap();
