@@ -731,6 +731,9 @@ pub struct CorpusInfo {
     /// Documents visible to everyone (no ACL).
     #[serde(default)]
     pub public_documents: usize,
+    /// What the readers read, skipped and left out, and why (`ReadReport::summary`).
+    #[serde(default)]
+    pub read: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

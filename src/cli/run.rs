@@ -60,15 +60,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cuts = exp.cut_keys();
     let outcome = runner::run(&exp, &prepared, &options, &mut |results| writer.add_cell(&columns, &cuts, results))?;
     print_stage_work(&outcome.stages);
+    // What was read, before the decision: the decision is the last screen.
+    eprintln!("{}", safe(&prepared.access_summary(&exp)));
+    if !prepared.corpus.report.read.is_empty() {
+        eprintln!("corpus: {}", safe(&prepared.corpus.report.headline()));
+    }
+    print_health(&prepared.health(), true);
     let mut run = output::result(&exp, &prepared, outcome, &run_id);
     dirs.record(&mut run.manifest);
     let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
     print_summary(&run, &dir, all_columns)?;
-    eprintln!("\n{}", safe(&prepared.access_summary(&exp)));
-    if !prepared.corpus.report.read.is_empty() {
-        eprintln!("corpus: {}", safe(&prepared.corpus.report.summary()));
-    }
-    print_health(&prepared.health(), true);
     eprintln!(
         "\n{} × {} in {:.1}s; results in {}",
         ragsweep::words::count(exp.cells.len(), "cell"),

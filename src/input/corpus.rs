@@ -142,6 +142,37 @@ impl ReadReport {
     }
 }
 
+impl ReadReport {
+    /// [`ReadReport::summary`] in counts, for the one line a run prints before its decision:
+    /// `read 722 .md, 4 .pdf; skipped 3; left out 156 unpublished; …`.
+    pub fn headline(&self) -> String {
+        let read: Vec<String> = self.read.iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
+        let mut out = format!("read {}", if read.is_empty() { "nothing".into() } else { read.join(", ") });
+        let mut part = |n: usize, what: String| {
+            if n > 0 {
+                out.push_str(&format!("; {what}"));
+            }
+        };
+        part(self.skipped.len(), format!("skipped {}", self.skipped.len()));
+        part(self.unpublished.len(), format!("left out {} unpublished", self.unpublished.len()));
+        part(self.excluded.len(), format!("excluded {}", self.excluded.len()));
+        part(self.lenient.len(), format!("{} front matters read line by line", self.lenient.len()));
+        let (read, missing) = self.includes.iter().fold((0, 0), |(r, m), (_, n, targets)| (r + n, m + targets.len()));
+        part(read + missing, format!("{} read in place, {missing} not", crate::words::count(read, "include")));
+        // A warning about access is never shortened to a count.
+        let public = listed(self.public_fragments.iter().map(|(f, pages)| {
+            let by: Vec<String> = pages.iter().map(|p| file_name(p)).collect();
+            format!("{} (included by {})", file_name(f), by.join(", "))
+        }));
+        part(self.public_fragments.len(), format!("WARNING: public fragments only restricted pages include: {public}"));
+        part(self.dropped_lines.len(), format!("running heads dropped in {} PDFs", self.dropped_lines.len()));
+        if out.contains(';') {
+            out.push_str(" (each named by `ragsweep validate` and in manifest.json)");
+        }
+        out
+    }
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }

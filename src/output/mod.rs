@@ -54,6 +54,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             hash: prepared.corpus.hash.clone(),
             documents: prepared.corpus.docs.len(),
             public_documents: prepared.public_documents(),
+            read: prepared.corpus.report.summary(),
         },
         golden: GoldenInfo {
             path: exp.golden.path.clone(),

@@ -530,14 +530,23 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<Wa
             under.join(", ")
         )));
     }
-    let unused: Vec<String> = first_rows
+    let unused_rows: Vec<&&Row> = first_rows
         .iter()
         .filter(|r| !r.engine_plan.is_empty() && r.engine_plan.0.iter().all(|(_, p)| p.ends_with(INDEX_UNUSED)))
-        .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.strip_suffix(INDEX_UNUSED).unwrap_or_default()))
         .collect();
-    if !unused.is_empty() {
+    if !unused_rows.is_empty() {
+        let unused: Vec<String> = unused_rows
+            .iter()
+            .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.strip_suffix(INDEX_UNUSED).unwrap_or_default()))
+            .collect();
+        // `force_index` is pg's key: advised only where every such cell is pg's.
+        let advice = if unused_rows.iter().all(|r| r.config.get("engine").is_some_and(|e| e == "pg")) {
+            "; `force_index = true` measures the index"
+        } else {
+            ""
+        };
         out.push(Warning::new(Threat::Corpus, format!(
-            "index unused: the engine planned {} without its approximate index at every k (plan@k): their numbers are an exact search's, not the index's; `force_index = true` measures the index",
+            "index unused: the engine planned {} without its approximate index at every k (plan@k): their numbers are an exact search's, not the index's{advice}",
             unused.join(", ")
         )));
     }

@@ -140,7 +140,7 @@ fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once()
         }
         assert_eq!(row(milvus)["under_return"]["@10"], 0, "{milvus}");
         assert_eq!(row(milvus)["recall_vs_oracle"]["@10"], 1.0, "{milvus}");
-        assert_eq!(row(milvus)["engine_plan"]["@10"], "flat (brute force)", "{milvus}");
+        assert_eq!(row(milvus)["engine_plan"]["@10"], "flat (exact)", "{milvus}");
     }
     assert_eq!(row("c06")["engine_plan"]["@10"], "hnsw index", "1,200 rows are one indexed segment");
     for cell in ["c02", "c04", "c06"] {

@@ -125,3 +125,44 @@ fn latest_and_id_prefixes_name_runs_and_a_run_remembers_its_models() {
         .code(2)
         .stderr(predicate::str::contains("no run id starts with"));
 }
+
+/// The end of a run's output is its decision: what the readers read (one line, in counts, with
+/// 30 skipped files) comes before the summary, whose last lines close the output; the full list
+/// is in manifest.json.
+#[test]
+fn the_last_screen_of_a_run_is_the_decision_and_the_readers_line_is_one_line_before_it() {
+    let mut docs: Vec<(String, String)> = (0..3)
+        .map(|i| (format!("d{i}.md"), format!("# Documento {i}\nO prazo {i} do contrato número {i}.\n")))
+        .collect();
+    docs.extend((0..30).map(|i| (format!("notes{i:02}.xyz"), "not a known format".to_string())));
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let f = Fixture::new(
+        &docs,
+        r#"[{"id": "q0", "question": "prazo 0 do contrato", "relevant": ["d0"]},
+            {"id": "q1", "question": "contrato número 1", "relevant": ["d1"]}]"#,
+        "name = \"screen\"\nunit = \"doc\"\nk = [1]\nselect = \"hit@1\"\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let log = std::fs::File::create(f.path().join("log")).unwrap();
+    let status = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .current_dir(f.path())
+        .args(["run", "-q", "--cache", "cache", "--out", "out", "exp.toml"])
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(f.path().join("log")).unwrap();
+    let corpus = text.lines().position(|l| l.starts_with("corpus: ")).expect(&text);
+    let line = text.lines().nth(corpus).unwrap();
+    assert!(line.contains("read 3 .md; skipped 30") && line.len() < 160, "{line}");
+    let decision = text.lines().position(|l| l.contains("Selected on tuning")).expect(&text);
+    assert!(corpus < decision, "the readers' line comes before the decision:\n{text}");
+    let access = text.lines().position(|l| l.starts_with("access: ")).unwrap();
+    assert!(access < decision, "{text}");
+    let run = common::runs_in(&f.path().join("out/screen")).pop().unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let read = manifest["corpus"]["read"].as_str().unwrap();
+    assert!(read.contains("skipped 30: notes00.xyz (.xyz: not a known format)"), "{read}");
+}

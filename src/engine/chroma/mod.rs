@@ -169,7 +169,7 @@ impl ServingEngine for Serving {
         let version = engine.version()?;
         if !writes {
             return Ok(format!(
-                "engine chroma: the experiment's server at {} (Chroma API {version}) answers; nothing is written",
+                "engine chroma: the experiment's server at {} (its /api/v2/version: {version}) answers; nothing is written",
                 endpoint.url
             ));
         }
@@ -177,7 +177,7 @@ impl ServingEngine for Serving {
         engine.request("POST", COLLECTIONS, Some(&json!({"name": probe})))?;
         engine.request("DELETE", &format!("{COLLECTIONS}/{probe}"), None)?;
         Ok(format!(
-            "engine chroma: the experiment's server at {} (Chroma API {version}) answers; a collection was created and dropped there, as a run's first build does",
+            "engine chroma: the experiment's server at {} (its /api/v2/version: {version}) answers; a collection was created and dropped there, as a run's first build does",
             endpoint.url
         ))
     }
@@ -185,8 +185,11 @@ impl ServingEngine for Serving {
     fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
         if let Some(endpoint) = from.server::<ChromaEndpoint>() {
             let engine = ChromaEngine::connect(endpoint)?;
-            let what =
-                format!("connected to the experiment's Chroma at {} (Chroma API {})", endpoint.url, engine.version()?);
+            let what = format!(
+                "connected to the experiment's Chroma at {} (its /api/v2/version: {})",
+                endpoint.url,
+                engine.version()?
+            );
             return Ok(Started { engine: Box::new(engine), what, note: None });
         }
         let (engine, note) = ChromaEngine::start(&from.engines_dir.join("chroma"), from.cache_dir)?;

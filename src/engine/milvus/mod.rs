@@ -447,11 +447,15 @@ impl ServingEngine for Serving {
             from.cache_dir,
             from.server::<MilvusEndpoint>().cloned(),
         )?;
+        // Which server the numbers come from, as it names itself, recorded with the engine stage.
+        let version: proto::GetVersionResponse = engine.client.call("GetVersion", proto::Empty {})?;
         let what = match from.server::<MilvusEndpoint>() {
-            Some(server) => {
-                format!("connected to the experiment's Milvus at {}", crate::stages::http_embed::redacted(&server.url))
-            }
-            None => "Milvus 2.3.5 standalone server started".into(),
+            Some(server) => format!(
+                "connected to the experiment's Milvus at {} (Milvus {})",
+                crate::stages::http_embed::redacted(&server.url),
+                version.version
+            ),
+            None => format!("Milvus standalone server started (Milvus {})", version.version),
         };
         Ok(Started { engine: Box::new(engine), what, note })
     }
@@ -867,7 +871,7 @@ impl RankingSource for MilvusVectorSource<'_> {
 
     fn plan(&self, _query: &Query<'_>, _depth: usize, _restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
         let kind = match self.build {
-            MilvusBuild::Flat => return Ok(Some("flat (brute force)".into())),
+            MilvusBuild::Flat => return Ok(Some("flat (exact)".into())),
             MilvusBuild::Hnsw { .. } => "hnsw index",
             MilvusBuild::IvfFlat { .. } => "ivf_flat index",
         };

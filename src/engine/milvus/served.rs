@@ -417,8 +417,12 @@ impl RankingSource for MilvusServedSource<'_> {
     }
 
     fn plan(&self, _query: &Query<'_>, _depth: usize, _restrict: Option<&Restriction<'_>>) -> Result<Option<String>> {
-        let (indexed, all) = self.engine.indexed_rows(&self.served.collection)?;
         let index = &self.served.index;
+        if index.split_whitespace().next().is_some_and(|t| t.eq_ignore_ascii_case("FLAT")) {
+            // Every vector compared, indexed or not: exact, with no index to leave unused.
+            return Ok(Some("flat (exact)".into()));
+        }
+        let (indexed, all) = self.engine.indexed_rows(&self.served.collection)?;
         Ok(Some(if indexed == all {
             format!("{index} index")
         } else if indexed == 0 {
