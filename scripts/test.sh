@@ -11,6 +11,11 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-$(($(nproc) * 2))}"
 started=$SECONDS
+# A clean checkout (CI) builds once: incremental compilation's bookkeeping only costs there
+# (measured: 31 s instead of 39 s for ragsweep's own targets).
+if [ ! -d target/debug/incremental ]; then
+  export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+fi
 phases=()
 phase() {
   local name="$1" at=$SECONDS
@@ -18,10 +23,28 @@ phase() {
   "$@"
   phases+=("$(printf '%-8s %5d s' "$name" $((SECONDS - at)))")
 }
-phase models scripts/install-models.sh
-phase tools scripts/install-test-tools.sh
-phase engines scripts/install-engines.sh
+# The installs (downloads, mostly waiting on the network) run beside the build (compiling,
+# waiting on the cores); their output is printed once they are done, not interleaved.
+installs() {
+  phase models scripts/install-models.sh
+  phase tools scripts/install-test-tools.sh
+  phase engines scripts/install-engines.sh
+  printf '%s\n' "${phases[@]}" >"$install_phases"
+}
+install_log="$(mktemp)" install_phases="$(mktemp)"
+installs >"$install_log" 2>&1 &
+installing=$!
 phase build cargo test --locked --no-run
+install_status=0
+wait "$installing" || install_status=$?
+cat "$install_log"
+if [ "$install_status" -ne 0 ]; then
+  echo "error: installing what the tests need failed (exit status $install_status); its output is above" >&2
+  exit "$install_status"
+fi
+mapfile -t installed <"$install_phases"
+rm -f "$install_log" "$install_phases"
+phases=("${installed[@]/%/ (beside the build)}" "${phases[@]}")
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 at=$SECONDS

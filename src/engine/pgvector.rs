@@ -223,6 +223,10 @@ impl ServingEngine for Serving {
         Some("password_env")
     }
 
+    fn index_unused_advice(&self) -> Option<&'static str> {
+        Some("`force_index = true` measures the index")
+    }
+
     fn server_url(&self, url: &str) -> std::result::Result<String, String> {
         Endpoint::parse(url).map(|_| url.to_string())
     }

@@ -157,6 +157,12 @@ pub trait ServingEngine: Sync {
     /// started.
     fn interrupted(&self);
 
+    /// What makes the engine use the approximate index its planner left unused, in the words
+    /// of an experiment (pg: `force_index = true`); `None` when no key does.
+    fn index_unused_advice(&self) -> Option<&'static str> {
+        None
+    }
+
     /// How `[engines.NAME]` names the environment variable with the secret a server of the
     /// user's is logged in with (`password_env`, `token_env`); `None` when the engine takes no
     /// server of the user's (only servers of ours).

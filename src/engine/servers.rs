@@ -35,6 +35,11 @@ pub fn serving(kind: EngineKind) -> &'static dyn ServingEngine {
     ENGINES.iter().find(|(k, _)| *k == kind).map(|(_, e)| *e).expect("every engine is in the table")
 }
 
+/// [`ServingEngine::index_unused_advice`] of the engine named `name`.
+pub fn index_unused_advice(name: &str) -> Option<&'static str> {
+    engine_named(name).and_then(|k| serving(k).index_unused_advice())
+}
+
 /// The rows of a served index as (document id, text), read by its engine from the experiment's
 /// own server.
 pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(String, String)>> {

@@ -539,12 +539,14 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<Wa
             .iter()
             .map(|r| format!("{} ({})", r.cell, r.engine_plan.0[0].1.strip_suffix(INDEX_UNUSED).unwrap_or_default()))
             .collect();
-        // `force_index` is pg's key: advised only where every such cell is pg's.
-        let advice = if unused_rows.iter().all(|r| r.config.get("engine").is_some_and(|e| e == "pg")) {
-            "; `force_index = true` measures the index"
-        } else {
-            ""
-        };
+        // Each engine's own advice, once.
+        let mut advice: Vec<&str> = unused_rows
+            .iter()
+            .filter_map(|r| r.config.get("engine").and_then(|e| crate::engine::servers::index_unused_advice(e)))
+            .collect();
+        advice.sort_unstable();
+        advice.dedup();
+        let advice: String = advice.iter().map(|a| format!("; {a}")).collect();
         out.push(Warning::new(Threat::Corpus, format!(
             "index unused: the engine planned {} without its approximate index at every k (plan@k): their numbers are an exact search's, not the index's{advice}",
             unused.join(", ")

@@ -87,6 +87,14 @@ fn register(index: &Index, analyzer: &Analyzer) {
     index.tokenizers().register(TOKENIZER, tantivy::tokenizer::TextAnalyzer::from(TantivyTokenizer(analyzer.clone())));
 }
 
+/// The indexing memory of a writer for `bytes` of text: 40 times the text (one segment with
+/// room to spare), at least tantivy's floor and at most 200 MB. The writer allocates its whole
+/// budget up front, so a small corpus (or a test's) does not pay 200 MB per index.
+fn writer_budget(bytes: usize) -> usize {
+    const FLOOR: usize = 15_000_000; // tantivy's MEMORY_BUDGET_NUM_BYTES_MIN, not exported
+    bytes.saturating_mul(40).clamp(FLOOR, 200_000_000)
+}
+
 impl Bm25Index {
     /// Indexes `texts` (one per chunk, in ordinal order) in memory.
     pub fn build(analyzer: &Analyzer, texts: impl Iterator<Item = String>) -> Result<Self> {
@@ -110,8 +118,10 @@ impl Bm25Index {
         register(index, analyzer);
         let schema = index.schema();
         let (text, ord) = (schema.get_field("text")?, schema.get_field("ord")?);
-        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, 200_000_000)?;
-        for (i, t) in texts.enumerate() {
+        let texts: Vec<String> = texts.collect();
+        let bytes = texts.iter().map(String::len).sum::<usize>();
+        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, writer_budget(bytes))?;
+        for (i, t) in texts.into_iter().enumerate() {
             let mut doc = TantivyDocument::default();
             doc.add_text(text, &t);
             doc.add_u64(ord, i as u64);

@@ -756,7 +756,8 @@ fn the_plan_column_shows_an_unused_index_and_force_index_measures_it() {
     let csv = std::fs::read_to_string(latest.join("matrix.csv")).unwrap();
     assert!(csv.lines().next().unwrap().contains(",plan@10"), "{csv:.400}");
     assert!(csv.contains("vector index") && csv.contains("(index unused)"), "{csv}");
-    assert!(stdout.contains("warning: index unused:"), "{stdout}");
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("warning: index unused:") && words.contains("`force_index = true` measures"), "{stdout}");
 }
 
 /// A question and a document holding U+0000 (PostgreSQL's text refuses it) and a temporary
