@@ -128,6 +128,7 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let model = default_model(models_dir, lang, mixed);
     let targets: Vec<(usize, Option<usize>)> = stratified(&corpus, &usable, by_section, wanted);
     let rarity = crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
+    let (generic, phrases) = (generic_headings(&corpus), Phrases::of(&corpus));
     let mut lines = String::new();
     // Exact terms already proposed for an earlier stub (text included in many pages repeats).
     let mut used = std::collections::HashSet::new();
@@ -141,10 +142,10 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
             }
             None => (doc.id.clone(), title.clone(), doc.text.as_str()),
         };
-        let place = Place { title: &title, heading: &heading };
+        let place = Place { title: &title, heading: &heading, generic: &generic };
         let case = json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label],
             "label_hash": corpus.label_hash(&label),
-            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&place, text, lang, &rarity, &mut used)}});
+            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&place, text, lang, &rarity, &phrases, &mut used)}});
         let _ = writeln!(lines, "{case}");
     }
     for i in 0..unanswerable {
@@ -202,12 +203,14 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     })
 }
 
-/// The stubs' labels, stratified: folders take turns (the folder of `guide/a.md` is `guide`),
-/// each giving its next section by content: a document's usable sections are spread evenly
-/// over the folder's order from a pseudo-random offset (a hash of the id, so a rerun picks the
-/// same ones), so a manual of 150 sections gets its share beside one-section pages, and a
-/// document's second section comes after every document's first when all have the same count.
-/// `(document, section)`; no section without headings.
+/// The stubs' labels, stratified by content: each folder (the folder of `guide/a.md` is
+/// `guide`) holding at least 2 % of the candidates gets a share of the stubs in proportion to
+/// its candidates (at least one each while there are stubs for all, the largest first; the
+/// Sainte-Laguë divisors), and only stubs those folders cannot hold go to the smaller folders.
+/// Within a folder, a document's usable sections are spread evenly over the folder's order from
+/// a pseudo-random offset (a hash of the id, so a rerun picks the same ones), so a manual of 150
+/// sections gets its share beside one-section pages. Folders take turns in the output, so the
+/// first stubs already cover the corpus. `(document, section)`; no section without headings.
 fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: usize) -> Vec<(usize, Option<usize>)> {
     let mut folders: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
     for (d, doc) in corpus.docs.iter().enumerate() {
@@ -235,23 +238,85 @@ fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: 
             spread.into_iter().map(|(_, d, j)| (d, Some(j))).collect()
         })
         .collect();
+    // Largest folders first (ties in name order): they take their turns first.
+    queues.sort_by_key(|q| std::cmp::Reverse(q.len()));
+    let sizes: Vec<usize> = queues.iter().map(|q| q.len()).collect();
+    let shares = shares(wanted, &sizes);
     let mut out = Vec::with_capacity(wanted);
+    let mut round = 0;
+    while out.len() < wanted && shares.iter().any(|&s| s > round) {
+        for (q, &share) in queues.iter_mut().zip(&shares) {
+            if share > round {
+                out.extend(q.pop_front());
+            }
+        }
+        round += 1;
+    }
+    // What the shares could not place (folders with fewer candidates than their share).
     while out.len() < wanted && queues.iter().any(|q| !q.is_empty()) {
         for q in &mut queues {
             if out.len() < wanted {
-                if let Some(next) = q.pop_front() {
-                    out.push(next);
-                }
+                out.extend(q.pop_front());
             }
         }
     }
     out
 }
 
-/// Where a stub's label is: its page's title and its section's heading.
+/// Each folder's share of `wanted` stubs by its candidates (`sizes`, largest first): folders
+/// with at least 2 % of all candidates share the stubs (all folders when none has), one each
+/// first, then by the Sainte-Laguë divisors, never more than a folder holds.
+fn shares(wanted: usize, sizes: &[usize]) -> Vec<usize> {
+    let total: usize = sizes.iter().sum();
+    let mut pool: Vec<usize> = (0..sizes.len()).filter(|&f| sizes[f] > 0 && 50 * sizes[f] >= total).collect();
+    if pool.is_empty() {
+        pool = (0..sizes.len()).filter(|&f| sizes[f] > 0).collect();
+    }
+    let mut share = vec![0; sizes.len()];
+    for &f in pool.iter().take(wanted) {
+        share[f] = 1;
+    }
+    let mut given = pool.len().min(wanted);
+    while given < wanted {
+        let quotient = |f: usize| sizes[f] as f64 / (2 * share[f] + 1) as f64;
+        let Some(&next) = pool
+            .iter()
+            .filter(|&&f| share[f] < sizes[f])
+            .max_by(|&&a, &&b| quotient(a).total_cmp(&quotient(b)).then(b.cmp(&a)))
+        else {
+            break;
+        };
+        share[next] += 1;
+        given += 1;
+    }
+    share
+}
+
+/// Where a stub's label is: its page's title and its section's heading, and the headings the
+/// corpus repeats (`Overview`, `Examples`: a question about one says nothing).
 pub struct Place<'a> {
     pub title: &'a str,
     pub heading: &'a str,
+    pub generic: &'a std::collections::HashSet<String>,
+}
+
+/// Headings (lower case) that at least three documents and 2 % of them use: generic, not a
+/// topic.
+fn generic_headings(corpus: &Corpus) -> std::collections::HashSet<String> {
+    let mut docs: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for doc in &corpus.docs {
+        let own: std::collections::HashSet<String> = doc
+            .sections
+            .iter()
+            .filter(|s| !s.page)
+            .map(|s| s.label.trim().trim_start_matches('#').trim().to_lowercase())
+            .collect();
+        for label in own {
+            *docs.entry(label).or_insert(0) += 1;
+        }
+    }
+    let least = (corpus.docs.len() / 50).max(3);
+    docs.into_iter().filter(|(_, n)| *n >= least).map(|(label, _)| label).collect()
 }
 
 /// A page's title for a question's context: its declared title, else its first heading, else
@@ -290,6 +355,7 @@ pub fn drafts(
     text: &str,
     lang: AnalyzerKind,
     rarity: &crate::evaluate::exact_terms::Rarity,
+    phrases: &Phrases,
     used: &mut std::collections::HashSet<String>,
 ) -> Vec<String> {
     let pt = lang == AnalyzerKind::Pt;
@@ -302,7 +368,7 @@ pub fn drafts(
         (false, true) => format!("What does {topic} say?"),
         (false, false) => format!("What does {title} say about {topic}?"),
     };
-    if words(heading) {
+    if words(heading) && !place.generic.contains(&heading.to_lowercase()) {
         out.push(about(heading));
     }
     if let Some(sentence) = first_sentence(text) {
@@ -317,7 +383,7 @@ pub fn drafts(
             format!("{q} in {title}?")
         }
     };
-    for term in exact_terms(text, rarity)
+    for term in exact_terms(text, rarity, phrases)
         .into_iter()
         .filter(|t| !heading.contains(t.as_str()) && used.insert(t.clone()))
         .take(3)
@@ -376,8 +442,12 @@ fn first_sentence(text: &str) -> Option<String> {
             if length > 25 {
                 break;
             }
-            if length >= 6 {
-                let sentence = words[start..=end].join(" ");
+            let sentence = words[start..=end].join(" ");
+            // Prose a user could have written: no emphasis, links, escapes, and code spans only
+            // of names a user types.
+            let code_spans_typed = sentence.split('`').skip(1).step_by(2).all(typed_term);
+            let markup = !code_spans_typed || ["**", "[", "\\", "{{", "<"].iter().any(|m| sentence.contains(m));
+            if length >= 6 && !markup {
                 return Some(sentence.trim_end_matches(['.', '?', '!', ':']).to_string());
             }
             start = end + 1;
@@ -389,14 +459,15 @@ fn first_sentence(text: &str) -> Option<String> {
 /// The section's exact terms a user would type verbatim, most distinctive first: command-line
 /// flags and `code spans`, then codes, identifiers and numbers, then rare words; within each,
 /// the fewest documents first.
-fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity) -> Vec<String> {
+fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrases: &Phrases) -> Vec<String> {
     use crate::evaluate::exact_terms::Tag;
     let mut found: Vec<(u8, u32, String)> = Vec::new();
     // `--flag`, --flag and flag are one term.
     let bare = |t: &str| t.trim_matches('`').trim_start_matches('-').to_lowercase();
     let mut push = |rank: u8, term: &str| {
         let term = term.trim();
-        if words(term.trim_matches('`'))
+        if typed_term(term.trim_matches('`'))
+            && phrases.rare(&term.trim_matches('`').to_lowercase())
             && term.chars().count() <= 40
             && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
         {
@@ -432,6 +503,50 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity) -> Vec
     }
     found.sort_by_key(|(rank, df, _)| (*rank, *df));
     found.into_iter().map(|(_, _, t)| t).collect()
+}
+
+/// Whether `term` is something a user types to find a page: letters (three at least) with the
+/// joiners of names, flags, paths and versions, never markup (brackets, emphasis, escapes,
+/// operators), a placeholder or an example's data (`post1.md`, `foo`, `example.com`).
+fn typed_term(term: &str) -> bool {
+    const MARKUP: &[char] = &[
+        '[', ']', '{', '}', '(', ')', '<', '>', '*', '\\', '"', '\'', '=', '&', '|', '!', '$', '^', '~', '#', '@', '%',
+        ';', ',', '+',
+    ];
+    const EXAMPLE: &[&str] = &["example", "foo", "bar", "baz", "qux", "lorem", "ipsum", "xxx", "your", "placeholder"];
+    let letters = term.chars().filter(|c| c.is_alphabetic()).count();
+    let parts: Vec<String> =
+        term.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()).map(str::to_lowercase).collect();
+    // A file of an example: a stem with a digit or under three letters (`post1.md`, `a.md`).
+    let example_file = term.rsplit_once('.').is_some_and(|(stem, ext)| {
+        (1..=4).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphabetic())
+            && (stem.chars().any(|c| c.is_ascii_digit()) || stem.chars().filter(|c| c.is_alphabetic()).count() < 3)
+    });
+    words(term)
+        && letters >= 3
+        && !term.contains(MARKUP)
+        && !term.contains("  ")
+        && !example_file
+        && !parts.iter().any(|p| EXAMPLE.contains(&p.as_str()))
+}
+
+/// The corpus's documents in lower case, to count the documents holding a term as written.
+pub struct Phrases(Vec<String>);
+
+impl Phrases {
+    pub fn of(corpus: &Corpus) -> Phrases {
+        Phrases(corpus.docs.iter().map(|d| d.text.to_lowercase()).collect())
+    }
+
+    /// Whether `term` (lower case) is rare enough to be an exact term: in at most 0.5 % of the
+    /// documents (two at least), as written (a generic flag such as `--version`, or a command
+    /// holding it, is on every page of a tool); any term on a corpus too small to tell.
+    fn rare(&self, term: &str) -> bool {
+        use crate::evaluate::exact_terms::{RARE_MAX_DF_FRACTION, RARE_MIN_DOCS};
+        let max_df = ((self.0.len() as f64 * RARE_MAX_DF_FRACTION) as usize).max(2);
+        self.0.len() < RARE_MIN_DOCS || self.0.iter().filter(|t| t.contains(term)).take(max_df + 1).count() <= max_df
+    }
 }
 
 /// Words a section needs of its own text (to its first subsection) to be a stub's label.

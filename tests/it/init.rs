@@ -283,6 +283,82 @@ fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_draf
         );
 }
 
+/// Stubs are spread by content: on folders of 60, 25 and 5 pages beside eight one-page folders,
+/// each folder with at least 2 % of the sections gets its share, the largest the most, and the
+/// one-page folders none (in alphabetical turns they took 8 of 18).
+#[test]
+fn stubs_go_to_folders_in_proportion_to_their_sections() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut folders: Vec<(String, usize)> = vec![("reference".into(), 60), ("guide".into(), 25), ("faq".into(), 5)];
+    folders.extend((0..8).map(|i| (format!("a{i}"), 1)));
+    for (folder, pages) in &folders {
+        std::fs::create_dir_all(dir.path().join("docs").join(folder)).unwrap();
+        for i in 0..*pages {
+            let text = format!(
+                "# Page {i} of the {folder}\n\n## Setting {i}\n\nThe `--opt-{folder}-{i}` flag controls how the builder treats page {i}. \
+                 It is read once at start-up and applies to every page of the site, including drafts and archived \
+                 pages, unless a page overrides it in its own front matter.\n\n## Caveats {i}\n\nOlder releases ignored the \
+                 flag when the cache was warm, so clear the cache after changing it; the log then shows which pages \
+                 were built again and which were reused from the previous build.\n"
+            );
+            std::fs::write(dir.path().join("docs").join(folder).join(format!("p{i:03}.md")), text).unwrap();
+        }
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "20"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let labels: Vec<String> = golden
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).unwrap()["relevant"][0].as_str().map(String::from))
+        .collect();
+    let count = |folder: &str| labels.iter().filter(|l| l.starts_with(&format!("{folder}/"))).count();
+    assert_eq!(labels.len(), 18);
+    assert_eq!((count("reference"), count("guide"), count("faq")), (12, 5, 1), "{labels:?}");
+    // The first three stubs already cover the three folders.
+    let first: std::collections::BTreeSet<&str> = labels[..3].iter().map(|l| l.split('/').next().unwrap()).collect();
+    assert_eq!(first.len(), 3, "{labels:?}");
+}
+
+/// The drafts' rubric on a documentation-like corpus: pages whose prose holds the markup, code,
+/// example data and generic flags real documentation holds (`w-40`, `\u0026`, `[]any`,
+/// `post1.md`, `[context][]`, `**Actions**`, `--version` on every page) under a heading every
+/// page repeats (`Overview`): no draft uses any of them, and every stub still has a draft
+/// asking about its own rare flag.
+#[test]
+fn drafts_never_use_markup_example_data_generic_flags_or_generic_headings() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..40 {
+        let folder = ["content", "functions", "templates", "hosting"][i % 4];
+        std::fs::create_dir_all(dir.path().join("docs").join(folder)).unwrap();
+        let text = format!(
+            "---\ntitle: Feature {i}\n---\n# Feature {i}\n\n## Overview\n\nRun `hugo --version` first. The grid uses the `w-40` class, \
+             the escape `\\u0026` and the type `[]any`; the example site has `post1.md` and a `[context][]` link, and the \
+             **Actions** menu. Then the `--feature-{i}-mode` flag selects how feature {i} renders its pages when the \
+             site is built for production.\n\n## Deploying feature {i}\n\nThe `--feature-{i}-target` flag names where \
+             feature {i} is deployed; the builder reads it once and writes every page of the site there, \
+             replacing what an earlier build left, unless a page says otherwise in its own front matter.\n"
+        );
+        std::fs::write(dir.path().join("docs").join(folder).join(format!("f{i:02}.md")), text).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "30"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let stubs: Vec<Value> = golden.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let junk =
+        ["w-40", "u0026", "[]any", "post1.md", "[context]", "**", "--version", "about Overview", "say about Overview"];
+    let (mut drafts, mut own_flag) = (0, 0);
+    for stub in stubs.iter().filter(|s| s["answerable"] != false) {
+        let page = stub["relevant"][0].as_str().unwrap().split('#').next().unwrap().rsplit('/').next().unwrap();
+        let n: usize = page.trim_start_matches('f').parse().unwrap();
+        let all: Vec<&str> = stub["meta"]["drafts"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+        for d in &all {
+            assert!(!junk.iter().any(|j| d.contains(j)), "junk in a draft: {d}");
+            drafts += 1;
+        }
+        own_flag += usize::from(all.iter().any(|d| d.contains(&format!("--feature-{n}-"))));
+    }
+    assert!(drafts >= 27, "{drafts} drafts for 27 stubs");
+    assert_eq!(own_flag, 27, "every stub asks about a flag of its own page");
+}
+
 /// Drafts on pages made of tables, link references, code blocks and prose: every draft is a
 /// question in words naming its page, none is built from markup; no stub's label covers its
 /// whole document.
