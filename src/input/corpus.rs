@@ -693,18 +693,18 @@ fn extract(
     }))
 }
 
-/// The file of `files` an include's `target` most likely meant: the same file name, with the
-/// most trailing path parts in common; shown relative to `root`.
-fn closest_file(target: &str, files: &[PathBuf], root: &Path) -> Option<String> {
+/// The corpus file an include's `target` most likely meant (`by_name`: the files by name): the
+/// same file name, with the most trailing path parts in common; shown relative to `root`.
+fn closest_file(target: &str, by_name: &HashMap<String, Vec<&PathBuf>>, root: &Path) -> Option<String> {
     let wanted: Vec<&str> = target.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
     let name = *wanted.last()?;
     let common = |f: &Path| {
         let parts: Vec<String> = f.iter().map(|c| c.to_string_lossy().into_owned()).collect();
         parts.iter().rev().zip(wanted.iter().rev()).take_while(|(a, b)| a == *b).count()
     };
-    files
+    by_name
+        .get(name)?
         .iter()
-        .filter(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name))
         .max_by_key(|f| (common(f), std::cmp::Reverse(f.as_os_str().len())))
         .map(|f| f.strip_prefix(root).unwrap_or(f).to_string_lossy().replace('\\', "/"))
 }
@@ -718,6 +718,13 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     files.sort();
     not_files.sort();
     let all_files = files.clone();
+    // Files by name, for the closest file to an include not found (one lookup per include).
+    let mut by_name: HashMap<String, Vec<&PathBuf>> = HashMap::new();
+    for f in &all_files {
+        if let Some(name) = f.file_name() {
+            by_name.entry(name.to_string_lossy().into_owned()).or_default().push(f);
+        }
+    }
     // Docusaurus projects in the corpus: their `_` partials are not pages.
     let docusaurus: Vec<PathBuf> = all_files
         .iter()
@@ -812,7 +819,7 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
         }
         if !extracted.included.is_empty() || !extracted.unresolved.is_empty() {
             let missed = extracted.unresolved.iter().map(|u| {
-                let closest = (u.why == Missed::NotFound).then(|| closest_file(&u.target, &all_files, root)).flatten();
+                let closest = (u.why == Missed::NotFound).then(|| closest_file(&u.target, &by_name, root)).flatten();
                 match closest {
                     Some(c) => format!("{} ({}; closest file: {c})", u.target, u.why.as_str()),
                     None => format!("{} ({})", u.target, u.why.as_str()),
