@@ -906,6 +906,10 @@ const FLUSH_EVERY: usize = 2048;
 
 /// The vectors of `texts[batch]` that were embedded (each checked to be `dim` long and
 /// finite), and the error that stopped the embedding, if one did.
+fn norm(v: &[f32]) -> f64 {
+    v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt()
+}
+
 fn embed_checked(
     embedder: &dyn Embedding,
     texts: &[String],
@@ -926,6 +930,14 @@ fn embed_checked(
         } else if v.iter().any(|x| !x.is_finite()) {
             format!(
                 "the model gave a vector with NaN or infinite values for {:?}",
+                texts[i].chars().take(80).collect::<String>()
+            )
+        } else if norm(v) < crate::stages::brought::MIN_NORM {
+            // The check brought vectors pass: a zero vector ranks nothing and would be cached.
+            format!(
+                "the model gave a zero vector (norm {:e}, at least {:e}) for {:?}",
+                norm(v),
+                crate::stages::brought::MIN_NORM,
                 texts[i].chars().take(80).collect::<String>()
             )
         } else {

@@ -27,6 +27,8 @@ struct Script {
     delay_s: f64,
     /// After this many good answers, every answer is a 500.
     fail_after: Option<usize>,
+    /// Texts holding this get an all-zero vector.
+    zero_for: Option<&'static str>,
 }
 
 /// A loopback OpenAI embeddings endpoint: each input's vector is the random model's for that
@@ -100,7 +102,10 @@ impl Mock {
                                 .enumerate()
                                 .rev()
                                 .map(|(i, text)| {
-                                    let v = ragsweep::stages::embed::random_unit_vector(text, DIM);
+                                    let mut v = ragsweep::stages::embed::random_unit_vector(text, DIM);
+                                    if script.zero_for.is_some_and(|z| text.contains(z)) {
+                                        v = vec![0.0; DIM];
+                                    }
                                     serde_json::json!({"object": "embedding", "index": i, "embedding": v})
                                 })
                                 .collect();
@@ -215,6 +220,28 @@ fn an_http_model_scores_like_the_model_it_serves_is_cached_and_never_writes_its_
     let again = mock.texts.load(Ordering::SeqCst) - texts;
     assert!(again <= timed, "passages came from the cache: {again} texts sent again, {sent} the first time");
     assert!(mock.requests.load(Ordering::SeqCst) > requests, "the timed pass asks the endpoint per question");
+}
+
+/// An endpoint's all-zero vector is refused as a brought one is, before it is cached: the run
+/// stops naming the text and writes nothing, and once the endpoint answers properly the next run embeds that text
+/// and scores like the model it serves.
+#[test]
+fn an_endpoints_zero_vector_is_refused_and_never_cached() {
+    let mock = Mock::start("Sekr3t-key");
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success();
+    mock.script.lock().unwrap().zero_for = Some("Caminhões");
+    let out = run(&f, &models);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("zero vector") && stderr.contains("Caminhões"), "{stderr}");
+    assert!(common::runs_in(&f.path().join("out/own")).is_empty(), "nothing written");
+    mock.script.lock().unwrap().zero_for = None;
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = common::runs_in(&f.path().join("out/own"));
+    let m = matrix(runs.iter().max().unwrap());
+    assert_eq!(metrics(&m, "local"), metrics(&m, "remote"), "no zero vector was kept");
 }
 
 /// The passages the markdown chunker makes of the fixture's folder (one per section).
