@@ -40,6 +40,8 @@ pub struct HttpModel {
     pub url: String,
     pub model: String,
     pub api_key_env: Option<String>,
+    pub auth: Option<String>,
+    pub auth_header: Option<String>,
     pub dimensions: Option<usize>,
     pub batch_size: Option<usize>,
     pub concurrency: Option<usize>,
@@ -262,8 +264,10 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
             t.insert("kind".into(), "http".into());
             t.insert("url".into(), h.url.clone().into());
             t.insert("model".into(), h.model.clone().into());
-            if let Some(v) = &h.api_key_env {
-                t.insert("api_key_env".into(), v.clone().into());
+            for (key, value) in [("api_key_env", &h.api_key_env), ("auth", &h.auth), ("auth_header", &h.auth_header)] {
+                if let Some(v) = value {
+                    t.insert(key.into(), v.clone().into());
+                }
             }
             for (key, value) in
                 [("dimensions", h.dimensions), ("batch_size", h.batch_size), ("concurrency", h.concurrency)]

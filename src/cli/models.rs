@@ -81,6 +81,13 @@ pub struct AddArgs {
     /// The environment variable holding the endpoint's API key (the key is never written).
     #[arg(long, requires = "url")]
     api_key_env: Option<String>,
+    /// How the key is sent: `bearer` (`Authorization: Bearer KEY`, the default) or `api-key`
+    /// (an `api-key: KEY` header, as Azure OpenAI asks), or `none`.
+    #[arg(long, requires = "url", value_parser = ["bearer", "api-key", "none"])]
+    auth: Option<String>,
+    /// The header of `--auth api-key` (default `api-key`).
+    #[arg(long, requires = "auth")]
+    auth_header: Option<String>,
     /// `dimensions` sent with each request, for models that can shorten their vectors.
     #[arg(long, requires = "url")]
     dimensions: Option<usize>,
@@ -132,6 +139,8 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 url,
                 model: args.model.unwrap_or_default(),
                 api_key_env: args.api_key_env,
+                auth: args.auth,
+                auth_header: args.auth_header,
                 dimensions: args.dimensions,
                 batch_size: args.batch_size,
                 concurrency: args.concurrency,

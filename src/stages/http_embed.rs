@@ -36,6 +36,9 @@ pub struct HttpSpec {
     pub model: String,
     /// The environment variable holding the API key, if the endpoint needs one.
     pub api_key_env: Option<String>,
+    /// The header the key goes in: `Authorization: Bearer KEY` (OpenAI, vLLM, gateways) or
+    /// `NAME: KEY` (Azure OpenAI's `api-key`).
+    pub auth: Auth,
     /// `dimensions` sent with each request (models that can shorten their vectors).
     pub dimensions: Option<usize>,
     pub batch_size: usize,
@@ -51,6 +54,8 @@ pub struct HttpKeys<'a> {
     pub url: Option<&'a Spanned<String>>,
     pub model: Option<&'a Spanned<String>>,
     pub api_key_env: Option<&'a Spanned<String>>,
+    pub auth: Option<&'a Spanned<String>>,
+    pub auth_header: Option<&'a Spanned<String>>,
     pub dimensions: Option<&'a Spanned<usize>>,
     pub batch_size: Option<&'a Spanned<usize>>,
     pub concurrency: Option<&'a Spanned<usize>>,
@@ -66,6 +71,8 @@ impl HttpKeys<'_> {
             self.url.map(|v| ("url", v.span())),
             self.model.map(|v| ("model", v.span())),
             self.api_key_env.map(|v| ("api_key_env", v.span())),
+            self.auth.map(|v| ("auth", v.span())),
+            self.auth_header.map(|v| ("auth_header", v.span())),
             self.dimensions.map(|v| ("dimensions", v.span())),
             self.batch_size.map(|v| ("batch_size", v.span())),
             self.concurrency.map(|v| ("concurrency", v.span())),
@@ -93,11 +100,11 @@ impl HttpSpec {
                 "`url` must be an http:// or https:// address without credentials in it (put the key in the variable `api_key_env` names)",
             ));
         }
-        let url = if parsed.trim_end_matches('/').ends_with("/embeddings") {
-            parsed.trim_end_matches('/').to_string()
-        } else {
-            format!("{}/embeddings", parsed.trim_end_matches('/'))
-        };
+        // The path gets `/embeddings`; the query (Azure's `api-version`) stays on every request.
+        let (path, query) = parsed.split('#').next().unwrap_or("").split_once('?').unwrap_or((parsed, ""));
+        let path = path.trim_end_matches('/');
+        let path = if path.ends_with("/embeddings") { path.to_string() } else { format!("{path}/embeddings") };
+        let url = if query.is_empty() { path } else { format!("{path}?{query}") };
         let model = raw.model.ok_or_else(|| missing("model"))?.get_ref().clone();
         let positive = |v: Option<&Spanned<usize>>, key: &str, default: usize, max: usize| -> Result<usize> {
             match v {
@@ -129,10 +136,32 @@ impl HttpSpec {
             }
             v => v.map(|v| v.get_ref().clone()),
         };
+        let header = match raw.auth_header {
+            Some(h)
+                if h.get_ref().is_empty() || !h.get_ref().chars().all(|c| c.is_ascii_alphanumeric() || c == '-') =>
+            {
+                return Err(Error::input(at(h.span()), "`auth_header` is a header name (letters, digits, -)"))
+            }
+            h => h.map(|h| h.get_ref().clone()),
+        };
+        let auth = match (raw.auth.map(|a| a.get_ref().as_str()), header) {
+            (None | Some("bearer"), None) => Auth::Bearer,
+            (Some("api-key"), header) => Auth::Header(header.unwrap_or_else(|| "api-key".into())),
+            (Some("none"), None) => Auth::None,
+            (_, Some(_)) => {
+                let span = raw.auth_header.map_or(0..0, |h| h.span());
+                return Err(Error::input(at(span), "`auth_header` names the header of `auth = \"api-key\"`"));
+            }
+            (Some(_), None) => {
+                let span = raw.auth.map_or(0..0, |a| a.span());
+                return Err(Error::input(at(span), "`auth` is \"bearer\" (the default), \"api-key\" or \"none\""));
+            }
+        };
         Ok(HttpSpec {
             url,
             model,
             api_key_env,
+            auth,
             dimensions: raw.dimensions.map(|d| *d.get_ref()),
             batch_size: positive(raw.batch_size, "batch_size", 64, 2048)?,
             concurrency: positive(raw.concurrency, "concurrency", 4, 256)?,
@@ -142,12 +171,38 @@ impl HttpSpec {
         })
     }
 
-    /// What names this endpoint's vectors in the cache key: the URL without credentials or
-    /// query, the model and the requested dimensions. How requests are sent (batching,
-    /// concurrency, retries, the key) does not change a vector.
+    /// What names this endpoint's vectors in the cache key: the URL without credentials, with
+    /// the query's parameters that hold no secret (Azure's `api-version` picks the model's
+    /// behaviour), the model and the requested dimensions. How requests are sent (batching,
+    /// concurrency, retries, the key and its header) does not change a vector.
     pub fn identity(&self) -> String {
-        format!("url={};model={};dimensions={:?}", redacted(&self.url), self.model, self.dimensions)
+        let query: Vec<&str> = self
+            .url
+            .split_once('?')
+            .map(|(_, q)| q.split('&').filter(|p| !secret_parameter(p.split('=').next().unwrap_or(""))).collect())
+            .unwrap_or_default();
+        let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+        format!("url={}{query};model={};dimensions={:?}", redacted(&self.url), self.model, self.dimensions)
     }
+}
+
+/// How the API key is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer KEY`.
+    Bearer,
+    /// `NAME: KEY`.
+    Header(String),
+    /// No key, even when `api_key_env` is set.
+    None,
+}
+
+/// Whether a URL query parameter's name says it carries a secret.
+fn secret_parameter(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["key", "token", "secret", "password", "sig", "signature", "code", "auth", "credential"]
+        .iter()
+        .any(|s| name.contains(s))
 }
 
 /// `url` as it may be shown: scheme, host, port and path; never user-info, query or fragment.
@@ -315,7 +370,11 @@ impl HttpEmbedder {
         }
         let mut request = self.agent.post(&self.spec.url).header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
-            request = request.header("Authorization", &format!("Bearer {}", key.expose()));
+            request = match &self.spec.auth {
+                Auth::Bearer => request.header("Authorization", &format!("Bearer {}", key.expose())),
+                Auth::Header(name) => request.header(name.as_str(), key.expose()),
+                Auth::None => request,
+            };
         }
         let mut response = match request.send(body.to_string().as_bytes()) {
             Ok(r) => r,
@@ -382,6 +441,39 @@ impl HttpEmbedder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_stays_on_the_url_and_only_its_public_parameters_name_the_vectors() {
+        let url = Spanned::new(
+            0..0,
+            "https://r.openai.azure.com/openai/deployments/d/?api-version=2024-02-01&sig=S3cr3t".to_string(),
+        );
+        let model = Spanned::new(0..0, "d".to_string());
+        let keys = HttpKeys {
+            url: Some(&url),
+            model: Some(&model),
+            api_key_env: None,
+            auth: None,
+            auth_header: None,
+            dimensions: None,
+            batch_size: None,
+            concurrency: None,
+            max_retries: None,
+            timeout_s: None,
+            tokenizer: None,
+        };
+        let spec = HttpSpec::read(&keys, &|_| Location::file(std::path::Path::new("model.toml"))).unwrap();
+        assert_eq!(
+            spec.url,
+            "https://r.openai.azure.com/openai/deployments/d/embeddings?api-version=2024-02-01&sig=S3cr3t"
+        );
+        assert_eq!(spec.auth, Auth::Bearer);
+        let identity = spec.identity();
+        assert!(
+            identity.contains("/d/embeddings?api-version=2024-02-01;") && !identity.contains("S3cr3t"),
+            "{identity}"
+        );
+    }
 
     #[test]
     fn shown_urls_never_carry_credentials_or_parameters() {

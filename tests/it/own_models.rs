@@ -29,6 +29,8 @@ struct Script {
     fail_after: Option<usize>,
     /// Texts holding this get an all-zero vector.
     zero_for: Option<&'static str>,
+    /// Azure OpenAI's form: the key in an `api-key` header, posted to this path and query.
+    azure: Option<&'static str>,
 }
 
 /// A loopback OpenAI embeddings endpoint: each input's vector is the random model's for that
@@ -55,9 +57,10 @@ impl Mock {
                 let (t, r, s, good) = (t.clone(), r.clone(), s.clone(), good.clone());
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let (mut length, mut auth) = (0usize, String::new());
+                    let (mut length, mut auth, mut api_key) = (0usize, String::new(), String::new());
                     let mut line = String::new();
                     reader.read_line(&mut line).unwrap();
+                    let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
                     loop {
                         line.clear();
                         reader.read_line(&mut line).unwrap();
@@ -68,6 +71,7 @@ impl Mock {
                         match name.to_ascii_lowercase().as_str() {
                             "content-length" => length = value.trim().parse().unwrap(),
                             "authorization" => auth = value.trim().to_string(),
+                            "api-key" => api_key = value.trim().to_string(),
                             _ => {}
                         }
                     }
@@ -84,7 +88,10 @@ impl Mock {
                             (status, after, body.to_string())
                         } else if script.fail_after.is_some_and(|n| good.load(Ordering::SeqCst) >= n) {
                             (500, None, "{\"error\": \"down\"}".to_string())
-                        } else if auth != format!("Bearer {key}") {
+                        } else if script.azure.is_some_and(|path| target != path || api_key != key || !auth.is_empty())
+                        {
+                            (404, None, format!("{{\"error\": \"not {target} with an api-key\"}}"))
+                        } else if script.azure.is_none() && auth != format!("Bearer {key}") {
                             (401, None, "{\"error\": \"bad key\"}".to_string())
                         } else {
                             let request: Value = serde_json::from_slice(&body).unwrap();
@@ -242,6 +249,38 @@ fn an_endpoints_zero_vector_is_refused_and_never_cached() {
     let runs = common::runs_in(&f.path().join("out/own"));
     let m = matrix(runs.iter().max().unwrap());
     assert_eq!(metrics(&m, "local"), metrics(&m, "remote"), "no zero vector was kept");
+}
+
+/// Azure OpenAI: the deployment URL's `api-version` query is kept on every request (and in
+/// the cache identity), the key goes in an `api-key` header; the mock answers nothing else.
+#[test]
+fn an_azure_deployment_url_keeps_its_query_and_sends_the_key_as_api_key() {
+    let mock = Mock::start("Sekr3t-key");
+    mock.script.lock().unwrap().azure = Some("/openai/deployments/emb/embeddings?api-version=2024-02-01");
+    let (f, models) = fixture();
+    let base = mock.url.trim_end_matches("/v1");
+    let url = format!("{base}/openai/deployments/emb?api-version=2024-02-01");
+    f.cmd()
+        .env("MOCK_KEY", "Sekr3t-key")
+        .args(["models", "add", "--name", "remote", "--url", &url, "--model", "emb", "--api-key-env", "MOCK_KEY"])
+        .args(["--auth", "api-key", "--query-prefix", "query: ", "--models"])
+        .arg(&models)
+        .assert()
+        .success();
+    let toml = std::fs::read_to_string(models.join("remote/model.toml")).unwrap();
+    assert!(toml.contains("auth = \"api-key\"") && toml.contains("api-version=2024-02-01"), "{toml}");
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m = matrix(&common::runs_in(&f.path().join("out/own"))[0]);
+    assert_eq!(metrics(&m, "local"), metrics(&m, "remote"));
+    let manifest =
+        std::fs::read_to_string(common::runs_in(&f.path().join("out/own"))[0].join("manifest.json")).unwrap();
+    assert!(!manifest.contains("Sekr3t-key"));
+    // A Bearer-only client would have been refused: the same model with `auth = "bearer"`.
+    std::fs::write(models.join("remote/model.toml"), toml.replace("auth = \"api-key\"", "auth = \"bearer\"")).unwrap();
+    std::fs::remove_dir_all(f.path().join("cache")).unwrap();
+    let out = run(&f, &models);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("404"));
 }
 
 /// The passages the markdown chunker makes of the fixture's folder (one per section).
