@@ -113,7 +113,8 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
 /// checked), and writes the model.toml and install record.
 fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Result<()> {
     use crate::stages::brought::{check, files};
-    for role in [Role::Query, Role::Passage] {
+    let sides = [Role::Query, Role::Passage];
+    for role in sides {
         for file in files(dir, role)? {
             if !regular_inside(dir, &file) {
                 return Err(Error::Other(format!(
@@ -122,11 +123,19 @@ fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Re
                     dir.display()
                 )));
             }
+        }
+    }
+    // Read where the user wrote them, so that an error names their file and line.
+    let dim = check(dir, Role::Query, 0)?;
+    check(dir, Role::Passage, dim)?;
+    for role in sides {
+        for file in files(dir, role)? {
             let to = staging.join(file.file_name().expect("a file name"));
             fs::copy(&file, &to).map_err(|e| Error::io(&file, e))?;
         }
     }
-    let dim = check(staging, Role::Query, 0)?;
+    // The copies are what is recorded: read again, in case a file changed while it was copied.
+    check(staging, Role::Query, dim)?;
     check(staging, Role::Passage, dim)?;
     let toml = model_toml(name, model, dim, Path::new(""))?;
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;

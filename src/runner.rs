@@ -168,6 +168,16 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
         })
         .collect::<Result<Vec<_>>>()?;
     models.iter().try_for_each(ModelInfo::check_embeds)?;
+    // Vectors made elsewhere are the model: checked against their record at every run, as a
+    // flipped row would otherwise be ranked (ONNX files are checked when loaded).
+    for m in models.iter().filter(|m| m.kind == embed::ModelKind::Vectors && m.dir.join("installed.json").exists()) {
+        crate::installed::verify(&m.dir).map_err(|why| {
+            Error::Other(format!(
+                "model {} is damaged ({why}): add its vectors again with `ragsweep models add --vectors`",
+                m.id
+            ))
+        })?;
+    }
     let counter = Counter::load(&exp.cost_tokenizer, models_dir)?;
     let servers = crate::engine::servers::user_servers(&exp.servers)?;
     Ok(Prepared { plan, corpus, cases, drafts, judgments, models, cross_encoders, counter, servers })

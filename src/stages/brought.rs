@@ -120,6 +120,11 @@ fn read_jsonl(path: &Path, dim: usize) -> Result<Table> {
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = Location::line(path, i + 1);
         let row: Row = serde_json::from_str(line).map_err(|e| {
+            // Python's json writes non-finite floats as bare NaN / Infinity, which JSON has not.
+            let numbers = line.split_once("\"vector\"").map_or("", |(_, v)| v);
+            if ["NaN", "Infinity"].iter().any(|t| numbers.contains(t)) {
+                return Error::input(at.clone(), "the vector holds NaN or Infinity: a vector is finite numbers");
+            }
             Error::input(at.clone(), format!("{e}: each line is {{\"id\": \"…\", \"vector\": [numbers]}}"))
         })?;
         if table.dim == 0 {

@@ -145,6 +145,12 @@ fn exported_vectors_brought_back_score_like_the_model_that_made_them() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains("made").and(predicate::str::contains("DAMAGED")));
+    // validate and run refuse it, even with its vectors in the cache, and write nothing.
+    let mut validate = f.cmd();
+    validate.args(["validate", "exp.toml"]);
+    with_dirs(&mut validate, &f, &models).assert().code(2).stderr(predicate::str::contains("model made is damaged"));
+    run_into(&f, &models, "out-damaged").code(2).stderr(predicate::str::contains("model made is damaged"));
+    assert!(!f.path().join("out-damaged").exists());
 }
 
 /// Writes `folder/{passages,queries}.jsonl` from an export, naming each passage by `passage`
@@ -185,8 +191,8 @@ fn jsonl_named_by_document_or_by_text_hash_reads_the_same() {
     assert_eq!(metrics(&m, "local"), metrics(&m, "by-doc"));
 }
 
-/// The error `run` gives with `by` as the vectors model's passages.jsonl (of the markdown
-/// chunker's export); nothing is written.
+/// The error `run` gives with `edit` of the vectors model's passages.jsonl (of the markdown
+/// chunker's export) in a folder without an install record; nothing is written.
 fn refused_passages(edit: impl Fn(&str) -> String) -> String {
     let (f, models) = fixture("markdown", "\"local\"");
     export(&f, &models, "vecs");
@@ -194,6 +200,8 @@ fn refused_passages(edit: impl Fn(&str) -> String) -> String {
     add(&f, &models, "good", "made").success();
     let path = models.join("made/passages.jsonl");
     std::fs::write(&path, edit(&std::fs::read_to_string(&path).unwrap())).unwrap();
+    // A folder written by hand (no install record to be damaged against): read line by line.
+    std::fs::remove_file(models.join("made/installed.json")).unwrap();
     edit_experiment(&f, "model = [\"local\"]", "model = [\"made\"]");
     let out = run(&f, &models).failure();
     assert!(!f.path().join("out/made").exists() || common::runs_in(&f.path().join("out/made")).is_empty());
@@ -265,4 +273,25 @@ fn vectors_made_for_another_chunker_or_ids_that_do_not_fit_are_refused() {
         .stderr(predicate::str::contains("passages.ids: 3 ids for the 4 rows of"));
     std::fs::remove_file(&ids).unwrap();
     add(&f, &models, "vecs", "none").failure().stderr(predicate::str::contains("passages.npy has no passages.ids"));
+}
+
+/// `models add --vectors` reads the user's files where they are: an error names the user's file
+/// and line (not a copy in a folder deleted afterwards), and a NaN (as Python writes it) is
+/// said to be one.
+#[test]
+fn models_add_names_the_users_file_and_says_nan() {
+    let (f, models) = fixture("markdown", "\"local\"");
+    export(&f, &models, "vecs");
+    jsonl(&f, "vecs", "mine", str::to_string, str::to_string);
+    let path = f.path().join("mine/passages.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let comma = lines[1].find("\"vector\":[").unwrap() + "\"vector\":[".len();
+    lines[1].insert_str(comma, "NaN,");
+    std::fs::write(&path, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let out = add(&f, &models, "mine", "made").failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("error: mine/passages.jsonl:2: "), "the user's file and line: {stderr}");
+    assert!(stderr.contains("NaN or Infinity"), "{stderr}");
+    assert!(!models.join("made").exists(), "nothing added");
 }
