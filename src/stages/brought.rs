@@ -191,19 +191,26 @@ struct Lookup<'t> {
 }
 
 impl<'t> Lookup<'t> {
-    /// The table's rows by id, refusing an id named twice at its second line.
+    /// The table's rows by id, refusing an id named twice at its second line; a `sha256:` id
+    /// may repeat with the same vector (two questions of one text, each written out).
     fn new(table: &'t Table) -> Result<Self> {
         let mut rows: HashMap<&str, usize> = HashMap::with_capacity(table.len());
+        let mut used = vec![false; table.len()];
         for (row, id) in table.ids.iter().enumerate() {
-            if let Some(first) = rows.insert(id, row) {
+            if let Some(&first) = rows.get(id.as_str()) {
+                if id.starts_with(SHA256) && table.vector(first) == table.vector(row) {
+                    used[row] = true;
+                    continue;
+                }
                 return Err(Error::input(
                     Location::line(&table.named_in, table.lines[row]),
                     format!("id {id:?} is named twice (first at line {})", table.lines[first]),
                 ));
             }
+            rows.insert(id, row);
         }
         let by_content = table.ids.iter().any(|id| id.starts_with(SHA256));
-        Ok(Lookup { table, rows, by_content, used: vec![false; table.len()] })
+        Ok(Lookup { table, rows, by_content, used })
     }
 
     /// The vectors of items named by `names(i)` (then, if the table names texts by content,

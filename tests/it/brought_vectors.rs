@@ -295,3 +295,33 @@ fn models_add_names_the_users_file_and_says_nan() {
     assert!(stderr.contains("NaN or Infinity"), "{stderr}");
     assert!(!models.join("made").exists(), "nothing added");
 }
+
+/// Two questions of one text each written out under `sha256:` of it: one vector serves both;
+/// the same id with another vector is still refused at its line.
+#[test]
+fn a_text_hash_may_repeat_with_the_same_vector_only() {
+    let (f, models) = fixture("none", "\"local\"");
+    export(&f, &models, "vecs");
+    let questions: Value = serde_json::from_str(GOLDEN).unwrap();
+    let text_of = |id: &str| {
+        questions.as_array().unwrap().iter().find(|q| q["id"] == id).unwrap()["question"].as_str().unwrap().to_string()
+    };
+    jsonl(&f, "vecs", "by-text", str::to_string, |id| sha(&text_of(id)));
+    let path = f.path().join("by-text/queries.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    std::fs::write(&path, format!("{text}{first}\n")).unwrap();
+    add(&f, &models, "by-text", "by-text").success();
+    edit_experiment(&f, "[\"local\"]", "[\"local\", \"by-text\"]");
+    run(&f, &models).success();
+    let m = matrix(&common::runs_in(&f.path().join("out/made"))[0]);
+    assert_eq!(metrics(&m, "local"), metrics(&m, "by-text"));
+    let row: Value = serde_json::from_str(&first).unwrap();
+    let other = serde_json::json!({"id": row["id"], "vector": vec![0.25; DIM]}).to_string();
+    std::fs::write(&path, format!("{text}{other}\n")).unwrap();
+    let lines = text.lines().count();
+    add(&f, &models, "by-text", "by-text-2").failure().stderr(
+        predicate::str::contains(format!("queries.jsonl:{}: id ", lines + 1))
+            .and(predicate::str::contains("is named twice")),
+    );
+}
