@@ -20,8 +20,9 @@ pub struct OwnModel {
     /// `mean`, `cls` or `last` (ONNX models).
     pub pooling: Option<String>,
     pub max_length: Option<usize>,
-    pub query_prefix: String,
-    pub passage_prefix: String,
+    /// `None`: the export's own (a sentence-transformers prompt), else none.
+    pub query_prefix: Option<String>,
+    pub passage_prefix: Option<String>,
     /// The ONNX output to pool.
     pub output: Option<String>,
     /// The ONNX file inside the folder (default `model.onnx`).
@@ -53,8 +54,15 @@ const AUX_FILES: [&str; 3] = ["config.json", "special_tokens_map.json", "tokeniz
 
 /// Adds `name` to `models` (from the folder `source` for an ONNX model; nothing to copy for an
 /// http one), after embedding a probe text with it; replaces an added model of that name only
-/// with `force`. Returns the model as `run` will read it.
-pub fn add(models: &Path, name: &str, source: Option<&Path>, model: &OwnModel, force: bool) -> Result<ModelInfo> {
+/// with `force`. Returns the model as `run` will read it, and a line per setting read from
+/// the export saying where it came from.
+pub fn add(
+    models: &Path,
+    name: &str,
+    source: Option<&Path>,
+    model: &OwnModel,
+    force: bool,
+) -> Result<(ModelInfo, Vec<String>)> {
     check_name(name)?;
     let target = models.join(name);
     if target.exists() && !force {
@@ -69,27 +77,44 @@ pub fn add(models: &Path, name: &str, source: Option<&Path>, model: &OwnModel, f
         fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
     }
     fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;
-    if let Err(e) = stage(models, &staging, name, source, model) {
-        let _ = fs::remove_dir_all(&staging);
-        return Err(e);
-    }
+    let said = match stage(models, &staging, name, source, model) {
+        Ok(said) => said,
+        Err(e) => {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
     if target.exists() {
         fs::remove_dir_all(&target).map_err(|e| Error::io(&target, e))?;
     }
     fs::rename(&staging, &target).map_err(|e| Error::io(&target, e))?;
-    crate::stages::embed::find_model(models, name)
+    Ok((crate::stages::embed::find_model(models, name)?, said))
 }
 
-fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model: &OwnModel) -> Result<()> {
+/// What `add` stages; returns what it read from where (an ONNX export's settings).
+fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model: &OwnModel) -> Result<Vec<String>> {
     match (&model.http, source) {
         (Some(_), Some(dir)) => {
             return Err(Error::Other(format!("an http model has no files: leave out the folder ({})", dir.display())))
         }
         (None, None) => return Err(Error::Other("give the model's folder (model.onnx and tokenizer.json)".into())),
-        (None, Some(dir)) if model.vectors => return stage_vectors(dir, staging, name, model),
-        (None, Some(dir)) => copy_onnx_export(dir, staging, model)?,
+        (None, Some(dir)) if model.vectors => return stage_vectors(dir, staging, name, model).map(|()| Vec::new()),
+        (None, Some(dir)) if model.cross_encoder => copy_onnx_export(dir, staging, model)?,
+        (None, Some(dir)) => {
+            let (read, said) = export_settings(dir, model)?;
+            copy_onnx_export(dir, staging, &read)?;
+            probe_and_record(models, staging, name, &read)?;
+            return Ok(said);
+        }
         (Some(_), None) => {}
     }
+    probe_and_record(models, staging, name, model)?;
+    Ok(Vec::new())
+}
+
+/// Writes the model.toml with a placeholder dimension, loads the model, asks it for one vector
+/// (a cross-encoder: one score), and writes the model.toml and install record for good.
+fn probe_and_record(models: &Path, staging: &Path, name: &str, model: &OwnModel) -> Result<()> {
     // Written with a placeholder dimension, loaded, asked for one vector, written again.
     let toml = model_toml(name, model, 1, &staging.join("tokenizer_config.json"))?;
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
@@ -234,6 +259,96 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> 
     Ok(())
 }
 
+/// The settings an ONNX export is run with, read as sentence-transformers runs it when it is in
+/// that layout (`sentence_bert_config.json`'s `max_seq_length`, the `Pooling` module's mode,
+/// `config_sentence_transformers.json`'s prompts), a flag given overriding each; with one line
+/// per setting saying where it came from.
+fn export_settings(dir: &Path, given: &OwnModel) -> Result<(OwnModel, Vec<String>)> {
+    let json = |name: &str| -> Option<serde_json::Value> {
+        let path = dir.join(name);
+        let small = fs::metadata(&path).is_ok_and(|m| m.len() <= 1 << 20);
+        let bytes = (small && regular_inside(dir, &path)).then(|| fs::read(&path).ok()).flatten()?;
+        serde_json::from_slice(&bytes).ok()
+    };
+    let modules = json("modules.json");
+    let module = |kind: &str| {
+        modules.as_ref()?.as_array()?.iter().find(|m| m["type"].as_str().is_some_and(|t| t.ends_with(kind))).cloned()
+    };
+    let layout = modules.is_some() || json("sentence_bert_config.json").is_some();
+    let mut read = given.clone();
+    let mut said = Vec::new();
+    let mut say = |key: &str, value: &str, from: &str| said.push(format!("{key} {value} ({from})"));
+
+    let pooling_config = module("Pooling")
+        .and_then(|m| m["path"].as_str().map(str::to_string))
+        .or_else(|| dir.join("1_Pooling").is_dir().then(|| "1_Pooling".to_string()))
+        .and_then(|p| json(&format!("{p}/config.json")).map(|c| (p, c)));
+    match (&given.pooling, pooling_config) {
+        (Some(p), _) => say("pooling", p, "--pooling"),
+        (None, Some((path, c))) => {
+            let on = |key: &str| c[key].as_bool() == Some(true);
+            let mode = if on("pooling_mode_cls_token") {
+                "cls"
+            } else if on("pooling_mode_lasttoken") {
+                "last"
+            } else if on("pooling_mode_mean_tokens") {
+                "mean"
+            } else {
+                return Err(Error::Other(format!(
+                    "{}: the pooling mode is none ragsweep runs (mean, cls, last); give --pooling to choose one",
+                    dir.join(&path).join("config.json").display()
+                )));
+            };
+            read.pooling = Some(mode.into());
+            say("pooling", mode, &format!("{path}/config.json"));
+        }
+        (None, None) => say("pooling", "mean", "the default: the export holds no pooling config"),
+    }
+
+    let max_seq = json("sentence_bert_config.json").and_then(|c| c["max_seq_length"].as_u64());
+    let tokenizer_max = json("tokenizer_config.json")
+        .and_then(|c| c["model_max_length"].as_f64())
+        .filter(|m| (1.0..=8192.0).contains(m))
+        .map(|m| m as u64);
+    let (max, from) = match (given.max_length, max_seq, tokenizer_max) {
+        (Some(m), _, _) => (m as u64, "--max-length"),
+        (None, Some(m), _) => (m, "sentence_bert_config.json max_seq_length"),
+        (None, None, Some(m)) => (m, "tokenizer_config.json model_max_length"),
+        (None, None, None) => (512, "the default: the export says no maximum"),
+    };
+    read.max_length = Some(max as usize);
+    say("max_length", &max.to_string(), from);
+
+    let prompts = json("config_sentence_transformers.json").map(|c| c["prompts"].clone());
+    let prompt = |names: &[&'static str]| -> Option<(String, &'static str)> {
+        names.iter().find_map(|&n| prompts.as_ref().and_then(|p| p[n].as_str()).map(|v| (v.to_string(), n)))
+    };
+    for (key, flag, names, value) in [
+        ("query_prefix", "--query-prefix", &["query"][..], &mut read.query_prefix),
+        ("passage_prefix", "--passage-prefix", &["passage", "document", "doc"][..], &mut read.passage_prefix),
+    ] {
+        match (value.clone(), prompt(names)) {
+            (Some(p), _) => say(key, &format!("{p:?}"), flag),
+            (None, Some((p, name))) => {
+                say(key, &format!("{p:?}"), &format!("config_sentence_transformers.json prompts.{name}"));
+                *value = Some(p);
+            }
+            (None, None) => {}
+        }
+    }
+    if layout && module("Normalize").is_none() {
+        said.push(
+            "normalize: modules.json has no Normalize module; ragsweep ranks by cosine, as if it had \
+             (a team that ranks these vectors by dot product ranks differently)"
+                .into(),
+        );
+    }
+    if !layout {
+        said.push("not a sentence-transformers export (no modules.json or sentence_bert_config.json): settings from the tokenizer files, else the defaults".into());
+    }
+    Ok((read, said))
+}
+
 /// The padding token `tokenizer.json` declares, or the usual one it holds.
 fn pad_token(tokenizer: &Path) -> Result<String> {
     let text = fs::read_to_string(tokenizer).map_err(|e| Error::io(tokenizer, e))?;
@@ -316,11 +431,10 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     if !model.cross_encoder {
         t.insert("dim".into(), (dim as i64).into());
     }
-    if !model.query_prefix.is_empty() {
-        t.insert("query_prefix".into(), model.query_prefix.clone().into());
-    }
-    if !model.passage_prefix.is_empty() {
-        t.insert("passage_prefix".into(), model.passage_prefix.clone().into());
+    for (key, prefix) in [("query_prefix", &model.query_prefix), ("passage_prefix", &model.passage_prefix)] {
+        if let Some(p) = prefix.as_ref().filter(|p| !p.is_empty()) {
+            t.insert(key.into(), p.clone().into());
+        }
     }
     if let Some(p) = model.usd_per_1m_tokens {
         t.insert("usd_per_1m_tokens".into(), p.into());

@@ -54,18 +54,22 @@ pub struct AddArgs {
     /// document's id (chunker "none"), or sha256:HEX of its text; a question's its golden id.
     #[arg(long, conflicts_with_all = ["cross_encoder", "pooling", "max_length", "query_prefix", "passage_prefix", "output", "onnx", "url"])]
     vectors: bool,
-    /// How token vectors become one: mean, cls or last (the last real token).
+    /// How token vectors become one: mean, cls or last (the last real token); default: a
+    /// sentence-transformers export's Pooling module, else mean.
     #[arg(long, value_parser = ["mean", "cls", "last"])]
     pooling: Option<String>,
-    /// Tokens the model reads (default: the tokenizer's model_max_length, else 512).
+    /// Tokens the model reads (default: a sentence-transformers export's max_seq_length, else
+    /// the tokenizer's model_max_length, else 512).
     #[arg(long)]
     max_length: Option<usize>,
-    /// Put before every question (e5: "query: ").
-    #[arg(long, default_value = "")]
-    query_prefix: String,
-    /// Put before every passage (e5: "passage: ").
-    #[arg(long, default_value = "")]
-    passage_prefix: String,
+    /// Put before every question (e5: "query: "; default: a sentence-transformers export's
+    /// `query` prompt, else none).
+    #[arg(long)]
+    query_prefix: Option<String>,
+    /// Put before every passage (e5: "passage: "; default: the export's `passage` or
+    /// `document` prompt, else none).
+    #[arg(long)]
+    passage_prefix: Option<String>,
     /// The ONNX output to pool (default: the only one, else last_hidden_state, ...).
     #[arg(long)]
     output: Option<String>,
@@ -159,7 +163,10 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 vectors: args.vectors,
             };
             let (name, dir) = (args.name, args.dirs.models());
-            let info = ragsweep::own_models::add(&dir, &name, args.source.as_deref(), &own, args.force)?;
+            let (info, said) = ragsweep::own_models::add(&dir, &name, args.source.as_deref(), &own, args.force)?;
+            for line in said {
+                println!("{}", safe(&line));
+            }
             if own.cross_encoder {
                 println!(
                     "added {name}: a cross-encoder, {} tokens of a pair at most; key {}",

@@ -283,6 +283,77 @@ fn an_azure_deployment_url_keeps_its_query_and_sends_the_key_as_api_key() {
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("404"));
 }
 
+/// A bundled model re-exported in sentence-transformers layout (`modules.json` with Pooling and
+/// Normalize, `1_Pooling/config.json`, `sentence_bert_config.json`'s `max_seq_length`,
+/// `config_sentence_transformers.json`'s prompts) is added with no flags and scores exactly like
+/// the bundled model: MiniLM at 256 tokens (its tokenizer says 512), e5 with its query and
+/// passage prompts. `models add` says which setting came from which file.
+#[test]
+fn a_sentence_transformers_export_is_read_as_sentence_transformers_runs_it() {
+    let bundled = common::repo().join("models");
+    let experiment =
+        EXPERIMENT.replace("[\"local\", \"remote\"]", "[\"minilm-l6\", \"st-minilm\", \"e5-small\", \"st-e5\"]");
+    let f = Fixture::new(DOCS, GOLDEN, &experiment);
+    let models = f.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for item in ["minilm-l6", "e5-small", "onnxruntime"] {
+        std::os::unix::fs::symlink(bundled.join(item), models.join(item)).unwrap();
+    }
+    let export = |model: &str, max_seq: usize, prompts: Option<(&str, &str)>| {
+        let dir = f.path().join(format!("st-{model}"));
+        std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
+        for file in ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"]
+        {
+            std::fs::copy(bundled.join(model).join(file), dir.join(file)).unwrap();
+        }
+        let modules = serde_json::json!([
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+        ]);
+        std::fs::write(dir.join("modules.json"), modules.to_string()).unwrap();
+        std::fs::write(
+            dir.join("1_Pooling/config.json"),
+            r#"{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, "pooling_mode_lasttoken": false}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("sentence_bert_config.json"),
+            format!("{{\"max_seq_length\": {max_seq}, \"do_lower_case\": false}}"),
+        )
+        .unwrap();
+        if let Some((query, passage)) = prompts {
+            let config =
+                serde_json::json!({"prompts": {"query": query, "passage": passage}, "default_prompt_name": null});
+            std::fs::write(dir.join("config_sentence_transformers.json"), config.to_string()).unwrap();
+        }
+        dir
+    };
+    let minilm = export("minilm-l6", 256, None);
+    let e5 = export("e5-small", 512, Some(("query: ", "passage: ")));
+    for (dir, name) in [(&minilm, "st-minilm"), (&e5, "st-e5")] {
+        let out =
+            f.cmd().args(["models", "add"]).arg(dir).args(["--name", name, "--models"]).arg(&models).assert().success();
+        let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(said.contains("pooling mean (1_Pooling/config.json)"), "{said}");
+        assert!(said.contains("(sentence_bert_config.json max_seq_length)"), "{said}");
+        if name == "st-e5" {
+            assert!(
+                said.contains("query_prefix \"query: \" (config_sentence_transformers.json prompts.query)"),
+                "{said}"
+            );
+        }
+    }
+    assert!(std::fs::read_to_string(models.join("st-minilm/model.toml")).unwrap().contains("max_length = 256"));
+    let e5_toml = std::fs::read_to_string(models.join("st-e5/model.toml")).unwrap();
+    assert!(e5_toml.contains("query_prefix = \"query: \"") && e5_toml.contains("passage_prefix = \"passage: \""));
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m = matrix(&common::runs_in(&f.path().join("out/own"))[0]);
+    assert_eq!(metrics(&m, "minilm-l6"), metrics(&m, "st-minilm"));
+    assert_eq!(metrics(&m, "e5-small"), metrics(&m, "st-e5"));
+}
+
 /// The passages the markdown chunker makes of the fixture's folder (one per section).
 fn passages(f: &Fixture) -> usize {
     common::walk(&f.path().join("docs"))
