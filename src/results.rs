@@ -108,6 +108,14 @@ pub struct Latency {
     /// no embedder to time): such a latency is never compared to find the fastest cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaves_out: Option<String>,
+    /// Timed calls made again because an endpoint retried inside them (its backoff is not
+    /// the served system's latency); `n` counts only the calls kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The nearest-rank percentile `p` (0..1) of ascending `sorted` values.
@@ -152,6 +160,7 @@ impl Latency {
             fuse_ms: sum(&|k| k == "fuse"),
             stages_ms,
             leaves_out: None,
+            retried: 0,
         }
     }
 }

@@ -552,6 +552,16 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<Wa
             unused.join(", ")
         )));
     }
+    let retried: Vec<String> = first_rows
+        .iter()
+        .filter_map(|r| r.latency.as_ref().filter(|l| l.retried > 0).map(|l| format!("{} ({})", r.cell, l.retried)))
+        .collect();
+    if !retried.is_empty() {
+        out.push(Warning::new(Threat::Decision, format!(
+            "latency: an endpoint retried inside timed calls of {}: those calls were made again and left out of p50/p95/p99 (the endpoint was throttling or failing while it was timed)",
+            retried.join(", ")
+        )));
+    }
     if let Some(s) = &m.selection {
         let cut = s.metric.split_once('@').map(|(_, c)| format!("@{c}")).unwrap_or_default();
         if let Some(r) = m.rows.iter().find(|r| r.cell == s.cell && r.split == Split::Tuning) {

@@ -592,6 +592,11 @@ pub trait Embedding: Sync {
         None
     }
 
+    /// Calls sent again after a retryable failure so far (an endpoint's 429, 5xx, timeout).
+    fn retries(&self) -> u64 {
+        0
+    }
+
     /// [`Embedding::embed_batch`], keeping what was embedded when it fails part way: each
     /// text's vector if it was embedded, and the error.
     fn embed_partial(&self, texts: &[&str], role: Role) -> (Vec<Option<Vec<f32>>>, Option<Error>) {
@@ -621,6 +626,13 @@ impl Embedding for Embedder {
         match &self.backend {
             Backend::Http(client) => client.reported_tokens(),
             _ => None,
+        }
+    }
+
+    fn retries(&self) -> u64 {
+        match &self.backend {
+            Backend::Http(client) => client.retries(),
+            _ => 0,
         }
     }
 

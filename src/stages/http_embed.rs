@@ -229,6 +229,8 @@ pub struct HttpEmbedder {
     reported_tokens: AtomicU64,
     /// Whether every answer so far reported its tokens.
     every_answer_reported: AtomicBool,
+    /// Requests sent again after a retryable failure, so far.
+    retries: AtomicU64,
 }
 
 #[derive(serde::Deserialize)]
@@ -277,6 +279,7 @@ impl HttpEmbedder {
             id: id.to_string(),
             dim,
             reported_tokens: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
             every_answer_reported: AtomicBool::new(true),
         })
     }
@@ -339,6 +342,11 @@ impl HttpEmbedder {
         (answered, failed.into_inner().expect("lock"))
     }
 
+    /// Requests sent again after a retryable failure, so far.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
     fn request_with_retries(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let mut attempt = 0;
         loop {
@@ -348,6 +356,7 @@ impl HttpEmbedder {
                     let backoff = 0.5 * 2f64.powi(attempt as i32);
                     let wait = after.unwrap_or(backoff).clamp(0.0, MAX_RETRY_AFTER_S);
                     attempt += 1;
+                    self.retries.fetch_add(1, Ordering::Relaxed);
                     eprintln!("model {}: {why}; retry {attempt} of {} in {wait:.1}s", self.id, self.spec.max_retries);
                     std::thread::sleep(Duration::from_secs_f64(wait));
                 }

@@ -31,6 +31,8 @@ struct Script {
     zero_for: Option<&'static str>,
     /// Azure OpenAI's form: the key in an `api-key` header, posted to this path and query.
     azure: Option<&'static str>,
+    /// The request (counted from 1 since the mock started) answered 429 with `Retry-After: 2`.
+    throttle_at: Option<usize>,
 }
 
 /// A loopback OpenAI embeddings endpoint: each input's vector is the random model's for that
@@ -77,13 +79,15 @@ impl Mock {
                     }
                     let mut body = vec![0; length];
                     reader.read_exact(&mut body).unwrap();
-                    r.fetch_add(1, Ordering::SeqCst);
+                    let n = r.fetch_add(1, Ordering::SeqCst) + 1;
                     let (status, retry_after, answer) = {
                         let mut script = s.lock().unwrap();
                         if script.delay_s > 0.0 {
                             std::thread::sleep(std::time::Duration::from_secs_f64(script.delay_s));
                         }
-                        if !script.faults.is_empty() {
+                        if script.throttle_at == Some(n) {
+                            (429, Some("2"), "{\"error\": \"slow down\"}".to_string())
+                        } else if !script.faults.is_empty() {
                             let (status, after, body) = script.faults.remove(0);
                             (status, after, body.to_string())
                         } else if script.fail_after.is_some_and(|n| good.load(Ordering::SeqCst) >= n) {
@@ -249,6 +253,29 @@ fn an_endpoints_zero_vector_is_refused_and_never_cached() {
     let runs = common::runs_in(&f.path().join("out/own"));
     let m = matrix(runs.iter().max().unwrap());
     assert_eq!(metrics(&m, "local"), metrics(&m, "remote"), "no zero vector was kept");
+}
+
+/// An endpoint that retries inside the timed pass (a 429 with `Retry-After: 2` on the first
+/// timed call, after the warm-up): the call is made again and counted in the row, and its
+/// two-second backoff is in no percentile; the summary says so.
+#[test]
+fn a_call_the_endpoint_retried_inside_the_timed_pass_is_made_again_and_counted() {
+    let mock = Mock::start("Sekr3t-key");
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success();
+    assert!(run(&f, &models).status.success());
+    // The second run embeds nothing but the remote cell's timed pass: 3 warm-up calls, then 3.
+    mock.script.lock().unwrap().throttle_at = Some(mock.requests.load(Ordering::SeqCst) + 4);
+    let out = run(&f, &models);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = common::runs_in(&f.path().join("out/own"));
+    let last = runs.iter().max().unwrap();
+    let m = matrix(last);
+    let latency = &common::row(&m, "model", "remote")["latency"];
+    assert_eq!((latency["retried"].as_u64(), latency["n"].as_u64()), (Some(1), Some(3)), "{latency}");
+    assert!(latency["p99_ms"].as_f64().unwrap() < 2000.0, "the backoff is in no percentile: {latency}");
+    let summary = std::fs::read_to_string(last.join("summary.md")).unwrap();
+    assert!(summary.contains("an endpoint retried inside timed calls of"), "{summary}");
 }
 
 /// Azure OpenAI: the deployment URL's `api-version` query is kept on every request (and in
