@@ -425,11 +425,43 @@ fn passage_vectors(
     );
     r.reused = counted.reused;
     stages.push(r);
+    // What an endpoint billed for the whole set, kept beside the counts once a pass embedded
+    // every text with usage reported, so that a run from the cache prices the set the same.
+    let billed = matches!(info.kind, crate::stages::embed::ModelKind::Http(_)).then(|| {
+        let key = cache::key("usage-v1", &[info.key().as_bytes(), &built.text_keys[chunks.0]]);
+        let open = |dir: &std::path::Path| crate::input::text::json::<u64>(&dir.join("usage.json"), "billed tokens");
+        match stats.usage_tokens {
+            Some(tokens) => ctx
+                .store
+                .get_or_build(
+                    "usage",
+                    &key,
+                    |dir| {
+                        let path = dir.join("usage.json");
+                        std::fs::write(&path, tokens.to_string()).map_err(|e| Error::io(&path, e))
+                    },
+                    open,
+                )
+                .map(|c| Some(c.value)),
+            None => ctx.store.get("usage", &key, open),
+        }
+    });
     let mut r = StageReport::new("embed", format!("{} passages: {}", info.id, set.spec), stats.seconds);
     r.chunks = set.len();
     r.embedding = Some(stats.clone());
+    let mut tokens = counted.value;
+    match billed.transpose()? {
+        Some(Some(usage)) => tokens.embedded = usage,
+        Some(None) => {
+            r.note = Some(format!(
+                "{}: the endpoint's usage does not cover every passage (a pass from the cache, or an answer without usage): tokens_embedded and usd_index count with its tokenizer",
+                info.id
+            ))
+        }
+        None => {}
+    }
     stages.push(r);
-    Ok(Vectors { passages: Arc::new(vectors), stats, tokens: counted.value })
+    Ok(Vectors { passages: Arc::new(vectors), stats, tokens })
 }
 
 /// A vectors model's query and passage vectors, read from its folder for the questions and

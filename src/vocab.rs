@@ -279,6 +279,10 @@ pub struct EmbedStats {
     /// Tokens the model ran on: each batch is padded to its longest text.
     #[serde(default)]
     pub padded_tokens: u64,
+    /// The tokens an endpoint billed for this pass (its answers' `usage`), when every answer
+    /// reported them and no text came from the cache: the whole set's price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

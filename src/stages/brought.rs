@@ -20,11 +20,7 @@ use crate::error::{Error, Location, Result};
 use crate::input::corpus::Corpus;
 use crate::input::golden::GoldenCase;
 use crate::stages::chunk::ChunkSet;
-use crate::stages::embed::{normalize, Role};
-
-/// The smallest norm a brought vector may have: below it (zero, or values like 1e-45) its
-/// direction is lost to rounding and it would never be retrieved.
-pub const MIN_NORM: f64 = 1e-12;
+use crate::stages::embed::{normalize, Role, MIN_NORM};
 
 /// Prefix of an id that names a text by its SHA-256.
 const SHA256: &str = "sha256:";

@@ -97,6 +97,21 @@ impl StageCache {
         self.root.join(kind).join(key)
     }
 
+    /// Opens the entry when it is there and verifies; `None` otherwise (a broken one is
+    /// discarded, as `get_or_build` would before rebuilding it).
+    pub fn get<T>(&self, kind: &str, key: &str, open: impl Fn(&Path) -> Result<T>) -> Result<Option<T>> {
+        let dir = self.entry(kind, key);
+        if fs::symlink_metadata(&dir).is_err() {
+            return Ok(None);
+        }
+        let checked = if dir.is_dir() { verify(&dir) } else { Err("not a directory".into()) };
+        match checked.map(|_| open(&dir)) {
+            Ok(Ok(value)) => Ok(Some(value)),
+            Ok(Err(e)) => self.repaired(&dir, &format!("could not be opened ({e})")).map(|()| None),
+            Err(why) => self.repaired(&dir, &why).map(|()| None),
+        }
+    }
+
     /// Opens the entry, or runs `write` into a fresh directory, moves it into place and
     /// opens that. An entry that fails to open is discarded and rebuilt.
     pub fn get_or_build<T>(

@@ -922,6 +922,10 @@ const FLUSH_EVERY: usize = 2048;
 
 /// The vectors of `texts[batch]` that were embedded (each checked to be `dim` long and
 /// finite), and the error that stopped the embedding, if one did.
+/// The smallest norm a vector may have, embedded or brought: below it (zero, or values like
+/// 1e-45) its direction is lost to rounding and it would never be retrieved.
+pub const MIN_NORM: f64 = 1e-12;
+
 fn norm(v: &[f32]) -> f64 {
     v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>().sqrt()
 }
@@ -948,12 +952,12 @@ fn embed_checked(
                 "the model gave a vector with NaN or infinite values for {:?}",
                 texts[i].chars().take(80).collect::<String>()
             )
-        } else if norm(v) < crate::stages::brought::MIN_NORM {
-            // The check brought vectors pass: a zero vector ranks nothing and would be cached.
+        } else if norm(v) < MIN_NORM {
+            // As brought vectors: a zero vector ranks nothing and would be cached.
             format!(
                 "the model gave a zero vector (norm {:e}, at least {:e}) for {:?}",
                 norm(v),
-                crate::stages::brought::MIN_NORM,
+                MIN_NORM,
                 texts[i].chars().take(80).collect::<String>()
             )
         } else {
@@ -982,8 +986,11 @@ pub fn embed_all<'m>(
     let keys: Vec<Key> = texts.iter().map(|t| text_key(role, t)).collect();
     let mut missing: Vec<usize> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    let mut cached = 0;
     for (i, k) in keys.iter().enumerate() {
-        if cache.get(k).is_none() && seen.insert(*k) {
+        if cache.get(k).is_some() {
+            cached += 1;
+        } else if seen.insert(*k) {
             missing.push(i);
         }
     }
@@ -1028,6 +1035,7 @@ pub fn embed_all<'m>(
             // The provider's count; its padding is its own business.
             stats.tokens = after - before;
             stats.padded_tokens = 0;
+            stats.usage_tokens = (cached == 0).then_some(stats.tokens);
         }
     }
     let mut out = Vec::with_capacity(texts.len() * dim);

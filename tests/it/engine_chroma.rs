@@ -102,8 +102,14 @@ fn chroma_searching_its_whole_graph_lists_what_the_exact_scan_lists_and_filters_
     assert_eq!(of("c05"), of("c01"), "Chroma = in-process exact, case by case, without a filter");
     assert_eq!(of("c06"), of("c02"), "Chroma = in-process exact, case by case, filtered in the query");
 
-    // A second run finds both collections in the cache's server data.
-    let (_, manifest, _) = run();
+    // A second run finds both collections in the cache's server data, and reports the seconds
+    // their build took (not 0).
+    let index_s = |m: &Value| {
+        m["rows"].as_array().unwrap().iter().find(|r| r["cell"] == "c03").unwrap()["cost"]["index_s"].as_f64().unwrap()
+    };
+    let built = index_s(&matrix);
+    let (again, manifest, _) = run();
+    assert!(built > 0.0 && index_s(&again) == built, "{built} then {}", index_s(&again));
     let chroma: Vec<&Value> = manifest["stages"]
         .as_array()
         .unwrap()

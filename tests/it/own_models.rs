@@ -279,6 +279,38 @@ fn a_call_the_endpoint_retried_inside_the_timed_pass_is_made_again_and_counted()
     assert!(summary.contains("an endpoint retried inside timed calls of"), "{summary}");
 }
 
+/// An http model's cost is what the endpoint billed (its answers' `usage`, here a word count),
+/// not ragsweep's own count, and a run from the cache prices the set the same.
+#[test]
+fn an_http_models_cost_is_the_endpoints_usage_in_every_run() {
+    let mock = Mock::start("Sekr3t-key");
+    let (f, models) = fixture();
+    add_remote(&f, &models, &mock, &[]).success();
+    let tokens = |f: &Fixture| {
+        let last = common::runs_in(&f.path().join("out/own")).pop().unwrap();
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(last.join("manifest.json")).unwrap()).unwrap();
+        let embed = manifest["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == "embed" && s["key"].as_str().unwrap().starts_with("remote passages"))
+            .cloned()
+            .unwrap();
+        let row = common::row(&matrix(&last), "model", "remote")["cost"]["tokens_embedded"].as_u64().unwrap();
+        std::fs::remove_dir_all(f.path().join("out")).unwrap();
+        (row, embed)
+    };
+    assert!(run(&f, &models).status.success());
+    let (first, embed) = tokens(&f);
+    assert_eq!(Some(first), embed["embedding"]["usage_tokens"].as_u64(), "billed: {embed}");
+    assert!(embed["note"].is_null(), "{embed}");
+    assert!(run(&f, &models).status.success());
+    let (again, embed) = tokens(&f);
+    assert_eq!(again, first, "from the cache, the same bill: {embed}");
+    assert!(embed["embedding"]["embedded"] == 0 && embed["note"].is_null(), "{embed}");
+}
+
 /// Azure OpenAI: the deployment URL's `api-version` query is kept on every request (and in
 /// the cache identity), the key goes in an `api-key` header; the mock answers nothing else.
 #[test]

@@ -35,6 +35,8 @@ use crate::vocab::{EngineKind, ServedIndex, ServedRows};
 
 /// The Chroma the install pins, for messages and provenance.
 pub const VERSION: &str = "1.5.9";
+/// The collection metadata key holding the seconds its build took.
+const BUILD_SECONDS: &str = "ragsweep_build_seconds";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a run waits for another run's build of the same collection.
 const WAIT_LIMIT: Duration = Duration::from_secs(3600);
@@ -464,13 +466,15 @@ impl ChromaEngine {
         self.request("POST", &format!("{COLLECTIONS}/{id}/query"), Some(&body))
     }
 
-    /// The id and row count of collection `name`, if it exists.
-    /// One that another run drops between the two requests (a build lock released) is not found.
-    fn found(&self, name: &str) -> Result<Option<(String, usize)>> {
+    /// The id, row count and recorded build seconds (0 when none) of collection `name`, if it
+    /// exists. One that another run drops between the two requests (a build lock released) is
+    /// not found.
+    fn found(&self, name: &str) -> Result<Option<(String, usize, f64)>> {
         let Ok(described) = self.request("GET", &format!("{COLLECTIONS}/{name}"), None) else { return Ok(None) };
         let id = described["id"].as_str().ok_or_else(|| fail(format!("collection {name} has no id")))?.to_string();
+        let seconds = described["metadata"][BUILD_SECONDS].as_f64().unwrap_or(0.0);
         let Ok(count) = self.request("GET", &format!("{COLLECTIONS}/{id}/count"), None) else { return Ok(None) };
-        Ok(Some((id, count.as_u64().unwrap_or(0) as usize)))
+        Ok(Some((id, count.as_u64().unwrap_or(0) as usize, seconds)))
     }
 
     /// A collection of `vectors` (`dim` each, chunk ordinals as ids) with each chunk's groups,
@@ -489,28 +493,25 @@ impl ChromaEngine {
         let bytes = vectors.len() as u64 * 4;
         let waiting = Instant::now();
         loop {
-            if let Some((id, _)) = self.found(&name)?.filter(|f| f.1 == rows) {
-                return Ok(ChromaCollection { id, build, bytes, build_seconds: 0.0, reused: true });
+            if let Some((id, _, build_seconds)) = self.found(&name)?.filter(|f| f.1 == rows) {
+                return Ok(ChromaCollection { id, build, bytes, build_seconds, reused: true });
             }
             if let Some(_lock) = BuildLock::take(self, key)? {
                 // A build that finished while the lock was taken, else what an interrupted one left.
                 match self.found(&name)? {
-                    Some((id, count)) if count == rows => {
-                        return Ok(ChromaCollection { id, build, bytes, build_seconds: 0.0, reused: true })
+                    Some((id, count, build_seconds)) if count == rows => {
+                        return Ok(ChromaCollection { id, build, bytes, build_seconds, reused: true })
                     }
                     Some(_) => self.drop_collection(&name)?,
                     None => {}
                 }
                 let started = Instant::now();
                 let id = self.fill(key, vectors, dim, acl, build)?;
-                self.request("PUT", &format!("{COLLECTIONS}/{id}"), Some(&json!({"new_name": name})))?;
-                return Ok(ChromaCollection {
-                    id,
-                    build,
-                    bytes,
-                    build_seconds: started.elapsed().as_secs_f64(),
-                    reused: false,
-                });
+                let build_seconds = started.elapsed().as_secs_f64();
+                // The build's own time stays with the collection: a run that reuses it reports it.
+                let renamed = json!({"new_name": name, "new_metadata": {BUILD_SECONDS: build_seconds}});
+                self.request("PUT", &format!("{COLLECTIONS}/{id}"), Some(&renamed))?;
+                return Ok(ChromaCollection { id, build, bytes, build_seconds, reused: false });
             }
             if waiting.elapsed() > WAIT_LIMIT {
                 return Err(fail(format!(
