@@ -33,9 +33,9 @@ struct Shard {
     lines: BTreeMap<String, (Vec<u8>, Vec<CaseLine>)>,
 }
 
-/// A TREC run must list, per case, the list its case line holds at the largest cut-off
-/// (`output::trec::trec_run`): a run file edited apart from `per_query.jsonl` is refused.
-fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine], max_k: usize) -> Result<()> {
+/// A TREC run at cut-off `k` must list, per case, the list its case line holds at k
+/// (`output::trec::trec_runs`): a run file edited apart from `per_query.jsonl` is refused.
+fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine], k: usize) -> Result<()> {
     let text = String::from_utf8_lossy(trec);
     let mut ranked: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -47,17 +47,16 @@ fn check_trec(path: &Path, trec: &[u8], lines: &[CaseLine], max_k: usize) -> Res
     }
     for l in lines {
         let items = ranked.get(&l.case).map_or(&[][..], Vec::as_slice);
-        let listed = l.list_at(max_k);
+        let listed = l.list_at(k);
         // `top` holds at least the first ten of a list; the rest of a deeper one is in the run
         // file alone.
-        let whole = l.top_at.get(&format!("@{max_k}")).is_some()
-            || l.top.len() >= max_k
-            || l.top.len() < crate::results::PER_QUERY_TOP;
-        let agrees = if whole { items == listed } else { items.starts_with(listed) && items.len() <= max_k };
+        let whole =
+            l.top_at.get(&format!("@{k}")).is_some() || l.top.len() >= k || l.top.len() < crate::results::PER_QUERY_TOP;
+        let agrees = if whole { items == listed } else { items.starts_with(listed) && items.len() <= k };
         if !agrees {
             return Err(bad(
                 path,
-                format!("case {:?}: the run file's ranking is not the case line's list at @{max_k}", l.case),
+                format!("case {:?}: the run file's ranking is not the case line's list at @{k}", l.case),
             ));
         }
     }
@@ -271,9 +270,19 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
                 format!("cell {}: slice `{field}` is {theirs} here but {mine} from its per_query.jsonl", cell.id),
             ));
         }
-        let trec_path = shard.dir.join("runs").join(format!("{}.trec", cell.id));
-        let trec = crate::input::text::read_bytes(&trec_path, u64::MAX)?;
-        check_trec(&trec_path, &trec, lines, exp.max_k())?;
+        // The run at the largest k, then one per smaller k at which a case's list is its own.
+        let mut trecs = Vec::new();
+        for (i, &k) in exp.k.iter().enumerate().rev() {
+            let suffix = if i + 1 == exp.k.len() { String::new() } else { format!("@{k}") };
+            let path = shard.dir.join("runs").join(format!("{}{suffix}.trec", cell.id));
+            let own = lines.iter().any(|l| l.top_at.get(&format!("@{k}")).is_some());
+            if !suffix.is_empty() && !own {
+                continue;
+            }
+            let trec = crate::input::text::read_bytes(&path, u64::MAX)?;
+            check_trec(&path, &trec, lines, k)?;
+            trecs.push((suffix, trec));
+        }
         for shard in &read {
             check_cases(&shard.dir.join("cases.jsonl"), &case_info, lines)?;
         }
@@ -281,7 +290,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
             cell: cell.id.clone(),
             values: results.iter().map(|r| (r.split, r.values[decision_column])).collect(),
         });
-        out.add_raw(&cell.id, raw, &trec)?;
+        out.add_raw(&cell.id, raw, &trecs)?;
         rows.extend(recomputed);
         slices.extend(recomputed_slices);
     }

@@ -270,15 +270,19 @@ impl RunWriter {
             serde_json::to_writer(&mut lines, &CaseLine::of(columns, cuts, r)).expect("json");
             lines.push(b'\n');
         }
-        let max_k = cuts.iter().filter_map(|c| c.trim_start_matches('@').parse::<usize>().ok()).max().unwrap_or(0);
-        self.add_raw(&first.cell, &lines, &trec::trec_run(results, max_k))
+        let ks: Vec<usize> = cuts.iter().filter_map(|c| c.trim_start_matches('@').parse::<usize>().ok()).collect();
+        self.add_raw(&first.cell, &lines, &trec::trec_runs(results, &ks))
     }
 
-    /// A cell's already rendered files (from a shard being merged).
-    pub fn add_raw(&mut self, cell: &str, per_query: &[u8], trec: &[u8]) -> Result<()> {
+    /// A cell's already rendered files (from a shard being merged): its case lines and its
+    /// TREC runs as (file name suffix, bytes).
+    pub fn add_raw(&mut self, cell: &str, per_query: &[u8], trecs: &[(String, Vec<u8>)]) -> Result<()> {
         let path = self.staging.join("per_query.jsonl");
         self.per_query.write_all(per_query).map_err(|e| Error::io(&path, e))?;
-        write_atomic(&self.staging.join("runs").join(format!("{cell}.trec")), trec)
+        for (suffix, trec) in trecs {
+            write_atomic(&self.staging.join("runs").join(format!("{cell}{suffix}.trec")), trec)?;
+        }
+        Ok(())
     }
 
     /// Writes the matrices, slices, cases and manifest, and moves the run into place.

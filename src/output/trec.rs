@@ -46,24 +46,39 @@ pub fn decode_id(token: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One cell's judged lists at the largest cut-off `max_k` as a TREC run: that k's own list
-/// (`top_at`, where a late filter or an engine's query made it differ), never the deeper list a
-/// budget packed, so `trec_eval -m ndcg_cut.K` reads what the matrix scored at every k whose
-/// list is the first k of it (the others are `top_at` in `per_query.jsonl`).
+/// One cell's TREC runs, as (file name suffix, bytes): `""` for the lists at the largest
+/// cut-off, and `@k` for each smaller k at which some case's list is its own (a late filter
+/// keeps what the user may see of the top k, which is not the first k of a longer list; an
+/// engine plans each k), so that `trec_eval -m ndcg_cut.K` on the file of K reads exactly the
+/// lists the matrix scored at K. Never the deeper list a budget packed.
+pub fn trec_runs(results: &[CaseResult], ks: &[usize]) -> Vec<(String, Vec<u8>)> {
+    let Some((&max_k, smaller)) = ks.split_last() else { return Vec::new() };
+    let mut out = vec![(String::new(), trec_run(results, max_k))];
+    for &k in smaller {
+        let cut = format!("@{k}");
+        if results.iter().any(|r| r.top_at.iter().any(|(c, _)| *c == cut)) {
+            out.push((cut, trec_run(results, k)));
+        }
+    }
+    out
+}
+
+/// One cell's judged lists at cut-off `k` as a TREC run: that k's own list (`top_at`) or the
+/// first k of the ranking.
 ///
 /// The score column encodes the rank: a list of n items scores n, n − 1, …, 1, whole numbers
 /// that every scorer reads the same (trec_eval stores scores as 32-bit floats and breaks ties
 /// by item id, so real scores that tie, or differ by less than a float32 step, would be
 /// re-ordered). The real scores are in `per_query.jsonl`. A case with an empty list has no
 /// line: `queries.txt` lists every evaluated case.
-pub fn trec_run(results: &[CaseResult], max_k: usize) -> Vec<u8> {
+fn trec_run(results: &[CaseResult], k: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    let cut = format!("@{max_k}");
+    let cut = format!("@{k}");
     for c in results {
         let case = encode_id(&c.case);
         let list: Vec<&str> = match c.top_at.iter().find(|(k, _)| *k == cut) {
             Some((_, own)) => own.iter().map(String::as_str).collect(),
-            None => c.ranking.iter().take(max_k).map(|(key, _)| key.as_str()).collect(),
+            None => c.ranking.iter().take(k).map(|(key, _)| key.as_str()).collect(),
         };
         let n = list.len();
         for (rank, key) in list.into_iter().enumerate() {

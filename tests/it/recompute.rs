@@ -3,7 +3,7 @@
 //! leaves short lists and the budgets pack deeper than the largest k. Each case's metric at
 //! each k is recomputed from that k's list (`top_at`, else the first k of `top`) and the golden
 //! set, each budget's from the first `packed_items` of `top`, each matrix mean from the case
-//! values, and each TREC run file holds the list at the largest k.
+//! values, and the TREC run file trec_eval reads at each k starts with the list at that k.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -122,7 +122,8 @@ fn every_metric_at_every_k_and_budget_recomputes_from_per_query_and_the_trec_fil
     let (mut checked, mut own_lists, mut deeper_budgets) = (0, 0, 0);
     // (cell, split, column) → the recomputed case values.
     let mut values: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
-    let mut trec_lists: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    // (cell, k) → case → the list at k, which the run file trec_eval reads at k must start with.
+    let mut trec_lists: BTreeMap<(String, usize), BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for line in &lines {
         let (cell, case, split) =
             (line["cell"].as_str().unwrap(), line["case"].as_str().unwrap(), line["split"].as_str().unwrap());
@@ -135,7 +136,9 @@ fn every_metric_at_every_k_and_budget_recomputes_from_per_query_and_the_trec_fil
         if line["top_at"].get("@10").is_some() {
             own_lists += 1;
         }
-        trec_lists.entry(cell.to_string()).or_default().insert(case.to_string(), at(10));
+        for k in K {
+            trec_lists.entry((cell.to_string(), k)).or_default().insert(case.to_string(), at(k));
+        }
         let first = at(10).iter().position(|d| rel.contains(d.as_str())).map(|p| p as u64 + 1);
         assert_eq!(line["first_relevant"].as_u64(), first, "{cell} {case}: first_relevant of the list at 10");
         if rel.is_empty() {
@@ -178,16 +181,28 @@ fn every_metric_at_every_k_and_budget_recomputes_from_per_query_and_the_trec_fil
             assert!((mean - written).abs() < 1e-9, "{cell} {split} {column}: matrix {written}, cases {mean}");
         }
     }
-    for (cell, lists) in trec_lists {
-        let text = std::fs::read_to_string(run.join("runs").join(format!("{cell}.trec"))).unwrap();
+    // At each k, trec_eval reads the first k of the run file of k (`<cell>@k.trec`, written
+    // where some list at k is its own), else of the largest k's (`<cell>.trec`, which holds
+    // exactly the lists at 10).
+    let mut own_files = 0;
+    for ((cell, k), lists) in trec_lists {
+        let own = run.join("runs").join(format!("{cell}@{k}.trec"));
+        own_files += usize::from(own.exists());
+        let file = if own.exists() { own } else { run.join("runs").join(format!("{cell}.trec")) };
         let mut read: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for l in text.lines() {
+        for l in std::fs::read_to_string(&file).unwrap().lines() {
             let fields: Vec<&str> = l.split_whitespace().collect();
             read.entry(fields[0].to_string()).or_default().push(fields[2].to_string());
         }
         for (case, list) in lists {
-            assert_eq!(read.remove(&case).unwrap_or_default(), list, "{cell} {case}: the run file's list at 10");
+            let listed = read.remove(&case).unwrap_or_default();
+            let first_k: Vec<String> = listed.iter().take(k).cloned().collect();
+            assert_eq!(first_k, list, "{cell} {case}: {} at {k}", file.display());
+            if k == 10 {
+                assert_eq!(listed, list, "{cell} {case}: the run file at 10 holds the list at 10");
+            }
         }
-        assert!(read.is_empty(), "{cell}: no other case in the run file");
+        assert!(read.is_empty(), "{cell}: no other case in {}", file.display());
     }
+    assert!(own_files > 0, "a post cell's list at a smaller k is its own, in its own run file");
 }
