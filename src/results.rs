@@ -766,6 +766,9 @@ pub struct GoldenInfo {
     /// How complete the golden set's labels are (`[golden] labels`).
     #[serde(default)]
     pub labels: crate::input::golden::Labels,
+    /// Cases left out as drafts nobody has reviewed yet (`init`'s questions, unedited).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drafts_waiting: usize,
 }
 
 /// A model as the manifest records it.

@@ -42,6 +42,8 @@ pub struct RunData {
     /// Why the experiment's `select` chose no cell, when it chose none.
     pub no_selection: Option<crate::results::NoSelection>,
     pub golden_hash: String,
+    /// Golden cases left out as unreviewed drafts: questions waiting for a person.
+    pub drafts_waiting: usize,
     /// The hash of the judgments the run scored with (SPEC §9), if any.
     pub judgments_hash: Option<String>,
     /// The experiment's `select` metric: what `diff`, `check` and `plan` compare by default.
@@ -93,6 +95,7 @@ impl RunData {
             selected: matrix.selection.map(|s| s.cell),
             no_selection: matrix.no_selection,
             judgments_hash: manifest.golden.judgments.map(|j| j.hash),
+            drafts_waiting: manifest.golden.drafts_waiting,
             golden_hash: manifest.golden.hash,
             decision_metric: matrix.decision_metric.unwrap_or_else(|| DEFAULT_METRIC.into()),
         })
@@ -679,6 +682,7 @@ mod tests {
             selected: None,
             no_selection: None,
             golden_hash: String::new(),
+            drafts_waiting: 0,
             judgments_hash: None,
             decision_metric: "hit@1".into(),
         }

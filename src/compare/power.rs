@@ -39,6 +39,8 @@ pub struct Plan {
     pub values: Vec<f64>,
     pub delta: f64,
     pub pairs: Vec<Pair>,
+    /// Golden cases waiting for review as drafts: questions closer than new ones.
+    pub drafts_waiting: usize,
 }
 
 /// Plans from `planned` against `others` (every other cell when empty).
@@ -92,6 +94,7 @@ pub fn plan(
         values: values.into_iter().map(|v| v.1).collect(),
         delta,
         pairs,
+        drafts_waiting: run.drafts_waiting,
     })
 }
 
@@ -154,11 +157,15 @@ impl Plan {
         {
             let _ = writeln!(
                 out,
-                "  to separate {} and {} (observed difference {:+.4}): {}; you have {n}",
+                "  to separate {} and {} (observed difference {:+.4}): {}; you have {n}{}",
                 self.cell,
                 p.cell,
                 p.mean_diff,
-                p.needed_observed.map_or_else(|| count(None), |k| format!("about {k} questions"))
+                p.needed_observed.map_or_else(|| count(None), |k| format!("about {k} questions")),
+                match self.drafts_waiting {
+                    0 => String::new(),
+                    d => format!("; {} wait for review in the golden set", crate::words::count(d, "draft")),
+                }
             );
         }
         if self.pairs.len() > 1 {

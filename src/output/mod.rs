@@ -68,6 +68,7 @@ pub fn manifest(exp: &Experiment, prepared: &Prepared, outcome: &Outcome, run_id
             health: prepared.health().warnings,
             judgments: prepared.judgments.clone(),
             labels: exp.golden.labels(),
+            drafts_waiting: prepared.drafts.len(),
         },
         models: prepared
             .models

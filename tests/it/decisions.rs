@@ -83,6 +83,16 @@ fn every_row_says_where_it_stands_against_the_best_and_prefer_picks_among_the_eq
 #[test]
 fn plan_check_alpha_fail_on_and_health() {
     let f = fixture("quality");
+    // Two stubs `init` drafted, their questions still the drafts: left out, and waiting.
+    let path = f.path().join("golden.json");
+    let mut golden: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for i in 0..2 {
+        let draft = format!("O que diz a regra número {i}?");
+        golden
+            .push(serde_json::json!({"id": format!("draft-{i}"), "question": draft, "relevant": [format!("d{i:02}")],
+            "meta": {"draft": true, "drafts": [draft]}}));
+    }
+    std::fs::write(&path, serde_json::to_string(&golden).unwrap()).unwrap();
     f.cmd()
         .args(["validate", "--models"])
         .arg(common::repo().join("models"))
@@ -107,7 +117,7 @@ fn plan_check_alpha_fail_on_and_health() {
         .stdout(predicate::str::contains("width of a mean's 95% interval"))
         // The line that closes the loop: what separating the closest rival takes, and what there is.
         .stdout(
-            predicate::str::is_match(r"to separate c01 and c05 \(observed difference [-+]\d\.\d{4}\): (about \d+ questions|not reachable \(> \d+ cases\)); you have 40")
+            predicate::str::is_match(r"to separate c01 and c05 \(observed difference [-+]\d\.\d{4}\): (about \d+ questions|not reachable \(> \d+ cases\)); you have 40; 2 drafts wait for review in the golden set")
                 .unwrap(),
         );
     // By default plan counts on tuning, where selection decides; it takes the run commands' dirs.
