@@ -174,6 +174,23 @@ const HTML_BLOCKS: [&str; 24] = [
 ];
 
 /// Compatibility ligatures (U+FB00–FB06: ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) as the letters a reader sees.
+/// How the text element at `next` continues the one at `previous` ((top, left, right, height)
+/// as pdftohtml gives them) when both are pieces of one printed line: `""` when they touch (a
+/// ligature or a change of font inside a word: `bene`, `fi`, `ted`), `" "` across a word's
+/// space; `None` when `next` starts another line or another column.
+fn same_line(previous: (i64, i64, i64, i64), next: (i64, i64, i64, i64)) -> Option<&'static str> {
+    let (top, _, right, height) = previous;
+    let (next_top, left, _, next_height) = next;
+    let gap = left - right;
+    let one_line = (top - next_top).abs() <= 1 && (height - next_height).abs() <= height.max(1) / 2;
+    match gap {
+        _ if !one_line => None,
+        -2..=1 => Some(""),
+        g if g > 1 && g < height.max(1) => Some(" "),
+        _ => None,
+    }
+}
+
 fn unligature(text: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     let mut out = String::with_capacity(text.len());
@@ -957,6 +974,9 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
     // Inside a line: the depth of an open `<b>`, and the letters in and out of bold.
     let (mut bold_at, mut bold_chars, mut plain_chars) = (None::<usize>, 0usize, 0usize);
     let (mut top, mut page_height) = (0i64, 0i64);
+    // This text element's place (raw top, left, right, height), and the previous one's with its
+    // page: pieces of one printed line (a ligature set apart, a change of font) are one line.
+    let (mut place, mut last_place) = ((0i64, 0i64, 0i64, 0i64), None::<(usize, (i64, i64, i64, i64))>);
     let mut sizes: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     let mut reader = quick_xml::Reader::from_str(&xml);
     reader.config_mut().check_end_names = false;
@@ -972,6 +992,9 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
                     font = attr(&e, b"font").and_then(|f| sizes.get(&f).copied());
                     let at: i64 = attr(&e, b"top").and_then(|t| t.parse().ok()).unwrap_or(0);
                     top = if page_height > 0 { at * 1000 / page_height } else { 500 };
+                    let number = |name: &[u8]| attr(&e, name).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+                    let (left, width, height) = (number(b"left"), number(b"width"), number(b"height"));
+                    place = (at, left, left + width, height);
                     depth = 1;
                     line.clear();
                     (bold_at, bold_chars, plain_chars) = (None, 0, 0);
@@ -1026,8 +1049,19 @@ pub fn pdf(path: &Path) -> Result<Extracted> {
                 depth -= 1;
                 if depth == 0 {
                     let text = unligature(&line).split_whitespace().collect::<Vec<_>>().join(" ");
+                    let bold = bold_chars > 0 && plain_chars == 0;
+                    let joined =
+                        last_place.filter(|(p, _)| *p == page).and_then(|(_, previous)| same_line(previous, place));
                     if !text.is_empty() {
-                        lines.push((page, font.unwrap_or(0), text, top, bold_chars > 0 && plain_chars == 0));
+                        match (joined, lines.last_mut()) {
+                            (Some(gap), Some(last)) => {
+                                last.2.push_str(gap);
+                                last.2.push_str(&text);
+                                last.4 &= bold;
+                            }
+                            _ => lines.push((page, font.unwrap_or(0), text, top, bold)),
+                        }
+                        last_place = Some((page, place));
                     }
                 }
             }
@@ -1236,6 +1270,16 @@ mod tests {
             without_site_markup(page),
             "The shortcode is written `{{< myshortcode >}}` or `{{% note %}}` in a page.\n\nAfter.\n{{< open\nnever closed\n"
         );
+    }
+
+    #[test]
+    fn pieces_of_one_printed_line_join_and_columns_do_not() {
+        // pdftohtml's pieces of "benefited" (a ligature in another font), as printed.
+        assert_eq!(same_line((51, 51, 195, 18), (51, 194, 204, 18)), Some(""));
+        assert_eq!(same_line((51, 194, 204, 18), (51, 204, 338, 18)), Some(""));
+        assert_eq!(same_line((51, 51, 195, 18), (51, 200, 260, 18)), Some(" "), "a word's space");
+        assert_eq!(same_line((51, 51, 300, 18), (51, 340, 600, 18)), None, "another column");
+        assert_eq!(same_line((51, 51, 195, 18), (72, 51, 195, 18)), None, "the next line");
     }
 
     #[test]

@@ -182,6 +182,34 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     );
 }
 
+/// Words a PDF prints as pieces (a ligature or a letter in another font: pdftohtml gives
+/// `bene`, `ﬁ`, `ted` as three text elements on one line) are read as printed: `sections`
+/// finds `benefited` and `significant`, and no line breaks inside them.
+#[test]
+fn a_word_printed_in_pieces_is_read_as_one_word() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    let sans = "<span style=\"font-family: 'DejaVu Sans'\">fi</span>";
+    let html = format!(
+        "<html><head><meta charset=\"utf-8\"></head><body style=\"font-family: 'DejaVu Serif', serif; font-size: 14px\">\
+         <h1>Results</h1><p>The patients bene{sans}ted from it; signi{sans}cant results followed in every group.</p></body></html>"
+    );
+    std::fs::write(dir.path().join("paper.html"), html).unwrap();
+    common::print_pdf(&dir.path().join("paper.html"), &dir.path().join("docs/paper.pdf"), &dir.path().join("profile"));
+    let sections = |grep: &str| {
+        Command::cargo_bin("ragsweep")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["sections", "docs", "--grep", grep])
+            .assert()
+            .success()
+    };
+    for word in ["benefited", "significant"] {
+        sections(word).stdout(predicate::str::contains("paper"));
+    }
+    sections("bene").stdout(predicate::str::is_empty());
+}
+
 /// A PDF's sections come from its outline (bookmarks) when it has one, even where its headings
 /// look like body text; without an outline, a bold line at body size that is numbered
 /// (`5.4. Command Substitution`) is a heading at its number's depth. The section chunker and
