@@ -174,6 +174,46 @@ const HTML_BLOCKS: [&str; 24] = [
 ];
 
 /// Compatibility ligatures (U+FB00–FB06: ﬀ ﬁ ﬂ ﬃ ﬄ ﬅ ﬆ) as the letters a reader sees.
+/// `line` without the HTML comments in it; `open` says whether a comment is open at its start
+/// and is left saying whether one is open at its end. Code spans are kept as written.
+fn without_comments(line: &str, open: &mut bool) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while !rest.is_empty() {
+        if *open {
+            match rest.find("-->") {
+                Some(end) => {
+                    rest = &rest[end + 3..];
+                    *open = false;
+                }
+                None => {
+                    // The line's break stays: a comment never joins two paragraphs.
+                    out.push_str(if rest.ends_with('\n') { "\n" } else { "" });
+                    return out;
+                }
+            }
+        } else {
+            match rest.find("<!--") {
+                // Inside a code span (an odd number of backticks before it on this line).
+                Some(start) if (out.matches('`').count() + rest[..start].matches('`').count()) % 2 == 0 => {
+                    out.push_str(&rest[..start]);
+                    rest = &rest[start + 4..];
+                    *open = true;
+                }
+                Some(start) => {
+                    out.push_str(&rest[..start + 4]);
+                    rest = &rest[start + 4..];
+                }
+                None => {
+                    out.push_str(rest);
+                    rest = "";
+                }
+            }
+        }
+    }
+    out
+}
+
 /// How the text element at `next` continues the one at `previous` ((top, left, right, height)
 /// as pdftohtml gives them) when both are pieces of one printed line: `""` when they touch (a
 /// ligature or a change of font inside a word: `bene`, `fi`, `ted`), `" "` across a word's
@@ -261,11 +301,19 @@ fn body_size<'a>(lines: impl Iterator<Item = (u32, &'a str)>) -> u32 {
 pub fn without_site_markup(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut fence: Option<String> = None;
+    let mut in_comment = false;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut i = 0;
     while i < lines.len() {
-        let line = lines[i];
+        let uncommented;
+        let mut line = lines[i];
         i += 1;
+        // An HTML comment is not shown on the page: left out, over as many lines as it spans
+        // (never inside a code block or a code span, where it is an example).
+        if fence.is_none() && (in_comment || line.contains("<!--")) {
+            uncommented = without_comments(line, &mut in_comment);
+            line = &uncommented;
+        }
         let trimmed = line.trim_start();
         if let Some(open) = &fence {
             if trimmed.starts_with(open.as_str()) {
@@ -1270,6 +1318,15 @@ mod tests {
             without_site_markup(page),
             "The shortcode is written `{{< myshortcode >}}` or `{{% note %}}` in a page.\n\nAfter.\n{{< open\nnever closed\n"
         );
+    }
+
+    #[test]
+    fn html_comments_are_left_out_but_not_in_code() {
+        let text = "# Page\n\nSeen <!-- hidden --> too.\n\n<!-- a note\nover lines -->\nAfter.\n\n`<!-- kept -->` here.\n\n```html\n<!-- example -->\n```\n";
+        let out = without_site_markup(text);
+        assert!(!out.contains("hidden") && !out.contains("a note") && !out.contains("over lines"), "{out}");
+        assert!(out.contains("Seen  too.") && out.contains("After."), "{out}");
+        assert!(out.contains("`<!-- kept -->`") && out.contains("<!-- example -->"), "{out}");
     }
 
     #[test]

@@ -534,3 +534,21 @@ fn a_site_config_that_links_out_of_the_corpus_is_not_read() {
         .stdout(predicate::str::contains("1 cells, 1 documents").or(predicate::str::contains("1 cells, 1 document")))
         .stdout(predicate::str::contains("notes.md (exclude_docs in mkdocs.yml)"));
 }
+
+/// An HTML comment in a Markdown page is not shown on the page, so it is not indexed (over one
+/// line or several); one inside a code span or a code block is an example, and stays.
+#[test]
+fn html_comments_of_a_markdown_page_are_not_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("docs")).unwrap();
+    fs::write(
+        dir.path().join("docs/page.md"),
+        "# Page\n\nVisible text.\n\n<!-- TODO xyzzy: ask legal\nbefore publishing -->\n\nMore <!-- plugh --> text and `<!-- frobnicate -->` shown.\n",
+    )
+    .unwrap();
+    let grep = |word: &str| ragsweep(dir.path()).args(["sections", "docs", "--grep", word]).assert().success();
+    for hidden in ["xyzzy", "publishing", "plugh"] {
+        grep(hidden).stdout(predicate::str::is_empty());
+    }
+    grep("frobnicate").stdout(predicate::str::contains("page#Page"));
+}
