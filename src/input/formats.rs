@@ -195,7 +195,7 @@ fn without_comments(line: &str, open: &mut bool) -> String {
         } else {
             match rest.find("<!--") {
                 // Inside a code span (an odd number of backticks before it on this line).
-                Some(start) if (out.matches('`').count() + rest[..start].matches('`').count()) % 2 == 0 => {
+                Some(start) if (out.matches('`').count() + rest[..start].matches('`').count()).is_multiple_of(2) => {
                     out.push_str(&rest[..start]);
                     rest = &rest[start + 4..];
                     *open = true;
