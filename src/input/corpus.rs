@@ -84,6 +84,9 @@ pub struct ReadReport {
     /// Pages the site does not publish (drafts, headless or unrendered pages, partials), left
     /// out of the corpus, each with why.
     pub unpublished: Vec<(PathBuf, String)>,
+    /// The ids of documents left out on purpose (unpublished, excluded) with why and what
+    /// keeps them: a label naming one is told so, not that the id is unknown.
+    pub left_out: Vec<(String, String)>,
 }
 
 impl ReadReport {
@@ -749,6 +752,8 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     for path in files {
         let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
         if folder.excludes(&relative) {
+            let id = id_of(path.strip_prefix(root).unwrap_or(&path));
+            report.left_out.push((id, "[corpus] exclude leaves it out".into()));
             report.excluded.push(path);
             continue;
         }
@@ -860,7 +865,11 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
                     .map(|(_, why)| why.clone())
             };
             match own.or_else(below) {
-                Some(why) => report.unpublished.push((path, why)),
+                Some(why) => {
+                    let keeps = "[corpus] publish = \"all\" keeps it";
+                    report.left_out.push((doc.id.clone(), format!("the site does not publish it ({why}); {keeps}")));
+                    report.unpublished.push((path, why));
+                }
                 None => kept.push(doc),
             }
         }

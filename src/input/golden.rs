@@ -387,6 +387,10 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
                 .collect::<Result<_, String>>()
                 .map_err(|e| bad(format!("case {id:?}: {e}")))?;
             for label in &relevant {
+                let doc = label.id.split('#').next().unwrap_or(&label.id);
+                if let Some((_, why)) = corpus.report.left_out.iter().find(|(left, _)| left == doc) {
+                    return Err(bad(format!("case {id:?} names {:?}, a page the corpus left out: {why}", label.id)));
+                }
                 if corpus.target(&label.id).is_none() {
                     let close = corpus.did_you_mean(&label.id);
                     let hint = if close.is_empty() {

@@ -552,3 +552,33 @@ fn html_comments_of_a_markdown_page_are_not_indexed() {
     }
     grep("frobnicate").stdout(predicate::str::contains("page#Page"));
 }
+
+/// A label on a page the corpus left out on purpose (a draft the site does not publish, a file
+/// `[corpus] exclude` names) says so, why, and what keeps it, instead of "unknown document".
+#[test]
+fn a_label_on_a_left_out_page_says_why_and_what_keeps_it() {
+    let docs = [
+        ("guide.md", "# Guide\nThe guide explains the builder.\n"),
+        ("draft.md", "---\ntitle: Draft\ndraft: true\n---\n# Draft\nNot published yet.\n"),
+        ("notes.md", "# Notes\nInternal notes.\n"),
+    ];
+    for (label, says) in [("draft", "the site does not publish it"), ("notes", "[corpus] exclude leaves it out")] {
+        let golden = format!(r#"[{{"id": "q1", "question": "builder", "relevant": ["{label}"]}}]"#);
+        let f = common::Fixture::new(
+            &docs,
+            &golden,
+            "name = \"left\"\nunit = \"doc\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+        );
+        let exp = fs::read_to_string(f.path().join("exp.toml")).unwrap();
+        fs::write(
+            f.path().join("exp.toml"),
+            exp.replace("path = \"docs\"\n", "path = \"docs\"\nexclude = [\"notes.md\"]\n"),
+        )
+        .unwrap();
+        f.cmd()
+            .args(["validate", "exp.toml"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("names \"{label}\", a page the corpus left out: {says}")));
+    }
+}
