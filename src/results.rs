@@ -112,6 +112,10 @@ pub struct Latency {
     /// the served system's latency); `n` counts only the calls kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: usize,
+    /// Of the `n` timed calls, those whose list at the largest k equals the list scored for the
+    /// same question (`stable@k`): fewer than `n` when the engine's lists move between calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<usize>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -161,6 +165,7 @@ impl Latency {
             stages_ms,
             leaves_out: None,
             retried: 0,
+            stable: None,
         }
     }
 }

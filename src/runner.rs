@@ -1124,6 +1124,7 @@ impl Scoring<'_> {
         let mut timings: Vec<(f64, Vec<(String, f64)>)> = Vec::with_capacity(sample.len());
         let retries = || -> Result<u64> { run.live_models.iter().map(|&m| Ok(embedder(m)?.retries())).sum() };
         let mut retried = 0;
+        let mut same: Vec<bool> = Vec::with_capacity(sample.len() + warm_up);
         let mut calls = sample[..warm_up].iter().chain(sample).copied().collect::<std::collections::VecDeque<_>>();
         while let Some(ci) = calls.pop_front() {
             let mut timing = Timing::default();
@@ -1154,11 +1155,19 @@ impl Scoring<'_> {
             std::hint::black_box(&r);
             // Named after the call: the timed window holds no formatting.
             timings.push((total, timing.stages.into_iter().map(|(st, s)| (st.name(&run.retriever), s)).collect()));
+            // The same question asked again: whether the list came back as it was scored.
+            let cut = format!("@{max_k}");
+            let scored_list: Vec<&str> = match scored[ci].top_at.iter().find(|(k, _)| *k == cut) {
+                Some((_, own)) => own.iter().map(String::as_str).collect(),
+                None => scored[ci].ranking.iter().take(max_k).map(|(key, _)| key.as_str()).collect(),
+            };
+            same.push(r.list(0).items.iter().map(|i| i.key.as_str()).eq(scored_list));
             pb.inc(1);
         }
         pb.finish_and_clear();
         let mut latency = Latency::of(&timings[warm_up..]);
         latency.retried = retried;
+        latency.stable = Some(same[warm_up..].iter().filter(|&&s| s).count());
         if run.made_elsewhere {
             latency.leaves_out = Some("embedding the question (its vectors were made elsewhere)".into());
         }

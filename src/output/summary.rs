@@ -552,6 +552,19 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<Wa
             unused.join(", ")
         )));
     }
+    let moved: Vec<String> = first_rows
+        .iter()
+        .filter_map(|r| {
+            let l = r.latency.as_ref()?;
+            l.stable.filter(|&s| s < l.n).map(|s| format!("{} ({} of {})", r.cell, l.n - s, l.n))
+        })
+        .collect();
+    if !moved.is_empty() {
+        out.push(Warning::new(Threat::Decision, format!(
+            "unstable lists: asked again in the timed pass, {} returned another list than it was scored with (latency.stable): the engine's lists move between calls, so reruns and shards of these cells need not repeat their numbers",
+            moved.join(", ")
+        )));
+    }
     let retried: Vec<String> = first_rows
         .iter()
         .filter_map(|r| r.latency.as_ref().filter(|l| l.retried > 0).map(|l| format!("{} ({})", r.cell, l.retried)))
