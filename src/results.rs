@@ -435,6 +435,17 @@ pub struct CaseResult {
     pub parity: Vec<Parity>,
 }
 
+impl CaseResult {
+    /// The list scored at cut-off `k`: its own (`top_at`) or the first k of the ranking.
+    pub fn list_at(&self, k: usize) -> Vec<&str> {
+        let cut = format!("@{k}");
+        match self.top_at.iter().find(|(c, _)| *c == cut) {
+            Some((_, own)) => own.iter().map(String::as_str).collect(),
+            None => self.ranking.iter().take(k).map(|(key, _)| key.as_str()).collect(),
+        }
+    }
+}
+
 /// One case's list at one k against the oracle's list (SPEC §5 filter parity).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Parity {

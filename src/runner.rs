@@ -1156,12 +1156,7 @@ impl Scoring<'_> {
             // Named after the call: the timed window holds no formatting.
             timings.push((total, timing.stages.into_iter().map(|(st, s)| (st.name(&run.retriever), s)).collect()));
             // The same question asked again: whether the list came back as it was scored.
-            let cut = format!("@{max_k}");
-            let scored_list: Vec<&str> = match scored[ci].top_at.iter().find(|(k, _)| *k == cut) {
-                Some((_, own)) => own.iter().map(String::as_str).collect(),
-                None => scored[ci].ranking.iter().take(max_k).map(|(key, _)| key.as_str()).collect(),
-            };
-            same.push(r.list(0).items.iter().map(|i| i.key.as_str()).eq(scored_list));
+            same.push(r.list(0).items.iter().map(|i| i.key.as_str()).eq(scored[ci].list_at(max_k)));
             pb.inc(1);
         }
         pb.finish_and_clear();

@@ -73,13 +73,9 @@ pub fn trec_runs(results: &[CaseResult], ks: &[usize]) -> Vec<(String, Vec<u8>)>
 /// line: `queries.txt` lists every evaluated case.
 fn trec_run(results: &[CaseResult], k: usize) -> Vec<u8> {
     let mut out = Vec::new();
-    let cut = format!("@{k}");
     for c in results {
         let case = encode_id(&c.case);
-        let list: Vec<&str> = match c.top_at.iter().find(|(k, _)| *k == cut) {
-            Some((_, own)) => own.iter().map(String::as_str).collect(),
-            None => c.ranking.iter().take(k).map(|(key, _)| key.as_str()).collect(),
-        };
+        let list = c.list_at(k);
         let n = list.len();
         for (rank, key) in list.into_iter().enumerate() {
             writeln!(out, "{case} Q0 {} {} {} ragsweep-{}", encode_id(key), rank + 1, n - rank, c.cell)
