@@ -512,22 +512,72 @@ struct Window {
     left_out: usize,
 }
 
+/// Where in `text` (a char index) the question's words are densest, weighted by how rare each
+/// is in the text: a word that occurs once (`pipefail`) says more than one on every line
+/// (`does`). The window of `max_chars` starting a quarter before it covers the most weight of
+/// distinct question words; 0 when none occurs.
+fn densest(text: &str, question: &str, max_chars: usize) -> usize {
+    let terms: std::collections::HashSet<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    // Each occurrence of a question word: (char index, term index).
+    let mut names: Vec<&str> = Vec::new();
+    let mut hits: Vec<(usize, usize)> = Vec::new();
+    let (mut word, mut word_start) = (String::new(), 0);
+    for (i, c) in text.chars().chain(std::iter::once(' ')).enumerate() {
+        if c.is_alphanumeric() {
+            if word.is_empty() {
+                word_start = i;
+            }
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if let Some(term) = terms.get(&word) {
+            let t = names.iter().position(|n| *n == term.as_str()).unwrap_or_else(|| {
+                names.push(term.as_str());
+                names.len() - 1
+            });
+            hits.push((word_start, t));
+        }
+        word.clear();
+    }
+    let mut occurrences = vec![0usize; names.len()];
+    hits.iter().for_each(|&(_, t)| occurrences[t] += 1);
+    let weight = |t: usize| 1.0 / occurrences[t] as f64;
+    // Windows anchored a quarter before each occurrence; the best covers the most weight.
+    let (mut best, mut best_score) = (0, 0.0);
+    let mut in_window = vec![0usize; names.len()];
+    let (mut score, mut end) = (0.0, 0);
+    for first in 0..hits.len() {
+        let start = hits[first].0;
+        while end < hits.len() && hits[end].0 < start + max_chars * 3 / 4 {
+            let t = hits[end].1;
+            in_window[t] += 1;
+            if in_window[t] == 1 {
+                score += weight(t);
+            }
+            end += 1;
+        }
+        if score > best_score + 1e-12 {
+            (best, best_score) = (start, score);
+        }
+        let t = hits[first].1;
+        in_window[t] -= 1;
+        if in_window[t] == 0 {
+            score -= weight(t);
+        }
+    }
+    best
+}
+
 fn passage(text: &str, question: &str, max_chars: usize) -> Window {
     let total = text.chars().count();
     if total <= max_chars {
         return Window { text: text.to_string(), left_out: 0 };
     }
-    let lower = text.to_lowercase();
-    let first_word = question
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 4)
-        .filter_map(|w| lower.find(&w.to_lowercase()))
-        .min()
-        .filter(|&at| at <= text.len());
-    // Char index of the match (the lower-cased text may differ in length: fall back to 0).
-    let hit = first_word
-        .filter(|&at| lower.len() == text.len() && text.is_char_boundary(at))
-        .map_or(0, |at| text[..at].chars().count());
+    let hit = densest(text, question, max_chars);
     let start = hit.saturating_sub(max_chars / 4).min(total - max_chars);
     let body: String = text.chars().skip(start).take(max_chars).collect();
     let after = total - start - max_chars;
@@ -640,6 +690,20 @@ fn read_graded(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_section_is_shown_where_its_rarest_question_words_are() {
+        // "does" on every line of a 28-page section; "pipefail" once, near its end.
+        let mut text: String =
+            (0..2000).map(|i| format!("Line {i} says what the shell does with a command. ")).collect();
+        text.push_str("With set -o pipefail the exit status of a pipeline is the last nonzero one. ");
+        text.push_str(&"More text that does not matter here. ".repeat(200));
+        let window = passage(&text, "What does pipefail do to the exit status?", 2400);
+        assert!(window.text.contains("set -o pipefail"), "{}", &window.text[..200]);
+        assert!(window.left_out > 0);
+        // No question word in the text: the start.
+        assert!(passage(&text, "xyzzy plugh", 2400).text.starts_with("Line 0 says"));
+    }
 
     #[test]
     fn answers_are_a_key_and_an_optional_note() {

@@ -236,10 +236,11 @@ fn sparse_labels_keep_pipeline_causes_and_say_what_judged_means() {
 }
 
 /// An exported unit longer than the export carries is never cut silently: its line holds the
-/// passage around the question's words, marked where it was cut, and how much was left out.
+/// passage where the question's words are densest (its rare words, not the first common one:
+/// "prazo" is on every line of the filler), marked where it was cut, and how much was left out.
 #[test]
 fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
-    let filler = "Texto de preenchimento sem relação. ".repeat(1500);
+    let filler = "O prazo do texto de preenchimento sem relação. ".repeat(1500);
     let long = format!("# Manual\n\n## Capítulo\n\n{filler}O prazo de pagamento é de 30 dias corridos.\n{filler}\n");
     let f = Fixture::new(
         &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", &long)],
