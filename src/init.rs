@@ -128,7 +128,8 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let model = default_model(models_dir, lang, mixed);
     let targets: Vec<(usize, Option<usize>)> = stratified(&corpus, &usable, by_section, wanted);
     let rarity = crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
-    let (generic, phrases) = (generic_headings(&corpus), Phrases::of(&corpus));
+    let (generic, phrases) =
+        (generic_headings(&corpus), TermRarity::of(&corpus, common_words(models_dir, lang, mixed)));
     let mut lines = String::new();
     // Exact terms already proposed for an earlier stub (text included in many pages repeats).
     let mut used = std::collections::HashSet::new();
@@ -355,7 +356,7 @@ pub fn drafts(
     text: &str,
     lang: AnalyzerKind,
     rarity: &crate::evaluate::exact_terms::Rarity,
-    phrases: &Phrases,
+    phrases: &TermRarity,
     used: &mut std::collections::HashSet<String>,
 ) -> Vec<String> {
     let pt = lang == AnalyzerKind::Pt;
@@ -459,7 +460,7 @@ fn first_sentence(text: &str) -> Option<String> {
 /// The section's exact terms a user would type verbatim, most distinctive first: command-line
 /// flags and `code spans`, then codes, identifiers and numbers, then rare words; within each,
 /// the fewest documents first.
-fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrases: &Phrases) -> Vec<String> {
+fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrases: &TermRarity) -> Vec<String> {
     use crate::evaluate::exact_terms::Tag;
     let mut found: Vec<(u8, u32, String)> = Vec::new();
     // `--flag`, --flag and flag are one term.
@@ -494,7 +495,7 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrase
         }
         let rank = if t.tags.iter().any(|g| matches!(g, Tag::Code | Tag::CamelCase | Tag::AllCaps)) {
             1
-        } else if t.tags.contains(&Tag::Rare) {
+        } else if t.tags.contains(&Tag::Rare) && !phrases.common(&t.text.to_lowercase()) {
             2
         } else {
             continue;
@@ -532,11 +533,23 @@ fn typed_term(term: &str) -> bool {
 }
 
 /// The corpus's documents in lower case, to count the documents holding a term as written.
-pub struct Phrases(Vec<String>);
+/// How rare a term is to a person: the corpus's documents in lower case (to count the
+/// documents holding a term as written) and the language's common words (whole words of an
+/// installed model's vocabulary: `fairly`, `stages`, `ownership` are words, not exact terms,
+/// however few pages hold them).
+pub struct TermRarity {
+    documents: Vec<String>,
+    common: std::collections::HashSet<String>,
+}
 
-impl Phrases {
-    pub fn of(corpus: &Corpus) -> Phrases {
-        Phrases(corpus.docs.iter().map(|d| d.text.to_lowercase()).collect())
+impl TermRarity {
+    pub fn of(corpus: &Corpus, common: std::collections::HashSet<String>) -> TermRarity {
+        TermRarity { documents: corpus.docs.iter().map(|d| d.text.to_lowercase()).collect(), common }
+    }
+
+    /// Whether `word` (lower case) is a common word of the corpus's language.
+    fn common(&self, word: &str) -> bool {
+        self.common.contains(word)
     }
 
     /// Whether `term` (lower case) is rare enough to be an exact term: in at most 0.5 % of the
@@ -544,9 +557,35 @@ impl Phrases {
     /// holding it, is on every page of a tool); any term on a corpus too small to tell.
     fn rare(&self, term: &str) -> bool {
         use crate::evaluate::exact_terms::{RARE_MAX_DF_FRACTION, RARE_MIN_DOCS};
-        let max_df = ((self.0.len() as f64 * RARE_MAX_DF_FRACTION) as usize).max(2);
-        self.0.len() < RARE_MIN_DOCS || self.0.iter().filter(|t| t.contains(term)).take(max_df + 1).count() <= max_df
+        let docs = &self.documents;
+        let max_df = ((docs.len() as f64 * RARE_MAX_DF_FRACTION) as usize).max(2);
+        docs.len() < RARE_MIN_DOCS || docs.iter().filter(|t| t.contains(term)).take(max_df + 1).count() <= max_df
     }
+}
+
+/// The whole words of the installed vocabularies of the corpus's language: the English
+/// MiniLM's WordPiece vocabulary (30k entries), the multilingual e5's pieces that start a word
+/// (English and Portuguese); empty when neither model is installed.
+fn common_words(models_dir: &Path, lang: AnalyzerKind, mixed: bool) -> std::collections::HashSet<String> {
+    let english = lang != AnalyzerKind::Pt || mixed;
+    let read = |model: &str| -> Option<serde_json::Value> {
+        let path = models_dir.join(model).join("tokenizer.json");
+        serde_json::from_slice(&crate::input::text::read_bytes(&path, 64 << 20).ok()?).ok()
+    };
+    let mut words = std::collections::HashSet::new();
+    let whole = |w: &str| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic);
+    if english {
+        if let Some(vocab) = read("minilm-l6").as_ref().and_then(|t| t["model"]["vocab"].as_object()) {
+            words.extend(vocab.keys().filter(|w| whole(w)).cloned());
+        }
+    }
+    if !english || mixed {
+        if let Some(pieces) = read("e5-small").as_ref().and_then(|t| t["model"]["vocab"].as_array()) {
+            let starts = pieces.iter().filter_map(|p| p[0].as_str()?.strip_prefix('\u{2581}'));
+            words.extend(starts.filter(|w| whole(w)).map(str::to_lowercase));
+        }
+    }
+    words
 }
 
 /// Words a section needs of its own text (to its first subsection) to be a stub's label.
@@ -689,4 +728,26 @@ pub fn sections(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ordinary_word_is_no_exact_term_however_few_pages_hold_it() {
+        let texts: Vec<String> = (0..30).map(|i| format!("Page {i} covers the builder and its output.")).collect();
+        let text = "Its ownership stages are fairly simple; the xylograph renderer does the rest.";
+        let docs: Vec<&str> = texts.iter().map(String::as_str).chain([text]).collect();
+        let rarity = crate::evaluate::exact_terms::Rarity::of(docs.iter().copied());
+        let rarity_of = |common: &[&str]| TermRarity {
+            documents: docs.iter().map(|d| d.to_lowercase()).collect(),
+            common: common.iter().map(|w| w.to_string()).collect(),
+        };
+        let without_vocabulary = exact_terms(text, &rarity, &rarity_of(&[]));
+        assert!(without_vocabulary.iter().any(|t| t == "ownership"), "{without_vocabulary:?}");
+        let common = ["ownership", "stages", "fairly", "simple", "renderer", "does", "rest"];
+        let terms = exact_terms(text, &rarity, &rarity_of(&common));
+        assert_eq!(terms, ["xylograph"]);
+    }
 }
