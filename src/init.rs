@@ -128,8 +128,7 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let model = default_model(models_dir, lang, mixed);
     let targets: Vec<(usize, Option<usize>)> = stratified(&corpus, &usable, by_section, wanted);
     let rarity = crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
-    let (generic, phrases) =
-        (generic_headings(&corpus), TermRarity::of(&corpus, common_words(models_dir, lang, mixed)));
+    let (generic, terms) = (generic_headings(&corpus), TermRarity::of(&corpus, common_words(models_dir, lang, mixed)));
     let mut lines = String::new();
     // Exact terms already proposed for an earlier stub (text included in many pages repeats).
     let mut used = std::collections::HashSet::new();
@@ -146,7 +145,7 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
         let place = Place { title: &title, heading: &heading, generic: &generic };
         let case = json!({"id": format!("q{:02}", i + 1), "question": "", "relevant": [label],
             "label_hash": corpus.label_hash(&label),
-            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&place, text, lang, &rarity, &phrases, &mut used)}});
+            "meta": {"snippet": snippet(text), "draft": true, "drafts": drafts(&place, text, lang, &rarity, &terms, &mut used)}});
         let _ = writeln!(lines, "{case}");
     }
     for i in 0..unanswerable {
@@ -356,7 +355,7 @@ pub fn drafts(
     text: &str,
     lang: AnalyzerKind,
     rarity: &crate::evaluate::exact_terms::Rarity,
-    phrases: &TermRarity,
+    terms: &TermRarity,
     used: &mut std::collections::HashSet<String>,
 ) -> Vec<String> {
     let pt = lang == AnalyzerKind::Pt;
@@ -384,7 +383,7 @@ pub fn drafts(
             format!("{q} in {title}?")
         }
     };
-    for term in exact_terms(text, rarity, phrases)
+    for term in exact_terms(text, rarity, terms)
         .into_iter()
         .filter(|t| !heading.contains(t.as_str()) && used.insert(t.clone()))
         .take(3)
@@ -460,7 +459,7 @@ fn first_sentence(text: &str) -> Option<String> {
 /// The section's exact terms a user would type verbatim, most distinctive first: command-line
 /// flags and `code spans`, then codes, identifiers and numbers, then rare words; within each,
 /// the fewest documents first.
-fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrases: &TermRarity) -> Vec<String> {
+fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, terms: &TermRarity) -> Vec<String> {
     use crate::evaluate::exact_terms::Tag;
     let mut found: Vec<(u8, u32, String)> = Vec::new();
     // `--flag`, --flag and flag are one term.
@@ -468,7 +467,7 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrase
     let mut push = |rank: u8, term: &str| {
         let term = term.trim();
         if typed_term(term.trim_matches('`'))
-            && phrases.rare(&term.trim_matches('`').to_lowercase())
+            && terms.rare(&term.trim_matches('`').to_lowercase())
             && term.chars().count() <= 40
             && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
         {
@@ -495,7 +494,7 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, phrase
         }
         let rank = if t.tags.iter().any(|g| matches!(g, Tag::Code | Tag::CamelCase | Tag::AllCaps)) {
             1
-        } else if t.tags.contains(&Tag::Rare) && !phrases.common(&t.text.to_lowercase()) {
+        } else if t.tags.contains(&Tag::Rare) && !terms.common(&t.text.to_lowercase()) {
             2
         } else {
             continue;
