@@ -126,8 +126,10 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
     while let Some(f) = folder.filter(|f| f.starts_with(root)) {
         let has = |name: &str| f.join(name).is_file();
         let hugo = ["hugo.toml", "hugo.yaml", "hugo.json", "config.toml", "config.yaml", "config.json"];
-        if hugo.iter().any(|n| has(n)) && f.join("content").is_dir() {
-            bases.extend([f.join("content"), f.to_path_buf()]);
+        let mounts = hugo_content_mounts(f);
+        if hugo.iter().any(|n| has(n)) && (f.join("content").is_dir() || !mounts.is_empty()) {
+            // A multilingual site maps `content/en` (or `contentDir`) to its content.
+            bases.extend(mounts.into_iter().chain([f.join("content"), f.to_path_buf()]));
         } else if let Some(config) = ["mkdocs.yml", "mkdocs.yaml"].iter().find(|n| has(n)) {
             let text = crate::input::text::site_config(&f.join(config)).unwrap_or_default();
             bases.extend([f.join(mkdocs_docs_dir(&text)), f.to_path_buf()]);
@@ -139,6 +141,34 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
         folder = f.parent();
     }
     bases
+}
+
+/// The folders a Hugo project at `project` (its `hugo.toml` or `config.toml`) mounts as its
+/// content: `[[module.mounts]]` with `target = "content"`, and `contentDir` (top level or per
+/// language); only folders inside the project.
+fn hugo_content_mounts(project: &Path) -> Vec<PathBuf> {
+    let Some(text) =
+        ["hugo.toml", "config.toml"].iter().find_map(|n| crate::input::text::site_config(&project.join(n)))
+    else {
+        return Vec::new();
+    };
+    let Ok(config) = text.parse::<toml::Table>() else { return Vec::new() };
+    let mut folders: Vec<&str> = Vec::new();
+    let mounts = config.get("module").and_then(|m| m.get("mounts")).and_then(|m| m.as_array());
+    for mount in mounts.into_iter().flatten() {
+        if mount.get("target").and_then(|t| t.as_str()) == Some("content") {
+            folders.extend(mount.get("source").and_then(|s| s.as_str()));
+        }
+    }
+    folders.extend(config.get("contentDir").and_then(|c| c.as_str()));
+    let languages = config.get("languages").and_then(|l| l.as_table());
+    folders.extend(languages.into_iter().flat_map(|l| l.values()).filter_map(|l| l.get("contentDir")?.as_str()));
+    folders
+        .into_iter()
+        .filter(|f| !f.is_empty() && !f.split(['/', '\\']).any(|part| part == "..") && !f.starts_with('/'))
+        .map(|f| project.join(f))
+        .filter(|f| f.is_dir())
+        .collect()
 }
 
 /// `docs_dir` of an `mkdocs.yml`'s `text` (a top-level `docs_dir: path` line), `docs` by default.

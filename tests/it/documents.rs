@@ -582,3 +582,30 @@ fn a_label_on_a_left_out_page_says_why_and_what_keeps_it() {
             .stderr(predicate::str::contains(format!("names \"{label}\", a page the corpus left out: {says}")));
     }
 }
+
+/// A multilingual Hugo site keeps its content in `content/en`, mounted as the site's content by
+/// `[[module.mounts]]` in `hugo.toml`: a `/_common/…` include resolves there, pointed at the
+/// checkout (it resolved nowhere: "not found").
+#[test]
+fn includes_resolve_through_a_hugo_sites_content_mounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    fs::create_dir_all(site.join("content/en/_common")).unwrap();
+    fs::create_dir_all(site.join("content/en/guide")).unwrap();
+    fs::write(
+        site.join("hugo.toml"),
+        "title = \"Docs\"\n[[module.mounts]]\nsource = \"content/en\"\ntarget = \"content\"\nlang = \"en\"\n",
+    )
+    .unwrap();
+    fs::write(site.join("content/en/_common/locale.md"), "The locale setting picks the xylograph format.\n").unwrap();
+    fs::write(
+        site.join("content/en/guide/config.md"),
+        "---\ntitle: Configure\n---\n# Configure\n\n{{% include \"/_common/locale.md\" %}}\n",
+    )
+    .unwrap();
+    let out = ragsweep(dir.path()).args(["sections", "site", "--grep", "xylograph"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stdout.contains("content/en/guide/config"), "the page holds the included text: {stdout}");
+    assert!(stderr.contains("read 1 include in place") && !stderr.contains("not found"), "{stderr}");
+}
