@@ -87,12 +87,11 @@ fn register(index: &Index, analyzer: &Analyzer) {
     index.tokenizers().register(TOKENIZER, tantivy::tokenizer::TextAnalyzer::from(TantivyTokenizer(analyzer.clone())));
 }
 
-/// The indexing memory of a writer for `bytes` of text: 40 times the text (one segment with
-/// room to spare), at least tantivy's floor and at most 200 MB. The writer allocates its whole
-/// budget up front, so a small corpus (or a test's) does not pay 200 MB per index.
+/// The memory a writer sizes its term table for, for `bytes` of text: 40 times the text, at
+/// least 1 MB and at most 200 MB. The table is allocated up front, so a small corpus (or a
+/// test's) does not pay 200 MB per index; the writer grows past it as it needs.
 fn writer_budget(bytes: usize) -> usize {
-    const FLOOR: usize = 15_000_000; // tantivy's MEMORY_BUDGET_NUM_BYTES_MIN, not exported
-    bytes.saturating_mul(40).clamp(FLOOR, 200_000_000)
+    bytes.saturating_mul(40).clamp(1 << 20, 200_000_000)
 }
 
 impl Bm25Index {
@@ -120,15 +119,16 @@ impl Bm25Index {
         let (text, ord) = (schema.get_field("text")?, schema.get_field("ord")?);
         let texts: Vec<String> = texts.collect();
         let bytes = texts.iter().map(String::len).sum::<usize>();
-        let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(1, writer_budget(bytes))?;
+        // One segment whatever the size (chunk ordinals in insertion order), without the
+        // indexing threads and channels an IndexWriter starts for each index.
+        let mut writer = tantivy::SingleSegmentIndexWriter::new(index.clone(), writer_budget(bytes))?;
         for (i, t) in texts.into_iter().enumerate() {
             let mut doc = TantivyDocument::default();
             doc.add_text(text, &t);
             doc.add_u64(ord, i as u64);
             writer.add_document(doc)?;
         }
-        writer.commit()?;
-        writer.wait_merging_threads()?;
+        writer.finalize()?;
         Ok(())
     }
 
