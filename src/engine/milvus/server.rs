@@ -312,10 +312,19 @@ fn stop_orphan(data: &Path) -> bool {
     if !String::from_utf8_lossy(&cmdline).contains("milvus") {
         return false;
     }
-    signal(pid, "-KILL");
+    // Stopped as a run stops its own server: asked first, so that what it was writing (the
+    // collections' metadata) is on disk when the next server opens the folder; killed after 20 s.
+    signal(pid, "-TERM");
     let t = Instant::now();
-    while crate::engine::alive(pid) && t.elapsed() < Duration::from_secs(10) {
+    while crate::engine::alive(pid) && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if crate::engine::alive(pid) {
+        signal(pid, "-KILL");
+        let t = Instant::now();
+        while crate::engine::alive(pid) && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     true
 }
