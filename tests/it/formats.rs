@@ -166,20 +166,23 @@ fn running_heads_and_footers_of_a_printed_pdf_are_dropped() {
     std::fs::write(dir.path().join("norma.html"), html).unwrap();
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
     common::print_pdf(&dir.path().join("norma.html"), &dir.path().join("docs/norma.pdf"), &dir.path().join("profile"));
-    let sections = |grep: &str| {
-        Command::cargo_bin("ragsweep")
-            .unwrap()
-            .current_dir(dir.path())
-            .args(["sections", "docs", "--grep", grep])
-            .assert()
-            .success()
-    };
+    let sections = |grep: &str| sections_matching(dir.path(), grep);
     sections("Sigiloso").stdout(predicate::str::is_empty());
     sections("Qualidade").stdout(predicate::str::is_empty());
     sections("prazo").stdout(predicate::str::contains("norma#Capítulo 3")).stderr(
         predicate::str::contains("dropped 8 running head and footer lines")
             .and(predicate::str::contains("norma.pdf 8")),
     );
+}
+
+/// `ragsweep sections docs --grep GREP` in `dir`, asserted to succeed.
+fn sections_matching(dir: &std::path::Path, grep: &str) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("ragsweep")
+        .unwrap()
+        .current_dir(dir)
+        .args(["sections", "docs", "--grep", grep])
+        .assert()
+        .success()
 }
 
 /// Words a PDF prints as pieces (a ligature or a letter in another font: pdftohtml gives
@@ -196,14 +199,7 @@ fn a_word_printed_in_pieces_is_read_as_one_word() {
     );
     std::fs::write(dir.path().join("paper.html"), html).unwrap();
     common::print_pdf(&dir.path().join("paper.html"), &dir.path().join("docs/paper.pdf"), &dir.path().join("profile"));
-    let sections = |grep: &str| {
-        Command::cargo_bin("ragsweep")
-            .unwrap()
-            .current_dir(dir.path())
-            .args(["sections", "docs", "--grep", grep])
-            .assert()
-            .success()
-    };
+    let sections = |grep: &str| sections_matching(dir.path(), grep);
     for word in ["benefited", "significant"] {
         sections(word).stdout(predicate::str::contains("paper"));
     }

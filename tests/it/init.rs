@@ -203,6 +203,22 @@ fn init_reads_a_folder_of_pdfs() {
     assert!(dir.path().join("golden.jsonl").is_file());
 }
 
+/// Writes `pages` pages into `dir/docs/folder`, each with a setting section naming its own flag
+/// and a caveats section.
+fn setting_pages(dir: &std::path::Path, folder: &str, pages: usize) {
+    std::fs::create_dir_all(dir.join("docs").join(folder)).unwrap();
+    for i in 0..pages {
+        let text = format!(
+            "# Page {i} of the {folder}\n\n## Setting {i}\n\nThe `--opt-{folder}-{i}` flag controls how the builder treats page {i}. \
+             It is read once at start-up and applies to every page of the site, including drafts and archived \
+             pages, unless a page overrides it in its own front matter.\n\n## Caveats {i}\n\nOlder releases ignored the \
+             flag when the cache was warm, so clear the cache after changing it; the log then shows which pages \
+             were built again and which were reused from the previous build.\n"
+        );
+        std::fs::write(dir.join("docs").join(folder).join(format!("p{i:03}.md")), text).unwrap();
+    }
+}
+
 /// `init --stubs 40` on 300 documents in three folders: 36 answerable stubs spread evenly over
 /// the folders and over 36 documents, each with drafts from its own text (heading, first
 /// sentence, its flag); the English text gets the English int8 model; a question left equal to
@@ -211,17 +227,7 @@ fn init_reads_a_folder_of_pdfs() {
 fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_drafts() {
     let dir = tempfile::tempdir().unwrap();
     for folder in ["guide", "reference", "tutorial"] {
-        std::fs::create_dir_all(dir.path().join("docs").join(folder)).unwrap();
-        for i in 0..100 {
-            let text = format!(
-                "# Page {i} of the {folder}\n\n## Setting {i}\n\nThe `--opt-{folder}-{i}` flag controls how the builder treats page {i}. \
-                 It is read once at start-up and applies to every page of the site, including drafts and archived \
-                 pages, unless a page overrides it in its own front matter.\n\n## Caveats {i}\n\nOlder releases ignored the \
-                 flag when the cache was warm, so clear the cache after changing it; the log then shows which pages \
-                 were built again and which were reused from the previous build.\n"
-            );
-            std::fs::write(dir.path().join("docs").join(folder).join(format!("p{i:03}.md")), text).unwrap();
-        }
+        setting_pages(dir.path(), folder, 100);
     }
     let cmd = |args: &[&str]| {
         let mut c = ragsweep();
@@ -292,17 +298,7 @@ fn stubs_go_to_folders_in_proportion_to_their_sections() {
     let mut folders: Vec<(String, usize)> = vec![("reference".into(), 60), ("guide".into(), 25), ("faq".into(), 5)];
     folders.extend((0..8).map(|i| (format!("a{i}"), 1)));
     for (folder, pages) in &folders {
-        std::fs::create_dir_all(dir.path().join("docs").join(folder)).unwrap();
-        for i in 0..*pages {
-            let text = format!(
-                "# Page {i} of the {folder}\n\n## Setting {i}\n\nThe `--opt-{folder}-{i}` flag controls how the builder treats page {i}. \
-                 It is read once at start-up and applies to every page of the site, including drafts and archived \
-                 pages, unless a page overrides it in its own front matter.\n\n## Caveats {i}\n\nOlder releases ignored the \
-                 flag when the cache was warm, so clear the cache after changing it; the log then shows which pages \
-                 were built again and which were reused from the previous build.\n"
-            );
-            std::fs::write(dir.path().join("docs").join(folder).join(format!("p{i:03}.md")), text).unwrap();
-        }
+        setting_pages(dir.path(), folder, *pages);
     }
     ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "20"]).assert().success();
     let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
