@@ -92,8 +92,7 @@ pub struct ReadReport {
 impl ReadReport {
     /// `read 12 .md, 3 .pdf, 49 .rst; skipped 2: a.png (.png: not a known format), …`.
     pub fn summary(&self) -> String {
-        let read: Vec<String> = self.read.iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
-        let mut out = format!("read {}", if read.is_empty() { "nothing".into() } else { read.join(", ") });
+        let mut out = self.read_counts();
         let with_why = |(p, why): &(PathBuf, String)| format!("{} ({why})", file_name(p));
         if !self.skipped.is_empty() {
             out.push_str(&format!("; skipped {}: {}", self.skipped.len(), listed(self.skipped.iter().map(with_why))));
@@ -126,10 +125,7 @@ impl ReadReport {
             }
         }
         if !self.public_fragments.is_empty() {
-            let files = listed(self.public_fragments.iter().map(|(f, pages)| {
-                let by: Vec<String> = pages.iter().map(|p| file_name(p)).collect();
-                format!("{} (included by {})", file_name(f), by.join(", "))
-            }));
+            let files = self.public_fragments_listed();
             out.push_str(&format!(
                 "; WARNING: only restricted pages include these, yet they declare no access list and are public under their own id (give them the pages' access list, or exclude them): {files}"
             ));
@@ -146,11 +142,24 @@ impl ReadReport {
 }
 
 impl ReadReport {
+    /// The public fragments only restricted pages include, each with the pages that do.
+    fn public_fragments_listed(&self) -> String {
+        listed(self.public_fragments.iter().map(|(f, pages)| {
+            let by: Vec<String> = pages.iter().map(|p| file_name(p)).collect();
+            format!("{} (included by {})", file_name(f), by.join(", "))
+        }))
+    }
+
+    /// `read 12 .md, 3 .pdf` (or `read nothing`).
+    fn read_counts(&self) -> String {
+        let read: Vec<String> = self.read.iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
+        format!("read {}", if read.is_empty() { "nothing".into() } else { read.join(", ") })
+    }
+
     /// [`ReadReport::summary`] in counts, for the one line a run prints before its decision:
     /// `read 722 .md, 4 .pdf; skipped 3; left out 156 unpublished; …`.
     pub fn headline(&self) -> String {
-        let read: Vec<String> = self.read.iter().map(|(f, n)| format!("{n} {}", f.name())).collect();
-        let mut out = format!("read {}", if read.is_empty() { "nothing".into() } else { read.join(", ") });
+        let mut out = self.read_counts();
         let mut part = |n: usize, what: String| {
             if n > 0 {
                 out.push_str(&format!("; {what}"));
@@ -163,10 +172,7 @@ impl ReadReport {
         let (read, missing) = self.includes.iter().fold((0, 0), |(r, m), (_, n, targets)| (r + n, m + targets.len()));
         part(read + missing, format!("{} read in place, {missing} not", crate::words::count(read, "include")));
         // A warning about access is never shortened to a count.
-        let public = listed(self.public_fragments.iter().map(|(f, pages)| {
-            let by: Vec<String> = pages.iter().map(|p| file_name(p)).collect();
-            format!("{} (included by {})", file_name(f), by.join(", "))
-        }));
+        let public = self.public_fragments_listed();
         part(self.public_fragments.len(), format!("WARNING: public fragments only restricted pages include: {public}"));
         part(self.dropped_lines.len(), format!("running heads dropped in {} PDFs", self.dropped_lines.len()));
         if out.contains(';') {
