@@ -160,7 +160,7 @@ fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once()
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(servers_under(root), 1, "SIGKILL leaves the server");
-    run(root, &exp);
+    let out = run(root, &exp);
     assert_eq!(servers_under(root), 0, "the next run stopped the orphan");
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("results/grid/latest/manifest.json")).unwrap())
@@ -172,7 +172,12 @@ fn milvus_flat_returns_the_in_process_exact_lists_case_by_case_and_builds_once()
         .filter(|s| s["stage"] == "index" && s["key"].as_str().unwrap().starts_with("milvus"))
         .collect();
     assert_eq!(milvus.len(), 2, "{manifest}");
-    assert!(milvus.iter().all(|s| s["reused"] == true), "collections are reused: {milvus:?}");
+    assert!(
+        milvus.iter().all(|s| s["reused"] == true),
+        "collections are reused: {milvus:?}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let again = per_query(root, "grid");
     for case in &cases {
         assert_eq!(top(&again, "c04", case).0, top(&lines, "c04", case).0, "{case}");

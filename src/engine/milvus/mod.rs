@@ -45,6 +45,11 @@ const WAIT_LIMIT: Duration = Duration::from_secs(3600);
 /// How long a loaded collection may take to answer its first query.
 const READY_LIMIT: Duration = Duration::from_secs(60);
 
+/// What Milvus answers about a collection that does not exist: `code` since 2.3, the older
+/// `error_code` (`CollectionNotExists`) before.
+const COLLECTION_NOT_FOUND: i32 = 100;
+const COLLECTION_NOT_EXISTS: i32 = 4;
+
 pub(crate) fn fail(what: impl Into<String>) -> Error {
     Error::Engine { engine: ENGINE.name(), what: what.into(), source: None }
 }
@@ -135,6 +140,21 @@ impl Client {
         Req: Message + Send + Sync + 'static,
         Resp: Message + Default + HasStatus + Send + Sync + 'static,
     {
+        let response: Resp = self.call_unchecked(method, request)?;
+        if let Some(status) = response.status() {
+            if status.error_code != 0 || status.code != 0 {
+                return Err(fail(format!("{method}: {} (code {})", status.reason, status.code.max(status.error_code))));
+            }
+        }
+        Ok(response)
+    }
+
+    /// [`Client::call`] without looking at the status the server put in its answer.
+    fn call_unchecked<Req, Resp>(&self, method: &str, request: Req) -> Result<Resp>
+    where
+        Req: Message + Send + Sync + 'static,
+        Resp: Message + Default + Send + Sync + 'static,
+    {
         let path: tonic::codegen::http::uri::PathAndQuery = format!("/milvus.proto.milvus.MilvusService/{method}")
             .parse()
             .map_err(|_| fail(format!("bad method name {method}")))?;
@@ -153,11 +173,6 @@ impl Client {
             })
             .map_err(|s| fail(format!("{method}: {} {}", s.code(), s.message())))?
             .into_inner();
-        if let Some(status) = response.status() {
-            if status.error_code != 0 || status.code != 0 {
-                return Err(fail(format!("{method}: {} (code {})", status.reason, status.code.max(status.error_code))));
-            }
-        }
         Ok(response)
     }
 
@@ -170,8 +185,18 @@ impl Client {
         }
     }
 
-    fn describe(&self, collection: &str) -> Result<proto::DescribeCollectionResponse> {
-        self.call("DescribeCollection", proto::CollectionName { collection_name: collection.into() })
+    /// The collection (or alias) `collection`, `None` when the server says it does not exist.
+    /// Any other error is the server's: a collection is never taken for missing (and rebuilt)
+    /// because a server that restarts did not answer yet.
+    fn describe(&self, collection: &str) -> Result<Option<proto::DescribeCollectionResponse>> {
+        let request = || proto::CollectionName { collection_name: collection.into() };
+        let described: proto::DescribeCollectionResponse = self.call_unchecked("DescribeCollection", request())?;
+        match described.status.as_ref() {
+            Some(s) if s.code == COLLECTION_NOT_FOUND || s.error_code == COLLECTION_NOT_EXISTS => Ok(None),
+            // The checked call says what the server said.
+            Some(s) if s.code != 0 || s.error_code != 0 => self.call("DescribeCollection", request()).map(Some),
+            _ => Ok(Some(described)),
+        }
     }
 
     /// Creates the collection `schema` names, with one shard.
@@ -294,11 +319,12 @@ impl BuildLock {
         for _ in 0..3 {
             let created = client.create_collection(&schema);
             match client.describe(&name) {
-                Ok(d) if d.schema.as_ref().is_some_and(|s| s.description == me) => {
+                Ok(Some(d)) if d.schema.as_ref().is_some_and(|s| s.description == me) => {
                     HELD.lock().expect("locks").push((client.clone(), name.clone()));
                     return Ok(Some(BuildLock { client: client.clone(), name }));
                 }
-                Ok(_) => return Ok(None),
+                Ok(Some(_)) => return Ok(None),
+                Ok(None) => failure = Some(created.err().unwrap_or_else(|| fail(format!("lock {name} vanished")))),
                 Err(e) => failure = Some(created.err().unwrap_or(e)),
             }
         }
@@ -323,12 +349,12 @@ impl BuildLock {
     fn held_too_long(client: &Client, alias: &str) -> Error {
         let name = BuildLock::name(alias);
         let holder = match client.describe(&name) {
-            Ok(d) => format!(
+            Ok(Some(d)) => format!(
                 "{}, since {} s after the Unix epoch",
                 d.schema.map(|s| s.description).unwrap_or_default(),
                 d.created_utc_timestamp / 1000
             ),
-            Err(_) => "a run that has just released it".into(),
+            Ok(None) | Err(_) => "a run that has just released it".into(),
         };
         fail(format!(
             "waited {} s for another run's build of collection {alias}, locked by {holder}: when no run is building it, drop collection {name} and run again",
@@ -562,7 +588,15 @@ impl MilvusEngine {
     /// The collection of alias `name` and its recorded build seconds when a finished build made
     /// the alias (it is made only once the index is built); `None` otherwise.
     fn registered(&self, name: &str, rows: usize) -> Result<Option<(String, f64)>> {
-        let Ok(described) = self.client.describe(name) else { return Ok(None) };
+        let t = Instant::now();
+        let described = loop {
+            match self.client.describe(name) {
+                Ok(described) => break described,
+                Err(e) if t.elapsed() > READY_LIMIT => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(200)),
+            }
+        };
+        let Some(described) = described else { return Ok(None) };
         let record = std::fs::read_to_string(self.records.join(name)).ok();
         let (found, seconds) = match record.as_deref().and_then(|r| r.split_once(' ')) {
             Some((found, seconds)) => (found.parse::<usize>().ok(), seconds.trim().parse().unwrap_or(0.0)),

@@ -37,9 +37,11 @@ struct Fields {
 }
 
 fn fields(client: &Client, collection: &str) -> Result<Fields> {
-    let described = client.describe(collection).map_err(|e| {
-        fail(format!("collection {collection} is not on the experiment's Milvus (or its user may not see it): {e}"))
-    })?;
+    let missing = |why: String| {
+        fail(format!("collection {collection} is not on the experiment's Milvus (or its user may not see it): {why}"))
+    };
+    let described =
+        client.describe(collection).map_err(|e| missing(e.to_string()))?.ok_or_else(|| missing("not found".into()))?;
     let schema = described.schema.unwrap_or_default();
     let mut types = HashMap::new();
     let mut primary = None;

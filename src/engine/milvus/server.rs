@@ -129,17 +129,24 @@ impl MilvusServer {
         let data = folder.join("data-2.3.5");
         // We hold the lock: a server still running on the folder was left by a run that died.
         let orphan = stop_orphan(&data);
-        match MilvusServer::start_in(install, &data, None, Some(lock)) {
-            Ok(server) => Ok((server, orphan.then(|| "a server left by a run that died was stopped".into()))),
-            Err(first) => {
-                // A data folder that does not start (or whose password is lost) is rebuilt.
-                let _ = std::fs::remove_dir_all(&data);
-                let lock = crate::engine::lock_folder(&folder)?
-                    .ok_or_else(|| fail(format!("{} is locked", folder.join("lock").display())))?;
-                let server = MilvusServer::start_in(install, &data, None, Some(lock))?;
-                Ok((server, Some(format!("the engine cache did not start ({first}): emptied and rebuilt"))))
-            }
+        let relock = || {
+            crate::engine::lock_folder(&folder)?
+                .ok_or_else(|| fail(format!("{} is locked", folder.join("lock").display())))
+        };
+        let orphan_note = orphan.then(|| "a server left by a run that died was stopped".to_string());
+        let first = match MilvusServer::start_in(install, &data, None, Some(lock)) {
+            Ok(server) => return Ok((server, orphan_note)),
+            Err(first) => first,
+        };
+        // The ports are chosen free, but another process may bind one before the server does:
+        // a start that fails is tried once more, with new ports, before the data is given up.
+        if let Ok(server) = MilvusServer::start_in(install, &data, None, Some(relock()?)) {
+            return Ok((server, Some(format!("the engine cache started at the second attempt (first: {first})"))));
         }
+        // A data folder that does not start (or whose password is lost) is rebuilt.
+        let _ = std::fs::remove_dir_all(&data);
+        let server = MilvusServer::start_in(install, &data, None, Some(relock()?))?;
+        Ok((server, Some(format!("the engine cache did not start ({first}): emptied and rebuilt"))))
     }
 
     /// A server of its own in a temporary folder, removed when it stops.
