@@ -211,7 +211,12 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
 /// a pseudo-random offset (a hash of the id, so a rerun picks the same ones), so a manual of 150
 /// sections gets its share beside one-section pages. Folders take turns in the output, so the
 /// first stubs already cover the corpus. `(document, section)`; no section without headings.
-fn stratified(corpus: &Corpus, usable: &[Vec<usize>], by_section: bool, wanted: usize) -> Vec<(usize, Option<usize>)> {
+pub(crate) fn stratified(
+    corpus: &Corpus,
+    usable: &[Vec<usize>],
+    by_section: bool,
+    wanted: usize,
+) -> Vec<(usize, Option<usize>)> {
     let mut folders: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
     for (d, doc) in corpus.docs.iter().enumerate() {
         folders.entry(doc.id.rsplit_once('/').map_or("", |(f, _)| f)).or_default().push(d);
@@ -321,7 +326,7 @@ fn generic_headings(corpus: &Corpus) -> std::collections::HashSet<String> {
 
 /// A page's title for a question's context: its declared title, else its first heading, else
 /// its file name.
-fn page_title(doc: &crate::input::corpus::Document) -> String {
+pub(crate) fn page_title(doc: &crate::input::corpus::Document) -> String {
     let heading = || doc.sections.iter().find(|s| !s.page).map(|s| s.label.trim_start_matches('#').trim().to_string());
     let title = doc.title.clone().filter(|t| !t.trim().is_empty()).or_else(heading).unwrap_or_else(|| {
         let name = doc.id.rsplit('/').next().unwrap_or(&doc.id);
@@ -547,14 +552,14 @@ impl TermRarity {
     }
 
     /// Whether `word` (lower case) is a common word of the corpus's language.
-    fn common(&self, word: &str) -> bool {
+    pub(crate) fn common(&self, word: &str) -> bool {
         self.common.contains(word)
     }
 
     /// Whether `term` (lower case) is rare enough to be an exact term: in at most 0.5 % of the
     /// documents (two at least), as written (a generic flag such as `--version`, or a command
     /// holding it, is on every page of a tool); any term on a corpus too small to tell.
-    fn rare(&self, term: &str) -> bool {
+    pub(crate) fn rare(&self, term: &str) -> bool {
         use crate::evaluate::exact_terms::{RARE_MAX_DF_FRACTION, RARE_MIN_DOCS};
         let docs = &self.documents;
         let max_df = ((docs.len() as f64 * RARE_MAX_DF_FRACTION) as usize).max(2);
@@ -565,7 +570,7 @@ impl TermRarity {
 /// The whole words of the installed vocabularies of the corpus's language: the English
 /// MiniLM's WordPiece vocabulary (30k entries), the multilingual e5's pieces that start a word
 /// (English and Portuguese); empty when neither model is installed.
-fn common_words(models_dir: &Path, lang: AnalyzerKind, mixed: bool) -> std::collections::HashSet<String> {
+pub(crate) fn common_words(models_dir: &Path, lang: AnalyzerKind, mixed: bool) -> std::collections::HashSet<String> {
     let english = lang != AnalyzerKind::Pt || mixed;
     let read = |model: &str| -> Option<serde_json::Value> {
         let path = models_dir.join(model).join("tokenizer.json");
@@ -591,14 +596,14 @@ fn common_words(models_dir: &Path, lang: AnalyzerKind, mixed: bool) -> std::coll
 pub const MIN_STUB_WORDS: usize = 30;
 
 /// Section `i`'s own text, to its first subsection.
-fn own_text(doc: &crate::input::corpus::Document, i: usize) -> &str {
+pub(crate) fn own_text(doc: &crate::input::corpus::Document, i: usize) -> &str {
     let (start, end) = doc.own_span(i);
     &doc.text[start..end]
 }
 
 /// Whether section `i` of `doc` can hold an answer: at least `min_words` words before its
 /// first subsection, and not mostly links (a table of contents, a link list).
-fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words: usize) -> bool {
+pub(crate) fn answerable_section(doc: &crate::input::corpus::Document, i: usize, min_words: usize) -> bool {
     let own = own_text(doc, i);
     let body: Vec<&str> = own.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
     let links =

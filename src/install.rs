@@ -220,6 +220,11 @@ pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
     }
     for folder in added(dir) {
         let id = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(description) = chat_model(&folder) {
+            let (bytes, licence) = (size(&folder), "yours (models add)".into());
+            out.push(Installed { id, bytes, licence, description, health: Health::Ok });
+            continue;
+        }
         let (description, health) = match crate::stages::embed::find_model(dir, &id) {
             // An http or random model has no files to damage.
             Ok(info) if matches!(info.kind, ModelKind::Http(_) | ModelKind::Random) => {
@@ -231,6 +236,20 @@ pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
         out.push(Installed { id, bytes: size(&folder), licence: "yours (models add)".into(), description, health });
     }
     Ok(out)
+}
+
+/// How `models list` describes a chat model's folder (`kind = "chat"`, [`crate::chat`]: read
+/// when it drafts); `None` for any other.
+fn chat_model(folder: &Path) -> Option<String> {
+    let table: toml::Table = crate::input::text::read(&folder.join("model.toml")).ok()?.parse().ok()?;
+    let text = |key: &str| table.get(key).and_then(toml::Value::as_str).unwrap_or_default().to_string();
+    (text("kind") == "chat").then(|| {
+        let what = format!("chat model {} at {}", text("model"), crate::stages::endpoint::redacted(&text("url")));
+        match text("description") {
+            d if d.is_empty() => what,
+            d => format!("{d} ({what})"),
+        }
+    })
 }
 
 /// The models in `models` that were added with `models add` (every folder with a `model.toml`

@@ -60,6 +60,11 @@ enum Command {
     Sections(cli::sections::Args),
     /// Start an experiment for your own documents: experiment.toml and golden.jsonl stubs
     Init(cli::init::Args),
+    /// Draft questions with your chat model, each with a quote of its section that code checks;
+    /// written apart from the golden set, for `review`
+    Draft(cli::draft::Args),
+    /// Keep, edit or drop drafted questions, one key each; kept ones join the golden set
+    Review(cli::review::Args),
     /// Install or list the embedding models and ONNX Runtime
     #[command(subcommand)]
     Models(cli::models::Action),
@@ -146,6 +151,8 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Synth(args) => cli::synth::run(args),
         Command::Sections(args) => cli::sections::run(args),
         Command::Init(args) => cli::init::run(args),
+        Command::Draft(args) => cli::draft::run(args),
+        Command::Review(args) => cli::review::run(args),
         Command::Models(action) => cli::models::run(action),
         Command::Engines(action) => cli::engines::run(action),
         Command::Completions { shell } => cli::completions(shell),

@@ -188,7 +188,7 @@ fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
 }
 
 /// A name that is a folder name, no bundled model's, and not hidden.
-fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
@@ -377,7 +377,7 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     let mut t = toml::Table::new();
     t.insert("id".into(), name.into());
     let description = model.description.clone().unwrap_or_else(|| match &model.http {
-        Some(h) => format!("{} at {} (models add)", h.model, crate::stages::http_embed::redacted(&h.url)),
+        Some(h) => format!("{} at {} (models add)", h.model, crate::stages::endpoint::redacted(&h.url)),
         None if model.cross_encoder => "a cross-encoder of your own (models add)".into(),
         None if model.vectors => "vectors made elsewhere (models add)".into(),
         None => "an ONNX export of your own (models add)".into(),

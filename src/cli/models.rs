@@ -76,6 +76,10 @@ pub struct AddArgs {
     /// The ONNX file in the folder (default model.onnx).
     #[arg(long)]
     onnx: Option<String>,
+    /// The endpoint is a chat model (…/v1 or …/v1/chat/completions) that drafts questions
+    /// (`ragsweep draft`); it is probed with one short request, and embeds nothing.
+    #[arg(long, requires = "url", conflicts_with_all = ["cross_encoder", "vectors", "pooling", "max_length", "query_prefix", "passage_prefix", "output", "onnx", "dimensions", "batch_size", "usd_per_1m_tokens", "concurrency"])]
+    chat: bool,
     /// An OpenAI-compatible embeddings endpoint (…/v1 or …/v1/embeddings).
     #[arg(long, requires = "model")]
     url: Option<String>,
@@ -135,6 +139,31 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
             let damaged = print_installed(&found);
             println!("installed in {}", dir.display());
             anyhow::ensure!(damaged == 0, "{damaged} installed item(s) are damaged after the install (listed above)");
+            Ok(ExitCode::SUCCESS)
+        }
+        Action::Add(args) if args.chat => {
+            let args = *args;
+            let (dir, url) = (args.dirs.models(), args.url.unwrap_or_default());
+            let chat = ragsweep::chat::ChatModelArgs {
+                url: &url,
+                model: args.model.as_deref().unwrap_or_default(),
+                api_key_env: args.api_key_env.as_deref(),
+                auth: args.auth.as_deref().map(|a| (a, args.auth_header.as_deref())),
+                description: args.description.as_deref(),
+            };
+            let (spec, answer) = ragsweep::chat::add(&dir, &args.name, &chat, args.force)?;
+            println!(
+                "added {}: chat model {} at {}; it answered the probe with {:?}",
+                args.name,
+                spec.http.model,
+                ragsweep::stages::endpoint::redacted(&spec.http.url),
+                safe(&answer.chars().take(60).collect::<String>())
+            );
+            println!(
+                "draft questions with it: ragsweep draft EXPERIMENT --with {}; its settings are in {}",
+                args.name,
+                dir.join(&args.name).join("model.toml").display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Action::Add(args) => {

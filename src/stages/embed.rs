@@ -123,7 +123,7 @@ pub enum ModelKind {
     /// A unit vector drawn from the hash of the (prefixed) text: no meaning, no cost.
     Random,
     /// An OpenAI-compatible embeddings endpoint.
-    Http(crate::stages::http_embed::HttpSpec),
+    Http(crate::stages::endpoint::HttpSpec),
     /// An ONNX graph that scores a (question, passage) pair ([`crate::stages::cross_encoder`]):
     /// it reranks, it does not embed.
     CrossEncoder { file: PathBuf, output: Option<String> },
@@ -238,6 +238,12 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         return Err(Error::NotInstalled { what: format!("model {id:?}"), missing: toml_path, hint: INSTALL_HINT });
     }
     let text = crate::input::text::read(&toml_path)?;
+    if text.parse::<toml::Table>().is_ok_and(|t| t.get("kind").and_then(toml::Value::as_str) == Some("chat")) {
+        return Err(Error::input(
+            Location::file(&toml_path),
+            format!("model {id} is a chat model (kind = \"chat\"): it drafts questions (`ragsweep draft`), it does not embed"),
+        ));
+    }
     let raw: ModelToml = toml::from_str(&text).map_err(|e| {
         let at =
             e.span().map_or_else(|| Location::file(&toml_path), |s| Location::at_offset(&toml_path, &text, s.start));
@@ -258,7 +264,7 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         }
         p => p.as_ref().map(|p| *p.get_ref()),
     };
-    let http_keys = crate::stages::http_embed::HttpKeys {
+    let http_keys = crate::stages::endpoint::HttpKeys {
         url: raw.url.as_ref(),
         model: raw.model.as_ref(),
         api_key_env: raw.api_key_env.as_ref(),
@@ -331,7 +337,8 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             if let Some(span) = raw.pooling.as_ref().map(|p| p.span()) {
                 return Err(Error::input(at(span), "an http model pools on its server: it takes no `pooling`"));
             }
-            let spec = crate::stages::http_embed::HttpSpec::read(&http_keys, &at)?;
+            let spec =
+                crate::stages::endpoint::HttpSpec::read(&http_keys, crate::stages::endpoint::Api::Embeddings, &at)?;
             let max_length = raw.max_length.map_or(crate::stages::http_embed::DEFAULT_MAX_LENGTH, |m| m.into_inner());
             let hash = blake3::hash(spec.identity().as_bytes()).to_hex()[..16].to_string();
             (ModelKind::Http(spec), max_length, hash, String::new())

@@ -7,4 +7,5 @@ pub mod chunk;
 pub mod cost;
 pub mod cross_encoder;
 pub mod embed;
+pub mod endpoint;
 pub mod http_embed;

@@ -18,6 +18,7 @@ mod decisions;
 mod dense;
 mod docs;
 mod documents;
+mod drafts;
 mod engine_chroma;
 mod engine_milvus;
 mod engine_pg;

@@ -478,7 +478,7 @@ impl ServingEngine for Serving {
         let what = match from.server::<MilvusEndpoint>() {
             Some(server) => format!(
                 "connected to the experiment's Milvus at {} (Milvus {})",
-                crate::stages::http_embed::redacted(&server.url),
+                crate::stages::endpoint::redacted(&server.url),
                 version.version
             ),
             None => format!("Milvus standalone server started (Milvus {})", version.version),

@@ -1,0 +1,262 @@
+//! Questions drafted by a team's chat model, through the binary, against a loopback
+//! OpenAI-compatible chat endpoint this test starts: `models add --chat` probes it; `draft`
+//! keeps only drafts whose quote is in their section, drops invented quotes, near-duplicates and
+//! malformed items (counted), flags questions that repeat their answer's rare words, sends no
+//! restricted text, retries 429/5xx/truncated answers and caches every answer; `review` keeps,
+//! edits and drops one key each, appends kept drafts to the golden set and resumes. The API key
+//! is written nowhere.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+const KEY: &str = "chat-Sekr3t-9f2";
+
+/// What the mock saw: every prompt it answered, and requests in all.
+#[derive(Default)]
+struct Seen {
+    prompts: Vec<String>,
+    requests: usize,
+}
+
+/// A loopback chat endpoint. Its first three answers are faults (429 with Retry-After 0, a
+/// 500, a 200 whose body is cut short); then, per section, a good draft quoting the
+/// section's first sentence, an invented quote, a near-duplicate of the good question, a
+/// question that repeats the quote's rare words, and an item without a quote. A section that
+/// says UNREADABLE gets prose instead of JSON.
+fn mock() -> (String, Arc<Mutex<Seen>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(1000) {
+            let Ok(mut stream) = stream else { continue };
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let (mut length, mut auth) = (0usize, String::new());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                loop {
+                    line.clear();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    let (name, value) = line.split_once(':').unwrap();
+                    match name.to_ascii_lowercase().as_str() {
+                        "content-length" => length = value.trim().parse().unwrap(),
+                        "authorization" => auth = value.trim().to_string(),
+                        _ => {}
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let request: Value = serde_json::from_slice(&body).unwrap();
+                let prompt = request["messages"][0]["content"].as_str().unwrap_or("").to_string();
+                let n = {
+                    let mut seen = s.lock().unwrap();
+                    seen.requests += 1;
+                    seen.requests
+                };
+                let (status, extra, answer) = if target != "/v1/chat/completions" {
+                    (404, "", "{\"error\": \"no such path\"}".to_string())
+                } else if auth != format!("Bearer {KEY}") {
+                    (401, "", format!("{{\"error\": \"bad key in {auth}\"}}"))
+                } else if prompt.starts_with("Reply with the word OK") {
+                    (200, "", completion("OK"))
+                } else if n == 2 {
+                    (429, "Retry-After: 0\r\n", "{\"error\": \"slow down\"}".to_string())
+                } else if n == 3 {
+                    (500, "", "{\"error\": \"overloaded\"}".to_string())
+                } else if n == 4 {
+                    let whole = completion("{}");
+                    (200, "", whole[..whole.len() / 2].to_string())
+                } else {
+                    s.lock().unwrap().prompts.push(prompt.clone());
+                    (200, "", completion(&drafts_for(&prompt)))
+                };
+                let _ = stream.write_all(
+                    format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{answer}",
+                        answer.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn completion(content: &str) -> String {
+    serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+    .to_string()
+}
+
+/// The mock model's answer to a drafting prompt (the default one: the section's text follows
+/// the `Section:` line and a blank line).
+fn drafts_for(prompt: &str) -> String {
+    let text = prompt.split_once("\nSection: ").unwrap().1.split_once("\n\n").unwrap().1;
+    if text.contains("UNREADABLE") {
+        return "I am sorry, I cannot write questions about this.".into();
+    }
+    let title = prompt.split_once("Page: ").unwrap().1.lines().next().unwrap().trim().to_string();
+    let body: String = text.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join(" ");
+    // Quoted as a reader sees it: without Markdown's emphasis and code ticks.
+    let first = body.split_once(". ").map_or(body.as_str(), |(s, _)| s).trim().replace(['*', '`'], "");
+    let rare: Vec<&str> = first.split_whitespace().filter(|w| w.len() >= 7).collect();
+    let items = serde_json::json!({"questions": [
+        {"question": format!("What should I know about {title}?"), "quote": format!("{first}.")},
+        {"question": format!("Is there a rule on {title} for visitors?"), "quote": "Visitors must always sign the blue ledger at night."},
+        {"question": format!("what should i know about {}", title.to_lowercase()), "quote": format!("{first}.")},
+        {"question": format!("{}?", rare.join(" ")), "quote": format!("{first}.")},
+        {"question": "A question without its quote?"},
+    ]});
+    format!("Here you are:\n```json\n{items}\n```")
+}
+
+/// A documentation-like corpus in three folders, one page restricted, one unreadable, and a
+/// golden set with one question.
+fn project(root: &Path) {
+    let pages = [
+        ("guide/install.md", "", "# Install\n\n## Requirements\n\nThe installer needs Python 3 and the libsodium library installed beforehand. It checks both before it writes anything to the disk and stops with a message naming the missing piece, so nothing is left half installed on the machine.\n"),
+        ("guide/upgrade.md", "", "# Upgrade\n\n## Backups\n\nTake a snapshot with the quiesce flag before every upgrade of the cluster. The snapshot keeps the catalogue and the journal together, so a failed upgrade rolls back to a consistent state without replaying the journal by hand.\n"),
+        ("reference/flags.md", "", "# Flags\n\n## Verbosity\n\nThe flag `--chatter` raises the **verbosity** of every subcommand by one level. Given twice it also prints the timings of each network call, which helps to find a slow mirror or a proxy that holds connections open for too long.\n"),
+        ("reference/odd.md", "", "# Odd\n\n## Broken\n\nUNREADABLE section text that the model refuses to handle for reasons of its own, written long enough to be a section worth a question in the corpus of this test.\n"),
+        ("internal/payroll.md", "---\nacl: [\"rh\"]\n---\n", "# Payroll\n\n## Close\n\nThe payroll closes on the twentieth and the confidential bonus table lives in the vault under folder seven. Nobody outside human resources may read the bonus table or the vault's folder list, whatever their role.\n"),
+    ];
+    for (name, front, body) in pages {
+        let path = root.join("docs").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{front}{body}")).unwrap();
+    }
+    std::fs::write(
+        root.join("golden.jsonl"),
+        "{\"id\": \"g1\", \"question\": \"which python does the installer need\", \"relevant\": [\"guide/install\"]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("exp.toml"),
+        "name = \"drafts\"\nunit = \"section\"\nk = [3]\nreserved_fraction = 0.0\n[corpus]\npath = \"docs\"\n\
+         [golden]\npath = \"golden.jsonl\"\n[[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    )
+    .unwrap();
+}
+
+fn ragsweep(root: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
+    cmd.current_dir(root).env("CHAT_KEY", KEY).env("RAGSWEEP_MODELS", root.join("models"));
+    cmd.env("RAGSWEEP_CACHE", root.join("cache"));
+    cmd
+}
+
+fn drafts(root: &Path) -> Vec<Value> {
+    std::fs::read_to_string(root.join("drafts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn drafts_are_checked_by_code_kept_apart_and_reviewed_one_key_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    project(root);
+    let (url, seen) = mock();
+    let added = ragsweep(root)
+        .args(["models", "add", "--name", "team-chat", "--chat", "--url", &url, "--model", "mock-chat"])
+        .args(["--api-key-env", "CHAT_KEY"])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&added.get_output().stdout).into_owned();
+    assert!(said.contains("added team-chat: chat model mock-chat") && said.contains("\"OK\""), "{said}");
+    let listed = ragsweep(root).args(["models", "list"]).assert().success();
+    assert!(String::from_utf8_lossy(&listed.get_output().stdout).contains("chat model mock-chat"));
+
+    let drafted =
+        ragsweep(root).args(["draft", "exp.toml", "--with", "team-chat", "--sections", "4"]).assert().success();
+    let out = String::from_utf8_lossy(&drafted.get_output().stdout).into_owned();
+    let err = String::from_utf8_lossy(&drafted.get_output().stderr).into_owned();
+    // Four sections sent (the restricted page is not): three answer with drafts, one with prose.
+    assert!(out.contains("4 sections sent to team-chat"), "{out}");
+    assert!(out.contains("3 retried"), "429, 500 and a cut answer are retried: {out}\n{err}");
+    assert!(err.contains("HTTP 429") && err.contains("HTTP 500") && err.contains("not a chat completion"), "{err}");
+    assert!(out.contains("3 quotes not in their section"), "{out}");
+    assert!(
+        out.contains("3 near-duplicates") && out.contains("3 malformed") && out.contains("1 answers unreadable"),
+        "{out}"
+    );
+    assert!(out.contains("sections of 1 restricted documents were not sent"), "{out}");
+    let first = drafts(root);
+    assert_eq!(first.len(), 6, "a good and an echoing draft per readable section: {first:?}");
+    for d in &first {
+        let doc = d["relevant"].as_str().unwrap().split('#').next().unwrap().to_string();
+        let text = std::fs::read_to_string(root.join("docs").join(format!("{doc}.md"))).unwrap();
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ").replace(['*', '`'], "");
+        assert!(flat(&text).contains(&flat(d["quote"].as_str().unwrap())), "{d}");
+        assert_eq!(d["status"], "pending");
+        assert_eq!(d["by"], "model:team-chat");
+        assert!(!doc.starts_with("internal/"), "{d}");
+    }
+    // The Markdown-free quote of the flags page is found once markup is set aside: no evidence span.
+    let flags = first.iter().find(|d| d["relevant"].as_str().unwrap().starts_with("reference/flags")).unwrap();
+    assert!(flags.get("evidence_doc").is_none(), "{flags}");
+    let install = first.iter().find(|d| d["relevant"].as_str().unwrap().starts_with("guide/install")).unwrap();
+    assert_eq!(install["evidence_doc"], "guide/install");
+    let flagged: Vec<&Value> = first.iter().filter(|d| d.get("flags").is_some()).collect();
+    assert_eq!(flagged.len(), 3, "the echoing drafts: {first:?}");
+    assert!(flagged.iter().all(|d| d["flags"][0] == "repeats_rare_answer_words"));
+    let prompts = seen.lock().unwrap().prompts.clone();
+    assert!(prompts.iter().all(|p| !p.contains("bonus table")), "restricted text never leaves");
+
+    // Again: every answer comes from the cache, and the drafts stay as they are.
+    let before = seen.lock().unwrap().requests;
+    let again = ragsweep(root).args(["draft", "exp.toml", "--with", "team-chat", "--sections", "4"]).assert().success();
+    let out = String::from_utf8_lossy(&again.get_output().stdout).into_owned();
+    assert_eq!(seen.lock().unwrap().requests, before, "nothing is sent twice");
+    assert!(out.contains("4 answers reused from the cache") && out.contains("0 new drafts"), "{out}");
+    assert_eq!(drafts(root), first);
+
+    // Review: keep, edit, drop, then stop; a second session resumes at the fourth draft.
+    ragsweep(root)
+        .args(["review", "exp.toml"])
+        .write_stdin("k\ne How do I see each network call's time?\nd\nq\n")
+        .assert()
+        .success();
+    let golden: Vec<Value> = std::fs::read_to_string(root.join("golden.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(golden.len(), 3, "{golden:?}");
+    assert_eq!(golden[1]["question"], first[0]["question"]);
+    assert_eq!(golden[1]["relevant"][0], first[0]["relevant"]);
+    assert_eq!(golden[1]["meta"]["drafted_by"], "model:team-chat");
+    assert_eq!(golden[2]["question"], "How do I see each network call's time?");
+    assert_eq!(golden[2]["meta"]["drafted_question"], first[1]["question"]);
+    let statuses: Vec<String> = drafts(root).iter().map(|d| d["status"].as_str().unwrap().to_string()).collect();
+    assert_eq!(&statuses[..4], ["kept", "edited", "dropped", "pending"]);
+    let resumed = ragsweep(root).args(["review", "exp.toml"]).write_stdin("x\nk\n").assert().success();
+    let shown = String::from_utf8_lossy(&resumed.get_output().stdout).into_owned();
+    assert!(shown.contains(&format!("draft {}", first[3]["id"].as_str().unwrap())), "{shown}");
+    assert!(
+        shown.contains("? answer k, e, d, s or q")
+            && shown.contains("kept 1, edited 0, dropped 0; 2 drafts still pending"),
+        "{shown}"
+    );
+    // The kept cases are cases of the golden set as a run reads it.
+    ragsweep(root).args(["validate", "exp.toml"]).assert().success();
+
+    for file in crate::common::walk(root) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the key is in {}", file.display());
+    }
+}
