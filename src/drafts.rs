@@ -177,6 +177,18 @@ pub fn golden_questions(golden: &crate::input::golden::GoldenSource, corpus: &Co
     Ok(out)
 }
 
+/// Where an experiment's drafts live unless told: drafts.jsonl beside its golden set.
+pub fn default_path(golden: &Path) -> std::path::PathBuf {
+    let dir = if golden.is_dir() { golden } else { golden.parent().unwrap_or(Path::new(".")) };
+    dir.join("drafts.jsonl")
+}
+
+/// Drafts waiting for review beside the golden set `golden` (0 when there is no drafts file
+/// or it cannot be read).
+pub fn pending_beside(golden: &Path) -> usize {
+    read(&default_path(golden)).map_or(0, |d| d.iter().filter(|d| d.status == "pending").count())
+}
+
 /// Writes `drafts` as JSONL, atomically.
 pub fn write(path: &Path, drafts: &[Draft]) -> Result<()> {
     let mut text = String::new();
@@ -312,7 +324,10 @@ fn ask(corpus: &Corpus, chat: &ChatModel, targets: &[Target], options: &DraftOpt
     let answers: Mutex<Vec<Option<String>>> = Mutex::new(vec![None; targets.len()]);
     let failed: Mutex<Option<Error>> = Mutex::new(None);
     let next = AtomicUsize::new(0);
-    let bar = crate::runner::bar(true, targets.len(), "drafting");
+    let bar = indicatif::ProgressBar::new(targets.len() as u64).with_prefix("drafting");
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
     std::thread::scope(|scope| {
         for _ in 0..chat.concurrency().min(targets.len()).max(1) {
             scope.spawn(|| loop {

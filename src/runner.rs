@@ -349,7 +349,7 @@ fn with_chunking_context<T>(
     f(&prepared.plan, &ctx)
 }
 
-pub(crate) fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
+fn bar(progress: bool, len: usize, what: &str) -> ProgressBar {
     if !progress {
         return ProgressBar::hidden();
     }

@@ -33,11 +33,7 @@ pub struct Args {
 
 /// The drafts file of an experiment: `out`, else drafts.jsonl beside its golden set.
 pub(crate) fn drafts_path(exp: &Experiment, out: Option<PathBuf>) -> PathBuf {
-    out.unwrap_or_else(|| {
-        let golden = &exp.golden.path;
-        let dir = if golden.is_dir() { golden.as_path() } else { golden.parent().unwrap_or(std::path::Path::new(".")) };
-        dir.join("drafts.jsonl")
-    })
+    out.unwrap_or_else(|| ragsweep::drafts::default_path(&exp.golden.path))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

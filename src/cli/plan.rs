@@ -36,6 +36,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Selection decides on tuning, so the cases it would need are counted there.
     let split = split.map_or_else(|| data.tuning_split(), |s| s.0);
     let vs: Vec<&str> = vs.iter().map(String::as_str).collect();
-    print!("{}", safe(&compare::power::plan(&data, &cell, &vs, &metric, split, delta)?.render()));
+    let mut plan = compare::power::plan(&data, &cell, &vs, &metric, split, delta)?;
+    plan.model_drafts_waiting = ragsweep::drafts::pending_beside(&data.golden_path);
+    print!("{}", safe(&plan.render()));
     Ok(ExitCode::SUCCESS)
 }

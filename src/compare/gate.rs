@@ -203,6 +203,7 @@ mod tests {
             selected: None,
             no_selection: None,
             golden_hash: golden.into(),
+            golden_path: std::path::PathBuf::new(),
             drafts_waiting: 0,
             judgments_hash: None,
             decision_metric: "hit@1".into(),

@@ -42,6 +42,8 @@ pub struct RunData {
     /// Why the experiment's `select` chose no cell, when it chose none.
     pub no_selection: Option<crate::results::NoSelection>,
     pub golden_hash: String,
+    /// The golden set the run read (drafts waiting for review live beside it).
+    pub golden_path: PathBuf,
     /// Golden cases left out as unreviewed drafts: questions waiting for a person.
     pub drafts_waiting: usize,
     /// The hash of the judgments the run scored with (SPEC §9), if any.
@@ -97,6 +99,7 @@ impl RunData {
             judgments_hash: manifest.golden.judgments.map(|j| j.hash),
             drafts_waiting: manifest.golden.drafts_waiting,
             golden_hash: manifest.golden.hash,
+            golden_path: manifest.golden.path,
             decision_metric: matrix.decision_metric.unwrap_or_else(|| DEFAULT_METRIC.into()),
         })
     }
@@ -682,6 +685,7 @@ mod tests {
             selected: None,
             no_selection: None,
             golden_hash: String::new(),
+            golden_path: PathBuf::new(),
             drafts_waiting: 0,
             judgments_hash: None,
             decision_metric: "hit@1".into(),

@@ -41,6 +41,8 @@ pub struct Plan {
     pub pairs: Vec<Pair>,
     /// Golden cases waiting for review as drafts: questions closer than new ones.
     pub drafts_waiting: usize,
+    /// Questions a chat model drafted that wait for review beside the golden set (`draft`).
+    pub model_drafts_waiting: usize,
 }
 
 /// Plans from `planned` against `others` (every other cell when empty).
@@ -95,6 +97,7 @@ pub fn plan(
         delta,
         pairs,
         drafts_waiting: run.drafts_waiting,
+        model_drafts_waiting: 0,
     })
 }
 
@@ -162,10 +165,23 @@ impl Plan {
                 p.cell,
                 p.mean_diff,
                 p.needed_observed.map_or_else(|| count(None), |k| format!("about {k} questions")),
-                match self.drafts_waiting {
-                    0 => String::new(),
-                    d => format!("; {} wait for review in the golden set", crate::words::count(d, "draft")),
-                }
+                [
+                    (self.drafts_waiting > 0).then(|| {
+                        format!(
+                            "; {} wait for review in the golden set",
+                            crate::words::count(self.drafts_waiting, "draft")
+                        )
+                    }),
+                    (self.model_drafts_waiting > 0).then(|| {
+                        format!(
+                            "; {} drafted by a chat model wait in drafts.jsonl (ragsweep review)",
+                            crate::words::count(self.model_drafts_waiting, "question")
+                        )
+                    }),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<String>()
             );
         }
         if self.pairs.len() > 1 {

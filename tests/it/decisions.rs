@@ -105,6 +105,18 @@ fn plan_check_alpha_fail_on_and_health() {
     let run = f.run();
     let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
     assert!(manifest["golden"]["health"].as_array().unwrap().len() >= 3);
+    // Three questions a chat model drafted wait beside the golden set; a kept one does not.
+    let drafts: String = ["pending", "pending", "kept", "pending"]
+        .iter()
+        .enumerate()
+        .map(|(i, status)| {
+            serde_json::json!({"id": format!("d{i:04}"), "question": format!("Q{i}?"), "quote": "a b c",
+                "relevant": "d01", "page": "d01", "heading": "", "by": "model:m", "status": status})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(f.path().join("drafts.jsonl"), drafts).unwrap();
 
     f.cmd()
         .arg("plan")
@@ -117,7 +129,7 @@ fn plan_check_alpha_fail_on_and_health() {
         .stdout(predicate::str::contains("width of a mean's 95% interval"))
         // The line that closes the loop: what separating the closest rival takes, and what there is.
         .stdout(
-            predicate::str::is_match(r"to separate c01 and c05 \(observed difference [-+]\d\.\d{4}\): (about \d+ questions|not reachable \(> \d+ cases\)); you have 40; 2 drafts wait for review in the golden set")
+            predicate::str::is_match(r"to separate c01 and c05 \(observed difference [-+]\d\.\d{4}\): (about \d+ questions|not reachable \(> \d+ cases\)); you have 40; 2 drafts wait for review in the golden set; 3 questions drafted by a chat model wait in drafts.jsonl \(ragsweep review\)")
                 .unwrap(),
         );
     // By default plan counts on tuning, where selection decides; it takes the run commands' dirs.
