@@ -48,6 +48,15 @@ pub struct Args {
     /// units left can still do to it.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// Ask this chat model (`models add --chat`) to suggest a grade for every unit of the pool
+    /// first: stored apart in suggestions.jsonl, shown beside each unit (`y` takes it), never a
+    /// judgment until a person gives it; people's agreement with it is reported.
+    #[arg(long, value_name = "MODEL", conflicts_with_all = ["import", "export", "replay"])]
+    pub suggest: Option<String>,
+    /// Your own grading prompt for --suggest: {question} and {passage} are replaced; the answer
+    /// holds {"score": 0-3, "reason"} (UMBRELA's scale).
+    #[arg(long, requires = "suggest")]
+    pub suggest_prompt: Option<PathBuf>,
     #[command(flatten)]
     pub dirs: Dirs,
 }
@@ -60,8 +69,24 @@ pub enum Order {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { run, cells, k, budget, cases, export, import, who, order, limit, replay, whole_pool, trace, dirs } =
-        args;
+    let Args {
+        run,
+        cells,
+        k,
+        budget,
+        cases,
+        export,
+        import,
+        who,
+        order,
+        limit,
+        replay,
+        whole_pool,
+        trace,
+        suggest,
+        suggest_prompt,
+        dirs,
+    } = args;
     let run = output::resolve_run(&run)?;
     let options = dirs.options_of_run(&run, false);
     let (exp, prepared) = runner::load_run(&run, &options)?;
@@ -172,6 +197,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         run: &run,
         limit,
     };
+    let suggestions_path = ragsweep::judge::suggest::path_beside(&exp.judgments);
+    let suggestions = match &suggest {
+        Some(model) => {
+            let prompt = match &suggest_prompt {
+                Some(file) => ragsweep::input::text::read(file)?,
+                None => ragsweep::judge::suggest::DEFAULT_PROMPT.to_string(),
+            };
+            let spec = ragsweep::chat::ChatSpec::find(&options.models_dir, model)?;
+            let chat = ragsweep::chat::ChatModel::open(spec, &options.cache_dir)?;
+            let (found, done) =
+                ragsweep::judge::suggest::suggest(&pool, &prepared.corpus, &chat, &suggestions_path, &prompt)?;
+            eprintln!(
+                "{model} suggested grades for {} ({} had one; {} answers unreadable; {} requests, {} from the cache, {} + {} tokens), kept apart in {}",
+                ragsweep::words::count(done.new, "unit"),
+                done.already,
+                done.unreadable,
+                done.usage.sent,
+                done.usage.reused,
+                done.usage.prompt_tokens,
+                done.usage.completion_tokens,
+                suggestions_path.display()
+            );
+            found
+        }
+        None => ragsweep::judge::suggest::read(&suggestions_path)?,
+    };
     let (mut stdout, mut stdin) = (std::io::stdout().lock(), std::io::stdin().lock());
     let trace_out = trace_file.as_mut().map(|t| t as &mut dyn std::io::Write);
     let report = match replay {
@@ -181,8 +232,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => {
             let terminal = std::io::stdout().is_terminal();
-            let mut answers =
-                ragsweep::judge::Person { corpus: &prepared.corpus, input: &mut stdin, out: &mut stdout, terminal };
+            let mut answers = ragsweep::judge::Person {
+                corpus: &prepared.corpus,
+                input: &mut stdin,
+                out: &mut stdout,
+                terminal,
+                suggestions: &suggestions,
+            };
             ragsweep::judge::session(pool, &mut answers, session_opts(decider.as_mut(), trace_out))?
         }
     };
@@ -191,6 +247,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!("\n{} judged, {} skipped, {} left in the pool.", report.answered, report.skipped, report.left);
     print_end(&run, &cells, &report.relevant)?;
+    let judged = ragsweep::input::judgments::effective(ragsweep::input::judgments::read(&exp.judgments)?);
+    let models: std::collections::BTreeSet<&str> = suggestions.values().map(|s| s.who.as_str()).collect();
+    for model in models {
+        let of_model: std::collections::HashMap<_, _> =
+            suggestions.iter().filter(|(_, s)| s.who == model).map(|(k, s)| (k.clone(), s.clone())).collect();
+        print!("{}", safe(&ragsweep::judge::suggest::agreement(&judged, &of_model).render(model)));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -21,6 +21,7 @@ use crate::results::CaseLine;
 use crate::vocab::Cut;
 
 pub mod decision;
+pub mod suggest;
 
 /// One unit to judge for one case, and which cells returned it at which rank.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -194,6 +195,8 @@ pub struct Person<'io> {
     pub input: &'io mut dyn BufRead,
     pub out: &'io mut dyn Write,
     pub terminal: bool,
+    /// A chat model's suggested grades by (case, unit), shown beside the unit (`y` takes one).
+    pub suggestions: &'io suggest::Suggestions,
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -214,6 +217,10 @@ impl Answers for Person<'_> {
             writeln!(out, "(judged {g} in this session)").map_err(io)?;
         }
         writeln!(out, "----\n{}", highlighted(window.text.trim(), &item.question, self.terminal)).map_err(io)?;
+        let suggested = self.suggestions.get(&(item.case.clone(), item.id.clone()));
+        if let Some(s) = suggested {
+            writeln!(out, "----\n{} suggests {}: {} (y takes it)", s.who, s.grade, s.reason).map_err(io)?;
+        }
         write!(out, "----\nrelevant? {GRADE_SCALE} (a note may follow: `1 cites §2`) · s skip · b back · q quit\n> ")
             .map_err(io)?;
         out.flush().map_err(io)?;
@@ -221,6 +228,9 @@ impl Answers for Person<'_> {
             let mut line = String::new();
             if self.input.read_line(&mut line).map_err(io)? == 0 {
                 return Ok(Answer::Quit);
+            }
+            if let Some(s) = suggested.filter(|_| line.trim() == "y") {
+                return Ok(Answer::Grade(s.grade, Some(format!("as {} suggested", s.who))));
             }
             match parse_answer(&line) {
                 Some(answer) => return Ok(answer),
@@ -507,8 +517,8 @@ const EXPORTED_CHARS: usize = 20_000;
 
 /// A unit's text cut to a reader's window: the part around the first place the question's
 /// words occur, marked where it was cut, and how many characters were left out.
-struct Window {
-    text: String,
+pub(crate) struct Window {
+    pub(crate) text: String,
     left_out: usize,
 }
 
@@ -572,7 +582,7 @@ fn densest(text: &str, question: &str, max_chars: usize) -> usize {
     best
 }
 
-fn passage(text: &str, question: &str, max_chars: usize) -> Window {
+pub(crate) fn passage(text: &str, question: &str, max_chars: usize) -> Window {
     let total = text.chars().count();
     if total <= max_chars {
         return Window { text: text.to_string(), left_out: 0 };

@@ -77,6 +77,9 @@ fn mock() -> (String, Arc<Mutex<Seen>>) {
                 } else if n == 4 {
                     let whole = completion("{}");
                     (200, "", whole[..whole.len() / 2].to_string())
+                } else if prompt.starts_with("Given a query and a passage") {
+                    s.lock().unwrap().prompts.push(prompt.clone());
+                    (200, "", completion(&grade_for(&prompt)))
                 } else {
                     s.lock().unwrap().prompts.push(prompt.clone());
                     (200, "", completion(&drafts_for(&prompt)))
@@ -120,6 +123,17 @@ fn drafts_for(prompt: &str) -> String {
         {"question": "A question without its quote?"},
     ]});
     format!("Here you are:\n```json\n{items}\n```")
+}
+
+/// The mock model's grade: UMBRELA's 3 when the passage holds a word of six letters or more of
+/// the query, else 0.
+fn grade_for(prompt: &str) -> String {
+    let (query, passage) = prompt.split_once("Query: ").unwrap().1.split_once("\nPassage: ").unwrap();
+    let passage = passage.to_lowercase();
+    let shared =
+        query.split(|c: char| !c.is_alphanumeric()).any(|w| w.len() >= 6 && passage.contains(&w.to_lowercase()));
+    serde_json::json!({"score": if shared { 3 } else { 0 }, "reason": if shared { "names what is asked" } else { "another topic" }})
+        .to_string()
 }
 
 /// A documentation-like corpus in three folders, one page restricted, one unreadable, and a
@@ -259,4 +273,68 @@ fn drafts_are_checked_by_code_kept_apart_and_reviewed_one_key_each() {
         let bytes = std::fs::read(&file).unwrap();
         assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the key is in {}", file.display());
     }
+}
+
+#[test]
+fn suggested_grades_stay_apart_are_taken_with_one_key_and_their_agreement_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    project(root);
+    std::fs::write(
+        root.join("golden.jsonl"),
+        [
+            r#"{"id": "g1", "question": "installer needs a snapshot of the journal", "relevant": ["guide/install"]}"#,
+            r#"{"id": "g2", "question": "snapshot of the cluster and the timings of each call", "relevant": ["guide/upgrade"]}"#,
+            r#"{"id": "g3", "question": "which section holds the question about the disk", "relevant": ["reference/odd"]}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let (url, seen) = mock();
+    ragsweep(root)
+        .args(["models", "add", "--name", "team-chat", "--chat", "--url", &url, "--model", "mock-chat"])
+        .args(["--api-key-env", "CHAT_KEY"])
+        .assert()
+        .success();
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    let judge = |stdin: &str| {
+        ragsweep(root)
+            .args(["judge", "out/drafts/latest", "--order", "returned", "--who", "ana", "--suggest", "team-chat"])
+            .write_stdin(stdin.to_string())
+            .assert()
+            .success()
+    };
+    let first = judge("y\n0\ny\nq\n");
+    let out = String::from_utf8_lossy(&first.get_output().stdout).into_owned();
+    let err = String::from_utf8_lossy(&first.get_output().stderr).into_owned();
+    assert!(err.contains("team-chat suggested grades for") && err.contains("kept apart in"), "{err}");
+    assert!(out.contains("model:team-chat suggests") && out.contains("(y takes it)"), "{out}");
+    assert!(out.contains("agreement with model:team-chat on 3 units: weighted κ"), "{out}");
+    let suggestions: Vec<Value> = std::fs::read_to_string(root.join("suggestions.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(suggestions.len() >= 3 && suggestions.iter().all(|s| s["who"] == "model:team-chat"), "{suggestions:?}");
+    let judged: Vec<Value> = std::fs::read_to_string(root.join("judgments.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(judged.len(), 3, "{judged:?}");
+    assert!(judged.iter().all(|j| j["who"] == "ana"), "a taken suggestion is the person's judgment: {judged:?}");
+    let suggested = |j: &Value| {
+        suggestions.iter().find(|s| s["case"] == j["case"] && s["id"] == j["id"]).unwrap()["grade"].as_u64().unwrap()
+    };
+    assert_eq!(judged[0]["grade"].as_u64().unwrap(), suggested(&judged[0]));
+    assert_eq!(judged[0]["note"], "as model:team-chat suggested");
+    assert_eq!(judged[1]["grade"], 0);
+    // Again: nothing is asked twice; a run reads the people's judgments only.
+    let before = seen.lock().unwrap().requests;
+    judge("q\n");
+    assert_eq!(seen.lock().unwrap().requests, before);
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("out/drafts/latest/manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["golden"]["judgments"]["judged"], 3, "{}", manifest["golden"]);
 }
