@@ -227,7 +227,7 @@ pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
         }
         let (description, health) = match crate::stages::embed::find_model(dir, &id) {
             // An http or random model has no files to damage.
-            Ok(info) if matches!(info.kind, ModelKind::Http(_) | ModelKind::Random) => {
+            Ok(info) if matches!(info.kind, ModelKind::Http(_) | ModelKind::HttpRerank { .. } | ModelKind::Random) => {
                 (info.description.unwrap_or_default(), Health::Ok)
             }
             Ok(info) => (info.description.unwrap_or_default(), check_record(&folder)),

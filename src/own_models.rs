@@ -46,6 +46,8 @@ pub struct HttpModel {
     pub dimensions: Option<usize>,
     pub batch_size: Option<usize>,
     pub concurrency: Option<usize>,
+    /// A hosted reranker's API (`cohere`, `jina`, `voyage`, `tei`): the endpoint reranks.
+    pub rerank_api: Option<String>,
 }
 
 /// Files an ONNX embedder's tokenizer reads besides `tokenizer.json`; written when the export
@@ -119,6 +121,11 @@ fn probe_and_record(models: &Path, staging: &Path, name: &str, model: &OwnModel)
     let toml = model_toml(name, model, 1, &staging.join("tokenizer_config.json"))?;
     crate::atomic::write_atomic(&staging.join("model.toml"), toml.as_bytes())?;
     let probe = crate::stages::embed::read_model(staging.to_path_buf())?;
+    if probe.is_cross_encoder() && model.http.is_some() {
+        crate::stages::cross_encoder::CrossEncoder::check(models, &probe)
+            .map_err(|e| Error::Other(format!("the reranker could not score a probe pair: {e}")))?;
+        return Ok(());
+    }
     if model.cross_encoder {
         crate::stages::cross_encoder::CrossEncoder::check(models, &probe)
             .map_err(|e| Error::Other(format!("the cross-encoder could not score a probe pair: {e}")))?;
@@ -385,7 +392,10 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     t.insert("description".into(), description.into());
     match &model.http {
         Some(h) => {
-            t.insert("kind".into(), "http".into());
+            t.insert("kind".into(), if h.rerank_api.is_some() { "http-rerank" } else { "http" }.into());
+            if let Some(api) = &h.rerank_api {
+                t.insert("api".into(), api.clone().into());
+            }
             t.insert("url".into(), h.url.clone().into());
             t.insert("model".into(), h.model.clone().into());
             for (key, value) in [("api_key_env", &h.api_key_env), ("auth", &h.auth), ("auth_header", &h.auth_header)] {
@@ -428,7 +438,8 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
             }
         }
     }
-    if !model.cross_encoder {
+    let reranks = model.cross_encoder || model.http.as_ref().is_some_and(|h| h.rerank_api.is_some());
+    if !reranks {
         t.insert("dim".into(), (dim as i64).into());
     }
     for (key, prefix) in [("query_prefix", &model.query_prefix), ("passage_prefix", &model.passage_prefix)] {

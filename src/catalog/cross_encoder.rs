@@ -1,5 +1,6 @@
 //! A cross-encoder reranker: `rerank = "NAME"` where NAME's `model.toml` says `kind =
-//! "cross-encoder"` ([`crate::stages::cross_encoder`]). It reorders the first
+//! "cross-encoder"` ([`crate::stages::cross_encoder`]) or `kind = "http-rerank"` (a hosted
+//! reranker, [`crate::stages::http_rerank`]). It reorders the first
 //! `rerank_candidates` chunks of a list by the model's score of the question read with each
 //! chunk's text; nothing is embedded or indexed ahead (its "index" is the chunk texts and the
 //! loaded model), so its cost is all at query time, in the reranker's latency stage.
@@ -12,16 +13,43 @@ use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
 use crate::stages::cross_encoder::CrossEncoder;
-use crate::stages::embed::ModelInfo;
+use crate::stages::embed::{ModelInfo, ModelKind};
+use crate::stages::http_rerank::HttpReranker;
 
 #[derive(Debug)]
 pub struct CrossRerank {
     pub info: ModelInfo,
 }
 
+/// What scores a pair: a loaded ONNX cross-encoder or a hosted reranker's client.
+enum PairScorer {
+    Onnx(Box<CrossEncoder>),
+    Http(Box<HttpReranker>),
+}
+
+impl PairScorer {
+    fn load(info: &ModelInfo) -> Result<PairScorer> {
+        Ok(match &info.kind {
+            ModelKind::HttpRerank { spec, api } => PairScorer::Http(Box::new(HttpReranker::new(spec, *api, &info.id)?)),
+            _ => {
+                let models = info.dir.parent().unwrap_or(&info.dir);
+                PairScorer::Onnx(Box::new(CrossEncoder::load(models, info, rayon::current_num_threads())?))
+            }
+        })
+    }
+
+    fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
+        match self {
+            PairScorer::Onnx(encoder) => encoder.score(query, passages),
+            PairScorer::Http(reranker) => reranker.score(query, passages),
+        }
+    }
+}
+
 /// The chunk texts a cross-encoder reads, and the loaded model.
 pub struct CrossIndex {
-    encoder: CrossEncoder,
+    scorer: PairScorer,
+    id: String,
     texts: Vec<String>,
     bytes: u64,
 }
@@ -44,11 +72,11 @@ impl SourceKind for CrossRerank {
     }
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
-        let models = self.info.dir.parent().unwrap_or(&self.info.dir);
-        let encoder = CrossEncoder::load(models, &self.info, rayon::current_num_threads())?;
+        let scorer = PairScorer::load(&self.info)?;
         let texts: Vec<String> = (0..input.chunks).map(|i| (input.text)(i)).collect();
         let bytes = texts.iter().map(|t| t.len() as u64).sum();
-        Ok(BuiltIndex { index: Box::new(CrossIndex { encoder, texts, bytes }), bytes, record: None })
+        let index = CrossIndex { scorer, id: self.info.id.clone(), texts, bytes };
+        Ok(BuiltIndex { index: Box::new(index), bytes, record: None })
     }
 
     fn source<'a>(&self, index: &'a BuiltIndex, _: &'a Engines) -> Arc<dyn RankingSource + 'a> {
@@ -74,13 +102,13 @@ impl RankingSource for CrossSource<'_> {
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
         let score = self.rescore(query, &[chunk])?[0];
-        let name = format!("{}'s score of the question read with the chunk's text", self.index.encoder.info.id);
+        let name = format!("{}'s score of the question read with the chunk's text", self.index.id);
         Ok(SourceScore { score: Some(score), parts: vec![ScoreNode::leaf(name, Some(score))], bm25: None })
     }
 
     fn rescore(&self, query: &Query<'_>, chunks: &[u32]) -> Result<Vec<f32>> {
         let texts: Vec<&str> = chunks.iter().map(|&c| self.index.texts[c as usize].as_str()).collect();
-        self.index.encoder.score(query.text, &texts)
+        self.index.scorer.score(query.text, &texts)
     }
 
     fn size_bytes(&self) -> u64 {

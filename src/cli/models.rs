@@ -80,6 +80,10 @@ pub struct AddArgs {
     /// (`ragsweep draft`); it is probed with one short request, and embeds nothing.
     #[arg(long, requires = "url", conflicts_with_all = ["cross_encoder", "vectors", "pooling", "max_length", "query_prefix", "passage_prefix", "output", "onnx", "dimensions", "batch_size", "usd_per_1m_tokens", "concurrency"])]
     chat: bool,
+    /// The endpoint is a hosted reranker (`rerank = "NAME"`) speaking this API: cohere (also
+    /// vLLM's /v1/rerank), jina, voyage or tei (text-embeddings-inference); probed with one pair.
+    #[arg(long, requires = "url", value_parser = ["cohere", "jina", "voyage", "tei"], conflicts_with_all = ["cross_encoder", "vectors", "pooling", "query_prefix", "passage_prefix", "output", "onnx", "dimensions", "batch_size", "chat"])]
+    rerank_api: Option<String>,
     /// An OpenAI-compatible embeddings endpoint (…/v1 or …/v1/embeddings).
     #[arg(long, requires = "model")]
     url: Option<String>,
@@ -177,6 +181,7 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 dimensions: args.dimensions,
                 batch_size: args.batch_size,
                 concurrency: args.concurrency,
+                rerank_api: args.rerank_api.clone(),
             });
             let own = ragsweep::own_models::OwnModel {
                 description: args.description,
@@ -196,12 +201,19 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
             for line in said {
                 println!("{}", safe(&line));
             }
-            if own.cross_encoder {
-                println!(
-                    "added {name}: a cross-encoder, {} tokens of a pair at most; key {}",
-                    info.max_length,
-                    info.key()
-                );
+            if info.is_cross_encoder() {
+                match &info.kind {
+                    ragsweep::stages::embed::ModelKind::HttpRerank { api, .. } => println!(
+                        "added {name}: a hosted reranker ({} API) that scored a probe pair; key {}",
+                        api.name(),
+                        info.key()
+                    ),
+                    _ => println!(
+                        "added {name}: a cross-encoder, {} tokens of a pair at most; key {}",
+                        info.max_length,
+                        info.key()
+                    ),
+                }
                 println!(
                     "rerank with it by `rerank = \"{name}\"` on a [[retrievers]] table; its settings are in {}",
                     dir.join(&name).join("model.toml").display()

@@ -45,7 +45,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     for info in &prepared.cross_encoders {
         ragsweep::stages::cross_encoder::CrossEncoder::check(&dirs.models(), info)?;
-        println!("cross-encoder {}: loaded with ONNX Runtime, scores a pair", info.id);
+        match &info.kind {
+            ragsweep::stages::embed::ModelKind::HttpRerank { spec, api } => println!(
+                "reranker {}: {} answered a probe pair ({} API)",
+                info.id,
+                ragsweep::stages::endpoint::redacted(&spec.url),
+                api.name()
+            ),
+            _ => println!("cross-encoder {}: loaded with ONNX Runtime, scores a pair", info.id),
+        }
     }
     let engines = prepared.engine_sources(&options);
     for line in

@@ -59,6 +59,9 @@ impl Counter {
                 return Ok(Counter::Words)
             }
             crate::stages::embed::ModelKind::Http(spec) => return Counter::load(&spec.tokenizer, Path::new("")),
+            crate::stages::embed::ModelKind::HttpRerank { .. } => {
+                return Counter::load(crate::stages::endpoint::DEFAULT_TOKENIZER, Path::new(""))
+            }
             crate::stages::embed::ModelKind::Onnx { .. } | crate::stages::embed::ModelKind::CrossEncoder { .. } => {}
         }
         Ok(Counter::Model { id: info.id.clone(), tokenizer: Box::new(model_tokenizer(info)?) })

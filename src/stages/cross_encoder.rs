@@ -55,8 +55,11 @@ impl CrossEncoder {
     }
 
     /// Loads the model and scores a probe pair: what `models add` and `validate` run so that a
-    /// run cannot fail on the model.
+    /// run cannot fail on the model (a hosted reranker answers a probe request).
     pub fn check(models: &Path, info: &ModelInfo) -> Result<()> {
+        if let ModelKind::HttpRerank { spec, api } = &info.kind {
+            return crate::stages::http_rerank::HttpReranker::new(spec, *api, &info.id)?.check();
+        }
         let scores = CrossEncoder::load(models, info, 1)?
             .score("ragsweep probe: how many days of vacation?", &["Employees get 30 days of vacation a year."])?;
         if scores.len() != 1 || !scores[0].is_finite() {

@@ -76,6 +76,8 @@ struct ModelToml {
     max_retries: Option<toml::Spanned<u32>>,
     timeout_s: Option<toml::Spanned<f64>>,
     tokenizer: Option<toml::Spanned<String>>,
+    /// The request and answer shapes of a `kind = "http-rerank"` endpoint.
+    api: Option<toml::Spanned<String>>,
 }
 
 fn default_onnx() -> String {
@@ -92,6 +94,8 @@ enum KindToml {
     #[serde(rename = "cross-encoder")]
     CrossEncoder,
     Vectors,
+    #[serde(rename = "http-rerank")]
+    HttpRerank,
 }
 
 /// How an ONNX model's token vectors become one vector.
@@ -130,6 +134,8 @@ pub enum ModelKind {
     /// Vectors made elsewhere, read from the folder ([`crate::stages::brought`]): nothing is
     /// embedded, so nothing new can be.
     Vectors,
+    /// A hosted reranker ([`crate::stages::http_rerank`]): it scores pairs, like a cross-encoder.
+    HttpRerank { spec: crate::stages::endpoint::HttpSpec, api: crate::stages::http_rerank::RerankApi },
 }
 
 /// An installed model, as described by its `model.toml`.
@@ -170,6 +176,7 @@ impl ModelInfo {
             ModelKind::Http(spec) => format!("http;{}", spec.identity()),
             ModelKind::CrossEncoder { .. } => "cross-encoder".into(),
             ModelKind::Vectors => "vectors".into(),
+            ModelKind::HttpRerank { spec, api } => format!("http-rerank;{};api={}", spec.identity(), api.name()),
         };
         let mut settings = serde_json::json!({
             "kind": kind,
@@ -190,8 +197,10 @@ impl ModelInfo {
         format!("{}-{}", self.id, &blake3::hash(settings.to_string().as_bytes()).to_hex()[..16])
     }
 
+    /// Whether the model scores (question, passage) pairs (an ONNX cross-encoder or a hosted
+    /// reranker) instead of embedding.
     pub fn is_cross_encoder(&self) -> bool {
-        matches!(self.kind, ModelKind::CrossEncoder { .. })
+        matches!(self.kind, ModelKind::CrossEncoder { .. } | ModelKind::HttpRerank { .. })
     }
 
     /// Refuses a cross-encoder where vectors are asked of it: it scores pairs, it does not embed.
@@ -277,10 +286,13 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         timeout_s: raw.timeout_s.as_ref(),
         tokenizer: raw.tokenizer.as_ref(),
     };
-    if raw.kind != KindToml::Http {
+    if !matches!(raw.kind, KindToml::Http | KindToml::HttpRerank) {
         if let Some((key, span)) = http_keys.first_given() {
             return Err(Error::input(at(span), format!("`{key}` is a key of an http model (`kind = \"http\"`)")));
         }
+    }
+    if let Some(api) = raw.api.as_ref().filter(|_| raw.kind != KindToml::HttpRerank) {
+        return Err(Error::input(at(api.span()), "`api` is a key of a hosted reranker (`kind = \"http-rerank\"`)"));
     }
     if let Some(d) = raw.dimensions.as_ref().filter(|d| !DIM_RANGE.contains(d.get_ref())) {
         return Err(Error::input(
@@ -343,6 +355,33 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             let hash = blake3::hash(spec.identity().as_bytes()).to_hex()[..16].to_string();
             (ModelKind::Http(spec), max_length, hash, String::new())
         }
+        KindToml::HttpRerank => {
+            for (key, span) in [
+                ("pooling", raw.pooling.as_ref().map(|p| p.span())),
+                ("dim", raw.dim.as_ref().map(|d| d.span())),
+                ("dimensions", raw.dimensions.as_ref().map(|d| d.span())),
+                ("max_length", raw.max_length.as_ref().map(|m| m.span())),
+            ] {
+                if let Some(span) = span {
+                    return Err(Error::input(at(span), format!("a hosted reranker scores pairs: it takes no `{key}`")));
+                }
+            }
+            let spec = crate::stages::endpoint::HttpSpec::read(&http_keys, crate::stages::endpoint::Api::Rerank, &at)?;
+            let names = crate::stages::http_rerank::RerankApi::NAMES.join(", ");
+            let api = match &raw.api {
+                None => {
+                    return Err(Error::input(
+                        Location::file(&toml_path),
+                        format!("a hosted reranker needs `api` ({names})"),
+                    ))
+                }
+                Some(a) => crate::stages::http_rerank::RerankApi::parse(a.get_ref())
+                    .ok_or_else(|| Error::input(at(a.span()), format!("unknown `api` {:?} ({names})", a.get_ref())))?,
+            };
+            let hash =
+                blake3::hash(format!("{};api={}", spec.identity(), api.name()).as_bytes()).to_hex()[..16].to_string();
+            (ModelKind::HttpRerank { spec, api }, 0, hash, String::new())
+        }
         KindToml::Onnx | KindToml::CrossEncoder => {
             let missing = |key: &str| Error::input(Location::file(&toml_path), format!("missing `{key}`"));
             // How it reads the graph's output: a pooling for an embedder, nothing for a pair scorer.
@@ -390,7 +429,7 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         }
     };
     let dim = match (&raw.dim, &kind) {
-        (_, ModelKind::CrossEncoder { .. }) => 0,
+        (_, ModelKind::CrossEncoder { .. } | ModelKind::HttpRerank { .. }) => 0,
         (None, _) => return Err(Error::input(Location::file(&toml_path), "missing `dim`")),
         (Some(d), _) if !DIM_RANGE.contains(d.get_ref()) => {
             return Err(Error::input(
@@ -535,7 +574,7 @@ impl Embedder {
                 return Ok(Embedder { info: info.clone(), backend: Backend::Http(Box::new(client)) });
             }
             ModelKind::Onnx { file, pooling, output } => (file, *pooling, output),
-            ModelKind::CrossEncoder { .. } => unreachable!("refused by check_embeds"),
+            ModelKind::CrossEncoder { .. } | ModelKind::HttpRerank { .. } => unreachable!("refused by check_embeds"),
             ModelKind::Vectors => {
                 return Err(Error::Other(format!(
                     "model {} holds vectors made elsewhere: it cannot embed a text it has no vector for",

@@ -23,6 +23,7 @@ const MAX_RETRY_AFTER_S: f64 = 120.0;
 pub enum Api {
     Embeddings,
     ChatCompletions,
+    Rerank,
 }
 
 impl Api {
@@ -30,6 +31,7 @@ impl Api {
         match self {
             Api::Embeddings => "/embeddings",
             Api::ChatCompletions => "/chat/completions",
+            Api::Rerank => "/rerank",
         }
     }
 
@@ -37,6 +39,7 @@ impl Api {
         match self {
             Api::Embeddings => "http",
             Api::ChatCompletions => "chat",
+            Api::Rerank => "http-rerank",
         }
     }
 }

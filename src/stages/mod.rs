@@ -9,3 +9,4 @@ pub mod cross_encoder;
 pub mod embed;
 pub mod endpoint;
 pub mod http_embed;
+pub mod http_rerank;

@@ -28,6 +28,7 @@ mod filters;
 mod flow;
 mod formats;
 mod fuzz_readers;
+mod hosted_rerank;
 mod hostile_files;
 mod incomplete;
 mod init;
