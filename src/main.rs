@@ -65,6 +65,9 @@ enum Command {
     Draft(cli::draft::Args),
     /// Keep, edit or drop drafted questions, one key each; kept ones join the golden set
     Review(cli::review::Args),
+    /// Each cell's decision metric by prediction-powered inference: a chat model's suggested
+    /// grades corrected by the cases people judged through, with intervals that carry its errors
+    Ppi(cli::ppi::Args),
     /// Install or list the embedding models and ONNX Runtime
     #[command(subcommand)]
     Models(cli::models::Action),
@@ -153,6 +156,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::Init(args) => cli::init::run(args),
         Command::Draft(args) => cli::draft::run(args),
         Command::Review(args) => cli::review::run(args),
+        Command::Ppi(args) => cli::ppi::run(args),
         Command::Models(action) => cli::models::run(action),
         Command::Engines(action) => cli::engines::run(action),
         Command::Completions { shell } => cli::completions(shell),

@@ -31,7 +31,8 @@ pub struct Args {
     pub who: Option<String>,
     /// `decision`: the units whose grade can change which cell is picked first, stopping when
     /// the decision is settled or judging cannot decide it; `returned`: most-returned first, the
-    /// whole pool.
+    /// whole pool; `sample`: cases in a seeded random order, each case's pool whole before the
+    /// next (the random sample `ragsweep ppi` corrects a chat model's grades with).
     #[arg(long, value_enum, default_value_t = Order::Decision)]
     pub order: Order,
     /// Judge (or export) at most this many units, the most valuable first.
@@ -66,6 +67,7 @@ pub struct Args {
 pub enum Order {
     Decision,
     Returned,
+    Sample,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -123,6 +125,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
     let ragsweep::judge::Pooled { unjudged: mut pool, judged } =
         ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
+    if order == Order::Sample {
+        pool = ragsweep::judge::by_random_case(pool, ragsweep::evaluate::stats::SEED);
+    }
     let mut decider = if order == Order::Decision || trace.is_some() {
         let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;
         let mut decider = ragsweep::judge::decision::Decider::new(&exp, &prepared, recorded)?;

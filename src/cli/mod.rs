@@ -20,6 +20,7 @@ pub mod merge;
 pub mod misses;
 pub mod models;
 pub mod plan;
+pub mod ppi;
 pub mod report;
 pub mod rescore;
 pub mod review;

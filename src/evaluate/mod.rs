@@ -10,6 +10,7 @@ pub mod context;
 pub mod exact_terms;
 pub mod label;
 pub mod metrics;
+pub mod ppi;
 pub mod require;
 pub mod selection;
 pub mod stats;

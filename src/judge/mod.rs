@@ -21,6 +21,7 @@ use crate::results::CaseLine;
 use crate::vocab::Cut;
 
 pub mod decision;
+pub mod estimate;
 pub mod suggest;
 
 /// One unit to judge for one case, and which cells returned it at which rank.
@@ -102,6 +103,23 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
         ca.cmp(cb).then(b.cells.len().cmp(&a.cells.len())).then(best(a).cmp(&best(b))).then(a.id.cmp(&b.id))
     });
     Ok(Pooled { unjudged: items.into_iter().map(|(_, p)| p).collect(), judged })
+}
+
+/// `pool` with its cases in a random order drawn from `seed`, each case's units together and in
+/// the pool's order: judged from the front, the cases judged through are a random sample.
+pub fn by_random_case(pool: Vec<PoolItem>, seed: u64) -> Vec<PoolItem> {
+    use rand::seq::SliceRandom;
+    let mut cases: Vec<String> = Vec::new();
+    for item in &pool {
+        if !cases.contains(&item.case) {
+            cases.push(item.case.clone());
+        }
+    }
+    cases.shuffle(&mut <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed));
+    let order: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
+    let mut pool = pool;
+    pool.sort_by_key(|p| order[p.case.as_str()]);
+    pool
 }
 
 /// The text a person reads to judge unit `id`: the section's span, else the whole document,

@@ -217,6 +217,33 @@ impl Recorded {
     }
 }
 
+/// Each cell's value of the decision metric per case, `(case, split, value)`, under `cases`'
+/// labels: what-if scoring of the recorded lists ([`Scope::Estimate`]).
+pub type DecisionValues = Vec<(String, Vec<(String, Split, Option<f64>)>)>;
+
+impl Recorded {
+    pub fn decision_values(
+        &self,
+        exp: &Experiment,
+        prepared: &Prepared,
+        cases: &[GoldenCase],
+    ) -> Result<DecisionValues> {
+        let decision = exp.decision_metric();
+        let column = self.columns.iter().position(|c| c.1 == decision).expect("the decision metric is a column");
+        let mut out = Vec::new();
+        self.score(exp, prepared, cases, Scope::Estimate, &mut |results| {
+            if let Some(first) = results.first() {
+                out.push((
+                    first.cell.clone(),
+                    results.iter().map(|r| (r.case.clone(), r.split, r.values[column])).collect(),
+                ));
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
 /// Scores the run at `run` again with the judgments its experiment reads now; `on_cell`
 /// receives each cell's case results in grid order, to write them out.
 pub fn rescore(

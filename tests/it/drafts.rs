@@ -338,3 +338,81 @@ fn suggested_grades_stay_apart_are_taken_with_one_key_and_their_agreement_is_rep
         serde_json::from_str(&std::fs::read_to_string(root.join("out/drafts/latest/manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["golden"]["judgments"]["judged"], 3, "{}", manifest["golden"]);
 }
+
+/// Ten policy pages, eight questions each labelled with its page, two BM25 cells.
+fn policy_project(root: &Path) {
+    let topics =
+        ["laptops", "parking", "travel", "badges", "printers", "vacation", "expenses", "lockers", "visitors", "phones"];
+    let teams = ["finance", "security", "facilities", "people", "legal"];
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    for (i, topic) in topics.iter().enumerate() {
+        let team = teams[i % teams.len()];
+        let text = format!("# Policy on {topic}\nThe policy for {topic} requires approval from the {team} team before anything changes.\n");
+        std::fs::write(root.join("docs").join(format!("{topic}.md")), text).unwrap();
+    }
+    let golden: Vec<String> = topics[..8]
+        .iter()
+        .map(|t| format!("{{\"id\": \"q-{t}\", \"question\": \"approval for {t}\", \"relevant\": [\"{t}\"]}}"))
+        .collect();
+    std::fs::write(root.join("golden.jsonl"), golden.join("\n")).unwrap();
+    std::fs::write(
+        root.join("exp.toml"),
+        "name = \"drafts\"\nunit = \"doc\"\nk = [3]\nreserved_fraction = 0.0\n[corpus]\npath = \"docs\"\n\
+         [golden]\npath = \"golden.jsonl\"\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nk1 = [0.3, 1.5]\n",
+    )
+    .unwrap();
+}
+
+/// The `ragsweep ppi` table's rows: cell → (people only, model-filled, PPI mean).
+fn ppi_rows(out: &str) -> Vec<(String, f64, f64, Option<f64>)> {
+    out.lines()
+        .filter(|l| l.starts_with("| c0"))
+        .map(|l| {
+            let cols: Vec<&str> = l.split('|').map(str::trim).collect();
+            let ppi = cols[4].split_whitespace().next().and_then(|m| m.parse().ok());
+            (cols[1].to_string(), cols[2].parse().unwrap(), cols[3].parse().unwrap(), ppi)
+        })
+        .collect()
+}
+
+#[test]
+fn ppi_corrects_the_models_grades_with_the_cases_people_judged_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    policy_project(root);
+    let (url, _seen) = mock();
+    ragsweep(root)
+        .args(["models", "add", "--name", "team-chat", "--chat", "--url", &url, "--model", "mock-chat"])
+        .args(["--api-key-env", "CHAT_KEY"])
+        .assert()
+        .success();
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    let judge = |stdin: String| {
+        ragsweep(root)
+            .args(["judge", "out/drafts/latest", "--order", "sample", "--who", "ana", "--suggest", "team-chat"])
+            .write_stdin(stdin)
+            .assert()
+            .success()
+    };
+    // People judge the first cases of the random order through (the person disagrees with the
+    // model on every unit: grade 1 where it says 0 and 0 where it says 2).
+    let first = judge("x\n".repeat(0) + &"1\n0\n".repeat(3) + "q\n");
+    let shown = String::from_utf8_lossy(&first.get_output().stdout).into_owned();
+    let order: Vec<&str> = shown.lines().filter_map(|l| l.split(" case ").nth(1)?.split(" · ").next()).collect();
+    assert!(order.len() >= 6, "{shown}");
+    let ppi = ragsweep(root).args(["ppi", "out/drafts/latest"]).assert().success();
+    let out = String::from_utf8_lossy(&ppi.get_output().stdout).into_owned();
+    assert!(out.contains("on tuning: 8 cases") && out.contains("judged through by people"), "{out}");
+    assert!(out.contains("--order sample") && out.contains("3 cases judged through: intervals from so few"), "{out}");
+    let rows = ppi_rows(&out);
+    assert_eq!(rows.len(), 2, "{out}");
+    assert!(rows.iter().all(|r| r.3.is_some()), "two or more cases judged through give an interval: {out}");
+    // Everything judged by people: the model adds nothing, PPI is the people's mean.
+    judge("1\n".repeat(40) + "q\n");
+    let all = ragsweep(root).args(["ppi", "out/drafts/latest"]).assert().success();
+    let out = String::from_utf8_lossy(&all.get_output().stdout).into_owned();
+    assert!(out.contains(" 0 with 0 units graded by model:team-chat only"), "{out}");
+    for (cell, people, filled, ppi) in ppi_rows(&out) {
+        assert!((people - filled).abs() < 1e-12 && (ppi.unwrap() - people).abs() < 5e-5, "{cell}: {out}");
+    }
+}
