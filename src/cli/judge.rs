@@ -49,6 +49,9 @@ pub struct Args {
     /// units left can still do to it.
     #[arg(long)]
     pub trace: Option<PathBuf>,
+    /// The seed of `--order sample`'s random order of cases.
+    #[arg(long, default_value_t = ragsweep::evaluate::stats::SEED)]
+    pub seed: u64,
     /// Ask this chat model (`models add --chat`) to suggest a grade for every unit of the pool
     /// first: stored apart in suggestions.jsonl, shown beside each unit (`y` takes it), never a
     /// judgment until a person gives it; people's agreement with it is reported.
@@ -85,6 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         replay,
         whole_pool,
         trace,
+        seed,
         suggest,
         suggest_prompt,
         dirs,
@@ -126,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let ragsweep::judge::Pooled { unjudged: mut pool, judged } =
         ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
     if order == Order::Sample {
-        pool = ragsweep::judge::by_random_case(pool, ragsweep::evaluate::stats::SEED);
+        pool = ragsweep::judge::by_random_case(pool, seed);
     }
     let mut decider = if order == Order::Decision || trace.is_some() {
         let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;

@@ -1,18 +1,16 @@
-//! Prediction-powered inference (Angelopoulos et al., Science 2023; power-tuned as PPI++,
-//! Angelopoulos, Duchi and Zrnic 2023), as ARES uses it for RAG evaluation: a mean over
-//! questions estimated from a model's labels on every question, corrected by people's labels on
-//! a random sample of them, so that the interval carries the model's errors.
+//! Prediction-powered inference (Angelopoulos et al., Science 2023), as ARES uses it for RAG
+//! evaluation, in its finite-population form (the survey regression estimator): what a mean
+//! over these questions would be had people judged every pooled unit, estimated from a chat
+//! model's grades on every question, corrected by people's on a random sample of them, so that
+//! the interval carries the model's errors. Uncertainty over which questions were asked is the
+//! bootstrap's business elsewhere; this interval is about the labels people have not given.
 //!
-//! The questions fall in two strata fixed by retrieval, not by labels: those with nothing to
-//! judge (their value is known) and those with pooled units. In the second, `labelled` are the
-//! questions people judged through (every pooled unit graded): `(people's value, the model's)`;
-//! `model_only` the rest, valued with the model's grades. The estimate of that stratum is
-//! `λ·mean(model values of the stratum) + mean(people − λ·model over the judged)`, with λ chosen
-//! to shrink the variance and clipped to [0, 1] (λ = 0 is the people-only mean of the judged,
-//! λ = 1 classical PPI). It is unbiased only when the judged questions are a random draw of the
-//! stratum (`judge --order sample`).
+//! Questions with nothing to judge count with their known values, and so do those people judged
+//! through; the rest with the model's values corrected by the sample's mean correction. It is
+//! unbiased only when the judged questions are a random draw of those with something to judge
+//! (`judge --order sample`).
 
-use super::stats::normal_quantile;
+use super::stats::t_quantile;
 
 /// A mean with its two-sided interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,43 +49,37 @@ fn covariance(xs: &[f64], ys: &[f64]) -> f64 {
     xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum::<f64>() / (n - 1) as f64
 }
 
-/// The prediction-powered mean of all questions at confidence `1 − alpha`: `known` values of
-/// the questions with nothing to judge, `labelled` (people, model) pairs and `model_only`
-/// values. `None` when fewer than two questions were judged through while some are valued by
-/// the model only (no variance can be told from fewer).
+/// The prediction-powered mean of these questions had people judged every pooled unit, at
+/// confidence `1 − alpha`: `known` values of the questions with nothing to judge, `labelled`
+/// (people, model) pairs of those judged through, `model_only` values of the rest. The judged
+/// and known questions count with their own values; each of the rest with `λ·model + r̄`, r̄ the
+/// mean correction `people − λ·model` over the judged (the survey regression estimator, λ its
+/// slope clipped to [0, 1]). Its error is the difference between the judged questions' mean
+/// correction and the rest's, scaled to the questions corrected; the interval uses Student's t
+/// at n − 1 degrees of freedom. `None` when
+/// fewer than two questions were judged through while some are valued by the model only.
 pub fn mean_of(known: &[f64], labelled: &[(f64, f64)], model_only: &[f64], alpha: f64) -> Option<Estimate> {
-    let z = normal_quantile(1.0 - alpha / 2.0);
     let (k, n, u) = (known.len() as f64, labelled.len() as f64, model_only.len() as f64);
     let total = k + n + u;
     if total == 0.0 || (u > 0.0 && n < 2.0) {
         return None;
     }
-    let (known_mean, _) = mean(known.iter().copied());
     let people: Vec<f64> = labelled.iter().map(|p| p.0).collect();
     let model_judged: Vec<f64> = labelled.iter().map(|p| p.1).collect();
-    let model_all: Vec<f64> = model_judged.iter().chain(model_only).copied().collect();
-    // The pooled stratum: all its questions' model values, corrected on the judged ones.
-    let (stratum_mean, stratum_var, lambda) = if u == 0.0 {
-        let (m, _) = mean(people.iter().copied());
-        (m, variance(&people) / n.max(1.0), 0.0)
-    } else {
-        let big_n = model_all.len() as f64;
-        let var_model = variance(&model_all);
-        let lambda = if var_model > 0.0 {
-            (covariance(&people, &model_judged) / ((1.0 + n / big_n) * var_model)).clamp(0.0, 1.0)
-        } else {
-            0.0
-        };
-        let (model_mean, _) = mean(model_all.iter().copied());
-        let rectifier: Vec<f64> = people.iter().zip(&model_judged).map(|(y, f)| y - lambda * f).collect();
-        let (rect_mean, _) = mean(rectifier.iter().copied());
-        let var = lambda * lambda * var_model / big_n + variance(&rectifier) / n;
-        (lambda * model_mean + rect_mean, var, lambda)
-    };
-    let (w_known, w_pooled) = (k / total, (n + u) / total);
-    let mean = w_known * known_mean + w_pooled * stratum_mean;
-    let var = w_known * w_known * variance(known) / k.max(1.0) + w_pooled * w_pooled * stratum_var;
-    let half = z * var.max(0.0).sqrt();
+    let exact: f64 = known.iter().sum::<f64>() + people.iter().sum::<f64>();
+    if u == 0.0 {
+        let mean = exact / total;
+        return Some(Estimate { mean, lo: mean, hi: mean, lambda: 0.0 });
+    }
+    let var_model = variance(&model_judged);
+    let lambda = if var_model > 0.0 { (covariance(&people, &model_judged) / var_model).clamp(0.0, 1.0) } else { 0.0 };
+    let rectifier: Vec<f64> = people.iter().zip(&model_judged).map(|(y, f)| y - lambda * f).collect();
+    let (r_mean, _) = mean(rectifier.iter().copied());
+    let corrected: f64 = model_only.iter().map(|f| lambda * f + r_mean).sum();
+    let mean = (exact + corrected) / total;
+    // The error is u/N·(r̄ of the judged − r̄ of the rest): two disjoint random parts.
+    let var = (u / total).powi(2) * variance(&rectifier) * (1.0 / n + 1.0 / u);
+    let half = t_quantile(1.0 - alpha / 2.0, (n - 1.0) as usize) * var.max(0.0).sqrt();
     Some(Estimate { mean, lo: mean - half, hi: mean + half, lambda })
 }
 
@@ -97,8 +89,8 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     /// Questions whose true value is a Bernoulli(0.6) hit, a model that flips a fifth of them,
-    /// people judging a random 40 of 200: the 95 % interval covers the true mean in about 95 %
-    /// of draws, and is narrower than the people-only interval of the same 40.
+    /// people judging a random 40 of 200: the 95 % interval covers the 200 questions' true mean
+    /// in about 95 % of draws, and narrows as the model's values agree with people's.
     #[test]
     fn intervals_cover_the_true_mean_and_the_model_narrows_them() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
@@ -110,8 +102,10 @@ mod tests {
             let labelled: Vec<(f64, f64)> = (0..40).map(|i| (truth[i], model[i])).collect();
             let e = mean_of(&[], &labelled, &model[40..], 0.05).unwrap();
             covered += usize::from(e.lo <= true_mean && true_mean <= e.hi);
-            let people: Vec<(f64, f64)> = labelled.clone();
-            let alone = mean_of(&[], &people, &[], 0.05).unwrap();
+            // A model that says nothing of the truth: its interval is the people's alone.
+            let noise: Vec<f64> = (0..200).map(|_| f64::from(u8::from(rng.random::<f64>() < 0.5))).collect();
+            let blind: Vec<(f64, f64)> = (0..40).map(|i| (truth[i], noise[i])).collect();
+            let alone = mean_of(&[], &blind, &noise[40..], 0.05).unwrap();
             narrower += usize::from(e.hi - e.lo < alone.hi - alone.lo);
         }
         let coverage = covered as f64 / draws as f64;

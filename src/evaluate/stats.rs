@@ -111,6 +111,48 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// P(|T| <= t) for Student's t with `df` (integer) degrees of freedom, by the closed forms of
+/// Abramowitz and Stegun 26.7.3-4.
+fn t_central(t: f64, df: usize) -> f64 {
+    let theta = (t / (df as f64).sqrt()).atan();
+    let (s, c2) = (theta.sin(), theta.cos().powi(2));
+    if df % 2 == 1 {
+        let (mut term, mut sum) = (theta.cos(), 0.0);
+        if df > 1 {
+            sum = term;
+            for k in (3..df).step_by(2) {
+                term *= c2 * (k - 1) as f64 / k as f64;
+                sum += term;
+            }
+        }
+        2.0 / std::f64::consts::PI * (theta + s * sum)
+    } else {
+        let (mut term, mut sum) = (1.0, 1.0);
+        for k in (2..df).step_by(2) {
+            term *= c2 * (k - 1) as f64 / k as f64;
+            sum += term;
+        }
+        s * sum
+    }
+}
+
+/// Student's t quantile (`0.5 < p < 1`) with `df` degrees of freedom, by bisection on its
+/// distribution function.
+pub fn t_quantile(p: f64, df: usize) -> f64 {
+    assert!(p > 0.5 && p < 1.0 && df >= 1, "a t quantile needs 0.5 < p < 1 and df >= 1");
+    let target = 2.0 * p - 1.0;
+    let (mut lo, mut hi) = (0.0, 1e6);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if t_central(mid, df) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
 /// The standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9).
 pub fn normal_quantile(p: f64) -> f64 {
     assert!(p > 0.0 && p < 1.0, "a quantile needs 0 < p < 1");
@@ -220,6 +262,16 @@ mod tests {
         }
         assert_eq!(holm(&[0.4, 0.3]), vec![0.6, 0.6]);
         assert_eq!(holm(&[0.9, 0.8]), vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        for (df, expected) in
+            [(1, 12.7062), (2, 4.3027), (3, 3.1824), (4, 2.7764), (5, 2.5706), (10, 2.2281), (30, 2.0423)]
+        {
+            assert!((t_quantile(0.975, df) - expected).abs() < 1e-4, "df {df}: {}", t_quantile(0.975, df));
+        }
+        assert!((t_quantile(0.95, 7) - 1.8946).abs() < 1e-4);
     }
 
     #[test]

@@ -3,10 +3,10 @@
 //! falls in one of three groups by its pool (the units the cells returned within the decision's
 //! cut that no label named when the run was made): nothing pooled (its value is known), judged
 //! through by people since (every pooled unit graded: the sample that corrects the model), or
-//! graded by the model where people have not (valued with the suggestions filling the gaps).
+//! not (valued from the model's grades, corrected by the judged cases).
 //! Beside each cell's estimate: the people-only mean (unjudged units counted not relevant, as a
-//! run counts them) and the model-filled mean, and every cell's difference to the best
-//! estimate, by PPI on the per-case differences.
+//! run counts them) and the model-only mean (the model's grade on every pooled unit), and every
+//! cell's difference to the best estimate, by PPI on the per-case differences.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -38,7 +38,7 @@ pub struct Groups {
 pub struct CellEstimate {
     pub cell: String,
     pub people_only: f64,
-    pub model_filled: f64,
+    pub model_only: f64,
     pub ppi: Option<crate::evaluate::ppi::Estimate>,
     /// The difference to the best cell's PPI estimate, by PPI on per-case differences.
     pub vs_best: Option<crate::evaluate::ppi::Estimate>,
@@ -52,7 +52,7 @@ pub struct Estimates {
     pub groups: Groups,
     pub best: Option<String>,
     pub cells: Vec<CellEstimate>,
-    /// Units whose grade came from the model.
+    /// Pooled units the model graded.
     pub model_units: usize,
 }
 
@@ -80,18 +80,21 @@ pub fn estimate(
             groups.nothing_pooled.insert(id);
         }
     }
-    // The model's grades fill what people have not graded.
-    let mut filled = prepared.cases.clone();
+    // The model's grades on every pooled unit (in place of people's, where they judged one): the
+    // values the correction compares with people's on the cases judged through.
+    let mut by_model = prepared.cases.clone();
     let mut model_units = 0;
-    for item in &pooled.unjudged {
+    let pooled_units = pooled.unjudged.iter().chain(pooled.judged.iter().map(|(p, _)| p));
+    for item in pooled_units {
         let Some(s) = suggestions.get(&(item.case.clone(), item.id.clone())) else { continue };
-        if let Some(case) = filled.iter_mut().find(|c| c.id == item.case) {
+        if let Some(case) = by_model.iter_mut().find(|c| c.id == item.case) {
+            case.relevant.retain(|l| l.id != item.id);
             case.relevant.push(Label { id: item.id.clone(), grade: s.grade, own: true });
             model_units += 1;
         }
     }
     let people = recorded.decision_values(exp, prepared, &prepared.cases)?;
-    let model = recorded.decision_values(exp, prepared, &filled)?;
+    let model = recorded.decision_values(exp, prepared, &by_model)?;
     let values = |all: &[(String, Split, Option<f64>)]| -> HashMap<String, f64> {
         all.iter().filter(|v| v.1 == split).filter_map(|(case, _, v)| Some((case.clone(), (*v)?))).collect()
     };
@@ -113,7 +116,7 @@ pub fn estimate(
         .map(|(cell, p, m)| CellEstimate {
             cell: cell.clone(),
             people_only: mean(p),
-            model_filled: mean(m),
+            model_only: mean(m),
             ppi: ppi(p, m),
             vs_best: None,
         })
@@ -141,7 +144,7 @@ impl Estimates {
         let g = &self.groups;
         let split = if self.split == Split::Tuning { "tuning" } else { "reserved" };
         let mut out = format!(
-            "{} on {split}: {} cases — {} with nothing to judge, {} judged through by people, {} with {} units graded by {model} only\n",
+            "{} on {split}: {} cases — {} with nothing to judge, {} judged through by people, {} not (of {} pooled units {model} graded)\n",
             self.metric,
             g.nothing_pooled.len() + g.judged_through.len() + g.model_graded.len(),
             g.nothing_pooled.len(),
@@ -151,7 +154,7 @@ impl Estimates {
         );
         let best = self.best.as_deref().unwrap_or("-");
         out.push_str(&format!(
-            "| cell | people only | model-filled | PPI mean [95% CI] | λ | vs {best} (PPI) [95% CI] |\n|---|---:|---:|---|---:|---|\n"
+            "| cell | people only | model only | PPI mean [95% CI] | λ | vs {best} (PPI) [95% CI] |\n|---|---:|---:|---|---:|---|\n"
         ));
         let interval = |e: &Option<crate::evaluate::ppi::Estimate>, signed: bool| match e {
             Some(e) if signed => format!("{:+.4} [{:+.4}, {:+.4}]", e.mean, e.lo, e.hi),
@@ -163,7 +166,7 @@ impl Estimates {
                 "| {} | {:.4} | {:.4} | {} | {} | {} |\n",
                 c.cell,
                 c.people_only,
-                c.model_filled,
+                c.model_only,
                 interval(&c.ppi, false),
                 c.ppi.map_or("—".into(), |e| format!("{:.2}", e.lambda)),
                 if Some(&c.cell) == self.best.as_ref() { "best".into() } else { interval(&c.vs_best, true) },
