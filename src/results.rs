@@ -116,7 +116,14 @@ pub struct Latency {
     /// same question (`stable@k`): fewer than `n` when the engine's lists move between calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable: Option<usize>,
+    /// The cases of the timed calls whose list was not the scored one (at most
+    /// [`MAX_MOVED_LISTED`]), so a rerun or a merge can say which questions moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<String>,
 }
+
+/// Cases a row's `latency.moved` names at most.
+pub const MAX_MOVED_LISTED: usize = 20;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -166,6 +173,7 @@ impl Latency {
             leaves_out: None,
             retried: 0,
             stable: None,
+            moved: Vec::new(),
         }
     }
 }

@@ -1124,7 +1124,7 @@ impl Scoring<'_> {
         let mut timings: Vec<(f64, Vec<(String, f64)>)> = Vec::with_capacity(sample.len());
         let retries = || -> Result<u64> { run.live_models.iter().map(|&m| Ok(embedder(m)?.retries())).sum() };
         let mut retried = 0;
-        let mut same: Vec<bool> = Vec::with_capacity(sample.len() + warm_up);
+        let mut same: Vec<(usize, bool)> = Vec::with_capacity(sample.len() + warm_up);
         let mut calls = sample[..warm_up].iter().chain(sample).copied().collect::<std::collections::VecDeque<_>>();
         while let Some(ci) = calls.pop_front() {
             let mut timing = Timing::default();
@@ -1156,13 +1156,15 @@ impl Scoring<'_> {
             // Named after the call: the timed window holds no formatting.
             timings.push((total, timing.stages.into_iter().map(|(st, s)| (st.name(&run.retriever), s)).collect()));
             // The same question asked again: whether the list came back as it was scored.
-            same.push(r.list(0).items.iter().map(|i| i.key.as_str()).eq(scored[ci].list_at(max_k)));
+            same.push((ci, r.list(0).items.iter().map(|i| i.key.as_str()).eq(scored[ci].list_at(max_k))));
             pb.inc(1);
         }
         pb.finish_and_clear();
         let mut latency = Latency::of(&timings[warm_up..]);
         latency.retried = retried;
-        latency.stable = Some(same[warm_up..].iter().filter(|&&s| s).count());
+        latency.stable = Some(same[warm_up..].iter().filter(|s| s.1).count());
+        let moved = same[warm_up..].iter().filter(|s| !s.1).map(|s| self.cases[s.0].id.clone());
+        latency.moved = moved.take(crate::results::MAX_MOVED_LISTED).collect();
         if run.made_elsewhere {
             latency.leaves_out = Some("embedding the question (its vectors were made elsewhere)".into());
         }

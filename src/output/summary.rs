@@ -556,12 +556,17 @@ pub fn warnings(m: &Matrix, manifest: &Manifest, shown: Option<&Path>) -> Vec<Wa
         .iter()
         .filter_map(|r| {
             let l = r.latency.as_ref()?;
-            l.stable.filter(|&s| s < l.n).map(|s| format!("{} ({} of {})", r.cell, l.n - s, l.n))
+            let cases = match l.moved.len() {
+                0 => String::new(),
+                n if n <= 3 => format!(": {}", l.moved.join(", ")),
+                _ => format!(": {}, …", l.moved[..3].join(", ")),
+            };
+            l.stable.filter(|&s| s < l.n).map(|s| format!("{} ({} of {}{cases})", r.cell, l.n - s, l.n))
         })
         .collect();
     if !moved.is_empty() {
         out.push(Warning::new(Threat::Decision, format!(
-            "unstable lists: asked again in the timed pass, {} returned another list than it was scored with (latency.stable): the engine's lists move between calls, so reruns and shards of these cells need not repeat their numbers",
+            "unstable lists: asked again in the timed pass, {} returned another list than it was scored with (latency.stable): the engine's lists move between calls, so reruns and shards of these cells need not repeat their numbers (the cases: latency.moved)",
             moved.join(", ")
         )));
     }

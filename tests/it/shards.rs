@@ -469,3 +469,31 @@ fn four_embed_shards_embed_each_text_once_and_the_run_after_them_nothing() {
     let embed_lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("embed ")).collect();
     assert!(!embed_lines.is_empty() && embed_lines.iter().all(|l| l.contains(" 0 embedded")), "{stderr}");
 }
+
+/// A shard whose timed pass saw an engine's list move names the cases, and the merged run says
+/// which cells and cases need not repeat their numbers.
+#[test]
+fn merge_names_the_cells_and_cases_whose_lists_moved_in_a_shard() {
+    let experiment = repo().join("tests/fixtures/sweep.toml");
+    let runs = tempfile::tempdir().unwrap();
+    let shards: Vec<PathBuf> = (1..=2).map(|i| shard(runs.path(), i, 2)).collect();
+    let mut matrix: serde_json::Value = serde_json::from_str(&read(&shards[1], "matrix.json")).unwrap();
+    // The fixture times nothing (latency_cases = 0): the shard's timed pass is written here.
+    let cell = matrix["rows"][0]["cell"].as_str().unwrap().to_string();
+    let case = read(&shards[1], "per_query.jsonl")
+        .lines()
+        .next()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["case"].as_str().unwrap().to_string());
+    let (case, n) = (case.unwrap(), 3);
+    let latency = serde_json::json!({"n": n, "p50_ms": 1.0, "p95_ms": 1.0, "p99_ms": 1.0, "mean_ms": 1.0,
+        "embed_ms": 0.0, "search_ms": 1.0, "fuse_ms": 0.0, "stable": n - 1, "moved": [case]});
+    for row in matrix["rows"].as_array_mut().unwrap().iter_mut().filter(|r| r["cell"] == cell.as_str()) {
+        row["latency"] = latency.clone();
+    }
+    std::fs::write(shards[1].join("matrix.json"), serde_json::to_vec(&matrix).unwrap()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let merged = ragsweep().arg("merge").arg(&experiment).args(&shards).arg("--out").arg(out.path()).assert().success();
+    let said = String::from_utf8_lossy(&merged.get_output().stdout).replace('\n', " ");
+    let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(said.contains("unstable lists") && said.contains(&format!("{cell} (1 of {n}: {case})")), "{said}");
+}
