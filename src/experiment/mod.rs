@@ -503,6 +503,11 @@ impl Experiment {
                 let span = raw.corpus.exclude.get(i).map_or(0..0, |p| p.span());
                 bad(span, format!("`[corpus] exclude`: {why}"))
             })?;
+            let also: Vec<String> = raw.corpus.publish_also.iter().map(|p| p.get_ref().clone()).collect();
+            rules.publish_also(&also).map_err(|(i, why)| {
+                let span = raw.corpus.publish_also.get(i).map_or(0..0, |p| p.span());
+                bad(span, format!("`[corpus] publish_also`: {why}"))
+            })?;
             rules.publish_all = match &raw.corpus.publish {
                 None => false,
                 Some(p) if p.get_ref() == "published" => false,

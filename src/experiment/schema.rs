@@ -121,6 +121,9 @@ pub(super) struct RawCorpus {
     /// `published` (default): what the site does not publish is left out; `all` keeps it.
     #[serde(default)]
     pub(super) publish: Option<Spanned<String>>,
+    /// Pages kept although the site does not publish them on their own (globs, as `exclude`).
+    #[serde(default)]
+    pub(super) publish_also: Vec<Spanned<String>>,
     /// Metadata keys indexed with a document's title (default: description, summary).
     #[serde(default)]
     pub(super) index_meta: Option<Vec<String>>,

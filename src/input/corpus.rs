@@ -87,6 +87,8 @@ pub struct ReadReport {
     /// The ids of documents left out on purpose (unpublished, excluded) with why and what
     /// keeps them: a label naming one is told so, not that the id is unknown.
     pub left_out: Vec<(String, String)>,
+    /// Pages the site does not publish on their own, kept by `[corpus] publish_also`.
+    pub published_also: usize,
 }
 
 impl ReadReport {
@@ -99,7 +101,7 @@ impl ReadReport {
         }
         if !self.unpublished.is_empty() {
             out.push_str(&format!(
-                "; left out {} the site does not publish ([corpus] publish = \"all\" keeps them): {}",
+                "; left out {} the site does not publish ([corpus] publish_also or publish = \"all\" keeps them): {}",
                 self.unpublished.len(),
                 listed(self.unpublished.iter().map(with_why))
             ));
@@ -107,6 +109,9 @@ impl ReadReport {
         if !self.excluded.is_empty() {
             let names = self.excluded.iter().map(|p| file_name(p));
             out.push_str(&format!("; excluded {} by [corpus] exclude: {}", self.excluded.len(), listed(names)));
+        }
+        if self.published_also > 0 {
+            out.push_str(&format!("; kept {} unpublished by [corpus] publish_also", self.published_also));
         }
         if !self.lenient.is_empty() {
             let files = listed(self.lenient.iter().map(with_why));
@@ -167,6 +172,7 @@ impl ReadReport {
         };
         part(self.skipped.len(), format!("skipped {}", self.skipped.len()));
         part(self.unpublished.len(), format!("left out {} unpublished", self.unpublished.len()));
+        part(self.published_also, format!("kept {} unpublished by publish_also", self.published_also));
         part(self.excluded.len(), format!("excluded {}", self.excluded.len()));
         part(self.lenient.len(), format!("{} front matters read line by line", self.lenient.len()));
         let (read, missing) = self.includes.iter().fold((0, 0), |(r, m), (_, n, targets)| (r + n, m + targets.len()));
@@ -870,9 +876,20 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
                     })
                     .map(|(_, why)| why.clone())
             };
+            let relative = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
             match own.or_else(below) {
+                Some(_) if folder.publish_also.matches(&relative) => {
+                    report.published_also += 1;
+                    kept.push(doc);
+                }
                 Some(why) => {
-                    let keeps = "[corpus] publish = \"all\" keeps it";
+                    let also = match relative.rsplit_once('/') {
+                        Some((dir, _)) => format!("{dir}/**"),
+                        None => relative.clone(),
+                    };
+                    let keeps = format!(
+                        "[corpus] publish_also = [\"{also}\"] keeps it (publish = \"all\" keeps every such page)"
+                    );
                     report.left_out.push((doc.id.clone(), format!("the site does not publish it ({why}); {keeps}")));
                     report.unpublished.push((path, why));
                 }
@@ -1007,8 +1024,10 @@ pub const DEFAULT_MAX_DOCUMENT_BYTES: u64 = 64 << 20;
 /// linear in the path whatever the pattern.
 #[derive(Debug, Clone)]
 pub struct FolderRules {
-    by_path: globset::GlobSet,
-    by_name: globset::GlobSet,
+    exclude: Globs,
+    /// `[corpus] publish_also`: pages kept although the site does not publish them on their own
+    /// (a glossary's terms shown through the glossary page).
+    publish_also: Globs,
     pub max_document_bytes: u64,
     /// `[corpus] publish = "all"`: keep what the site does not publish.
     pub publish_all: bool,
@@ -1017,17 +1036,30 @@ pub struct FolderRules {
 impl Default for FolderRules {
     fn default() -> Self {
         FolderRules {
-            by_path: globset::GlobSet::empty(),
-            by_name: globset::GlobSet::empty(),
+            exclude: Globs::default(),
+            publish_also: Globs::default(),
             max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
             publish_all: false,
         }
     }
 }
 
-impl FolderRules {
-    /// The rules for `patterns`, or why the pattern at that index cannot be one.
-    pub fn new(patterns: &[String], max_document_bytes: u64) -> std::result::Result<Self, (usize, String)> {
+/// Path globs: a pattern with `/` matches the relative path, one without a file name anywhere.
+#[derive(Debug, Clone)]
+struct Globs {
+    by_path: globset::GlobSet,
+    by_name: globset::GlobSet,
+}
+
+impl Default for Globs {
+    fn default() -> Self {
+        Globs { by_path: globset::GlobSet::empty(), by_name: globset::GlobSet::empty() }
+    }
+}
+
+impl Globs {
+    /// The globs of `patterns`, or why the pattern at that index cannot be one.
+    fn new(patterns: &[String]) -> std::result::Result<Globs, (usize, String)> {
         if patterns.len() > MAX_EXCLUDE_PATTERNS {
             return Err((MAX_EXCLUDE_PATTERNS, format!("{} patterns: at most {MAX_EXCLUDE_PATTERNS}", patterns.len())));
         }
@@ -1052,12 +1084,30 @@ impl FolderRules {
             };
         }
         let build = |b: globset::GlobSetBuilder| b.build().map_err(|e| (0, e.to_string()));
-        Ok(FolderRules { by_path: build(by_path)?, by_name: build(by_name)?, max_document_bytes, publish_all: false })
+        Ok(Globs { by_path: build(by_path)?, by_name: build(by_name)? })
+    }
+
+    fn matches(&self, path: &str) -> bool {
+        self.by_path.is_match(path) || self.by_name.is_match(path.rsplit('/').next().unwrap_or(path))
+    }
+}
+
+impl FolderRules {
+    /// The rules for `patterns` (`exclude`), or why the pattern at that index cannot be one.
+    pub fn new(patterns: &[String], max_document_bytes: u64) -> std::result::Result<Self, (usize, String)> {
+        Ok(FolderRules { exclude: Globs::new(patterns)?, max_document_bytes, ..FolderRules::default() })
+    }
+
+    /// Keeps the unpublished pages `patterns` match (`publish_also`), or says why the pattern at
+    /// that index cannot be one.
+    pub fn publish_also(&mut self, patterns: &[String]) -> std::result::Result<(), (usize, String)> {
+        self.publish_also = Globs::new(patterns)?;
+        Ok(())
     }
 
     /// Whether `path` (relative, `/`-separated) is left out.
     pub fn excludes(&self, path: &str) -> bool {
-        self.by_path.is_match(path) || self.by_name.is_match(path.rsplit('/').next().unwrap_or(path))
+        self.exclude.matches(path)
     }
 }
 

@@ -399,7 +399,7 @@ fn what_the_site_does_not_publish_is_left_out_and_listed() {
         .stdout(predicate::str::contains("notes.md (exclude_docs in mkdocs.yml)"))
         .stdout(predicate::str::contains("next.draft.md (draft_docs in mkdocs.yml)"))
         .stdout(predicate::str::contains(
-            "left out 7 the site does not publish ([corpus] publish = \"all\" keeps them):",
+            "left out 7 the site does not publish ([corpus] publish_also or publish = \"all\" keeps them):",
         ))
         .stdout(predicate::str::contains("purge.md (cascade: build.render: never in _index.md)"))
         .stdout(predicate::str::contains("wip.md (draft: true)"))
@@ -608,4 +608,45 @@ fn includes_resolve_through_a_hugo_sites_content_mounts() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stdout.contains("content/en/guide/config"), "the page holds the included text: {stdout}");
     assert!(stderr.contains("read 1 include in place") && !stderr.contains("not found"), "{stderr}");
+}
+
+/// Glossary terms a Hugo site renders only through the glossary page (`build.render: never`)
+/// are left out, and a label on one names the `publish_also` glob that keeps them; with it,
+/// they are documents the label finds.
+#[test]
+fn publish_also_keeps_pages_the_site_shows_through_another_page() {
+    let term = |name: &str, text: &str| {
+        (format!("glossary/{name}.md"), format!("---\ntitle: {name}\nbuild:\n  render: never\n---\n{text}\n"))
+    };
+    let pages = [
+        ("guide.md".to_string(), "# Guide\nThe guide explains the builder.\n".to_string()),
+        ("glossary/_index.md".to_string(), "---\ntitle: Glossary\n---\n{{% glossary %}}\n".to_string()),
+        term("taxonomy", "A taxonomy groups pages by a term such as a tag."),
+        term("shortcode", "A shortcode is a template called from content."),
+    ];
+    let docs: Vec<(&str, &str)> = pages.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let golden = r#"[{"id": "q1", "question": "what groups pages by a tag", "relevant": ["glossary/taxonomy"]}]"#;
+    let f = common::Fixture::new(
+        &docs,
+        golden,
+        "name = \"gloss\"\nunit = \"doc\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    f.cmd().args(["validate", "exp.toml"]).assert().code(2).stderr(predicate::str::contains(
+        "the site does not publish it (build.render: never); [corpus] publish_also = [\"glossary/**\"] keeps it",
+    ));
+    let exp = fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    fs::write(
+        f.path().join("exp.toml"),
+        exp.replace("path = \"docs\"\n", "path = \"docs\"\npublish_also = [\"glossary/**\"]\n"),
+    )
+    .unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("kept 2 unpublished by [corpus] publish_also"));
+    let run = f.run();
+    let line: serde_json::Value =
+        serde_json::from_str(fs::read_to_string(run.join("per_query.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(line["top"][0], "glossary/taxonomy", "{line}");
 }
