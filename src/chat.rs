@@ -176,16 +176,7 @@ pub fn add(models: &Path, name: &str, args: &ChatModelArgs<'_>, force: bool) -> 
             "messages": [{"role": "user", "content": "Reply with the word OK."}],
             "max_tokens": 16,
         });
-        let answer = endpoint.post(&body, |text| {
-            let completion: Completion = serde_json::from_str(text)
-                .map_err(|e| Failure::Stop(format!("the answer is not a chat completion ({e}): {}", said(text))))?;
-            completion
-                .choices
-                .into_iter()
-                .next()
-                .and_then(|c| c.message.content)
-                .ok_or_else(|| Failure::Stop(format!("the answer holds no message: {}", said(text))))
-        })?;
+        let answer = endpoint.post(&body, |text| completion(text).map(|(content, _)| content))?;
         Ok((spec, answer))
     });
     let (spec, answer) = match probed {
@@ -259,6 +250,27 @@ struct Usage {
     completion_tokens: u64,
 }
 
+/// The message and usage of a chat completion's text. A body cut short in transit is sent for
+/// again; a complete one without a message is the server's answer.
+fn completion(text: &str) -> std::result::Result<(String, Option<Usage>), Failure> {
+    let completion: Completion = serde_json::from_str(text).map_err(|e| Failure::Retry {
+        why: format!("the answer is not a chat completion ({e}): {}", said(text)),
+        after: None,
+    })?;
+    let content = completion
+        .choices
+        .into_iter()
+        .next()
+        .and_then(|c| c.message.content)
+        .ok_or_else(|| Failure::Stop(format!("the answer holds no message: {}", said(text))))?;
+    Ok((content, completion.usage))
+}
+
+/// The outermost `{…}` of a model's answer (inside a code fence or prose), if any.
+pub fn json_object(answer: &str) -> Option<&str> {
+    answer.find('{').zip(answer.rfind('}')).filter(|(a, b)| a < b).map(|(a, b)| &answer[a..=b])
+}
+
 impl ChatModel {
     /// A client of `spec`, its answers cached under `cache/chat`.
     pub fn open(spec: ChatSpec, cache: &Path) -> Result<ChatModel> {
@@ -312,19 +324,8 @@ impl ChatModel {
             "max_tokens": self.spec.max_tokens,
         });
         let content = self.endpoint.post(&body, |text| {
-            // A body cut short in transit is sent for again; a complete one without a message
-            // is the server's answer.
-            let completion: Completion = serde_json::from_str(text).map_err(|e| Failure::Retry {
-                why: format!("the answer is not a chat completion ({e}): {}", said(text)),
-                after: None,
-            })?;
-            let content = completion
-                .choices
-                .into_iter()
-                .next()
-                .and_then(|c| c.message.content)
-                .ok_or_else(|| Failure::Stop(format!("the answer holds no message: {}", said(text))))?;
-            if let Some(u) = completion.usage {
+            let (content, usage) = completion(text)?;
+            if let Some(u) = usage {
                 self.prompt_tokens.fetch_add(u.prompt_tokens, Ordering::Relaxed);
                 self.completion_tokens.fetch_add(u.completion_tokens, Ordering::Relaxed);
             }

@@ -166,15 +166,24 @@ pub fn golden_questions(golden: &crate::input::golden::GoldenSource, corpus: &Co
     if !(path.is_file() && path.extension().is_some_and(|e| e == "jsonl")) {
         return Ok(crate::input::golden::load(golden, corpus)?.into_iter().map(|c| c.question).collect());
     }
-    let text = crate::input::text::read(path)?;
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let case: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| Error::input(crate::error::Location::line(path, n + 1), format!("not JSON: {e}")))?;
+    for case in golden_lines(path)? {
         let question = case.get("question").or_else(|| case.get("pergunta")).and_then(|q| q.as_str());
         out.extend(question.map(str::trim).filter(|q| !q.is_empty()).map(String::from));
     }
     Ok(out)
+}
+
+/// The cases of a JSONL golden set as written (stubs with empty questions included).
+fn golden_lines(path: &Path) -> Result<Vec<serde_json::Value>> {
+    let text = crate::input::text::read(path)?;
+    let lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    lines
+        .map(|(n, line)| {
+            serde_json::from_str(line)
+                .map_err(|e| Error::input(crate::error::Location::line(path, n + 1), format!("not JSON: {e}")))
+        })
+        .collect()
 }
 
 /// Where an experiment's drafts live unless told: drafts.jsonl beside its golden set.
@@ -386,8 +395,7 @@ fn parse_items(answer: &str) -> Option<Vec<Item>> {
     struct Wrapped {
         questions: Vec<Item>,
     }
-    let object = answer.find('{').zip(answer.rfind('}')).filter(|(a, b)| a < b).map(|(a, b)| &answer[a..=b]);
-    if let Some(w) = object.and_then(|o| serde_json::from_str::<Wrapped>(o).ok()) {
+    if let Some(w) = crate::chat::json_object(answer).and_then(|o| serde_json::from_str::<Wrapped>(o).ok()) {
         return Some(w.questions);
     }
     let list = answer.find('[').zip(answer.rfind(']')).filter(|(a, b)| a < b).map(|(a, b)| &answer[a..=b]);
@@ -579,10 +587,7 @@ fn golden_ids(golden: &Path) -> Result<std::collections::HashMap<String, Option<
     if !golden.exists() {
         return Ok(ids);
     }
-    let text = crate::input::text::read(golden)?;
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let case: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| Error::input(crate::error::Location::line(golden, n + 1), format!("not JSON: {e}")))?;
+    for case in golden_lines(golden)? {
         let id = case["id"].as_str().unwrap_or_default().to_string();
         ids.insert(id, case["meta"]["draft_id"].as_str().map(String::from));
     }

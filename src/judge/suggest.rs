@@ -151,8 +151,7 @@ pub fn suggest(
 
 /// The grade (ours, 0–2) and reason of an answer: `{"score": 0..3, "reason"}` anywhere in it.
 fn read_score(answer: &str) -> Option<(u32, String)> {
-    let object = answer.find('{').zip(answer.rfind('}')).filter(|(a, b)| a < b).map(|(a, b)| &answer[a..=b])?;
-    let value: serde_json::Value = serde_json::from_str(object).ok()?;
+    let value: serde_json::Value = serde_json::from_str(crate::chat::json_object(answer)?).ok()?;
     let score = value.get("score").or_else(|| value.get("grade"))?.as_u64().filter(|s| *s <= 3)?;
     let grade = match score {
         3 => 2,
