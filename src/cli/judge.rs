@@ -129,12 +129,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
     let ragsweep::judge::Pooled { unjudged: mut pool, judged } =
         ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
+    let suggestions_path = ragsweep::judge::suggest::path_beside(&exp.judgments);
+    let suggestions = match &suggest {
+        Some(model) => {
+            let prompt = match &suggest_prompt {
+                Some(file) => ragsweep::input::text::read(file)?,
+                None => ragsweep::judge::suggest::DEFAULT_PROMPT.to_string(),
+            };
+            let spec = ragsweep::chat::ChatSpec::find(&options.models_dir, model)?;
+            let chat = ragsweep::chat::ChatModel::open(spec, &options.cache_dir)?;
+            let (found, done) =
+                ragsweep::judge::suggest::suggest(&pool, &prepared.corpus, &chat, &suggestions_path, &prompt)?;
+            eprintln!(
+                "{model} suggested grades for {} ({} had one; {} answers unreadable; {} requests, {} from the cache, {} + {} tokens), kept apart in {}",
+                ragsweep::words::count(done.new, "unit"),
+                done.already,
+                done.unreadable,
+                done.usage.sent,
+                done.usage.reused,
+                done.usage.prompt_tokens,
+                done.usage.completion_tokens,
+                suggestions_path.display()
+            );
+            found
+        }
+        None => ragsweep::judge::suggest::read(&suggestions_path)?,
+    };
     if order == Order::Sample {
         pool = ragsweep::judge::by_random_case(pool, seed);
     }
     let mut decider = if order == Order::Decision || trace.is_some() {
         let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;
         let mut decider = ragsweep::judge::decision::Decider::new(&exp, &prepared, recorded)?;
+        decider.suggest(&suggestions);
         decider.seed(&judged);
         Some(decider)
     } else {
@@ -205,32 +232,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         trace,
         run: &run,
         limit,
-    };
-    let suggestions_path = ragsweep::judge::suggest::path_beside(&exp.judgments);
-    let suggestions = match &suggest {
-        Some(model) => {
-            let prompt = match &suggest_prompt {
-                Some(file) => ragsweep::input::text::read(file)?,
-                None => ragsweep::judge::suggest::DEFAULT_PROMPT.to_string(),
-            };
-            let spec = ragsweep::chat::ChatSpec::find(&options.models_dir, model)?;
-            let chat = ragsweep::chat::ChatModel::open(spec, &options.cache_dir)?;
-            let (found, done) =
-                ragsweep::judge::suggest::suggest(&pool, &prepared.corpus, &chat, &suggestions_path, &prompt)?;
-            eprintln!(
-                "{model} suggested grades for {} ({} had one; {} answers unreadable; {} requests, {} from the cache, {} + {} tokens), kept apart in {}",
-                ragsweep::words::count(done.new, "unit"),
-                done.already,
-                done.unreadable,
-                done.usage.sent,
-                done.usage.reused,
-                done.usage.prompt_tokens,
-                done.usage.completion_tokens,
-                suggestions_path.display()
-            );
-            found
-        }
-        None => ragsweep::judge::suggest::read(&suggestions_path)?,
     };
     let (mut stdout, mut stdin) = (std::io::stdout().lock(), std::io::stdin().lock());
     let trace_out = trace_file.as_mut().map(|t| t as &mut dyn std::io::Write);

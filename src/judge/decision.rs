@@ -164,6 +164,9 @@ pub struct Decider<'a> {
     /// Per (case, unit) graded: its class ([`class`]) and whether relevant; a grade given again
     /// replaces the first.
     given: HashMap<(String, String), ((u8, u8), bool)>,
+    /// A chat model's suggested grade per (case, unit) ([`super::suggest`]): units it grades
+    /// alike share a class, whose rate people's grades calibrate.
+    suggested: HashMap<(String, String), u32>,
 }
 
 /// Completions of the units left drawn from the grades' posterior, beside the two extremes
@@ -183,6 +186,9 @@ fn class(item: &PoolItem) -> (u8, u8) {
     (item.cells.len().min(4) as u8, band)
 }
 
+/// The first class of units a model graded ([`Decider::suggest`]), apart from [`class`]'s.
+const SUGGESTED: u8 = 10;
+
 /// How many grades the rate of all grades counts for in a class's prior.
 const PRIOR_WEIGHT: f64 = 2.0;
 
@@ -198,6 +204,7 @@ impl<'a> Decider<'a> {
             first_relevant: HashMap::new(),
             now: Decision { pick: None, standing: Vec::new() },
             given: HashMap::new(),
+            suggested: HashMap::new(),
         };
         d.rescore()?;
         Ok(d)
@@ -205,6 +212,23 @@ impl<'a> Decider<'a> {
 
     pub fn now(&self) -> &Decision {
         &self.now
+    }
+
+    /// Lets a chat model's suggested grades (never a judgment) class the units left: the
+    /// completions then draw each unit at the rate people's grades give units the model graded
+    /// alike, so a model that agrees with people lets the stop rule speak sooner, and one that
+    /// does not is calibrated away. Call before [`Decider::seed`].
+    pub fn suggest(&mut self, suggestions: &super::suggest::Suggestions) {
+        self.suggested = suggestions.iter().map(|(k, s)| (k.clone(), s.grade)).collect();
+    }
+
+    /// The class a unit's rate is drawn in: the model's suggested grade when it gave one, else
+    /// [`class`].
+    fn class(&self, item: &PoolItem) -> (u8, u8) {
+        match self.suggested.get(&(item.case.clone(), item.id.clone())) {
+            Some(&grade) => (SUGGESTED + grade.min(2) as u8, 0),
+            None => class(item),
+        }
     }
 
     /// Adds a grade for `(case, unit)` to the labels (replacing one given earlier in this
@@ -228,7 +252,7 @@ impl<'a> Decider<'a> {
     }
 
     fn learn(&mut self, item: &PoolItem, grade: u32) {
-        self.given.insert((item.case.clone(), item.id.clone()), (class(item), grade > 0));
+        self.given.insert((item.case.clone(), item.id.clone()), (self.class(item), grade > 0));
     }
 
     fn rescore(&mut self) -> Result<()> {
@@ -300,7 +324,7 @@ impl<'a> Decider<'a> {
             let relevant: Vec<bool> = pool
                 .iter()
                 .map(|p| {
-                    let k = class(p);
+                    let k = self.class(p);
                     let rate = *rates.entry(k).or_insert_with(|| draw_rate(&graded, k, prior, &mut rng));
                     rng.random::<f64>() < rate
                 })
