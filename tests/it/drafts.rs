@@ -418,3 +418,67 @@ fn ppi_corrects_the_models_grades_with_the_cases_people_judged_through() {
         assert!((ppi.unwrap() - people).abs() < 5e-5, "{cell}: {out}");
     }
 }
+
+/// Decision order reads suggestions.jsonl beside the judgments: with a model that grades as
+/// people do, the stop rule speaks sooner than without it (here after 1 grade instead of 11),
+/// and what it says is the same.
+#[test]
+fn decision_order_leans_on_suggestions_only_as_far_as_people_confirm_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    policy_project(root);
+    // BM25 against a model that ranks at random: cells whose order judging can decide.
+    crate::common::random_model(&root.join("models"), "random-16", 16, "");
+    let exp = std::fs::read_to_string(root.join("exp.toml")).unwrap().replace("k = [3]", "k = [5]")
+        + "[[retrievers]]\nkind = \"dense\"\nmodel = \"random-16\"\n";
+    std::fs::write(root.join("exp.toml"), exp).unwrap();
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    ragsweep(root)
+        .args(["judge", "out/drafts/latest", "--order", "returned", "--export", "pool.jsonl"])
+        .assert()
+        .success();
+    // People's grades: a unit is relevant when its page shares the question's team.
+    let pool: Vec<Value> = std::fs::read_to_string(root.join("pool.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(pool.len() >= 8, "{}", pool.len());
+    let graded: Vec<Value> = pool
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut p = p.clone();
+            p["grade"] = u32::from(i % 3 == 0).into();
+            p
+        })
+        .collect();
+    let lines = |items: &[Value]| items.iter().map(|v| v.to_string() + "\n").collect::<String>();
+    std::fs::write(root.join("oracle.jsonl"), lines(&graded)).unwrap();
+    let stop = |suggested: bool| -> (usize, String) {
+        let _ = std::fs::remove_file(root.join("judgments.jsonl"));
+        let _ = std::fs::remove_file(root.join("suggestions.jsonl"));
+        if suggested {
+            let s: Vec<Value> = graded
+                .iter()
+                .map(|g| serde_json::json!({"case": g["case"], "id": g["id"], "grade": g["grade"], "who": "model:m"}))
+                .collect();
+            std::fs::write(root.join("suggestions.jsonl"), lines(&s)).unwrap();
+        }
+        ragsweep(root)
+            .args(["judge", "out/drafts/latest", "--replay", "oracle.jsonl", "--trace", "trace.jsonl", "--who", "p"])
+            .assert()
+            .success();
+        let trace: Vec<Value> = std::fs::read_to_string(root.join("trace.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let spoke = trace.iter().find(|l| !l["verdict"].is_null() && l["verdict"] != "open").expect("the rule speaks");
+        (spoke["judged"].as_u64().unwrap() as usize, format!("{} {}", spoke["verdict"], spoke["pick"]))
+    };
+    let (without, said) = stop(false);
+    let (with, said_with) = stop(true);
+    assert!(with < without, "with a faithful model the rule speaks after {with} grades, without after {without}");
+    assert_eq!(said_with, said);
+}
