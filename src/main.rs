@@ -68,7 +68,8 @@ enum Command {
     /// Each cell's decision metric by prediction-powered inference: a chat model's suggested
     /// grades corrected by the cases people judged through, with intervals that carry its errors
     Ppi(cli::ppi::Args),
-    /// Install or list the embedding models and ONNX Runtime
+    /// Install or list the bundled models and ONNX Runtime, or add your own (an ONNX export, an
+    /// embeddings endpoint, vectors made elsewhere, a cross-encoder or hosted reranker, a chat model)
     #[command(subcommand)]
     Models(cli::models::Action),
     #[command(subcommand, about = cli::engines::about())]
