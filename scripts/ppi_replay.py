@@ -40,6 +40,34 @@ def ragsweep(binary, *args, cwd):
     return r.stdout
 
 
+DIRS = ["--models", ROOT / "models", "--cache", ROOT / "cache"]
+
+
+def oracle_pool(binary, folder, seed):
+    """The LGPD budget grid run with `seed` in `folder`, its whole pool exported and graded by
+    the oracle into oracle.jsonl: the run directory and the graded pool items."""
+    shutil.rmtree(folder, ignore_errors=True)
+    judge_replay.write_lgpd_experiment(folder, seed)
+    ragsweep(binary, "run", "experiment.toml", "--out", "results", "-q", *DIRS, cwd=folder)
+    run = folder / "results" / f"replay-budgets-{seed}" / "latest"
+    ragsweep(binary, "judge", run, "--order", "returned", "--export", "pool.jsonl", *DIRS, cwd=folder)
+    oracle = judge_replay.lgpd_oracle()
+    items = [json.loads(line) for line in open(folder / "pool.jsonl")]
+    for item in items:
+        item["grade"] = dict(oracle.get(item["case"], [])).get(item["id"], 0)
+    with open(folder / "oracle.jsonl", "w") as f:
+        f.writelines(json.dumps(i) + "\n" for i in items)
+    return run, items
+
+
+def write_suggestions(folder, items, grades):
+    """A simulated chat model's grades of the pool items, as `judge --suggest` stores them."""
+    with open(folder / "suggestions.jsonl", "w") as f:
+        for item, g in zip(items, grades):
+            f.write(json.dumps({"case": item["case"], "id": item["id"], "grade": g, "note": "sim",
+                                "who": "model:sim", "when": "20261205T000000Z"}) + "\n")
+
+
 def kappa(pairs):
     """Quadratically weighted Cohen's κ over (a, b) grades 0..2."""
     n = len(pairs)
@@ -88,26 +116,13 @@ def main():
     ap.add_argument("--shares", type=float, nargs="+", default=[0.25, 0.5])
     ap.add_argument("--binary", type=pathlib.Path, default=ROOT / "target" / "debug" / "ragsweep")
     args = ap.parse_args()
-    dirs = ["--models", ROOT / "models", "--cache", ROOT / "cache"]
+    dirs = DIRS
     folder = args.out / "lgpd"
-    shutil.rmtree(folder, ignore_errors=True)
-    judge_replay.write_lgpd_experiment(folder, 7)
-    ragsweep(args.binary, "run", "experiment.toml", "--out", "results", "-q", *dirs, cwd=folder)
-    run = folder / "results" / "replay-budgets-7" / "latest"
-    ragsweep(args.binary, "judge", run, "--order", "returned", "--export", "pool.jsonl", *dirs, cwd=folder)
-    oracle = judge_replay.lgpd_oracle()
-    items = [json.loads(line) for line in open(folder / "pool.jsonl")]
-    for item in items:
-        item["grade"] = dict(oracle.get(item["case"], [])).get(item["id"], 0)
-    with open(folder / "oracle.jsonl", "w") as f:
-        f.writelines(json.dumps(i) + "\n" for i in items)
+    run, items = oracle_pool(args.binary, folder, 7)
     grades = [i["grade"] for i in items]
 
     def suggest(values):
-        with open(folder / "suggestions.jsonl", "w") as f:
-            for item, g in zip(items, values):
-                f.write(json.dumps({"case": item["case"], "id": item["id"], "grade": g, "note": "sim",
-                                    "who": "model:sim", "when": "20261205T000000Z"}) + "\n")
+        write_suggestions(folder, items, values)
 
     def judge(*extra):
         (folder / "judgments.jsonl").unlink(missing_ok=True)

@@ -16,14 +16,13 @@ import argparse
 import json
 import pathlib
 import random
-import shutil
-import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import judge_replay  # noqa: E402
-from ppi_replay import calibrate, flipped, kappa  # noqa: E402
+from ppi_replay import DIRS, calibrate, flipped, kappa, oracle_pool, write_suggestions  # noqa: E402
+from ppi_replay import ragsweep as run_ragsweep  # noqa: E402
 
 
 def main():
@@ -34,36 +33,21 @@ def main():
     ap.add_argument("--draws", type=int, default=5, help="simulated models per κ and seed")
     ap.add_argument("--binary", type=pathlib.Path, default=ROOT / "target" / "debug" / "ragsweep")
     args = ap.parse_args()
-    dirs = ["--models", ROOT / "models", "--cache", ROOT / "cache"]
+    dirs = DIRS
 
     def ragsweep(*a, cwd):
-        r = subprocess.run([str(args.binary), *map(str, a)], cwd=cwd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"ragsweep {' '.join(map(str, a))} failed:\n{r.stderr}")
+        run_ragsweep(args.binary, *a, cwd=cwd)
 
-    oracle = judge_replay.lgpd_oracle()
     for seed in args.seeds:
         folder = args.out / f"lgpd-{seed}"
-        shutil.rmtree(folder, ignore_errors=True)
-        judge_replay.write_lgpd_experiment(folder, seed)
-        ragsweep("run", "experiment.toml", "--out", "results", "-q", *dirs, cwd=folder)
-        run = folder / "results" / f"replay-budgets-{seed}" / "latest"
-        ragsweep("judge", run, "--order", "returned", "--export", "pool.jsonl", *dirs, cwd=folder)
-        items = [json.loads(line) for line in open(folder / "pool.jsonl")]
-        for item in items:
-            item["grade"] = dict(oracle.get(item["case"], [])).get(item["id"], 0)
-        with open(folder / "oracle.jsonl", "w") as f:
-            f.writelines(json.dumps(i) + "\n" for i in items)
+        run, items = oracle_pool(args.binary, folder, seed)
         grades = [i["grade"] for i in items]
 
         def replay(order, suggestions):
             (folder / "judgments.jsonl").unlink(missing_ok=True)
             (folder / "suggestions.jsonl").unlink(missing_ok=True)
             if suggestions is not None:
-                with open(folder / "suggestions.jsonl", "w") as f:
-                    for item, g in zip(items, suggestions):
-                        f.write(json.dumps({"case": item["case"], "id": item["id"], "grade": g, "who": "model:sim",
-                                            "when": "20261205T000000Z"}) + "\n")
+                write_suggestions(folder, items, suggestions)
             ragsweep("judge", run, "--order", order, "--replay", "oracle.jsonl", "--trace", "trace.jsonl",
                      "--who", "oracle", *dirs, cwd=folder)
             return judge_replay.trace(folder / "trace.jsonl")

@@ -8,7 +8,8 @@
 //! prompt sends nothing, so an interrupted job resumes where it stopped and costs nothing twice.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -110,30 +111,23 @@ impl ChatSpec {
         Ok(ChatSpec { id: raw.id, description: raw.description, http, temperature, max_tokens })
     }
 
-    /// The `model.toml` of this spec's settings (what `models add --chat` writes).
-    pub fn toml(
-        id: &str,
-        url: &str,
-        model: &str,
-        api_key_env: Option<&str>,
-        auth: Option<(&str, Option<&str>)>,
-        description: Option<&str>,
-    ) -> String {
+    /// The `model.toml` of chat model `id` with `args` (what `models add --chat` writes).
+    fn toml(id: &str, args: &ChatModelArgs<'_>) -> String {
         let mut t = toml::Table::new();
         t.insert("id".into(), id.into());
         t.insert("kind".into(), "chat".into());
-        t.insert("url".into(), url.into());
-        t.insert("model".into(), model.into());
-        if let Some(var) = api_key_env {
+        t.insert("url".into(), args.url.into());
+        t.insert("model".into(), args.model.into());
+        if let Some(var) = args.api_key_env {
             t.insert("api_key_env".into(), var.into());
         }
-        if let Some((auth, header)) = auth {
+        if let Some((auth, header)) = args.auth {
             t.insert("auth".into(), auth.into());
             if let Some(h) = header {
                 t.insert("auth_header".into(), h.into());
             }
         }
-        if let Some(d) = description {
+        if let Some(d) = args.description {
             t.insert("description".into(), d.into());
         }
         toml::to_string(&t).expect("a table of strings")
@@ -166,7 +160,7 @@ pub fn add(models: &Path, name: &str, args: &ChatModelArgs<'_>, force: bool) -> 
     let staging = models.join(format!(".{name}.adding-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-    let toml = ChatSpec::toml(name, args.url, args.model, args.api_key_env, args.auth, args.description);
+    let toml = ChatSpec::toml(name, args);
     let written = std::fs::write(staging.join("model.toml"), &toml).map_err(|e| Error::io(&staging, e));
     let probed = written.and_then(|()| {
         let spec = ChatSpec::find_in(&staging, name)?;
@@ -305,12 +299,12 @@ impl ChatModel {
 
     /// The model's answer to `messages`: from the cache when this prompt was answered before.
     pub fn complete(&self, messages: &[Message<'_>]) -> Result<String> {
-        let messages: Vec<serde_json::Value> =
+        let messages: serde_json::Value =
             messages.iter().map(|m| serde_json::json!({"role": m.role, "content": m.content})).collect();
         let key = blake3::Hasher::new()
             .update(self.spec.identity().as_bytes())
             .update(&[0])
-            .update(serde_json::Value::from(messages.clone()).to_string().as_bytes())
+            .update(messages.to_string().as_bytes())
             .finalize();
         let file = self.cache.join(format!("{}.json", &key.to_hex()[..32]));
         if let Some(content) = self.cached(&file) {
@@ -335,6 +329,44 @@ impl ChatModel {
         let record = serde_json::json!({"content": content});
         crate::atomic::write_atomic(&file, record.to_string().as_bytes())?;
         Ok(content)
+    }
+
+    /// The answer to each prompt (one user message each), in order, `concurrency` requests at a
+    /// time, with a progress bar named `what`; the first failure stops the rest (what was
+    /// answered is cached, so running again sends only what is left).
+    pub fn complete_all(&self, prompts: &[String], what: &str) -> Result<Vec<String>> {
+        let answers: Mutex<Vec<Option<String>>> = Mutex::new(vec![None; prompts.len()]);
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        let next = AtomicUsize::new(0);
+        let bar = indicatif::ProgressBar::new(prompts.len() as u64).with_prefix(what.to_string());
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        std::thread::scope(|scope| {
+            for _ in 0..self.concurrency().min(prompts.len()).max(1) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= prompts.len() || failed.lock().expect("lock").is_some() {
+                        return;
+                    }
+                    match self.complete(&[Message { role: "user", content: &prompts[i] }]) {
+                        Ok(answer) => answers.lock().expect("lock")[i] = Some(answer),
+                        Err(e) => {
+                            failed.lock().expect("lock").get_or_insert(e);
+                            return;
+                        }
+                    }
+                    bar.inc(1);
+                });
+            }
+        });
+        bar.finish_and_clear();
+        if let Some(e) = failed.into_inner().expect("lock") {
+            return Err(Error::Other(format!(
+                "{e} (the answers so far are cached: running again sends only the rest; nothing was written)"
+            )));
+        }
+        Ok(answers.into_inner().expect("lock").into_iter().map(|a| a.expect("every prompt answered")).collect())
     }
 
     /// A cached answer; a damaged entry is asked again (and replaced), never read as an answer.

@@ -15,13 +15,11 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::analyze::normalize;
-use crate::chat::{ChatModel, Message};
+use crate::chat::ChatModel;
 use crate::error::{Error, Result};
 use crate::input::corpus::Corpus;
 
@@ -260,7 +258,8 @@ pub fn draft(
     report.sections = targets.len();
     let (lang, mixed) = crate::init::language_mix(corpus);
     let rarity = crate::init::TermRarity::of(corpus, crate::init::common_words(options.models_dir, lang, mixed));
-    let answers = ask(corpus, chat, &targets, options)?;
+    let prompts: Vec<String> = targets.iter().map(|t| prompt_for(corpus, t, options)).collect();
+    let answers = chat.complete_all(&prompts, "drafting")?;
     report.usage = chat.usage();
     let mut seen: Vec<HashSet<String>> = existing.iter().map(|d| word_set(&d.question)).collect();
     seen.extend(asked.iter().map(|q| word_set(q)));
@@ -326,43 +325,6 @@ pub fn draft(
         }
     }
     Ok((out, report))
-}
-
-/// The model's answer for each target, `concurrency` requests at a time, with a progress bar.
-fn ask(corpus: &Corpus, chat: &ChatModel, targets: &[Target], options: &DraftOptions<'_>) -> Result<Vec<String>> {
-    let answers: Mutex<Vec<Option<String>>> = Mutex::new(vec![None; targets.len()]);
-    let failed: Mutex<Option<Error>> = Mutex::new(None);
-    let next = AtomicUsize::new(0);
-    let bar = indicatif::ProgressBar::new(targets.len() as u64).with_prefix("drafting");
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    std::thread::scope(|scope| {
-        for _ in 0..chat.concurrency().min(targets.len()).max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= targets.len() || failed.lock().expect("lock").is_some() {
-                    return;
-                }
-                let prompt = prompt_for(corpus, &targets[i], options);
-                match chat.complete(&[Message { role: "user", content: &prompt }]) {
-                    Ok(answer) => answers.lock().expect("lock")[i] = Some(answer),
-                    Err(e) => {
-                        failed.lock().expect("lock").get_or_insert(e);
-                        return;
-                    }
-                }
-                bar.inc(1);
-            });
-        }
-    });
-    bar.finish_and_clear();
-    if let Some(e) = failed.into_inner().expect("lock") {
-        return Err(Error::Other(format!(
-            "{e} (the answers so far are cached: running again sends only the rest; nothing was written)"
-        )));
-    }
-    Ok(answers.into_inner().expect("lock").into_iter().map(|a| a.expect("every target answered")).collect())
 }
 
 fn prompt_for(corpus: &Corpus, target: &Target, options: &DraftOptions<'_>) -> String {

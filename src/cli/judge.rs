@@ -123,8 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cut = match (k, budget) {
         (_, Some(b)) => runner::Cut::Budget(b),
         (Some(k), None) => runner::Cut::K(k),
-        (None, None) if decision_cut.budget => runner::Cut::Budget(decision_cut.k),
-        (None, None) => runner::Cut::K(decision_cut.k),
+        (None, None) => decision_cut.at(),
     };
     let opts = ragsweep::judge::PoolOptions { cells: &cells, cut, cases: &cases };
     let ragsweep::judge::Pooled { unjudged: mut pool, judged } =

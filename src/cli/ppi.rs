@@ -45,9 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     suggestions.retain(|_, s| s.who == who);
     anyhow::ensure!(!suggestions.is_empty(), "no suggestions of {who} in {}", path.display());
     let split = split.and_then(|s| s.0).unwrap_or(ragsweep::input::golden::Split::Tuning);
-    let decision = exp.decision_metric();
-    let cut = if decision.budget { runner::Cut::Budget(decision.k) } else { runner::Cut::K(decision.k) };
-    let opts = ragsweep::judge::PoolOptions { cells: &[], cut, cases: &[] };
+    let opts = ragsweep::judge::PoolOptions { cells: &[], cut: exp.decision_metric().at(), cases: &[] };
     let pooled = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
     let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;
     let estimates =

@@ -120,6 +120,15 @@ impl MetricAt {
         MetricAt { metric, k: tokens, budget: true }
     }
 
+    /// Where the metric is read: the top k, or the context packed into the budget.
+    pub fn at(&self) -> crate::vocab::Cut {
+        if self.budget {
+            crate::vocab::Cut::Budget(self.k)
+        } else {
+            crate::vocab::Cut::K(self.k)
+        }
+    }
+
     /// `@10` or `@1024t`: the key of per-cut-off maps (`ctx_tokens`, `short_lists`, …).
     pub fn cut(&self) -> String {
         if self.budget {

@@ -83,11 +83,13 @@ pub fn estimate(
     // The model's grades on every pooled unit (in place of people's, where they judged one): the
     // values the correction compares with people's on the cases judged through.
     let mut by_model = prepared.cases.clone();
+    let at: HashMap<String, usize> = by_model.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
     let mut model_units = 0;
     let pooled_units = pooled.unjudged.iter().chain(pooled.judged.iter().map(|(p, _)| p));
     for item in pooled_units {
         let Some(s) = suggestions.get(&(item.case.clone(), item.id.clone())) else { continue };
-        if let Some(case) = by_model.iter_mut().find(|c| c.id == item.case) {
+        if let Some(&i) = at.get(&item.case) {
+            let case = &mut by_model[i];
             case.relevant.retain(|l| l.id != item.id);
             case.relevant.push(Label { id: item.id.clone(), grade: s.grade, own: true });
             model_units += 1;
@@ -98,7 +100,7 @@ pub fn estimate(
     let values = |all: &[(String, Split, Option<f64>)]| -> HashMap<String, f64> {
         all.iter().filter(|v| v.1 == split).filter_map(|(case, _, v)| Some((case.clone(), (*v)?))).collect()
     };
-    // Per cell: its per-case values under people's labels, and with the model's filling in.
+    // Per cell: its per-case values under people's labels, and under the model's grades.
     let per_cell: Vec<(String, CaseValues, CaseValues)> =
         people.iter().zip(&model).map(|((cell, p), (_, m))| (cell.clone(), values(p), values(m))).collect();
     // PPI over per-case values: people's for the known and judged, the model's for the judged

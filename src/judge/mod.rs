@@ -109,12 +109,8 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
 /// the pool's order: judged from the front, the cases judged through are a random sample.
 pub fn by_random_case(pool: Vec<PoolItem>, seed: u64) -> Vec<PoolItem> {
     use rand::seq::SliceRandom;
-    let mut cases: Vec<String> = Vec::new();
-    for item in &pool {
-        if !cases.contains(&item.case) {
-            cases.push(item.case.clone());
-        }
-    }
+    let mut seen = BTreeSet::new();
+    let mut cases: Vec<String> = pool.iter().filter(|p| seen.insert(&p.case)).map(|p| p.case.clone()).collect();
     cases.shuffle(&mut <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed));
     let order: HashMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
     let mut pool = pool;

@@ -10,10 +10,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
-use crate::chat::{ChatModel, Message};
+use crate::chat::ChatModel;
 use crate::error::{Error, Result};
 use crate::input::corpus::Corpus;
 use crate::input::judgments::{self, Judgment};
@@ -73,8 +71,8 @@ pub struct Suggested {
     pub usage: crate::chat::ChatUsage,
 }
 
-/// Asks `chat` to grade every unit of `pool` it has not graded yet, `concurrency` at a time,
-/// appending each suggestion to `path` as it comes (an interrupted run keeps what it got).
+/// Asks `chat` to grade every unit of `pool` it has not graded yet, `concurrency` at a time, and
+/// appends the suggestions to `path` (an interrupted run loses nothing: the answers are cached).
 pub fn suggest(
     pool: &[PoolItem],
     corpus: &Corpus,
@@ -92,56 +90,37 @@ pub fn suggest(
     known.retain(|_, s| s.who == who);
     let todo: Vec<&PoolItem> = pool.iter().filter(|p| !known.contains_key(&(p.case.clone(), p.id.clone()))).collect();
     let mut report = Suggested { already: pool.len() - todo.len(), ..Suggested::default() };
-    let found: Mutex<Vec<Judgment>> = Mutex::new(Vec::new());
-    let failed: Mutex<Option<Error>> = Mutex::new(None);
-    let (next, unreadable) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    std::thread::scope(|scope| {
-        for _ in 0..chat.concurrency().min(todo.len()).max(1) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= todo.len() || failed.lock().expect("lock").is_some() {
-                    return;
-                }
-                let item = todo[i];
-                let Some((_, _, text)) = super::unit_text(corpus, &item.id) else { continue };
-                let window = super::passage(text, &item.question, PROMPT_CHARS);
-                let asked = prompt.replace("{question}", &item.question).replace("{passage}", window.text.trim());
-                let answer = match chat.complete(&[Message { role: "user", content: &asked }]) {
-                    Ok(answer) => answer,
-                    Err(e) => {
-                        failed.lock().expect("lock").get_or_insert(e);
-                        return;
-                    }
-                };
-                let Some((grade, reason)) = read_score(&answer) else {
-                    unreadable.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                };
-                let j = Judgment {
-                    case: item.case.clone(),
-                    id: item.id.clone(),
-                    grade,
-                    note: Some(reason),
-                    who: who.clone(),
-                    when: super::now(),
-                };
-                let appended = judgments::append(path, std::slice::from_ref(&j));
-                match appended {
-                    Ok(()) => found.lock().expect("lock").push(j),
-                    Err(e) => {
-                        failed.lock().expect("lock").get_or_insert(e);
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    if let Some(e) = failed.into_inner().expect("lock") {
-        return Err(e);
+    // Units whose text the corpus no longer holds are not asked about.
+    let asked: Vec<(&PoolItem, String)> = todo
+        .into_iter()
+        .filter_map(|item| {
+            let (_, _, text) = super::unit_text(corpus, &item.id)?;
+            let window = super::passage(text, &item.question, PROMPT_CHARS);
+            Some((item, prompt.replace("{question}", &item.question).replace("{passage}", window.text.trim())))
+        })
+        .collect();
+    let prompts: Vec<String> = asked.iter().map(|(_, p)| p.clone()).collect();
+    let answers = chat.complete_all(&prompts, "grading")?;
+    let mut found = Vec::new();
+    for ((item, _), answer) in asked.iter().zip(answers) {
+        let Some((grade, reason)) = read_score(&answer) else {
+            report.unreadable += 1;
+            continue;
+        };
+        let note = Some(reason);
+        found.push(Judgment {
+            case: item.case.clone(),
+            id: item.id.clone(),
+            grade,
+            note,
+            who: who.clone(),
+            when: super::now(),
+        });
     }
-    let found = found.into_inner().expect("lock");
+    if !found.is_empty() {
+        judgments::append(path, &found)?;
+    }
     report.new = found.len();
-    report.unreadable = unreadable.into_inner();
     report.usage = chat.usage();
     for j in found {
         known.insert((j.case, j.id), Suggestion { grade: j.grade, reason: j.note.unwrap_or_default(), who: j.who });

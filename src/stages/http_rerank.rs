@@ -14,8 +14,6 @@
 //! [`crate::stages::endpoint`]'s. Scores are asked at query time, in the reranker's latency
 //! stage, like a cross-encoder's: nothing is cached, so the timed pass measures the endpoint.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use crate::error::{Error, Result};
 use crate::stages::endpoint::{said, Endpoint, Failure, HttpSpec};
 
@@ -93,18 +91,11 @@ impl RerankApi {
 pub struct HttpReranker {
     endpoint: Endpoint,
     api: RerankApi,
-    /// Tokens the endpoint reported reading, summed over requests.
-    reported_tokens: AtomicU64,
 }
 
 impl HttpReranker {
     pub fn new(spec: &HttpSpec, api: RerankApi, id: &str) -> Result<HttpReranker> {
-        Ok(HttpReranker { endpoint: Endpoint::new(spec, id)?, api, reported_tokens: AtomicU64::new(0) })
-    }
-
-    /// Tokens the endpoint reported for every call so far.
-    pub fn reported_tokens(&self) -> u64 {
-        self.reported_tokens.load(Ordering::Relaxed)
+        Ok(HttpReranker { endpoint: Endpoint::new(spec, id)?, api })
     }
 
     /// The score of each passage for `query`, in order: every passage must be scored once, and
@@ -114,7 +105,8 @@ impl HttpReranker {
             return Ok(Vec::new());
         }
         let body = self.api.body(&self.endpoint.spec.model, query, passages);
-        let (pairs, tokens) = self.endpoint.post(&body, |text| {
+        // The tokens an answer reports are not priced yet.
+        let (pairs, _tokens) = self.endpoint.post(&body, |text| {
             self.api.read(text).map_err(|why| {
                 Failure::Stop(format!("the answer is not a {} rerank answer: {why}: {}", self.api.name(), said(text)))
             })
@@ -127,9 +119,6 @@ impl HttpReranker {
             if slot.replace(score).is_some() || !score.is_finite() {
                 return Err(self.endpoint.error(format!("index {index} scored twice or not finite ({score})")));
             }
-        }
-        if let Some(n) = tokens {
-            self.reported_tokens.fetch_add(n, Ordering::Relaxed);
         }
         let missing = scores.iter().filter(|s| s.is_none()).count();
         if missing > 0 {

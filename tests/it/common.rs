@@ -517,3 +517,57 @@ pub fn synthetic_project(root: &Path, documents: usize, questions: usize) {
         .success();
     random_model(&root.join("models"), "random-64", 64, "");
 }
+
+/// One HTTP/1.1 request a loopback mock server read: its target, headers (names in lower case)
+/// and body.
+pub struct MockRequest {
+    pub target: String,
+    headers: std::collections::HashMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl MockRequest {
+    /// The request on `stream`, read to the end of its body.
+    pub fn read(stream: &std::net::TcpStream) -> MockRequest {
+        use std::io::{BufRead, Read};
+        let mut reader = std::io::BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut headers = std::collections::HashMap::new();
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            let (name, value) = line.split_once(':').unwrap();
+            headers.insert(name.to_ascii_lowercase(), value.trim().to_string());
+        }
+        let length = headers.get("content-length").map_or(0, |l| l.parse().unwrap());
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        MockRequest { target, headers, body }
+    }
+
+    /// Header `name` (lower case), empty when absent.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", String::as_str)
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// Answers a mock's request with `status`, a JSON `body` and `extra` header lines (each ending
+/// in `\r\n`); the connection closes after it.
+pub fn mock_answer(stream: &mut std::net::TcpStream, status: u16, extra: &str, body: &str) {
+    use std::io::Write;
+    let head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(format!("{head}{body}").as_bytes());
+}

@@ -6,7 +6,6 @@
 //! edits and drops one key each, appends kept drafts to the golden set and resumes. The API key
 //! is written nowhere.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -37,27 +36,9 @@ fn mock() -> (String, Arc<Mutex<Seen>>) {
             let Ok(mut stream) = stream else { continue };
             let s = s.clone();
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let (mut length, mut auth) = (0usize, String::new());
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                loop {
-                    line.clear();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    let (name, value) = line.split_once(':').unwrap();
-                    match name.to_ascii_lowercase().as_str() {
-                        "content-length" => length = value.trim().parse().unwrap(),
-                        "authorization" => auth = value.trim().to_string(),
-                        _ => {}
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let request: Value = serde_json::from_slice(&body).unwrap();
+                let request = crate::common::MockRequest::read(&stream);
+                let (target, auth) = (request.target.as_str(), request.header("authorization"));
+                let request = request.json();
                 let prompt = request["messages"][0]["content"].as_str().unwrap_or("").to_string();
                 let n = {
                     let mut seen = s.lock().unwrap();
@@ -84,13 +65,7 @@ fn mock() -> (String, Arc<Mutex<Seen>>) {
                     s.lock().unwrap().prompts.push(prompt.clone());
                     (200, "", completion(&drafts_for(&prompt)))
                 };
-                let _ = stream.write_all(
-                    format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{answer}",
-                        answer.len()
-                    )
-                    .as_bytes(),
-                );
+                crate::common::mock_answer(&mut stream, status, extra, &answer);
             });
         }
     });
@@ -171,12 +146,22 @@ fn ragsweep(root: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// `models add` of the mock as chat model `team-chat`, its key in CHAT_KEY.
+fn add_chat(root: &Path, url: &str) -> assert_cmd::assert::Assert {
+    ragsweep(root)
+        .args(["models", "add", "--name", "team-chat", "--chat", "--url", url, "--model", "mock-chat"])
+        .args(["--api-key-env", "CHAT_KEY"])
+        .assert()
+        .success()
+}
+
+/// The JSON lines of `file` in `root`.
+fn jsonl(root: &Path, file: &str) -> Vec<Value> {
+    std::fs::read_to_string(root.join(file)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 fn drafts(root: &Path) -> Vec<Value> {
-    std::fs::read_to_string(root.join("drafts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    jsonl(root, "drafts.jsonl")
 }
 
 #[test]
@@ -185,11 +170,7 @@ fn drafts_are_checked_by_code_kept_apart_and_reviewed_one_key_each() {
     let root = dir.path();
     project(root);
     let (url, seen) = mock();
-    let added = ragsweep(root)
-        .args(["models", "add", "--name", "team-chat", "--chat", "--url", &url, "--model", "mock-chat"])
-        .args(["--api-key-env", "CHAT_KEY"])
-        .assert()
-        .success();
+    let added = add_chat(root, &url);
     let said = String::from_utf8_lossy(&added.get_output().stdout).into_owned();
     assert!(said.contains("added team-chat: chat model mock-chat") && said.contains("\"OK\""), "{said}");
     let listed = ragsweep(root).args(["models", "list"]).assert().success();
@@ -245,11 +226,7 @@ fn drafts_are_checked_by_code_kept_apart_and_reviewed_one_key_each() {
         .write_stdin("k\ne How do I see each network call's time?\nd\nq\n")
         .assert()
         .success();
-    let golden: Vec<Value> = std::fs::read_to_string(root.join("golden.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let golden: Vec<Value> = jsonl(root, "golden.jsonl");
     assert_eq!(golden.len(), 3, "{golden:?}");
     assert_eq!(golden[1]["question"], first[0]["question"]);
     assert_eq!(golden[1]["relevant"][0], first[0]["relevant"]);
@@ -291,11 +268,7 @@ fn suggested_grades_stay_apart_are_taken_with_one_key_and_their_agreement_is_rep
     )
     .unwrap();
     let (url, seen) = mock();
-    ragsweep(root)
-        .args(["models", "add", "--name", "team-chat", "--chat", "--url", &url, "--model", "mock-chat"])
-        .args(["--api-key-env", "CHAT_KEY"])
-        .assert()
-        .success();
+    add_chat(root, &url);
     ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
     let judge = |stdin: &str| {
         ragsweep(root)
@@ -310,17 +283,9 @@ fn suggested_grades_stay_apart_are_taken_with_one_key_and_their_agreement_is_rep
     assert!(err.contains("team-chat suggested grades for") && err.contains("kept apart in"), "{err}");
     assert!(out.contains("model:team-chat suggests") && out.contains("(y takes it)"), "{out}");
     assert!(out.contains("agreement with model:team-chat on 3 units: weighted κ"), "{out}");
-    let suggestions: Vec<Value> = std::fs::read_to_string(root.join("suggestions.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let suggestions: Vec<Value> = jsonl(root, "suggestions.jsonl");
     assert!(suggestions.len() >= 3 && suggestions.iter().all(|s| s["who"] == "model:team-chat"), "{suggestions:?}");
-    let judged: Vec<Value> = std::fs::read_to_string(root.join("judgments.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let judged: Vec<Value> = jsonl(root, "judgments.jsonl");
     assert_eq!(judged.len(), 3, "{judged:?}");
     assert!(judged.iter().all(|j| j["who"] == "ana"), "a taken suggestion is the person's judgment: {judged:?}");
     let suggested = |j: &Value| {
@@ -381,11 +346,7 @@ fn ppi_corrects_the_models_grades_with_the_cases_people_judged_through() {
     let root = dir.path();
     policy_project(root);
     let (url, _seen) = mock();
-    ragsweep(root)
-        .args(["models", "add", "--name", "team-chat", "--chat", "--url", &url, "--model", "mock-chat"])
-        .args(["--api-key-env", "CHAT_KEY"])
-        .assert()
-        .success();
+    add_chat(root, &url);
     ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
     let judge = |stdin: String| {
         ragsweep(root)
@@ -438,11 +399,7 @@ fn decision_order_leans_on_suggestions_only_as_far_as_people_confirm_them() {
         .assert()
         .success();
     // People's grades: a unit is relevant when its page shares the question's team.
-    let pool: Vec<Value> = std::fs::read_to_string(root.join("pool.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let pool: Vec<Value> = jsonl(root, "pool.jsonl");
     assert!(pool.len() >= 8, "{}", pool.len());
     let graded: Vec<Value> = pool
         .iter()
@@ -469,11 +426,7 @@ fn decision_order_leans_on_suggestions_only_as_far_as_people_confirm_them() {
             .args(["judge", "out/drafts/latest", "--replay", "oracle.jsonl", "--trace", "trace.jsonl", "--who", "p"])
             .assert()
             .success();
-        let trace: Vec<Value> = std::fs::read_to_string(root.join("trace.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let trace: Vec<Value> = jsonl(root, "trace.jsonl");
         let spoke = trace.iter().find(|l| !l["verdict"].is_null() && l["verdict"] != "open").expect("the rule speaks");
         (spoke["judged"].as_u64().unwrap() as usize, format!("{} {}", spoke["verdict"], spoke["pick"]))
     };

@@ -4,7 +4,6 @@
 //! BM25 cell reranked by each gets the order the endpoint's scores give (here: BM25's reversed,
 //! answered out of order, so the client must follow `index`). A wrong shape is refused.
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 
@@ -21,36 +20,12 @@ fn mock() -> String {
         for stream in listener.incoming().take(1000) {
             let Ok(mut stream) = stream else { continue };
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let (mut length, mut auth) = (0usize, String::new());
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                loop {
-                    line.clear();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    let (name, value) = line.split_once(':').unwrap();
-                    match name.to_ascii_lowercase().as_str() {
-                        "content-length" => length = value.trim().parse().unwrap(),
-                        "authorization" => auth = value.trim().to_string(),
-                        _ => {}
-                    }
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let request: Value = serde_json::from_slice(&body).unwrap();
+                let request = crate::common::MockRequest::read(&stream);
+                let (target, auth) = (request.target.clone(), request.header("authorization").to_string());
+                let request = request.json();
                 let api = target.trim_start_matches('/').split('/').next().unwrap_or("").to_string();
                 let (status, answer) = answer(&api, &target, &auth, &request);
-                let _ = stream.write_all(
-                    format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                        answer.len()
-                    )
-                    .as_bytes(),
-                );
+                crate::common::mock_answer(&mut stream, status, "", &answer);
             });
         }
     });

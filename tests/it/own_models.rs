@@ -5,7 +5,6 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,27 +57,9 @@ impl Mock {
                 let Ok(mut stream) = stream else { continue };
                 let (t, r, s, good) = (t.clone(), r.clone(), s.clone(), good.clone());
                 std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let (mut length, mut auth, mut api_key) = (0usize, String::new(), String::new());
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                    loop {
-                        line.clear();
-                        reader.read_line(&mut line).unwrap();
-                        if line.trim().is_empty() {
-                            break;
-                        }
-                        let (name, value) = line.split_once(':').unwrap();
-                        match name.to_ascii_lowercase().as_str() {
-                            "content-length" => length = value.trim().parse().unwrap(),
-                            "authorization" => auth = value.trim().to_string(),
-                            "api-key" => api_key = value.trim().to_string(),
-                            _ => {}
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    reader.read_exact(&mut body).unwrap();
+                    let request = common::MockRequest::read(&stream);
+                    let (target, auth, api_key) =
+                        (&request.target, request.header("authorization"), request.header("api-key"));
                     let n = r.fetch_add(1, Ordering::SeqCst) + 1;
                     let (status, retry_after, answer) = {
                         let mut script = s.lock().unwrap();
@@ -98,7 +79,7 @@ impl Mock {
                         } else if script.azure.is_none() && auth != format!("Bearer {key}") {
                             (401, None, "{\"error\": \"bad key\"}".to_string())
                         } else {
-                            let request: Value = serde_json::from_slice(&body).unwrap();
+                            let request: Value = request.json();
                             let inputs: Vec<String> = request["input"]
                                 .as_array()
                                 .unwrap()
@@ -126,14 +107,8 @@ impl Mock {
                             (200, None, answer.to_string())
                         }
                     };
-                    let mut head = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-                        answer.len()
-                    );
-                    if let Some(after) = retry_after {
-                        head.push_str(&format!("Retry-After: {after}\r\n"));
-                    }
-                    let _ = stream.write_all(format!("{head}\r\n{answer}").as_bytes());
+                    let extra = retry_after.map_or(String::new(), |after| format!("Retry-After: {after}\r\n"));
+                    common::mock_answer(&mut stream, status, &extra, &answer);
                 });
             }
         });
