@@ -649,4 +649,12 @@ fn publish_also_keeps_pages_the_site_shows_through_another_page() {
     let line: serde_json::Value =
         serde_json::from_str(fs::read_to_string(run.join("per_query.jsonl")).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(line["top"][0], "glossary/taxonomy", "{line}");
+    // A pattern that is not a glob is an error at its place.
+    let exp = fs::read_to_string(f.path().join("exp.toml")).unwrap();
+    fs::write(f.path().join("exp.toml"), exp.replace("[\"glossary/**\"]", "[\"glossary/[\"]")).unwrap();
+    f.cmd()
+        .args(["validate", "exp.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("exp.toml:").and(predicate::str::contains("`[corpus] publish_also`")));
 }

@@ -435,3 +435,32 @@ fn decision_order_leans_on_suggestions_only_as_far_as_people_confirm_them() {
     assert!(with < without, "with a faithful model the rule speaks after {with} grades, without after {without}");
     assert_eq!(said_with, said);
 }
+
+/// A chat model's settings out of range, a prompt without the section's text and a drafts file
+/// that is not drafts stop `draft` at their place, and nothing is sent or written.
+#[test]
+fn bad_chat_settings_prompts_and_drafts_files_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    project(root);
+    let (url, seen) = mock();
+    add_chat(root, &url);
+    let toml_path = root.join("models/team-chat/model.toml");
+    let toml = std::fs::read_to_string(&toml_path).unwrap();
+    std::fs::write(&toml_path, format!("{toml}temperature = 5.0\n")).unwrap();
+    let draft = |extra: &[&str]| {
+        let out = ragsweep(root).args(["draft", "exp.toml", "--with", "team-chat"]).args(extra).assert().failure();
+        String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+    };
+    let said = draft(&[]);
+    assert!(said.contains("team-chat/model.toml:") && said.contains("`temperature` must be within 0..=2"), "{said}");
+    std::fs::write(&toml_path, toml).unwrap();
+    std::fs::write(root.join("prompt.txt"), "Write {n} questions.").unwrap();
+    let said = draft(&["--prompt", "prompt.txt"]);
+    assert!(said.contains("the prompt has no {text}"), "{said}");
+    std::fs::write(root.join("drafts.jsonl"), "{\"id\": \"d1\"}\n").unwrap();
+    let said = draft(&[]);
+    assert!(said.contains("drafts.jsonl:1") && said.contains("not a draft"), "{said}");
+    assert_eq!(seen.lock().unwrap().requests, 1, "only the probe of models add was sent");
+    assert_eq!(std::fs::read_to_string(root.join("drafts.jsonl")).unwrap(), "{\"id\": \"d1\"}\n");
+}
