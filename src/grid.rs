@@ -43,9 +43,12 @@ impl<'a> Combo<'a> {
 
 pub type Builder<T> = fn(&Combo<'_>, Bad<'_>) -> Result<T>;
 
+/// Each table's combinations; `lists` are keys whose value is a list (a list of lists is their
+/// axis).
 pub fn expand_all<T>(
     tables: &[GridTable],
     section: &str,
+    lists: &[&str],
     text: &str,
     path: &Path,
     build: Builder<T>,
@@ -65,10 +68,12 @@ pub fn expand_all<T>(
         let kind_str = kind.1.get_ref().as_str().ok_or_else(|| bad(kind.1.span(), "`kind` must be a string".into()))?;
         let mut axes: Vec<(&str, Vec<&Value>, Range<usize>)> = Vec::new();
         for (key, value) in table.iter().filter(|(k, _)| k.get_ref() != "kind") {
+            let is_list = lists.contains(&key.get_ref().as_str());
             let values: Vec<&Value> = match value.get_ref() {
                 Value::Array(items) if items.is_empty() => {
                     return Err(bad(value.span(), format!("`{}` is an empty list", key.get_ref())))
                 }
+                Value::Array(items) if is_list && !items.iter().all(Value::is_array) => vec![value.get_ref()],
                 Value::Array(items) => items.iter().collect(),
                 v => vec![v],
             };

@@ -58,6 +58,9 @@ enum Command {
     Report(cli::report::Args),
     /// List every document and section id a label may name, with its size and first words
     Sections(cli::sections::Args),
+    /// Every chunk of an experiment's chunkers as JSON Lines (document, byte and character
+    /// offsets, text), to compare with the chunks a pipeline ships
+    Chunks(cli::chunks::Args),
     /// Start an experiment for your own documents: experiment.toml and golden.jsonl stubs
     Init(cli::init::Args),
     /// Draft questions with your chat model, each with a quote of its section that code checks;
@@ -154,6 +157,7 @@ fn real_main() -> anyhow::Result<ExitCode> {
         Command::BenchAnn(args) => cli::bench_ann::run(args),
         Command::Synth(args) => cli::synth::run(args),
         Command::Sections(args) => cli::sections::run(args),
+        Command::Chunks(args) => cli::chunks::run(args),
         Command::Init(args) => cli::init::run(args),
         Command::Draft(args) => cli::draft::run(args),
         Command::Review(args) => cli::review::run(args),

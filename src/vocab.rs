@@ -99,9 +99,13 @@ pub enum Metric {
     Mrr,
     Ndcg,
     Ap,
-    /// Token-level measures of a packed context against the relevant text (SPEC §3, budgets).
+    /// Token-level measures of a packed context (or the top k chunks) against the relevant
+    /// text (SPEC §3).
+    #[serde(rename = "tok_recall", alias = "tokrecall")]
     TokRecall,
+    #[serde(rename = "tok_precision", alias = "tokprecision")]
     TokPrecision,
+    #[serde(rename = "tok_iou", alias = "tokiou")]
     TokIou,
     /// Share of the list's items that carry a judgment (SPEC §9): how complete the labels are.
     Judged,

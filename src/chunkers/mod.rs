@@ -6,7 +6,9 @@
 //! document's headings). Chunk sets (`stages::chunk`) hold spans, never kinds;
 //! `tests/it/layout.rs` fails when a chunker kind is matched, or told apart by name, elsewhere.
 
+mod chroma;
 mod fixed;
+mod langchain;
 mod markdown;
 mod recursive;
 mod sentence;
@@ -36,6 +38,12 @@ pub enum ChunkerKind {
     /// One chunk per heading block; blocks longer than `max_chars` (when set) are split
     /// recursively.
     Markdown { max_chars: Option<usize> },
+    /// LangChain's `RecursiveCharacterTextSplitter`, boundary for boundary.
+    #[serde(rename = "langchain_recursive")]
+    LangchainRecursive(langchain::Recursive),
+    /// Chroma's `FixedTokenChunker`: windows of `size` BPE tokens, `overlap` repeated.
+    #[serde(rename = "chroma_fixed_token")]
+    ChromaFixedToken { size: usize, overlap: usize, encoding: langchain::Length },
     /// The rows of an index the team serves, each found in its document (a served
     /// retriever's chunks: never declared in `[[chunkers]]`).
     Served(served::ServedRows),
@@ -57,13 +65,18 @@ pub struct ChunkerSpec {
 type Parse = fn(&Combo<'_>, Bad<'_>) -> Result<ChunkerKind>;
 
 /// Each kind by the name an experiment gives it, with its parser.
-const KINDS: [(&str, Parse); 5] = [
+const KINDS: [(&str, Parse); 7] = [
     ("none", none),
     ("fixed", fixed::parse),
     ("sentence", sentence::parse),
     ("recursive", recursive::parse),
     ("markdown", markdown::parse),
+    ("langchain_recursive", langchain::parse),
+    ("chroma_fixed_token", chroma::parse),
 ];
+
+/// Keys whose value is itself a list: a list of strings is one value, a list of lists an axis.
+pub const LIST_KEYS: [&str; 1] = ["separators"];
 
 /// The chunker a `[[chunkers]]` combination declares.
 pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerSpec> {
@@ -115,8 +128,37 @@ impl ChunkerKind {
             ChunkerKind::Sentence { max_chars, overlap } => ("sentence", Some(max_chars), Some(overlap)),
             ChunkerKind::Recursive { size, overlap } => ("recursive", Some(size), Some(overlap)),
             ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
+            ChunkerKind::LangchainRecursive(ref r) => ("langchain_recursive", Some(r.size), Some(r.overlap)),
+            ChunkerKind::ChromaFixedToken { size, overlap, .. } => ("chroma_fixed_token", Some(size), Some(overlap)),
             ChunkerKind::Served(_) => ("served", None, None),
         }
+    }
+
+    /// What else tells it apart from a kind of the same name and sizes: a token count's BPE,
+    /// separators that are not the library's defaults.
+    fn detail(&self) -> Vec<String> {
+        match self {
+            ChunkerKind::LangchainRecursive(r) => {
+                let mut out = Vec::new();
+                if r.length != langchain::Length::Chars {
+                    out.push(r.length.name().to_string());
+                }
+                if !r.default_separators() {
+                    out.push(format!("separators {:?}", r.separators));
+                }
+                if r.keep_separator == langchain::KeepSeparator::End {
+                    out.push("separator at end".into());
+                }
+                out
+            }
+            ChunkerKind::ChromaFixedToken { encoding, .. } => vec![encoding.name().to_string()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether its spans are the library's exactly (white space included) rather than trimmed.
+    fn exact(&self) -> bool {
+        matches!(self, ChunkerKind::LangchainRecursive(_) | ChunkerKind::ChromaFixedToken { .. })
     }
 
     /// Whether a chunk is a whole document (nothing split).
@@ -138,7 +180,8 @@ impl ChunkerKind {
     }
 
     /// The spans of `text` it makes, given the document's `headings` (start, level, label),
-    /// trimmed of white space, empty ones dropped.
+    /// trimmed of white space (a library's splitter: as the library leaves them), empty ones
+    /// dropped.
     pub fn spans(&self, text: &str, headings: &[(usize, u8, &str)]) -> Vec<Range<usize>> {
         let whole = 0..text.len();
         let out = match *self {
@@ -147,8 +190,13 @@ impl ChunkerKind {
             ChunkerKind::Sentence { max_chars, overlap } => sentence::spans(text, max_chars, overlap),
             ChunkerKind::Recursive { size, overlap } => recursive::spans(text, whole, size, overlap),
             ChunkerKind::Markdown { max_chars } => markdown::spans(text, headings, max_chars),
+            ChunkerKind::LangchainRecursive(ref r) => r.spans(text),
+            ChunkerKind::ChromaFixedToken { size, overlap, encoding } => chroma::spans(text, size, overlap, encoding),
             ChunkerKind::Served(_) => unreachable!("a served index's chunks are its rows, read from its engine"),
         };
+        if self.exact() {
+            return out.into_iter().filter(|r| !r.is_empty()).collect();
+        }
         out.into_iter().map(|r| trim_span(text, r)).filter(|r| !r.is_empty()).collect()
     }
 }
@@ -167,6 +215,10 @@ impl fmt::Display for ChunkerSpec {
                 write!(f, ",{overlap}")?;
             }
             write!(f, ")")?;
+        }
+        let detail = self.kind.detail();
+        if !detail.is_empty() {
+            write!(f, "[{}]", detail.join("; "))?;
         }
         if self.title {
             write!(f, "+title")?;

@@ -7,6 +7,7 @@ pub mod bench_ann;
 pub mod bench_embed;
 pub mod bench_filter;
 pub mod check;
+pub mod chunks;
 pub mod contexts;
 pub mod diff;
 pub mod draft;

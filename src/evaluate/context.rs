@@ -130,6 +130,17 @@ impl Overlap {
         Overlap { relevant: count(&t), context: count(&c), shared }
     }
 
+    /// As [`Overlap::of`], with the context counted chunk by chunk (text two chunks share
+    /// counts twice), as Chroma's chunking evaluation counts the retrieved chunks' characters.
+    pub fn of_chunks(
+        relevant: &[(u32, usize, usize)],
+        chunks: &[(u32, usize, usize)],
+        count: &dyn Fn(u32, usize, usize) -> usize,
+    ) -> Overlap {
+        let context = chunks.iter().map(|&(d, s, e)| count(d, s, e)).sum();
+        Overlap { context, ..Overlap::of(relevant, chunks, count) }
+    }
+
     /// |T ∩ C| / |T|; undefined without relevant text.
     pub fn recall(&self) -> Option<f64> {
         (self.relevant > 0).then(|| self.shared as f64 / self.relevant as f64)

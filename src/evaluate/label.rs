@@ -319,7 +319,7 @@ mod tests {
             answerable: true,
             groups: None,
             relevant: relevant.iter().map(|(id, g)| Label { id: id.to_string(), grade: *g, own: false }).collect(),
-            evidence: evidence.iter().map(|t| Evidence { text: t.to_string(), doc: None }).collect(),
+            evidence: evidence.iter().map(|t| Evidence { text: t.to_string(), doc: None, span: None }).collect(),
             tags: vec![],
             meta: None,
             label_hash: None,

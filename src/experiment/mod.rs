@@ -118,7 +118,8 @@ impl Cell {
 /// The metric columns of an experiment (see [`Experiment::columns`]).
 fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> Vec<MetricAt> {
     let mut out: Vec<MetricAt> = metrics.iter().flat_map(|&m| k.iter().map(move |&k| MetricAt::at_k(m, k))).collect();
-    out.extend(metrics.iter().flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
+    let rank_metrics = metrics.iter().filter(|m| !m.is_token_level());
+    out.extend(rank_metrics.flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
     if unit != Unit::Doc {
         out.extend(Metric::TOKEN.iter().flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
     }
@@ -341,12 +342,10 @@ impl Experiment {
         if metrics.is_empty() {
             return Err(Error::input(Location::file(path), "`metrics` is an empty list: name at least one metric"));
         }
-        if let Some(m) = metrics.iter().find(|m| m.is_token_level()) {
+        if let Some(m) = metrics.iter().find(|m| m.is_token_level()).filter(|_| raw.unit == Unit::Doc) {
             return Err(Error::input(
                 Location::file(path),
-                format!(
-                    "`metrics` lists {m}: token-level measures come with every `budget` for section and evidence units"
-                ),
+                format!("`metrics` lists {m}: token-level measures need `unit = \"section\"` or `\"evidence\"`"),
             ));
         }
         let columns = columns_of(&metrics, &k, &budget, raw.unit);
@@ -395,13 +394,13 @@ impl Experiment {
         }
 
         let base = path.parent().unwrap_or(Path::new("."));
-        let retrievers = expand_all(&raw.retrievers, "retrievers", text, path, retriever_cell_from)?;
+        let retrievers = expand_all(&raw.retrievers, "retrievers", &[], text, path, retriever_cell_from)?;
         // A served index's chunks are its rows: with served retrievers alone, no chunker is needed.
         let all_served = retrievers.iter().all(|(r, _)| r.served_rows().is_some());
         let chunkers = if raw.chunkers.is_empty() && all_served {
             Vec::new()
         } else {
-            expand_all(&raw.chunkers, "chunkers", text, path, crate::chunkers::parse)?
+            expand_all(&raw.chunkers, "chunkers", &crate::chunkers::LIST_KEYS, text, path, crate::chunkers::parse)?
         };
         let served_at = raw
             .retrievers

@@ -47,6 +47,9 @@ pub struct Label {
 pub struct Evidence {
     pub text: String,
     pub doc: Option<String>,
+    /// Where it is in its document, when the golden set says (`start`, `end` in characters):
+    /// as byte offsets, checked to hold `text` exactly. Without it, every place the text occurs.
+    pub span: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +93,8 @@ impl GoldenCase {
 pub enum GoldenFormat {
     Beir,
     Json,
+    /// Chroma's chunking evaluation (`questions_df.csv`: question, references, corpus_id).
+    Chroma,
 }
 
 /// How complete a golden set's labels are (SPEC §9): `pooled` when the items the cells return
@@ -117,11 +122,13 @@ pub struct GoldenSource {
 }
 
 impl GoldenSource {
-    /// The format the set is read in: as declared, else BEIR for a folder, JSON for a file.
+    /// The format the set is read in: as declared, else BEIR for a folder, Chroma's for a CSV
+    /// file, JSON for any other file.
     pub fn format(&self) -> GoldenFormat {
         match self.format {
             Some(f) => f,
             None if self.path.is_dir() => GoldenFormat::Beir,
+            None if self.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")) => GoldenFormat::Chroma,
             None => GoldenFormat::Json,
         }
     }
@@ -136,7 +143,8 @@ pub fn load(source: &GoldenSource, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
     let format = source.format();
     let cases = match format {
         GoldenFormat::Beir => read_beir(source, corpus)?,
-        GoldenFormat::Json => read_json(&source.path, corpus)?,
+        GoldenFormat::Json => check_cases(read_json(&source.path)?, corpus)?,
+        GoldenFormat::Chroma => check_cases(read_chroma(&source.path)?, corpus)?,
     };
     if cases.is_empty() {
         return Err(Error::input(Location::file(&source.path), "the golden set has no cases"));
@@ -259,10 +267,11 @@ fn label(value: Value) -> Result<Label, String> {
     }
 }
 
-/// An evidence span: its text, or `{"text": …, "doc": …}`.
+/// An evidence span: its text, or `{"text": …, "doc": …}`, with `start` and `end` (characters)
+/// where its document holds it.
 fn evidence(value: Value, default_doc: &Option<String>) -> Result<Evidence, String> {
     match value {
-        Value::String(text) => Ok(Evidence { text, doc: default_doc.clone() }),
+        Value::String(text) => Ok(Evidence { text, doc: default_doc.clone(), span: None }),
         Value::Object(mut map) => {
             let text = match map.remove("text").or_else(|| map.remove("trecho")) {
                 Some(Value::String(t)) => t,
@@ -273,10 +282,26 @@ fn evidence(value: Value, default_doc: &Option<String>) -> Result<Evidence, Stri
                 Some(Value::String(d)) => Some(d),
                 Some(other) => return Err(format!("an evidence span's `doc` must be a string, found {other}")),
             };
+            let offset = |map: &mut serde_json::Map<String, Value>, key: &str| match map.remove(key) {
+                None => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .map(|n| Some(n as usize))
+                    .ok_or_else(|| format!("an evidence span's `{key}` must be a character offset, found {v}")),
+            };
+            let span = match (offset(&mut map, "start")?, offset(&mut map, "end")?) {
+                (None, None) => None,
+                (Some(s), Some(e)) if s < e && doc.is_some() => Some((s, e)),
+                (Some(_), Some(_)) if doc.is_some() => {
+                    return Err("an evidence span's `start` must be before its `end`".into())
+                }
+                (Some(_), Some(_)) => return Err("an evidence span placed by `start` and `end` needs its `doc`".into()),
+                _ => return Err("an evidence span takes both `start` and `end`, or neither".into()),
+            };
             if let Some(key) = map.keys().next() {
-                return Err(format!("evidence has unknown field `{key}` (it has `text` and `doc`)"));
+                return Err(format!("evidence has unknown field `{key}` (it has `text`, `doc`, `start` and `end`)"));
             }
-            Ok(Evidence { text, doc })
+            Ok(Evidence { text, doc, span })
         }
         other => Err(format!("evidence is a text, or {{\"text\", \"doc\"}}; found {other}")),
     }
@@ -328,8 +353,8 @@ fn hint_meta(message: String) -> String {
     }
 }
 
-/// Reads a JSON array (or JSONL) of cases, checking every label against the corpus.
-fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
+/// Reads a JSON array (or JSONL) of cases, each with where it was written.
+fn read_json(path: &Path) -> Result<Vec<(Location, RawCase)>> {
     let text = text::read(path)?;
     let mut located: Vec<(Location, RawCase)> = Vec::new();
     if text.trim_start().starts_with('[') {
@@ -357,7 +382,61 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
             }
         }
     }
+    Ok(located)
+}
 
+/// Reads Chroma's chunking-evaluation questions (`question`, `references`: a JSON list of
+/// `content`, `start_index`, `end_index` in characters, `corpus_id`: the document): one case
+/// per row, `q<row>` as Chroma numbers them, each excerpt an evidence span placed where it says.
+fn read_chroma(path: &Path) -> Result<Vec<(Location, RawCase)>> {
+    #[derive(Deserialize)]
+    struct Row {
+        question: String,
+        references: String,
+        corpus_id: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Reference {
+        content: String,
+        start_index: u64,
+        end_index: u64,
+    }
+    let text = text::read(path)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let mut located = Vec::new();
+    for (i, row) in reader.deserialize::<Row>().enumerate() {
+        let line = |e: &csv::Error| e.position().map_or(i + 2, |p| p.line() as usize);
+        let row = row.map_err(|e| Error::input(Location::line(path, line(&e)), format!("invalid row: {e}")))?;
+        let at = Location::line(path, i + 2);
+        let references: Vec<Reference> = serde_json::from_str(&row.references)
+            .map_err(|e| Error::input(at.clone(), format!("`references` is not a list of excerpts: {e}")))?;
+        let evidence = references
+            .into_iter()
+            .map(|r| serde_json::json!({"text": r.content, "doc": row.corpus_id, "start": r.start_index, "end": r.end_index}))
+            .collect();
+        let case = RawCase {
+            id: Some(JsonId::Str(format!("q{i}"))),
+            question: row.question,
+            split: None,
+            answerable: None,
+            groups: None,
+            relevant: None,
+            evidence: Some(Value::Array(evidence)),
+            doc: None,
+            _notes: None,
+            tags: Vec::new(),
+            meta: None,
+            label_hash: None,
+        };
+        located.push((at, case));
+    }
+    Ok(located)
+}
+
+/// The cases as read, every label checked against the corpus; every bad case listed.
+fn check_cases(located: Vec<(Location, RawCase)>, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
+    let mut chars: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut normalized_docs: Option<Vec<String>> = None;
     let mut seen: HashMap<String, Location> = HashMap::new();
     let mut cases = Vec::with_capacity(located.len());
@@ -409,10 +488,33 @@ fn read_json(path: &Path, corpus: &Corpus) -> Result<Vec<GoldenCase>> {
                 .map(|e| evidence(e, &raw.doc))
                 .collect::<Result<_, String>>()
                 .map_err(|e| bad(format!("case {id:?}: {e}")))?;
-            for ev in &evidence {
+            let mut evidence = evidence;
+            for ev in &mut evidence {
                 let needle = normalize(&ev.text);
                 if needle.is_empty() {
                     return Err(bad(format!("case {id:?} has an empty evidence span")));
+                }
+                if let (Some((start, end)), Some(doc)) = (ev.span, &ev.doc) {
+                    let d = corpus
+                        .doc_index(doc)
+                        .ok_or_else(|| bad(format!("case {id:?} names unknown document {doc:?}")))?;
+                    let text = &corpus.docs[d].text;
+                    // Byte offset of every character, and the end.
+                    let offsets = chars.entry(d).or_insert_with(|| {
+                        text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect()
+                    });
+                    let held = (end < offsets.len()).then(|| &text[offsets[start]..offsets[end]]);
+                    if held != Some(ev.text.as_str()) {
+                        let held = held
+                            .map_or(format!("ends after the document's {} characters", offsets.len() - 1), |h| {
+                                format!("holds {:?}", h.chars().take(80).collect::<String>())
+                            });
+                        return Err(bad(format!(
+                            "case {id:?}: characters {start}..{end} of document {doc:?} do not hold the evidence text: that place {held}"
+                        )));
+                    }
+                    ev.span = Some((offsets[start], offsets[end]));
+                    continue;
                 }
                 let found = match &ev.doc {
                     Some(doc) => {
@@ -547,6 +649,9 @@ pub fn golden_hash(cases: &[GoldenCase]) -> String {
         for e in &c.evidence {
             h.update(e.text.as_bytes());
             h.update(b"\0");
+            if let Some((start, end)) = e.span {
+                h.update(format!("{start}-{end}\0").as_bytes());
+            }
         }
     }
     h.finalize().to_hex()[..16].to_string()
@@ -574,7 +679,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("g.json");
         std::fs::write(&p, json).unwrap();
-        read_json(&p, &corpus())
+        check_cases(read_json(&p)?, &corpus())
     }
 
     #[test]

@@ -83,7 +83,8 @@ pub(super) struct Metrics<'a> {
 impl<'a> Metrics<'a> {
     pub fn new(s: &Scoring<'_>, columns: &'a [(usize, MetricAt)]) -> Result<Self> {
         let (exp, corpus, cases, facts, counter) = (s.exp, s.corpus, s.cases, s.facts, s.counter);
-        let token_measures = !exp.budget.is_empty() && exp.unit != Unit::Doc;
+        let token_measures = exp.unit != Unit::Doc
+            && (!exp.budget.is_empty() || columns.iter().any(|(_, c)| !c.budget && c.metric.is_token_level()));
         let relevant_text = if token_measures {
             let doc = |d: usize| facts.normalized(corpus, d);
             cases.par_iter().zip(&s.truths).map(|(c, t)| relevant_text(exp.unit, c, t, corpus, &doc)).collect()
@@ -124,12 +125,32 @@ impl Collector for Metrics<'_> {
             })
             .collect();
         let ks = s.exp.k.len();
+        // Token-level measures at a cut-off, in characters as Chroma's chunking evaluation
+        // counts them: the top k chunks' characters summed, each chunk whole.
+        let chars = |d: u32, st: usize, e: usize| s.corpus.docs[d as usize].text[st..e].chars().count();
+        let at_k = |i: usize, k: usize| {
+            let top: Vec<(u32, usize, usize)> = (r.list(i).returned.iter().take(k))
+                .map(|&c| {
+                    (
+                        set.chunks[c as usize].doc,
+                        set.chunks[c as usize].start as usize,
+                        set.chunks[c as usize].end as usize,
+                    )
+                })
+                .collect();
+            Overlap::of_chunks(&self.relevant_text[ci], &top, &chars)
+        };
         out.values = self
             .columns
             .iter()
             .map(|&(i, c)| {
                 if !c.budget {
-                    return c.metric.at(r.list(i), c.k);
+                    return match c.metric {
+                        Metric::TokRecall => at_k(i, c.k).recall(),
+                        Metric::TokPrecision => at_k(i, c.k).precision(),
+                        Metric::TokIou => at_k(i, c.k).iou(),
+                        m => m.at(r.list(i), c.k),
+                    };
                 }
                 let (b, judged) = (i - ks, &lists.judged_packed[i - ks]);
                 match c.metric {
@@ -274,9 +295,9 @@ impl Collector for OracleParity {
     }
 }
 
-/// The relevant text of a case as byte ranges: its labelled sections (section unit), or every
-/// place its evidence spans occur in the documents they name, else in its labelled
-/// documents, else anywhere (evidence unit); `normalized` gives each document's mapped
+/// The relevant text of a case as byte ranges: its labelled sections (section unit), or its
+/// evidence spans where the golden set places them, else every place they occur in the
+/// documents they name, else in its labelled documents, else anywhere (evidence unit); `normalized` gives each document's mapped
 /// normalisation, computed once per document.
 fn relevant_text<'n>(
     unit: Unit,
@@ -307,6 +328,10 @@ fn relevant_text<'n>(
                 .collect();
             let mut out = Vec::new();
             for e in &case.evidence {
+                if let (Some((start, end)), Some(d)) = (e.span, e.doc.as_deref().and_then(|d| corpus.doc_index(d))) {
+                    out.push((d as u32, start, end));
+                    continue;
+                }
                 let span = crate::analyze::normalize(&e.text);
                 if span.is_empty() {
                     continue;

@@ -49,4 +49,5 @@ mod runner_rules;
 mod scaling_tools;
 mod shards;
 mod slurm;
+mod splitters;
 mod trec_files;
