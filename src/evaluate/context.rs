@@ -175,4 +175,15 @@ mod tests {
         assert_eq!(o.iou(), Some(5.0 / 29.0));
         assert_eq!(Overlap::of(&[], &c, &bytes).recall(), None);
     }
+
+    #[test]
+    fn chunk_by_chunk_the_shared_text_of_overlapping_chunks_counts_twice_in_the_context() {
+        let bytes = |_: u32, s: usize, e: usize| e - s;
+        let t = [(0, 10, 20)];
+        let c = [(0, 15, 30), (0, 18, 25), (2, 0, 4)];
+        let o = Overlap::of_chunks(&t, &c, &bytes);
+        // 15 + 7 + 4 characters sent; the shared text still once.
+        assert_eq!(o, Overlap { relevant: 10, context: 26, shared: 5 });
+        assert_eq!(o.iou(), Some(5.0 / 31.0));
+    }
 }
