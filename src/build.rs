@@ -279,20 +279,37 @@ fn chunk_stage(
     // The headings chunkers split on are part of what a chunk set is made from.
     let structure = corpus.structure_hash();
     let (store, engines) = (ctx.store, &ctx.engines);
-    // Each set, the seconds it took, and (for a served index) the rows it placed as whole documents.
-    let cached: Vec<((Cached<ChunkSet>, usize), f64)> = plan
+    // Each set, the seconds it took, and what its reading found (a served index's rows placed
+    // as whole documents, a brought file's overlaps and gaps).
+    type Read = (Cached<ChunkSet>, Option<String>);
+    let cached: Vec<(Read, f64)> = plan
         .chunkers
         .par_iter()
         .map(|spec| {
             let t = Instant::now();
+            let fresh = |value: ChunkSet| Cached {
+                value,
+                build: cache::BuildRecord { seconds: t.elapsed().as_secs_f64() },
+                reused: false,
+            };
             // A served index's rows are read from its server every run: they are the team's
             // to change, not content this cache can key.
             let set = match spec.kind.served() {
                 Some(rows) => {
                     let read = crate::engine::servers::served_rows(rows, engines)?;
                     let (value, whole) = ChunkSet::from_rows(corpus, spec, &read)?;
-                    let build = cache::BuildRecord { seconds: t.elapsed().as_secs_f64() };
-                    (Cached { value, build, reused: false }, whole)
+                    let note = (whole > 0).then(|| {
+                        format!(
+                            "{} with text not found in the document as the corpus reads it: counted as that whole document (unplaced = \"document\")",
+                            crate::words::count(whole, "row")
+                        )
+                    });
+                    (fresh(value), note)
+                }
+                // Placed every run (a file read and searched), so its note is said every run.
+                None if spec.kind.brought().is_some() => {
+                    let (value, note) = ChunkSet::from_brought(corpus, spec)?;
+                    (fresh(value), note)
                 }
                 None => (
                     store.get_or_build(
@@ -304,7 +321,7 @@ fn chunk_stage(
                         |dir| ChunkSet::build(corpus, spec).write(dir),
                         |dir| ChunkSet::open(dir, spec),
                     )?,
-                    0,
+                    None,
                 ),
             };
             pb.inc(1);
@@ -314,18 +331,11 @@ fn chunk_stage(
     pb.finish_and_clear();
     let sets: Vec<ChunkSet> = cached
         .into_iter()
-        .map(|((set, whole), secs)| {
+        .map(|((set, note), secs)| {
             let mut r = StageReport::new("chunk", set.value.spec.to_string(), secs);
             r.chunks = set.value.len();
             r.reused = set.reused;
-            r.note = if whole > 0 {
-                Some(format!(
-                    "{} with text not found in the document as the corpus reads it: counted as that whole document (unplaced = \"document\")",
-                    crate::words::count(whole, "row")
-                ))
-            } else {
-                oversized(&set.value, corpus)
-            };
+            r.note = note.or_else(|| oversized(&set.value, corpus));
             stages.push(r);
             set.value
         })

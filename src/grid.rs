@@ -18,6 +18,8 @@ pub type GridTable = BTreeMap<Spanned<String>, Spanned<Value>>;
 pub struct Combo<'a> {
     pub values: BTreeMap<&'a str, (&'a Value, Range<usize>)>,
     pub kind: (&'a str, Range<usize>),
+    /// The experiment's folder, which paths in it are relative to.
+    pub dir: &'a Path,
 }
 
 /// The error maker of a combination: a message at a span of the experiment file.
@@ -28,7 +30,7 @@ impl<'a> Combo<'a> {
     pub fn without(&self, keys: &[&str]) -> Combo<'a> {
         let mut values = self.values.clone();
         values.retain(|k, _| !keys.contains(k));
-        Combo { values, kind: self.kind.clone() }
+        Combo { values, kind: self.kind.clone(), dir: self.dir }
     }
 
     pub fn get(&self, key: &str) -> Option<(&Value, Range<usize>)> {
@@ -93,7 +95,7 @@ pub fn expand_all<T>(
                 .collect();
         }
         for values in combos {
-            let combo = Combo { values, kind: (kind_str, kind.1.span()) };
+            let combo = Combo { values, kind: (kind_str, kind.1.span()), dir: path.parent().unwrap_or(Path::new(".")) };
             out.push(build(&combo, &bad)?);
         }
     }

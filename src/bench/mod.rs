@@ -54,7 +54,7 @@ pub fn dense_vectors(
     let model = source.model().expect("a dense source");
     let hnsw = source.graph().unwrap_or(crate::catalog::hnsw::DEFAULTS);
     let info = find_model(models, model)?;
-    let set = crate::stages::chunk::ChunkSet::build(&prepared.corpus, &cell.chunker);
+    let set = crate::stages::chunk::ChunkSet::made(&prepared.corpus, &cell.chunker)?;
     let cases = &prepared.cases[..queries.min(prepared.cases.len())];
     let passage_ids = set.chunks.iter().map(|c| c.id.clone()).collect();
     let query_ids = cases.iter().map(|c| c.id.clone()).collect();

@@ -6,6 +6,7 @@
 //! document's headings). Chunk sets (`stages::chunk`) hold spans, never kinds;
 //! `tests/it/layout.rs` fails when a chunker kind is matched, or told apart by name, elsewhere.
 
+pub mod brought;
 mod chroma;
 mod fixed;
 mod langchain;
@@ -44,6 +45,9 @@ pub enum ChunkerKind {
     /// Chroma's `FixedTokenChunker`: windows of `size` BPE tokens, `overlap` repeated.
     #[serde(rename = "chroma_fixed_token")]
     ChromaFixedToken { size: usize, overlap: usize, encoding: langchain::Length },
+    /// Chunks a team's pipeline made, read from a JSON Lines file and placed in their
+    /// documents (`brought`).
+    Brought(brought::Brought),
     /// The rows of an index the team serves, each found in its document (a served
     /// retriever's chunks: never declared in `[[chunkers]]`).
     Served(served::ServedRows),
@@ -65,7 +69,7 @@ pub struct ChunkerSpec {
 type Parse = fn(&Combo<'_>, Bad<'_>) -> Result<ChunkerKind>;
 
 /// Each kind by the name an experiment gives it, with its parser.
-const KINDS: [(&str, Parse); 7] = [
+const KINDS: [(&str, Parse); 8] = [
     ("none", none),
     ("fixed", fixed::parse),
     ("sentence", sentence::parse),
@@ -73,6 +77,7 @@ const KINDS: [(&str, Parse); 7] = [
     ("markdown", markdown::parse),
     ("langchain_recursive", langchain::parse),
     ("chroma_fixed_token", chroma::parse),
+    ("brought", brought::parse),
 ];
 
 /// Keys whose value is itself a list: a list of strings is one value, a list of lists an axis.
@@ -130,6 +135,7 @@ impl ChunkerKind {
             ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
             ChunkerKind::LangchainRecursive(ref r) => ("langchain_recursive", Some(r.size), Some(r.overlap)),
             ChunkerKind::ChromaFixedToken { size, overlap, .. } => ("chroma_fixed_token", Some(size), Some(overlap)),
+            ChunkerKind::Brought(_) => ("brought", None, None),
             ChunkerKind::Served(_) => ("served", None, None),
         }
     }
@@ -152,6 +158,9 @@ impl ChunkerKind {
                 out
             }
             ChunkerKind::ChromaFixedToken { encoding, .. } => vec![encoding.name().to_string()],
+            ChunkerKind::Brought(b) => {
+                vec![b.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())]
+            }
             _ => Vec::new(),
         }
     }
@@ -170,6 +179,14 @@ impl ChunkerKind {
     pub fn served(&self) -> Option<&served::ServedRows> {
         match self {
             ChunkerKind::Served(rows) => Some(rows),
+            _ => None,
+        }
+    }
+
+    /// The file of chunks it reads, when its chunks are a team's own.
+    pub fn brought(&self) -> Option<&brought::Brought> {
+        match self {
+            ChunkerKind::Brought(b) => Some(b),
             _ => None,
         }
     }
@@ -193,6 +210,9 @@ impl ChunkerKind {
             ChunkerKind::LangchainRecursive(ref r) => r.spans(text),
             ChunkerKind::ChromaFixedToken { size, overlap, encoding } => chroma::spans(text, size, overlap, encoding),
             ChunkerKind::Served(_) => unreachable!("a served index's chunks are its rows, read from its engine"),
+            ChunkerKind::Brought(_) => {
+                unreachable!("brought chunks are placed from their file (ChunkSet::from_brought)")
+            }
         };
         if self.exact() {
             return out.into_iter().filter(|r| !r.is_empty()).collect();

@@ -30,7 +30,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print_health(&prepared.health(), false);
     let options = dirs.options(false);
     // Read once: a served index's rows come from its server on every read.
-    let sets = runner::chunk_sets(&prepared, &options, &mut Vec::new())?;
+    let mut stages = Vec::new();
+    let sets = runner::chunk_sets(&prepared, &options, &mut stages)?;
+    for stage in &stages {
+        if let Some(note) = &stage.note {
+            println!("chunks {}: {}", safe(&stage.key), safe(note));
+        }
+    }
     for (m, info) in prepared.models.iter().enumerate() {
         if info.kind == ragsweep::stages::embed::ModelKind::Vectors {
             let n = runner::check_brought(&prepared, &sets, m)?;

@@ -38,8 +38,39 @@ pub struct ChunkSet {
 
 const CHUNKS_FILE: &str = "chunks.json";
 
+/// The spans of a document: its index, text and headings (start, level, label).
+type SpansOf<'a> = dyn Fn(usize, &str, &[(usize, u8, &str)]) -> Vec<std::ops::Range<usize>> + 'a;
+
 impl ChunkSet {
     pub fn build(corpus: &Corpus, spec: &ChunkerSpec) -> ChunkSet {
+        ChunkSet::assemble(corpus, spec, &|_, text, headings| spec.kind.spans(text, headings))
+    }
+
+    /// The chunk set of a team's own chunks (`brought`), and what placing them found (overlaps,
+    /// gaps, documents without chunks) when there is something to say.
+    pub fn from_brought(corpus: &Corpus, spec: &ChunkerSpec) -> Result<(ChunkSet, Option<String>)> {
+        let brought = spec.kind.brought().expect("a brought chunker");
+        let texts: Vec<&str> = corpus.docs.iter().map(|d| d.text.as_str()).collect();
+        let placed = brought.place(&|id| corpus.doc_index(id), &texts)?;
+        let mut by_doc: Vec<Vec<std::ops::Range<usize>>> = vec![Vec::new(); corpus.docs.len()];
+        for (d, span, _) in &placed.chunks {
+            by_doc[*d].push(span.clone());
+        }
+        let set = ChunkSet::assemble(corpus, spec, &|d, _, _| by_doc[d].clone());
+        Ok((set, placed.note(&|d| corpus.docs[d].id.clone())))
+    }
+
+    /// The chunk set of `spec` made here, its own chunks or a team's (`brought`).
+    pub fn made(corpus: &Corpus, spec: &ChunkerSpec) -> Result<ChunkSet> {
+        match spec.kind.brought() {
+            Some(_) => Ok(ChunkSet::from_brought(corpus, spec)?.0),
+            None => Ok(ChunkSet::build(corpus, spec)),
+        }
+    }
+
+    /// The set of the spans `spans(doc, text, headings)` gives each document, with the prefixes
+    /// the spec asks for; ordered by id, each span once.
+    fn assemble(corpus: &Corpus, spec: &ChunkerSpec, spans: &SpansOf<'_>) -> ChunkSet {
         let mut rows: Vec<(Chunk, String)> = Vec::new();
         for (d, doc) in corpus.docs.iter().enumerate() {
             // The document's own headings, whatever its format (HTML h1–h6, DOCX heading styles,
@@ -51,7 +82,7 @@ impl ChunkSet {
                 Vec::new()
             };
             let mut enclosing = HeadingPath::new(&headings);
-            for span in spec.kind.spans(&doc.text, &headings) {
+            for span in spans(d, &doc.text, &headings) {
                 let mut prefix = String::new();
                 if spec.title {
                     if let Some(t) = &doc.title {

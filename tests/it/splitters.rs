@@ -184,3 +184,72 @@ fn an_excerpt_its_place_does_not_hold_and_bad_splitter_settings_are_located_erro
         assert!(!out.status.success() && err.contains(wanted), "{chunker}: {err}");
     }
 }
+
+/// A team's own chunks (`kind = "brought"`): placed by characters or by text (a repeated text at
+/// its next occurrence), indexed and ranked; overlaps, text no chunk holds and documents without
+/// chunks said by `validate`; a line that cannot be placed stops it at its line.
+#[test]
+fn brought_chunks_are_placed_measured_and_their_gaps_said() {
+    let chunks = [
+        r#"{"doc": "a", "start": 0, "end": 24}"#,
+        r#"{"doc": "a", "text": "Segunda parte do texto."}"#,
+        r#"{"doc": "b", "text": "Texto repetido."}"#,
+        r#"{"doc": "b", "text": "Texto repetido.", "metadata": {"page": 1}}"#,
+        r#"{"doc": "a", "text": "parte do texto. Terceira"}"#,
+    ];
+    let f = Fixture::new(
+        &[
+            ("a.md", "Primeira parte do texto. Segunda parte do texto. Terceira parte."),
+            ("b.md", "Texto repetido. Texto repetido. Fim."),
+            ("c.md", "Sem chunks aqui."),
+        ],
+        r#"[{"id": "q1", "question": "terceira parte", "relevant": ["a"]}]"#,
+        "name = \"brought\"\nk = [2]\nlatency_cases = 0\n[[chunkers]]\nkind = \"brought\"\npath = \"chunks.jsonl\"\n\
+         [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"simple\"\n",
+    );
+    std::fs::write(f.path().join("chunks.jsonl"), chunks.join("\n")).unwrap();
+    let out = f.cmd().args(["validate", "exp.toml"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("1 overlap the chunk before them (line 5)"), "{said}");
+    assert!(said.contains("2 stretches of text no chunk holds (a chars 57..64, b chars 31..36)"), "{said}");
+    assert!(said.contains("1 documents without a chunk (c)"), "{said}");
+
+    let listed = f.cmd().args(["chunks", "exp.toml"]).output().unwrap();
+    let placed: Vec<(String, u64)> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|c| (c["text"].as_str().unwrap().to_string(), c["char_start"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            ("Primeira parte do texto.".to_string(), 0),
+            ("Segunda parte do texto.".to_string(), 25),
+            ("parte do texto. Terceira".to_string(), 33),
+            ("Texto repetido.".to_string(), 0),
+            ("Texto repetido.".to_string(), 16),
+        ]
+    );
+    let run = f.run();
+    let line: Value =
+        serde_json::from_str(std::fs::read_to_string(run.join("per_query.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    assert_eq!(line["hits"][0][0], "a@33-57", "{line}");
+
+    for (bad, wanted) in [
+        (r#"{"doc": "zz", "text": "x"}"#, "chunks.jsonl:2: document \"zz\" is not in the corpus"),
+        (r#"{"doc": "a", "text": "não está lá"}"#, "chunks.jsonl:2: its text is not in \"a\""),
+        (r#"{"doc": "c", "start": 3, "end": 99}"#, "chunks.jsonl:2: characters 3..99 are not a span of \"c\""),
+        (r#"{"doc": "c"}"#, "chunks.jsonl:2: a chunk takes `start` and `end`"),
+    ] {
+        std::fs::write(f.path().join("chunks.jsonl"), format!("{}\n{bad}\n", chunks[0])).unwrap();
+        let out = f.cmd().args(["validate", "exp.toml"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(wanted), "{bad}: {err}");
+    }
+    std::fs::remove_file(f.path().join("chunks.jsonl")).unwrap();
+    let out = f.cmd().args(["validate", "exp.toml"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("exp.toml:10:8") && err.contains("chunks.jsonl"), "{err}");
+}

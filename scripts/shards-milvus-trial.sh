@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Four concurrent shards on one Milvus (issue 64): SciFact test (300 questions) with synthetic
+# ACLs, MiniLM vectors, Milvus FLAT and HNSW cells with and without the filter, run once
+# unsharded and then TRIALS times as four shards at once on the same server, each set of shards
+# merged. For each trial: how many per_query lines differ from the unsharded run, and whether
+# the merge said that lists moved while the shards ran (it must, whenever they differ).
+# Needs scripts/install-models.sh and scripts/install-engines.sh; writes into a temporary folder.
+# usage: scripts/shards-milvus-trial.sh [TRIALS]   (BIN=path/to/ragsweep to use another build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+TRIALS=${1:-3}
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=$REPO/target/release/ragsweep
+fi
+W=$(mktemp -d)
+mkfifo "$W/in"
+"$BIN" engines serve milvus --token-file "$W/token" --engines "$REPO/engines" <"$W/in" >"$W/url" 2>"$W/serve.log" &
+exec 3>"$W/in"
+trap 'exec 3>&-; wait; rm -rf "$W"' EXIT
+until [ -s "$W/url" ]; do sleep 1; done
+export TRIAL_MILVUS_TOKEN
+TRIAL_MILVUS_TOKEN=$(cat "$W/token")
+cat >"$W/exp.toml" <<T
+name = "shards-milvus"
+unit = "doc"
+k = [10]
+metrics = ["ndcg", "recall"]
+filter = ["none", "in_query"]
+[permissions]
+synthetic_groups = 10
+[corpus]
+path = "$REPO/../shared/corpora/scifact"
+[golden]
+path = "$REPO/../shared/corpora/scifact"
+reserved = ["test"]
+[engines.milvus]
+url = "$(head -1 "$W/url")"
+token_env = "TRIAL_MILVUS_TOKEN"
+[[chunkers]]
+kind = "none"
+title = true
+[[retrievers]]
+kind = "dense"
+engine = "milvus"
+model = "minilm-l6"
+index = "flat"
+[[retrievers]]
+kind = "dense"
+engine = "milvus"
+model = "minilm-l6"
+index = "hnsw"
+m = 16
+ef_construction = 64
+ef_search = 40
+T
+run() { "$BIN" run "$W/exp.toml" -q --models "$REPO/models" --cache "$W/cache" "$@"; }
+lines() { sort "$1/per_query.jsonl" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    print(d["cell"], d["case"], json.dumps(d["metrics"], sort_keys=True), d.get("top"))'; }
+run --out "$W/unsharded" >/dev/null
+base=$(ls -d "$W"/unsharded/shards-milvus/2*)
+echo "unsharded: $(wc -l <"$base/per_query.jsonl") lines"
+for t in $(seq 1 "$TRIALS"); do
+  for i in 1 2 3 4; do run --shard "$i/4" --out "$W/t$t/s$i" >/dev/null & done
+  wait
+  "$BIN" merge "$W/exp.toml" "$W"/t"$t"/s*/shards-milvus/2* --out "$W/t$t/merged" >"$W/t$t/merge.out" 2>&1
+  merged=$(ls -d "$W"/t"$t"/merged/shards-milvus/2*)
+  differ=$(diff <(lines "$base") <(lines "$merged") | grep -c '^>' || true)
+  warned=$(grep -c -i "moved" "$W/t$t/merge.out" || true)
+  echo "trial $t: $differ of $(wc -l <"$merged/per_query.jsonl") lines differ from the unsharded run; merge lines naming moved lists: $warned"
+  grep -i "moved" "$W/t$t/merge.out" | head -2 || true
+done
