@@ -5,7 +5,8 @@
 # merged. For each trial: how many per_query lines differ from the unsharded run, and whether
 # the merge said that lists moved while the shards ran (it must, whenever they differ).
 # Needs scripts/install-models.sh and scripts/install-engines.sh; writes into a temporary folder.
-# usage: scripts/shards-milvus-trial.sh [TRIALS]   (BIN=path/to/ragsweep to use another build)
+# usage: scripts/shards-milvus-trial.sh [TRIALS]   (BIN=path/to/ragsweep to use another build,
+# CACHE=folder to keep the vectors between trials)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -55,7 +56,7 @@ m = 16
 ef_construction = 64
 ef_search = 40
 T
-run() { "$BIN" run "$W/exp.toml" -q --models "$REPO/models" --cache "$W/cache" "$@"; }
+run() { "$BIN" run "$W/exp.toml" -q --models "$REPO/models" --cache "${CACHE:-$W/cache}" "$@" 2>/dev/null; }
 lines() { sort "$1/per_query.jsonl" | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -65,12 +66,22 @@ run --out "$W/unsharded" >/dev/null
 base=$(ls -d "$W"/unsharded/shards-milvus/2*)
 echo "unsharded: $(wc -l <"$base/per_query.jsonl") lines"
 for t in $(seq 1 "$TRIALS"); do
-  for i in 1 2 3 4; do run --shard "$i/4" --out "$W/t$t/s$i" >/dev/null & done
-  wait
+  pids=()
+  for i in 1 2 3 4; do
+    run --shard "$i/4" --out "$W/t$t/s$i" >/dev/null &
+    pids+=($!)
+  done
+  wait "${pids[@]}" # not the server, also a child of this shell
   "$BIN" merge "$W/exp.toml" "$W"/t"$t"/s*/shards-milvus/2* --out "$W/t$t/merged" >"$W/t$t/merge.out" 2>&1
   merged=$(ls -d "$W"/t"$t"/merged/shards-milvus/2*)
-  differ=$(diff <(lines "$base") <(lines "$merged") | grep -c '^>' || true)
-  warned=$(grep -c -i "moved" "$W/t$t/merge.out" || true)
-  echo "trial $t: $differ of $(wc -l <"$merged/per_query.jsonl") lines differ from the unsharded run; merge lines naming moved lists: $warned"
-  grep -i "moved" "$W/t$t/merge.out" | head -2 || true
+  diff <(lines "$base") <(lines "$merged") | grep '^>' >"$W/t$t/differ" || true
+  cells=$(cut -d' ' -f2 "$W/t$t/differ" | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}')
+  warned=$(grep -c "latency.moved" "$W/t$t/merge.out" || true)
+  echo "trial $t: $(wc -l <"$W/t$t/differ") of $(wc -l <"$merged/per_query.jsonl") lines differ from the unsharded run (${cells:-none}); the merge warned of moved lists: $([ "$warned" -gt 0 ] && echo yes || echo no)"
 done
+echo "the cells: $(python3 -c '
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["split"] == "reserved": print(r["cell"], r["label"], r["filter"], end="; ")' "$base/matrix.json")"
+echo "the merge's warning (last trial):"
+grep -B1 -A2 "latency.moved" "$W/t$TRIALS/merge.out" || true

@@ -101,17 +101,28 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
         }
         (None, None) => return Err(Error::Other("give the model's folder (model.onnx and tokenizer.json)".into())),
         (None, Some(dir)) if model.vectors => return stage_vectors(dir, staging, name, model).map(|()| Vec::new()),
-        (None, Some(dir)) if model.cross_encoder => copy_onnx_export(dir, staging, model)?,
+        (None, Some(dir)) if model.cross_encoder => {
+            let left_out = copy_onnx_export(dir, staging, model)?;
+            probe_and_record(models, staging, name, model)?;
+            return Ok(left_out_said(&left_out).into_iter().collect());
+        }
         (None, Some(dir)) => {
-            let (read, said) = export_settings(dir, model)?;
-            copy_onnx_export(dir, staging, &read)?;
+            let (read, mut said) = export_settings(dir, model)?;
+            let left_out = copy_onnx_export(dir, staging, &read)?;
             probe_and_record(models, staging, name, &read)?;
+            said.extend(left_out_said(&left_out));
             return Ok(said);
         }
         (Some(_), None) => {}
     }
     probe_and_record(models, staging, name, model)?;
     Ok(Vec::new())
+}
+
+/// The line `add` says of the framework weights it left out, if any.
+fn left_out_said(left_out: &[String]) -> Option<String> {
+    (!left_out.is_empty())
+        .then(|| format!("not copied: {} (a framework's weights; ONNX Runtime reads the graph)", left_out.join(", ")))
 }
 
 /// Writes the model.toml with a placeholder dimension, loads the model, asks it for one vector
@@ -218,9 +229,21 @@ fn regular_inside(dir: &Path, path: &Path) -> bool {
     real.starts_with(&dir) && fs::symlink_metadata(&real).is_ok_and(|m| m.file_type().is_file())
 }
 
-/// Copies the export's regular files (not its `model.toml` or install record) and writes the
-/// tokenizer files it lacks.
-fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> {
+/// A framework's weights in an export beside its ONNX graph (Hugging Face's file names):
+/// ONNX Runtime never reads them, and a copy would be checked, whole, at every run.
+fn framework_weights(name: &str) -> bool {
+    let stem_ext = |stem: &str, ext: &str| name.starts_with(stem) && name.ends_with(ext);
+    stem_ext("pytorch_model", ".bin")
+        || stem_ext("model", ".safetensors")
+        || matches!(name, "tf_model.h5" | "flax_model.msgpack" | "rust_model.ot" | "training_args.bin")
+        || name.ends_with(".ckpt")
+        || name.ends_with(".pt")
+        || name.ends_with(".pth")
+}
+
+/// Copies the export's regular files (not its `model.toml` or install record, nor a
+/// framework's weights) and writes the tokenizer files it lacks; returns the weights left out.
+fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<Vec<String>> {
     let onnx = model.onnx.as_deref().unwrap_or("model.onnx");
     for needed in [onnx, "tokenizer.json"] {
         if !dir.join(needed).is_file() {
@@ -237,6 +260,7 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> 
             )));
         }
     }
+    let mut left_out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -245,6 +269,10 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> 
             || name == "installed.json"
             || name == "model.toml"
         {
+            continue;
+        }
+        if framework_weights(&name) && name != onnx {
+            left_out.push(name);
             continue;
         }
         fs::copy(entry.path(), staging.join(&name)).map_err(|e| Error::io(&entry.path(), e))?;
@@ -263,7 +291,8 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<()> 
         };
         crate::atomic::write_atomic(&path, text.as_bytes())?;
     }
-    Ok(())
+    left_out.sort();
+    Ok(left_out)
 }
 
 /// The settings an ONNX export is run with, read as sentence-transformers runs it when it is in

@@ -521,7 +521,17 @@ fn an_added_onnx_export_scores_like_the_bundled_model_and_keeps_its_record() {
             .args(extra)
             .assert()
     };
-    add("mine", &[]).success().stdout(predicate::str::contains("added mine: 384-dimensional vectors, 256 tokens"));
+    // A framework's weights beside the graph are never read: not copied, so never checked at
+    // every run, and said.
+    std::fs::write(export.path().join("model.safetensors"), b"weights").unwrap();
+    std::fs::write(export.path().join("pytorch_model.bin"), b"weights").unwrap();
+    add("mine", &[])
+        .success()
+        .stdout(predicate::str::contains("added mine: 384-dimensional vectors, 256 tokens"))
+        .stdout(predicate::str::contains("not copied: model.safetensors, pytorch_model.bin"));
+    for weights in ["model.safetensors", "pytorch_model.bin"] {
+        assert!(!models.join("mine").join(weights).exists(), "{weights} was copied");
+    }
     add("mine", &[]).failure().stderr(predicate::str::contains("exists: `--force` replaces it"));
     add("minilm-l6", &[]).failure().stderr(predicate::str::contains("a bundled model's name"));
     add("Bad/Name", &[]).failure().stderr(predicate::str::contains("lower-case letters"));
