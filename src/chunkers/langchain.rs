@@ -41,8 +41,14 @@ pub enum Length {
 }
 
 impl Length {
-    pub(super) const CHOICES: [(&'static str, Length); 3] =
-        [("chars", Length::Chars), ("cl100k_base", Length::Cl100kBase), ("o200k_base", Length::O200kBase)];
+    /// Each by the names it is written with: tiktoken's encoding names, and without `_base`.
+    pub(super) const CHOICES: [(&'static str, Length); 5] = [
+        ("chars", Length::Chars),
+        ("cl100k_base", Length::Cl100kBase),
+        ("o200k_base", Length::O200kBase),
+        ("cl100k", Length::Cl100kBase),
+        ("o200k", Length::O200kBase),
+    ];
 
     pub(super) fn name(self) -> &'static str {
         Length::CHOICES.iter().find(|(_, l)| *l == self).map(|(n, _)| *n).expect("every length has a name")
