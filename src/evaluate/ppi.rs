@@ -77,8 +77,12 @@ pub fn mean_of(known: &[f64], labelled: &[(f64, f64)], model_only: &[f64], alpha
     let (r_mean, _) = mean(rectifier.iter().copied());
     let corrected: f64 = model_only.iter().map(|f| lambda * f + r_mean).sum();
     let mean = (exact + corrected) / total;
-    // The error is u/N·(r̄ of the judged − r̄ of the rest): two disjoint random parts.
-    let var = (u / total).powi(2) * variance(&rectifier) * (1.0 / n + 1.0 / u);
+    // The error is u/N·(r̄ of the judged − r̄ of the rest): two disjoint random parts. A few
+    // judged questions on which the model happened to be right say little of how often it is
+    // wrong: one pseudo-question whose correction varies as people's values do keeps the
+    // spread from collapsing to 0; its weight fades as judged questions grow.
+    let spread = ((n - 1.0) * variance(&rectifier) + variance(&people)) / n;
+    let var = (u / total).powi(2) * spread * (1.0 / n + 1.0 / u);
     let half = t_quantile(1.0 - alpha / 2.0, (n - 1.0) as usize) * var.max(0.0).sqrt();
     Some(Estimate { mean, lo: mean - half, hi: mean + half, lambda })
 }
