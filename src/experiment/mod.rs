@@ -431,21 +431,37 @@ impl Experiment {
                     format!("[engines.{name}]: ragsweep runs {name} itself; it takes no server of yours"),
                 ));
             };
-            let section = section.get_ref();
-            let mut secret_env = None;
-            for (written, var) in [("password_env", &section.password_env), ("token_env", &section.token_env)] {
-                match var {
-                    Some(v) if written != key => {
-                        let why =
-                            format!("[engines.{name}] names the variable with its secret `{key}`, not `{written}`");
-                        return Err(bad(v.span(), why));
+            let text_of =
+                |key: &Spanned<String>, value: &Spanned<Value>| {
+                    value.get_ref().as_str().map(str::to_string).ok_or_else(|| {
+                        bad(value.span(), format!("[engines.{name}] `{}` must be a string", key.get_ref()))
+                    })
+                };
+            let (mut url, mut secret_env) = (None, None);
+            for (written, value) in section.get_ref() {
+                match written.get_ref().as_str() {
+                    "url" => url = Some((text_of(written, value)?, value.span())),
+                    k if k == key => {
+                        let var = Spanned::new(value.span(), text_of(written, value)?);
+                        secret_env = variable(&Some(var), key)?;
                     }
-                    Some(_) => secret_env = variable(var, key)?,
-                    None => {}
+                    k if k.ends_with("_env") => {
+                        let why = format!("[engines.{name}] names the variable with its secret `{key}`, not `{k}`");
+                        return Err(bad(written.span(), why));
+                    }
+                    k => {
+                        return Err(bad(
+                            written.span(),
+                            format!("[engines.{name}]: unknown key `{k}` (it takes `url` and `{key}`)"),
+                        ))
+                    }
                 }
             }
-            let url = engine.server_url(section.url.get_ref()).map_err(|e| bad(section.url.span(), e))?;
-            servers.insert(kind, ServerSpec { url, secret_env, at: at(section.url.span()) });
+            let Some((url, url_span)) = url else {
+                return Err(bad(section.span(), format!("[engines.{name}] needs `url`: the address of your server")));
+            };
+            let url = engine.server_url(&url).map_err(|e| bad(url_span.clone(), e))?;
+            servers.insert(kind, ServerSpec { url, secret_env, at: at(url_span) });
         }
         let filters = match &raw.filter {
             None => vec![Filter::None],

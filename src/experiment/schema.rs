@@ -71,18 +71,10 @@ pub(super) struct RawCost {
     pub(super) tokenizer: Option<String>,
 }
 
-/// `[engines.NAME]`: the user's own server of engine NAME instead of a private one: its `url`,
-/// and the environment variable holding its login secret under the key its engine names
-/// (`password_env` for PostgreSQL, `token_env` for Milvus and Chroma).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawServer {
-    pub(super) url: Spanned<String>,
-    #[serde(default)]
-    pub(super) password_env: Option<Spanned<String>>,
-    #[serde(default)]
-    pub(super) token_env: Option<Spanned<String>>,
-}
+/// `[engines.NAME]`: the user's own server of engine NAME instead of a private one: its `url`
+/// and the keys its engine declares (the variable holding its login secret), each with where it
+/// was written.
+pub(super) type RawServer = std::collections::BTreeMap<Spanned<String>, Spanned<toml::Value>>;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

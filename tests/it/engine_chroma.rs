@@ -282,6 +282,12 @@ fn server_sections_are_read_by_their_engine_and_refused_at_their_line() {
             6,
             "names the variable with its secret `password_env`, not `token_env`",
         ),
+        (
+            "[engines.chroma]\nurl = \"http://db:8000\"\nuser = \"u\"\n",
+            6,
+            "unknown key `user` (it takes `url` and `token_env`)",
+        ),
+        ("[engines.chroma]\ntoken_env = \"T\"\n", 4, "[engines.chroma] needs `url`"),
         ("[engines.chroma]\nurl = \"https://u:s3cr3t@db:8000\"\n", 5, "the URL holds credentials"),
         ("[engines.chroma]\nurl = \"https://db:8000\"\n", 5, "TLS is not supported"),
         // A token in the query, the fragment or the path is neither sent nor repeated.
