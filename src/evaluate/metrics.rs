@@ -12,7 +12,8 @@ impl Metric {
     /// The metrics of a judged list, at a cut-off k or a token budget.
     pub const ALL: [Metric; 6] =
         [Metric::Ndcg, Metric::Recall, Metric::Hit, Metric::Mrr, Metric::Ap, Metric::Precision];
-    /// The token-level measures, at a token budget only (section and evidence units).
+    /// The token-level measures (section and evidence units): at every token budget, and at k
+    /// when `metrics` lists them.
     pub const TOKEN: [Metric; 3] = [Metric::TokRecall, Metric::TokPrecision, Metric::TokIou];
 
     pub fn name(self) -> &'static str {
@@ -106,7 +107,7 @@ impl FromStr for Metric {
 
     fn from_str(s: &str) -> Result<Self, String> {
         Metric::ALL.into_iter().chain(Metric::TOKEN).find(|m| m.name() == s).ok_or_else(|| {
-            format!("unknown metric {s:?} (known: hit, recall, precision, mrr, ndcg, ap; at a budget also tok_recall, tok_precision, tok_iou)")
+            format!("unknown metric {s:?} (known: hit, recall, precision, mrr, ndcg, ap, and for section and evidence units tok_recall, tok_precision, tok_iou)")
         })
     }
 }
@@ -159,9 +160,6 @@ impl FromStr for MetricAt {
             return Err(format!("cut-off must be at least 1 in {s:?}"));
         }
         let metric: Metric = m.parse()?;
-        if metric.is_token_level() && !budget {
-            return Err(format!("{metric} is measured at a token budget (e.g. {metric}@1024t), not at k"));
-        }
         Ok(MetricAt { metric, k, budget })
     }
 }
@@ -256,7 +254,7 @@ mod tests {
         assert_eq!("ndcg@10".parse::<MetricAt>().unwrap(), MetricAt::at_k(Metric::Ndcg, 10));
         assert_eq!("recall@1024t".parse::<MetricAt>().unwrap(), MetricAt::at_budget(Metric::Recall, 1024));
         assert_eq!(MetricAt::at_budget(Metric::TokIou, 512).to_string(), "tok_iou@512t");
-        assert!("tok_recall@5".parse::<MetricAt>().is_err());
+        assert_eq!("tok_recall@5".parse::<MetricAt>().unwrap(), MetricAt::at_k(Metric::TokRecall, 5));
         assert!("ndcg@0".parse::<MetricAt>().is_err());
         assert!("foo@3".parse::<MetricAt>().is_err());
     }
