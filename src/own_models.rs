@@ -28,6 +28,8 @@ pub struct OwnModel {
     /// The ONNX file inside the folder (default `model.onnx`).
     pub onnx: Option<String>,
     pub usd_per_1m_tokens: Option<f64>,
+    /// A hosted reranker's price per thousand search units.
+    pub usd_per_1k_searches: Option<f64>,
     pub http: Option<HttpModel>,
     /// A pair-scoring export (a reranker), not an embedder.
     pub cross_encoder: bool,
@@ -478,6 +480,9 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     }
     if let Some(p) = model.usd_per_1m_tokens {
         t.insert("usd_per_1m_tokens".into(), p.into());
+    }
+    if let Some(p) = model.usd_per_1k_searches {
+        t.insert("usd_per_1k_searches".into(), p.into());
     }
     toml::to_string(&t).map_err(|e| Error::Other(format!("writing model.toml: {e}")))
 }

@@ -125,6 +125,10 @@ pub struct Latency {
 /// Cases a row's `latency.moved` names at most.
 pub const MAX_MOVED_LISTED: usize = 20;
 
+fn is_nothing(x: &f64) -> bool {
+    *x == 0.0
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -197,9 +201,15 @@ pub struct CellCost {
     pub shared_embeddings: Option<String>,
     /// Mean tokens of an embedded query (dense retrieval).
     pub query_tokens: f64,
-    /// What embedding one query costs, at each model's price.
+    /// What one query costs: embedding it, and the hosted rerankers' usage, at each model's price.
     #[serde(default)]
     pub usd_per_query: f64,
+    /// Tokens a question's reranking read, as hosted rerankers' answers report them (mean).
+    #[serde(default, skip_serializing_if = "is_nothing")]
+    pub rerank_tokens: f64,
+    /// Search units a question's reranking was billed (Cohere), mean.
+    #[serde(default, skip_serializing_if = "is_nothing")]
+    pub rerank_searches: f64,
     /// Share of the cell's chunks longer than its embedding model reads (`max_length`).
     #[serde(default)]
     pub truncated_chunks: Option<f64>,

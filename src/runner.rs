@@ -543,6 +543,7 @@ pub fn run_with<'e>(
         pb.set_message(cell.id.clone());
         let this = CellRun::new(cell, planned, built.retriever(planned), models);
         let queries = built.cell_queries(planned);
+        let used_before = this.rerank_usage();
         // One cell's failure (a consistency check, an engine error) is that cell's: the other
         // cells' results are kept, and the run says it is incomplete.
         let scored: Result<Vec<CaseResult>> = (0..cases.len())
@@ -563,6 +564,8 @@ pub fn run_with<'e>(
                 Ok(result)
             })
             .collect();
+        // What hosted rerankers said one scored question used (before the timed pass asks again).
+        let reranked = rerank_per_query(&used_before, &this.rerank_usage());
         let scored_vector = |ci: usize| queries.vector(ci);
         let t = Instant::now();
         let timed = scored.and_then(|results| {
@@ -583,7 +586,9 @@ pub fn run_with<'e>(
             }
         };
         let t = Instant::now();
-        let cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices, &prepared.models);
+        let mut cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices, &prepared.models);
+        (cost.rerank_tokens, cost.rerank_searches) = (reranked.0, reranked.1);
+        cost.usd_per_query += reranked.2;
         let measured = aggregate::Measured { cost, latency, engine_plan: plans };
         let (cell_rows, cell_slices) =
             aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &measured);
@@ -956,7 +961,30 @@ struct CellRun<'a> {
     made_elsewhere: bool,
 }
 
+/// Per reranked question, what hosted rerankers' answers said they used between two readings
+/// (each call reranks one question's list): tokens, search units, and their price.
+fn rerank_per_query(
+    before: &[Option<crate::retrieve::source::Usage>],
+    after: &[Option<crate::retrieve::source::Usage>],
+) -> (f64, f64, f64) {
+    let mut out = (0.0, 0.0, 0.0);
+    for (b, a) in before.iter().zip(after) {
+        let (Some(b), Some(a)) = (b, a) else { continue };
+        let calls = (a.calls - b.calls).max(1) as f64;
+        let (tokens, searches) = ((a.tokens - b.tokens) as f64 / calls, (a.searches - b.searches) as f64 / calls);
+        out.0 += tokens;
+        out.1 += searches;
+        out.2 += crate::stages::cost::usd(tokens, a.usd_per_1m_tokens) + searches * a.usd_per_1k_searches / 1000.0;
+    }
+    out
+}
+
 impl<'a> CellRun<'a> {
+    /// What each of the cell's rerankers said it used so far (`None`: one that runs here).
+    fn rerank_usage(&self) -> Vec<Option<crate::retrieve::source::Usage>> {
+        self.retriever.rerank.iter().map(|r| r.source.usage()).collect()
+    }
+
     /// The run of `cell` as planned, with the plan's `models` (by position).
     fn new(cell: &'a Cell, planned: &CellPlan, retriever: CellRetriever<'a>, models: &[ModelInfo]) -> Self {
         let live_models: Vec<ModelId> =

@@ -5,16 +5,16 @@
 //! chunk's text; nothing is embedded or indexed ahead (its "index" is the chunk texts and the
 //! loaded model), so its cost is all at query time, in the reranker's latency stage.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::{BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
-use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
+use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore, Usage};
 use crate::stages::cross_encoder::CrossEncoder;
 use crate::stages::embed::{ModelInfo, ModelKind};
-use crate::stages::http_rerank::HttpReranker;
+use crate::stages::http_rerank::{HttpReranker, Used};
 
 #[derive(Debug)]
 pub struct CrossRerank {
@@ -38,9 +38,10 @@ impl PairScorer {
         })
     }
 
-    fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
+    /// The scores, and what a hosted reranker's answer said it used.
+    fn score(&self, query: &str, passages: &[&str]) -> Result<(Vec<f32>, Used)> {
         match self {
-            PairScorer::Onnx(encoder) => encoder.score(query, passages),
+            PairScorer::Onnx(encoder) => Ok((encoder.score(query, passages)?, Used::default())),
             PairScorer::Http(reranker) => reranker.score(query, passages),
         }
     }
@@ -52,6 +53,9 @@ pub struct CrossIndex {
     id: String,
     texts: Vec<String>,
     bytes: u64,
+    /// What a hosted reranker's answers said reranking used (explanations not counted).
+    used: Mutex<Used>,
+    prices: (f64, f64),
 }
 
 impl SourceKind for CrossRerank {
@@ -75,7 +79,8 @@ impl SourceKind for CrossRerank {
         let scorer = PairScorer::load(&self.info)?;
         let texts: Vec<String> = (0..input.chunks).map(|i| (input.text)(i)).collect();
         let bytes = texts.iter().map(|t| t.len() as u64).sum();
-        let index = CrossIndex { scorer, id: self.info.id.clone(), texts, bytes };
+        let prices = (self.info.usd_per_1m_tokens.unwrap_or(0.0), self.info.usd_per_1k_searches.unwrap_or(0.0));
+        let index = CrossIndex { scorer, id: self.info.id.clone(), texts, bytes, used: Mutex::default(), prices };
         Ok(BuiltIndex { index: Box::new(index), bytes, record: None })
     }
 
@@ -87,6 +92,13 @@ impl SourceKind for CrossRerank {
 /// Scores chunks by the cross-encoder.
 pub struct CrossSource<'a> {
     index: &'a CrossIndex,
+}
+
+impl CrossSource<'_> {
+    fn scores(&self, query: &Query<'_>, chunks: &[u32]) -> Result<(Vec<f32>, Used)> {
+        let texts: Vec<&str> = chunks.iter().map(|&c| self.index.texts[c as usize].as_str()).collect();
+        self.index.scorer.score(query.text, &texts)
+    }
 }
 
 impl RankingSource for CrossSource<'_> {
@@ -101,14 +113,28 @@ impl RankingSource for CrossSource<'_> {
     }
 
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
-        let score = self.rescore(query, &[chunk])?[0];
+        let score = self.scores(query, &[chunk])?.0[0];
         let name = format!("{}'s score of the question read with the chunk's text", self.index.id);
         Ok(SourceScore { score: Some(score), parts: vec![ScoreNode::leaf(name, Some(score))], bm25: None })
     }
 
     fn rescore(&self, query: &Query<'_>, chunks: &[u32]) -> Result<Vec<f32>> {
-        let texts: Vec<&str> = chunks.iter().map(|&c| self.index.texts[c as usize].as_str()).collect();
-        self.index.scorer.score(query.text, &texts)
+        let (scores, used) = self.scores(query, chunks)?;
+        self.index.used.lock().expect("usage counter").add(used);
+        Ok(scores)
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        let PairScorer::Http(_) = self.index.scorer else { return None };
+        let used = *self.index.used.lock().expect("usage counter");
+        let (usd_per_1m_tokens, usd_per_1k_searches) = self.index.prices;
+        Some(Usage {
+            calls: used.calls,
+            tokens: used.tokens,
+            searches: used.searches,
+            usd_per_1m_tokens,
+            usd_per_1k_searches,
+        })
     }
 
     fn size_bytes(&self) -> u64 {

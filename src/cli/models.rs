@@ -109,9 +109,13 @@ pub struct AddArgs {
     /// Requests in flight at once (default 4).
     #[arg(long, requires = "url")]
     concurrency: Option<usize>,
-    /// The model's price per million tokens (its cells' cost columns).
+    /// The model's price per million tokens (its cells' cost columns; a hosted reranker's
+    /// tokens as its answers report them).
     #[arg(long)]
     usd_per_1m_tokens: Option<f64>,
+    /// A hosted reranker's price per thousand search units (Cohere bills searches).
+    #[arg(long, requires = "rerank_api")]
+    usd_per_1k_searches: Option<f64>,
     /// A description shown by `models list`.
     #[arg(long)]
     description: Option<String>,
@@ -192,6 +196,7 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
                 output: args.output,
                 onnx: args.onnx,
                 usd_per_1m_tokens: args.usd_per_1m_tokens,
+                usd_per_1k_searches: args.usd_per_1k_searches,
                 http,
                 cross_encoder: args.cross_encoder,
                 vectors: args.vectors,

@@ -122,6 +122,16 @@ pub struct SourceScore {
 }
 
 /// One ranking source of a cell: an index and its query-time parameters.
+/// What a hosted stage's answers said it used so far, and its prices (0 when none is declared).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub calls: u64,
+    pub tokens: u64,
+    pub searches: u64,
+    pub usd_per_1m_tokens: f64,
+    pub usd_per_1k_searches: f64,
+}
+
 pub trait RankingSource: Send + Sync {
     /// The top `depth` chunks for `query`, restricted in the search to `restrict` when given.
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>>;
@@ -138,6 +148,12 @@ pub trait RankingSource: Send + Sync {
     fn size_bytes(&self) -> u64;
 
     fn side(&self) -> Side;
+
+    /// What a hosted source's answers said its reranking used so far; `None` for a source that
+    /// runs here or says nothing.
+    fn usage(&self) -> Option<Usage> {
+        None
+    }
 
     /// The exact in-process search over the same data that this source approximates; `None`
     /// for an exact source.

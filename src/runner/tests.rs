@@ -65,6 +65,7 @@ fn fake_model(dir: &Path) -> ModelInfo {
         file_hash: "0000000000000000".into(),
         tokenizer_hash: String::new(),
         usd_per_1m_tokens: None,
+        usd_per_1k_searches: None,
     }
 }
 

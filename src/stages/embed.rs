@@ -64,6 +64,8 @@ struct ModelToml {
     /// Price of embedding, per million tokens (overrides `[cost] embedding_usd_per_1m_tokens`
     /// for this model's cells).
     usd_per_1m_tokens: Option<toml::Spanned<f64>>,
+    /// A hosted reranker's price per thousand search units (Cohere bills searches, not tokens).
+    usd_per_1k_searches: Option<toml::Spanned<f64>>,
     // The keys of a `kind = "http"` model (see [`crate::stages::http_embed`]).
     url: Option<toml::Spanned<String>>,
     model: Option<toml::Spanned<String>>,
@@ -154,8 +156,11 @@ pub struct ModelInfo {
     pub file_hash: String,
     /// blake3 over the tokenizer files, in a fixed order (empty for a random model).
     pub tokenizer_hash: String,
-    /// Its own embedding price per million tokens, when its `model.toml` declares one.
+    /// Its own price per million tokens (embedding, or a hosted reranker's), when its
+    /// `model.toml` declares one.
     pub usd_per_1m_tokens: Option<f64>,
+    /// A hosted reranker's price per thousand search units, when declared.
+    pub usd_per_1k_searches: Option<f64>,
 }
 
 /// Files a vectors model's folder may hold ([`crate::stages::brought`]), in the order they are hashed.
@@ -267,12 +272,14 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
             ));
         }
     }
-    let price = match &raw.usd_per_1m_tokens {
+    let price = |p: &Option<toml::Spanned<f64>>, key: &str| match p {
         Some(p) if !(p.get_ref().is_finite() && *p.get_ref() >= 0.0) => {
-            return Err(Error::input(at(p.span()), "`usd_per_1m_tokens` must be a finite number ≥ 0"))
+            Err(Error::input(at(p.span()), format!("`{key}` must be a finite number ≥ 0")))
         }
-        p => p.as_ref().map(|p| *p.get_ref()),
+        p => Ok(p.as_ref().map(|p| *p.get_ref())),
     };
+    let (usd_per_1m_tokens, usd_per_1k_searches) =
+        (price(&raw.usd_per_1m_tokens, "usd_per_1m_tokens")?, price(&raw.usd_per_1k_searches, "usd_per_1k_searches")?);
     let http_keys = crate::stages::endpoint::HttpKeys {
         url: raw.url.as_ref(),
         model: raw.model.as_ref(),
@@ -450,7 +457,8 @@ pub fn read_model(dir: PathBuf) -> Result<ModelInfo> {
         passage_prefix: raw.passage_prefix,
         file_hash,
         tokenizer_hash,
-        usd_per_1m_tokens: price,
+        usd_per_1m_tokens,
+        usd_per_1k_searches,
     })
 }
 
@@ -1110,6 +1118,7 @@ mod tests {
             file_hash: "0123456789abcdef".into(),
             tokenizer_hash: String::new(),
             usd_per_1m_tokens: None,
+            usd_per_1k_searches: None,
         }
     }
 

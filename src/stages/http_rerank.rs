@@ -18,7 +18,24 @@ use crate::error::{Error, Result};
 use crate::stages::endpoint::{said, Endpoint, Failure, HttpSpec};
 
 /// `(index, score)` pairs of an answer, and the tokens it says it read.
-type Scored = (Vec<(usize, f64)>, Option<u64>);
+type Scored = (Vec<(usize, f64)>, Used);
+
+/// What rerank answers said they used: the calls, the tokens read (Jina, Voyage) and the
+/// search units billed (Cohere); an API that says nothing adds only calls.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Used {
+    pub calls: u64,
+    pub tokens: u64,
+    pub searches: u64,
+}
+
+impl Used {
+    pub fn add(&mut self, other: Used) {
+        self.calls += other.calls;
+        self.tokens += other.tokens;
+        self.searches += other.searches;
+    }
+}
 
 /// A rerank API's request and answer shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,8 +99,12 @@ impl RerankApi {
                 Ok((index, score))
             })
             .collect::<std::result::Result<Vec<_>, String>>()?;
-        let tokens = answer["usage"]["total_tokens"].as_u64();
-        Ok((pairs, tokens))
+        let used = Used {
+            calls: 1,
+            tokens: answer["usage"]["total_tokens"].as_u64().unwrap_or(0),
+            searches: answer["meta"]["billed_units"]["search_units"].as_u64().unwrap_or(0),
+        };
+        Ok((pairs, used))
     }
 }
 
@@ -98,15 +119,14 @@ impl HttpReranker {
         Ok(HttpReranker { endpoint: Endpoint::new(spec, id)?, api })
     }
 
-    /// The score of each passage for `query`, in order: every passage must be scored once, and
-    /// every score finite.
-    pub fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>> {
+    /// The score of each passage for `query`, in order (every passage must be scored once, and
+    /// every score finite), and what the answer said it used.
+    pub fn score(&self, query: &str, passages: &[&str]) -> Result<(Vec<f32>, Used)> {
         if passages.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Used::default()));
         }
         let body = self.api.body(&self.endpoint.spec.model, query, passages);
-        // The tokens an answer reports are not priced yet.
-        let (pairs, _tokens) = self.endpoint.post(&body, |text| {
+        let (pairs, used) = self.endpoint.post(&body, |text| {
             self.api.read(text).map_err(|why| {
                 Failure::Stop(format!("the answer is not a {} rerank answer: {why}: {}", self.api.name(), said(text)))
             })
@@ -126,13 +146,13 @@ impl HttpReranker {
                 .endpoint
                 .error(format!("{missing} of {} passages came back without a score", passages.len())));
         }
-        Ok(scores.into_iter().map(|s| s.expect("every index scored") as f32).collect())
+        Ok((scores.into_iter().map(|s| s.expect("every index scored") as f32).collect(), used))
     }
 
     /// Scores a probe pair: what `models add` and `validate` run so that a run cannot fail on
     /// the endpoint's shape.
     pub fn check(&self) -> Result<()> {
-        let scores = self.score(
+        let (scores, _) = self.score(
             "ragsweep probe: how many days of vacation?",
             &["Employees get 30 days of vacation a year.", "The office closes at six."],
         )?;
@@ -153,7 +173,12 @@ mod tests {
             r#"{"results": [{"index": 1, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1}], "meta": {}}"#;
         assert_eq!(RerankApi::Cohere.read(cohere).unwrap().0, vec![(1, 0.9), (0, 0.1)]);
         let voyage = r#"{"data": [{"index": 0, "relevance_score": 0.5}], "usage": {"total_tokens": 12}}"#;
-        assert_eq!(RerankApi::Voyage.read(voyage).unwrap(), (vec![(0, 0.5)], Some(12)));
+        assert_eq!(
+            RerankApi::Voyage.read(voyage).unwrap(),
+            (vec![(0, 0.5)], Used { calls: 1, tokens: 12, searches: 0 })
+        );
+        let billed = r#"{"results": [], "meta": {"billed_units": {"search_units": 1}}}"#;
+        assert_eq!(RerankApi::Cohere.read(billed).unwrap().1, Used { calls: 1, tokens: 0, searches: 1 });
         assert_eq!(RerankApi::Tei.read(r#"[{"index": 0, "score": 2.5}]"#).unwrap().0, vec![(0, 2.5)]);
         assert!(RerankApi::Tei.read(cohere).is_err(), "a Cohere answer is not TEI's");
         assert!(RerankApi::Jina.read(r#"{"results": [{"index": 0}]}"#).is_err());

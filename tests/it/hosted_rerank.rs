@@ -92,9 +92,11 @@ fn each_hosted_rerank_shape_reorders_bm25_by_the_endpoint_scores() {
     let apis = ["cohere", "jina", "voyage", "tei"];
     for api in apis {
         let at = if api == "tei" { format!("{url}/tei") } else { format!("{url}/{api}/v1") };
+        // Priced as each bills: Cohere per search unit, Jina and Voyage per token.
+        let price = if api == "cohere" { "--usd-per-1k-searches" } else { "--usd-per-1m-tokens" };
         let added = ragsweep(root)
             .args(["models", "add", "--name", &format!("rr-{api}"), "--rerank-api", api, "--url", &at])
-            .args(["--model", "mock-rerank", "--api-key-env", "RR_KEY"])
+            .args(["--model", "mock-rerank", "--api-key-env", "RR_KEY", price, "2"])
             .assert()
             .success();
         let said = String::from_utf8_lossy(&added.get_output().stdout).into_owned();
@@ -133,6 +135,20 @@ fn each_hosted_rerank_shape_reorders_bm25_by_the_endpoint_scores() {
         let line = lines.iter().find(|l| l["cell"] == cell).unwrap();
         line["top"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect()
     };
+    // What each answer said it used, per question, at the model's price.
+    let matrix: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("out/hosted/latest/matrix.json")).unwrap()).unwrap();
+    let cost = |cell: &str| -> Value {
+        matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == cell).unwrap()["cost"].clone()
+    };
+    assert_eq!(cost("c02")["rerank_searches"], 1.0, "{}", cost("c02"));
+    assert_eq!(cost("c02")["usd_per_query"], 0.002);
+    for cell in ["c03", "c04"] {
+        assert_eq!(cost(cell)["rerank_tokens"], 42.0, "{}", cost(cell));
+        assert_eq!(cost(cell)["usd_per_query"], 42.0 * 2.0 / 1e6);
+    }
+    assert_eq!(cost("c05")["usd_per_query"], 0.0, "TEI reports nothing: {}", cost("c05"));
+    assert!(cost("c01").get("rerank_tokens").is_none());
     let bm25 = top("c01");
     assert_eq!(bm25.len(), 6, "{bm25:?}");
     let reversed: Vec<String> = bm25.iter().rev().cloned().collect();
