@@ -7,12 +7,16 @@ use super::*;
 pub struct Args {
     /// The experiment file (TOML).
     pub experiment: PathBuf,
+    /// Every file the corpus summary counts or shortens (skipped, left out, excluded, includes
+    /// not read…), one line each with its path and why.
+    #[arg(long)]
+    pub verbose: bool,
     #[command(flatten)]
     pub dirs: Dirs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { experiment, dirs } = args;
+    let Args { experiment, verbose, dirs } = args;
     let exp = Experiment::load(&experiment)?;
     let prepared = runner::prepare(&exp, &dirs.models())?;
     println!(
@@ -25,6 +29,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     if !prepared.corpus.report.read.is_empty() {
         println!("corpus: {}", safe(&prepared.corpus.report.summary()));
+    }
+    if verbose {
+        for line in prepared.corpus.report.full_lines() {
+            println!("  {}", safe(&line));
+        }
     }
     println!("{}", safe(&prepared.access_summary(&exp)));
     print_health(&prepared.health(), false);

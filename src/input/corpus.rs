@@ -147,6 +147,39 @@ impl ReadReport {
 }
 
 impl ReadReport {
+    /// Every file the summary counts or shortens, one line each with its path and why
+    /// (`validate --verbose`).
+    pub fn full_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut each = |what: &str, items: &mut dyn Iterator<Item = String>| {
+            out.extend(items.map(|item| format!("{what}: {item}")));
+        };
+        let why = |(p, why): &(PathBuf, String)| format!("{} ({why})", p.display());
+        each("skipped", &mut self.skipped.iter().map(why));
+        each("left out (not published)", &mut self.unpublished.iter().map(why));
+        each("excluded", &mut self.excluded.iter().map(|p| p.display().to_string()));
+        each("front matter read line by line", &mut self.lenient.iter().map(why));
+        each(
+            "include not read",
+            &mut self
+                .includes
+                .iter()
+                .flat_map(|(p, _, targets)| targets.iter().map(move |t| format!("{} → {t}", p.display()))),
+        );
+        each(
+            "public fragment",
+            &mut self.public_fragments.iter().map(|(f, pages)| {
+                let by: Vec<String> = pages.iter().map(|p| p.display().to_string()).collect();
+                format!("{} (included by {})", f.display(), by.join(", "))
+            }),
+        );
+        each(
+            "running heads and footers dropped",
+            &mut self.dropped_lines.iter().map(|(p, n)| format!("{} ({n} lines)", p.display())),
+        );
+        out
+    }
+
     /// The public fragments only restricted pages include, each with the pages that do.
     fn public_fragments_listed(&self) -> String {
         listed(self.public_fragments.iter().map(|(f, pages)| {

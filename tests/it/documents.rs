@@ -658,3 +658,26 @@ fn publish_also_keeps_pages_the_site_shows_through_another_page() {
         .code(2)
         .stderr(predicate::str::contains("exp.toml:").and(predicate::str::contains("`[corpus] publish_also`")));
 }
+
+/// `validate --verbose` lists every file the corpus line shortens, one line each with its path
+/// and why: twelve skipped files where the summary names ten "and 2 more".
+#[test]
+fn validate_verbose_lists_every_skipped_file_with_why() {
+    let mut docs = vec![("a.md".to_string(), "# A\ntexto\n".to_string())];
+    docs.extend((0..12).map(|i| (format!("data{i:02}.bin"), "\u{1}\u{2}".to_string())));
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let f = crate::common::Fixture::new(
+        &docs,
+        r#"[{"id": "q1", "question": "texto", "relevant": ["a"]}]"#,
+        "name = \"v\"\nk = [1]\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    );
+    let plain = f.cmd().args(["validate", "exp.toml"]).output().unwrap();
+    let said = String::from_utf8_lossy(&plain.stdout).to_string();
+    assert!(said.contains("and 2 more"), "{said}");
+    let verbose = f.cmd().args(["validate", "exp.toml", "--verbose"]).output().unwrap();
+    let said = String::from_utf8_lossy(&verbose.stdout).to_string();
+    assert!(verbose.status.success(), "{said}");
+    let skipped: Vec<&str> = said.lines().filter(|l| l.trim_start().starts_with("skipped: ")).collect();
+    assert_eq!(skipped.len(), 12, "{said}");
+    assert!(skipped.iter().all(|l| l.contains("docs/data") && l.contains('(')), "{said}");
+}
