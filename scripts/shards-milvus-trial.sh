@@ -78,6 +78,22 @@ for t in $(seq 1 "$TRIALS"); do
   cells=$(cut -d' ' -f2 "$W/t$t/differ" | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}')
   warned=$(grep -c "latency.moved" "$W/t$t/merge.out" || true)
   echo "trial $t: $(wc -l <"$W/t$t/differ") of $(wc -l <"$merged/per_query.jsonl") lines differ from the unsharded run (${cells:-none}); the merge warned of moved lists: $([ "$warned" -gt 0 ] && echo yes || echo no)"
+  # Per cell: the timed calls whose lists moved (as the shards recorded them) beside the cases
+  # whose line differs from the unsharded run.
+  python3 - "$merged/matrix.json" "$W/t$t/differ" <<'P'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+differ = {}
+for line in open(sys.argv[2]):
+    _, cell, case = line.split()[:3]
+    differ.setdefault(cell, set()).add(case)
+for r in rows:
+    lat = r.get("latency") or {}
+    moved = lat.get("moved") or []
+    if r["split"] == "reserved" and (moved or r["cell"] in differ):
+        print(f"  {r['cell']}: timed calls {lat.get('n')}, stable {lat.get('stable')}, moved {len(moved)} named; "
+              f"{len(differ.get(r['cell'], ()))} cases differ from the unsharded run")
+P
 done
 echo "the cells: $(python3 -c '
 import json, sys
