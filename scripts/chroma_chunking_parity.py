@@ -16,6 +16,7 @@ means per cell as a Markdown table. Exits 1 on a difference above 1e-9.
 """
 
 import argparse
+import bisect
 import csv
 import importlib.util
 import json
@@ -67,10 +68,18 @@ def main():
     evaluation.questions_df = Questions(rows)
     with open(args.documents, encoding="utf-8") as f:
         docs = {d["doc"]: d["text"] for d in map(json.loads, f)}
-    encoded = {doc: text.encode("utf-8") for doc, text in docs.items()}
+    # Per document, the byte offset where each character starts, then its end: a byte offset's
+    # character index is its position among them.
+    starts = {}
+    for doc, text in docs.items():
+        at, offsets = 0, []
+        for c in text:
+            offsets.append(at)
+            at += len(c.encode("utf-8"))
+        starts[doc] = offsets + [at]
 
     def chars(doc, byte):
-        return len(encoded[doc][:byte].decode("utf-8"))
+        return bisect.bisect_left(starts[doc], byte)
 
     def metadata(chunk_id):
         doc, span = chunk_id.rsplit("@", 1)

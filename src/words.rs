@@ -61,6 +61,15 @@ pub fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// The first `shown` of `items`, comma-separated, then `and N more`.
+pub fn first_of(items: &[String], shown: usize) -> String {
+    let listed = items[..items.len().min(shown)].join(", ");
+    match items.len().saturating_sub(shown) {
+        0 => listed,
+        more => format!("{listed} and {more} more"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,15 +61,7 @@ pub struct Placed {
 impl Placed {
     /// One line for the run's stage report, when there is something to say.
     pub fn note(&self, doc_id: &dyn Fn(usize) -> String) -> Option<String> {
-        let first = |items: Vec<String>| {
-            let more = items.len().saturating_sub(3);
-            let shown = items.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
-            if more > 0 {
-                format!("{shown} and {more} more")
-            } else {
-                shown
-            }
-        };
+        let first = |items: Vec<String>| crate::words::first_of(&items, 3);
         let mut parts = Vec::new();
         if !self.overlapping.is_empty() {
             let lines = self.overlapping.iter().map(|l| format!("line {l}")).collect();
@@ -114,7 +106,7 @@ impl Brought {
             let text = texts[d];
             let span = match (record.start, record.end, &record.text) {
                 (Some(start), Some(end), given) => {
-                    let chars = offsets.entry(d).or_insert_with(|| char_offsets(text));
+                    let chars = offsets.entry(d).or_insert_with(|| crate::input::text::char_offsets(text));
                     if start >= end || end >= chars.len() {
                         return Err(Error::input(
                             at(),
@@ -165,25 +157,25 @@ impl Brought {
             previous.insert(d, span.start);
             placed.chunks.push((d, span, number));
         }
-        placed.report(texts);
+        placed.report(texts, &mut offsets);
         Ok(placed)
     }
 }
 
 impl Placed {
-    /// Overlaps, gaps and documents without chunks, from the chunks in document order.
-    fn report(&mut self, texts: &[&str]) {
+    /// Overlaps, gaps and documents without chunks, from the chunks in document order;
+    /// `offsets` holds (and gets) each document's character offsets.
+    fn report(&mut self, texts: &[&str], offsets: &mut HashMap<usize, Vec<usize>>) {
         let mut order: Vec<&(usize, Range<usize>, usize)> = self.chunks.iter().collect();
         order.sort_by_key(|(d, r, line)| (*d, r.start, r.end, *line));
         let mut covered: Vec<usize> = vec![0; texts.len()];
         let mut seen = vec![false; texts.len()];
+        let mut gaps: Vec<(usize, Range<usize>)> = Vec::new();
         for (d, r, line) in order {
-            let text = texts[*d];
             if seen[*d] && r.start < covered[*d] {
                 self.overlapping.push(*line);
-            } else if !text[covered[*d]..r.start].trim().is_empty() {
-                let chars = |b: usize| text[..b].chars().count();
-                self.gaps.push((*d, chars(covered[*d])..chars(r.start)));
+            } else if !texts[*d][covered[*d]..r.start].trim().is_empty() {
+                gaps.push((*d, covered[*d]..r.start));
             }
             seen[*d] = true;
             covered[*d] = covered[*d].max(r.end);
@@ -192,16 +184,19 @@ impl Placed {
             if !seen[d] && !text.trim().is_empty() {
                 self.without.push(d);
             } else if seen[d] && !text[covered[d]..].trim().is_empty() {
-                let chars = |b: usize| text[..b].chars().count();
-                self.gaps.push((d, chars(covered[d])..chars(text.len())));
+                gaps.push((d, covered[d]..text.len()));
             }
         }
+        // Byte spans as characters.
+        self.gaps = gaps
+            .into_iter()
+            .map(|(d, r)| {
+                let chars = offsets.entry(d).or_insert_with(|| crate::input::text::char_offsets(texts[d]));
+                (d, chars.partition_point(|&b| b < r.start)..chars.partition_point(|&b| b < r.end))
+            })
+            .collect();
         self.overlapping.sort_unstable();
     }
-}
-
-fn char_offsets(text: &str) -> Vec<usize> {
-    text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect()
 }
 
 /// The byte after the character at `at`.

@@ -13,9 +13,7 @@ pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
 
 /// Byte offsets of every char boundary in `range`, plus its end.
 fn char_offsets(text: &str, range: Range<usize>) -> Vec<usize> {
-    let mut v: Vec<usize> = text[range.clone()].char_indices().map(|(i, _)| range.start + i).collect();
-    v.push(range.end);
-    v
+    crate::input::text::char_offsets(&text[range.clone()]).into_iter().map(|b| range.start + b).collect()
 }
 
 pub(super) fn spans(text: &str, range: Range<usize>, size: usize, overlap: usize) -> Vec<Range<usize>> {

@@ -149,10 +149,12 @@ impl Recursive {
                 break;
             }
         }
-        let mut good: Vec<Range<usize>> = Vec::new();
+        // The pieces under `size`, each with its length (counted once: a BPE count is not free).
+        let mut good: Vec<(Range<usize>, usize)> = Vec::new();
         for s in self.pieces(text, range, separator) {
-            if self.length.of(&text[s.clone()]) < self.size {
-                good.push(s);
+            let length = self.length.of(&text[s.clone()]);
+            if length < self.size {
+                good.push((s, length));
                 continue;
             }
             out.extend(self.merge(text, &std::mem::take(&mut good)));
@@ -185,25 +187,24 @@ impl Recursive {
         cuts.windows(2).map(|w| w[0]..w[1]).filter(|r| !r.is_empty()).collect()
     }
 
-    /// `_merge_splits` over contiguous pieces (the separator is kept, so it joins nothing):
-    /// each chunk spans its pieces, stripped.
-    fn merge(&self, text: &str, pieces: &[Range<usize>]) -> Vec<Range<usize>> {
-        let lengths: Vec<usize> = pieces.iter().map(|p| self.length.of(&text[p.clone()])).collect();
+    /// `_merge_splits` over contiguous pieces with their lengths (the separator is kept, so it
+    /// joins nothing): each chunk spans its pieces, stripped.
+    fn merge(&self, text: &str, pieces: &[(Range<usize>, usize)]) -> Vec<Range<usize>> {
         let mut out = Vec::new();
         let (mut first, mut total) = (0usize, 0usize);
-        for (i, &len) in lengths.iter().enumerate() {
+        for (i, &(_, len)) in pieces.iter().enumerate() {
             // A chunk closes when the piece would pass `size` (nothing to close at the start).
             if total + len > self.size && first < i {
-                out.extend(stripped(text, pieces[first].start..pieces[i - 1].end));
+                out.extend(stripped(text, pieces[first].0.start..pieces[i - 1].0.end));
                 while total > self.overlap || (total + len > self.size && total > 0) {
-                    total -= lengths[first];
+                    total -= pieces[first].1;
                     first += 1;
                 }
             }
             total += len;
         }
-        if first < pieces.len() {
-            out.extend(stripped(text, pieces[first].start..pieces[pieces.len() - 1].end));
+        if let (Some(head), Some(last)) = (pieces.get(first), pieces.last()) {
+            out.extend(stripped(text, head.0.start..last.0.end));
         }
         out
     }

@@ -48,11 +48,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let spec = serde_json::to_value(&set.spec)?;
         let mut order: Vec<usize> = (0..set.chunks.len()).collect();
         order.sort_by_key(|&i| (set.chunks[i].doc, set.chunks[i].start, set.chunks[i].end));
+        // The character offsets of the document being listed (chunks come document by document).
+        let mut chars: (u32, Vec<usize>) = (u32::MAX, Vec::new());
         for i in order {
             let c = &set.chunks[i];
             let doc = &corpus.docs[c.doc as usize];
+            if chars.0 != c.doc {
+                chars = (c.doc, ragsweep::input::text::char_offsets(&doc.text));
+            }
             let (start, end) = (c.start as usize, c.end as usize);
-            let char_start = doc.text[..start].chars().count();
+            let char_of = |b: usize| chars.1.partition_point(|&o| o < b);
             let line = serde_json::json!({
                 "chunker": label,
                 "spec": spec,
@@ -60,8 +65,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "doc": doc.id,
                 "start": start,
                 "end": end,
-                "char_start": char_start,
-                "char_end": char_start + doc.text[start..end].chars().count(),
+                "char_start": char_of(start),
+                "char_end": char_of(end),
                 "text": &doc.text[start..end],
             });
             writeln!(out, "{line}")?;

@@ -226,14 +226,8 @@ fn file_name(p: &Path) -> String {
 }
 
 /// The first ten of `items`, comma-separated, then `and N more`.
-fn listed(items: impl ExactSizeIterator<Item = String>) -> String {
-    let more = items.len().saturating_sub(10);
-    let shown: Vec<String> = items.take(10).collect();
-    if more > 0 {
-        format!("{} and {more} more", shown.join(", "))
-    } else {
-        shown.join(", ")
-    }
+fn listed(items: impl Iterator<Item = String>) -> String {
+    crate::words::first_of(&items.collect::<Vec<_>>(), 10)
 }
 
 #[derive(Debug)]

@@ -500,9 +500,7 @@ fn check_cases(located: Vec<(Location, RawCase)>, corpus: &Corpus) -> Result<Vec
                         .ok_or_else(|| bad(format!("case {id:?} names unknown document {doc:?}")))?;
                     let text = &corpus.docs[d].text;
                     // Byte offset of every character, and the end.
-                    let offsets = chars.entry(d).or_insert_with(|| {
-                        text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect()
-                    });
+                    let offsets = chars.entry(d).or_insert_with(|| crate::input::text::char_offsets(text));
                     let held = (end < offsets.len()).then(|| &text[offsets[start]..offsets[end]]);
                     if held != Some(ev.text.as_str()) {
                         let held = held

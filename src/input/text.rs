@@ -84,6 +84,12 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
+/// The byte offset of every character of `text`, then its end: `[i]` is where character `i`
+/// starts, and a byte offset's character is its `partition_point`.
+pub fn char_offsets(text: &str) -> Vec<usize> {
+    text.char_indices().map(|(b, _)| b).chain(std::iter::once(text.len())).collect()
+}
+
 /// `text` with U+0000 as a space: PostgreSQL's text refuses it, so documents and questions carry
 /// none to any engine (one byte for one byte: no offset moves).
 pub fn without_nul(text: String) -> String {

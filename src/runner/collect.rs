@@ -126,30 +126,31 @@ impl Collector for Metrics<'_> {
             .collect();
         let ks = s.exp.k.len();
         // Token-level measures at a cut-off, in characters as Chroma's chunking evaluation
-        // counts them: the top k chunks' characters summed, each chunk whole.
+        // counts them: the top k chunks' characters summed, each chunk whole. Once per k that has
+        // them.
         let chars = |d: u32, st: usize, e: usize| s.corpus.docs[d as usize].text[st..e].chars().count();
-        let at_k = |i: usize, k: usize| {
-            let top: Vec<(u32, usize, usize)> = (r.list(i).returned.iter().take(k))
-                .map(|&c| {
-                    (
-                        set.chunks[c as usize].doc,
-                        set.chunks[c as usize].start as usize,
-                        set.chunks[c as usize].end as usize,
-                    )
+        let at_k: Vec<Option<Overlap>> = (s.exp.k.iter().enumerate())
+            .map(|(i, &k)| {
+                let wanted = self.columns.iter().any(|&(j, c)| j == i && !c.budget && c.metric.is_token_level());
+                wanted.then(|| {
+                    let top: Vec<(u32, usize, usize)> = (r.list(i).returned.iter().take(k))
+                        .map(|&c| &set.chunks[c as usize])
+                        .map(|c| (c.doc, c.start as usize, c.end as usize))
+                        .collect();
+                    Overlap::of_chunks(&self.relevant_text[ci], &top, &chars)
                 })
-                .collect();
-            Overlap::of_chunks(&self.relevant_text[ci], &top, &chars)
-        };
+            })
+            .collect();
         out.values = self
             .columns
             .iter()
             .map(|&(i, c)| {
                 if !c.budget {
-                    return match c.metric {
-                        Metric::TokRecall => at_k(i, c.k).recall(),
-                        Metric::TokPrecision => at_k(i, c.k).precision(),
-                        Metric::TokIou => at_k(i, c.k).iou(),
-                        m => m.at(r.list(i), c.k),
+                    return match (c.metric, at_k[i]) {
+                        (Metric::TokRecall, Some(o)) => o.recall(),
+                        (Metric::TokPrecision, Some(o)) => o.precision(),
+                        (Metric::TokIou, Some(o)) => o.iou(),
+                        (m, _) => m.at(r.list(i), c.k),
                     };
                 }
                 let (b, judged) = (i - ks, &lists.judged_packed[i - ks]);

@@ -153,15 +153,7 @@ impl ChunkSet {
             });
         }
         let source = spec.kind.served().map_or_else(String::new, |r| format!("{} {}", r.engine, r.source));
-        let listed = |items: &[String]| {
-            let more = items.len().saturating_sub(3);
-            let first = items.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
-            if more > 0 {
-                format!("{first} and {more} more")
-            } else {
-                first
-            }
-        };
+        let listed = |items: &[String]| crate::words::first_of(items, 3);
         if !unknown.is_empty() {
             let ids: Vec<String> = unknown.iter().map(|s| s.to_string()).collect();
             return Err(Error::Other(format!(

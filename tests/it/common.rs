@@ -192,6 +192,11 @@ impl Fixture {
     }
 }
 
+/// The JSON lines of a file (`per_query.jsonl`, `drafts.jsonl`, …), each parsed.
+pub fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
 pub fn matrix(run: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap()
 }

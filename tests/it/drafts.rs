@@ -157,7 +157,7 @@ fn add_chat(root: &Path, url: &str) -> assert_cmd::assert::Assert {
 
 /// The JSON lines of `file` in `root`.
 fn jsonl(root: &Path, file: &str) -> Vec<Value> {
-    std::fs::read_to_string(root.join(file)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    crate::common::jsonl(&root.join(file))
 }
 
 fn drafts(root: &Path) -> Vec<Value> {

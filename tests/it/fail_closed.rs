@@ -101,11 +101,7 @@ fn an_explicit_empty_group_list_is_a_user_in_no_group_not_the_default_user() {
         .replace("filter = [\"none\", \"in_query\"]", "filter = \"in_query\"");
     let f = Fixture::new(&docs, golden, &experiment);
     let run = f.run();
-    let lines: Vec<Value> = std::fs::read_to_string(run.join("per_query.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = crate::common::jsonl(&run.join("per_query.jsonl"));
     let top = |case: &str| lines.iter().find(|l| l["case"] == case).unwrap()["top"].clone();
     assert_eq!(top("default")[0], "salarios");
     assert!(!top("nobody").to_string().contains("salarios"), "{}", top("nobody"));

@@ -133,11 +133,7 @@ fn chroma_fixture(csv: &str) -> Fixture {
 fn chroma_questions_are_a_golden_set_and_token_measures_at_k_count_characters_as_chroma_does() {
     let f = chroma_fixture(CSV);
     let run = f.run();
-    let lines: Vec<Value> = std::fs::read_to_string(run.join("per_query.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = crate::common::jsonl(&run.join("per_query.jsonl"));
     let metric = |case: &str, name: &str| -> f64 {
         let line = lines.iter().find(|l| l["case"] == case).unwrap();
         line["metrics"][name].as_f64().unwrap_or_else(|| panic!("{name}: {line}"))
@@ -232,9 +228,7 @@ fn brought_chunks_are_placed_measured_and_their_gaps_said() {
         ]
     );
     let run = f.run();
-    let line: Value =
-        serde_json::from_str(std::fs::read_to_string(run.join("per_query.jsonl")).unwrap().lines().next().unwrap())
-            .unwrap();
+    let line = crate::common::jsonl(&run.join("per_query.jsonl")).remove(0);
     assert_eq!(line["hits"][0][0], "a@33-57", "{line}");
 
     for (bad, wanted) in [

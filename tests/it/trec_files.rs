@@ -55,11 +55,7 @@ fn trec_files_are_scored_by_pytrec_eval_and_ir_measures_as_the_matrix_scores_the
          latency_cases = 0\n[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
     );
     let run = f.run();
-    let per_query: Vec<Value> = std::fs::read_to_string(run.join("per_query.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let per_query = crate::common::jsonl(&run.join("per_query.jsonl"));
     let q1 = per_query.iter().find(|l| l["case"] == "q1").unwrap();
     let tied: Vec<&str> = q1["top"].as_array().unwrap().iter().take(2).map(|t| t.as_str().unwrap()).collect();
     assert!(tied[0].starts_with("copia1") && tied[1].starts_with("copia2"), "the tie, broken by id: {q1}");
