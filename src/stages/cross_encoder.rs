@@ -41,7 +41,8 @@ impl CrossEncoder {
         let session = Session::builder(&environment)
             .map_err(|e| failed(e.to_string()))?
             .with_intra_threads(threads.max(1))
-            .and_then(|b| b.with_intra_op_spinning(false))
+            .map_err(|e| failed(e.to_string()))?
+            .with_intra_op_spinning(false)
             .map_err(|e| failed(e.to_string()))?
             .commit_from_file(file)
             .map_err(|e| failed(e.to_string()))?;
