@@ -42,17 +42,37 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
     if n == 0 {
         return columns.iter().map(|_| None).collect();
     }
+    // Cases as rows of a flat table (defined values beside): one draw adds a row to every
+    // column's sum, in draw order as before.
+    let width = columns.len();
+    let mut values = vec![0.0; n * width];
+    let mut defined = vec![false; n * width];
+    for (c, column) in columns.iter().enumerate() {
+        for (i, v) in column.iter().enumerate() {
+            if let Some(v) = v {
+                values[i * width + c] = *v;
+                defined[i * width + c] = true;
+            }
+        }
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut means: Vec<Vec<f64>> = columns.iter().map(|_| Vec::with_capacity(resamples)).collect();
-    let mut draw = vec![0usize; n];
+    let (mut sums, mut counts) = (vec![0.0; width], vec![0usize; width]);
     for _ in 0..resamples {
-        for d in draw.iter_mut() {
-            *d = rng.random_range(0..n);
+        sums.fill(0.0);
+        counts.fill(0);
+        for _ in 0..n {
+            let row = rng.random_range(0..n) * width;
+            for c in 0..width {
+                if defined[row + c] {
+                    sums[c] += values[row + c];
+                    counts[c] += 1;
+                }
+            }
         }
-        for (column, out) in columns.iter().zip(means.iter_mut()) {
-            let (sum, count) = draw.iter().filter_map(|&i| column[i]).fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
-            if count > 0 {
-                out.push(sum / count as f64);
+        for c in 0..width {
+            if counts[c] > 0 {
+                means[c].push(sums[c] / counts[c] as f64);
             }
         }
     }
