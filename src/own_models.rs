@@ -121,10 +121,14 @@ fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model
     Ok(Vec::new())
 }
 
-/// The line `add` says of the framework weights it left out, if any.
+/// The line `add` says of the export's files it left out, if any.
 fn left_out_said(left_out: &[String]) -> Option<String> {
-    (!left_out.is_empty())
-        .then(|| format!("not copied: {} (a framework's weights; ONNX Runtime reads the graph)", left_out.join(", ")))
+    (!left_out.is_empty()).then(|| {
+        format!(
+            "not copied: {} (ragsweep reads the graph, its external data and the tokenizer's files)",
+            left_out.join(", ")
+        )
+    })
 }
 
 /// Writes the model.toml with a placeholder dimension, loads the model, asks it for one vector
@@ -231,20 +235,46 @@ fn regular_inside(dir: &Path, path: &Path) -> bool {
     real.starts_with(&dir) && fs::symlink_metadata(&real).is_ok_and(|m| m.file_type().is_file())
 }
 
-/// A framework's weights in an export beside its ONNX graph (Hugging Face's file names):
-/// ONNX Runtime never reads them, and a copy would be checked, whole, at every run.
-fn framework_weights(name: &str) -> bool {
-    let stem_ext = |stem: &str, ext: &str| name.starts_with(stem) && name.ends_with(ext);
-    stem_ext("pytorch_model", ".bin")
-        || stem_ext("model", ".safetensors")
-        || matches!(name, "tf_model.h5" | "flax_model.msgpack" | "rust_model.ot" | "training_args.bin")
-        || name.ends_with(".ckpt")
-        || name.ends_with(".pt")
-        || name.ends_with(".pth")
+/// The files of an ONNX export a model runs on: the graph, the files its tensors keep their
+/// data in, the tokenizer and its settings. Anything else (a framework's weights, notes, a
+/// README) is never read, and a copy would be checked, whole, at every run.
+fn runtime_files(dir: &Path, onnx: &str) -> Result<std::collections::BTreeSet<String>> {
+    let mut files: std::collections::BTreeSet<String> =
+        [onnx, "tokenizer.json"].into_iter().chain(AUX_FILES).map(String::from).collect();
+    files.extend(external_data(&dir.join(onnx))?);
+    Ok(files)
 }
 
-/// Copies the export's regular files (not its `model.toml` or install record, nor a
-/// framework's weights) and writes the tokenizer files it lacks; returns the weights left out.
+/// The files an ONNX graph's tensors keep their data in: each `external_data` entry keyed
+/// `location` (a StringStringEntryProto: `0a 08 "location" 12 LEN NAME`). A location that is
+/// not a plain file name beside the graph is refused: nothing outside the export is read.
+fn external_data(graph: &Path) -> Result<Vec<String>> {
+    const KEY: &[u8] = b"\x0a\x08location\x12";
+    let (file, _) = crate::input::text::open_regular(graph)?;
+    // SAFETY: the file is only read, and a graph changed while `add` reads it fails its probe.
+    let bytes = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(graph, e))?;
+    let mut names = Vec::new();
+    for at in memchr::memmem::find_iter(&bytes, KEY) {
+        let rest = &bytes[at + KEY.len()..];
+        let (len, width) = match rest {
+            [n, ..] if n & 0x80 == 0 => (usize::from(*n), 1),
+            [lo, hi, ..] if hi & 0x80 == 0 => (usize::from(lo & 0x7f) | usize::from(*hi) << 7, 2),
+            _ => continue,
+        };
+        let Some(name) = rest.get(width..width + len).and_then(|n| std::str::from_utf8(n).ok()) else { continue };
+        if name.is_empty() || name.contains(['/', '\\']) || name == ".." || name == "." {
+            return Err(Error::Other(format!(
+                "{}: a tensor keeps its data at {name:?}, not a file beside the graph; save the external data beside it",
+                graph.display()
+            )));
+        }
+        names.push(name.to_string());
+    }
+    Ok(names)
+}
+
+/// Copies the export's files a model runs on ([`runtime_files`]) and writes the tokenizer
+/// files it lacks; returns the regular files left out.
 fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<Vec<String>> {
     let onnx = model.onnx.as_deref().unwrap_or("model.onnx");
     for needed in [onnx, "tokenizer.json"] {
@@ -262,6 +292,7 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<Vec<
             )));
         }
     }
+    let needed = runtime_files(dir, onnx)?;
     let mut left_out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
@@ -273,7 +304,7 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<Vec<
         {
             continue;
         }
-        if framework_weights(&name) && name != onnx {
+        if !needed.contains(&name) {
             left_out.push(name);
             continue;
         }
@@ -485,4 +516,35 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
         t.insert("usd_per_1k_searches".into(), p.into());
     }
     toml::to_string(&t).map_err(|e| Error::Other(format!("writing model.toml: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> Vec<u8> {
+        let mut b = b"\x0a\x08location\x12".to_vec();
+        b.push(name.len() as u8);
+        b.extend_from_slice(name.as_bytes());
+        b
+    }
+
+    #[test]
+    fn external_data_names_its_files_and_refuses_paths_outside_the_export() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = dir.path().join("model.onnx");
+        let bytes =
+            [b"\x08\x07graph".to_vec(), entry("model.onnx_data"), b"\x00\x01".to_vec(), entry("w.bin")].concat();
+        std::fs::write(&graph, bytes).unwrap();
+        assert_eq!(external_data(&graph).unwrap(), ["model.onnx_data", "w.bin"]);
+        let files = runtime_files(dir.path(), "model.onnx").unwrap();
+        assert!(files.contains("w.bin") && files.contains("tokenizer.json") && !files.contains("README.md"));
+        for outside in ["../secret", "/etc/passwd", ".."] {
+            std::fs::write(&graph, entry(outside)).unwrap();
+            let e = external_data(&graph).unwrap_err().to_string();
+            assert!(e.contains("not a file beside the graph"), "{outside}: {e}");
+        }
+        std::fs::write(&graph, b"no external data").unwrap();
+        assert!(external_data(&graph).unwrap().is_empty());
+    }
 }

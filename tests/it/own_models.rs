@@ -521,17 +521,31 @@ fn an_added_onnx_export_scores_like_the_bundled_model_and_keeps_its_record() {
             .args(extra)
             .assert()
     };
-    // A framework's weights beside the graph are never read: not copied, so never checked at
-    // every run, and said.
-    std::fs::write(export.path().join("model.safetensors"), b"weights").unwrap();
-    std::fs::write(export.path().join("pytorch_model.bin"), b"weights").unwrap();
+    // What the model does not run on (a framework's weights, notes, a README) is never read:
+    // not copied, so never checked at every run, and said.
+    let extras = ["README.md", "model.safetensors", "notes.bin", "pytorch_model.bin"];
+    for extra in extras {
+        std::fs::write(export.path().join(extra), b"not the graph").unwrap();
+    }
     add("mine", &[])
         .success()
         .stdout(predicate::str::contains("added mine: 384-dimensional vectors, 256 tokens"))
-        .stdout(predicate::str::contains("not copied: model.safetensors, pytorch_model.bin"));
-    for weights in ["model.safetensors", "pytorch_model.bin"] {
-        assert!(!models.join("mine").join(weights).exists(), "{weights} was copied");
+        .stdout(predicate::str::contains(format!("not copied: {}", extras.join(", "))));
+    for extra in extras {
+        assert!(!models.join("mine").join(extra).exists(), "{extra} was copied");
     }
+    let record = std::fs::read_to_string(models.join("mine/installed.json")).unwrap();
+    let recorded: Vec<String> = serde_json::from_str::<serde_json::Value>(&record).unwrap()["files"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        recorded,
+        ["config.json", "model.onnx", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"],
+        "{record}"
+    );
     add("mine", &[]).failure().stderr(predicate::str::contains("exists: `--force` replaces it"));
     add("minilm-l6", &[]).failure().stderr(predicate::str::contains("a bundled model's name"));
     add("Bad/Name", &[]).failure().stderr(predicate::str::contains("lower-case letters"));
