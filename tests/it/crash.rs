@@ -58,8 +58,8 @@ fn killed_run_resumes_from_the_cache_with_the_same_matrix() {
         "the rerun reuses the {flushed} flushed segment(s):\n{stderr}"
     );
 
+    // The uninterrupted run: on the process's shared cache (content-keyed, the same vectors).
     let fresh_out = tempfile::tempdir().unwrap();
-    let fresh_cache = tempfile::tempdir().unwrap();
-    run_experiment("tests/fixtures/dense.toml", fresh_out.path(), fresh_cache.path());
+    run_experiment("tests/fixtures/dense.toml", fresh_out.path(), crate::common::shared_cache().path());
     assert_eq!(stable_rows(&matrix(resumed_out.path())), stable_rows(&matrix(fresh_out.path())));
 }

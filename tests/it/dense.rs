@@ -88,7 +88,7 @@ fn embedder_matches_an_independent_python_onnxruntime_path() {
 #[test]
 fn hybrid_finds_the_clause_number_dense_misses() {
     let out = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
+    let cache = crate::common::shared_cache();
     run_experiment("experiments/demo-exact-terms.toml", out.path(), cache.path());
     let dir = run_dir(out.path(), "demo-exact-terms");
     let per_query = std::fs::read_to_string(dir.join("per_query.jsonl")).unwrap();
