@@ -612,3 +612,69 @@ fn an_added_onnx_export_scores_like_the_bundled_model_and_keeps_its_record() {
     std::fs::write(&onnx, bytes).unwrap();
     list().code(1).stdout(predicate::str::contains("mine").and(predicate::str::contains("DAMAGED")));
 }
+
+/// ONNX Runtime failing on a batch (any status; here a graph that takes one text at a time)
+/// stops `validate` and the run at once with the runtime's message and the texts it was
+/// embedding, and the run writes nothing.
+#[test]
+fn an_onnx_runtime_error_stops_the_run_with_its_texts_and_writes_nothing() {
+    let experiment = EXPERIMENT.replace("[\"local\", \"remote\"]", "\"one-at-a-time\"");
+    let f = Fixture::new(DOCS, GOLDEN, &experiment);
+    let (bundled, models) = (common::repo().join("models"), f.path().join("models"));
+    let model = models.join("one-at-a-time");
+    std::fs::create_dir_all(&model).unwrap();
+    std::os::unix::fs::symlink(bundled.join("onnxruntime"), models.join("onnxruntime")).unwrap();
+    for file in ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"] {
+        std::fs::copy(bundled.join("minilm-l6").join(file), model.join(file)).unwrap();
+    }
+    std::fs::write(
+        model.join("model.toml"),
+        "id = \"one-at-a-time\"\npooling = \"mean\"\nmax_length = 256\ndim = 384\n",
+    )
+    .unwrap();
+    // The first output squeezed on its batch axis and put back: the same vectors for one text,
+    // a runtime error ("Non-zero status code returned while running Squeeze node") for two.
+    let python = common::repo().join("models/.venv/bin/python");
+    let script = "import sys, onnx\nfrom onnx import helper\nm = onnx.load(sys.argv[1])\ng = m.graph\n\
+        out = g.output[0].name\nfor n in g.node:\n    n.output[:] = [o + '_raw' if o == out else o for o in n.output]\n\
+        g.initializer.append(helper.make_tensor('batch_axis', onnx.TensorProto.INT64, [1], [0]))\n\
+        g.node.append(helper.make_node('Squeeze', [out + '_raw', 'batch_axis'], [out + '_one']))\n\
+        g.node.append(helper.make_node('Unsqueeze', [out + '_one', 'batch_axis'], [out]))\nonnx.save(m, sys.argv[2])\n";
+    let made = std::process::Command::new(&python)
+        .args(["-c", script])
+        .arg(bundled.join("minilm-l6/model.onnx"))
+        .arg(model.join("model.onnx"))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let says = |stderr: &str| {
+        assert!(stderr.contains("Squeeze") && stderr.contains("embedding with one-at-a-time"), "{stderr}");
+        assert!(stderr.contains("a batch of") && stderr.contains("the first"), "the texts it was embedding: {stderr}");
+    };
+    let validated = f.cmd().args(["validate", "exp.toml", "--models"]).arg(&models).output().unwrap();
+    assert_eq!(validated.status.code(), Some(2));
+    says(&String::from_utf8_lossy(&validated.stderr));
+
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .current_dir(f.path())
+        .args(["run", "-q", "--models"])
+        .arg(&models)
+        .arg("--cache")
+        .arg(f.path().join("cache"))
+        .arg("--out")
+        .arg(f.path().join("out"))
+        .arg("exp.toml")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed().as_secs() < 120, "the run still waits two minutes after the runtime failed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    says(&stderr);
+    assert!(common::runs_in(&f.path().join("out/own")).is_empty(), "a failed run writes no run");
+}
