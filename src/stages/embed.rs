@@ -493,12 +493,12 @@ fn ort_library(models: &Path) -> PathBuf {
         .unwrap_or_else(|| dir.join("libonnxruntime.so"))
 }
 
-/// Loads ONNX Runtime once per process and returns its environment.
 /// ONNX Runtime's idle threads spin by default, taking cores the grid's other cells (and other
 /// runs on the machine) are waiting for; a batch evaluation wants throughput, not the
 /// microseconds a spinning thread saves.
-pub(crate) const NO_SPINNING: &str = "session.intra_op.allow_spinning";
+const NO_SPINNING: &str = "session.intra_op.allow_spinning";
 
+/// Loads ONNX Runtime once per process and returns its environment.
 pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {
     static ENV: OnceLock<std::result::Result<ort::environment::Environment, String>> = OnceLock::new();
     ENV.get_or_init(|| {
