@@ -81,7 +81,7 @@ fn scifact_bm25_explanations_add_up_to_the_trec_scores() {
     .unwrap();
     let run_cmd = |args: &[&str]| {
         let mut cmd = assert_cmd::Command::cargo_bin("ragsweep").unwrap();
-        cmd.current_dir(dir.path()).args(args).arg("--cache").arg(dir.path().join("cache"));
+        cmd.current_dir(dir.path()).args(args).arg("--cache").arg(crate::common::shared_cache().path());
         cmd
     };
     run_cmd(&["run", "-q", "--out", "out", "exp.toml"]).assert().success();
