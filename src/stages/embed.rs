@@ -507,7 +507,14 @@ pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environ
             return Err(format!("ONNX Runtime is not installed ({} is missing): {INSTALL_HINT}", lib.display()));
         }
         let builder = ort::init_from(&lib).map_err(|e| format!("loading ONNX Runtime from {}: {e}", lib.display()))?;
-        builder.build().map_err(|e| format!("starting ONNX Runtime from {}: {e}", lib.display()))
+        // An error comes back as the call's status, said once with the texts it was embedding;
+        // a warning is said plainly, without the runtime's terminal colours.
+        let logger: ort::logging::LoggerFunction = std::sync::Arc::new(|level, _, _, _, message| {
+            if matches!(level, ort::logging::LogLevel::Warning | ort::logging::LogLevel::Fatal) {
+                eprintln!("onnxruntime: {message}");
+            }
+        });
+        builder.with_logger(logger).build().map_err(|e| format!("starting ONNX Runtime from {}: {e}", lib.display()))
     })
     .clone()
     .map_err(Error::Other)

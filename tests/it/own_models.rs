@@ -676,5 +676,6 @@ fn an_onnx_runtime_error_stops_the_run_with_its_texts_and_writes_nothing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     says(&stderr);
+    assert_eq!(stderr.matches("Non-zero status code").count(), 1, "said once, without the runtime's own log: {stderr}");
     assert!(common::runs_in(&f.path().join("out/own")).is_empty(), "a failed run writes no run");
 }
