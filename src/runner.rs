@@ -564,8 +564,8 @@ pub fn run_with<'e>(
                 Ok(result)
             })
             .collect();
-        // What hosted rerankers said one scored question used (before the timed pass asks again).
-        let reranked = rerank_per_query(&used_before, &this.rerank_usage());
+        // What hosted rerankers said the scored questions used (before the timed pass asks again).
+        let used_scoring = this.rerank_usage();
         let scored_vector = |ci: usize| queries.vector(ci);
         let t = Instant::now();
         let timed = scored.and_then(|results| {
@@ -587,8 +587,7 @@ pub fn run_with<'e>(
         };
         let t = Instant::now();
         let mut cost = built.cost(plan, planned, exp.shared[&exp.cells[c].id].clone(), &exp.prices, &prepared.models);
-        (cost.rerank_tokens, cost.rerank_searches) = (reranked.0, reranked.1);
-        cost.usd_per_query += reranked.2;
+        add_reranking(&mut cost, &used_before, &used_scoring);
         let measured = aggregate::Measured { cost, latency, engine_plan: plans };
         let (cell_rows, cell_slices) =
             aggregate::aggregate_cell(exp, cell, &results, &slices_of, &golden_tags, &measured);
@@ -961,22 +960,23 @@ struct CellRun<'a> {
     made_elsewhere: bool,
 }
 
-/// Per reranked question, what hosted rerankers' answers said they used between two readings
-/// (each call reranks one question's list): tokens, search units, and their price.
-fn rerank_per_query(
+/// Adds to a cell's cost what hosted rerankers' answers said one reranked question used between
+/// two readings (each call reranks one question's list): tokens, search units, and their price.
+fn add_reranking(
+    cost: &mut crate::results::CellCost,
     before: &[Option<crate::retrieve::source::Usage>],
     after: &[Option<crate::retrieve::source::Usage>],
-) -> (f64, f64, f64) {
-    let mut out = (0.0, 0.0, 0.0);
+) {
     for (b, a) in before.iter().zip(after) {
         let (Some(b), Some(a)) = (b, a) else { continue };
-        let calls = (a.calls - b.calls).max(1) as f64;
-        let (tokens, searches) = ((a.tokens - b.tokens) as f64 / calls, (a.searches - b.searches) as f64 / calls);
-        out.0 += tokens;
-        out.1 += searches;
-        out.2 += crate::stages::cost::usd(tokens, a.usd_per_1m_tokens) + searches * a.usd_per_1k_searches / 1000.0;
+        let calls = (a.used.calls - b.used.calls).max(1) as f64;
+        let tokens = (a.used.tokens - b.used.tokens) as f64 / calls;
+        let searches = (a.used.searches - b.used.searches) as f64 / calls;
+        cost.rerank_tokens += tokens;
+        cost.rerank_searches += searches;
+        cost.usd_per_query +=
+            crate::stages::cost::usd(tokens, a.usd_per_1m_tokens) + searches * a.usd_per_1k_searches / 1000.0;
     }
-    out
 }
 
 impl<'a> CellRun<'a> {

@@ -11,10 +11,10 @@ use super::{BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
-use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore, Usage};
+use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore, Usage, Used};
 use crate::stages::cross_encoder::CrossEncoder;
 use crate::stages::embed::{ModelInfo, ModelKind};
-use crate::stages::http_rerank::{HttpReranker, Used};
+use crate::stages::http_rerank::HttpReranker;
 
 #[derive(Debug)]
 pub struct CrossRerank {
@@ -126,15 +126,8 @@ impl RankingSource for CrossSource<'_> {
 
     fn usage(&self) -> Option<Usage> {
         let PairScorer::Http(_) = self.index.scorer else { return None };
-        let used = *self.index.used.lock().expect("usage counter");
         let (usd_per_1m_tokens, usd_per_1k_searches) = self.index.prices;
-        Some(Usage {
-            calls: used.calls,
-            tokens: used.tokens,
-            searches: used.searches,
-            usd_per_1m_tokens,
-            usd_per_1k_searches,
-        })
+        Some(Usage { used: *self.index.used.lock().expect("usage counter"), usd_per_1m_tokens, usd_per_1k_searches })
     }
 
     fn size_bytes(&self) -> u64 {

@@ -121,17 +121,32 @@ pub struct SourceScore {
     pub bm25: Option<Bm25Explanation>,
 }
 
-/// One ranking source of a cell: an index and its query-time parameters.
-/// What a hosted stage's answers said it used so far, and its prices (0 when none is declared).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Usage {
+/// What hosted rerank answers said they used: the calls, the tokens read (Jina, Voyage) and the
+/// search units billed (Cohere); an API that says nothing adds only calls.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Used {
     pub calls: u64,
     pub tokens: u64,
     pub searches: u64,
+}
+
+impl Used {
+    pub fn add(&mut self, other: Used) {
+        self.calls += other.calls;
+        self.tokens += other.tokens;
+        self.searches += other.searches;
+    }
+}
+
+/// What a hosted stage's answers said it used so far, and its prices (0 when none is declared).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub used: Used,
     pub usd_per_1m_tokens: f64,
     pub usd_per_1k_searches: f64,
 }
 
+/// One ranking source of a cell: an index and its query-time parameters.
 pub trait RankingSource: Send + Sync {
     /// The top `depth` chunks for `query`, restricted in the search to `restrict` when given.
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>>;

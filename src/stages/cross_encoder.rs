@@ -42,7 +42,7 @@ impl CrossEncoder {
             .map_err(|e| failed(e.to_string()))?
             .with_intra_threads(threads.max(1))
             .map_err(|e| failed(e.to_string()))?
-            .with_intra_op_spinning(false)
+            .with_config_entry(crate::stages::embed::NO_SPINNING, "0")
             .map_err(|e| failed(e.to_string()))?
             .commit_from_file(file)
             .map_err(|e| failed(e.to_string()))?;

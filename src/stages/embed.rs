@@ -496,7 +496,7 @@ fn ort_library(models: &Path) -> PathBuf {
 /// ONNX Runtime's idle threads spin by default, taking cores the grid's other cells (and other
 /// runs on the machine) are waiting for; a batch evaluation wants throughput, not the
 /// microseconds a spinning thread saves.
-const NO_SPINNING: &str = "session.intra_op.allow_spinning";
+pub(crate) const NO_SPINNING: &str = "session.intra_op.allow_spinning";
 
 /// Loads ONNX Runtime once per process and returns its environment.
 pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environment> {

@@ -15,27 +15,11 @@
 //! stage, like a cross-encoder's: nothing is cached, so the timed pass measures the endpoint.
 
 use crate::error::{Error, Result};
+use crate::retrieve::source::Used;
 use crate::stages::endpoint::{said, Endpoint, Failure, HttpSpec};
 
-/// `(index, score)` pairs of an answer, and the tokens it says it read.
+/// `(index, score)` pairs of an answer, and what it says it used.
 type Scored = (Vec<(usize, f64)>, Used);
-
-/// What rerank answers said they used: the calls, the tokens read (Jina, Voyage) and the
-/// search units billed (Cohere); an API that says nothing adds only calls.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Used {
-    pub calls: u64,
-    pub tokens: u64,
-    pub searches: u64,
-}
-
-impl Used {
-    pub fn add(&mut self, other: Used) {
-        self.calls += other.calls;
-        self.tokens += other.tokens;
-        self.searches += other.searches;
-    }
-}
 
 /// A rerank API's request and answer shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
