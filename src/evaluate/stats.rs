@@ -22,16 +22,24 @@ pub const SEED: u64 = 0x5EED_0007;
 
 /// The `p`-quantile of sorted values by nearest rank: the ⌈p·n⌉-th smallest.
 pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
-    let n = sorted.len();
-    sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]
+    sorted[rank_index(sorted.len(), p)]
 }
 
+/// Where the nearest-rank `p`-quantile of `n` sorted values sits.
+fn rank_index(n: usize, p: f64) -> usize {
+    ((p * n as f64).ceil() as usize).clamp(1, n) - 1
+}
+
+/// The 2.5 % and 97.5 % nearest-rank quantiles, each selected in place: the values a sort gives,
+/// without sorting.
 fn interval(mut means: Vec<f64>) -> Option<Interval> {
     if means.is_empty() {
         return None;
     }
-    means.sort_by(f64::total_cmp);
-    Some(Interval { lo: nearest_rank(&means, 0.025), hi: nearest_rank(&means, 0.975) })
+    let (lo, hi) = (rank_index(means.len(), 0.025), rank_index(means.len(), 0.975));
+    let hi_value = *means.select_nth_unstable_by(hi, f64::total_cmp).1;
+    let lo_value = *means[..=hi].select_nth_unstable_by(lo, f64::total_cmp).1;
+    Some(Interval { lo: lo_value, hi: hi_value })
 }
 
 /// 95% percentile bootstrap intervals of several columns' means over the same cases.
@@ -58,21 +66,28 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut means: Vec<Vec<f64>> = columns.iter().map(|_| Vec::with_capacity(resamples)).collect();
     let (mut sums, mut counts) = (vec![0.0; width], vec![0usize; width]);
+    // Plain loops over slices: the test suite runs the unoptimised build, where every iterator
+    // step and `Vec` index is a function call.
+    let (values, defined, sums, counts) = (&values[..], &defined[..], &mut sums[..], &mut counts[..]);
     for _ in 0..resamples {
         sums.fill(0.0);
         counts.fill(0);
-        for _ in 0..n {
+        let mut draw = 0;
+        while draw < n {
             let row = rng.random_range(0..n) * width;
-            for c in 0..width {
+            let mut c = 0;
+            while c < width {
                 if defined[row + c] {
                     sums[c] += values[row + c];
                     counts[c] += 1;
                 }
+                c += 1;
             }
+            draw += 1;
         }
-        for c in 0..width {
+        for (c, means) in means.iter_mut().enumerate() {
             if counts[c] > 0 {
-                means[c].push(sums[c] / counts[c] as f64);
+                means.push(sums[c] / counts[c] as f64);
             }
         }
     }
@@ -102,12 +117,14 @@ pub fn paired_randomization(diffs: &[f64], flips: usize, seed: u64) -> f64 {
     let mut at_least = 0usize;
     for _ in 0..flips {
         // One random bit per difference, 64 at a time.
-        let mut sum = 0.0;
-        for block in diffs.chunks(64) {
-            let bits: u64 = rng.random();
-            for (i, &d) in block.iter().enumerate() {
-                sum += if bits >> i & 1 == 1 { d } else { -d };
+        let (mut sum, mut i, mut bits) = (0.0, 0, 0u64);
+        while i < diffs.len() {
+            if i % 64 == 0 {
+                bits = rng.random();
             }
+            let d = diffs[i];
+            sum += if bits >> (i % 64) & 1 == 1 { d } else { -d };
+            i += 1;
         }
         if sum.abs() >= observed - tolerance {
             at_least += 1;
@@ -312,6 +329,24 @@ mod tests {
         assert_eq!(nearest_rank(&v, 0.025), 25.0);
         assert_eq!(nearest_rank(&v, 0.975), 975.0);
         assert_eq!(nearest_rank(&[3.0], 0.5), 3.0);
+    }
+
+    #[test]
+    fn an_interval_selects_the_quantiles_sorting_gives() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for n in [1, 2, 39, 40, 41, 1000, 5000] {
+            // Few distinct values: ties at the quantiles, and -0.0 beside 0.0.
+            let mut values: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(-3..20)) / 7.0).collect();
+            values[0] = -0.0;
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let got = interval(values).unwrap();
+            assert_eq!(
+                (got.lo.to_bits(), got.hi.to_bits()),
+                (nearest_rank(&sorted, 0.025).to_bits(), nearest_rank(&sorted, 0.975).to_bits()),
+                "{n} values"
+            );
+        }
     }
 
     #[test]
