@@ -370,11 +370,16 @@ fn serve_milvus(token_file: &Path) -> (std::process::Child, String) {
         .arg(repo().join("engines"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut url = String::new();
     std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    if url.is_empty() {
+        let mut why = String::new();
+        std::io::Read::read_to_string(&mut serve.stderr.take().unwrap(), &mut why).unwrap();
+        panic!("`engines serve milvus` printed no address ({}): {why}", serve.wait().unwrap());
+    }
     (serve, url.trim().to_string())
 }
 

@@ -21,13 +21,27 @@ use crate::error::{Error, Result};
 static RUNNING: Mutex<Vec<(u32, Option<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Ends every server of this process and removes its private folder (the Ctrl-C handler calls
-/// it).
+/// it). Returns once each server has exited (a killed process still takes a moment to go), so
+/// none outlives the run that started it.
 pub(crate) fn stop_all() {
     for (group, private) in RUNNING.lock().map(|r| r.clone()).unwrap_or_default() {
         signal(group, "-KILL");
+        reap(group);
         if let Some(dir) = private {
             let _ = std::fs::remove_dir_all(dir);
         }
+    }
+}
+
+/// Waits (at most 10 s) until the server `pid`, a child of this process, has exited.
+fn reap(pid: u32) {
+    let t = Instant::now();
+    let mut status = 0;
+    // SAFETY: waitpid with a valid out pointer; the pid is our child's, or the call fails.
+    while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) } == 0
+        && t.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
