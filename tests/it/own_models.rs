@@ -679,3 +679,83 @@ fn an_onnx_runtime_error_stops_the_run_with_its_texts_and_writes_nothing() {
     assert_eq!(stderr.matches("Non-zero status code").count(), 1, "said once, without the runtime's own log: {stderr}");
     assert!(common::runs_in(&f.path().join("out/own")).is_empty(), "a failed run writes no run");
 }
+
+/// Every secret a run is given, planted at once — an endpoint's API key, a database password in
+/// the environment, and the process environment behind a link in the corpus and in a model
+/// export — is in no file of the outputs, the cache or the models folder once `models add`,
+/// `validate`, `run`, `report`, `contexts`, `judge --export` and `vectors` have run.
+#[test]
+fn no_output_cache_or_models_file_holds_a_planted_secret() {
+    const KEY: &str = "Sekr3t-key";
+    let (password, marker) = ("Pa55w0rd-planted-db", "m4rk3r-environ-planted");
+    let mock = Mock::start(KEY);
+    let bundled = common::repo().join("models");
+    let export = tempfile::tempdir().unwrap();
+    for file in ["model.onnx", "tokenizer.json"] {
+        std::fs::copy(bundled.join("minilm-l6").join(file), export.path().join(file)).unwrap();
+    }
+    std::os::unix::fs::symlink("/proc/self/environ", export.path().join("notes.txt")).unwrap();
+    let (f, models) = fixture();
+    std::fs::write(
+        f.path().join("exp.toml"),
+        std::fs::read_to_string(f.path().join("exp.toml"))
+            .unwrap()
+            .replace("[\"local\", \"remote\"]", "[\"local\", \"remote\", \"mine\"]"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", f.path().join("docs/environ.md")).unwrap();
+    std::os::unix::fs::symlink(bundled.join("onnxruntime"), models.join("onnxruntime")).unwrap();
+    let planted = |cmd: &mut assert_cmd::Command| {
+        cmd.env("MOCK_KEY", KEY).env("PGPASSWORD", password).env("PLANTED_MARKER", marker);
+    };
+    let ragsweep = |args: &[&str]| {
+        let mut cmd = f.cmd();
+        planted(&mut cmd);
+        cmd.args(args);
+        if args[0] != "report" {
+            cmd.arg("--models").arg(&models);
+        }
+        cmd.assert().success()
+    };
+    add_remote(&f, &models, &mock, &[]).success();
+    let mut add = f.cmd();
+    planted(&mut add);
+    add.args(["models", "add"]).arg(export.path()).args(["--name", "mine", "--max-length", "256", "--models"]);
+    add.arg(&models).assert().success();
+    let cache = f.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    ragsweep(&["validate", "exp.toml", "--cache", cache]);
+    ragsweep(&["run", "-q", "exp.toml", "--cache", cache, "--out", "out"]);
+    let run = common::runs_in(&f.path().join("out/own"))[0].to_str().unwrap().to_string();
+    ragsweep(&["report", &run]);
+    ragsweep(&["contexts", &run, "--cell", "c02", "--k", "3", "--cache", cache]);
+    ragsweep(&["judge", &run, "--export", "pool.jsonl"]);
+    ragsweep(&["vectors", "exp.toml", "--model", "remote", "--out", "vectors", "--cache", cache]);
+
+    // Every file these wrote (links are the test's own plants, not outputs).
+    let mut files = Vec::new();
+    let mut folders = vec![f.path().to_path_buf()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let (path, kind) = {
+                let e = entry.unwrap();
+                (e.path(), e.file_type().unwrap())
+            };
+            if kind.is_dir() {
+                folders.push(path);
+            } else if kind.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    for dir in ["out", "cache", "vectors", "models/mine", "models/remote"] {
+        assert!(files.iter().any(|p| p.starts_with(f.path().join(dir))), "{dir} holds files");
+    }
+    assert!(files.iter().any(|p| p.ends_with("pool.jsonl")));
+    for file in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
+        for secret in [KEY, password, marker] {
+            assert!(!text.contains(secret), "{} holds {secret}", file.display());
+        }
+    }
+}
