@@ -51,15 +51,19 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
         return columns.iter().map(|_| None).collect();
     }
     // Cases as rows of a flat table (defined values beside): one draw adds a row to every
-    // column's sum, in draw order as before.
+    // column's sum, in draw order as before. Columns defined for every case come first: their
+    // sums need no check and their counts are the draws.
+    let mut order: Vec<usize> = (0..columns.len()).collect();
+    order.sort_by_key(|&c| columns[c].iter().any(Option::is_none));
+    let whole = order.iter().take_while(|&&c| columns[c].iter().all(Option::is_some)).count();
     let width = columns.len();
     let mut values = vec![0.0; n * width];
     let mut defined = vec![false; n * width];
-    for (c, column) in columns.iter().enumerate() {
-        for (i, v) in column.iter().enumerate() {
+    for (at, &c) in order.iter().enumerate() {
+        for (i, v) in columns[c].iter().enumerate() {
             if let Some(v) = v {
-                values[i * width + c] = *v;
-                defined[i * width + c] = true;
+                values[i * width + at] = *v;
+                defined[i * width + at] = true;
             }
         }
     }
@@ -76,6 +80,10 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
         while draw < n {
             let row = rng.random_range(0..n) * width;
             let mut c = 0;
+            while c < whole {
+                sums[c] += values[row + c];
+                c += 1;
+            }
             while c < width {
                 if defined[row + c] {
                     sums[c] += values[row + c];
@@ -85,9 +93,10 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
             }
             draw += 1;
         }
-        for (c, means) in means.iter_mut().enumerate() {
-            if counts[c] > 0 {
-                means.push(sums[c] / counts[c] as f64);
+        counts[..whole].fill(n);
+        for (at, &c) in order.iter().enumerate() {
+            if counts[at] > 0 {
+                means[c].push(sums[at] / counts[at] as f64);
             }
         }
     }
@@ -378,6 +387,19 @@ mod tests {
         assert_eq!(cis[1], None);
         let column = vec![(0..50).map(|i| Some(f64::from(i % 7))).collect::<Vec<_>>()];
         assert_eq!(bootstrap_means(&column, 1000, 9), bootstrap_means(&column, 1000, 9));
+    }
+
+    /// Columns share the draws, so each column's interval is the one it has alone, whatever
+    /// the order of partly and wholly defined columns.
+    #[test]
+    fn each_column_gets_the_interval_it_has_alone() {
+        let partly: Vec<Option<f64>> = (0..40).map(|i| (i % 3 != 0).then(|| f64::from(i % 5) / 4.0)).collect();
+        let whole: Vec<Option<f64>> = (0..40).map(|i| Some(f64::from(i % 7) / 6.0)).collect();
+        let empty = vec![None; 40];
+        let together = bootstrap_means(&[partly.clone(), whole.clone(), empty.clone(), partly.clone()], 500, 4);
+        let alone: Vec<Option<Interval>> =
+            [partly.clone(), whole, empty, partly].into_iter().map(|c| bootstrap_means(&[c], 500, 4)[0]).collect();
+        assert_eq!(together, alone);
     }
 
     #[test]
