@@ -43,7 +43,7 @@ fn install_about() -> String {
 /// `ragsweep engines`' own line.
 pub(crate) fn about() -> String {
     format!(
-        "Install the serving engines engine cells and bench-filter --engine run ({}), or serve one",
+        "Install the serving engines that engine cells and `bench-filter --engine` run ({}), or serve one",
         ragsweep::engine::servers::engine_names().join(", ")
     )
 }
