@@ -192,11 +192,6 @@ impl Plan {
     pub fn jobs_of(&self, m: usize) -> impl Iterator<Item = (usize, EmbeddingJob)> + '_ {
         self.embeddings.iter().copied().enumerate().filter(move |(_, job)| job.model.0 == m)
     }
-
-    /// The chunk set an index is built over.
-    pub fn index_chunks(&self, id: IndexId) -> ChunkSetId {
-        self.indexes[id.0].chunks
-    }
 }
 
 #[cfg(test)]
