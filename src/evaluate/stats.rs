@@ -53,9 +53,10 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
     // Cases as rows of a flat table (defined values beside): one draw adds a row to every
     // column's sum, in draw order as before. Columns defined for every case come first: their
     // sums need no check and their counts are the draws.
+    let partly: Vec<bool> = columns.iter().map(|column| column.iter().any(Option::is_none)).collect();
     let mut order: Vec<usize> = (0..columns.len()).collect();
-    order.sort_by_key(|&c| columns[c].iter().any(Option::is_none));
-    let whole = order.iter().take_while(|&&c| columns[c].iter().all(Option::is_some)).count();
+    order.sort_by_key(|&c| partly[c]);
+    let whole = partly.iter().filter(|&&p| !p).count();
     let width = columns.len();
     let mut values = vec![0.0; n * width];
     let mut defined = vec![false; n * width];
@@ -100,11 +101,8 @@ pub fn bootstrap_means(columns: &[Vec<Option<f64>>], resamples: usize, seed: u64
             }
         }
     }
-    columns
-        .iter()
-        .zip(means)
-        .map(|(column, m)| if column.iter().any(Option::is_some) { interval(m) } else { None })
-        .collect()
+    // A column defined nowhere has no means, so no interval.
+    means.into_iter().map(interval).collect()
 }
 
 /// 95% percentile bootstrap interval of the mean of `values`.
