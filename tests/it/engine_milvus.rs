@@ -599,3 +599,41 @@ fn a_served_milvus_collection_is_measured_as_it_is_and_the_server_is_unchanged()
     drop(serve.stdin.take());
     assert!(serve.wait().unwrap().success());
 }
+
+/// A private server that dies while it starts is started once more in a new folder; when both
+/// die, the error gives each attempt's reason, the line a Go crash opens with, not its stacks.
+#[test]
+fn a_server_that_dies_while_starting_is_tried_twice_and_its_reason_said() {
+    use std::os::unix::fs::PermissionsExt;
+    let engines = tempfile::tempdir().unwrap();
+    let fake = engines.path().join("milvus");
+    std::fs::create_dir_all(fake.join("bin")).unwrap();
+    for file in ["config.yaml.template", "glog.conf"] {
+        std::fs::copy(repo().join("engines/milvus").join(file), fake.join(file)).unwrap();
+    }
+    let attempts = engines.path().join("attempts");
+    let bin = fake.join("bin/milvus");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\necho started >> '{}'\necho 'panic: planted crash'\necho\necho 'goroutine 1 [running]:'\nexit 2\n",
+            attempts.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .args(["engines", "serve", "milvus", "--token-file"])
+        .arg(engines.path().join("token"))
+        .arg("--engines")
+        .arg(engines.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&attempts).unwrap().lines().count(), 2, "started twice: {stderr}");
+    assert_eq!(stderr.matches("while starting: panic: planted crash").count(), 2, "{stderr}");
+    assert!(stderr.contains("the first attempt") && !stderr.contains("goroutine"), "{stderr}");
+    assert!(!engines.path().join("token").exists(), "no token for a server that never served");
+}

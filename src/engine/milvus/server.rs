@@ -163,11 +163,24 @@ impl MilvusServer {
         Ok((server, Some(format!("the engine cache did not start ({first}): emptied and rebuilt"))))
     }
 
-    /// A server of its own in a temporary folder, removed when it stops.
+    /// A server of its own in a temporary folder, removed when it stops. A start that fails
+    /// (a port taken before the server binds it; the embedded etcd aborting while it starts) is
+    /// tried once more in a new folder, as a cached server's is.
     pub fn start_private(install: &Path) -> Result<MilvusServer> {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        let dir = std::env::temp_dir().join(format!("ragsweep-milvus-{}-{nanos}", std::process::id()));
-        MilvusServer::start_in(install, &dir.clone(), Some(dir), None)
+        let start = || {
+            let nanos =
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+            let dir = std::env::temp_dir().join(format!("ragsweep-milvus-{}-{nanos}", std::process::id()));
+            MilvusServer::start_in(install, &dir.clone(), Some(dir), None)
+        };
+        start().or_else(|first| {
+            start().map_err(|second| match second {
+                Error::Engine { engine, what, source } => {
+                    Error::Engine { engine, what: format!("{what} (the first attempt: {first})"), source }
+                }
+                other => other,
+            })
+        })
     }
 
     fn start_in(install: &Path, data: &Path, private: Option<PathBuf>, lock: Option<std::fs::File>) -> Result<Self> {
@@ -295,8 +308,12 @@ impl MilvusServer {
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let text = std::fs::read_to_string(log).unwrap_or_default();
-                let tail: Vec<&str> = text.lines().rev().take(5).collect();
-                return Err(fail(format!("Milvus exited ({status}) while starting: {}", tail.join(" | "))));
+                // A Go crash ends in its goroutines' stacks: its reason is the line that opens it.
+                let said = match text.lines().find(|l| l.starts_with("panic:") || l.starts_with("fatal error:")) {
+                    Some(reason) => reason.to_string(),
+                    None => text.lines().rev().take(5).collect::<Vec<_>>().join(" | "),
+                };
+                return Err(fail(format!("Milvus exited ({status}) while starting: {said}")));
             }
             if fresh && default_login.set_password("root", "Milvus", &self.password).is_ok() {
                 break;
