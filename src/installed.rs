@@ -70,10 +70,15 @@ pub fn write_record(folder: &Path) -> Result<()> {
 /// (no record, a file missing, another size, another sha256). The settings file is not checked.
 pub fn verify(folder: &Path) -> std::result::Result<(), String> {
     let path = folder.join("installed.json");
-    let record: Record = match std::fs::read(&path).map(|b| serde_json::from_slice(&b)) {
+    let record: Record = match crate::input::text::read_bytes(&path, crate::input::text::MAX_TEXT_BYTES)
+        .map(|b| serde_json::from_slice(&b))
+    {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => return Err(format!("installed.json cannot be read: {e}")),
-        Err(_) => return Err("no install record (installed.json): reinstall to verify it".into()),
+        Err(_) if std::fs::symlink_metadata(&path).is_err() => {
+            return Err("no install record (installed.json): reinstall to verify it".into())
+        }
+        Err(e) => return Err(e.to_string()),
     };
     if record.files.is_empty() {
         return Err("installed.json lists no files".into());

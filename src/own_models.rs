@@ -167,7 +167,7 @@ fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Re
         for file in files(dir, role)? {
             if !regular_inside(dir, &file) {
                 return Err(Error::Other(format!(
-                    "{}: not a regular file inside {} (a link out of the folder is never followed)",
+                    "{}: not a regular file inside {} (a FIFO, socket or device, or a link out of the folder: never followed)",
                     file.display(),
                     dir.display()
                 )));

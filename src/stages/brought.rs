@@ -31,7 +31,9 @@ pub fn files(dir: &Path, role: Role) -> Result<Vec<PathBuf>> {
     let stem = side(role);
     let jsonl = dir.join(format!("{stem}.jsonl"));
     let (npy, ids) = (dir.join(format!("{stem}.npy")), dir.join(format!("{stem}.ids")));
-    match (jsonl.is_file(), npy.is_file(), ids.is_file()) {
+    // Present is enough here: what is not a regular file is refused when it is read.
+    let present = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_dir());
+    match (present(&jsonl), present(&npy), present(&ids)) {
         (true, false, false) => Ok(vec![jsonl]),
         (false, true, true) => Ok(vec![npy, ids]),
         (true, _, _) => Err(Error::Other(format!(
@@ -148,22 +150,34 @@ fn read_jsonl(path: &Path, dim: usize) -> Result<Table> {
 }
 
 fn read_npy(npy: &Path, ids: &Path, dim: usize) -> Result<Table> {
-    let (vectors, cols) = crate::npy::read_f32(npy)?;
-    if dim != 0 && cols != dim {
-        return Err(Error::input(Location::file(npy), format!("{cols} columns; the model's vectors have {dim}")));
-    }
     let text = crate::input::text::read(ids)?;
     let named: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r'))).collect();
     if let Some((line, _)) = named.iter().find(|(_, id)| id.trim().is_empty()) {
         return Err(Error::input(Location::line(ids, *line), "an empty id"));
     }
-    let rows = vectors.len() / cols;
+    // The header is checked against the ids and the model before the data is read.
+    let array = crate::npy::Npy::open(npy)?;
+    let (rows, cols) = (array.rows, array.cols);
+    if dim != 0 && cols != dim {
+        return Err(Error::input(Location::file(npy), format!("{cols} columns; the model's vectors have {dim}")));
+    }
+    if !crate::stages::embed::DIM_RANGE.contains(&cols) {
+        return Err(Error::input(
+            Location::file(npy),
+            format!(
+                "{cols} columns: vectors have {} to {} dimensions",
+                crate::stages::embed::DIM_RANGE.start(),
+                crate::stages::embed::DIM_RANGE.end()
+            ),
+        ));
+    }
     if named.len() != rows {
         return Err(Error::input(
             Location::file(ids),
             format!("{} ids for the {rows} rows of {}: line i names row i", named.len(), npy.display()),
         ));
     }
+    let vectors = array.values()?;
     Ok(Table {
         dim: cols,
         ids: named.iter().map(|(_, id)| id.to_string()).collect(),

@@ -23,6 +23,8 @@ use crate::error::{Error, Result};
 /// Bump when the on-disk layout of any stage changes.
 const FORMAT: &str = "ragsweep-stage-v2";
 const RECORD: &str = "build.json";
+/// A record lists a checksum per file: 64 MiB is room for hundreds of thousands of them.
+const MAX_RECORD_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuildRecord {
@@ -158,12 +160,17 @@ impl StageCache {
     }
 }
 
+/// The entry's record, when it is a regular file (a FIFO in its place is not waited on) of a
+/// sane size.
 fn read_record(dir: &Path) -> Option<Record> {
-    serde_json::from_slice(&fs::read(dir.join(RECORD)).ok()?).ok()
+    serde_json::from_slice(&crate::input::text::read_bytes(&dir.join(RECORD), MAX_RECORD_BYTES).ok()?).ok()
 }
 
 /// The entry's build record, once every file it lists has its recorded checksum.
 fn verify(dir: &Path) -> Result<BuildRecord, String> {
+    if let Some(odd) = not_regular(dir, "") {
+        return Err(format!("{odd} is not a regular file"));
+    }
     let record = read_record(dir).ok_or_else(|| format!("no readable {RECORD}"))?;
     for (name, want) in &record.files {
         let got = file_hash(&dir.join(name)).map_err(|e| format!("{name}: {e}"))?;
@@ -181,6 +188,27 @@ pub fn file_hash(path: &Path) -> Result<String> {
     let mut hasher = blake3::Hasher::new();
     hasher.update_reader(file).map_err(|e| Error::io(path, e))?;
     Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// The first entry under `dir` (relative to it) that is neither a folder nor a regular file:
+/// a FIFO, socket or link where a built file belongs (a lock file too: the index would wait on
+/// it). An entry that cannot be listed counts as one.
+fn not_regular(dir: &Path, prefix: &str) -> Option<String> {
+    let Ok(entries) = fs::read_dir(dir) else { return Some(prefix.trim_end_matches('/').to_string()) };
+    for entry in entries {
+        let Ok(entry) = entry else { return Some(prefix.to_string()) };
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => {
+                if let Some(odd) = not_regular(&entry.path(), &format!("{name}/")) {
+                    return Some(odd);
+                }
+            }
+            Ok(t) if t.is_file() => {}
+            _ => return Some(name),
+        }
+    }
+    None
 }
 
 /// Every file under `dir`, relative to it, but lock files (empty, and touched by readers).

@@ -536,10 +536,7 @@ pub(crate) fn verify_installed(info: &ModelInfo) -> Result<()> {
 
 /// The tokenizer files of an ONNX model's folder.
 fn tokenizer_files(info: &ModelInfo) -> Result<TokenizerFiles> {
-    let read = |name: &str| {
-        let p = info.dir.join(name);
-        fs::read(&p).map_err(|e| Error::io(&p, e))
-    };
+    let read = |name: &str| crate::input::text::read_bytes(&info.dir.join(name), crate::input::text::MAX_TEXT_BYTES);
     let [tokenizer, config, special_tokens, tokenizer_config] = TOKENIZER_FILES;
     Ok(TokenizerFiles {
         tokenizer_file: read(tokenizer)?,

@@ -161,3 +161,51 @@ fn temporary_files_older_than_a_day_are_removed_and_fresh_ones_kept() {
     assert!(!old_file.exists() && !old_dir.exists(), "3-day-old debris is removed");
     assert!(fresh.exists(), "a fresh temporary file may belong to a live run");
 }
+
+/// A FIFO planted where any file of the cache belongs (a stage's build record, an index file,
+/// tantivy's lock file, an HNSW graph, a vector segment) is found and rebuilt in seconds, never
+/// waited on, and the run's numbers are those of the intact cache.
+#[test]
+fn a_fifo_anywhere_in_the_cache_is_rebuilt_not_waited_on() {
+    let (f, models) = fixture();
+    let exp = f.path().join("exp.toml");
+    let grid = fs::read_to_string(&exp).unwrap();
+    fs::write(&exp, format!("{grid}[[retrievers]]\nkind = \"dense\"\nmodel = \"random-16\"\nindex = \"hnsw\"\n"))
+        .unwrap();
+    ok(&f, &models);
+    let intact = common::stable_rows(&common::matrix(&common::run_dir(&f.path().join("out"), "heal")));
+    let cache = f.path().join("cache");
+    let pristine = f.path().join("pristine");
+    assert!(Command::new("cp").arg("-a").arg(&cache).arg(&pristine).status().unwrap().success());
+    let mut files: Vec<PathBuf> =
+        common::walk(&pristine).into_iter().map(|p| p.strip_prefix(&pristine).unwrap().to_path_buf()).collect();
+    files.sort();
+    for kind in ["stages/bm25/", "stages/hnsw/", "stages/chunks/", "stages/tokens/", "embeddings/"] {
+        assert!(files.iter().any(|p| p.starts_with(kind)), "the cache holds {kind}: {files:?}");
+    }
+    assert!(files.iter().any(|p| p.ends_with(".tantivy-meta.lock")), "{files:?}");
+    for file in &files {
+        fs::remove_dir_all(&cache).unwrap();
+        assert!(Command::new("cp").arg("-a").arg(&pristine).arg(&cache).status().unwrap().success());
+        fs::remove_file(cache.join(file)).unwrap();
+        assert!(Command::new("mkfifo").arg(cache.join(file)).status().unwrap().success());
+        fs::remove_dir_all(f.path().join("out")).unwrap();
+        let mut child = run(&f, &models).spawn().unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed().as_secs() > 30 {
+                child.kill().unwrap();
+                panic!("{}: the run waited on the FIFO", file.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let stderr = String::from_utf8_lossy(&child.wait_with_output().unwrap().stderr).into_owned();
+        assert!(status.success(), "{}: {stderr}", file.display());
+        assert!(stderr.contains("rebuilt") || stderr.contains("embedded again"), "{}: {stderr}", file.display());
+        let rows = common::stable_rows(&common::matrix(&common::run_dir(&f.path().join("out"), "heal")));
+        assert_eq!(rows, intact, "{}", file.display());
+    }
+}

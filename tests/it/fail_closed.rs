@@ -962,5 +962,58 @@ fn huge_inputs_and_fifos_are_refused_in_seconds() {
     let status = std::process::Command::new("mkfifo").arg(f.path().join("fifo.toml")).status().unwrap();
     assert!(status.success());
     f.cmd().args(["validate", "fifo.toml"]).timeout(std::time::Duration::from_secs(20)).assert().code(2);
-    assert!(started.elapsed().as_secs() < 30, "refused in seconds: {:?}", started.elapsed());
+    // A judged pool to import or replay, and a vectors array, of 6 GiB each.
+    let f = Fixture::new(
+        &[BENEFITS, ("ferias.md", "# Férias\nTrinta dias de férias, um dos benefícios.\n")],
+        golden,
+        &experiment.replace("k = [1]", "k = [2]"),
+    );
+    let run = f.run();
+    let over_cap = predicate::str::contains("6442450944 bytes, over the cap of");
+    sparse(&f.path().join("pool.jsonl"));
+    for flag in ["--import", "--replay"] {
+        f.cmd()
+            .args(["judge", flag, "pool.jsonl"])
+            .arg(&run)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("pool.jsonl").and(over_cap.clone()));
+    }
+    let vectors = f.path().join("vectors");
+    std::fs::create_dir(&vectors).unwrap();
+    // A valid header for 805,306,368 rows of 2 columns: checked against the ids before the data.
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (805306368, 2), }";
+    let header = format!("{header:<117}\n");
+    let mut npy = b"\x93NUMPY\x01\x00\x76\x00".to_vec();
+    npy.extend(header.as_bytes());
+    std::fs::write(vectors.join("passages.npy"), &npy).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(vectors.join("passages.npy"))
+        .unwrap()
+        .set_len(128 + (6 << 30))
+        .unwrap();
+    std::fs::write(vectors.join("passages.ids"), "beneficios\n").unwrap();
+    std::fs::write(vectors.join("queries.jsonl"), "{\"id\": \"q1\", \"vector\": [1.0, 0.0]}\n").unwrap();
+    f.cmd()
+        .args(["models", "add", "vectors", "--vectors", "--name", "big", "--models", "models"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("passages.ids: 1 ids for the 805306368 rows of"));
+    // A FIFO posing as the run's ranked lists: every reader of the run refuses it.
+    std::fs::write(f.path().join("judgments.jsonl"), "{\"case\": \"q1\", \"id\": \"ferias\", \"grade\": 0}\n").unwrap();
+    let per_query = run.join("per_query.jsonl");
+    std::fs::remove_file(&per_query).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&per_query).status().unwrap().success());
+    for command in [&["rescore"][..], &["misses", "--cell", "c01"], &["judge", "--export", "pool2.jsonl"]] {
+        f.cmd()
+            .args(command)
+            .arg(&run)
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("per_query.jsonl: not a regular file"));
+    }
+    assert!(started.elapsed().as_secs() < 60, "refused in seconds: {:?}", started.elapsed());
 }
