@@ -228,9 +228,10 @@ pub const MAX_YAML_NODES: u64 = 100_000;
 pub const MAX_YAML_DEPTH: usize = 64;
 
 /// Walks `block`'s YAML events without building anything: its size with every alias expanded
-/// and its depth stay within bounds, else the 0-based line where they were passed and why.
-/// A syntax error is left to the loader, which locates it.
-fn yaml_within_bounds(block: &str) -> std::result::Result<(), (usize, String)> {
+/// and its depth stay within bounds, and no value is `!!binary` (readers that decode it, as
+/// Hugo's does, see a key or group this reader would not: `!!binary YWNs` is `acl`); else the
+/// 0-based line where that failed and why. A syntax error is left to the loader, which locates it.
+fn check_yaml_events(block: &str) -> std::result::Result<(), (usize, String)> {
     use yaml_rust2::parser::{Event, Parser};
     let mut parser = Parser::new_from_str(block);
     let mut anchors: std::collections::HashMap<usize, u64> = std::collections::HashMap::new();
@@ -248,7 +249,10 @@ fn yaml_within_bounds(block: &str) -> std::result::Result<(), (usize, String)> {
         };
         match event {
             Event::StreamEnd => return Ok(()),
-            Event::Scalar(_, _, anchor, _) => {
+            Event::Scalar(_, _, anchor, tag) => {
+                if tag.is_some_and(|t| format!("{}{}", t.handle, t.suffix) == "tag:yaml.org,2002:binary") {
+                    return Err((line, "a `!!binary` value; front matter is read as text, so write it as text".into()));
+                }
                 add(1, &mut open);
                 if anchor > 0 {
                     anchors.insert(anchor, 1);
@@ -424,7 +428,7 @@ fn parse(path: &Path, first_line: usize, block: &str, toml: bool, rules: &Access
         })?;
         table.iter().map(|(k, v)| (k.clone(), Value::from_toml(v))).collect()
     } else {
-        if let Err((line, why)) = yaml_within_bounds(block) {
+        if let Err((line, why)) = check_yaml_events(block) {
             return Err(Error::input(at(first_line + line), format!("YAML front matter: {why}")));
         }
         let docs = match yaml_rust2::YamlLoader::load_from_str(block) {

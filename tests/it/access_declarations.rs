@@ -203,6 +203,10 @@ enum Shape {
     /// A JSONL record naming the access key twice, or holding a whole file's front matter.
     JsonlTwice,
     JsonlTextFrontMatter,
+    /// A key the YAML parser resolves to the access key: through a tag or an alias.
+    Resolved(&'static str),
+    /// A `!!binary` key: `acl` to a reader that decodes it.
+    BinaryKey,
 }
 
 impl Shape {
@@ -220,6 +224,7 @@ impl Shape {
                 | Shape::Json
                 | Shape::JsonOneLine
                 | Shape::JsonHtml
+                | Shape::Resolved(_)
         )
     }
 
@@ -274,6 +279,8 @@ impl Shape {
                 "corpus.jsonl",
                 format!("{{\"id\": \"secret\", \"text\": \"O segredo da zebra listrada.\", \"acl\": {json}, \"acl\": []}}\n"),
             ),
+            Shape::Resolved(form) => ("secret.md", format!("---\n{}\n---\n{body}", form.replace("GROUP", &yaml))),
+            Shape::BinaryKey => ("secret.md", format!("---\n!!binary YWNs: [{yaml}]\n---\n{body}")),
             Shape::JsonlTextFrontMatter => (
                 "corpus.jsonl",
                 format!(
@@ -337,6 +344,15 @@ fn shapes() -> impl proptest::strategy::Strategy<Value = Shape> {
         Just(Shape::ComplexKey),
         Just(Shape::JsonlTwice),
         Just(Shape::JsonlTextFrontMatter),
+        prop::sample::select(vec![
+            "!!str acl: [GROUP]",
+            "!<tag:yaml.org,2002:str> acl: [GROUP]",
+            "!custom acl: [GROUP]",
+            "name: &k acl\n*k : [GROUP]",
+            "groups: &g [GROUP]\nacl: *g",
+        ])
+        .prop_map(Shape::Resolved),
+        Just(Shape::BinaryKey),
     ]
 }
 
@@ -477,6 +493,11 @@ fn access_only_a_parser_can_see_is_refused_at_its_line() {
             "quoted.md:2: `\"acl\":` after the front matter",
         ),
         ("json-two.md", "{\"acl\": [\"rh\"], \"acl\": []}\nSegredo.\n".to_string(), "json-two.md:1:"),
+        (
+            "binary.md",
+            "---\ntitle: x\n!!binary YWNs: [rh]\n---\nSegredo.\n".to_string(),
+            "binary.md:3: YAML front matter: a `!!binary` value",
+        ),
     ] {
         let f = corpus_with(name, &text, GOLDEN, "");
         for args in [&["validate", "exp.toml"][..], &["run", "--out", "out", "--cache", "cache", "exp.toml"]] {
