@@ -683,13 +683,11 @@ fn extract(
         Format::Html => {
             let whole = text::document(path)?;
             // Static-site sources often open an HTML page with front matter: it is read with
-            // the same rules as Markdown's, so an access list there is never left public.
-            let (front, source) = if frontmatter::opens_with_fence(&whole) {
-                let (front, body) = frontmatter::split(path, &whole, rules)?;
-                (Some(front), body)
-            } else {
-                (None, whole.as_str())
-            };
+            // the same rules as Markdown's, so an access list there is never left public, and
+            // one that is not front matter (an indented fence, a comment) is refused as there.
+            let fenced = frontmatter::opens_with_fence(&whole);
+            let (front, source) = frontmatter::split(path, &whole, rules)?;
+            let front = fenced.then_some(front);
             let depth = formats::html_depth(source);
             if depth > formats::MAX_HTML_DEPTH {
                 return Err(Error::input(

@@ -493,6 +493,13 @@ fn access_only_a_parser_can_see_is_refused_at_its_line() {
             "quoted.md:2: `\"acl\":` after the front matter",
         ),
         ("json-two.md", "{\"acl\": [\"rh\"], \"acl\": []}\nSegredo.\n".to_string(), "json-two.md:1:"),
+        // In an HTML page as in Markdown: an indented fence, or an access line in a comment.
+        (
+            "indented.html",
+            "  ---\nacl: [rh]\n  ---\n<html><body><p>Segredo.</p></body></html>\n".to_string(),
+            "indented.html:2: `acl:`",
+        ),
+        ("comment.html", "<!--\nacl: [rh]\n-->\n<p>Segredo.</p>\n".to_string(), "comment.html:2: `acl:`"),
         (
             "binary.md",
             "---\ntitle: x\n!!binary YWNs: [rh]\n---\nSegredo.\n".to_string(),
