@@ -38,6 +38,8 @@ impl CrossEncoder {
         let tokenizer = crate::stages::cost::model_tokenizer(info)?;
         let failed = |e: String| Error::Other(format!("loading cross-encoder {}: {e}", info.id));
         let environment = crate::stages::embed::ort_environment(models)?;
+        let graph = crate::input::text::read_bytes(file, crate::stages::onnx_graph::MAX_GRAPH_BYTES)?;
+        crate::stages::onnx_graph::check_max_length(&graph, info)?;
         let session = Session::builder(&environment)
             .map_err(|e| failed(e.to_string()))?
             .with_intra_threads(threads.max(1))

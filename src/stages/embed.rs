@@ -604,8 +604,13 @@ impl Embedder {
         let files = tokenizer_files(info)?;
         // Named outputs live as long as the process: a model is loaded a handful of times.
         let output = output.as_ref().map(|name| fastembed::OutputKey::ByName(Box::leak(name.clone().into_boxed_str())));
-        let mut model = UserDefinedEmbeddingModel::new(fs::read(file).map_err(|e| Error::io(file, e))?, files)
-            .with_pooling(if pooling == Pool::Cls { Pooling::Cls } else { Pooling::Mean });
+        let graph = crate::input::text::read_bytes(file, crate::stages::onnx_graph::MAX_GRAPH_BYTES)?;
+        crate::stages::onnx_graph::check_max_length(&graph, info)?;
+        let mut model = UserDefinedEmbeddingModel::new(graph, files).with_pooling(if pooling == Pool::Cls {
+            Pooling::Cls
+        } else {
+            Pooling::Mean
+        });
         model.output_key = output.clone();
         let options = InitOptionsUserDefined::new()
             .with_environment(environment)

@@ -10,3 +10,4 @@ pub mod embed;
 pub mod endpoint;
 pub mod http_embed;
 pub mod http_rerank;
+pub mod onnx_graph;

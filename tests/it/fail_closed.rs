@@ -924,6 +924,30 @@ fn model_settings_out_of_bounds_are_refused_at_their_line() {
             .code(2)
             .stderr(predicate::str::contains(at).and(predicate::str::contains(says)));
     }
+    // Within the range but past the graph's position table (512 rows in MiniLM's fused graph,
+    // whose kernel would read past it): refused at the line; at the table's size it loads.
+    let bundled = common::repo().join("models");
+    std::fs::remove_dir_all(models.join("mine")).unwrap();
+    std::os::unix::fs::symlink(bundled.join("onnxruntime"), models.join("onnxruntime")).unwrap();
+    let copied = std::process::Command::new("cp").arg("-r").arg(bundled.join("minilm-l6")).arg(&models).status();
+    assert!(copied.unwrap().success());
+    let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap().replace("\"mine\"", "\"minilm-l6\"");
+    std::fs::write(f.path().join("exp.toml"), exp).unwrap();
+    let settings = models.join("minilm-l6/model.toml");
+    let toml = std::fs::read_to_string(&settings).unwrap();
+    let line = 1 + toml.lines().position(|l| l.starts_with("max_length")).unwrap();
+    for (max_length, refused) in [(1024, true), (512, false)] {
+        std::fs::write(&settings, toml.replace("max_length = 256", &format!("max_length = {max_length}"))).unwrap();
+        let mut validate = f.cmd();
+        validate.args(["validate", "exp.toml", "--models"]).arg(&models);
+        if refused {
+            validate.assert().code(2).stderr(predicate::str::contains(format!(
+                "model.toml:{line}: `max_length = 1024`, but the graph's position table holds 512 positions"
+            )));
+        } else {
+            validate.assert().success();
+        }
+    }
 }
 
 /// Inputs too large to read whole (6 GiB, sparse) and FIFOs where a file belongs are refused
