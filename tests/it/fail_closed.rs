@@ -924,6 +924,15 @@ fn model_settings_out_of_bounds_are_refused_at_their_line() {
             .code(2)
             .stderr(predicate::str::contains(at).and(predicate::str::contains(says)));
     }
+    // An endpoint whose probe vector has more dimensions than any model's.
+    let url = common::openai_endpoint(70_000);
+    f.cmd()
+        .args(["models", "add", "--name", "wide", "--url", &url, "--model", "m", "--models"])
+        .arg(&models)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a 70000-dimensional vector for a probe text: vectors have 1 to 65536"));
+    assert!(!models.join("wide").exists());
     // Within the range but past the graph's position table (512 rows in MiniLM's fused graph,
     // whose kernel would read past it): refused at the line; at the table's size it loads.
     let bundled = common::repo().join("models");
