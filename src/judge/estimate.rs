@@ -105,12 +105,12 @@ pub fn estimate(
         people.iter().zip(&model).map(|((cell, p), (_, m))| (cell.clone(), values(p), values(m))).collect();
     // PPI over per-case values: people's for the known and judged, the model's for the judged
     // and the rest.
-    let ppi = |p: &HashMap<String, f64>, m: &HashMap<String, f64>| {
+    let ppi = |p: &HashMap<String, f64>, m: &HashMap<String, f64>, bounds: (f64, f64)| {
         let known: Vec<f64> = groups.nothing_pooled.iter().filter_map(|c| p.get(c).copied()).collect();
         let labelled: Vec<(f64, f64)> =
             groups.judged_through.iter().filter_map(|c| Some((*p.get(c)?, *m.get(c)?))).collect();
         let model_only: Vec<f64> = groups.model_graded.iter().filter_map(|c| m.get(c).copied()).collect();
-        crate::evaluate::ppi::mean_of(&known, &labelled, &model_only, alpha)
+        crate::evaluate::ppi::mean_of(&known, &labelled, &model_only, bounds, alpha)
     };
     let mean = |v: &HashMap<String, f64>| if v.is_empty() { 0.0 } else { v.values().sum::<f64>() / v.len() as f64 };
     let mut cells: Vec<CellEstimate> = per_cell
@@ -119,7 +119,7 @@ pub fn estimate(
             cell: cell.clone(),
             people_only: mean(p),
             model_only: mean(m),
-            ppi: ppi(p, m),
+            ppi: ppi(p, m, (0.0, 1.0)),
             vs_best: None,
         })
         .collect();
@@ -134,7 +134,7 @@ pub fn estimate(
             v.iter().filter_map(|(c, x)| Some((c.clone(), x - best.get(c)?))).collect()
         };
         for (estimate, (_, p, m)) in cells.iter_mut().zip(&per_cell) {
-            estimate.vs_best = ppi(&minus(p, bp), &minus(m, bm));
+            estimate.vs_best = ppi(&minus(p, bp), &minus(m, bm), (-1.0, 1.0));
         }
     }
     Ok(Estimates { metric: exp.decision_metric().to_string(), split, groups, best, cells, model_units })
@@ -177,7 +177,7 @@ impl Estimates {
         let judged = g.judged_through.len();
         if judged < FEW_JUDGED && !g.model_graded.is_empty() {
             out.push_str(&format!(
-                "note: {judged} cases judged through: intervals from so few are optimistic (a normal approximation); judge at least {FEW_JUDGED} at random\n"
+                "note: {judged} cases judged through: intervals from so few stay wide (they assume the others may differ as much as values can); judge at least {FEW_JUDGED} at random\n"
             ));
         }
         out
