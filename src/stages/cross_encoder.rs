@@ -39,7 +39,7 @@ impl CrossEncoder {
         let failed = |e: String| Error::Other(format!("loading cross-encoder {}: {e}", info.id));
         let environment = crate::stages::embed::ort_environment(models)?;
         let graph = crate::input::text::read_bytes(file, crate::stages::onnx_graph::MAX_GRAPH_BYTES)?;
-        crate::stages::onnx_graph::check_max_length(&graph, info)?;
+        crate::stages::onnx_graph::check_max_length(&graph, info.max_length, &info.dir.join("model.toml"))?;
         let session = Session::builder(&environment)
             .map_err(|e| failed(e.to_string()))?
             .with_intra_threads(threads.max(1))

@@ -605,7 +605,7 @@ impl Embedder {
         // Named outputs live as long as the process: a model is loaded a handful of times.
         let output = output.as_ref().map(|name| fastembed::OutputKey::ByName(Box::leak(name.clone().into_boxed_str())));
         let graph = crate::input::text::read_bytes(file, crate::stages::onnx_graph::MAX_GRAPH_BYTES)?;
-        crate::stages::onnx_graph::check_max_length(&graph, info)?;
+        crate::stages::onnx_graph::check_max_length(&graph, info.max_length, &info.dir.join("model.toml"))?;
         let mut model = UserDefinedEmbeddingModel::new(graph, files).with_pooling(if pooling == Pool::Cls {
             Pooling::Cls
         } else {

@@ -61,20 +61,18 @@ pub fn positions(graph: &[u8]) -> Option<usize> {
     })
 }
 
-/// Refuses a `max_length` past the graph's position table, at the line of `model.toml` that
-/// sets it.
-pub fn check_max_length(graph: &[u8], info: &crate::stages::embed::ModelInfo) -> crate::error::Result<()> {
-    let Some(positions) = positions(graph).filter(|&p| info.max_length > p) else { return Ok(()) };
-    let settings = info.dir.join("model.toml");
-    let line = crate::input::text::read(&settings)
+/// Refuses a `max_length` past the graph's position table, at the line of `settings` (the
+/// model's `model.toml`) that sets it.
+pub fn check_max_length(graph: &[u8], max_length: usize, settings: &std::path::Path) -> crate::error::Result<()> {
+    let Some(positions) = positions(graph).filter(|&p| max_length > p) else { return Ok(()) };
+    let line = crate::input::text::read(settings)
         .ok()
         .and_then(|t| t.lines().position(|l| l.trim_start().starts_with("max_length")))
         .map_or(1, |i| i + 1);
     Err(crate::error::Error::input(
-        crate::error::Location::line(&settings, line),
+        crate::error::Location::line(settings, line),
         format!(
-            "`max_length = {}`, but the graph's position table holds {positions} positions: a longer text would be read past it; set max_length to at most {positions}",
-            info.max_length
+            "`max_length = {max_length}`, but the graph's position table holds {positions} positions: a longer text would be read past it; set max_length to at most {positions}"
         ),
     ))
 }
