@@ -451,6 +451,8 @@ pub struct CaseResult {
     /// Per cut-off k, for a cell with an approximate or engine source: its list against the
     /// oracle's (the same cell with exact in-process search in place of those sources).
     pub parity: Vec<Parity>,
+    /// The case's labels as scored ([`crate::input::golden::GoldenCase::labels_key`]).
+    pub labels: String,
 }
 
 impl CaseResult {
@@ -548,6 +550,10 @@ pub struct CaseLine {
     /// Per k: the list against the oracle's, for cells with an approximate or engine source.
     #[serde(default, skip_serializing_if = "Ordered::is_empty")]
     pub parity: Ordered<Parity>,
+    /// The case's labels as scored (16 hex digits): `rescore` keeps a miss's cause only for a
+    /// case whose labels are still these.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub labels: String,
 }
 
 impl CaseLine {
@@ -579,6 +585,7 @@ impl CaseLine {
             ctx_tokens: Ordered::of_keys(cuts, r.ctx_tokens.iter().copied()),
             short: Ordered::of_keys(cuts, r.short.iter().copied()),
             parity: Ordered::of_keys(cuts, r.parity.iter().copied()),
+            labels: r.labels.clone(),
         }
     }
 
@@ -616,6 +623,7 @@ impl CaseLine {
             misses: self.misses.clone(),
             budget_misses: self.budget_misses.clone(),
             parity: self.parity.values().copied().collect(),
+            labels: self.labels.clone(),
         })
     }
 }

@@ -197,6 +197,7 @@ mod tests {
                     ctx_tokens: Ordered::default(),
                     short: Ordered::default(),
                     parity: Ordered::default(),
+                    labels: String::new(),
                 })
                 .collect(),
             cases: Default::default(),

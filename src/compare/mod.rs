@@ -679,6 +679,7 @@ mod tests {
                     ctx_tokens: crate::results::Ordered::default(),
                     short: crate::results::Ordered::default(),
                     parity: crate::results::Ordered::default(),
+                    labels: String::new(),
                 })
                 .collect(),
             cases: HashMap::new(),

@@ -73,6 +73,20 @@ pub struct GoldenCase {
 }
 
 impl GoldenCase {
+    /// What the case's relevant labels are (unit, grade, own text only; a unit judged not
+    /// relevant is none), as 16 hex digits of blake3 over them in order: a run records it beside
+    /// each case's result, so a rescore knows whose relevant units changed since.
+    pub fn labels_key(&self) -> String {
+        let mut labels: Vec<(&str, u32, bool)> =
+            self.relevant.iter().filter(|l| l.grade > 0).map(|l| (l.id.as_str(), l.grade, l.own)).collect();
+        labels.sort_unstable();
+        let mut hasher = blake3::Hasher::new();
+        for (id, grade, own) in labels {
+            hasher.update(id.as_bytes()).update(&[0]).update(&grade.to_le_bytes()).update(&[u8::from(own)]);
+        }
+        hasher.finalize().to_hex()[..16].to_string()
+    }
+
     /// Labelled, yet unanswerable: the answer exists, but not for this user (SPEC §1).
     pub fn is_restricted(&self) -> bool {
         !self.answerable && self.has_labels()

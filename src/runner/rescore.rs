@@ -286,22 +286,29 @@ pub fn rescore(
 }
 
 /// The misses of a rescored case: each missed cut-off keeps the cause the run diagnosed when
-/// the run missed it too, else it is `undecided` (only retrieving again can diagnose it).
+/// the run missed it too under the same labels (a run before labels were recorded counts as
+/// the same), else it is `undecided`: which relevant item decides the cause, and where the
+/// pipeline lost it, only retrieving again can tell.
 fn kept_misses(result: &CaseResult, line: &CaseLine, ks: &[usize], r: &Retrieval) -> Vec<Miss> {
     if !result.answerable {
         return Vec::new();
     }
+    let same_labels = line.labels.is_empty() || line.labels == result.labels;
+    let undecided = |k: usize, why: &str| {
+        Miss::new(
+            k,
+            crate::evaluate::causes::Cause::Undecided,
+            None,
+            format!("{why}, rescored without retrieving: run again to diagnose it"),
+        )
+    };
     ks.iter()
         .enumerate()
         .filter(|&(i, &k)| !r.list(i).items.iter().take(k).any(|item| item.gain > 0.0))
         .map(|(_, &k)| match line.misses.iter().find(|m| m.k == k) {
-            Some(m) => Miss::new(k, m.pipeline.unwrap_or(m.cause), m.rank, m.evidence.clone()),
-            None => Miss::new(
-                k,
-                crate::evaluate::causes::Cause::Undecided,
-                None,
-                "a miss under the new judgments, rescored without retrieving: run again to diagnose it".into(),
-            ),
+            Some(m) if same_labels => Miss::new(k, m.pipeline.unwrap_or(m.cause), m.rank, m.evidence.clone()),
+            Some(_) => undecided(k, "a miss whose case's labels changed since the run"),
+            None => undecided(k, "a miss under the new judgments"),
         })
         .collect()
 }

@@ -497,3 +497,128 @@ fn merge_names_the_cells_and_cases_whose_lists_moved_in_a_shard() {
     let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(said.contains("unstable lists") && said.contains(&format!("{cell} (1 of {n}: {case})")), "{said}");
 }
+
+/// One function makes a cell's rows: a fresh run, the rescore of an older run under the same
+/// judgments, and the merge of four shards write the same rows, metrics, standing, costs and
+/// engine columns alike (timings and cache reuse apart), on a grid with budgets, every filter
+/// mode, reserved cases, prices and a dense and a hybrid cell. Once a judgment changes a case's
+/// labels, the rescore's numbers are still the fresh run's, and its misses of that case are
+/// `undecided` (which relevant item decides a cause only retrieving again can tell).
+#[test]
+fn a_run_its_rescore_and_its_merged_shards_write_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let demo = repo().join("corpora/nuvem-verde");
+    let models = root.join("models");
+    common::random_model(&models, "random-16", 16, "query: ");
+    std::fs::write(
+        root.join("grid.toml"),
+        format!(
+            "name = \"rows\"\nunit = \"section\"\nk = [1, 5]\nbudget = [256, 512]\nreserved_fraction = 0.3\nseed = 3\n\
+             latency_cases = 0\nfilter = [\"none\", \"in_query\", \"post\"]\nprefer = \"cost\"\n\
+             [corpus]\npath = \"{}\"\n[golden]\npath = \"{}\"\njudgments = \"judgments.jsonl\"\n\
+             [permissions]\ndefault_groups = [\"rh\"]\n\
+             [cost]\nembedding_usd_per_1m_tokens = 0.02\nllm_usd_per_1m_input_tokens = 2.5\n\
+             [[chunkers]]\nkind = \"markdown\"\ntitle = true\n[[chunkers]]\nkind = \"recursive\"\nsize = 400\noverlap = 50\n\
+             [[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n[[retrievers]]\nkind = \"dense\"\nmodel = \"random-16\"\n\
+             [[retrievers]]\nkind = \"hybrid\"\nmodel = \"random-16\"\nfusion = \"rrf\"\nanalyzer = \"pt\"\n",
+            demo.join("docs").display(),
+            demo.join("golden.json").display()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str], out: &str| {
+        ragsweep()
+            .current_dir(root)
+            .args(["run", "-q", "--models"])
+            .arg(&models)
+            .args(args)
+            .args(["--out", out, "grid.toml"])
+            .assert()
+            .success();
+        if args.is_empty() {
+            Some(run_dir(&root.join(out), "rows"))
+        } else {
+            None
+        }
+    };
+    let rescore = |run: &Path| {
+        let before = common::runs_in(&root.join("before/rows"));
+        ragsweep().current_dir(root).arg("rescore").arg(run).arg("--models").arg(&models).assert().success();
+        common::runs_in(&root.join("before/rows")).into_iter().find(|p| !before.contains(p)).unwrap()
+    };
+    let rows = |dir: &Path| stable_json(dir, "matrix.json")["rows"].clone();
+    let before = run(&[], "before").unwrap();
+
+    // A judgment that changes no number: grade 0 for a section no cell returned for nv-01.
+    let lines = common::jsonl(&before.join("per_query.jsonl"));
+    let seen: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["case"] == "nv-01")
+        .flat_map(|l| l["top"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()))
+        .collect();
+    let golden: serde_json::Value = serde_json::from_str(&read(&demo, "golden.json")).unwrap();
+    let unseen = golden
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["relevant"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()))
+        .find(|unit| !seen.iter().any(|t| t.starts_with(unit.split('#').next().unwrap())))
+        .unwrap();
+    let judgment = |id: &str, grade: u32| {
+        format!("{{\"case\": \"nv-01\", \"id\": \"{id}\", \"grade\": {grade}, \"who\": \"t\"}}\n")
+    };
+    std::fs::write(root.join("judgments.jsonl"), judgment(unseen, 0)).unwrap();
+    let fresh = run(&[], "fresh").unwrap();
+    for i in 1..=4 {
+        run(&["--shard", &format!("{i}/4")], "shards");
+    }
+    let mut shards = common::runs_in(&root.join("shards/rows"));
+    shards.sort();
+    assert_eq!(shards.len(), 4);
+    ragsweep()
+        .current_dir(root)
+        .arg("merge")
+        .arg("grid.toml")
+        .args(&shards)
+        .args(["--out", "merged"])
+        .assert()
+        .success();
+    let merged = run_dir(&root.join("merged"), "rows");
+    let rescored = rescore(&before);
+
+    let expected = rows(&fresh);
+    assert_eq!(expected.as_array().unwrap().len(), 2 * 3 * 3 * 2, "2 chunkers × 3 retrievers × 3 filters × 2 splits");
+    assert_eq!(rows(&before), expected, "the judgment changes no number");
+    assert_eq!(rows(&rescored), expected, "rescore");
+    assert_eq!(rows(&merged), expected, "merge");
+    for file in ["per_query.jsonl", "slices.csv", "cases.jsonl"] {
+        assert_eq!(read(&rescored, file), read(&fresh, file), "rescore: {file}");
+        assert_eq!(read(&merged, file), read(&fresh, file), "merge: {file}");
+    }
+    for dir in [&rescored, &merged] {
+        assert_eq!(without_timing(&read(dir, "matrix.csv")), without_timing(&read(&fresh, "matrix.csv")));
+    }
+
+    // A judgment that makes another section relevant to nv-01.
+    let relevant = "politicas/ferias#Fracionamento";
+    std::fs::write(root.join("judgments.jsonl"), judgment(unseen, 0) + &judgment(relevant, 1)).unwrap();
+    let fresh = run(&[], "fresh2").unwrap();
+    let rescored = rescore(&before);
+    assert_ne!(rows(&rescored), rows(&before), "the judgment changes the numbers");
+    let without_misses = |dir: &Path| {
+        let mut rows = rows(dir);
+        rows.as_array_mut().unwrap().iter_mut().for_each(|r| {
+            r.as_object_mut().unwrap().remove("misses");
+        });
+        rows
+    };
+    assert_eq!(without_misses(&rescored), without_misses(&fresh));
+    let undecided = common::jsonl(&rescored.join("per_query.jsonl"))
+        .into_iter()
+        .filter(|l| l["case"] == "nv-01")
+        .flat_map(|l| l["misses"].as_array().cloned().unwrap_or_default())
+        .map(|m| m["cause"].as_str().unwrap().to_string())
+        .collect::<Vec<_>>();
+    assert!(!undecided.is_empty() && undecided.iter().all(|c| c == "undecided"), "{undecided:?}");
+}
