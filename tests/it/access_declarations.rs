@@ -349,7 +349,7 @@ fn shapes() -> impl proptest::strategy::Strategy<Value = Shape> {
             "!<tag:yaml.org,2002:str> acl: [GROUP]",
             "!custom acl: [GROUP]",
             "name: &k acl\n*k : [GROUP]",
-            "groups: &g [GROUP]\nacl: *g",
+            "keywords: &g [GROUP]\nacl: *g",
         ])
         .prop_map(Shape::Resolved),
         Just(Shape::BinaryKey),
