@@ -915,7 +915,18 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
                     let keeps = format!(
                         "[corpus] publish_also = [\"{also}\"] keeps it (publish = \"all\" keeps every such page)"
                     );
-                    report.left_out.push((doc.id.clone(), format!("the site does not publish it ({why}); {keeps}")));
+                    let canonical_path = path.canonicalize().unwrap_or_else(|_| path.clone());
+                    let shown = match included_by.get(&canonical_path).and_then(|pages| pages.first()) {
+                        Some((page, _)) => {
+                            let page =
+                                page.strip_prefix(root).or_else(|_| page.strip_prefix(&canonical)).unwrap_or(page);
+                            format!("; its text is read where {} shows it", id_of(page))
+                        }
+                        None => String::new(),
+                    };
+                    report
+                        .left_out
+                        .push((doc.id.clone(), format!("the site does not publish it ({why}){shown}; {keeps}")));
                     report.unpublished.push((path, why));
                 }
                 None => kept.push(doc),
@@ -984,6 +995,12 @@ fn collect_files(
             continue;
         }
         if file_type.is_dir() {
+            if crate::input::includes::HUGO_NON_CONTENT.contains(&name.as_str())
+                && crate::input::includes::is_hugo_project(dir)
+            {
+                skipped.push((path, "a Hugo project's folder of templates or site files, not pages".into()));
+                continue;
+            }
             let canonical = path.canonicalize().map_err(|e| Error::io(&path, e))?;
             if seen_dirs.insert(canonical) {
                 collect_files(root, &path, seen_dirs, out, skipped)?;

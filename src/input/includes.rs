@@ -1,7 +1,10 @@
 //! Includes, as documentation sites render them: a page that pulls another file into itself
 //! (Hugo `{{< readfile file="…" >}}` and `{{% include "…" %}}`, MkDocs snippets `--8<-- "…"`,
 //! MyST ```` ```{include} … ```` ````) is read with that file's text in place, so its answer is
-//! found under the page a reader sees, not only under the included file's own id.
+//! found under the page a reader sees, not only under the included file's own id. So is a Hugo
+//! shortcode whose template (`layouts/shortcodes/NAME.html`, a theme's too) ranges over the
+//! pages of one section (`.Site.GetPage "glossary"`, `where … "Section" "glossary"`): each of
+//! its pages in place, under a heading of its title, as a glossary page shows its terms.
 //!
 //! Paths resolve as the site generator resolves them: a relative path from the including
 //! file's folder; a `/`-rooted one from the site's content root, then its project root (Hugo's
@@ -187,7 +190,7 @@ pub fn resolve(raw: &str, body: &str, file: &Path, root: &Path, rules: &AccessKe
     let mut out = Resolved::default();
     let page = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
     let dir = page.parent().unwrap_or(root).to_path_buf();
-    let mut walk = Walk { root, rules, chain: vec![page] };
+    let mut walk = Walk { root, rules, chain: vec![page], shortcodes: Default::default() };
     out.text = walk.expand(body, first_line(raw, body), &dir, &mut out)?;
     Ok(out)
 }
@@ -210,6 +213,8 @@ struct Walk<'a> {
     root: &'a Path,
     rules: &'a AccessKey,
     chain: Vec<PathBuf>,
+    /// The section folder each shortcode shows, by the folder of the page calling it.
+    shortcodes: std::collections::HashMap<(PathBuf, String), Option<PathBuf>>,
 }
 
 impl Walk<'_> {
@@ -218,11 +223,8 @@ impl Walk<'_> {
         let mut out = String::with_capacity(text.len());
         let mut fence: Option<Fence> = None;
         for (number, line) in text.split_inclusive('\n').enumerate() {
-            let at = |column: usize| Location {
-                path: self.chain[self.chain.len() - 1].clone(),
-                line: first + number,
-                column,
-            };
+            let file = &self.chain[self.chain.len() - 1];
+            let at = |column: usize| Location { path: file.clone(), line: first + number, column };
             let trimmed = line.trim_start();
             match &fence {
                 Some(Fence::Include(marker)) => {
@@ -259,7 +261,20 @@ impl Walk<'_> {
                     out.push_str(&self.include(&target, dir, at, done)?);
                     out.push_str(&line[end..]);
                 }
-                None => out.push_str(line),
+                None => match shortcode(line) {
+                    Some((start, end, name)) if self.section_of(name, dir).is_some() => {
+                        out.push_str(&line[..start]);
+                        let at = Location {
+                            path: self.chain[self.chain.len() - 1].clone(),
+                            line: first + number,
+                            column: line[..start].chars().count() + 1,
+                        };
+                        let section = self.section_of(name, dir).expect("known above");
+                        out.push_str(&self.section_pages(&section, at, done)?);
+                        out.push_str(&line[end..]);
+                    }
+                    _ => out.push_str(line),
+                },
             }
         }
         Ok(out)
@@ -303,6 +318,120 @@ impl Walk<'_> {
         expanded.push('\n');
         Ok(expanded)
     }
+
+    /// The section folder the site's shortcode `name` ranges over, for a page in `dir`; `None`
+    /// when the shortcode is not one that shows a section's pages.
+    fn section_of(&mut self, name: &str, dir: &Path) -> Option<PathBuf> {
+        let key = (dir.to_path_buf(), name.to_string());
+        if let Some(known) = self.shortcodes.get(&key) {
+            return known.clone();
+        }
+        let found = hugo_project(dir, self.root).and_then(|project| {
+            let section = shortcode_section(&project, name)?;
+            let bases = hugo_content_mounts(&project).into_iter().chain([project.join("content")]);
+            let folder = bases.map(|b| b.join(&section)).find(|f| f.is_dir())?.canonicalize().ok()?;
+            // The pages shown must be the corpus's own.
+            folder.starts_with(self.root).then_some(folder)
+        });
+        self.shortcodes.insert(key, found.clone());
+        found
+    }
+
+    /// The pages of the section folder `section` (not its `_index`), in the site's default order
+    /// (weight, then title), each under a heading of its title, their includes read; at `at`.
+    fn section_pages(&mut self, section: &Path, at: Location, done: &mut Resolved) -> Result<String> {
+        let Ok(entries) = std::fs::read_dir(section) else { return Ok(String::new()) };
+        let mut pages = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let page = if path.is_dir() { path.join("index.md") } else { path };
+            let markdown = page.extension().is_some_and(|e| e == "md");
+            let regular = std::fs::symlink_metadata(&page).is_ok_and(|m| m.is_file() && m.len() <= MAX_INCLUDE_BYTES);
+            if !markdown || !regular || page.file_stem().is_some_and(|s| s == "_index") || self.chain.contains(&page) {
+                continue;
+            }
+            let text = crate::input::text::document(&page)?;
+            let (front, body) = crate::input::frontmatter::split(&page, &text, self.rules)?;
+            if front.acl.is_some() {
+                return Err(Error::input(
+                    at,
+                    format!(
+                        "shows the page {}, which declares its own access list: the page showing it would give its text to whoever may see that page",
+                        page.display()
+                    ),
+                ));
+            }
+            let weight = front.meta.get("weight").and_then(|w| w.parse::<i64>().ok()).unwrap_or(0);
+            let title =
+                front.title.clone().unwrap_or_else(|| page.file_stem().unwrap_or_default().to_string_lossy().into());
+            let first = first_line(&text, body);
+            pages.push((weight, title, page, body.to_string(), first));
+        }
+        pages.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+        let mut out = String::new();
+        for (_, title, page, body, first) in pages {
+            done.included.push(page.clone());
+            self.chain.push(page.clone());
+            let expanded = self.expand(&body, first, page.parent().unwrap_or(self.root), done)?;
+            self.chain.pop();
+            out.push_str(&format!("\n## {title}\n\n{}\n", expanded.trim()));
+        }
+        Ok(out)
+    }
+}
+
+/// A Hugo shortcode call on `line` other than an include: its byte range and name.
+fn shortcode(line: &str) -> Option<(usize, usize, &str)> {
+    [("{{<", ">}}"), ("{{%", "%}}")].into_iter().find_map(|(open, close)| {
+        let start = line.find(open)?;
+        let end = start + line[start..].find(close)? + close.len();
+        let name = line[start + open.len()..end - close.len()].split_whitespace().next()?;
+        (!name.starts_with('/') && name != "readfile" && name != "include").then_some((start, end, name))
+    })
+}
+
+/// The nearest Hugo project at or above `dir`: inside `root`, or up to two folders above it (a
+/// corpus pointed at `content/` or `content/en` of a project).
+fn hugo_project(dir: &Path, root: &Path) -> Option<PathBuf> {
+    let highest = root.ancestors().nth(2).unwrap_or(root);
+    dir.ancestors().take_while(|f| f.starts_with(highest)).find(|f| is_hugo_project(f)).map(Path::to_path_buf)
+}
+
+/// Whether `folder` is a Hugo project: its configuration beside a `content/` or `layouts/`
+/// folder (a `config.toml` alone is too common to say so).
+pub(crate) fn is_hugo_project(folder: &Path) -> bool {
+    const CONFIGS: [&str; 6] = ["hugo.toml", "hugo.yaml", "hugo.json", "config.toml", "config.yaml", "config.json"];
+    let configured = CONFIGS.iter().any(|n| folder.join(n).is_file()) || folder.join("config/_default").is_dir();
+    configured && ["content", "layouts", "archetypes"].iter().any(|d| folder.join(d).is_dir())
+}
+
+/// The folders of a Hugo project the site is built from but that hold no pages: templates,
+/// themes, static files, data, translations, the built site.
+pub(crate) const HUGO_NON_CONTENT: [&str; 9] =
+    ["layouts", "themes", "archetypes", "static", "assets", "data", "i18n", "public", "resources"];
+
+/// The section whose pages the template of shortcode `name` in `project` (or one of its themes)
+/// ranges over: the path it passes to `GetPage`, or the `"Section"` it filters pages by.
+fn shortcode_section(project: &Path, name: &str) -> Option<String> {
+    let file = format!("{name}.html");
+    let mut templates =
+        vec![project.join("layouts/shortcodes").join(&file), project.join("layouts/_shortcodes").join(&file)];
+    if let Ok(themes) = std::fs::read_dir(project.join("themes")) {
+        templates.extend(themes.flatten().map(|t| t.path().join("layouts/shortcodes").join(&file)));
+    }
+    let text = templates.iter().find_map(|t| crate::input::text::site_config(t))?;
+    if !text.contains("range") {
+        return None;
+    }
+    let quoted_after = |marker: &str| {
+        text.split(marker).skip(1).find_map(|rest| {
+            let rest = rest.trim_start().strip_prefix('"')?;
+            Some(rest[..rest.find('"')?].to_string())
+        })
+    };
+    let section = quoted_after("GetPage").or_else(|| quoted_after("\"Section\""))?;
+    let section = section.trim_matches('/');
+    (!section.is_empty() && !section.split('/').any(|p| p == ".." || p == ".")).then(|| section.to_string())
 }
 
 #[cfg(test)]

@@ -610,6 +610,95 @@ fn includes_resolve_through_a_hugo_sites_content_mounts() {
     assert!(stderr.contains("read 1 include in place") && !stderr.contains("not found"), "{stderr}");
 }
 
+/// A glossary as a Hugo site shows it: terms with `build.render: never`, a glossary page calling
+/// a shortcode whose template ranges over the glossary section (a theme's, with the content
+/// mounted from `content/en`). Every term is read under the glossary page, by its title, in the
+/// site's order (weight, then title); the terms are left out as pages with where they are shown;
+/// the templates are not read as pages; pointed at the content folder, the same sections. A
+/// term with an access list is refused where the glossary shows it.
+#[test]
+fn glossary_terms_are_read_under_the_page_whose_shortcode_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    for folder in ["content/en/glossary", "themes/docsy/layouts/shortcodes", "layouts/partials"] {
+        fs::create_dir_all(site.join(folder)).unwrap();
+    }
+    fs::write(
+        site.join("hugo.toml"),
+        "title = \"Docs\"\ntheme = \"docsy\"\n[[module.mounts]]\nsource = \"content/en\"\ntarget = \"content\"\n",
+    )
+    .unwrap();
+    fs::write(
+        site.join("themes/docsy/layouts/shortcodes/glossary.html"),
+        "{{ $terms := where site.RegularPages \"Section\" \"glossary\" }}\n{{ range $terms }}<dt>{{ .Title }}</dt><dd>{{ .Content }}</dd>{{ end }}\n",
+    )
+    .unwrap();
+    fs::write(site.join("layouts/partials/head.html"), "<title>{{ .Title }} xylophone template</title>\n").unwrap();
+    fs::write(
+        site.join("content/en/glossary/_index.md"),
+        "---\ntitle: Glossary\n---\n# Glossary\n\n{{< glossary >}}\n",
+    )
+    .unwrap();
+    for (name, weight, text) in [
+        ("taxonomy", 2, "A taxonomy groups pages by a xylotag."),
+        ("shortcode", 2, "A shortcode is a xylotemplate called from content."),
+        ("archetype", 1, "An archetype is a xylostencil for new pages."),
+    ] {
+        fs::write(
+            site.join(format!("content/en/glossary/{name}.md")),
+            format!("---\ntitle: {name}\nweight: {weight}\nbuild:\n  render: never\n---\n{text}\n"),
+        )
+        .unwrap();
+    }
+    let sections = |corpus: &str| {
+        let out = ragsweep(dir.path()).args(["sections", corpus]).assert().success();
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        (stdout, stderr)
+    };
+    let (stdout, stderr) = sections("site");
+    let ids: Vec<&str> = stdout.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let glossary = "content/en/glossary/_index";
+    let terms: Vec<String> = ["archetype", "shortcode", "taxonomy"].iter().map(|t| format!("{glossary}#{t}")).collect();
+    for term in &terms {
+        assert!(ids.contains(&term.as_str()), "{term}: {stdout}");
+    }
+    let at = |id: &str| ids.iter().position(|i| *i == id).unwrap();
+    assert!(at(&terms[0]) < at(&terms[1]) && at(&terms[1]) < at(&terms[2]), "weight, then title: {stdout}");
+    assert!(!stdout.contains("xylophone") && !ids.iter().any(|i| i.contains("layouts")), "{stdout}");
+    assert!(stderr.contains("read 3 includes in place"), "{stderr}");
+    let (inner, _) = sections("site/content/en");
+    let strip = |s: &str| {
+        s.lines()
+            .map(|l| l.replacen("content/en/", "", 1).split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&stdout), strip(&inner), "pointed at the content folder");
+    // A label on a term says where the site shows it.
+    fs::write(
+        dir.path().join("golden.json"),
+        r#"[{"id": "q1", "question": "xylotag", "relevant": ["glossary/taxonomy"]}]"#,
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("exp.toml"),
+        "name = \"g\"\nunit = \"section\"\nk = [1]\n[corpus]\npath = \"site/content/en\"\n[golden]\npath = \"golden.json\"\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\n",
+    )
+    .unwrap();
+    ragsweep(dir.path())
+        .args(["validate", "exp.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("its text is read where glossary/_index shows it"));
+    // A term with its own access list would reach whoever may see the glossary.
+    fs::write(site.join("content/en/glossary/secret.md"), "---\ntitle: secret\nacl: [rh]\n---\nsalários\n").unwrap();
+    ragsweep(dir.path()).args(["sections", "site"]).assert().code(2).stderr(
+        predicate::str::contains("_index.md:6:1: shows the page")
+            .and(predicate::str::contains("declares its own access list")),
+    );
+}
+
 /// Glossary terms a Hugo site renders only through the glossary page (`build.render: never`)
 /// are left out, and a label on one names the `publish_also` glob that keeps them; with it,
 /// they are documents the label finds.
