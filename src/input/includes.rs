@@ -261,19 +261,18 @@ impl Walk<'_> {
                     out.push_str(&self.include(&target, dir, at, done)?);
                     out.push_str(&line[end..]);
                 }
-                None => match shortcode(line) {
-                    Some((start, end, name)) if self.section_of(name, dir).is_some() => {
+                None => match shortcode(line)
+                    .and_then(|(start, end, name)| Some((start, end, self.section_of(name, dir)?)))
+                {
+                    Some((start, end, section)) => {
                         out.push_str(&line[..start]);
-                        let at = Location {
-                            path: self.chain[self.chain.len() - 1].clone(),
-                            line: first + number,
-                            column: line[..start].chars().count() + 1,
-                        };
-                        let section = self.section_of(name, dir).expect("known above");
+                        let column = line[..start].chars().count() + 1;
+                        let at =
+                            Location { path: self.chain[self.chain.len() - 1].clone(), line: first + number, column };
                         out.push_str(&self.section_pages(&section, at, done)?);
                         out.push_str(&line[end..]);
                     }
-                    _ => out.push_str(line),
+                    None => out.push_str(line),
                 },
             }
         }
