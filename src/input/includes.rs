@@ -58,6 +58,8 @@ pub enum Missed {
     Cycle,
     TooDeep,
     Unreadable,
+    /// A section's pages asked for inside a page a section's shortcode shows.
+    ShownAgain,
 }
 
 impl Missed {
@@ -69,6 +71,7 @@ impl Missed {
             Missed::Cycle => "a cycle: it includes itself",
             Missed::TooDeep => "nested deeper than 3 includes",
             Missed::Unreadable => "not readable as text",
+            Missed::ShownAgain => "a section shown inside a page a section shows",
         }
     }
 }
@@ -190,7 +193,7 @@ pub fn resolve(raw: &str, body: &str, file: &Path, root: &Path, rules: &AccessKe
     let mut out = Resolved::default();
     let page = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
     let dir = page.parent().unwrap_or(root).to_path_buf();
-    let mut walk = Walk { root, rules, chain: vec![page], shortcodes: Default::default() };
+    let mut walk = Walk { root, rules, chain: vec![page], shortcodes: Default::default(), showing: false };
     out.text = walk.expand(body, first_line(raw, body), &dir, &mut out)?;
     Ok(out)
 }
@@ -215,6 +218,8 @@ struct Walk<'a> {
     chain: Vec<PathBuf>,
     /// The section folder each shortcode shows, by the folder of the page calling it.
     shortcodes: std::collections::HashMap<(PathBuf, String), Option<PathBuf>>,
+    /// Whether a section's pages are being read in place.
+    showing: bool,
 }
 
 impl Walk<'_> {
@@ -339,6 +344,17 @@ impl Walk<'_> {
     /// The pages of the section folder `section` (not its `_index`), in the site's default order
     /// (weight, then title), each under a heading of its title, their includes read; at `at`.
     fn section_pages(&mut self, section: &Path, at: Location, done: &mut Resolved) -> Result<String> {
+        // A page shown by a section's shortcode that shows a section again is not expanded:
+        // its pages would repeat one another, as many times over as there are pages.
+        let refused = if self.showing {
+            Some(Missed::ShownAgain)
+        } else {
+            (self.chain.len() > MAX_DEPTH).then_some(Missed::TooDeep)
+        };
+        if let Some(why) = refused {
+            done.unresolved.push(Unresolved { target: section.display().to_string(), why });
+            return Ok(String::new());
+        }
         let Ok(entries) = std::fs::read_dir(section) else { return Ok(String::new()) };
         let mut pages = Vec::new();
         for entry in entries.flatten() {
@@ -368,13 +384,22 @@ impl Walk<'_> {
         }
         pages.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
         let mut out = String::new();
+        self.showing = true;
         for (_, title, page, body, first) in pages {
             done.included.push(page.clone());
             self.chain.push(page.clone());
-            let expanded = self.expand(&body, first, page.parent().unwrap_or(self.root), done)?;
+            let expanded = self.expand(&body, first, page.parent().unwrap_or(self.root), done);
             self.chain.pop();
+            let expanded = match expanded {
+                Ok(text) => text,
+                Err(e) => {
+                    self.showing = false;
+                    return Err(e);
+                }
+            };
             out.push_str(&format!("\n## {title}\n\n{}\n", expanded.trim()));
         }
+        self.showing = false;
         Ok(out)
     }
 }

@@ -691,6 +691,17 @@ fn glossary_terms_are_read_under_the_page_whose_shortcode_shows_them() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("its text is read where glossary/_index shows it"));
+    // A term that shows the glossary again is read once, its call named in the summary.
+    fs::write(
+        site.join("content/en/glossary/loop.md"),
+        "---\ntitle: loop\nbuild:\n  render: never\n---\nA xyloloop.\n{{< glossary >}}\n",
+    )
+    .unwrap();
+    let (stdout, stderr) = sections("site");
+    let ids: Vec<&str> = stdout.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(ids.iter().filter(|i| i.contains("loop")).count(), 1, "{stdout}");
+    assert_eq!(ids.len(), 6, "the page, its title and four terms, each once: {stdout}");
+    assert!(stderr.contains("a section shown inside a page a section shows"), "{stderr}");
     // A term with its own access list would reach whoever may see the glossary.
     fs::write(site.join("content/en/glossary/secret.md"), "---\ntitle: secret\nacl: [rh]\n---\nsalários\n").unwrap();
     ragsweep(dir.path()).args(["sections", "site"]).assert().code(2).stderr(
