@@ -257,7 +257,7 @@ pub fn draft(
         .collect();
     report.sections = targets.len();
     let (lang, mixed) = crate::init::language_mix(corpus);
-    let rarity = crate::init::TermRarity::of(corpus, crate::init::common_words(options.models_dir, lang, mixed));
+    let rarity = crate::init::TermRarity::of(corpus, crate::init::common_words(options.models_dir, lang, mixed), lang);
     let prompts: Vec<String> = targets.iter().map(|t| prompt_for(corpus, t, options)).collect();
     let answers = chat.complete_all(&prompts, "drafting")?;
     report.usage = chat.usage();

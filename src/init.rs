@@ -128,7 +128,8 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let model = default_model(models_dir, lang, mixed);
     let targets: Vec<(usize, Option<usize>)> = stratified(&corpus, &usable, by_section, wanted);
     let rarity = crate::evaluate::exact_terms::Rarity::of(corpus.docs.iter().map(|d| d.text.as_str()));
-    let (generic, terms) = (generic_headings(&corpus), TermRarity::of(&corpus, common_words(models_dir, lang, mixed)));
+    let (generic, terms) =
+        (generic_headings(&corpus), TermRarity::of(&corpus, common_words(models_dir, lang, mixed), lang));
     let mut lines = String::new();
     // Exact terms already proposed for an earlier stub (text included in many pages repeats).
     let mut used = std::collections::HashSet::new();
@@ -365,8 +366,13 @@ pub fn drafts(
 ) -> Vec<String> {
     let pt = lang == AnalyzerKind::Pt;
     let mut out = Vec::new();
-    let heading = place.heading.trim().trim_start_matches('#').trim();
-    let title = place.title.trim();
+    // What the reader sees: markup reduced to its words, code blocks and link targets left out.
+    let text = &crate::input::prose::prose(text);
+    let shown = |s: &str| crate::input::prose::inline(s).replace('`', "");
+    let heading = shown(place.heading.trim().trim_start_matches('#').trim());
+    let heading = heading.trim().trim_end_matches('?');
+    let title = shown(place.title.trim());
+    let title = title.trim();
     let about = |topic: &str| match (pt, title.is_empty() || title == topic) {
         (true, true) => format!("O que diz {topic}?"),
         (true, false) => format!("O que {title} diz sobre {topic}?"),
@@ -416,6 +422,31 @@ fn words(text: &str) -> bool {
     text.chars().filter(|c| c.is_alphanumeric()).count() >= 2 && !markup && !link_reference
 }
 
+/// Words by which a sentence points at the text around it (English and Portuguese), matched
+/// between spaces once punctuation is spaces.
+const POINTING: &[&str] = &[
+    " following ",
+    " below ",
+    " above ",
+    " here's ",
+    " here is ",
+    " this section ",
+    " this page ",
+    " this document ",
+    " see ",
+    " refer to ",
+    " a seguir ",
+    " abaixo ",
+    " acima ",
+    " seguinte ",
+    " seguintes ",
+    " esta seção ",
+    " este documento ",
+    " esta página ",
+    " veja ",
+    " consulte ",
+];
+
 /// The first sentence of the text below its heading (at most 25 words): the first paragraph
 /// holding a sentence end, cut there. A period after a short capitalised word or a number
 /// (`Art. 5.`, `Dr.`) does not end a sentence; a colon does (a list follows).
@@ -452,7 +483,25 @@ fn first_sentence(text: &str) -> Option<String> {
             // of names a user types.
             let code_spans_typed = sentence.split('`').skip(1).step_by(2).all(typed_term);
             let markup = !code_spans_typed || ["**", "[", "\\", "{{", "<"].iter().any(|m| sentence.contains(m));
-            if length >= 6 && !markup {
+            // A sentence that introduces what follows (a list, an example) or points at the page
+            // around it says nothing a question could ask of it alone.
+            let lower: String = sentence
+                .to_lowercase()
+                .chars()
+                .map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' })
+                .collect();
+            let lower = format!(" {} ", lower.split_whitespace().collect::<Vec<_>>().join(" "));
+            let pointing = sentence.ends_with(':') || POINTING.iter().any(|p| lower.contains(p));
+            // An item of an enumeration (`VII - os direitos …`, `a) …`) is a fragment of the
+            // sentence that introduced the list.
+            let first = words[start];
+            let numeral = first.chars().all(|c| "IVXLCDM".contains(c)) || first.len() == 2 && first.ends_with(')');
+            let bullet = ["*", "-", "+", "•"].contains(&first);
+            let item = bullet
+                || numeral && words.get(start + 1).is_some_and(|w| ["-", "–", "—"].contains(w))
+                || first.ends_with(')');
+            let pointing = pointing || item;
+            if length >= 6 && !markup && !pointing {
                 return Some(sentence.trim_end_matches(['.', '?', '!', ':']).to_string());
             }
             start = end + 1;
@@ -499,7 +548,7 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, terms:
         }
         let rank = if t.tags.iter().any(|g| matches!(g, Tag::Code | Tag::CamelCase | Tag::AllCaps)) {
             1
-        } else if t.tags.contains(&Tag::Rare) && !terms.common(&t.text.to_lowercase()) {
+        } else if t.tags.contains(&Tag::Rare) && !terms.common(&t.text.to_lowercase()) && proper_noun(text, &t.text) {
             2
         } else {
             continue;
@@ -510,6 +559,18 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, terms:
     found.into_iter().map(|(_, _, t)| t).collect()
 }
 
+/// Whether `word` is written in `text` as a name is: capitalised inside a sentence (`Pantanal`,
+/// `Koziarski`), not only where any word is (a sentence's or a line's start). A plain word
+/// rare in the corpus is still a word a reader paraphrases, not a term typed verbatim.
+fn proper_noun(text: &str, word: &str) -> bool {
+    word.chars().next().is_some_and(char::is_uppercase)
+        && text.match_indices(word).any(|(at, _)| {
+            let before = text[..at].trim_end_matches([' ', '\t', '"', '\'', '(', '*', '_', '`']);
+            let boundary = !text[at + word.len()..].starts_with(char::is_alphanumeric);
+            boundary && before.chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == ',')
+        })
+}
+
 /// Whether `term` is something a user types to find a page: letters (three at least) with the
 /// joiners of names, flags, paths and versions, never markup (brackets, emphasis, escapes,
 /// operators), a placeholder or an example's data (`post1.md`, `foo`, `example.com`).
@@ -518,7 +579,25 @@ fn typed_term(term: &str) -> bool {
         '[', ']', '{', '}', '(', ')', '<', '>', '*', '\\', '"', '\'', '=', '&', '|', '!', '$', '^', '~', '#', '@', '%',
         ';', ',', '+',
     ];
-    const EXAMPLE: &[&str] = &["example", "foo", "bar", "baz", "qux", "lorem", "ipsum", "xxx", "your", "placeholder"];
+    const EXAMPLE: &[&str] = &[
+        "example",
+        "foo",
+        "bar",
+        "baz",
+        "qux",
+        "lorem",
+        "ipsum",
+        "xxx",
+        "your",
+        "placeholder",
+        "my",
+        "myapp",
+        "mysite",
+        "myproject",
+        "appname",
+        "modelname",
+        "fieldname",
+    ];
     let letters = term.chars().filter(|c| c.is_alphabetic()).count();
     let parts: Vec<String> =
         term.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()).map(str::to_lowercase).collect();
@@ -544,16 +623,44 @@ fn typed_term(term: &str) -> bool {
 pub struct TermRarity {
     documents: Vec<String>,
     common: std::collections::HashSet<String>,
+    /// The stems of the common words, and the language's stemmer and word prefixes: an
+    /// inflection (`weightings`, `disallows`) or a prefixed form (`unevaluated`) of a common
+    /// word is a word too.
+    stems: std::collections::HashSet<String>,
+    stemmer: rust_stemmers::Stemmer,
+    prefixes: &'static [&'static str],
 }
 
 impl TermRarity {
-    pub fn of(corpus: &Corpus, common: std::collections::HashSet<String>) -> TermRarity {
-        TermRarity { documents: corpus.docs.iter().map(|d| d.text.to_lowercase()).collect(), common }
+    pub fn of(corpus: &Corpus, common: std::collections::HashSet<String>, lang: AnalyzerKind) -> TermRarity {
+        TermRarity::with(corpus.docs.iter().map(|d| d.text.to_lowercase()).collect(), common, lang)
     }
 
-    /// Whether `word` (lower case) is a common word of the corpus's language.
+    /// From the documents in lower case and the language's common words.
+    fn with(documents: Vec<String>, common: std::collections::HashSet<String>, lang: AnalyzerKind) -> TermRarity {
+        let (algorithm, prefixes): (_, &'static [&'static str]) = match lang {
+            AnalyzerKind::Pt => {
+                (rust_stemmers::Algorithm::Portuguese, &["des", "in", "im", "re", "pre", "sub", "anti"])
+            }
+            _ => (
+                rust_stemmers::Algorithm::English,
+                &["un", "re", "non", "dis", "in", "im", "pre", "mis", "over", "under", "sub", "anti", "co"],
+            ),
+        };
+        let stemmer = rust_stemmers::Stemmer::create(algorithm);
+        let stems = common.iter().map(|w| stemmer.stem(w).into_owned()).collect();
+        TermRarity { documents, common, stems, stemmer, prefixes }
+    }
+
+    /// Whether `word` (lower case) is a common word of the corpus's language, or an inflected
+    /// or prefixed form of one.
     pub(crate) fn common(&self, word: &str) -> bool {
-        self.common.contains(word)
+        let known = |w: &str| self.common.contains(w) || self.stems.contains(self.stemmer.stem(w).as_ref());
+        known(word)
+            || self
+                .prefixes
+                .iter()
+                .any(|p| word.strip_prefix(p).is_some_and(|rest| rest.chars().count() >= 4 && known(rest)))
     }
 
     /// Whether `term` (lower case) is rare enough to be an exact term: in at most 0.5 % of the
@@ -741,17 +848,26 @@ mod tests {
     #[test]
     fn an_ordinary_word_is_no_exact_term_however_few_pages_hold_it() {
         let texts: Vec<String> = (0..30).map(|i| format!("Page {i} covers the builder and its output.")).collect();
-        let text = "Its ownership stages are fairly simple; the xylograph renderer does the rest.";
+        let text = "Its Ownership stages are fairly simple; the Xylograph renderer does the rest of the rendering.";
         let docs: Vec<&str> = texts.iter().map(String::as_str).chain([text]).collect();
         let rarity = crate::evaluate::exact_terms::Rarity::of(docs.iter().copied());
-        let rarity_of = |common: &[&str]| TermRarity {
-            documents: docs.iter().map(|d| d.to_lowercase()).collect(),
-            common: common.iter().map(|w| w.to_string()).collect(),
+        let rarity_of = |common: &[&str]| {
+            let documents = docs.iter().map(|d| d.to_lowercase()).collect();
+            TermRarity::with(documents, common.iter().map(|w| w.to_string()).collect(), AnalyzerKind::En)
         };
         let without_vocabulary = exact_terms(text, &rarity, &rarity_of(&[]));
-        assert!(without_vocabulary.iter().any(|t| t == "ownership"), "{without_vocabulary:?}");
+        assert!(without_vocabulary.iter().any(|t| t == "Ownership"), "{without_vocabulary:?}");
         let common = ["ownership", "stages", "fairly", "simple", "renderer", "does", "rest"];
         let terms = exact_terms(text, &rarity, &rarity_of(&common));
-        assert_eq!(terms, ["xylograph"]);
+        assert_eq!(terms, ["Xylograph"], "a name, not the words around it");
+        // A plain word that no vocabulary holds is still a word, not a name.
+        let plain = "Its ownership stages are fairly simple; the xylograph renderer does the rest of the rendering.";
+        assert!(exact_terms(plain, &rarity, &rarity_of(&[])).is_empty());
+        // An inflected or prefixed form of a common word is a word too; a name is not.
+        let words = rarity_of(&["weighting", "evaluated", "toolkit", "disallow"]);
+        for word in ["weightings", "unevaluated", "toolkits", "disallows"] {
+            assert!(words.common(word), "{word}");
+        }
+        assert!(!words.common("xylograph") && !words.common("pipefail"));
     }
 }

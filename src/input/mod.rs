@@ -9,5 +9,6 @@ pub mod golden;
 pub mod health;
 pub mod includes;
 pub mod judgments;
+pub mod prose;
 pub mod publish;
 pub mod text;

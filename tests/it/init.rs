@@ -414,3 +414,62 @@ fn drafts_are_questions_a_user_would_ask_never_markup() {
         "{all:?}"
     );
 }
+
+/// Drafts on Sphinx pages (reStructuredText) as their readers see them: roles are the names
+/// they show, cross-reference labels, targets and hyperlink references are no terms, a term
+/// only a code example holds is the example's data, and a sentence that introduces a list or
+/// points at the page around it, or an item of a list, is no claim to ask about.
+#[test]
+fn drafts_on_sphinx_pages_read_the_page_as_rendered() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    for i in 0..12 {
+        let text = format!(
+            "==================\nForms reference {i}\n==================\n\n.. _bound-forms-{i}:\n\n\
+             Bound and unbound forms {i}\n==========================\n\n\
+             The following attributes are available:\n\n\
+             * ``is_bound{i}`` tells whether data was given to the form, and every field reads it.\n\n\
+             A form instance is bound when :attr:`~django.forms.Form.is_bound{i}` is true, as \
+             :ref:`the validation overview <validation-{i}>` explains. The `Django project`_, :ref:`form-labels-{i}` \
+             and the :doc:`tutorial </intro/part{i}>` say more, and ``QuerySet``\\s are never evaluated here.\n\n\
+             .. code-block:: python\n\n    my_sample_form{i} = ExampleForm{i}(data)\n    assert my_sample_form{i}.is_valid()\n\n\
+             For an example, see the :class:`Form` class, which Koziarski{i} documented for every release.\n\n\
+             .. _Django project: https://www.djangoproject.com/\n"
+        );
+        std::fs::write(dir.path().join("docs").join(format!("forms{i:02}.rst")), text).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let drafts: Vec<String> = golden
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
+        .map(|d| d.as_str().unwrap().to_string())
+        .collect();
+    assert!(drafts.len() >= 10, "{drafts:?}");
+    for d in &drafts {
+        for junk in [
+            ":attr:",
+            ":ref:",
+            ":doc:",
+            ":class:",
+            "``",
+            "`_",
+            "\\s",
+            "validation-",
+            "form-labels-",
+            "bound-forms-",
+            "my_sample_form",
+            "ExampleForm",
+            "following",
+            "* ",
+            "see the",
+            "django.forms",
+        ] {
+            assert!(!d.contains(junk), "{junk:?} in {d}");
+        }
+    }
+    assert!(drafts.iter().any(|d| d.contains("`is_bound")), "the role's name is a term: {drafts:?}");
+    assert!(drafts.iter().any(|d| d.starts_with("Is it true that A form instance is bound")), "{drafts:?}");
+    assert!(drafts.iter().any(|d| d.contains("say about Bound and unbound forms")), "{drafts:?}");
+}
