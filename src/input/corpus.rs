@@ -782,6 +782,7 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
     let mut unpublished_below: Vec<(PathBuf, String)> = Vec::new();
     let mut docs = Vec::with_capacity(files.len());
     let mut first_file: HashMap<String, PathBuf> = HashMap::new();
+    let mut sphinx_suffixes: HashMap<PathBuf, Vec<String>> = HashMap::new();
     let mut included_by: HashMap<PathBuf, Vec<(PathBuf, bool)>> = HashMap::new();
     let mut errors: Vec<Error> = Vec::new();
     let mut report = ReadReport::default();
@@ -809,6 +810,20 @@ fn read_folder(root: &Path, rules: &AccessKey, folder: &FolderRules) -> Result<(
             let ext = path.extension().map_or_else(|| "no extension".into(), |e| format!(".{}", e.to_string_lossy()));
             report.skipped.push((path, format!("{ext}: not a known format")));
             continue;
+        };
+        // A Sphinx project whose `source_suffix` names `.txt` writes its pages in reST there.
+        let format = match (format, path.parent()) {
+            (Format::Text, Some(dir)) => {
+                let suffixes = sphinx_suffixes
+                    .entry(dir.to_path_buf())
+                    .or_insert_with(|| crate::input::formats::sphinx_source_suffixes(dir, root));
+                if suffixes.iter().any(|s| s == ".txt") {
+                    Format::Rst
+                } else {
+                    Format::Text
+                }
+            }
+            (format, _) => format,
         };
         let id = id_of(path.strip_prefix(root).unwrap_or(&path));
         if let Err(why) = check_id(&id).and_then(|()| {

@@ -48,6 +48,32 @@ impl Format {
     }
 }
 
+/// The file suffixes the Sphinx project holding `dir` reads as sources (its `conf.py`'s
+/// `source_suffix`: a string, a list or a mapping of them), the nearest `conf.py` at or above
+/// `dir` and at most two folders above the corpus `root`; none without one.
+pub fn sphinx_source_suffixes(dir: &Path, root: &Path) -> Vec<String> {
+    let highest = root.ancestors().nth(2).unwrap_or(root);
+    let Some(text) = dir
+        .ancestors()
+        .take_while(|d| d.starts_with(highest))
+        .find_map(|d| crate::input::text::site_config(&d.join("conf.py")))
+    else {
+        return Vec::new();
+    };
+    let Some(value) =
+        text.lines().find_map(|l| l.trim_start().strip_prefix("source_suffix")?.trim_start().strip_prefix('='))
+    else {
+        return Vec::new();
+    };
+    value
+        .split(['"', '\''])
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.starts_with('.') && s.len() > 1)
+        .map(str::to_string)
+        .collect()
+}
+
 /// A heading of extracted text: (byte offset of its line, level 1–6, label).
 pub type Heading = (usize, u8, String);
 

@@ -118,11 +118,13 @@ pub fn opens_with_fence(raw: &str) -> bool {
     raw.lines().find(|l| !l.trim().is_empty()).is_some_and(|l| matches!(l.trim_end(), "---" | "+++") || opens_json(l))
 }
 
-/// A line that opens JSON front matter, as Hugo reads it: a `{` first (not a `{{` template or
-/// shortcode).
+/// A line that opens JSON front matter, as Hugo reads it: a `{` first, then a key's quote or
+/// the line's end (not a `{{` shortcode, nor a `{%` or `{#` template tag).
 fn opens_json(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with('{') && !t.starts_with("{{")
+    line.trim_start().strip_prefix('{').is_some_and(|rest| {
+        let rest = rest.trim_start();
+        rest.is_empty() || rest.starts_with('"') || rest.starts_with('}')
+    })
 }
 
 /// Splits `raw` into its front matter and the document text after it.

@@ -781,3 +781,30 @@ fn validate_verbose_lists_every_skipped_file_with_why() {
     assert_eq!(skipped.len(), 12, "{said}");
     assert!(skipped.iter().all(|l| l.contains("docs/data") && l.contains('(')), "{said}");
 }
+
+/// A Sphinx project whose `conf.py` names `.txt` in `source_suffix` (as Django's does) has its
+/// `.txt` pages read as reStructuredText, headings and all; a `.txt` file elsewhere stays text.
+/// A template opening with `{%` is no JSON front matter.
+#[test]
+fn a_sphinx_projects_txt_sources_are_read_as_restructured_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    fs::create_dir_all(docs.join("ref")).unwrap();
+    fs::create_dir_all(docs.join("_theme")).unwrap();
+    fs::write(docs.join("conf.py"), "project = 'Demo'\nsource_suffix = {\".txt\": \"restructuredtext\"}\n").unwrap();
+    fs::write(
+        docs.join("ref/forms.txt"),
+        "=====\nForms\n=====\n\nBound forms\n===========\n\nA form is bound when it has xylodata.\n",
+    )
+    .unwrap();
+    fs::write(docs.join("_theme/cover.html"), "{% extends \"base.html\" %}\n<p>Cover page text.</p>\n").unwrap();
+    let out = ragsweep(dir.path()).args(["sections", "docs"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("ref/forms#Bound forms"), "{stdout}");
+    assert!(stdout.contains("_theme/cover"), "{stdout}");
+    // Without the project's suffix, a .txt file is text.
+    fs::remove_file(docs.join("conf.py")).unwrap();
+    let out = ragsweep(dir.path()).args(["sections", "docs"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!stdout.contains("ref/forms#Bound forms"), "{stdout}");
+}
