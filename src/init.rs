@@ -379,7 +379,7 @@ pub fn drafts(
         (false, true) => format!("What does {topic} say?"),
         (false, false) => format!("What does {title} say about {topic}?"),
     };
-    if words(heading) && !place.generic.contains(&heading.to_lowercase()) {
+    if words(heading) && !place.generic.contains(&heading.to_lowercase()) && !vague(heading) {
         out.push(about(heading));
     }
     if let Some(sentence) = first_sentence(text) {
@@ -420,6 +420,47 @@ fn words(text: &str) -> bool {
     let markup = ["|", "```", "][", "\n"].iter().any(|m| text.contains(m));
     let link_reference = text.starts_with('[') && text.ends_with(']');
     text.chars().filter(|c| c.is_alphanumeric()).count() >= 2 && !markup && !link_reference
+}
+
+/// Whether a heading names no topic of its own: only words any page could head a section with
+/// (`Overview`, `Quick example`, `Other guides`, `Uso`, `Exemplos`).
+fn vague(heading: &str) -> bool {
+    const FILLER: &[&str] = &[
+        "a", "an", "the", "of", "and", "other", "quick", "basic", "more", "some", "further", "general", "o", "os",
+        "as", "de", "do", "da", "dos", "das", "e", "outros", "outras", "mais", "rápido", "básico",
+    ];
+    const GENERIC: &[&str] = &[
+        "overview",
+        "introduction",
+        "example",
+        "examples",
+        "usage",
+        "guide",
+        "guides",
+        "notes",
+        "summary",
+        "details",
+        "information",
+        "reference",
+        "background",
+        "visão",
+        "geral",
+        "introdução",
+        "exemplo",
+        "exemplos",
+        "uso",
+        "guia",
+        "guias",
+        "notas",
+        "resumo",
+        "detalhes",
+        "informações",
+        "referência",
+    ];
+    let lower = heading.to_lowercase();
+    let words: Vec<&str> =
+        lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty() && !FILLER.contains(w)).collect();
+    !words.is_empty() && words.iter().all(|w| GENERIC.contains(w))
 }
 
 /// Words by which a sentence points at the text around it (English and Portuguese), matched
@@ -844,6 +885,16 @@ pub fn sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headings_any_page_could_have_name_no_topic() {
+        for heading in ["Overview", "Quick example", "Other guides", "Usage", "Visão geral", "Exemplos de uso"] {
+            assert!(vague(heading), "{heading}");
+        }
+        for heading in ["Bound and unbound forms", "The Commands", "Usage of --gc", "Guia de férias"] {
+            assert!(!vague(heading), "{heading}");
+        }
+    }
 
     #[test]
     fn an_ordinary_word_is_no_exact_term_however_few_pages_hold_it() {
