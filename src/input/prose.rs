@@ -58,10 +58,9 @@ pub fn prose(text: &str) -> String {
             }
             skipping = None;
         }
-        if literal_next && trimmed.is_empty() {
+        if std::mem::take(&mut literal_next) && trimmed.is_empty() {
             // The block starts after the blank line that follows `::`.
             skipping = Some(indent_of_paragraph(&out));
-            literal_next = false;
             out.push('\n');
             continue;
         }
@@ -92,7 +91,7 @@ pub fn prose(text: &str) -> String {
     inline(&out)
 }
 
-/// One line's inline markup reduced to what a reader sees.
+/// Inline markup reduced to what a reader sees.
 pub fn inline(text: &str) -> String {
     let text = ROLE.replace_all(text, |c: &regex::Captures<'_>| {
         let role = c[1].rsplit(':').next().unwrap_or(&c[1]);
@@ -144,4 +143,22 @@ fn unescape(text: &str) -> String {
 
 fn indent_of_paragraph(out: &str) -> usize {
     out.lines().rev().find(|l| !l.trim().is_empty()).map_or(0, |l| l.len() - l.trim_start().len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rest_markup_is_what_the_page_shows_and_code_is_left_out() {
+        let source = ".. _target:\n\nUse :meth:`~a.Form.clean()` and ``full_clean``\\s, see :ref:`the guide <guide>`\n\
+                      or :ref:`label-only`, and the `Django site`_::\n\n    example_data = 1\n\nBack to prose.\n\n\
+                      .. code-block:: python\n\n    more_data = 2\n\n.. note::\n\n    A note is prose.\n";
+        let shown = prose(source);
+        assert_eq!(
+            shown.split_whitespace().collect::<Vec<_>>().join(" "),
+            "Use `clean` and full_cleans, see the guide or , and the Django site: Back to prose. A note is prose."
+        );
+        assert_eq!(inline("[the docs](https://x.y) and ![img](a.png)"), "the docs and img");
+    }
 }
