@@ -515,6 +515,9 @@ pub struct ExportedItem {
     /// Characters of the unit's text not in `text` (0: it is whole).
     #[serde(default)]
     pub left_out: usize,
+    /// For a unit cut to fit: where the question's words occur in its whole text, rarest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<Matches>,
     #[serde(default)]
     pub cells: Vec<(String, u32)>,
     /// What each grade means.
@@ -541,32 +544,7 @@ pub(crate) struct Window {
 /// (`does`). The window of `max_chars` starting a quarter before it covers the most weight of
 /// distinct question words; 0 when none occurs.
 fn densest(text: &str, question: &str, max_chars: usize) -> usize {
-    let terms: std::collections::HashSet<String> = question
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect();
-    // Each occurrence of a question word: (char index, term index).
-    let mut names: Vec<&str> = Vec::new();
-    let mut hits: Vec<(usize, usize)> = Vec::new();
-    let (mut word, mut word_start) = (String::new(), 0);
-    for (i, c) in text.chars().chain(std::iter::once(' ')).enumerate() {
-        if c.is_alphanumeric() {
-            if word.is_empty() {
-                word_start = i;
-            }
-            word.extend(c.to_lowercase());
-            continue;
-        }
-        if let Some(term) = terms.get(&word) {
-            let t = names.iter().position(|n| *n == term.as_str()).unwrap_or_else(|| {
-                names.push(term.as_str());
-                names.len() - 1
-            });
-            hits.push((word_start, t));
-        }
-        word.clear();
-    }
+    let (names, hits) = question_hits(text, question);
     let mut occurrences = vec![0usize; names.len()];
     hits.iter().for_each(|&(_, t)| occurrences[t] += 1);
     let weight = |t: usize| 1.0 / occurrences[t] as f64;
@@ -594,6 +572,65 @@ fn densest(text: &str, question: &str, max_chars: usize) -> usize {
         }
     }
     best
+}
+
+/// The question's words (three letters or more, in lower case) that occur in `text`, and each
+/// occurrence as (char index, index of its word), in text order.
+fn question_hits(text: &str, question: &str) -> (Vec<String>, Vec<(usize, usize)>) {
+    let terms: std::collections::HashSet<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    let mut hits: Vec<(usize, usize)> = Vec::new();
+    let (mut word, mut word_start) = (String::new(), 0);
+    for (i, c) in text.chars().chain(std::iter::once(' ')).enumerate() {
+        if c.is_alphanumeric() {
+            if word.is_empty() {
+                word_start = i;
+            }
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if terms.contains(&word) {
+            let t = names.iter().position(|n| *n == word).unwrap_or_else(|| {
+                names.push(word.clone());
+                names.len() - 1
+            });
+            hits.push((word_start, t));
+        }
+        word.clear();
+    }
+    (names, hits)
+}
+
+/// Where each of the question's words occurs in a unit's text, rarest first: what a person
+/// looks for in a unit too long to carry whole.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Matches {
+    pub term: String,
+    /// Occurrences in the whole unit.
+    pub count: usize,
+    /// The first [`MATCHES_LISTED`] as char offsets into the unit's whole text.
+    pub at: Vec<usize>,
+}
+
+/// Occurrences listed per word of the question in an exported unit.
+pub const MATCHES_LISTED: usize = 50;
+
+/// The question's words in `text`, rarest first, each with its first positions.
+pub fn matches(text: &str, question: &str) -> Vec<Matches> {
+    let (names, hits) = question_hits(text, question);
+    let mut out: Vec<Matches> = names.into_iter().map(|term| Matches { term, count: 0, at: Vec::new() }).collect();
+    for (at, t) in hits {
+        out[t].count += 1;
+        if out[t].at.len() < MATCHES_LISTED {
+            out[t].at.push(at);
+        }
+    }
+    out.sort_by(|a, b| a.count.cmp(&b.count).then_with(|| a.term.cmp(&b.term)));
+    out
 }
 
 pub(crate) fn passage(text: &str, question: &str, max_chars: usize) -> Window {
@@ -631,6 +668,7 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
             question: item.question.clone(),
             document: document.to_string(),
             heading,
+            matches: if window.left_out > 0 { matches(text, &item.question) } else { Vec::new() },
             text: window.text,
             left_out: window.left_out,
             cells: item.cells.clone(),

@@ -272,6 +272,21 @@ fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
     assert!(text.ends_with("characters after]"), "{}", &text[text.len() - 80..]);
     assert!(unit["left_out"].as_u64().unwrap() > 0, "{unit}");
     assert_eq!(unit["scale"], "0 not relevant, 1 relevant, 2 highly relevant");
+    // Every place the question's words occur in the whole unit, rarest first.
+    let matches: Vec<(String, u64, usize)> = unit["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (m["term"].as_str().unwrap().to_string(), m["count"].as_u64().unwrap(), m["at"].as_array().unwrap().len())
+        })
+        .collect();
+    assert_eq!(
+        matches,
+        [("corridos".into(), 1, 1), ("pagamento".into(), 1, 1), ("prazo".into(), 3001, 50)],
+        "{}",
+        unit["matches"]
+    );
 }
 
 /// `cases` questions, each answered by a short labelled section and drowned by a long
