@@ -536,7 +536,7 @@ fn first_sentence(text: &str) -> Option<String> {
             // An item of an enumeration (`VII - os direitos …`, `a) …`) is a fragment of the
             // sentence that introduced the list.
             let first = words[start];
-            let numeral = first.chars().all(|c| "IVXLCDM".contains(c)) || first.len() == 2 && first.ends_with(')');
+            let numeral = first.chars().all(|c| "IVXLCDM".contains(c));
             let bullet = ["*", "-", "+", "•"].contains(&first);
             let item = bullet
                 || numeral && words.get(start + 1).is_some_and(|w| ["-", "–", "—"].contains(w))

@@ -208,13 +208,11 @@ fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
     if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) || vector.iter().all(|&x| x == 0.0) {
         return Err(Error::Other("the model gave an empty, zero or non-finite vector for a probe text".into()));
     }
-    let range = crate::stages::embed::DIM_RANGE;
-    if !range.contains(&vector.len()) {
+    if !crate::stages::embed::DIM_RANGE.contains(&vector.len()) {
         return Err(Error::Other(format!(
-            "the model gave a {}-dimensional vector for a probe text: vectors have {} to {} dimensions",
+            "the model gave a {}-dimensional vector for a probe text: {}",
             vector.len(),
-            range.start(),
-            range.end()
+            crate::stages::embed::dim_range_said()
         )));
     }
     Ok(vector.len())

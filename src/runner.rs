@@ -845,6 +845,8 @@ struct Scoring<'a> {
     /// The experiment's chunk sets, in plan order.
     sets: &'a [crate::stages::chunk::ChunkSet],
     truths: Vec<Truth>,
+    /// Each case's relevant units as a key ([`GoldenCase::labels_key`]), recorded with its results.
+    labels: Vec<String>,
     allowed_sets: HashMap<(usize, &'a [String]), Allowed>,
     /// The cost tokenizer: context tokens, budgets and token-level measures.
     counter: &'a Counter,
@@ -1005,8 +1007,9 @@ impl<'a> Scoring<'a> {
         facts: &'a ChunkFacts,
     ) -> Self {
         let truths: Vec<Truth> = cases.iter().map(|c| Truth::new(exp.unit, c, corpus)).collect();
+        let labels = cases.iter().map(GoldenCase::labels_key).collect();
         let allowed_sets = allowed_sets(corpus, cases, sets);
-        Scoring { exp, corpus, cases, sets, truths, allowed_sets, counter, facts }
+        Scoring { exp, corpus, cases, sets, truths, labels, allowed_sets, counter, facts }
     }
 
     /// Cost-tokenizer tokens of document `doc` that start within `[start, end)`.

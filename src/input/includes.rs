@@ -85,12 +85,9 @@ fn directive(line: &str) -> Option<(usize, usize, String)> {
         let close = rest.find(q)?;
         Some(rest[..close].to_string())
     };
-    for (open, close) in [("{{<", ">}}"), ("{{%", "%}}")] {
-        if let Some(start) = line.find(open) {
-            let end = start + line[start..].find(close)? + close.len();
-            let inner = line[start + open.len()..end - close.len()].trim();
-            let name = inner.split_whitespace().next().unwrap_or("");
-            if name == "readfile" || name == "include" {
+    for (open, close) in SHORTCODE_MARKS {
+        if let Some((start, end, name, inner)) = shortcode_call(line, open, close) {
+            if INCLUDE_SHORTCODES.contains(&name) {
                 return Some((start, end, quoted(inner)?));
             }
         }
@@ -131,9 +128,8 @@ fn site_bases(dir: &Path, root: &Path) -> Vec<PathBuf> {
     let mut folder = Some(dir);
     while let Some(f) = folder.filter(|f| f.starts_with(root)) {
         let has = |name: &str| f.join(name).is_file();
-        let hugo = ["hugo.toml", "hugo.yaml", "hugo.json", "config.toml", "config.yaml", "config.json"];
         let mounts = hugo_content_mounts(f);
-        if hugo.iter().any(|n| has(n)) && (f.join("content").is_dir() || !mounts.is_empty()) {
+        if HUGO_CONFIGS.iter().any(|n| has(n)) && (f.join("content").is_dir() || !mounts.is_empty()) {
             // A multilingual site maps `content/en` (or `contentDir`) to its content.
             bases.extend(mounts.into_iter().chain([f.join("content"), f.to_path_buf()]));
         } else if let Some(config) = ["mkdocs.yml", "mkdocs.yaml"].iter().find(|n| has(n)) {
@@ -384,19 +380,13 @@ impl Walk<'_> {
         }
         pages.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
         let mut out = String::new();
+        // An error ends the page's whole walk: the flag needs no resetting on it.
         self.showing = true;
         for (_, title, page, body, first) in pages {
             done.included.push(page.clone());
             self.chain.push(page.clone());
-            let expanded = self.expand(&body, first, page.parent().unwrap_or(self.root), done);
+            let expanded = self.expand(&body, first, page.parent().unwrap_or(self.root), done)?;
             self.chain.pop();
-            let expanded = match expanded {
-                Ok(text) => text,
-                Err(e) => {
-                    self.showing = false;
-                    return Err(e);
-                }
-            };
             out.push_str(&format!("\n## {title}\n\n{}\n", expanded.trim()));
         }
         self.showing = false;
@@ -404,13 +394,26 @@ impl Walk<'_> {
     }
 }
 
+/// How a Hugo shortcode call opens and closes (`{{< name >}}`, `{{% name %}}`).
+const SHORTCODE_MARKS: [(&str, &str); 2] = [("{{<", ">}}"), ("{{%", "%}}")];
+/// The shortcodes that include a file.
+const INCLUDE_SHORTCODES: [&str; 2] = ["readfile", "include"];
+
+/// The first shortcode call on `line` opened by `open`: its byte range, its name and what is
+/// inside its marks.
+fn shortcode_call<'l>(line: &'l str, open: &str, close: &str) -> Option<(usize, usize, &'l str, &'l str)> {
+    let start = line.find(open)?;
+    let end = start + line[start..].find(close)? + close.len();
+    let inner = line[start + open.len()..end - close.len()].trim();
+    Some((start, end, inner.split_whitespace().next().unwrap_or(""), inner))
+}
+
 /// A Hugo shortcode call on `line` other than an include: its byte range and name.
 fn shortcode(line: &str) -> Option<(usize, usize, &str)> {
-    [("{{<", ">}}"), ("{{%", "%}}")].into_iter().find_map(|(open, close)| {
-        let start = line.find(open)?;
-        let end = start + line[start..].find(close)? + close.len();
-        let name = line[start + open.len()..end - close.len()].split_whitespace().next()?;
-        (!name.starts_with('/') && name != "readfile" && name != "include").then_some((start, end, name))
+    SHORTCODE_MARKS.into_iter().find_map(|(open, close)| {
+        let (start, end, name, _) = shortcode_call(line, open, close)?;
+        (!name.is_empty() && !name.starts_with('/') && !INCLUDE_SHORTCODES.contains(&name))
+            .then_some((start, end, name))
     })
 }
 
@@ -424,10 +427,12 @@ fn hugo_project(dir: &Path, root: &Path) -> Option<PathBuf> {
 /// Whether `folder` is a Hugo project: its configuration beside a `content/` or `layouts/`
 /// folder (a `config.toml` alone is too common to say so).
 pub(crate) fn is_hugo_project(folder: &Path) -> bool {
-    const CONFIGS: [&str; 6] = ["hugo.toml", "hugo.yaml", "hugo.json", "config.toml", "config.yaml", "config.json"];
-    let configured = CONFIGS.iter().any(|n| folder.join(n).is_file()) || folder.join("config/_default").is_dir();
+    let configured = HUGO_CONFIGS.iter().any(|n| folder.join(n).is_file()) || folder.join("config/_default").is_dir();
     configured && ["content", "layouts", "archetypes"].iter().any(|d| folder.join(d).is_dir())
 }
+
+/// The files a Hugo project's configuration may be in.
+const HUGO_CONFIGS: [&str; 6] = ["hugo.toml", "hugo.yaml", "hugo.json", "config.toml", "config.yaml", "config.json"];
 
 /// The folders of a Hugo project the site is built from but that hold no pages: templates,
 /// themes, static files, data, translations, the built site.

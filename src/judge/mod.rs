@@ -537,14 +537,15 @@ const EXPORTED_CHARS: usize = 20_000;
 pub(crate) struct Window {
     pub(crate) text: String,
     left_out: usize,
+    /// When cut: where the question's words occur in the whole text ([`Matches`]).
+    matches: Vec<Matches>,
 }
 
-/// Where in `text` (a char index) the question's words are densest, weighted by how rare each
-/// is in the text: a word that occurs once (`pipefail`) says more than one on every line
+/// Where in a text (a char index) the question's words (`hits` of `names`, [`question_hits`])
+/// are densest, weighted by how rare each is in the text: a word that occurs once (`pipefail`) says more than one on every line
 /// (`does`). The window of `max_chars` starting a quarter before it covers the most weight of
 /// distinct question words; 0 when none occurs.
-fn densest(text: &str, question: &str, max_chars: usize) -> usize {
-    let (names, hits) = question_hits(text, question);
+fn densest(names: &[String], hits: &[(usize, usize)], max_chars: usize) -> usize {
     let mut occurrences = vec![0usize; names.len()];
     hits.iter().for_each(|&(_, t)| occurrences[t] += 1);
     let weight = |t: usize| 1.0 / occurrences[t] as f64;
@@ -619,11 +620,11 @@ pub struct Matches {
 /// Occurrences listed per word of the question in an exported unit.
 pub const MATCHES_LISTED: usize = 50;
 
-/// The question's words in `text`, rarest first, each with its first positions.
-pub fn matches(text: &str, question: &str) -> Vec<Matches> {
-    let (names, hits) = question_hits(text, question);
-    let mut out: Vec<Matches> = names.into_iter().map(|term| Matches { term, count: 0, at: Vec::new() }).collect();
-    for (at, t) in hits {
+/// The question's words (`hits` of `names`), rarest first, each with its first positions.
+fn matches(names: &[String], hits: &[(usize, usize)]) -> Vec<Matches> {
+    let mut out: Vec<Matches> =
+        names.iter().map(|term| Matches { term: term.clone(), count: 0, at: Vec::new() }).collect();
+    for &(at, t) in hits {
         out[t].count += 1;
         if out[t].at.len() < MATCHES_LISTED {
             out[t].at.push(at);
@@ -636,9 +637,10 @@ pub fn matches(text: &str, question: &str) -> Vec<Matches> {
 pub(crate) fn passage(text: &str, question: &str, max_chars: usize) -> Window {
     let total = text.chars().count();
     if total <= max_chars {
-        return Window { text: text.to_string(), left_out: 0 };
+        return Window { text: text.to_string(), left_out: 0, matches: Vec::new() };
     }
-    let hit = densest(text, question, max_chars);
+    let (names, hits) = question_hits(text, question);
+    let hit = densest(&names, &hits, max_chars);
     let start = hit.saturating_sub(max_chars / 4).min(total - max_chars);
     let body: String = text.chars().skip(start).take(max_chars).collect();
     let after = total - start - max_chars;
@@ -650,7 +652,7 @@ pub(crate) fn passage(text: &str, question: &str, max_chars: usize) -> Window {
     if after > 0 {
         out.push_str(&format!(" [… {after} characters after]"));
     }
-    Window { text: out, left_out: start + after }
+    Window { text: out, left_out: start + after, matches: matches(&names, &hits) }
 }
 
 /// The pool as JSONL, one unit per line with its text, for a spreadsheet or another tool.
@@ -668,7 +670,7 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
             question: item.question.clone(),
             document: document.to_string(),
             heading,
-            matches: if window.left_out > 0 { matches(text, &item.question) } else { Vec::new() },
+            matches: window.matches,
             text: window.text,
             left_out: window.left_out,
             cells: item.cells.clone(),

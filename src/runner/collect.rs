@@ -58,7 +58,7 @@ impl Scoring<'_> {
             split: case.split.unwrap_or_default(),
             answerable: case.answerable,
             depth: r.depth,
-            labels: case.labels_key(),
+            labels: self.labels[ci].clone(),
             ..CaseResult::default()
         };
         for collector in collectors {

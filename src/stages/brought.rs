@@ -164,11 +164,7 @@ fn read_npy(npy: &Path, ids: &Path, dim: usize) -> Result<Table> {
     if !crate::stages::embed::DIM_RANGE.contains(&cols) {
         return Err(Error::input(
             Location::file(npy),
-            format!(
-                "{cols} columns: vectors have {} to {} dimensions",
-                crate::stages::embed::DIM_RANGE.start(),
-                crate::stages::embed::DIM_RANGE.end()
-            ),
+            format!("{cols} columns: {}", crate::stages::embed::dim_range_said()),
         ));
     }
     if named.len() != rows {

@@ -38,7 +38,10 @@ impl CrossEncoder {
         let tokenizer = crate::stages::cost::model_tokenizer(info)?;
         let failed = |e: String| Error::Other(format!("loading cross-encoder {}: {e}", info.id));
         let environment = crate::stages::embed::ort_environment(models)?;
-        let graph = crate::input::text::read_bytes(file, crate::stages::onnx_graph::MAX_GRAPH_BYTES)?;
+        // The graph is mapped, not copied: ONNX Runtime reads the file itself below.
+        let (graph, _) = crate::input::text::open_regular(file)?;
+        // SAFETY: the file is only read, and an installed model's files are verified just above.
+        let graph = unsafe { memmap2::Mmap::map(&graph) }.map_err(|e| Error::io(file, e))?;
         crate::stages::onnx_graph::check_max_length(&graph, info.max_length, &info.dir.join("model.toml"))?;
         let session = Session::builder(&environment)
             .map_err(|e| failed(e.to_string()))?

@@ -241,6 +241,11 @@ pub fn find_model(models: &Path, id: &str) -> Result<ModelInfo> {
 
 /// The dimensions a model's vectors may have.
 pub const DIM_RANGE: std::ops::RangeInclusive<usize> = 1..=65_536;
+
+/// [`DIM_RANGE`] in words, for a refusal.
+pub fn dim_range_said() -> String {
+    format!("vectors have {} to {} dimensions", DIM_RANGE.start(), DIM_RANGE.end())
+}
 /// The tokens of a text a model may read (`max_length`).
 pub const MAX_LENGTH_RANGE: std::ops::RangeInclusive<usize> = 8..=32_768;
 
