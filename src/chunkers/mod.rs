@@ -10,7 +10,9 @@ pub mod brought;
 mod chroma;
 mod fixed;
 mod langchain;
+mod llamaindex;
 mod markdown;
+mod punkt;
 mod recursive;
 mod sentence;
 pub mod served;
@@ -45,6 +47,10 @@ pub enum ChunkerKind {
     /// Chroma's `FixedTokenChunker`: windows of `size` BPE tokens, `overlap` repeated.
     #[serde(rename = "chroma_fixed_token")]
     ChromaFixedToken { size: usize, overlap: usize, encoding: langchain::Length },
+    /// LlamaIndex's `SentenceSplitter`: paragraphs, then Punkt sentences, merged up to `size`
+    /// BPE tokens, boundary for boundary.
+    #[serde(rename = "llamaindex_sentence")]
+    LlamaindexSentence(llamaindex::SentenceSplitter),
     /// Chunks a team's pipeline made, read from a JSON Lines file and placed in their
     /// documents (`brought`).
     Brought(brought::Brought),
@@ -69,7 +75,7 @@ pub struct ChunkerSpec {
 type Parse = fn(&Combo<'_>, Bad<'_>) -> Result<ChunkerKind>;
 
 /// Each kind by the name an experiment gives it, with its parser.
-const KINDS: [(&str, Parse); 8] = [
+const KINDS: [(&str, Parse); 9] = [
     ("none", none),
     ("fixed", fixed::parse),
     ("sentence", sentence::parse),
@@ -77,6 +83,7 @@ const KINDS: [(&str, Parse); 8] = [
     ("markdown", markdown::parse),
     ("langchain_recursive", langchain::parse),
     ("chroma_fixed_token", chroma::parse),
+    ("llamaindex_sentence", llamaindex::parse),
     ("brought", brought::parse),
 ];
 
@@ -135,6 +142,7 @@ impl ChunkerKind {
             ChunkerKind::Markdown { max_chars } => ("markdown", max_chars, None),
             ChunkerKind::LangchainRecursive(ref r) => ("langchain_recursive", Some(r.size), Some(r.overlap)),
             ChunkerKind::ChromaFixedToken { size, overlap, .. } => ("chroma_fixed_token", Some(size), Some(overlap)),
+            ChunkerKind::LlamaindexSentence(ref s) => ("llamaindex_sentence", Some(s.size), Some(s.overlap)),
             ChunkerKind::Brought(_) => ("brought", None, None),
             ChunkerKind::Served(_) => ("served", None, None),
         }
@@ -158,6 +166,7 @@ impl ChunkerKind {
                 out
             }
             ChunkerKind::ChromaFixedToken { encoding, .. } => vec![encoding.name().to_string()],
+            ChunkerKind::LlamaindexSentence(s) => s.detail(),
             ChunkerKind::Brought(b) => {
                 vec![b.path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())]
             }
@@ -167,7 +176,12 @@ impl ChunkerKind {
 
     /// Whether its spans are the library's exactly (white space included) rather than trimmed.
     fn exact(&self) -> bool {
-        matches!(self, ChunkerKind::LangchainRecursive(_) | ChunkerKind::ChromaFixedToken { .. })
+        matches!(
+            self,
+            ChunkerKind::LangchainRecursive(_)
+                | ChunkerKind::ChromaFixedToken { .. }
+                | ChunkerKind::LlamaindexSentence(_)
+        )
     }
 
     /// Whether a chunk is a whole document (nothing split).
@@ -209,6 +223,7 @@ impl ChunkerKind {
             ChunkerKind::Markdown { max_chars } => markdown::spans(text, headings, max_chars),
             ChunkerKind::LangchainRecursive(ref r) => r.spans(text),
             ChunkerKind::ChromaFixedToken { size, overlap, encoding } => chroma::spans(text, size, overlap, encoding),
+            ChunkerKind::LlamaindexSentence(ref s) => s.spans(text),
             ChunkerKind::Served(_) => unreachable!("a served index's chunks are its rows, read from its engine"),
             ChunkerKind::Brought(_) => {
                 unreachable!("brought chunks are placed from their file (ChunkSet::from_brought)")
