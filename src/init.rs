@@ -474,6 +474,11 @@ const POINTING: &[&str] = &[
     " this section ",
     " this page ",
     " this document ",
+    " this guide ",
+    " this tutorial ",
+    " this chapter ",
+    " this is an overview ",
+    " this is an introduction ",
     " see ",
     " refer to ",
     " a seguir ",
@@ -484,8 +489,17 @@ const POINTING: &[&str] = &[
     " esta seção ",
     " este documento ",
     " esta página ",
+    " este guia ",
+    " este capítulo ",
+    " esta é uma visão geral ",
     " veja ",
     " consulte ",
+];
+
+/// Words that open a sentence by pointing back at the text before it, or continuing it.
+const REFERRING: &[&str] = &[
+    "this", "these", "that", "those", "it", "they", "and", "but", "or", "so", "also", "however", "isso", "isto",
+    "este", "esta", "estes", "estas", "ele", "ela", "eles", "elas", "e", "mas", "ou", "porém", "também",
 ];
 
 /// The first sentence of the text below its heading (at most 25 words): the first paragraph
@@ -532,7 +546,10 @@ fn first_sentence(text: &str) -> Option<String> {
                 .map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' })
                 .collect();
             let lower = format!(" {} ", lower.split_whitespace().collect::<Vec<_>>().join(" "));
-            let pointing = sentence.ends_with(':') || POINTING.iter().any(|p| lower.contains(p));
+            // A sentence that opens with a word pointing back (`This module`, `It also`) needs
+            // the text before it to be understood.
+            let referring = REFERRING.contains(&lower.split_whitespace().next().unwrap_or(""));
+            let pointing = sentence.ends_with(':') || referring || POINTING.iter().any(|p| lower.contains(p));
             // An item of an enumeration (`VII - os direitos …`, `a) …`) is a fragment of the
             // sentence that introduced the list.
             let first = words[start];
@@ -561,8 +578,10 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, terms:
     let bare = |t: &str| t.trim_matches('`').trim_start_matches('-').to_lowercase();
     let mut push = |rank: u8, term: &str| {
         let term = term.trim();
-        if typed_term(term.trim_matches('`'))
-            && terms.rare(&term.trim_matches('`').to_lowercase())
+        let bare_term = term.trim_matches('`');
+        if typed_term(bare_term)
+            && terms.rare(&bare_term.to_lowercase())
+            && !(terms.in_one_document(&bare_term.to_lowercase()) && given_as_example(text, bare_term))
             && term.chars().count() <= 40
             && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
         {
@@ -610,6 +629,48 @@ fn proper_noun(text: &str, word: &str) -> bool {
             let boundary = !text[at + word.len()..].starts_with(char::is_alphanumeric);
             boundary && before.chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == ',')
         })
+}
+
+/// Words that make a sentence an example or a pattern rather than a statement of the product.
+const EXAMPLE_MARKERS: &[&str] = &[
+    "for instance",
+    "for example",
+    "e.g.",
+    "pattern",
+    "suppose",
+    "imagine",
+    "por exemplo",
+    "p. ex.",
+    "suponha",
+    "padrão",
+];
+
+/// Whether every sentence of `text` that holds `term` gives an example or a pattern ("For
+/// instance, you might have a `BlogComment` model", "follow the pattern `applabel.X001`"): a name
+/// made up for the example, not one the product has (with [`TermRarity::in_one_document`]).
+fn given_as_example(text: &str, term: &str) -> bool {
+    // A sentence ends at `.`, `?` or `!` before white space, or at a blank line.
+    let ends_at = |i: usize, c: char| {
+        let rest = &text[i + c.len_utf8()..];
+        match c {
+            '.' | '?' | '!' => rest.starts_with(char::is_whitespace),
+            '\n' => rest.trim_start_matches([' ', '\t']).starts_with('\n'),
+            _ => false,
+        }
+    };
+    let mut found = false;
+    for (at, _) in text.match_indices(term) {
+        let start = text[..at].char_indices().rev().find(|&(i, c)| ends_at(i, c)).map_or(0, |(i, _)| i);
+        let after = at + term.len();
+        let end =
+            text[after..].char_indices().find(|&(i, c)| ends_at(after + i, c)).map_or(text.len(), |(i, _)| after + i);
+        let sentence = text[start..end].to_lowercase();
+        if !EXAMPLE_MARKERS.iter().any(|m| sentence.contains(m)) {
+            return false;
+        }
+        found = true;
+    }
+    found
 }
 
 /// Whether `term` is something a user types to find a page: letters (three at least) with the
@@ -702,6 +763,17 @@ impl TermRarity {
                 .prefixes
                 .iter()
                 .any(|p| word.strip_prefix(p).is_some_and(|rest| rest.chars().count() >= 4 && known(rest)))
+    }
+
+    /// Whether `term` (lower case) occurs as a whole word in one document at most.
+    pub(crate) fn in_one_document(&self, term: &str) -> bool {
+        let word = |doc: &String| {
+            doc.match_indices(term).any(|(at, _)| {
+                !doc[..at].ends_with(char::is_alphanumeric)
+                    && !doc[at + term.len()..].starts_with(char::is_alphanumeric)
+            })
+        };
+        self.documents.iter().filter(|d| word(d)).take(2).count() <= 1
     }
 
     /// Whether `term` (lower case) is rare enough to be an exact term: in at most 0.5 % of the

@@ -7,8 +7,9 @@
 //! span; a cross-reference (`:ref:`label``, `:doc:`) shows its text (`text <label>`), or a
 //! title the source does not hold, so it is dropped; ``literals`` are code spans; hyperlink
 //! references (`` `text <url>`_ ``, `` `text`_ ``) are their text; escapes are resolved;
-//! targets (`.. _label:`), comments, directive lines and the content of code directives and
-//! literal blocks (after `::`) are left out. Markdown: links are their text, fenced code is
+//! targets (`.. _label:`), comments, directive lines and their options (`:synopsis: …`), and
+//! the content of code directives, `seealso` (a pointer, not a statement) and literal blocks
+//! (after `::`) are left out. Markdown: links are their text, fenced code is
 //! left out.
 
 use std::sync::LazyLock;
@@ -19,13 +20,27 @@ use regex::Regex;
 const TEXT_ROLES: &[&str] = &["term", "abbr", "dfn", "guilabel", "menuselection", "title", "emphasis", "strong"];
 /// Roles that point at another page or section, shown by its title.
 const REFERENCE_ROLES: &[&str] = &["ref", "doc", "numref", "any", "download"];
-/// Directives whose content is code.
-const CODE_DIRECTIVES: &[&str] =
-    &["code-block", "code", "sourcecode", "literalinclude", "console", "doctest", "testcode", "highlight", "math"];
+/// Directives whose content is not read as prose: code, and `seealso` (it points elsewhere).
+const UNREAD_DIRECTIVES: &[&str] = &[
+    "code-block",
+    "code",
+    "sourcecode",
+    "literalinclude",
+    "console",
+    "doctest",
+    "testcode",
+    "highlight",
+    "math",
+    "seealso",
+];
+static OPTION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^:[\w.+-]+:(\s|$)").expect("regex"));
 
 static ROLE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r":([A-Za-z][\w.+-]*(?::[\w.+-]+)?):`([^`]+)`").expect("regex"));
-static HYPERLINK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`<]+?)(?:\s*<[^>`]*>)?`__?").expect("regex"));
+/// A hyperlink reference: its text neither starts nor ends with white space, so the end of one
+/// code span and the start of a later one (`` `a` … `__init__` ``) are not one.
+static HYPERLINK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"`([^`<\s](?:[^`<]*?[^`<\s])?)(?:\s*<[^>`]*>)?`__?").expect("regex"));
 static LITERAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"``([^`]+)``").expect("regex"));
 /// A code span glued to the letters after it (``` ``QuerySet``\s ``` shows `QuerySets`).
 static GLUED: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"`([^`\s]+)`(\w)").expect("regex"));
@@ -39,6 +54,8 @@ pub fn prose(text: &str) -> String {
     let mut skipping: Option<usize> = None;
     let mut literal_next = false;
     let mut fence: Option<String> = None;
+    // The indentation of the directive whose option lines may follow.
+    let mut options_of: Option<usize> = None;
     for line in text.lines() {
         let indent = line.len() - line.trim_start().len();
         let trimmed = line.trim();
@@ -58,6 +75,12 @@ pub fn prose(text: &str) -> String {
             }
             skipping = None;
         }
+        if let Some(base) = options_of.take() {
+            if indent > base && OPTION.is_match(trimmed) {
+                options_of = Some(base);
+                continue;
+            }
+        }
         if std::mem::take(&mut literal_next) && trimmed.is_empty() {
             // The block starts after the blank line that follows `::`.
             skipping = Some(indent_of_paragraph(&out));
@@ -68,8 +91,10 @@ pub fn prose(text: &str) -> String {
             // A target, a comment or a directive line: none is prose. A code directive's
             // content, or a comment's, is left out with it.
             let name = directive.split_once("::").map(|(n, _)| n.trim());
-            if name.is_none_or(|n| CODE_DIRECTIVES.contains(&n)) && !directive.starts_with('_') {
+            if name.is_none_or(|n| UNREAD_DIRECTIVES.contains(&n)) && !directive.starts_with('_') {
                 skipping = Some(indent);
+            } else if name.is_some() {
+                options_of = Some(indent);
             }
             continue;
         }
@@ -160,5 +185,16 @@ mod tests {
             "Use `clean` and full_cleans, see the guide or , and the Django site: Back to prose. A note is prose."
         );
         assert_eq!(inline("[the docs](https://x.y) and ![img](a.png)"), "the docs and img");
+    }
+
+    #[test]
+    fn directive_options_and_see_also_are_not_prose_and_code_spans_stay_apart() {
+        let source = ".. module:: a.signals\n   :synopsis: Signals sent by the model system.\n\n\
+                      The :mod:`a.signals` module sends signals like\n``__init__()`` or :meth:`~a.Model.save`.\n\n\
+                      .. seealso::\n\n    The `aggregator`_, where we aggregate content.\n\nEnd.\n";
+        assert_eq!(
+            prose(source).split_whitespace().collect::<Vec<_>>().join(" "),
+            "The `a.signals` module sends signals like `__init__()` or `save`. End."
+        );
     }
 }

@@ -415,6 +415,50 @@ fn drafts_are_questions_a_user_would_ask_never_markup() {
     );
 }
 
+/// What a page shows but does not state is no draft: a directive's options (a module's
+/// synopsis), a `seealso` pointer, a name made up for an example ("For instance, you might have
+/// a `BlogComment` model"), a sentence that opens by pointing back ("This module is …"); and a
+/// role's code span stays whole beside a later literal.
+#[test]
+fn drafts_leave_out_what_a_page_shows_but_does_not_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    for i in 0..12 {
+        let text = format!(
+            "=================\nSignals guide {i}\n=================\n\n\
+             Model signals {i}\n=================\n\n\
+             .. module:: app.signals{i}\n   :synopsis: Signals sent by the model system.\n\n\
+             This module is plain Python code and maps every signal to its receivers.\n\n\
+             The :mod:`app.signals{i}` module defines a set of signals sent by the model system when\n\
+             ``__init__`` or :meth:`~app.Model.save` runs.\n\n\
+             .. seealso::\n\n    The `community aggregator`_, where we aggregate content from everywhere.\n\n\
+             Receivers of ``post_save_hook{i}`` run after every save of the model instance. For instance,\n\
+             you might have a ``BlogComment{i}`` model whose receivers send mail.\n\n\
+             .. _community aggregator: https://example.org/\n"
+        );
+        std::fs::write(dir.path().join("docs").join(format!("signals{i:02}.rst")), text).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let drafts: Vec<String> = golden
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
+        .map(|d| d.as_str().unwrap().to_string())
+        .collect();
+    assert!(drafts.len() >= 10, "{drafts:?}");
+    for d in &drafts {
+        for junk in ["Is it true that Signals sent", "aggregat", "BlogComment", "This module"] {
+            assert!(!d.contains(junk), "{junk:?} in {d}");
+        }
+        assert_eq!(d.matches('`').count() % 2, 0, "a code span cut open: {d}");
+    }
+    assert!(
+        drafts.iter().any(|d| d.starts_with("Is it true that The `app.signals") && d.contains("` module defines")),
+        "{drafts:?}"
+    );
+    assert!(drafts.iter().any(|d| d.contains("`post_save_hook")), "a name the product has stays a term: {drafts:?}");
+}
 /// Drafts on Sphinx pages (reStructuredText) as their readers see them: roles are the names
 /// they show, cross-reference labels, targets and hyperlink references are no terms, a term
 /// only a code example holds is the example's data, and a sentence that introduces a list or

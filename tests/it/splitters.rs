@@ -196,7 +196,10 @@ fn an_excerpt_its_place_does_not_hold_and_bad_splitter_settings_are_located_erro
         ("kind = \"chroma_fixed_token\"\nsize = 10\nencoding = \"chars\"", "unknown encoding \"chars\""),
         ("kind = \"llamaindex_sentence\"\nsize = 3", "bad.toml:12:8: `size` must be at least 4 tokens"),
         ("kind = \"llamaindex_sentence\"\nsize = 10\noverlap = 11", "bad.toml:13:11: `overlap` must not be larger"),
-        ("kind = \"llamaindex_sentence\"\nsize = 10\nseparator = \"\"", "bad.toml:13:13: `separator` must be a non-empty"),
+        (
+            "kind = \"llamaindex_sentence\"\nsize = 10\nseparator = \"\"",
+            "bad.toml:13:13: `separator` must be a non-empty",
+        ),
         ("kind = \"llamaindex_sentence\"\nsize = 10\nencoding = \"chars\"", "unknown encoding \"chars\""),
     ] {
         let exp = std::fs::read_to_string(f.path().join("exp.toml")).unwrap().replace("kind = \"none\"", chunker);

@@ -171,7 +171,7 @@ impl ServingEngine for Serving {
         let version = engine.version()?;
         if !writes {
             return Ok(format!(
-                "engine chroma: the experiment's server at {} (its /api/v2/version: {version}) answers; nothing is written",
+                "engine chroma: the experiment's server at {} ({version}) answers; nothing is written",
                 endpoint.url
             ));
         }
@@ -179,7 +179,7 @@ impl ServingEngine for Serving {
         engine.request("POST", COLLECTIONS, Some(&json!({"name": probe})))?;
         engine.request("DELETE", &format!("{COLLECTIONS}/{probe}"), None)?;
         Ok(format!(
-            "engine chroma: the experiment's server at {} (its /api/v2/version: {version}) answers; a collection was created and dropped there, as a run's first build does",
+            "engine chroma: the experiment's server at {} ({version}) answers; a collection was created and dropped there, as a run's first build does",
             endpoint.url
         ))
     }
@@ -187,11 +187,7 @@ impl ServingEngine for Serving {
     fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
         if let Some(endpoint) = from.server::<ChromaEndpoint>() {
             let engine = ChromaEngine::connect(endpoint)?;
-            let what = format!(
-                "connected to the experiment's Chroma at {} (its /api/v2/version: {})",
-                endpoint.url,
-                engine.version()?
-            );
+            let what = format!("connected to the experiment's Chroma at {} ({})", endpoint.url, engine.version()?);
             return Ok(Started { engine: Box::new(engine), what, note: None });
         }
         let (engine, note) = ChromaEngine::start(&from.engines_dir.join("chroma"), from.cache_dir)?;
@@ -414,9 +410,11 @@ impl ChromaEngine {
         Ok(engine)
     }
 
-    /// The server's version.
+    /// What the server says of its version: Chroma's `/api/v2/version` is its HTTP API's (1.0.0
+    /// for Chroma 1.5.9); no endpoint reports the release.
     fn version(&self) -> Result<String> {
-        Ok(self.request("GET", "/api/v2/version", None)?.as_str().unwrap_or("of unknown version").to_string())
+        let api = self.request("GET", "/api/v2/version", None)?;
+        Ok(format!("HTTP API {}; the server does not report its release", api.as_str().unwrap_or("of unknown version")))
     }
 
     /// `request` with the token, when the server asks for one.
