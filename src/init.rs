@@ -367,6 +367,7 @@ pub fn drafts(
     let pt = lang == AnalyzerKind::Pt;
     let mut out = Vec::new();
     // What the reader sees: markup reduced to its words, code blocks and link targets left out.
+    let source = text;
     let text = &crate::input::prose::prose(text);
     let shown = |s: &str| crate::input::prose::inline(s).replace('`', "");
     let heading = shown(place.heading.trim().trim_start_matches('#').trim());
@@ -394,7 +395,7 @@ pub fn drafts(
             format!("{q} in {title}?")
         }
     };
-    for term in exact_terms(text, rarity, terms)
+    for term in exact_terms(text, source, rarity, terms)
         .into_iter()
         .filter(|t| !heading.contains(t.as_str()) && used.insert(t.clone()))
         .take(3)
@@ -498,9 +499,114 @@ const POINTING: &[&str] = &[
 
 /// Words that open a sentence by pointing back at the text before it, or continuing it.
 const REFERRING: &[&str] = &[
-    "this", "these", "that", "those", "it", "they", "and", "but", "or", "so", "also", "however", "isso", "isto",
-    "este", "esta", "estes", "estas", "ele", "ela", "eles", "elas", "e", "mas", "ou", "porém", "também",
+    "this",
+    "these",
+    "that",
+    "those",
+    "it",
+    "they",
+    "and",
+    "but",
+    "or",
+    "so",
+    "also",
+    "however",
+    "now",
+    "then",
+    "next",
+    "finally",
+    "fortunately",
+    "unfortunately",
+    "here",
+    "isso",
+    "isto",
+    "este",
+    "esta",
+    "estes",
+    "estas",
+    "ele",
+    "ela",
+    "eles",
+    "elas",
+    "e",
+    "mas",
+    "ou",
+    "porém",
+    "também",
+    "agora",
+    "então",
+    "depois",
+    "finalmente",
+    "aqui",
 ];
+
+/// Verbs that open an instruction (`Create the flaskr directory`), which states nothing.
+const IMPERATIVE: &[&str] = &[
+    "add",
+    "be",
+    "build",
+    "call",
+    "change",
+    "check",
+    "click",
+    "configure",
+    "copy",
+    "create",
+    "define",
+    "download",
+    "edit",
+    "do",
+    "don't",
+    "enable",
+    "disable",
+    "ensure",
+    "enter",
+    "follow",
+    "go",
+    "import",
+    "install",
+    "let's",
+    "lets",
+    "make",
+    "note",
+    "open",
+    "place",
+    "put",
+    "read",
+    "register",
+    "remove",
+    "replace",
+    "run",
+    "save",
+    "select",
+    "set",
+    "start",
+    "stop",
+    "try",
+    "type",
+    "update",
+    "use",
+    "write",
+    "abra",
+    "adicione",
+    "baixe",
+    "clique",
+    "configure",
+    "copie",
+    "crie",
+    "defina",
+    "digite",
+    "execute",
+    "instale",
+    "leia",
+    "salve",
+    "selecione",
+    "siga",
+    "use",
+];
+
+/// Abbreviations in lower case that a period follows inside a sentence.
+const LOWER_ABBREVIATIONS: &[&str] = &["p", "pp", "ex", "cf", "vs", "etc", "no", "nº", "al", "fig", "ed", "vol", "art"];
 
 /// The first sentence of the text below its heading (at most 25 words): the first paragraph
 /// holding a sentence end, cut there. A period after a short capitalised word or a number
@@ -516,15 +622,31 @@ fn first_sentence(text: &str) -> Option<String> {
         if 5 * wordy < 4 * words.len() {
             continue;
         }
-        // A number's period ends a sentence unless an abbreviation precedes it (`Art. 5.`).
+        // A list (`- P1: …`, `1. …`, `a) …`): its items are fragments of what introduced it.
+        let enumerator = |w: &str| {
+            w.strip_suffix(['.', ')']).is_some_and(|n| {
+                !n.is_empty() && (n.chars().all(|c| c.is_ascii_digit()) || n.chars().count() == 1 && w.ends_with(')'))
+            })
+        };
+        if ["-", "*", "+", "•"].contains(&words[0]) || enumerator(words[0]) {
+            continue;
+        }
+        // A number's period ends a sentence unless an abbreviation precedes it (`Art. 5.`); no
+        // period does before a word in lower case (`Tecnologia Ltda. é uma empresa`).
         let ends = |i: usize| {
             let w = words[i];
             let bare = w.trim_end_matches(['.', '?', '!', ':']);
             let period_only = w.ends_with('.') && !w.ends_with("..");
             let number = bare.chars().all(|c| c.is_ascii_digit());
             let after_abbreviation = i > 0 && words[i - 1].ends_with('.');
+            let lower_next = words.get(i + 1).is_some_and(|n| n.starts_with(char::is_lowercase));
+            // A short word in lower case (`come in.`) is no abbreviation but for the known ones.
+            let short_word = bare.starts_with(char::is_lowercase)
+                && bare.chars().all(char::is_alphabetic)
+                && !LOWER_ABBREVIATIONS.contains(&bare);
             bare.len() < w.len()
-                && (!period_only || bare.chars().count() > 3 && !number || number && !after_abbreviation)
+                && !(period_only && lower_next)
+                && (!period_only || bare.chars().count() > 3 && !number || number && !after_abbreviation || short_word)
         };
         // A "sentence" under six words is a label (`Art. 55-A.`, `Note:`): the next one is read.
         let mut start = 0;
@@ -538,6 +660,9 @@ fn first_sentence(text: &str) -> Option<String> {
             // of names a user types.
             let code_spans_typed = sentence.split('`').skip(1).step_by(2).all(typed_term);
             let markup = !code_spans_typed || ["**", "[", "\\", "{{", "<"].iter().any(|m| sentence.contains(m));
+            // A bracket closed that the sentence did not open (or the reverse) cuts a sentence.
+            let unbalanced = sentence.matches('(').count() != sentence.matches(')').count();
+            let markup = markup || unbalanced;
             // A sentence that introduces what follows (a list, an example) or points at the page
             // around it says nothing a question could ask of it alone.
             let lower: String = sentence
@@ -546,9 +671,15 @@ fn first_sentence(text: &str) -> Option<String> {
                 .map(|c| if c.is_alphanumeric() || c == '\'' { c } else { ' ' })
                 .collect();
             let lower = format!(" {} ", lower.split_whitespace().collect::<Vec<_>>().join(" "));
-            // A sentence that opens with a word pointing back (`This module`, `It also`) needs
-            // the text before it to be understood.
-            let referring = REFERRING.contains(&lower.split_whitespace().next().unwrap_or(""));
+            // A sentence that opens with a word pointing back or an instruction, or that uses
+            // `this` as a whole thing (`To use this, …`), needs the text before it; one that
+            // opens in lower case is the tail of another.
+            let opening = lower.split_whitespace().next().unwrap_or("");
+            let bare_this = ["this,", "this.", "this:", "this;", "isso,", "isto,"]
+                .iter()
+                .any(|t| sentence.to_lowercase().split_whitespace().any(|w| w == *t));
+            let tail = words[start].starts_with(char::is_lowercase);
+            let referring = REFERRING.contains(&opening) || IMPERATIVE.contains(&opening) || bare_this || tail;
             let pointing = sentence.ends_with(':') || referring || POINTING.iter().any(|p| lower.contains(p));
             // An item of an enumeration (`VII - os direitos …`, `a) …`) is a fragment of the
             // sentence that introduced the list.
@@ -559,7 +690,9 @@ fn first_sentence(text: &str) -> Option<String> {
                 || numeral && words.get(start + 1).is_some_and(|w| ["-", "–", "—"].contains(w))
                 || first.ends_with(')');
             let pointing = pointing || item;
-            if length >= 6 && !markup && !pointing {
+            // A question is no claim to ask about.
+            let question = words[end].ends_with('?');
+            if length >= 6 && !markup && !pointing && !question {
                 return Some(sentence.trim_end_matches(['.', '?', '!', ':']).to_string());
             }
             start = end + 1;
@@ -571,17 +704,32 @@ fn first_sentence(text: &str) -> Option<String> {
 /// The section's exact terms a user would type verbatim, most distinctive first: command-line
 /// flags and `code spans`, then codes, identifiers and numbers, then rare words; within each,
 /// the fewest documents first.
-fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, terms: &TermRarity) -> Vec<String> {
+fn exact_terms(
+    text: &str,
+    source: &str,
+    rarity: &crate::evaluate::exact_terms::Rarity,
+    terms: &TermRarity,
+) -> Vec<String> {
     use crate::evaluate::exact_terms::Tag;
     let mut found: Vec<(u8, u32, String)> = Vec::new();
     // `--flag`, --flag and flag are one term.
     let bare = |t: &str| t.trim_matches('`').trim_start_matches('-').to_lowercase();
+    // A flag's value in a code span (`--app hello:app2`) is an example's: no part of it is a term.
+    let values: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| span.trim_start().starts_with('-'))
+        .flat_map(|span| span.split_whitespace().skip(1))
+        .collect();
     let mut push = |rank: u8, term: &str| {
         let term = term.trim();
         let bare_term = term.trim_matches('`');
         if typed_term(bare_term)
+            && !values.iter().any(|v| v.contains(bare_term))
             && terms.rare(&bare_term.to_lowercase())
-            && !(terms.in_one_document(&bare_term.to_lowercase()) && given_as_example(text, bare_term))
+            && !(terms.in_one_document(&bare_term.to_lowercase())
+                && (given_as_example(text, bare_term) || defined_in(source, bare_term)))
             && term.chars().count() <= 40
             && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
         {
@@ -589,7 +737,8 @@ fn exact_terms(text: &str, rarity: &crate::evaluate::exact_terms::Rarity, terms:
         }
     };
     for (i, span) in text.split('`').enumerate() {
-        if i % 2 == 1 && !span.contains('\n') {
+        let flag_and_value = span.trim_start().starts_with('-') && span.split_whitespace().nth(1).is_some();
+        if i % 2 == 1 && !span.contains('\n') && !flag_and_value {
             push(0, &format!("`{span}`"));
         }
     }
@@ -673,6 +822,21 @@ fn given_as_example(text: &str, term: &str) -> bool {
     found
 }
 
+/// Whether the section's `source` defines `term` (`def test_hello`, `class BlogComment`,
+/// `g.lang_code = …`, `test_config=None`): a name an example makes up, not one the product has
+/// (with [`TermRarity::in_one_document`]).
+fn defined_in(source: &str, term: &str) -> bool {
+    source.match_indices(term).any(|(at, _)| {
+        let before = source[..at].trim_end_matches(|c: char| c == '.' || c.is_alphanumeric() || c == '_');
+        let after = source[at + term.len()..].trim_start_matches([' ', '\t']);
+        let whole = !source[at + term.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_');
+        whole
+            && (before.ends_with("def ")
+                || before.ends_with("class ")
+                || after.starts_with('=') && !after.starts_with("=="))
+    })
+}
+
 /// Whether `term` is something a user types to find a page: letters (three at least) with the
 /// joiners of names, flags, paths and versions, never markup (brackets, emphasis, escapes,
 /// operators), a placeholder or an example's data (`post1.md`, `foo`, `example.com`).
@@ -714,7 +878,7 @@ fn typed_term(term: &str) -> bool {
         && !term.contains(MARKUP)
         && !term.contains("  ")
         && !example_file
-        && !parts.iter().any(|p| EXAMPLE.contains(&p.as_str()))
+        && !parts.iter().any(|p| EXAMPLE.contains(&p.as_str()) || p.starts_with("your"))
 }
 
 /// The corpus's documents in lower case, to count the documents holding a term as written.
@@ -978,14 +1142,14 @@ mod tests {
             let documents = docs.iter().map(|d| d.to_lowercase()).collect();
             TermRarity::with(documents, common.iter().map(|w| w.to_string()).collect(), AnalyzerKind::En)
         };
-        let without_vocabulary = exact_terms(text, &rarity, &rarity_of(&[]));
+        let without_vocabulary = exact_terms(text, text, &rarity, &rarity_of(&[]));
         assert!(without_vocabulary.iter().any(|t| t == "Ownership"), "{without_vocabulary:?}");
         let common = ["ownership", "stages", "fairly", "simple", "renderer", "does", "rest"];
-        let terms = exact_terms(text, &rarity, &rarity_of(&common));
+        let terms = exact_terms(text, text, &rarity, &rarity_of(&common));
         assert_eq!(terms, ["Xylograph"], "a name, not the words around it");
         // A plain word that no vocabulary holds is still a word, not a name.
         let plain = "Its ownership stages are fairly simple; the xylograph renderer does the rest of the rendering.";
-        assert!(exact_terms(plain, &rarity, &rarity_of(&[])).is_empty());
+        assert!(exact_terms(plain, plain, &rarity, &rarity_of(&[])).is_empty());
         // An inflected or prefixed form of a common word is a word too; a name is not.
         let words = rarity_of(&["weighting", "evaluated", "toolkit", "disallow"]);
         for word in ["weightings", "unevaluated", "toolkits", "disallows"] {

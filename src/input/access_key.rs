@@ -102,6 +102,11 @@ pub enum Field {
 }
 
 impl AccessKey {
+    /// Whether `key` is the access key in another form (case, full-width letters).
+    pub fn is_key_form(&self, key: &str) -> bool {
+        folded(key) == self.key.to_lowercase()
+    }
+
     pub fn classify(&self, key: &str) -> Field {
         if key == self.key {
             return Field::Access;
@@ -110,7 +115,7 @@ impl AccessKey {
             return Field::Meta;
         }
         // Full-width and other compatibility forms (`ａｃｌ`) compare as what they look like.
-        let lower: String = unicode_normalization::UnicodeNormalization::nfkc(key).collect::<String>().to_lowercase();
+        let lower = folded(key);
         let access = self.key.to_lowercase();
         let why = if lower == access {
             Some(format!("it is the access key `{}` in another form", self.key))
@@ -245,6 +250,11 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
 
 /// Edits within which a key resembles the access key: 2 (SPEC §1), but 1 for keys of four
 /// characters or fewer, where two edits leave one letter in common (`url` is not `acl`).
+/// `key` as it looks: compatibility forms (`ａｃｌ`) folded, lower case.
+fn folded(key: &str) -> String {
+    unicode_normalization::UnicodeNormalization::nfkc(key).collect::<String>().to_lowercase()
+}
+
 fn near(access: &str) -> usize {
     if access.chars().count() <= 4 {
         1

@@ -97,10 +97,17 @@ fn yaml_key(k: &Yaml) -> String {
 /// meant for front matter (a fence mistyped, or closed too early); read as text, it would leave
 /// the document public.
 pub fn starts_like_acl(line: &str, rules: &AccessKey) -> bool {
-    // A reStructuredText field list (`:acl: rh`) declares fields as well.
+    // A reStructuredText field list (`:acl: rh`) declares fields as well. An indented one is a
+    // directive's options (`.. autoclass:: Flask` then `   :members:`), never the document's
+    // fields: only the access key itself, in any form, is refused there.
     if let Some(field) = line.trim_start().strip_prefix(':').and_then(|rest| rest.split_once(':')).map(|(k, _)| k) {
-        if !field.is_empty() && !field.contains(char::is_whitespace) && rules.classify(field) != Field::Meta {
-            return true;
+        if !field.is_empty() && !field.contains(char::is_whitespace) {
+            let option = line.starts_with(char::is_whitespace);
+            match rules.classify(field) {
+                Field::Meta => {}
+                Field::Suspicious(_) if option && !rules.is_key_form(field) => {}
+                _ => return true,
+            }
         }
     }
     let Some(at) = line.find([':', '=']) else { return false };

@@ -132,10 +132,11 @@ pub fn inline(text: &str) -> String {
             return shown.to_string();
         }
         // A name of code: `~a.b.C` shows `C`, `!name` shows `name`, a call its name.
+        // `.a.B` (Sphinx's search for the name) shows `a.B`.
         let name = shown.trim_start_matches('!');
         let name = match name.strip_prefix('~') {
             Some(path) => path.rsplit('.').next().unwrap_or(path),
-            None => name,
+            None => name.trim_start_matches('.'),
         };
         format!("`{}`", name.trim_end_matches("()"))
     });

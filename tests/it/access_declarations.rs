@@ -57,6 +57,9 @@ fn every_other_way_to_declare_an_access_list_is_a_located_error() {
         ("wide.md", "---\nａｃｌ: [rh]\n---\nSegredo.\n", "wide.md:2"),
         // Other formats' own declarations.
         ("field.rst", "Título\n======\n\n:acl: rh\n\nSegredo.\n", "field.rst:4: `:acl:`"),
+        ("groups.rst", "Título\n======\n\n:groups: rh\n\nSegredo.\n", "groups.rst:4: `:groups:`"),
+        // A directive's option named as the access key is refused too.
+        ("option.rst", "Título\n======\n\n.. meta::\n   :ACL: rh\n\nSegredo.\n", "option.rst:5: `:ACL:`"),
         (
             "meta.html",
             "<html><head>\n<meta name=\"acl\" content=\"rh\">\n</head><body><p>Segredo.</p></body></html>\n",
@@ -72,6 +75,21 @@ fn every_other_way_to_declare_an_access_list_is_a_located_error() {
             assert!(!f.path().join("out").exists(), "{name}: {args:?} wrote a run");
         }
     }
+}
+
+/// A directive's options are not the document's fields: Sphinx's `autoclass` with `:members:`
+/// (a name other tools keep access lists under) is read, on a page that is public.
+#[test]
+fn a_directives_options_are_not_access_declarations() {
+    let page = "API\n===\n\n.. autoclass:: Flask\n   :members:\n   :inherited-members:\n\n\
+                The application object holds férias and everything else.\n";
+    let f = corpus_with("api.rst", page, GOLDEN, "");
+    f.cmd().args(["validate", "exp.toml"]).assert().success();
+    f.cmd()
+        .args(["sections", "docs", "--json"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("The application object holds"));
 }
 
 #[test]
