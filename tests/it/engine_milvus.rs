@@ -422,6 +422,37 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
     let reused = common::run_shards_at_once(root, &exp, 4, &[("RAGSWEEP_TEST_MILVUS_TOKEN", &secret)], "milvus");
     let built = reused.iter().filter(|r| !**r).count();
     assert_eq!(built, 1, "one shard built the collection, three reused it");
+
+    // The whole grid again on the loaded collection: Milvus answers a vector it has answered
+    // since the load differently from the first time, so a rerun would have asked repeated
+    // vectors; every search asks a new one, and the rerun writes the shards' lists, every list
+    // stable in every timed pass.
+    let mut rerun = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"));
+    rerun.current_dir(root).arg("run").arg(&exp).arg("-q").arg("--models").arg(root.join("models"));
+    rerun.arg("--out").arg(root.join("results-all")).arg("--cache").arg(root.join("cache-all"));
+    let out = rerun.env("RAGSWEEP_TEST_MILVUS_TOKEN", &secret).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines_of = |dir: &str| -> std::collections::BTreeMap<(String, String), Value> {
+        common::walk(&root.join(dir))
+            .into_iter()
+            .filter(|p| p.ends_with("per_query.jsonl"))
+            .flat_map(|p| common::jsonl(&p))
+            .map(|l| {
+                ((l["cell"].as_str().unwrap().to_string(), l["case"].as_str().unwrap().to_string()), l["top"].clone())
+            })
+            .collect()
+    };
+    let all = lines_of("results-all");
+    let shards: std::collections::BTreeMap<_, _> = (1..=4).flat_map(|i| lines_of(&format!("results-{i}"))).collect();
+    assert_eq!(all.len(), shards.len());
+    let moved: Vec<_> = all.iter().filter(|(k, v)| shards.get(*k) != Some(v)).map(|(k, _)| k).collect();
+    assert!(moved.is_empty(), "the rerun's lists differ from the shards' in {} lines: {moved:?}", moved.len());
+    for run in common::walk(&root.join("results-all")).into_iter().filter(|p| p.ends_with("matrix.json")) {
+        let matrix: Value = serde_json::from_str(&std::fs::read_to_string(run).unwrap()).unwrap();
+        for row in matrix["rows"].as_array().unwrap() {
+            assert_eq!(row["latency"]["stable"], row["latency"]["n"], "every list asked again comes back: {row}");
+        }
+    }
     drop(serve.stdin.take());
     assert!(serve.wait().unwrap().success());
 }
