@@ -174,7 +174,7 @@ fn a_chunker_is_read_by_its_kind_with_located_errors() {
     let exp = write(dir.path(), "exp4.toml", &chunker("kind = \"semantic\""));
     fails_cleanly(
         &exp,
-        "exp4.toml:11:8: unknown chunker kind \"semantic\" (expected none, fixed, sentence, recursive, markdown, langchain_recursive, chroma_fixed_token, brought)",
+        "exp4.toml:11:8: unknown chunker kind \"semantic\" (expected none, fixed, sentence, recursive, markdown, langchain_recursive, chroma_fixed_token, llamaindex_sentence, brought)",
     );
 }
 
