@@ -553,12 +553,12 @@ const IMPERATIVE: &[&str] = &[
     "copy",
     "create",
     "define",
-    "download",
-    "edit",
+    "disable",
     "do",
     "don't",
+    "download",
+    "edit",
     "enable",
-    "disable",
     "ensure",
     "enter",
     "follow",
@@ -591,7 +591,6 @@ const IMPERATIVE: &[&str] = &[
     "adicione",
     "baixe",
     "clique",
-    "configure",
     "copie",
     "crie",
     "defina",
@@ -602,7 +601,6 @@ const IMPERATIVE: &[&str] = &[
     "salve",
     "selecione",
     "siga",
-    "use",
 ];
 
 /// Abbreviations in lower case that a period follows inside a sentence.

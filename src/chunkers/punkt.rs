@@ -14,7 +14,6 @@
 //! Offsets are bytes; every rule's character classes are the `regex` module's (Unicode White_Space
 //! for `\s`), except where NLTK calls Python's `str.strip` or `string.whitespace`.
 
-use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -185,7 +184,8 @@ fn candidates(text: &str) -> Vec<Candidate> {
 /// dropping a candidate whose word overlaps the next one's (`acting!!!` is one context).
 fn contexts(text: &str) -> Vec<(Candidate, usize)> {
     let mut out = Vec::new();
-    let mut previous: Option<(Candidate, Range<usize>)> = None;
+    // The previous candidate and the word before it.
+    let mut previous: Option<Candidate> = None;
     let mut word = 0..0;
     for candidate in candidates(text) {
         let before = &text[word.end..candidate.at];
@@ -195,16 +195,13 @@ fn contexts(text: &str) -> Vec<(Candidate, usize)> {
             Some(i) if i > 0 => word.end + i + 1,
             _ => word.start,
         };
-        let this = start..candidate.at;
-        if let Some((p, w)) = previous.take() {
-            if w.end <= this.start {
-                out.push((p, w.start));
-            }
+        if let Some(p) = previous.take().filter(|_| word.end <= start) {
+            out.push((p, word.start));
         }
-        word = this.clone();
-        previous = Some((candidate, this));
+        word = start..candidate.at;
+        previous = Some(candidate);
     }
-    out.extend(previous.map(|(p, w)| (p, w.start)));
+    out.extend(previous.map(|p| (p, word.start)));
     out
 }
 
