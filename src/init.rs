@@ -673,9 +673,10 @@ fn first_sentence(text: &str) -> Option<String> {
             // `this` as a whole thing (`To use this, …`), needs the text before it; one that
             // opens in lower case is the tail of another.
             let opening = lower.split_whitespace().next().unwrap_or("");
-            let bare_this = ["this,", "this.", "this:", "this;", "isso,", "isto,"]
-                .iter()
-                .any(|t| sentence.to_lowercase().split_whitespace().any(|w| w == *t));
+            let bare_this = sentence
+                .to_lowercase()
+                .split_whitespace()
+                .any(|w| ["this,", "this.", "this:", "this;", "isso,", "isto,"].contains(&w));
             let tail = words[start].starts_with(char::is_lowercase);
             let referring = REFERRING.contains(&opening) || IMPERATIVE.contains(&opening) || bare_this || tail;
             let pointing = sentence.ends_with(':') || referring || POINTING.iter().any(|p| lower.contains(p));
@@ -726,8 +727,8 @@ fn exact_terms(
         if typed_term(bare_term)
             && !values.iter().any(|v| v.contains(bare_term))
             && terms.rare(&bare_term.to_lowercase())
-            && !(terms.in_one_document(&bare_term.to_lowercase())
-                && (given_as_example(text, bare_term) || defined_in(source, bare_term)))
+            && !((given_as_example(text, bare_term) || defined_in(source, bare_term))
+                && terms.in_one_document(&bare_term.to_lowercase()))
             && term.chars().count() <= 40
             && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
         {

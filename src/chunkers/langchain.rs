@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ChunkerKind;
 use crate::error::Result;
-use crate::grid::{choice, int, only, Bad, Combo};
+use crate::grid::{choice, only, Bad, Combo};
 
 /// LangChain's default separators.
 const DEFAULT_SEPARATORS: [&str; 4] = ["\n\n", "\n", " ", ""];
@@ -85,17 +85,7 @@ pub struct Recursive {
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
     only(combo, &["size", "overlap", "separators", "keep_separator", "length", "title", "headings"], bad)?;
-    let size = int(combo, "size", None, bad)?;
-    let overlap = int(combo, "overlap", Some(0), bad)?;
-    if size == 0 {
-        return Err(bad(combo.span_of("size"), "`size` must be at least 1".into()));
-    }
-    if overlap > size {
-        return Err(bad(
-            combo.span_of("overlap"),
-            "`overlap` must not be larger than `size` (LangChain refuses it)".into(),
-        ));
-    }
+    let (size, overlap) = super::library_size_and_overlap(combo, 1, "", "LangChain", bad)?;
     let separators = match combo.get("separators") {
         None => DEFAULT_SEPARATORS.iter().map(|s| s.to_string()).collect(),
         Some((toml::Value::Array(items), span)) => {

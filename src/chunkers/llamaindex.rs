@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::langchain::{stripped, Length};
 use super::{punkt, ChunkerKind};
 use crate::error::Result;
-use crate::grid::{choice, int, only, Bad, Combo};
+use crate::grid::{choice, only, Bad, Combo};
 
 const DEFAULT_SEPARATOR: &str = " ";
 const DEFAULT_PARAGRAPH_SEPARATOR: &str = "\n\n\n";
@@ -44,19 +44,9 @@ pub struct SentenceSplitter {
 
 pub(super) fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
     only(combo, &["size", "overlap", "separator", "paragraph_separator", "encoding", "title", "headings"], bad)?;
-    let size = int(combo, "size", None, bad)?;
-    let overlap = int(combo, "overlap", Some(0), bad)?;
     // A character is at most 4 tokens (its UTF-8 bytes), so from 4 on no piece is ever over
     // `size` (the library stops with "Single token exceeded chunk size" there).
-    if size < 4 {
-        return Err(bad(combo.span_of("size"), "`size` must be at least 4 tokens".into()));
-    }
-    if overlap > size {
-        return Err(bad(
-            combo.span_of("overlap"),
-            "`overlap` must not be larger than `size` (LlamaIndex refuses it)".into(),
-        ));
-    }
+    let (size, overlap) = super::library_size_and_overlap(combo, 4, " tokens", "LlamaIndex", bad)?;
     let text = |key: &str, default: &str| -> Result<String> {
         match combo.get(key) {
             None => Ok(default.to_string()),

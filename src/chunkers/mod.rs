@@ -109,6 +109,29 @@ fn none(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerKind> {
     Ok(ChunkerKind::None)
 }
 
+/// A library splitter's `size` (at least `min_size`, said with `unit`) and `overlap` (no larger
+/// than `size`, as `library` refuses).
+fn library_size_and_overlap(
+    combo: &Combo<'_>,
+    min_size: usize,
+    unit: &str,
+    library: &str,
+    bad: Bad<'_>,
+) -> Result<(usize, usize)> {
+    let size = int(combo, "size", None, bad)?;
+    let overlap = int(combo, "overlap", Some(0), bad)?;
+    if size < min_size {
+        return Err(bad(combo.span_of("size"), format!("`size` must be at least {min_size}{unit}")));
+    }
+    if overlap > size {
+        return Err(bad(
+            combo.span_of("overlap"),
+            format!("`overlap` must not be larger than `size` ({library} refuses it)"),
+        ));
+    }
+    Ok((size, overlap))
+}
+
 /// A size and an overlap, for the kinds that take them (`size_key` names the size); an overlap in
 /// chars must be smaller than the size.
 fn sized(combo: &Combo<'_>, size_key: &str, overlap_in_chars: bool, bad: Bad<'_>) -> Result<(usize, usize)> {

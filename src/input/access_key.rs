@@ -248,13 +248,13 @@ impl<'de> serde::de::Visitor<'de> for NoDuplicateKeysVisitor {
     }
 }
 
-/// Edits within which a key resembles the access key: 2 (SPEC §1), but 1 for keys of four
-/// characters or fewer, where two edits leave one letter in common (`url` is not `acl`).
 /// `key` as it looks: compatibility forms (`ａｃｌ`) folded, lower case.
 fn folded(key: &str) -> String {
     unicode_normalization::UnicodeNormalization::nfkc(key).collect::<String>().to_lowercase()
 }
 
+/// Edits within which a key resembles the access key: 2 (SPEC §1), but 1 for keys of four
+/// characters or fewer, where two edits leave one letter in common (`url` is not `acl`).
 fn near(access: &str) -> usize {
     if access.chars().count() <= 4 {
         1

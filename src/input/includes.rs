@@ -267,6 +267,7 @@ impl Walk<'_> {
                 {
                     Some((start, end, section)) => {
                         out.push_str(&line[..start]);
+                        // `at` borrows the chain, which reading the section's pages extends.
                         let column = line[..start].chars().count() + 1;
                         let at =
                             Location { path: self.chain[self.chain.len() - 1].clone(), line: first + number, column };

@@ -542,8 +542,8 @@ pub(crate) struct Window {
 }
 
 /// Where in a text (a char index) the question's words (`hits` of `names`, [`question_hits`])
-/// are densest, weighted by how rare each is in the text: a word that occurs once (`pipefail`) says more than one on every line
-/// (`does`). The window of `max_chars` starting a quarter before it covers the most weight of
+/// are densest, weighted by how rare each is in the text: a word that occurs once (`pipefail`)
+/// says more than one on every line (`does`). The window of `max_chars` starting a quarter before it covers the most weight of
 /// distinct question words; 0 when none occurs.
 fn densest(names: &[String], hits: &[(usize, usize)], max_chars: usize) -> usize {
     let mut occurrences = vec![0usize; names.len()];

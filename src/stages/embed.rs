@@ -246,6 +246,7 @@ pub const DIM_RANGE: std::ops::RangeInclusive<usize> = 1..=65_536;
 pub fn dim_range_said() -> String {
     format!("vectors have {} to {} dimensions", DIM_RANGE.start(), DIM_RANGE.end())
 }
+
 /// The tokens of a text a model may read (`max_length`).
 pub const MAX_LENGTH_RANGE: std::ops::RangeInclusive<usize> = 8..=32_768;
 

@@ -415,16 +415,32 @@ fn drafts_are_questions_a_user_would_ask_never_markup() {
     );
 }
 
+/// The drafts `init --stubs 10` writes for twelve reStructuredText pages `NAME00.rst`… whose
+/// text `page(i)` gives.
+fn drafts_of_rest_pages(name: &str, page: impl Fn(usize) -> String) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    for i in 0..12 {
+        std::fs::write(dir.path().join("docs").join(format!("{name}{i:02}.rst")), page(i)).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    golden
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
+        .map(|d| d.as_str().unwrap().to_string())
+        .collect()
+}
+
 /// What a page shows but does not state is no draft: a directive's options (a module's
 /// synopsis), a `seealso` pointer, a name made up for an example ("For instance, you might have
 /// a `BlogComment` model"), a sentence that opens by pointing back ("This module is …"); and a
 /// role's code span stays whole beside a later literal.
 #[test]
 fn drafts_leave_out_what_a_page_shows_but_does_not_state() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-    for i in 0..12 {
-        let text = format!(
+    let drafts = drafts_of_rest_pages("signals", |i| {
+        format!(
             "=================\nSignals guide {i}\n=================\n\n\
              Model signals {i}\n=================\n\n\
              .. module:: app.signals{i}\n   :synopsis: Signals sent by the model system.\n\n\
@@ -435,17 +451,8 @@ fn drafts_leave_out_what_a_page_shows_but_does_not_state() {
              Receivers of ``post_save_hook{i}`` run after every save of the model instance. For instance,\n\
              you might have a ``BlogComment{i}`` model whose receivers send mail.\n\n\
              .. _community aggregator: https://example.org/\n"
-        );
-        std::fs::write(dir.path().join("docs").join(format!("signals{i:02}.rst")), text).unwrap();
-    }
-    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
-    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
-    let drafts: Vec<String> = golden
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
-        .map(|d| d.as_str().unwrap().to_string())
-        .collect();
+        )
+    });
     assert!(drafts.len() >= 10, "{drafts:?}");
     for d in &drafts {
         for junk in ["Is it true that Signals sent", "aggregat", "BlogComment", "This module"] {
@@ -459,16 +466,15 @@ fn drafts_leave_out_what_a_page_shows_but_does_not_state() {
     );
     assert!(drafts.iter().any(|d| d.contains("`post_save_hook")), "a name the product has stays a term: {drafts:?}");
 }
+
 /// Drafts on Sphinx pages (reStructuredText) as their readers see them: roles are the names
 /// they show, cross-reference labels, targets and hyperlink references are no terms, a term
 /// only a code example holds is the example's data, and a sentence that introduces a list or
 /// points at the page around it, or an item of a list, is no claim to ask about.
 #[test]
 fn drafts_on_sphinx_pages_read_the_page_as_rendered() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-    for i in 0..12 {
-        let text = format!(
+    let drafts = drafts_of_rest_pages("forms", |i| {
+        format!(
             "==================\nForms reference {i}\n==================\n\n.. _bound-forms-{i}:\n\n\
              Bound and unbound forms {i}\n==========================\n\n\
              The following attributes are available:\n\n\
@@ -479,17 +485,8 @@ fn drafts_on_sphinx_pages_read_the_page_as_rendered() {
              .. code-block:: python\n\n    my_sample_form{i} = ExampleForm{i}(data)\n    assert my_sample_form{i}.is_valid()\n\n\
              For an example, see the :class:`Form` class, which Koziarski{i} documented for every release.\n\n\
              .. _Django project: https://www.djangoproject.com/\n"
-        );
-        std::fs::write(dir.path().join("docs").join(format!("forms{i:02}.rst")), text).unwrap();
-    }
-    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
-    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
-    let drafts: Vec<String> = golden
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
-        .map(|d| d.as_str().unwrap().to_string())
-        .collect();
+        )
+    });
     assert!(drafts.len() >= 10, "{drafts:?}");
     for d in &drafts {
         for junk in [

@@ -929,8 +929,8 @@ impl RankingSource for MilvusVectorSource<'_> {
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
         let filter = restrict.map(acl_filter).unwrap_or_default();
         let vector = match self.build {
-            MilvusBuild::Flat => query.vector.to_vec(),
-            MilvusBuild::Hnsw { .. } | MilvusBuild::IvfFlat { .. } => unseen(query.vector),
+            MilvusBuild::Flat => std::borrow::Cow::Borrowed(query.vector),
+            MilvusBuild::Hnsw { .. } | MilvusBuild::IvfFlat { .. } => unseen(query.vector).into(),
         };
         self.engine.search(&self.collection.name, &vector, depth, &filter, self.params(depth))
     }

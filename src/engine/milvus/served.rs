@@ -213,6 +213,8 @@ pub struct MilvusServed {
     acl: Option<String>,
     /// The vector index: `index_type` and its build parameters.
     index: String,
+    /// Whether the index searches exactly (FLAT): its queries are asked as they are.
+    exact: bool,
     pub bytes: u64,
     chunk_of: RowChunks,
     /// The rows as read, the oracle's exact scan.
@@ -310,6 +312,7 @@ impl MilvusEngine {
             vector: spec.vector_field.clone(),
             acl: spec.acl_field.clone(),
             index: format!("{} {}", param("index_type"), param("params")).trim().to_string(),
+            exact: param("index_type").eq_ignore_ascii_case("FLAT"),
             bytes,
             chunk_of,
             scan,
@@ -356,8 +359,7 @@ impl RankingSource for MilvusServedSource<'_> {
             }
         };
         // As for ragsweep's own collections: an approximate index is asked a vector it has not seen.
-        let vector =
-            if s.index.to_uppercase().starts_with("FLAT") { query.vector.to_vec() } else { unseen(query.vector) };
+        let vector = if s.exact { std::borrow::Cow::Borrowed(query.vector) } else { unseen(query.vector).into() };
         let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         let group = proto::PlaceholderGroup {
             placeholders: vec![proto::PlaceholderValue { tag: "$0".into(), r#type: 101, values: vec![bytes] }],
