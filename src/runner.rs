@@ -220,9 +220,14 @@ const PROBE_ROUNDS: usize = 3;
 /// Seconds the passage-embedding probe of [`cold_run`] runs per model, at most.
 pub const PROBE_SECONDS: f64 = 2.0;
 
+/// The probe's share of the embedding it estimates, at most: a small corpus is not probed for
+/// longer than a tenth of what embedding it all takes.
+const PROBE_SHARE: f64 = 0.1;
+
 /// What a cold run would spend embedding, per model: the distinct passages of every chunk set
 /// the model embeds, and its passages/s measured by embedding a spread of them with the run's
-/// threads for about [`PROBE_SECONDS`] (after one warm-up text).
+/// threads for about [`PROBE_SECONDS`], or a [`PROBE_SHARE`] of the estimate when that is less
+/// (after one warm-up text).
 pub fn cold_run(
     prepared: &Prepared,
     opts: &RunOptions,
@@ -240,38 +245,49 @@ pub fn cold_run(
         texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
         let step = (texts.len() / 256).max(1);
         let sample: Vec<&str> = texts.iter().step_by(step).map(String::as_str).collect();
-        // Tokens estimated at four bytes each, cut at the model's maximum length.
-        let lengths: Vec<u32> = sample.iter().map(|t| (t.len() / 4).clamp(1, info.max_length.max(1)) as u32).collect();
+        // Tokens estimated at four bytes each, cut at the model's maximum length: the probe's
+        // rate is in tokens, so a probe cut short on short passages does not promise long ones.
+        let tokens = |t: &str| (t.len() / 4).clamp(1, info.max_length.max(1)) as u32;
+        let lengths: Vec<u32> = sample.iter().map(|t| tokens(t)).collect();
+        let all_tokens: f64 = texts.iter().map(|t| f64::from(tokens(t))).sum();
         let mut start = 0;
-        let mut batches: Vec<&[&str]> = embed::token_batches(&lengths, embed::TOKEN_BUDGET, embed::MAX_BATCH)
-            .into_iter()
-            .map(|n| {
-                start += n;
-                &sample[start - n..start]
-            })
-            .collect();
-        batches.sort_by_key(|b| *blake3::hash(b[0].as_bytes()).as_bytes());
-        embedder.embed_batch(&batches[0][..1], Role::Passage)?;
+        let mut batches: Vec<std::ops::Range<usize>> =
+            embed::token_batches(&lengths, embed::TOKEN_BUDGET, embed::MAX_BATCH)
+                .into_iter()
+                .map(|n| {
+                    start += n;
+                    start - n..start
+                })
+                .collect();
+        batches.sort_by_key(|b| *blake3::hash(sample[b.start].as_bytes()).as_bytes());
+        embedder.embed_batch(&sample[batches[0].start..batches[0].start + 1], Role::Passage)?;
         let load_per_core = load_per_core();
         let started = Instant::now();
-        let (mut done, mut round_done, mut round_started) = (0, 0, Instant::now());
+        let (mut done, mut round_done, mut round_started) = (0.0, 0.0, Instant::now());
         let mut rates: Vec<f64> = Vec::new();
-        let round = PROBE_SECONDS / PROBE_ROUNDS as f64;
         for batch in batches {
-            embedder.embed_batch(batch, Role::Passage)?;
-            done += batch.len();
-            round_done += batch.len();
-            if round_started.elapsed().as_secs_f64() >= round {
-                rates.push(round_done as f64 / round_started.elapsed().as_secs_f64());
-                (round_done, round_started) = (0, Instant::now());
+            embedder.embed_batch(&sample[batch.clone()], Role::Passage)?;
+            let batch_tokens: f64 = lengths[batch].iter().map(|&n| f64::from(n)).sum();
+            done += batch_tokens;
+            round_done += batch_tokens;
+            let elapsed = started.elapsed().as_secs_f64();
+            let budget = PROBE_SECONDS.min(PROBE_SHARE * all_tokens * elapsed / done);
+            if round_started.elapsed().as_secs_f64() >= budget / PROBE_ROUNDS as f64 {
+                rates.push(round_done / round_started.elapsed().as_secs_f64());
+                (round_done, round_started) = (0.0, Instant::now());
             }
-            if started.elapsed().as_secs_f64() >= PROBE_SECONDS {
+            if elapsed >= budget {
                 break;
             }
         }
         let probe_seconds = started.elapsed().as_secs_f64();
-        let per_second = done as f64 / probe_seconds.max(1e-9);
-        let spread = rates.iter().fold((per_second, per_second), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        // Tokens per second, said as passages per second of this corpus's passages.
+        let passages_per_token = texts.len() as f64 / all_tokens;
+        let per_second = done / probe_seconds.max(1e-9) * passages_per_token;
+        let spread = rates
+            .iter()
+            .map(|r| r * passages_per_token)
+            .fold((per_second, per_second), |(lo, hi), r| (lo.min(r), hi.max(r)));
         out.push(ColdEstimate {
             model: info.id.clone(),
             passages: texts.len(),

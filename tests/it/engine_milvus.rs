@@ -460,7 +460,9 @@ fn four_shards_on_one_user_milvus_build_the_shared_collection_once() {
 /// The team's collection on the user's Milvus at `url`: their own schema (an Int64 key, the
 /// page id and text as VarChar, an ACL array, a 16-dimensional vector), the rows inserted and
 /// flushed, an HNSW index over cosine built and the collection loaded, by ragsweep's gRPC
-/// client as any client would.
+/// client as any client would. Its searches are bounded-stale by default, as pymilvus creates
+/// collections: the rows are searched once the 5 s Milvus may lag behind them have passed
+/// (a strongly consistent search waits up to a time tick, 200 ms, per search).
 fn team_collection(url: &str, token: &str, rows: &[common::TeamRow]) {
     use ragsweep::engine::milvus::proto::{self, data_type::*, field, kv, scalar_field::Data};
     let client = ragsweep::engine::milvus::Client::connect(url, Some(token)).unwrap();
@@ -479,7 +481,13 @@ fn team_collection(url: &str, token: &str, rows: &[common::TeamRow]) {
             field("emb", FLOAT_VECTOR, vec![kv("dim", "16")]),
         ],
     };
-    client.create_collection(&schema).unwrap();
+    let request = proto::CreateCollectionRequest {
+        collection_name: name.clone(),
+        schema: prost::Message::encode_to_vec(&schema),
+        shards_num: 1,
+        consistency_level: 2,
+    };
+    let _: proto::Status = client.call("CreateCollection", request).unwrap();
     let scalars = |data: Data| Some(proto::ScalarField { data: Some(data) });
     let text =
         |f: fn(&common::TeamRow) -> String| Data::Strings(proto::StringArray { data: rows.iter().map(f).collect() });
@@ -519,6 +527,7 @@ fn team_collection(url: &str, token: &str, rows: &[common::TeamRow]) {
         ],
     };
     let inserted: proto::MutationResult = client.call("Insert", request).unwrap();
+    let visible = std::time::Instant::now() + std::time::Duration::from_secs(6);
     assert_eq!(inserted.insert_cnt, rows.len() as i64);
     let _: proto::FlushResponse =
         client.call("Flush", proto::FlushRequest { collection_names: vec![name.clone()] }).unwrap();
@@ -542,6 +551,7 @@ fn team_collection(url: &str, token: &str, rows: &[common::TeamRow]) {
         assert!(started.elapsed().as_secs() < 120, "the collection never loaded");
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+    std::thread::sleep(visible.saturating_duration_since(std::time::Instant::now()));
 }
 
 /// `engine = "milvus"` with `collection = …` measures a collection the team serves, as it is:

@@ -205,6 +205,7 @@ impl Client {
             collection_name: schema.name.clone(),
             schema: schema.encode_to_vec(),
             shards_num: 1,
+            consistency_level: 0,
         };
         self.call::<_, proto::Status>("CreateCollection", request).map(|_| ())
     }

@@ -75,6 +75,9 @@ pub struct CreateCollectionRequest {
     pub schema: Vec<u8>,
     #[prost(int32, tag = "5")]
     pub shards_num: i32,
+    /// `common.ConsistencyLevel` the collection's searches default to (0 strong, 2 bounded).
+    #[prost(int32, tag = "6")]
+    pub consistency_level: i32,
 }
 
 #[derive(Clone, PartialEq, Message)]
