@@ -30,7 +30,7 @@ pub struct Chroma {
 pub const SERVED: super::ServedShape = super::ServedShape {
     engine: crate::engine::chroma::ENGINE,
     source_key: "collection",
-    refused: &["table", "vector_field", "distance", "force_index", "iterative_scan", "ef_search", "probes"],
+    keys: &["id_field", "text_field", "acl_field", "public_group", "unplaced"],
     why: "is not a setting of a served Chroma collection: it is searched with its own space and ef_search, and its records hold one vector each",
     vector_field: Some("embedding"),
 };
@@ -52,6 +52,7 @@ pub struct ChromaSpec {
 impl DenseIndexKind for ChromaSpec {
     const TYPE: &'static str = "chroma";
     const ENGINE: Option<EngineKind> = Some(crate::engine::chroma::ENGINE);
+    const KEYS: &'static [&'static str] = &super::HNSW_KEYS;
 
     /// Chroma's HNSW parameters, hnswlib's defaults when absent.
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChromaSpec> {

@@ -27,6 +27,7 @@ pub struct ExactSpec {}
 impl DenseIndexKind for ExactSpec {
     const TYPE: &'static str = "exact";
     const ENGINE: Option<EngineKind> = None;
+    const KEYS: &'static [&'static str] = &[];
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ExactSpec> {
         forbid(combo, &HNSW_KEYS, "only applies to index = \"hnsw\"", bad)?;

@@ -40,6 +40,7 @@ pub struct HnswSpec {
 impl DenseIndexKind for HnswSpec {
     const TYPE: &'static str = "hnsw";
     const ENGINE: Option<EngineKind> = None;
+    const KEYS: &'static [&'static str] = &super::HNSW_KEYS;
 
     /// `m` (2 to 255), `ef_construction`, `ef_search`.
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<HnswSpec> {

@@ -30,8 +30,8 @@ pub struct Milvus {
 pub const SERVED: super::ServedShape = super::ServedShape {
     engine: crate::engine::milvus::ENGINE,
     source_key: "collection",
-    refused: &["table", "distance", "force_index", "iterative_scan"],
-    why: "is a pgvector setting: a Milvus collection is searched with its index's own metric",
+    keys: &["id_field", "text_field", "vector_field", "acl_field", "public_group", "unplaced", "ef_search", "probes"],
+    why: "is not a setting of a served Milvus collection: it is searched with its index's own metric",
     vector_field: None,
 };
 
@@ -68,6 +68,7 @@ pub struct MilvusSpec {
 impl DenseIndexKind for MilvusSpec {
     const TYPE: &'static str = "milvus";
     const ENGINE: Option<EngineKind> = Some(crate::engine::milvus::ENGINE);
+    const KEYS: &'static [&'static str] = &["m", "ef_construction", "ef_search", "lists", "probes"];
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<MilvusSpec> {
         Ok(MilvusSpec { index: parse(combo, bad)? })

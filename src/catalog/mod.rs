@@ -221,8 +221,16 @@ impl Composition {
     }
 }
 
-const DENSE_KEYS: [&str; 9] =
-    ["model", "index", "m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan", "force_index"];
+/// The keys of a dense side: `model`, `index` and each dense kind's own, once each.
+fn dense_keys() -> Vec<&'static str> {
+    let mut keys = vec!["model", "index"];
+    for key in DENSE_KINDS.iter().flat_map(|kind| kind.keys) {
+        if !keys.contains(key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
 
 /// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).
 fn engine_of(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Option<EngineKind>> {
@@ -258,12 +266,13 @@ pub const DENSE_KINDS: [DenseKind; 5] = [
 ];
 
 /// How a served index of an engine is declared: the key that names it (`table`,
-/// `collection`), the keys it has no place for and why, and the field its vectors are in when
-/// the engine fixes it.
+/// `collection`), the other keys it reads, why another engine's served key is refused on it,
+/// and the field its vectors are in when the engine fixes it. A key no engine declares is
+/// misspelt; a key only other engines declare is refused with `why`.
 pub struct ServedShape {
     pub engine: EngineKind,
     pub source_key: &'static str,
-    pub refused: &'static [&'static str],
+    pub keys: &'static [&'static str],
     pub why: &'static str,
     pub vector_field: Option<&'static str>,
 }
@@ -396,12 +405,12 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
         })),
         "dense" => {
             // pgvector's keys pass here so that, without the engine, they get their own message.
-            only(combo, &with_engine(&DENSE_KEYS), bad)?;
+            only(combo, &with_engine(&dense_keys()), bad)?;
             Ok(RetrieverSpec::Dense(dense_from(combo, bad)?))
         }
         "hybrid" => {
             let lexical_keys: &[&'static str] = if pg { &full_text::KEYS } else { &bm25::KEYS };
-            let mut keys: Vec<&'static str> = lexical_keys.iter().chain(&DENSE_KEYS).copied().collect();
+            let mut keys: Vec<&'static str> = lexical_keys.iter().copied().chain(dense_keys()).collect();
             keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
             only(combo, &with_engine(&keys), bad)?;
             let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;

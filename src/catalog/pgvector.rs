@@ -34,8 +34,20 @@ impl IterativeScan {
 pub const SERVED: super::ServedShape = super::ServedShape {
     engine: crate::engine::pgvector::ENGINE,
     source_key: "table",
-    refused: &["collection"],
-    why: "is a Milvus collection: with engine = \"pg\" name the `table`",
+    keys: &[
+        "id_field",
+        "text_field",
+        "vector_field",
+        "acl_field",
+        "public_group",
+        "unplaced",
+        "distance",
+        "ef_search",
+        "probes",
+        "force_index",
+        "iterative_scan",
+    ],
+    why: "is not a setting of a served PostgreSQL table: with engine = \"pg\" name the `table`",
     vector_field: None,
 };
 
@@ -86,6 +98,8 @@ pub struct PgSpec {
 impl DenseIndexKind for PgSpec {
     const TYPE: &'static str = "pg";
     const ENGINE: Option<EngineKind> = Some(crate::engine::pgvector::ENGINE);
+    const KEYS: &'static [&'static str] =
+        &["m", "ef_construction", "ef_search", "lists", "probes", "iterative_scan", "force_index"];
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<PgSpec> {
         parse(combo, bad)

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use toml::Value;
 
-use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
+use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, ServedShape, SourceKind};
 use crate::chunkers::served::ServedRows;
 use crate::engine::registry::{OpenedServed, ServerSpec};
 use crate::engine::servers::Engines;
@@ -20,26 +20,14 @@ use crate::grid::{choice, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::vocab::{Distance, EngineKind, IterativeScan, ServedIndex};
 
-/// The keys of a served index, besides `kind`, `engine` and `model`.
-pub const KEYS: [&str; 13] = [
-    "table",
-    "collection",
-    "id_field",
-    "text_field",
-    "vector_field",
-    "acl_field",
-    "public_group",
-    "distance",
-    "ef_search",
-    "probes",
-    "force_index",
-    "unplaced",
-    "iterative_scan",
-];
+/// The key naming a served index's rows that a combination sets (`table`, `collection`).
+fn source_key_set(combo: &Combo<'_>, shapes: &[&ServedShape]) -> Option<&'static str> {
+    shapes.iter().map(|s| s.source_key).find(|key| combo.get(key).is_some())
+}
 
 /// Whether a combination reads a served index (it names the table or collection).
 pub fn declared(combo: &Combo<'_>) -> bool {
-    combo.get("table").is_some() || combo.get("collection").is_some()
+    source_key_set(combo, &super::SERVED_SHAPES).is_some()
 }
 
 /// A string value of `key`; `None` when absent.
@@ -52,24 +40,43 @@ fn text(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<String>> {
     }
 }
 
-/// The served index a combination declares, read by `engine` (named as the experiment names it).
-pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Result<ServedIndex> {
-    let mut keys = vec!["kind", "engine", "model"];
-    keys.extend(KEYS);
-    keys.extend(super::rerank::KEYS);
-    only(combo, &keys, bad)?;
-    // Where the rows are (a table, a collection) on the experiment's server, and what the
-    // engine's served index has no place for.
-    let Some(shape) = super::SERVED_SHAPES.iter().find(|s| Some(s.engine) == engine) else {
-        let key = if combo.get("table").is_some() { "table" } else { "collection" };
+/// The shape of `engine`'s served index among `shapes`, once the combination's keys are
+/// checked against them: a key no engine's served index reads is misspelt, and one that only
+/// other engines read is refused with this engine's reason.
+fn shape_of<'s>(
+    combo: &Combo<'_>,
+    engine: Option<EngineKind>,
+    shapes: &[&'s ServedShape],
+    bad: Bad<'_>,
+) -> Result<&'s ServedShape> {
+    let mut served_keys: Vec<&'static str> = Vec::new();
+    for key in shapes.iter().flat_map(|s| std::iter::once(&s.source_key).chain(s.keys)) {
+        if !served_keys.contains(key) {
+            served_keys.push(key);
+        }
+    }
+    let mut known = vec!["kind", "engine", "model"];
+    known.extend(&served_keys);
+    known.extend(super::rerank::KEYS);
+    only(combo, &known, bad)?;
+    let Some(shape) = shapes.iter().find(|s| Some(s.engine) == engine) else {
+        let key = source_key_set(combo, shapes).expect("a served index names its rows");
         let engines: Vec<String> =
-            super::SERVED_SHAPES.iter().map(|s| format!("\"{}\" (a {})", s.engine.name(), s.source_key)).collect();
+            shapes.iter().map(|s| format!("\"{}\" (a {})", s.engine.name(), s.source_key)).collect();
         return Err(bad(
             combo.span_of(key),
             format!("`{key}` is read on the team's own server: add engine = {}", engines.join(" or ")),
         ));
     };
-    forbid(combo, shape.refused, shape.why, bad)?;
+    let others: Vec<&str> =
+        served_keys.into_iter().filter(|k| *k != shape.source_key && !shape.keys.contains(k)).collect();
+    forbid(combo, &others, shape.why, bad)?;
+    Ok(shape)
+}
+
+/// The served index a combination declares, read by `engine` (named as the experiment names it).
+pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Result<ServedIndex> {
+    let shape = shape_of(combo, engine, &super::SERVED_SHAPES, bad)?;
     let (engine_name, source_key) = (shape.engine.name(), shape.source_key);
     let required = |key: &str| -> Result<String> {
         text(combo, key, bad)?
@@ -250,4 +257,42 @@ impl Served {
 pub fn without_server(rows: &ServedRows, servers: &BTreeMap<EngineKind, ServerSpec>) -> Option<&'static str> {
     let shape = super::SERVED_SHAPES.iter().find(|s| s.engine.name() == rows.engine)?;
     (!servers.contains_key(&shape.engine)).then_some(shape.source_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fourth engine's served key, declared in its own shape only, is read on its cells and
+    /// refused on another engine's by construction, with that engine's reason; a key no engine
+    /// declares is misspelt.
+    #[test]
+    fn a_served_key_is_read_by_the_engine_that_declares_it_and_refused_on_the_others() {
+        const SEARCH: ServedShape = ServedShape {
+            engine: EngineKind::named("search"),
+            source_key: "index",
+            keys: &["id_field", "text_field", "query_template"],
+            why: "is not a setting of a served search index",
+            vector_field: None,
+        };
+        let shapes = [&crate::catalog::pgvector::SERVED, &SEARCH];
+        let (table, template, id) = (Value::from("t"), Value::from("{q}"), Value::from("id"));
+        let check = |engine: &'static str, source: (&'static str, &Value), extra: &'static str| {
+            let mut values: BTreeMap<&str, (&Value, std::ops::Range<usize>)> = BTreeMap::new();
+            values.insert(source.0, (source.1, 0..1));
+            values.insert("id_field", (&id, 1..2));
+            values.insert(extra, (&template, 7..9));
+            let combo = Combo { values, kind: ("dense", 0..0), dir: std::path::Path::new(".") };
+            let bad: Bad<'_> = &|span, message| crate::Error::Other(format!("{span:?} {message}"));
+            shape_of(&combo, Some(EngineKind::named(engine)), &shapes, bad).map(|s| s.engine.name())
+        };
+        assert_eq!(check("search", ("index", &table), "query_template").unwrap(), "search");
+        let refused = check("pg", ("table", &table), "query_template").unwrap_err().to_string();
+        assert!(
+            refused.contains("7..9") && refused.contains("not a setting of a served PostgreSQL table"),
+            "{refused}"
+        );
+        let misspelt = check("search", ("index", &table), "query_templat").unwrap_err().to_string();
+        assert!(misspelt.contains("query_templat"), "{misspelt}");
+    }
 }

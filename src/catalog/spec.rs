@@ -86,6 +86,8 @@ pub trait DenseIndexSpec: fmt::Debug + Send + Sync + Recorded {
 pub trait DenseIndexKind: DenseIndexSpec + Clone + Serialize + DeserializeOwned + 'static {
     const TYPE: &'static str;
     const ENGINE: Option<EngineKind>;
+    /// The keys its `[[retrievers]]` entry may set besides `model` and `index`.
+    const KEYS: &'static [&'static str];
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Self>;
 }
@@ -115,13 +117,14 @@ impl<T: DenseIndexKind> Recorded for T {
 pub struct DenseKind {
     pub name: &'static str,
     pub engine: Option<EngineKind>,
+    pub keys: &'static [&'static str],
     pub parse: fn(&Combo<'_>, Bad<'_>) -> Result<Box<dyn DenseIndexSpec>>,
     read: fn(Value) -> serde_json::Result<Box<dyn DenseIndexSpec>>,
 }
 
 impl DenseKind {
     pub const fn of<T: DenseIndexKind>() -> DenseKind {
-        DenseKind { name: T::TYPE, engine: T::ENGINE, parse: parse_boxed::<T>, read: read_boxed::<T> }
+        DenseKind { name: T::TYPE, engine: T::ENGINE, keys: T::KEYS, parse: parse_boxed::<T>, read: read_boxed::<T> }
     }
 }
 
