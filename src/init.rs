@@ -540,6 +540,17 @@ const REFERRING: &[&str] = &[
     "aqui",
 ];
 
+/// Phrases that open a sentence by pointing back at what the text before it named.
+const REFERRING_PHRASES: &[&str] = &[
+    " for the latter ",
+    " for the former ",
+    " the latter ",
+    " the former ",
+    " in this case ",
+    " neste caso ",
+    " nesse caso ",
+];
+
 /// Verbs that open an instruction (`Create the flaskr directory`), which states nothing.
 const IMPERATIVE: &[&str] = &[
     "add",
@@ -678,7 +689,21 @@ fn first_sentence(text: &str) -> Option<String> {
                 .split_whitespace()
                 .any(|w| ["this,", "this.", "this:", "this;", "isso,", "isto,"].contains(&w));
             let tail = words[start].starts_with(char::is_lowercase);
-            let referring = REFERRING.contains(&opening) || IMPERATIVE.contains(&opening) || bare_this || tail;
+            // A demonstrative after a preposition early in the sentence (`The reverse of that
+            // function`, `In this dictionary`) points back too; `routines that check` does not.
+            let early: Vec<&str> = lower.split_whitespace().take(5).collect();
+            let early_demonstrative = early.windows(2).any(|pair| {
+                ["of", "in", "on", "with", "for", "from", "by", "at", "de", "em", "com", "para", "por"]
+                    .contains(&pair[0])
+                    && ["this", "that", "these", "those", "esse", "essa", "este", "esta", "isso", "isto"]
+                        .contains(&pair[1])
+            });
+            let referring = REFERRING.contains(&opening)
+                || REFERRING_PHRASES.iter().any(|p| lower.starts_with(p))
+                || early_demonstrative
+                || IMPERATIVE.contains(&opening)
+                || bare_this
+                || tail;
             let pointing = sentence.ends_with(':') || referring || POINTING.iter().any(|p| lower.contains(p));
             // An item of an enumeration (`VII - os direitos …`, `a) …`) is a fragment of the
             // sentence that introduced the list.
@@ -711,8 +736,13 @@ fn exact_terms(
 ) -> Vec<String> {
     use crate::evaluate::exact_terms::Tag;
     let mut found: Vec<(u8, u32, String)> = Vec::new();
-    // `--flag`, --flag and flag are one term.
+    // `--flag`, --flag and flag are one term, and so are a method and its class's (`as_view`,
+    // `View.as_view`).
     let bare = |t: &str| t.trim_matches('`').trim_start_matches('-').to_lowercase();
+    let same = |a: &str, b: &str| {
+        let (a, b) = (bare(a), bare(b));
+        a == b || a.ends_with(&format!(".{b}")) || b.ends_with(&format!(".{a}"))
+    };
     // A flag's value in a code span (`--app hello:app2`) is an example's: no part of it is a term.
     let values: Vec<&str> = text
         .split('`')
@@ -730,7 +760,7 @@ fn exact_terms(
             && !((given_as_example(text, bare_term) || defined_in(source, bare_term))
                 && terms.in_one_document(&bare_term.to_lowercase()))
             && term.chars().count() <= 40
-            && !found.iter().any(|(_, _, t)| bare(t) == bare(term))
+            && !found.iter().any(|(_, _, t)| same(t, term))
         {
             found.push((rank, rarity.df(term.trim_matches('`')), term.to_string()));
         }
@@ -754,6 +784,13 @@ fn exact_terms(
         if t.text.chars().count() < 3 || roman(&t.text) {
             continue;
         }
+        // An acronym (`CSV`, `SHA1`), not a name written in capitals (`X-CSRFTOKEN`).
+        let acronym_only = t.tags.contains(&Tag::AllCaps)
+            && !t.tags.iter().any(|g| matches!(g, Tag::Code | Tag::CamelCase))
+            && t.text.chars().all(char::is_alphanumeric);
+        if acronym_only && !expanded_in(text, &t.text) {
+            continue;
+        }
         let rank = if t.tags.iter().any(|g| matches!(g, Tag::Code | Tag::CamelCase | Tag::AllCaps)) {
             1
         } else if t.tags.contains(&Tag::Rare) && !terms.common(&t.text.to_lowercase()) && proper_noun(text, &t.text) {
@@ -765,6 +802,41 @@ fn exact_terms(
     }
     found.sort_by_key(|(rank, df, _)| (*rank, *df));
     found.into_iter().map(|(_, _, t)| t).collect()
+}
+
+/// Whether the section spells `acronym` out beside it ("Web Server Gateway Interface (WSGI)",
+/// "WSGI (Web Server Gateway Interface)"): an acronym it only uses (`CSV` data, the Python `SDK`)
+/// is a word everyone knows, not a term the section explains.
+fn expanded_in(text: &str, acronym: &str) -> bool {
+    const SMALL: [&str; 12] = ["of", "the", "and", "for", "to", "a", "de", "da", "do", "das", "dos", "e"];
+    let letters: Vec<char> = acronym.chars().filter(|c| c.is_alphabetic()).flat_map(char::to_lowercase).collect();
+    let small = |w: &str| SMALL.contains(&w.to_lowercase().as_str());
+    // Whether the initials of `words`, small words aside, are the acronym's letters.
+    let spells = |words: &[&str]| {
+        let initials: Vec<char> = words
+            .iter()
+            .filter(|w| !small(w))
+            .filter_map(|w| w.chars().find(|c| c.is_alphabetic()))
+            .flat_map(char::to_lowercase)
+            .collect();
+        initials == letters
+    };
+    let spelt_before = text.match_indices(&format!("({acronym})")).any(|(at, _)| {
+        let words: Vec<&str> = text[..at].split_whitespace().collect();
+        let (mut start, mut kept) = (words.len(), 0);
+        while start > 0 && kept < letters.len() {
+            start -= 1;
+            kept += usize::from(!small(words[start]));
+        }
+        spells(&words[start..])
+    });
+    let spelt_after = text.match_indices(acronym).any(|(at, _)| {
+        let rest = text[at + acronym.len()..].trim_start_matches(' ');
+        rest.strip_prefix('(')
+            .and_then(|r| r.split_once(')'))
+            .is_some_and(|(inside, _)| spells(&inside.split_whitespace().collect::<Vec<_>>()))
+    });
+    spelt_before || spelt_after
 }
 
 /// Whether `word` is written in `text` as a name is: capitalised inside a sentence (`Pantanal`,
@@ -780,29 +852,24 @@ fn proper_noun(text: &str, word: &str) -> bool {
 }
 
 /// Words that make a sentence an example or a pattern rather than a statement of the product.
-const EXAMPLE_MARKERS: &[&str] = &[
-    "for instance",
-    "for example",
-    "e.g.",
-    "pattern",
-    "suppose",
-    "imagine",
-    "por exemplo",
-    "p. ex.",
-    "suponha",
-    "padrão",
-];
+const EXAMPLE_MARKERS: &[&str] =
+    &["for instance", "example", "e.g.", "pattern", "suppose", "imagine", "exemplo", "p. ex.", "suponha", "padrão"];
 
 /// Whether every sentence of `text` that holds `term` gives an example or a pattern ("For
-/// instance, you might have a `BlogComment` model", "follow the pattern `applabel.X001`"): a name
-/// made up for the example, not one the product has (with [`TermRarity::in_one_document`]).
+/// instance, you might have a `BlogComment` model", "follow the pattern `applabel.X001`", "Here
+/// are some example names:" and its list): a name made up for the example, not one the product
+/// has (with [`TermRarity::in_one_document`]).
 fn given_as_example(text: &str, term: &str) -> bool {
-    // A sentence ends at `.`, `?` or `!` before white space, or at a blank line.
+    // A sentence ends at `.`, `?` or `!` before white space, or at a blank line unless it ends
+    // in a colon: a list it introduces is part of it.
     let ends_at = |i: usize, c: char| {
         let rest = &text[i + c.len_utf8()..];
         match c {
             '.' | '?' | '!' => rest.starts_with(char::is_whitespace),
-            '\n' => rest.trim_start_matches([' ', '\t']).starts_with('\n'),
+            '\n' => {
+                rest.trim_start_matches([' ', '\t']).starts_with('\n')
+                    && !text[..i].trim_end_matches([' ', '\t']).ends_with(':')
+            }
             _ => false,
         }
     };
@@ -928,13 +995,13 @@ impl TermRarity {
                 .any(|p| word.strip_prefix(p).is_some_and(|rest| rest.chars().count() >= 4 && known(rest)))
     }
 
-    /// Whether `term` (lower case) occurs as a whole word in one document at most.
+    /// Whether `term` (lower case) occurs as a whole word in one document at most (`test_hello`
+    /// is not in `test_hello_command`).
     pub(crate) fn in_one_document(&self, term: &str) -> bool {
+        let letter = |c: char| c.is_alphanumeric() || c == '_';
         let word = |doc: &String| {
-            doc.match_indices(term).any(|(at, _)| {
-                !doc[..at].ends_with(char::is_alphanumeric)
-                    && !doc[at + term.len()..].starts_with(char::is_alphanumeric)
-            })
+            doc.match_indices(term)
+                .any(|(at, _)| !doc[..at].ends_with(letter) && !doc[at + term.len()..].starts_with(letter))
         };
         self.documents.iter().filter(|d| word(d)).take(2).count() <= 1
     }

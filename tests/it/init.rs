@@ -514,3 +514,55 @@ fn drafts_on_sphinx_pages_read_the_page_as_rendered() {
     assert!(drafts.iter().any(|d| d.starts_with("Is it true that A form instance is bound")), "{drafts:?}");
     assert!(drafts.iter().any(|d| d.contains("say about Bound and unbound forms")), "{drafts:?}");
 }
+
+/// Names a page lists after "Here are some example names:", an acronym it only uses (`CSV`),
+/// a sentence that points back ("For the latter, …", "The reverse of that function …") and a
+/// test function its code defines (mentioned elsewhere only inside a longer name) are no
+/// drafts; an acronym the page spells out is one.
+#[test]
+fn drafts_leave_out_example_lists_undefined_acronyms_and_sentences_pointing_back() {
+    const WORDS: [&str; 12] =
+        ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliet", "Kilo", "Lima"];
+    let drafts = drafts_of_rest_pages("extensions", |i| {
+        let (word, previous) = (WORDS[i], (i + 9) % 12);
+        let acronym = format!("Z{}Q", &word[..1]);
+        let section = match i % 3 {
+            0 => format!(
+                "Naming {i}\n==========\n\n\
+                 An extension's install name and its import name are related: the import name is lower case with \
+                 underscores, and the install name uses dashes between the words of the name.\n\n\
+                 Here are some example install and import names:\n\n\
+                 -   ``Flask-Name{i}`` imported as ``flask_name{i}``\n\
+                 -   ``Flask-ComboName{i}`` imported as ``flask_comboname{i}``\n"
+            ),
+            1 => format!(
+                "Streaming {i}\n=============\n\n\
+                 The streaming view sends a lot of CSV data on the fly to the client as the database produces the \
+                 rows, without holding them in memory.\n\n\
+                 The Zeta {word} Queue ({acronym}) holds the rows until the client reads them, and the \
+                 ``stream_rows{i}`` helper drains it in order.\n"
+            ),
+            _ => format!(
+                "URL processors {i}\n==================\n\n\
+                 For the latter, this is where ``url_defaults{i}`` functions come in and fill the values every view \
+                 expects.\n\n\
+                 The reverse of that function are the processors that run first and pull the values out of the URL.\n\n\
+                 .. code-block:: python\n\n    def test_hello{i}(client):\n        assert client.get('/').status_code == 200\n\n\
+                 The ``test_hello{i}`` function checks the index page, and ``test_hello{previous}_command`` checks \
+                 the command of another guide, whenever the suite runs.\n"
+            ),
+        };
+        format!("===================\nExtension guide {i}\n===================\n\n{section}")
+    });
+    assert!(drafts.len() >= 10, "{drafts:?}");
+    for d in &drafts {
+        for junk in ["Flask-Name", "ComboName", "What is CSV", "For the latter", "reverse of that"] {
+            assert!(!d.contains(junk), "{junk:?} in {d}");
+        }
+        let defined_test = d
+            .strip_prefix("What does `test_hello")
+            .is_some_and(|rest| rest.trim_start_matches(char::is_numeric).starts_with('`'));
+        assert!(!defined_test, "a test function an example defines: {d}");
+    }
+    assert!(drafts.iter().any(|d| d.starts_with("What is Z") && d.contains("Q in Extension guide")), "{drafts:?}");
+}
