@@ -515,14 +515,66 @@ pub struct ExportedItem {
     /// Characters of the unit's text not in `text` (0: it is whole).
     #[serde(default)]
     pub left_out: usize,
-    /// For a unit cut to fit: where the question's words occur in its whole text, rarest first.
+    /// For a unit cut to fit, or one part of a long unit: where the question's words occur in
+    /// its text, rarest first (char offsets into the whole unit's text).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matches: Vec<Matches>,
+    /// For a unit too long for one line: which part of it this line is. Its grade is the
+    /// unit's: the highest its graded parts get, and 0 only when every part is graded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
     #[serde(default)]
     pub cells: Vec<(String, u32)>,
     /// What each grade means.
     #[serde(default)]
     pub scale: String,
+}
+
+/// One part of a unit too long to export on one line: its place among the unit's parts, the
+/// PDF page it is, and where it lies in the unit's text (char offsets, end excluded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub index: usize,
+    pub of: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// A unit's text in parts of at most about `max_chars`, as byte ranges of `text` (the text of
+/// unit `id`) with the page each starts on: by the PDF pages it spans, else by groups of its
+/// paragraphs; one part when it fits. A page or paragraph longer than `max_chars` stays one part.
+fn parts(corpus: &Corpus, id: &str, text: &str, max_chars: usize) -> Vec<(Option<String>, std::ops::Range<usize>)> {
+    if text.chars().count() <= max_chars {
+        return vec![(None, 0..text.len())];
+    }
+    let (doc, start) = match corpus.target(id) {
+        Some(Target::Doc(d)) => (&corpus.docs[d], 0),
+        Some(Target::Section { doc, section }) => (&corpus.docs[doc], corpus.docs[doc].own_span(section).0),
+        None => return vec![(None, 0..text.len())],
+    };
+    let pages: Vec<&crate::input::corpus::Section> = doc.sections.iter().filter(|s| s.page).collect();
+    let page_at =
+        |at: usize| pages.iter().find(|p| p.start <= start + at && start + at < p.end).map(|p| p.label.clone());
+    let mut cuts: Vec<usize> =
+        pages.iter().map(|p| p.start).filter(|&s| s > start && s < start + text.len()).map(|s| s - start).collect();
+    if cuts.is_empty() {
+        // Paragraph groups: a cut at a blank line once the group would pass `max_chars`, but
+        // not after a group too small to stand alone (a heading before a long paragraph).
+        let (mut group_chars, mut at) = (0, 0);
+        for paragraph in text.split_inclusive("\n\n") {
+            let chars = paragraph.chars().count();
+            if group_chars >= max_chars / 4 && group_chars + chars > max_chars {
+                cuts.push(at);
+                group_chars = 0;
+            }
+            group_chars += chars;
+            at += paragraph.len();
+        }
+    }
+    let bounds: Vec<usize> = std::iter::once(0).chain(cuts).chain([text.len()]).collect();
+    bounds.windows(2).filter(|w| w[0] < w[1]).map(|w| (page_at(w[0]), w[0]..w[1])).collect()
 }
 
 /// The grades a person gives, in words (the session, `--help`, the export and the README say
@@ -655,29 +707,47 @@ pub(crate) fn passage(text: &str, question: &str, max_chars: usize) -> Window {
     Window { text: out, left_out: start + after, matches: matches(&names, &hits) }
 }
 
-/// The pool as JSONL, one unit per line with its text, for a spreadsheet or another tool.
+/// The pool as JSONL, one unit per line with its text, for a spreadsheet or another tool; a
+/// unit longer than a line carries, one line per part ([`Part`]).
 pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
     let mut out = Vec::new();
     for item in items {
         let (document, heading, text) = unit_text(corpus, &item.id).unwrap_or(("", String::new(), ""));
-        let window = passage(text, &item.question, EXPORTED_CHARS);
-        let line = ExportedItem {
-            case: item.case.clone(),
-            id: item.id.clone(),
-            grade: None,
-            note: None,
-            who: None,
-            question: item.question.clone(),
-            document: document.to_string(),
-            heading,
-            matches: window.matches,
-            text: window.text,
-            left_out: window.left_out,
-            cells: item.cells.clone(),
-            scale: GRADE_SCALE.into(),
-        };
-        serde_json::to_writer(&mut out, &line).expect("json");
-        out.push(b'\n');
+        let pieces = parts(corpus, &item.id, text, EXPORTED_CHARS);
+        let of = pieces.len();
+        for (index, (page, range)) in pieces.into_iter().enumerate() {
+            let piece = &text[range.clone()];
+            let mut window = passage(piece, &item.question, EXPORTED_CHARS);
+            let part = (of > 1).then(|| {
+                let start = text[..range.start].chars().count();
+                if window.matches.is_empty() {
+                    let (names, hits) = question_hits(piece, &item.question);
+                    window.matches = matches(&names, &hits);
+                }
+                for m in &mut window.matches {
+                    m.at.iter_mut().for_each(|at| *at += start);
+                }
+                Part { index: index + 1, of, page, start, end: start + piece.chars().count() }
+            });
+            let line = ExportedItem {
+                case: item.case.clone(),
+                id: item.id.clone(),
+                grade: None,
+                note: None,
+                who: None,
+                question: item.question.clone(),
+                document: document.to_string(),
+                heading: heading.clone(),
+                matches: window.matches,
+                part,
+                text: window.text,
+                left_out: window.left_out,
+                cells: item.cells.clone(),
+                scale: GRADE_SCALE.into(),
+            };
+            serde_json::to_writer(&mut out, &line).expect("json");
+            out.push(b'\n');
+        }
     }
     out
 }
@@ -698,6 +768,15 @@ pub fn import(
     Ok(out)
 }
 
+/// The graded parts of one long unit in an imported pool: how many parts it has, which were
+/// graded, the judgment of its best grade, and the line of its first graded part.
+struct GradedParts {
+    of: usize,
+    graded: BTreeSet<usize>,
+    best: Judgment,
+    line: usize,
+}
+
 /// The graded lines of a judged pool as judgments, each checked against `cases`; every line
 /// that cannot stand is an error at its line, all listed.
 fn read_graded(
@@ -710,6 +789,7 @@ fn read_graded(
     let text = crate::input::text::read(file)?;
     let by_id: HashMap<&str, &GoldenCase> = cases.iter().map(|c| (c.id.as_str(), c)).collect();
     let (mut out, mut errors) = (Vec::new(), Vec::new());
+    let mut parted: BTreeMap<(String, String), GradedParts> = BTreeMap::new();
     let when = now();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -740,9 +820,42 @@ fn read_graded(
                 judgments::problem(&j, case, corpus, &judged)
             }
         };
-        match problem {
-            Some(why) => errors.push(Error::input(at(0), why)),
-            None => out.push(j),
+        let problem = problem.or_else(|| {
+            let part = item.part.as_ref()?;
+            (part.index == 0 || part.index > part.of)
+                .then(|| format!("part {} of {}: no such part", part.index, part.of))
+        });
+        match (problem, item.part) {
+            (Some(why), _) => errors.push(Error::input(at(0), why)),
+            (None, None) => out.push(j),
+            (None, Some(part)) => {
+                let key = (j.case.clone(), j.id.clone());
+                let unit = parted.entry(key).or_insert_with(|| GradedParts {
+                    of: part.of,
+                    graded: BTreeSet::new(),
+                    best: j.clone(),
+                    line: i + 1,
+                });
+                unit.graded.insert(part.index);
+                if j.grade > unit.best.grade {
+                    unit.best = j;
+                }
+            }
+        }
+    }
+    for ((case, id), GradedParts { of, graded, best, line }) in parted {
+        if best.grade == 0 && graded.len() < of {
+            let at = Location { path: file.to_path_buf(), line, column: 0 };
+            errors.push(Error::input(
+                at,
+                format!(
+                    "unit {id:?} of case {case:?}: {} of its {of} parts graded, all 0: it is not relevant only when every \
+                     part is read; grade the others, or leave every part's grade empty",
+                    graded.len()
+                ),
+            ));
+        } else {
+            out.push(best);
         }
     }
     if !errors.is_empty() {

@@ -289,6 +289,72 @@ fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
     );
 }
 
+/// A section longer than an export line is exported in parts of its paragraphs, each a line
+/// with its place in the unit, that together hold the whole text; the part holding the answer
+/// lists the question's rare word. A graded part grades the unit: relevant when one part is,
+/// not relevant only when every part is graded 0 (else nothing is written).
+#[test]
+fn a_long_unit_is_exported_in_parts_and_its_grade_is_its_parts_best() {
+    let paragraph =
+        |i: usize| format!("Parágrafo {i} do texto de preenchimento sem relação com a pergunta. ").repeat(40);
+    let mut body: Vec<String> = (0..60).map(paragraph).collect();
+    body[41].push_str("O prazo de pagamento é de 30 dias corridos.");
+    let long = format!("# Manual\n\n## Capítulo\n\n{}\n", body.join("\n\n"));
+    let f = Fixture::new(
+        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", &long)],
+        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"]}]"#,
+        "name = \"parts\"\nunit = \"section\"\nk = [2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
+    );
+    let run = f.run();
+    let pool = f.path().join("pool.jsonl");
+    f.cmd().args(["judge", run.to_str().unwrap(), "--export"]).arg(&pool).assert().success();
+    let parts: Vec<Value> = lines(&pool).into_iter().filter(|l| l["id"] == "manual#Capítulo").collect();
+    let of = parts.len();
+    assert!(of >= 3, "{of} parts");
+    let mut end = 0;
+    for (i, part) in parts.iter().enumerate() {
+        let p = &part["part"];
+        assert_eq!((p["index"].as_u64(), p["of"].as_u64()), (Some(i as u64 + 1), Some(of as u64)), "{p}");
+        assert_eq!(p["start"].as_u64().unwrap(), end, "the parts follow each other");
+        end = p["end"].as_u64().unwrap();
+        assert_eq!(part["left_out"], 0, "a part of paragraphs is whole");
+        assert!(part["text"].as_str().unwrap().chars().count() <= 20_000);
+    }
+    let unit_chars = long[long.find("## Capítulo").unwrap()..].trim_end().chars().count() as u64;
+    assert!((unit_chars..=unit_chars + 2).contains(&end), "the parts hold the whole unit: {end} of {unit_chars}");
+    let answer = parts.iter().position(|p| p["text"].as_str().unwrap().contains("30 dias corridos")).unwrap();
+    let rare = |p: &Value| p["matches"].as_array().is_some_and(|m| m.iter().any(|m| m["term"] == "corridos"));
+    assert!(rare(&parts[answer]) && parts.iter().filter(|p| rare(p)).count() == 1, "{}", parts[answer]["matches"]);
+
+    let graded = |grades: &[(usize, u32)]| -> String {
+        let mut out = String::new();
+        for (i, part) in parts.iter().enumerate() {
+            let mut line = part.clone();
+            if let Some((_, g)) = grades.iter().find(|(p, _)| *p == i) {
+                line["grade"] = (*g).into();
+            }
+            out.push_str(&format!("{line}\n"));
+        }
+        out
+    };
+    let judged = f.path().join("judged.jsonl");
+    let judgments = f.path().join("judgments.jsonl");
+    // One part graded 0, the others left: the unit is not judged, and nothing is written.
+    std::fs::write(&judged, graded(&[(0, 0)])).unwrap();
+    f.cmd().args(["judge", run.to_str().unwrap(), "--import"]).arg(&judged).assert().failure().stderr(
+        predicates::str::contains(format!("1 of its {of} parts graded, all 0"))
+            .and(predicates::str::contains("judged.jsonl:")),
+    );
+    assert!(!judgments.exists() || !std::fs::read_to_string(&judgments).unwrap().contains("Capítulo"));
+    // The answer's part graded 1, another 0: the unit is relevant, one judgment.
+    std::fs::write(&judged, graded(&[(0, 0), (answer, 1)])).unwrap();
+    f.cmd().args(["judge", run.to_str().unwrap(), "--import"]).arg(&judged).assert().success();
+    let written: Vec<Value> = lines(&judgments).into_iter().filter(|j| j["id"] == "manual#Capítulo").collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(written[0]["grade"], 1);
+}
+
 /// `cases` questions, each answered by a short labelled section and drowned by a long
 /// unlabelled decoy that repeats the question's word: BM25 without length normalisation (c01)
 /// ranks every decoy first, with it (c02) every answer. Only c01's decoys are pooled at k = 1.
@@ -527,6 +593,32 @@ fn a_headingless_pdf_is_judged_by_pages() {
     let ids: Vec<String> = lines(&pool).iter().map(|u| u["id"].as_str().unwrap().to_string()).collect();
     assert!(ids.iter().any(|id| id.starts_with("relatorio#p")), "{ids:?}");
     assert!(!ids.contains(&"relatorio".to_string()), "never the whole document: {ids:?}");
+
+    // A 30-page section under one heading is exported by page, the answer's page listing the
+    // question's words.
+    let mut manual = String::from("<h1>Manual do shell</h1>");
+    for page in 1..=30 {
+        let answer =
+            if page == 23 { " Com set -o pipefail o status de um pipeline é o do último que falhou." } else { "" };
+        let filler = "Este texto descreve o que o shell faz com um comando e seus argumentos. ".repeat(25);
+        manual.push_str(&format!("<p>Página {page}. {filler}{answer}</p><div style=\"break-after: page\"></div>"));
+    }
+    std::fs::write(dir.path().join("m.html"), format!("<html lang=\"pt\"><body>{manual}</body></html>")).unwrap();
+    common::print_pdf(&dir.path().join("m.html"), &f.path().join("docs/manual.pdf"), &dir.path().join("profile"));
+    std::fs::write(
+        f.path().join("golden.json"),
+        r#"[{"id": "q1", "question": "o que faz pipefail no status", "relevant": ["a#Cláusula"], "split": "tuning"}]"#,
+    )
+    .unwrap();
+    f.run_cmd().assert().success();
+    let run = runs_in(run.parent().unwrap()).into_iter().find(|r| r != &run).unwrap();
+    f.cmd().args(["judge", run.to_str().unwrap(), "--order", "returned", "--export"]).arg(&pool).assert().success();
+    let parts: Vec<Value> = lines(&pool).into_iter().filter(|u| u["id"] == "manual#Manual do shell").collect();
+    let pages: Vec<&str> = parts.iter().map(|p| p["part"]["page"].as_str().unwrap()).collect();
+    assert_eq!(pages, (1..=30).map(|p| format!("p{p}")).collect::<Vec<_>>(), "by page");
+    let answer = parts.iter().find(|p| p["text"].as_str().unwrap().contains("pipefail")).unwrap();
+    assert_eq!(answer["part"]["page"], "p23");
+    assert!(answer["matches"].as_array().unwrap().iter().any(|m| m["term"] == "pipefail" && m["count"] == 1));
 }
 
 /// A rescored run keeps the run's warnings and adds its own: the terminal, summary.md and the
