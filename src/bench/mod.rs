@@ -3,7 +3,7 @@
 //! the same vectors and access ([`parity`]). They measure; the library's results never depend
 //! on them.
 
-pub mod parity;
+pub(crate) mod parity;
 
 use std::path::{Path, PathBuf};
 

@@ -10,17 +10,17 @@
 //! kind is its file here and its line in [`DENSE_KINDS`]. `tests/it/layout.rs` fails when a kind
 //! is matched anywhere else.
 
-pub mod bm25;
-pub mod chroma;
-pub mod cross_encoder;
-pub mod exact;
-pub mod full_text;
-pub mod hnsw;
-pub mod milvus;
-pub mod pgvector;
-pub mod rerank;
-pub mod served;
-pub mod spec;
+pub(crate) mod bm25;
+pub(crate) mod chroma;
+pub(crate) mod cross_encoder;
+pub(crate) mod exact;
+pub(crate) mod full_text;
+pub(crate) mod hnsw;
+pub(crate) mod milvus;
+pub(crate) mod pgvector;
+pub(crate) mod rerank;
+pub(crate) mod served;
+pub(crate) mod spec;
 
 use std::any::Any;
 use std::fmt;

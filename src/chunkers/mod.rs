@@ -6,7 +6,7 @@
 //! document's headings). Chunk sets (`stages::chunk`) hold spans, never kinds;
 //! `tests/it/layout.rs` fails when a chunker kind is matched, or told apart by name, elsewhere.
 
-pub mod brought;
+pub(crate) mod brought;
 mod chroma;
 mod fixed;
 mod langchain;
@@ -15,7 +15,7 @@ mod markdown;
 mod punkt;
 mod recursive;
 mod sentence;
-pub mod served;
+pub(crate) mod served;
 
 use std::fmt;
 use std::ops::Range;

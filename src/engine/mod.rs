@@ -7,15 +7,15 @@
 //! `--engines` (`$RAGSWEEP_ENGINES`, default `./engines` in a checkout, else the per-user data
 //! directory); nothing is downloaded at run time.
 
-pub mod chroma;
-pub mod connect;
-pub mod install;
+pub(crate) mod chroma;
+pub(crate) mod connect;
+pub(crate) mod install;
 pub mod milvus;
-pub mod pg;
-pub mod pgvector;
-pub mod registry;
-pub mod scan;
-pub mod served;
+pub(crate) mod pg;
+pub(crate) mod pgvector;
+pub(crate) mod registry;
+pub(crate) mod scan;
+pub(crate) mod served;
 pub mod servers;
 
 use std::path::PathBuf;

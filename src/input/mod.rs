@@ -3,12 +3,12 @@
 
 pub mod access_key;
 pub mod corpus;
-pub mod formats;
+pub(crate) mod formats;
 pub mod frontmatter;
 pub mod golden;
 pub mod health;
-pub mod includes;
+pub(crate) mod includes;
 pub mod judgments;
-pub mod prose;
-pub mod publish;
+pub(crate) mod prose;
+pub(crate) mod publish;
 pub mod text;

@@ -389,7 +389,16 @@ impl<'a> Decider<'a> {
                 Metric::Hit => 1.0,
                 Metric::Mrr if before => 0.0,
                 Metric::Mrr => 1.0 / f64::from(rank) - first.map_or(0.0, |f| 1.0 / f64::from(f)),
-                _ => 1.0 / (f64::from(rank) + 1.0).log2(),
+                // Measures that a relevant unit moves by less the deeper it is ranked: the gain
+                // of its rank. Every metric is named, so a new one is placed here on purpose.
+                Metric::Ndcg
+                | Metric::Ap
+                | Metric::Recall
+                | Metric::Precision
+                | Metric::TokRecall
+                | Metric::TokPrecision
+                | Metric::TokIou
+                | Metric::Judged => 1.0 / (f64::from(rank) + 1.0).log2(),
             }
         };
         pool.iter()

@@ -4,9 +4,9 @@
 //! name, and the directory is renamed into place at the end: a crashed or failed run
 //! leaves no half-written results behind.
 
-pub mod labels;
+pub(crate) mod labels;
 pub mod matrix;
-pub mod misses;
+pub(crate) mod misses;
 pub mod summary;
 pub mod trec;
 

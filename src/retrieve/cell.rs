@@ -357,15 +357,6 @@ impl Retrieval {
     pub fn list(&self, i: usize) -> &Judged {
         self.per_k.get(i).unwrap_or(&self.deepest)
     }
-
-    /// Every distinct list the cell returned: each cut-off's under `post`, else the deepest.
-    pub fn lists(&self) -> &[Judged] {
-        if self.per_k.is_empty() {
-            std::slice::from_ref(&self.deepest)
-        } else {
-            &self.per_k
-        }
-    }
 }
 
 /// Retrieves one case for one cell at cut-offs `ks` (ascending): the one code path of

@@ -4,13 +4,13 @@
 //! part of the search call, never a post-processing step.
 
 pub mod access;
-pub mod bm25;
-pub mod cell;
-pub mod dense;
-pub mod exact;
+pub(crate) mod bm25;
+pub(crate) mod cell;
+pub(crate) mod dense;
+pub(crate) mod exact;
 pub mod fusion;
-pub mod graph;
-pub mod hits;
+pub(crate) mod graph;
+pub(crate) mod hits;
 pub mod source;
 
 pub use bm25::{Bm25Index, Bm25Params};

@@ -12,7 +12,7 @@
 //! Chroma sets `ef_search` per collection, not per query, so it is part of what a collection
 //! is built with.
 
-pub mod served;
+pub(crate) mod served;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -13,7 +13,7 @@
 //! alias and reuse what it names.
 
 pub mod proto;
-pub mod served;
+pub(crate) mod served;
 pub mod server;
 
 use std::path::Path;
