@@ -100,6 +100,15 @@ pub enum Error {
     #[error("unknown model {name:?}: the models are {}", known.join(", "))]
     UnknownModel { name: String, known: Vec<String> },
 
+    /// A model `models add` or a run will not use: its files, its settings or its probe.
+    #[error("{0}")]
+    ModelRefused(String),
+
+    /// Runs or cells that cannot be compared as asked: a cell not chosen, a metric, column or
+    /// value they do not have, no case in common, a run whose files disagree.
+    #[error("{0}")]
+    Comparison(String),
+
     #[error("{0}")]
     Other(String),
 

@@ -70,7 +70,7 @@ pub fn add(
     check_name(name)?;
     let target = models.join(name);
     if target.exists() && !force {
-        return Err(Error::Other(format!(
+        return Err(Error::ModelRefused(format!(
             "{} exists: `--force` replaces it (its cached vectors stay, under its old key)",
             target.display()
         )));
@@ -99,9 +99,14 @@ pub fn add(
 fn stage(models: &Path, staging: &Path, name: &str, source: Option<&Path>, model: &OwnModel) -> Result<Vec<String>> {
     match (&model.http, source) {
         (Some(_), Some(dir)) => {
-            return Err(Error::Other(format!("an http model has no files: leave out the folder ({})", dir.display())))
+            return Err(Error::ModelRefused(format!(
+                "an http model has no files: leave out the folder ({})",
+                dir.display()
+            )))
         }
-        (None, None) => return Err(Error::Other("give the model's folder (model.onnx and tokenizer.json)".into())),
+        (None, None) => {
+            return Err(Error::ModelRefused("give the model's folder (model.onnx and tokenizer.json)".into()))
+        }
         (None, Some(dir)) if model.vectors => return stage_vectors(dir, staging, name, model).map(|()| Vec::new()),
         (None, Some(dir)) if model.cross_encoder => {
             let left_out = copy_onnx_export(dir, staging, model)?;
@@ -140,12 +145,12 @@ fn probe_and_record(models: &Path, staging: &Path, name: &str, model: &OwnModel)
     let probe = crate::stages::embed::read_model(staging.to_path_buf())?;
     if probe.is_cross_encoder() && model.http.is_some() {
         crate::stages::cross_encoder::CrossEncoder::check(models, &probe)
-            .map_err(|e| Error::Other(format!("the reranker could not score a probe pair: {e}")))?;
+            .map_err(|e| Error::ModelRefused(format!("the reranker could not score a probe pair: {e}")))?;
         return Ok(());
     }
     if model.cross_encoder {
         crate::stages::cross_encoder::CrossEncoder::check(models, &probe)
-            .map_err(|e| Error::Other(format!("the cross-encoder could not score a probe pair: {e}")))?;
+            .map_err(|e| Error::ModelRefused(format!("the cross-encoder could not score a probe pair: {e}")))?;
         crate::installed::write_record(staging)?;
         return Ok(());
     }
@@ -166,7 +171,7 @@ fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Re
     for role in sides {
         for file in files(dir, role)? {
             if !regular_inside(dir, &file) {
-                return Err(Error::Other(format!(
+                return Err(Error::ModelRefused(format!(
                     "{}: not a regular file inside {} (a FIFO, socket or device, or a link out of the folder: never followed)",
                     file.display(),
                     dir.display()
@@ -194,7 +199,7 @@ fn stage_vectors(dir: &Path, staging: &Path, name: &str, model: &OwnModel) -> Re
 /// The dimension of the vectors the model gives for a probe text.
 fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
     const PROBE: &str = "ragsweep probe: how many days of vacation?";
-    let fail = |e: Error| Error::Other(format!("the model could not embed a probe text: {e}"));
+    let fail = |e: Error| Error::ModelRefused(format!("the model could not embed a probe text: {e}"));
     let vector = match &info.kind {
         // Any dimension is taken: finding it is the point.
         ModelKind::Http(spec) => HttpEmbedder::new(spec, &info.id, 0)
@@ -206,10 +211,10 @@ fn probe_dim(models: &Path, info: &ModelInfo) -> Result<usize> {
         }
     };
     if vector.is_empty() || vector.iter().any(|x| !x.is_finite()) || vector.iter().all(|&x| x == 0.0) {
-        return Err(Error::Other("the model gave an empty, zero or non-finite vector for a probe text".into()));
+        return Err(Error::ModelRefused("the model gave an empty, zero or non-finite vector for a probe text".into()));
     }
     if !crate::stages::embed::DIM_RANGE.contains(&vector.len()) {
-        return Err(Error::Other(format!(
+        return Err(Error::ModelRefused(format!(
             "the model gave a {}-dimensional vector for a probe text: {}",
             vector.len(),
             crate::stages::embed::dim_range_said()
@@ -225,12 +230,12 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
         && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
     if !ok {
-        return Err(Error::Other(format!(
+        return Err(Error::ModelRefused(format!(
             "model name {name:?}: lower-case letters, digits, '-', '_' and '.', starting with a letter or digit, at most 64"
         )));
     }
     if crate::install::MODELS.iter().any(|(id, _)| *id == name) || name == "onnxruntime" {
-        return Err(Error::Other(format!("{name:?} is a bundled model's name: choose another")));
+        return Err(Error::ModelRefused(format!("{name:?} is a bundled model's name: choose another")));
     }
     Ok(())
 }
@@ -270,7 +275,7 @@ fn external_data(graph: &Path) -> Result<Vec<String>> {
         };
         let Some(name) = rest.get(width..width + len).and_then(|n| std::str::from_utf8(n).ok()) else { continue };
         if name.is_empty() || name.contains(['/', '\\']) || name == ".." || name == "." {
-            return Err(Error::Other(format!(
+            return Err(Error::ModelRefused(format!(
                 "{}: a tensor keeps its data at {name:?}, not a file beside the graph; save the external data beside it",
                 graph.display()
             )));
@@ -286,13 +291,13 @@ fn copy_onnx_export(dir: &Path, staging: &Path, model: &OwnModel) -> Result<Vec<
     let onnx = model.onnx.as_deref().unwrap_or("model.onnx");
     for needed in [onnx, "tokenizer.json"] {
         if !dir.join(needed).is_file() {
-            return Err(Error::Other(format!(
+            return Err(Error::ModelRefused(format!(
                 "{} has no {needed}: an ONNX sentence-embedding export holds the graph and its tokenizer.json",
                 dir.display()
             )));
         }
         if !regular_inside(dir, &dir.join(needed)) {
-            return Err(Error::Other(format!(
+            return Err(Error::ModelRefused(format!(
                 "{}: a link to a file outside the export; copy the file itself into {}",
                 dir.join(needed).display(),
                 dir.display()
@@ -370,7 +375,7 @@ fn export_settings(dir: &Path, given: &OwnModel) -> Result<(OwnModel, Vec<String
             } else if on("pooling_mode_mean_tokens") {
                 "mean"
             } else {
-                return Err(Error::Other(format!(
+                return Err(Error::ModelRefused(format!(
                     "{}: the pooling mode is none ragsweep runs (mean, cls, last); give --pooling to choose one",
                     dir.join(&path).join("config.json").display()
                 )));
@@ -429,7 +434,7 @@ fn export_settings(dir: &Path, given: &OwnModel) -> Result<(OwnModel, Vec<String
 fn pad_token(tokenizer: &Path) -> Result<String> {
     let text = fs::read_to_string(tokenizer).map_err(|e| Error::io(tokenizer, e))?;
     let json: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::Other(format!("{}: not a tokenizer.json ({e})", tokenizer.display())))?;
+        .map_err(|e| Error::ModelRefused(format!("{}: not a tokenizer.json ({e})", tokenizer.display())))?;
     if let Some(pad) = json["padding"]["pad_token"].as_str() {
         return Ok(pad.to_string());
     }
@@ -440,7 +445,7 @@ fn pad_token(tokenizer: &Path) -> Result<String> {
         .find(|p| added.contains(p))
         .map(str::to_string)
         .ok_or_else(|| {
-            Error::Other(format!(
+            Error::ModelRefused(format!(
                 "{} names no padding token: add a tokenizer_config.json with \"pad_token\" to the folder",
                 tokenizer.display()
             ))
@@ -522,7 +527,7 @@ fn model_toml(name: &str, model: &OwnModel, dim: usize, tokenizer_config: &Path)
     if let Some(p) = model.usd_per_1k_searches {
         t.insert("usd_per_1k_searches".into(), p.into());
     }
-    toml::to_string(&t).map_err(|e| Error::Other(format!("writing model.toml: {e}")))
+    toml::to_string(&t).map_err(|e| Error::ModelRefused(format!("writing model.toml: {e}")))
 }
 
 #[cfg(test)]

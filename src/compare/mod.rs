@@ -80,7 +80,7 @@ impl RunData {
         for row in &matrix.rows {
             let found = counts.get(&(row.cell.as_str(), row.split)).copied().unwrap_or(0);
             if found != row.cases {
-                return Err(Error::Other(format!(
+                return Err(Error::Comparison(format!(
                     "{}: per_query.jsonl has {found} cases of cell {} on {}, matrix.json says {}: the run is incomplete or edited",
                     dir.display(),
                     row.cell,
@@ -138,12 +138,16 @@ impl RunData {
             return self.cell(name);
         }
         if let Some(none) = &self.no_selection {
-            return Err(Error::Other(format!("{}: {}; name a cell with --cell", self.dir.display(), none.summary())));
+            return Err(Error::Comparison(format!(
+                "{}: {}; name a cell with --cell",
+                self.dir.display(),
+                none.summary()
+            )));
         }
         match (&self.selected, self.cells.as_slice()) {
             (Some(id), _) => self.cell(id),
             (None, [only]) => Ok(only),
-            _ => Err(Error::Other(format!(
+            _ => Err(Error::Comparison(format!(
                 "{}: {} cells and no selection; name one with --cell",
                 self.dir.display(),
                 self.cells.len()
@@ -168,7 +172,7 @@ impl RunData {
             return self.cell_or_default(None);
         }
         let known: Vec<String> = self.cells.iter().map(|c| format!("{} ({})", c.id, c.label)).collect();
-        Err(Error::Other(format!(
+        Err(Error::Comparison(format!(
             "{}: no cell has the configuration of {} ({}); name the one to compare with \
              (--baseline-cell) among: {}",
             self.dir.display(),
@@ -187,7 +191,7 @@ impl RunData {
         let cell = contexts
             .first()
             .map(|c| c.cell.clone())
-            .ok_or_else(|| Error::Other(format!("{}: contexts.jsonl is empty", self.dir.display())))?;
+            .ok_or_else(|| Error::Comparison(format!("{}: contexts.jsonl is empty", self.dir.display())))?;
         let by_case: HashMap<&str, &crate::evaluate::answers::ScoredAnswer> =
             scored.iter().map(|a| (a.case.as_str(), a)).collect();
         for r in self.records.iter_mut().filter(|r| r.cell == cell) {
@@ -293,10 +297,13 @@ fn check_line_requirement(
         .parse()
         .ok()
         .filter(|v| column.check_value(*v).is_ok())
-        .ok_or_else(|| Error::Other(format!("--require {spec}: {want:?} is not a value of {name}")))?;
+        .ok_or_else(|| Error::Comparison(format!("--require {spec}: {want:?} is not a value of {name}")))?;
     let values = case_values(side, name, None)?;
     if values.is_empty() {
-        return Err(Error::Other(format!("--require {spec}: no case of cell {} has a value for {name}", side.cell.id)));
+        return Err(Error::Comparison(format!(
+            "--require {spec}: no case of cell {} has a value for {name}",
+            side.cell.id
+        )));
     }
     let (value, what) = if column.defect {
         (values.values().map(|v| v.0).fold(0.0, f64::max), "the worst case")
@@ -347,7 +354,7 @@ pub fn case_values<'r>(
     if !seen_metric {
         let mut known: Vec<&str> = side.run.records.first().map(|r| r.metrics.keys().collect()).unwrap_or_default();
         known.sort();
-        return Err(Error::Other(format!(
+        return Err(Error::Comparison(format!(
             "{}: cell {} has no metric {metric:?} on this split (metrics: {})",
             side.run.dir.display(),
             side.cell.id,
@@ -359,7 +366,7 @@ pub fn case_values<'r>(
 
 pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split>) -> Result<Comparison> {
     let direction = crate::evaluate::columns::column(metric).ok_or_else(|| {
-        Error::Other(format!(
+        Error::Comparison(format!(
             "{metric:?} is not a column that can be compared (columns: {})",
             crate::evaluate::columns::TABLE.map(|c| c.name).join(", ")
         ))
@@ -380,7 +387,7 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
     let mut cases: Vec<&str> = va.keys().filter(|c| vb.contains_key(*c)).copied().collect();
     cases.sort();
     if cases.is_empty() {
-        return Err(Error::Other("the two cells share no scored case".into()));
+        return Err(Error::Comparison("the two cells share no scored case".into()));
     }
     let pairs: Vec<(f64, f64)> = cases.iter().map(|c| (va[c].0, vb[c].0)).collect();
     let change = |c: &str| Change {
