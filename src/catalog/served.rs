@@ -25,6 +25,11 @@ fn source_key_set(combo: &Combo<'_>, shapes: &[&ServedShape]) -> Option<&'static
     shapes.iter().map(|s| s.source_key).find(|key| combo.get(key).is_some())
 }
 
+/// The keys that name a served index's rows, one per engine that serves them.
+pub(crate) fn source_keys() -> impl Iterator<Item = &'static str> {
+    super::SERVED_SHAPES.iter().map(|s| s.source_key)
+}
+
 /// Whether a combination reads a served index (it names the table or collection).
 pub fn declared(combo: &Combo<'_>) -> bool {
     source_key_set(combo, &super::SERVED_SHAPES).is_some()
@@ -79,8 +84,12 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
     let shape = shape_of(combo, engine, &super::SERVED_SHAPES, bad)?;
     let (engine_name, source_key) = (shape.engine.name(), shape.source_key);
     let required = |key: &str| -> Result<String> {
-        text(combo, key, bad)?
-            .ok_or_else(|| bad(combo.kind.1.clone(), format!("a served table needs `{key}` (the field {})", role(key))))
+        text(combo, key, bad)?.ok_or_else(|| {
+            bad(
+                combo.kind.1.clone(),
+                format!("a served table needs `{key}` (the field {})", role(key, shape.source_key)),
+            )
+        })
     };
     let optional = |key: &str| -> Result<Option<usize>> {
         match combo.get(key) {
@@ -130,10 +139,10 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
     })
 }
 
-/// What a field of a served table holds, for a message.
-fn role(key: &str) -> &'static str {
+/// What a field of a served table holds, for a message (`source_key` names the rows).
+fn role(key: &str, source_key: &str) -> &'static str {
     match key {
-        "table" | "collection" => "holding the rows",
+        _ if key == source_key => "holding the rows",
         "id_field" => "of each row's document id",
         "text_field" => "of each row's text",
         _ => "of each row's vector",

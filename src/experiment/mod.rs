@@ -406,7 +406,7 @@ impl Experiment {
             .retrievers
             .iter()
             .flat_map(|t| t.iter())
-            .find(|(k, _)| k.get_ref() == "table" || k.get_ref() == "collection")
+            .find(|(k, _)| crate::catalog::served::source_keys().any(|s| s == k.get_ref()))
             .map_or_else(|| Location::file(path), |(k, _)| at(k.span()));
         // The name of the environment variable a secret is read from.
         let variable = |var: &Option<Spanned<String>>, key: &str| -> Result<Option<String>> {
