@@ -221,15 +221,20 @@ impl Composition {
     }
 }
 
-/// The keys of a dense side: `model`, `index` and each dense kind's own, once each.
-fn dense_keys() -> Vec<&'static str> {
-    let mut keys = vec!["model", "index"];
-    for key in DENSE_KINDS.iter().flat_map(|kind| kind.keys) {
-        if !keys.contains(key) {
-            keys.push(key);
+/// `keys` in their first order, each once: the union of the keys several kinds declare.
+fn distinct(keys: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for key in keys {
+        if !out.contains(&key) {
+            out.push(key);
         }
     }
-    keys
+    out
+}
+
+/// The keys of a dense side: `model`, `index` and each dense kind's own, once each.
+fn dense_keys() -> Vec<&'static str> {
+    distinct(["model", "index"].into_iter().chain(DENSE_KINDS.iter().flat_map(|kind| kind.keys.iter().copied())))
 }
 
 /// What serves a retriever: a serving engine, or ragsweep in process (`None`, the default).

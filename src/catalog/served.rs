@@ -54,12 +54,8 @@ fn shape_of<'s>(
     shapes: &[&'s ServedShape],
     bad: Bad<'_>,
 ) -> Result<&'s ServedShape> {
-    let mut served_keys: Vec<&'static str> = Vec::new();
-    for key in shapes.iter().flat_map(|s| std::iter::once(&s.source_key).chain(s.keys)) {
-        if !served_keys.contains(key) {
-            served_keys.push(key);
-        }
-    }
+    let served_keys =
+        super::distinct(shapes.iter().flat_map(|s| std::iter::once(s.source_key).chain(s.keys.iter().copied())));
     let mut known = vec!["kind", "engine", "model"];
     known.extend(&served_keys);
     known.extend(super::rerank::KEYS);
@@ -85,10 +81,7 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
     let (engine_name, source_key) = (shape.engine.name(), shape.source_key);
     let required = |key: &str| -> Result<String> {
         text(combo, key, bad)?.ok_or_else(|| {
-            bad(
-                combo.kind.1.clone(),
-                format!("a served table needs `{key}` (the field {})", role(key, shape.source_key)),
-            )
+            bad(combo.kind.1.clone(), format!("a served table needs `{key}` (the field {})", role(key, source_key)))
         })
     };
     let optional = |key: &str| -> Result<Option<usize>> {

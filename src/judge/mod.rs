@@ -715,11 +715,13 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
         let (document, heading, text) = unit_text(corpus, &item.id).unwrap_or(("", String::new(), ""));
         let pieces = parts(corpus, &item.id, text, EXPORTED_CHARS);
         let of = pieces.len();
+        // The char offset of the piece in the unit's text.
+        let mut start = 0;
         for (index, (page, range)) in pieces.into_iter().enumerate() {
-            let piece = &text[range.clone()];
+            let piece = &text[range];
+            let chars = piece.chars().count();
             let mut window = passage(piece, &item.question, EXPORTED_CHARS);
             let part = (of > 1).then(|| {
-                let start = text[..range.start].chars().count();
                 if window.matches.is_empty() {
                     let (names, hits) = question_hits(piece, &item.question);
                     window.matches = matches(&names, &hits);
@@ -727,8 +729,9 @@ pub fn export(items: &[PoolItem], corpus: &Corpus) -> Vec<u8> {
                 for m in &mut window.matches {
                     m.at.iter_mut().for_each(|at| *at += start);
                 }
-                Part { index: index + 1, of, page, start, end: start + piece.chars().count() }
+                Part { index: index + 1, of, page, start, end: start + chars }
             });
+            start += chars;
             let line = ExportedItem {
                 case: item.case.clone(),
                 id: item.id.clone(),

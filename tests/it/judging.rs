@@ -235,6 +235,19 @@ fn sparse_labels_keep_pipeline_causes_and_say_what_judged_means() {
     assert!(!summary.contains("labels are thin"), "{summary}");
 }
 
+/// Experiment `name` over a short contract and `manual.md` holding `manual`, at section level
+/// with BM25 at k = 2, asking where the payment term is (labelled on the contract).
+fn long_manual(name: &str, manual: &str) -> Fixture {
+    Fixture::new(
+        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", manual)],
+        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"]}]"#,
+        &format!(
+            "name = \"{name}\"\nunit = \"section\"\nk = [2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
+             [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n"
+        ),
+    )
+}
+
 /// An exported unit longer than the export carries is never cut silently: its line holds the
 /// passage where the question's words are densest (its rare words, not the first common one:
 /// "prazo" is on every line of the filler), marked where it was cut, and how much was left out.
@@ -242,12 +255,7 @@ fn sparse_labels_keep_pipeline_causes_and_say_what_judged_means() {
 fn a_long_unit_is_exported_around_the_question_with_what_was_left_out() {
     let filler = "O prazo do texto de preenchimento sem relação. ".repeat(1500);
     let long = format!("# Manual\n\n## Capítulo\n\n{filler}O prazo de pagamento é de 30 dias corridos.\n{filler}\n");
-    let f = Fixture::new(
-        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", &long)],
-        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"]}]"#,
-        "name = \"long\"\nunit = \"section\"\nk = [2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
-         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
-    );
+    let f = long_manual("long", &long);
     let run = f.run();
     // An export or trace over an input of the run (its golden set, its experiment, a file in its
     // corpus) is refused with the path; the input is left as it was.
@@ -300,12 +308,7 @@ fn a_long_unit_is_exported_in_parts_and_its_grade_is_its_parts_best() {
     let mut body: Vec<String> = (0..60).map(paragraph).collect();
     body[41].push_str("O prazo de pagamento é de 30 dias corridos.");
     let long = format!("# Manual\n\n## Capítulo\n\n{}\n", body.join("\n\n"));
-    let f = Fixture::new(
-        &[("a.md", "# Contrato\n\n## Cláusula\n\nA multa é de 2%.\n"), ("manual.md", &long)],
-        r#"[{"id": "q1", "question": "prazo de pagamento corridos", "relevant": ["a#Cláusula"]}]"#,
-        "name = \"parts\"\nunit = \"section\"\nk = [2]\nreserved_fraction = 0.0\nlatency_cases = 0\n\
-         [[chunkers]]\nkind = \"markdown\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"pt\"\n",
-    );
+    let f = long_manual("parts", &long);
     let run = f.run();
     let pool = f.path().join("pool.jsonl");
     f.cmd().args(["judge", run.to_str().unwrap(), "--export"]).arg(&pool).assert().success();

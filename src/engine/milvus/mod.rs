@@ -859,6 +859,16 @@ impl MilvusEngine {
     }
 }
 
+/// `vector` as a search asks it: as it is of an exact (FLAT) index, as [`unseen`] of an
+/// approximate one (ragsweep's collections and a team's alike).
+pub(super) fn as_asked(vector: &[f32], exact: bool) -> std::borrow::Cow<'_, [f32]> {
+    if exact {
+        std::borrow::Cow::Borrowed(vector)
+    } else {
+        unseen(vector).into()
+    }
+}
+
 /// `vector` as a query Milvus has not seen: eight of its components moved by one unit in the
 /// last place, differently for every call of the process and every process.
 ///
@@ -869,7 +879,7 @@ impl MilvusEngine {
 /// query is new to the server; a rerun or a shard asks the golden set's questions again. So every
 /// call asks a vector that is new, and every run measures what a new query gets: the run that
 /// loaded the collection, a rerun and a shard alike. Scores move by about 1e-7 of a component.
-pub(super) fn unseen(vector: &[f32]) -> Vec<f32> {
+fn unseen(vector: &[f32]) -> Vec<f32> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static CALLS: AtomicU64 = AtomicU64::new(0);
     static PROCESS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -929,10 +939,7 @@ impl MilvusVectorSource<'_> {
 impl RankingSource for MilvusVectorSource<'_> {
     fn search(&self, query: &Query<'_>, depth: usize, restrict: Option<&Restriction<'_>>) -> Result<Vec<Hit>> {
         let filter = restrict.map(acl_filter).unwrap_or_default();
-        let vector = match self.build {
-            MilvusBuild::Flat => std::borrow::Cow::Borrowed(query.vector),
-            MilvusBuild::Hnsw { .. } | MilvusBuild::IvfFlat { .. } => unseen(query.vector).into(),
-        };
+        let vector = as_asked(query.vector, matches!(self.build, MilvusBuild::Flat));
         self.engine.search(&self.collection.name, &vector, depth, &filter, self.params(depth))
     }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::proto::{self, data_type::*, kv, scalar_field::Data};
-use super::{fail, string_literal, unseen, Client, MilvusEndpoint, MilvusEngine};
+use super::{as_asked, fail, string_literal, Client, MilvusEndpoint, MilvusEngine};
 use crate::chunkers::served::{RowChunks, ServedRows};
 use crate::engine::registry::{OpenedServed, RunningEngine};
 use crate::engine::scan::ServedScan;
@@ -358,8 +358,7 @@ impl RankingSource for MilvusServedSource<'_> {
                 format!("array_contains_any({}, [{}])", s.acl.as_deref().unwrap_or_default(), groups.join(", "))
             }
         };
-        // As for ragsweep's own collections: an approximate index is asked a vector it has not seen.
-        let vector = if s.exact { std::borrow::Cow::Borrowed(query.vector) } else { unseen(query.vector).into() };
+        let vector = as_asked(query.vector, s.exact);
         let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         let group = proto::PlaceholderGroup {
             placeholders: vec![proto::PlaceholderValue { tag: "$0".into(), r#type: 101, values: vec![bytes] }],
