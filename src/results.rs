@@ -669,6 +669,11 @@ pub struct Selection {
     /// With `prefer`: the rule that chose the cell among those equivalent to the best, in words.
     #[serde(default)]
     pub rule: Option<String>,
+    /// `model:NAME` when the scores and standings chosen on are prediction-powered means
+    /// leaning on that chat model's suggested grades (`[golden] suggestions`), not people's
+    /// labels alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grades_by: Option<String>,
 }
 
 impl Selection {
@@ -676,6 +681,78 @@ impl Selection {
     pub fn excludes(&self, cell: &str) -> bool {
         self.excluded.iter().any(|(c, _)| c == cell)
     }
+}
+
+/// A mean with its two-sided interval, and how much a model's values were trusted (λ):
+/// a prediction-powered estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub lambda: f64,
+}
+
+/// How people's grades and a model's agree on the units both graded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agreement {
+    pub units: usize,
+    /// `confusion[person][model]`.
+    pub confusion: [[usize; 3]; 3],
+    /// Cohen's κ with quadratic weights (0 = chance, 1 = always the same grade); `None` when
+    /// chance alone explains every grade (one grade only).
+    pub kappa: Option<f64>,
+}
+
+/// One cell's decision metric on a split three ways: people's labels only (unjudged units not
+/// relevant, as a run counts them), the model's grade on every pooled unit, and by PPI; and
+/// its standing against the best PPI estimate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PpiCell {
+    pub cell: String,
+    pub people_only: f64,
+    pub model_only: f64,
+    /// `None` when fewer than two cases were judged through while the model values others.
+    pub ppi: Option<Estimate>,
+    /// The difference to the best cell's estimate, by PPI on per-case differences.
+    pub vs_best: Option<Estimate>,
+    /// Where the cell stands against the best by that difference (eligible cells only).
+    pub standing: Option<crate::vocab::VsBest>,
+}
+
+/// A split's cases by what their pools (the units the cells returned within the decision's
+/// cut that the golden set does not label) hold, and every cell's estimates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PpiSplit {
+    pub split: Split,
+    /// Cases whose value is known: nothing pooled.
+    pub nothing_pooled: usize,
+    /// Cases whose every pooled unit people judged: the sample that corrects the model.
+    pub judged_through: usize,
+    /// Cases valued from the model's grades, corrected.
+    pub model_graded: usize,
+    /// Pooled units the model graded.
+    pub model_units: usize,
+    /// The eligible cell with the best PPI estimate.
+    pub best: Option<String>,
+    pub cells: Vec<PpiCell>,
+}
+
+/// The decision an experiment leaning on a chat model's suggested grades asks for
+/// (`[golden] suggestions`): each cell's decision metric by prediction-powered inference per
+/// split, and what the model's grades are worth beside people's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuggestedGrades {
+    /// `model:NAME`.
+    pub model: String,
+    pub metric: String,
+    /// 1 − the intervals' confidence.
+    pub alpha: f64,
+    pub agreement: Agreement,
+    pub splits: Vec<PpiSplit>,
+    /// Why the selection stayed on people's labels, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_used: Option<String>,
 }
 
 /// `matrix.json`.
@@ -696,6 +773,9 @@ pub struct Matrix {
     /// Cells that failed, with why (they have no rows): the run is incomplete.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<(String, String)>,
+    /// The decision by PPI when the experiment leans on a chat model's grades.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested: Option<SuggestedGrades>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -926,6 +1006,8 @@ pub struct RunResult {
     pub selection: Option<Selection>,
     /// Why there is no selection when one was asked for.
     pub no_selection: Option<NoSelection>,
+    /// The decision by PPI when the experiment leans on a chat model's grades.
+    pub suggested: Option<SuggestedGrades>,
     pub manifest: Manifest,
 }
 

@@ -261,7 +261,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for model in models {
         let of_model: std::collections::HashMap<_, _> =
             suggestions.iter().filter(|(_, s)| s.who == model).map(|(k, s)| (k.clone(), s.clone())).collect();
-        print!("{}", safe(&ragsweep::judge::suggest::agreement(&judged, &of_model).render(model)));
+        print!(
+            "{}",
+            safe(&output::suggested::agreement(&ragsweep::judge::suggest::agreement(&judged, &of_model), model))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

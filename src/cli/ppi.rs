@@ -45,14 +45,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     suggestions.retain(|_, s| s.who == who);
     anyhow::ensure!(!suggestions.is_empty(), "no suggestions of {who} in {}", path.display());
     let split = split.and_then(|s| s.0).unwrap_or(ragsweep::input::golden::Split::Tuning);
-    let opts = ragsweep::judge::PoolOptions { cells: &[], cut: exp.decision_metric().at(), cases: &[] };
-    let pooled = ragsweep::judge::pool(&run, &exp, &prepared.cases, &opts)?;
     let recorded = runner::rescore::Recorded::open(&run, &exp, &prepared, &options)?;
     let estimates =
-        ragsweep::judge::estimate::estimate(&exp, &prepared, &recorded, &pooled, &suggestions, split, alpha)?;
-    print!("{}", safe(&estimates.render(&who)));
+        ragsweep::judge::estimate::estimate(&exp, &prepared, &recorded, &suggestions, &[split], alpha, &[])?;
+    let metric = exp.decision_metric().to_string();
+    let Some(estimates) = estimates.first() else {
+        anyhow::bail!("no answerable case on {} in {}", split.as_str(), run.display());
+    };
+    print!("{}", safe(&output::suggested::ppi_table(estimates, &metric, &who)));
     let judged = ragsweep::input::judgments::effective(ragsweep::input::judgments::read(&exp.judgments)?);
-    print!("{}", safe(&ragsweep::judge::suggest::agreement(&judged, &suggestions).render(&who)));
+    let agreement = ragsweep::judge::suggest::agreement(&judged, &suggestions);
+    print!("{}", safe(&output::suggested::agreement(&agreement, &who)));
     println!(
         "The intervals hold when the cases judged through are a random draw of those with something to judge: `ragsweep judge {} --order sample` judges them so.",
         run.display()

@@ -30,6 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut on_cell = |results: &[ragsweep::results::CaseResult]| writer.add_cell(&columns, &cuts, results);
     let mut rescored = runner::rescore::rescore(&run, &exp, &prepared, &options, &mut on_cell)?;
     rescored.result.manifest.run_id = run_id;
+    ragsweep::judge::estimate::decide(&writer.per_query()?, &mut rescored.result, &exp, &prepared, &options)?;
     let dir = writer.finish(&mut rescored.result, |staging| ragsweep::report::write(staging, None))?;
     print_summary(&rescored.result, &dir, false)?;
     if rescored.moved.is_empty() {

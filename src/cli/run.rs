@@ -68,6 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     print_health(&prepared.health(), true);
     let mut run = output::result(&exp, &prepared, outcome, &run_id);
     dirs.record(&mut run.manifest);
+    ragsweep::judge::estimate::decide(&writer.per_query()?, &mut run, &exp, &prepared, &options)?;
     let dir = writer.finish(&mut run, |staging| ragsweep::report::write(staging, None))?;
     print_summary(&run, &dir, all_columns)?;
     eprintln!(

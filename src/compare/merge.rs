@@ -322,5 +322,15 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
     }
     crate::evaluate::selection::mark_standing(exp, &mut rows, &slices, &decision_values);
     let (selection, no_selection) = crate::evaluate::selection::select_for(exp, &rows, &slices);
-    Ok(RunResult { columns, decision_metric: decision, rows, slices, case_info, selection, no_selection, manifest })
+    Ok(RunResult {
+        columns,
+        decision_metric: decision,
+        rows,
+        slices,
+        case_info,
+        selection,
+        no_selection,
+        suggested: None,
+        manifest,
+    })
 }

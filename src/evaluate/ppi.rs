@@ -12,15 +12,10 @@
 
 use super::stats::t_quantile;
 
-/// A mean with its two-sided interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
-    pub mean: f64,
-    pub lo: f64,
-    pub hi: f64,
-    /// How much the model's values were trusted (λ).
-    pub lambda: f64,
-}
+pub use crate::results::Estimate;
+
+/// Cases judged through below which a normal interval is not to be trusted.
+pub const FEW_JUDGED: usize = 10;
 
 fn mean(xs: impl Iterator<Item = f64>) -> (f64, usize) {
     let (mut sum, mut n) = (0.0, 0);
@@ -56,7 +51,7 @@ fn covariance(xs: &[f64], ys: &[f64]) -> f64 {
 /// mean correction `people − λ·model` over the judged (the survey regression estimator, λ its
 /// slope clipped to [0, 1]). Its error is the difference between the judged questions' mean
 /// correction and the rest's, scaled to the questions corrected; the interval uses Student's t
-/// at n − 1 degrees of freedom. Values lie within `bounds` (0 to 1 for a metric, −1 to 1 for a
+/// at n − 1 degrees of freedom, clipped to `bounds`. Values lie within `bounds` (0 to 1 for a metric, −1 to 1 for a
 /// difference). `None` when fewer than two questions were judged through while some are valued
 /// by the model only.
 pub fn mean_of(
@@ -95,7 +90,8 @@ pub fn mean_of(
     let spread = ((n - 1.0) * variance(&rectifier) + widest) / n;
     let var = (u / total).powi(2) * spread * (1.0 / n + 1.0 / u);
     let half = t_quantile(1.0 - alpha / 2.0, (n - 1.0) as usize) * var.max(0.0).sqrt();
-    Some(Estimate { mean, lo: mean - half, hi: mean + half, lambda })
+    // The mean lies within the values' bounds whatever the model: so does the interval.
+    Some(Estimate { mean, lo: (mean - half).max(bounds.0), hi: (mean + half).min(bounds.1), lambda })
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@ use crate::evaluate::metrics::MetricAt;
 use crate::evaluate::{require, stats};
 use crate::experiment::{Experiment, Prefer};
 use crate::input::golden::Split;
-use crate::results::{Row, Selection, SliceRow};
+use crate::results::{Row, Selection, SliceRow, SuggestedGrades};
 use crate::retrieve::access::Filter;
-use crate::vocab::{Requirement, VsBest};
+use crate::vocab::{Interval, Requirement, VsBest};
 
 /// The cells that may not be selected, and why: a cell that leaked when the grid has a
 /// filtered cell (SPEC §5), and a cell that fails a `require` constraint on tuning (SPEC §7),
@@ -60,6 +60,46 @@ pub fn select_for(
         exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer, excluded, exp.margin));
     let none = why_none(exp, rows, slices, selection.as_ref());
     (selection, none)
+}
+
+/// The selection an experiment leaning on a chat model's grades asks for: [`select_for`] on
+/// the rows as PPI values them ([`rows_by_ppi`]), the cells left out still those people's rows
+/// leave out (leaks, `require`).
+pub fn select_by_ppi(
+    exp: &Experiment,
+    rows: &[Row],
+    slices: &[SliceRow],
+    grades: &SuggestedGrades,
+) -> (Option<Selection>, Option<crate::results::NoSelection>) {
+    let excluded = excluded(rows, slices, &exp.require);
+    let by_ppi = rows_by_ppi(rows, grades);
+    let selection = exp
+        .select
+        .filter(|_| exp.shard.is_none())
+        .and_then(|m| select(&by_ppi, m, exp.prefer, excluded, exp.margin))
+        .map(|s| Selection { grades_by: Some(grades.model.clone()), ..s });
+    let none = why_none(exp, rows, slices, selection.as_ref());
+    (selection, none)
+}
+
+/// `rows` with the decision metric's mean on each split PPI estimated replaced by the cell's
+/// PPI estimate (none where it has none), and their standing by its PPI difference to the
+/// best; a split without estimates keeps people's values.
+pub fn rows_by_ppi(rows: &[Row], grades: &SuggestedGrades) -> Vec<Row> {
+    let mut out = rows.to_vec();
+    for row in &mut out {
+        let Some(split) = grades.splits.iter().find(|s| s.split == row.split && s.best.is_some()) else { continue };
+        let cell = split.cells.iter().find(|c| c.cell == row.cell);
+        let estimate = cell.and_then(|c| c.ppi);
+        if let Some(mean) = row.metrics.0.iter_mut().find(|(name, _)| *name == grades.metric).map(|(_, m)| m) {
+            mean.value = estimate.map(|e| e.mean);
+            mean.ci = estimate.map(|e| Interval { lo: e.lo, hi: e.hi });
+        }
+        row.vs_best = cell.and_then(|c| c.standing);
+        row.diff_vs_best = cell.and_then(|c| c.vs_best).map(|d| Interval { lo: d.lo, hi: d.hi });
+        row.p_vs_best = None;
+    }
+    out
 }
 
 /// Why `selection` is none when the experiment asked for one: each rule that left cells out,
@@ -221,6 +261,7 @@ pub fn select(
         margin,
         optimism_percentile,
         rule,
+        grades_by: None,
     })
 }
 

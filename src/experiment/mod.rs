@@ -174,6 +174,10 @@ pub struct Experiment {
     pub golden: GoldenSource,
     /// The judgments file the run reads (SPEC §9).
     pub judgments: PathBuf,
+    /// `[golden] suggestions`: the chat model whose suggested grades (`suggestions.jsonl` beside
+    /// the judgments) the decision leans on, by prediction-powered inference; `None`: people's
+    /// labels alone decide.
+    pub suggestions: Option<String>,
     pub default_groups: Vec<String>,
     pub synthetic_acl: Option<SyntheticAcl>,
     /// Where `synthetic_groups` is set, for errors about it.
@@ -563,6 +567,14 @@ impl Experiment {
             Some(groups) => Some(SyntheticAcl { groups, seed: raw.permissions.synthetic_seed }),
             None => None,
         };
+        let suggestions = match &raw.golden.suggestions {
+            Some(name) => {
+                crate::own_models::check_name(name.get_ref())
+                    .map_err(|e| Error::input(at(name.span()), format!("`golden.suggestions`: {e}")))?;
+                Some(name.get_ref().clone())
+            }
+            None => None,
+        };
         let mut cells = Vec::new();
         for c in &chunkers {
             for r in retrievers.iter().filter(|(r, _)| r.served_rows().is_none()) {
@@ -653,6 +665,7 @@ impl Experiment {
                 };
                 crate::input::judgments::path_for(&golden, raw.golden.judgments.map(|p| base.join(p)).as_deref())
             },
+            suggestions,
             golden: GoldenSource {
                 path: base.join(raw.golden.path.get_ref()),
                 format: raw.golden.format,

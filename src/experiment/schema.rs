@@ -137,4 +137,7 @@ pub(super) struct RawGolden {
     /// How complete the labels are: `pooled` or `sparse` (default: sparse for BEIR).
     #[serde(default)]
     pub(super) labels: Option<crate::input::golden::Labels>,
+    /// The chat model whose suggested grades (`judge --suggest`) the decision leans on, by PPI.
+    #[serde(default)]
+    pub(super) suggestions: Option<Spanned<String>>,
 }

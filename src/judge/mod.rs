@@ -56,6 +56,19 @@ pub struct Pooled {
 /// and judgments): per case in golden order, the unjudged units the chosen cells placed within
 /// the cut, by how many cells returned each, then by best rank.
 pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptions<'_>) -> Result<Pooled> {
+    pool_of(exp, cases, opts, &mut |add| crate::output::each_case_line(&run.join("per_query.jsonl"), add))
+}
+
+/// Feeds case lines, one at a time, to the function it is given.
+pub type CaseLines<'a> = dyn FnMut(&mut dyn FnMut(CaseLine)) -> Result<()> + 'a;
+
+/// The pool of the case lines `lines` feeds to its argument, as [`pool`] takes it.
+pub fn pool_of(
+    exp: &Experiment,
+    cases: &[GoldenCase],
+    opts: &PoolOptions<'_>,
+    lines: &mut CaseLines<'_>,
+) -> Result<Pooled> {
     if let Some(cell) = opts.cells.iter().find(|c| !exp.cells.iter().any(|k| &k.id == *c)) {
         let known = exp.cells.iter().map(|c| c.id.clone()).collect();
         return Err(Error::UnknownCell { cell: cell.clone(), source_of: exp.file.clone(), known });
@@ -68,7 +81,7 @@ pub fn pool(run: &Path, exp: &Experiment, cases: &[GoldenCase], opts: &PoolOptio
     exp.cut_position(opts.cut)?;
     // (case, unit) → cells with ranks.
     let mut found: BTreeMap<(usize, String), Vec<(String, u32)>> = BTreeMap::new();
-    crate::output::each_case_line(&run.join("per_query.jsonl"), |line: CaseLine| {
+    lines(&mut |line: CaseLine| {
         if !opts.cells.is_empty() && !opts.cells.contains(&line.cell) {
             return;
         }

@@ -141,16 +141,7 @@ fn read_score(answer: &str) -> Option<(u32, String)> {
     Some((grade, reason.split_whitespace().collect::<Vec<_>>().join(" ")))
 }
 
-/// How people's grades and a model's agree on the units both graded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Agreement {
-    pub units: usize,
-    /// `confusion[person][model]`.
-    pub confusion: [[usize; 3]; 3],
-    /// Cohen's κ with quadratic weights (0 = chance, 1 = always the same grade); `None` when
-    /// chance alone explains every grade (one grade only).
-    pub kappa: Option<f64>,
-}
+pub use crate::results::Agreement;
 
 /// People's last grade of each unit (`judgments`) against the model's suggestion.
 pub fn agreement(judged: &[(usize, Judgment)], suggested: &Suggestions) -> Agreement {
@@ -174,24 +165,6 @@ pub fn agreement(judged: &[(usize, Judgment)], suggested: &Suggestions) -> Agree
     }
     let kappa = (units > 0 && expected > 0.0).then(|| 1.0 - observed / expected);
     Agreement { units, confusion, kappa }
-}
-
-impl Agreement {
-    /// A few lines for a person: κ, and the confusion matrix.
-    pub fn render(&self, model: &str) -> String {
-        if self.units == 0 {
-            return format!("agreement with {model}: no unit graded by both a person and the model yet\n");
-        }
-        let kappa = self.kappa.map_or("undefined (one grade only)".into(), |k| format!("{k:.2}"));
-        let mut out = format!(
-            "agreement with {model} on {}: weighted κ {kappa}\n  person ↓ model →   0    1    2\n",
-            crate::words::count(self.units, "unit")
-        );
-        for (g, row) in self.confusion.iter().enumerate() {
-            out.push_str(&format!("  {g:>16} {:>4} {:>4} {:>4}\n", row[0], row[1], row[2]));
-        }
-        out
-    }
 }
 
 #[cfg(test)]

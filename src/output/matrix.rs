@@ -197,6 +197,7 @@ pub fn matrix(run: &RunResult) -> Matrix {
         rows: run.rows.clone(),
         slices: run.slices.clone(),
         failed: run.manifest.failed_cells.clone(),
+        suggested: run.suggested.clone(),
     }
 }
 
@@ -315,10 +316,14 @@ fn preference(p: crate::experiment::Prefer) -> &'static str {
 
 pub fn selection_summary(s: &Selection) -> String {
     let f = |v: Option<f64>| v.map_or("–".to_string(), |v| crate::words::fixed(v, 4));
+    let by = match &s.grades_by {
+        Some(model) => format!("PPI {} ({model}'s grades corrected by people's)", s.metric),
+        None => s.metric.clone(),
+    };
     let mut out = match s.reserved {
         Some(_) => format!(
             "Selected on tuning by {}: {} ({})\n  tuning {:.4} · reserved {} (rank {} of {} eligible on reserved) · optimism (tuning − reserved) {} · Kendall tau (tuning vs reserved ranking) {}\n",
-            s.metric,
+            by,
             s.cell,
             s.label,
             s.tuning,
@@ -330,13 +335,17 @@ pub fn selection_summary(s: &Selection) -> String {
         ),
         None => format!(
             "Selected on tuning by {}: {} ({})\n  tuning {:.4} · no reserved cases: the choice is not checked on questions it was not made on\n",
-            s.metric, s.cell, s.label, s.tuning
+            by, s.cell, s.label, s.tuning
         ),
     };
     let others = s.equivalent.iter().filter(|c| **c != s.best).count();
     let worse = s.cells.saturating_sub(1 + others + s.undecided.len());
+    let (interval, test) = match s.grades_by {
+        Some(_) => ("PPI 95% interval of the difference", "its interval below 0"),
+        None => ("95% interval of the paired difference", "Holm-corrected paired test, α = 0.05"),
+    };
     out.push_str(&format!(
-        "  against the best ({}) on tuning: {others} equivalent (95% interval of the paired difference within ±{}), {} undecided, {worse} worse (Holm-corrected paired test, α = 0.05){}\n",
+        "  against the best ({}) on tuning: {others} equivalent ({interval} within ±{}), {} undecided, {worse} worse ({test}){}\n",
         s.best,
         s.margin,
         s.undecided.len(),

@@ -7,6 +7,7 @@
 pub(crate) mod labels;
 pub mod matrix;
 pub(crate) mod misses;
+pub mod suggested;
 pub mod summary;
 pub mod trec;
 
@@ -140,6 +141,7 @@ pub fn result(exp: &Experiment, prepared: &Prepared, outcome: Outcome, run_id: &
         rows: outcome.rows,
         slices: outcome.slices,
         case_info: outcome.case_info,
+        suggested: None,
         manifest,
     }
 }
@@ -273,6 +275,13 @@ impl RunWriter {
         }
         let ks: Vec<usize> = cuts.iter().filter_map(|c| c.trim_start_matches('@').parse::<usize>().ok()).collect();
         self.add_raw(&first.cell, &lines, &trec::trec_runs(results, &ks))
+    }
+
+    /// The `per_query.jsonl` being written, with every line added so far on disk.
+    pub fn per_query(&mut self) -> Result<PathBuf> {
+        let path = self.staging.join("per_query.jsonl");
+        self.per_query.flush().map_err(|e| Error::io(&path, e))?;
+        Ok(path)
     }
 
     /// A cell's already rendered files (from a shard being merged): its case lines and its

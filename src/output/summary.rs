@@ -635,6 +635,10 @@ pub fn terminal(m: &Matrix, manifest: &Manifest, dir: &Path) -> String {
         out.push('\n');
         out.push_str(&wrap(&none.summary(), WIDTH, 4));
     }
+    if let Some(g) = &m.suggested {
+        out.push('\n');
+        out.push_str(&crate::output::suggested::terminal(g));
+    }
     let warned = warnings(m, manifest, Some(dir));
     if !warned.is_empty() {
         out.push_str(&wrap(&warning_counts(&warned), WIDTH, 2));
@@ -873,6 +877,9 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
     if let Some(none) = &m.no_selection {
         out.push_str(&format!("\n**{}**\n", md(&none.summary())));
     }
+    if let Some(g) = &m.suggested {
+        out.push_str(&suggested_markdown(g));
+    }
     let warnings = warnings(m, manifest, Some(run));
     if !warnings.is_empty() {
         // One line per group; the first (the most decisive) open.
@@ -902,6 +909,26 @@ pub fn markdown(m: &Matrix, manifest: &Manifest, run: &Path, files: &Path) -> St
             out.push_str(&format!("- {}\n", md(w)));
         }
     }
+    out
+}
+
+/// The `summary.md` section of a run that leans on a chat model's grades.
+fn suggested_markdown(g: &crate::results::SuggestedGrades) -> String {
+    use crate::output::suggested::{agreement, caption, note, table};
+    let mut out = format!("\n#### Grades suggested by {} (`[golden] suggestions`)\n\n", md(&g.model));
+    out.push_str(&match &g.not_used {
+        Some(why) => format!("The selection is on people's labels alone: {}\n", md(why)),
+        None => "The selection is on the PPI means: the model's grades on every pooled unit, corrected by the cases people judged through (standing: the PPI interval of the difference to the best within the margin, below 0, or neither).\n".into(),
+    });
+    for s in &g.splits {
+        out.push_str(&format!("\n{}\n\n{}", md(&caption(s, &g.metric, &g.model)), table(s)));
+        if let Some(n) = note(s) {
+            out.push_str(&format!("\n{}\n", md(&n)));
+        }
+    }
+    let text = crate::output::terminal_safe(&agreement(&g.agreement, &g.model));
+    let fence = fence(&text);
+    out.push_str(&format!("\n{fence}\n{text}{fence}\n"));
     out
 }
 

@@ -33,7 +33,8 @@ pub fn judgments_changed(manifest: &Manifest, prepared: &Prepared) -> bool {
 /// A finished run's recorded lists, checked and loaded once, to be scored against any labels.
 pub struct Recorded {
     manifest: Manifest,
-    matrix: Matrix,
+    /// The rows the run wrote.
+    rows: Vec<Row>,
     lines: BTreeMap<String, Vec<CaseLine>>,
     sets: Vec<crate::stages::chunk::ChunkSet>,
     facts: ChunkFacts,
@@ -82,8 +83,21 @@ impl Recorded {
             }
         }
         let matrix: Matrix = json(&run.join("matrix.json"), "matrix")?;
+        Recorded::of(&per_query, manifest, matrix.rows, exp, prepared, opts)
+    }
+
+    /// The lists of `per_query` (a `per_query.jsonl`), written by a run whose manifest and rows
+    /// are these: a finished run's, or one being written.
+    pub fn of(
+        per_query: &Path,
+        manifest: Manifest,
+        rows: Vec<Row>,
+        exp: &Experiment,
+        prepared: &Prepared,
+        opts: &RunOptions,
+    ) -> Result<Recorded> {
         let mut lines: BTreeMap<String, Vec<CaseLine>> = BTreeMap::new();
-        for l in jsonl::<CaseLine>(&per_query)? {
+        for l in jsonl::<CaseLine>(per_query)? {
             lines.entry(l.cell.clone()).or_default().push(l);
         }
         let mut stages = Vec::new();
@@ -91,7 +105,7 @@ impl Recorded {
         let facts = ChunkFacts::of(&prepared.corpus, &sets, &prepared.counter)?;
         Ok(Recorded {
             manifest,
-            matrix,
+            rows,
             lines,
             sets,
             facts,
@@ -99,6 +113,12 @@ impl Recorded {
             stages,
             rarity: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The first cell whose ranked chunks the run did not record (an engine cell planning each
+    /// depth): its lists cannot be judged again.
+    pub fn unrecorded_cell(&self) -> Option<&str> {
+        self.lines.iter().find(|(_, lines)| lines.iter().any(|l| l.hits.is_none())).map(|(cell, _)| cell.as_str())
     }
 
     /// Every cell's recorded lists judged again against `cases`' labels as a fresh run judges
@@ -137,7 +157,7 @@ impl Recorded {
         let (mut rows, mut slices, mut decision_values) = (Vec::new(), Vec::new(), Vec::new());
         let mut ordinals: HashMap<usize, HashMap<&str, u32>> = HashMap::new();
         for (cell, planned) in exp.cells.iter().zip(&plan.cells) {
-            let written: Vec<&Row> = self.matrix.rows.iter().filter(|r| r.cell == cell.id).collect();
+            let written: Vec<&Row> = self.rows.iter().filter(|r| r.cell == cell.id).collect();
             let Some(cell_lines) = self.lines.get(&cell.id).filter(|_| !written.is_empty()) else {
                 return Err(Error::Other(format!(
                     "cell {}: not in the run (it failed or the run is incomplete)",
@@ -256,7 +276,7 @@ pub fn rescore(
     let recorded = Recorded::open(run, exp, prepared, opts)?;
     let started = Instant::now();
     let Scored { rows, slices } = recorded.score(exp, prepared, &prepared.cases, Scope::Exact, on_cell)?;
-    let Recorded { manifest, matrix, mut stages, .. } = recorded;
+    let Recorded { manifest, rows: written, mut stages, .. } = recorded;
     let cases = &prepared.cases;
     stages.push(StageReport::new(
         "rescore",
@@ -264,7 +284,7 @@ pub fn rescore(
         started.elapsed().as_secs_f64(),
     ));
     let decision = exp.decision_metric();
-    let moved = moved(&matrix.rows, &rows, &decision.to_string());
+    let moved = moved(&written, &rows, &decision.to_string());
     let mut manifest = manifest;
     manifest.golden.hash = crate::input::golden::golden_hash(cases);
     manifest.golden.judgments = prepared.judgments.clone();
@@ -280,6 +300,7 @@ pub fn rescore(
         case_info: aggregate::case_info(cases, &prepared.corpus),
         selection,
         no_selection,
+        suggested: None,
         manifest,
     };
     Ok(Rescored { result, moved })

@@ -49,10 +49,12 @@ fn one_document_experiment(dir: &Path, sections: &str, retriever: &str) -> PathB
     std::fs::write(dir.join("golden.jsonl"), "{\"id\": \"q1\", \"question\": \"one\", \"relevant\": [\"d1\"]}\n")
         .unwrap();
     let file = dir.join("experiment.toml");
+    // A `[golden]` section shown in the docs is the experiment's (its path is the fixture's).
+    let golden = if sections.contains("[golden]") { "" } else { "[golden]\npath = \"golden.jsonl\"\n" };
     std::fs::write(
         &file,
         format!(
-            "name = \"m\"\nk = [1, 5, 10]\n{sections}[corpus]\npath = \"docs.jsonl\"\n[golden]\npath = \"golden.jsonl\"\n\
+            "name = \"m\"\nk = [1, 5, 10]\n{sections}[corpus]\npath = \"docs.jsonl\"\n{golden}\
              [[chunkers]]\nkind = \"none\"\n[[retrievers]]\n{retriever}"
         ),
     )
@@ -102,7 +104,8 @@ fn every_toml_block_in_the_docs_validates() {
             assert!(out.status.success(), "{place}: {}", String::from_utf8_lossy(&out.stderr));
         } else if value.as_table().is_some_and(|t| {
             t.keys().all(|k| {
-                ["engines", "cost", "permissions", "require", "margin", "prefer", "select"].contains(&k.as_str())
+                ["engines", "cost", "permissions", "require", "margin", "prefer", "select", "golden"]
+                    .contains(&k.as_str())
             })
         }) {
             // Decision keys or a section of an experiment, inside the smallest experiment

@@ -380,6 +380,98 @@ fn ppi_corrects_the_models_grades_with_the_cases_people_judged_through() {
     }
 }
 
+/// `[golden] suggestions` makes a run decide on the PPI means: the model's grades corrected by
+/// the cases people judged through, wherever they were judged from (a run made after judging
+/// sees the same sample as `ppi` on the run judged), in `matrix.json` and `summary.md` with κ;
+/// a merge of shards decides the same. Without the model's suggestions the selection stays on
+/// people's labels and says why; a bad name is an error at its line.
+#[test]
+fn an_experiment_leaning_on_suggestions_selects_on_ppi_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    policy_project(root);
+    let (url, _seen) = mock();
+    add_chat(root, &url);
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    let matrix = |run: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(root.join(run).join("matrix.json")).unwrap()).unwrap()
+    };
+    let first = matrix("out/drafts/latest");
+    assert!(first.get("suggested").is_none(), "no suggestions declared: {first}");
+    let metric = first["decision_metric"].as_str().unwrap().to_string();
+    ragsweep(root)
+        .args(["judge", "out/drafts/latest", "--order", "sample", "--who", "ana", "--suggest", "team-chat"])
+        .write_stdin("1\n0\n".repeat(3) + "q\n")
+        .assert()
+        .success();
+    let ppi = ragsweep(root).args(["ppi", "out/drafts/latest"]).assert().success();
+    let expected = ppi_rows(&String::from_utf8_lossy(&ppi.get_output().stdout));
+    let plain = std::fs::read_to_string(root.join("exp.toml")).unwrap();
+    let with = |name: &str| {
+        let exp = plain
+            .replace("\n[corpus]", &format!("\nselect = \"{metric}\"\n[corpus]"))
+            .replace("path = \"golden.jsonl\"\n", &format!("path = \"golden.jsonl\"\nsuggestions = \"{name}\"\n"));
+        std::fs::write(root.join("exp.toml"), exp).unwrap();
+    };
+    with("team-chat");
+    let run = ragsweep(root).args(["run", "exp.toml", "--out", "out"]).assert().success();
+    let out = String::from_utf8_lossy(&run.get_output().stdout).into_owned();
+    assert!(out.contains("model:team-chat: the selection is on the PPI means"), "{out}");
+    let m = matrix("out/drafts/latest");
+    let grades = &m["suggested"];
+    assert_eq!(grades["model"], "model:team-chat");
+    assert!(grades.get("not_used").is_none(), "{grades}");
+    let tuning = &grades["splits"][0];
+    assert_eq!(tuning["split"], "tuning");
+    assert_eq!(tuning["judged_through"], 3, "the sample judged on the earlier run: {tuning}");
+    let selection = &m["selection"];
+    assert_eq!(selection["grades_by"], "model:team-chat", "{selection}");
+    let chosen = selection["cell"].as_str().unwrap();
+    let (_, _, _, mean) = expected.iter().find(|r| r.0 == chosen).unwrap();
+    let tuning_score = selection["tuning"].as_f64().unwrap();
+    assert!((tuning_score - mean.unwrap()).abs() < 5e-5, "{selection} against ppi's {expected:?}");
+    for cell in tuning["cells"].as_array().unwrap() {
+        let row = expected.iter().find(|r| r.0 == cell["cell"].as_str().unwrap()).unwrap();
+        assert!((cell["ppi"]["mean"].as_f64().unwrap() - row.3.unwrap()).abs() < 5e-5, "{cell} vs {row:?}");
+        assert!((cell["people_only"].as_f64().unwrap() - row.1).abs() < 5e-5, "{cell} vs {row:?}");
+    }
+    assert!(grades["agreement"]["units"].as_u64().unwrap() >= 6, "{grades}");
+    let summary = std::fs::read_to_string(root.join("out/drafts/latest/summary.md")).unwrap();
+    for said in
+        ["#### Grades suggested by model:team-chat", "The selection is on the PPI means", "weighted κ", "| standing |"]
+    {
+        assert!(summary.contains(said), "{said}: {summary}");
+    }
+    // Two shards merged decide as the whole run did.
+    for i in 1..=2 {
+        let shard = format!("{i}/2");
+        ragsweep(root).args(["run", "exp.toml", "-q", "--out", "shards", "--shard", &shard]).assert().success();
+    }
+    let shards: Vec<String> = (1..=2)
+        .map(|i| {
+            let found = std::fs::read_dir(root.join("shards/drafts")).unwrap().flatten();
+            let name =
+                found.map(|e| e.file_name().into_string().unwrap()).find(|n| n.ends_with(&format!("-shard{i}of2")));
+            format!("shards/drafts/{}", name.unwrap())
+        })
+        .collect();
+    ragsweep(root).args(["merge", "exp.toml"]).args(&shards).args(["--out", "merged"]).assert().success();
+    let merged = matrix("merged/drafts/latest");
+    assert_eq!(merged["suggested"]["splits"], grades["splits"]);
+    assert_eq!(merged["selection"]["cell"], selection["cell"]);
+    // A model that suggested nothing: people's labels decide, and the run says why.
+    with("other-chat");
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    let m = matrix("out/drafts/latest");
+    let why = m["suggested"]["not_used"].as_str().unwrap();
+    assert!(why.contains("no suggestions of model:other-chat") && why.contains("--suggest other-chat"), "{why}");
+    assert!(m["selection"].get("grades_by").is_none(), "{}", m["selection"]);
+    with("Team Chat");
+    let bad = ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().failure();
+    let err = String::from_utf8_lossy(&bad.get_output().stderr).into_owned();
+    assert!(err.contains("exp.toml:") && err.contains("golden.suggestions"), "{err}");
+}
+
 /// Decision order reads suggestions.jsonl beside the judgments: with a model that grades as
 /// people do, the stop rule speaks sooner than without it (here after 1 grade instead of 11),
 /// and what it says is the same.
