@@ -5,16 +5,15 @@
 //! product of its axes. Paths are relative to the experiment file.
 
 mod schema;
+mod sections;
 pub mod shard;
 mod validation;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use toml::{Spanned, Value};
 
 pub use crate::catalog::RetrieverSpec;
 use crate::engine::registry::ServerSpec;
@@ -298,106 +297,20 @@ impl Experiment {
         Experiment::parse(path, &text)
     }
 
+    /// The experiment written in `text` (read from `path`): each section checked by its own
+    /// function ([`sections`]), grid sections by their kinds' catalogs.
     pub fn parse(path: &Path, text: &str) -> Result<Experiment> {
-        let at = |span: Range<usize>| Location::at_offset(path, text, span.start);
+        let src = sections::Source { path, text };
         let raw: RawExperiment = toml::from_str(text).map_err(|e| {
-            let loc = e.span().map_or_else(|| Location::file(path), &at);
+            let loc = e.span().map_or_else(|| src.file(), |span| src.at(span));
             Error::input(loc, e.message().to_string())
         })?;
-        let bad = |span: Range<usize>, msg: String| Error::input(at(span), msg);
-
         let name = raw.name.get_ref().trim().to_string();
         if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-            return Err(bad(raw.name.span(), "`name` must be non-empty, without slashes or a leading dot".into()));
+            return Err(src.bad(raw.name.span(), "`name` must be non-empty, without slashes or a leading dot"));
         }
-        let mut k = raw.k.get_ref().clone();
-        if k.is_empty() || k.contains(&0) {
-            return Err(bad(raw.k.span(), "`k` needs at least one cut-off, each at least 1".into()));
-        }
-        if let Some(big) = k.iter().find(|&&k| k > MAX_CUTOFF) {
-            return Err(bad(
-                raw.k.span(),
-                format!("k = {big} is larger than any list a retriever returns (at most {MAX_CUTOFF}); a cut-off above the corpus size reads the whole corpus"),
-            ));
-        }
-        k.sort_unstable();
-        k.dedup();
-        let reserved_fraction = match &raw.reserved_fraction {
-            Some(f) if !(0.0..=1.0).contains(f.get_ref()) => {
-                return Err(bad(f.span(), "`reserved_fraction` must be between 0 and 1".into()))
-            }
-            Some(f) => *f.get_ref(),
-            None => 0.3,
-        };
-        let mut budget = match &raw.budget {
-            Some(b) if b.get_ref().contains(&0) => {
-                return Err(bad(b.span(), "`budget` takes token counts, each at least 1".into()))
-            }
-            Some(b) if b.get_ref().iter().any(|&b| b > MAX_CUTOFF) => {
-                return Err(bad(b.span(), format!("`budget` takes token counts of at most {MAX_CUTOFF}")))
-            }
-            Some(b) => b.get_ref().clone(),
-            None => Vec::new(),
-        };
-        budget.sort_unstable();
-        budget.dedup();
-        let mut metrics = raw.metrics.unwrap_or_else(|| Metric::ALL.to_vec());
-        metrics.dedup();
-        if metrics.is_empty() {
-            return Err(Error::input(Location::file(path), "`metrics` is an empty list: name at least one metric"));
-        }
-        if let Some(m) = metrics.iter().find(|m| m.is_token_level()).filter(|_| raw.unit == Unit::Doc) {
-            return Err(Error::input(
-                Location::file(path),
-                format!("`metrics` lists {m}: token-level measures need `unit = \"section\"` or `\"evidence\"`"),
-            ));
-        }
-        let columns = columns_of(&metrics, &k, &budget, raw.unit);
-        let select = match &raw.select {
-            None => None,
-            Some(s) => {
-                let m: MetricAt = s.get_ref().parse().map_err(|e: String| bad(s.span(), e))?;
-                if !columns.contains(&m) {
-                    let need = if m.budget { "`budget`" } else { "`k`" };
-                    let token = if m.metric.is_token_level() { " (token-level: unit section or evidence)" } else { "" };
-                    return Err(bad(
-                        s.span(),
-                        format!("`select = \"{m}\"` needs {} in `metrics`{token} and {} in {need}", m.metric, m.k),
-                    ));
-                }
-                Some(m)
-            }
-        };
-
-        let margin = match &raw.margin {
-            None => crate::vocab::DEFAULT_MARGIN,
-            Some(m) if m.get_ref().is_finite() && *m.get_ref() > 0.0 => *m.get_ref(),
-            Some(m) => {
-                return Err(bad(
-                    m.span(),
-                    "`margin` is a positive number on the decision metric's scale (default 0.02)".into(),
-                ))
-            }
-        };
-        let cut_keys: Vec<String> =
-            k.iter().map(|k| format!("@{k}")).chain(budget.iter().map(|b| format!("@{b}t"))).collect();
-        let require = raw
-            .require
-            .iter()
-            .map(|r| crate::vocab::parse_requirement(r.get_ref(), &columns, &cut_keys).map_err(|e| bad(r.span(), e)))
-            .collect::<Result<Vec<_>>>()?;
-        if let (Some(first), None) = (raw.require.first(), select) {
-            let suggested = MetricAt::at_k(metrics[0], crate::vocab::headline_k(&k));
-            return Err(bad(
-                first.span(),
-                format!(
-                    "`require` constrains the selection, and there is none without `select`: \
-                     add `select = \"{suggested}\"` (or the metric that decides)"
-                ),
-            ));
-        }
-
-        let base = path.parent().unwrap_or(Path::new("."));
+        let cut = sections::cutoffs(&src, &raw)?;
+        let decision = sections::decision(&src, &raw, &cut)?;
         let retrievers = expand_all(&raw.retrievers, "retrievers", &[], text, path, retriever_cell_from)?;
         // A served index's chunks are its rows: with served retrievers alone, no chunker is needed.
         let all_served = retrievers.iter().all(|(r, _)| r.served_rows().is_some());
@@ -406,295 +319,45 @@ impl Experiment {
         } else {
             expand_all(&raw.chunkers, "chunkers", &crate::chunkers::LIST_KEYS, text, path, crate::chunkers::parse)?
         };
-        let served_at = raw
-            .retrievers
-            .iter()
-            .flat_map(|t| t.iter())
-            .find(|(k, _)| crate::catalog::served::source_keys().any(|s| s == k.get_ref()))
-            .map_or_else(|| Location::file(path), |(k, _)| at(k.span()));
-        // The name of the environment variable a secret is read from.
-        let variable = |var: &Option<Spanned<String>>, key: &str| -> Result<Option<String>> {
-            match var {
-                Some(v) if v.get_ref().is_empty() || v.get_ref().contains('=') => {
-                    Err(bad(v.span(), format!("`{key}` names an environment variable")))
-                }
-                v => Ok(v.as_ref().map(|v| v.get_ref().clone())),
-            }
-        };
-        let mut servers = BTreeMap::new();
-        for (name, section) in &raw.engines {
-            let unknown = || {
-                let known = crate::engine::servers::engine_names().join(", ");
-                bad(section.span(), format!("[engines.{name}]: unknown engine {name:?} (known: {known})"))
-            };
-            let kind = crate::engine::servers::engine_named(name).ok_or_else(unknown)?;
-            let engine = crate::engine::servers::serving(kind);
-            let Some(key) = engine.secret_key() else {
-                return Err(bad(
-                    section.span(),
-                    format!("[engines.{name}]: ragsweep runs {name} itself; it takes no server of yours"),
-                ));
-            };
-            let text_of =
-                |key: &Spanned<String>, value: &Spanned<Value>| {
-                    value.get_ref().as_str().map(str::to_string).ok_or_else(|| {
-                        bad(value.span(), format!("[engines.{name}] `{}` must be a string", key.get_ref()))
-                    })
-                };
-            let (mut url, mut secret_env) = (None, None);
-            for (written, value) in section.get_ref() {
-                match written.get_ref().as_str() {
-                    "url" => url = Some((text_of(written, value)?, value.span())),
-                    k if k == key => {
-                        let var = Spanned::new(value.span(), text_of(written, value)?);
-                        secret_env = variable(&Some(var), key)?;
-                    }
-                    k if k.ends_with("_env") => {
-                        let why = format!("[engines.{name}] names the variable with its secret `{key}`, not `{k}`");
-                        return Err(bad(written.span(), why));
-                    }
-                    k => {
-                        return Err(bad(
-                            written.span(),
-                            format!("[engines.{name}]: unknown key `{k}` (it takes `url` and `{key}`)"),
-                        ))
-                    }
-                }
-            }
-            let Some((url, url_span)) = url else {
-                return Err(bad(section.span(), format!("[engines.{name}] needs `url`: the address of your server")));
-            };
-            let url = engine.server_url(&url).map_err(|e| bad(url_span.clone(), e))?;
-            servers.insert(kind, ServerSpec { url, secret_env, at: at(url_span) });
-        }
-        let filters = match &raw.filter {
-            None => vec![Filter::None],
-            Some(v) => {
-                let items: Vec<&Value> = match v.get_ref() {
-                    Value::Array(a) if a.is_empty() => {
-                        return Err(bad(
-                            v.span(),
-                            "`filter` is an empty list: name at least one of \"none\", \"in_query\", \"post\"".into(),
-                        ))
-                    }
-                    Value::Array(a) => a.iter().collect(),
-                    one => vec![one],
-                };
-                let mut out = Vec::new();
-                for item in items {
-                    out.push(match item.as_str() {
-                        Some("none") => Filter::None,
-                        Some("in_query") => Filter::InQuery,
-                        Some("post") => Filter::Post,
-                        _ => {
-                            return Err(bad(
-                                v.span(),
-                                format!("`filter` takes \"none\", \"in_query\" or \"post\", found {item}"),
-                            ))
-                        }
-                    });
-                }
-                out
-            }
-        };
-        let price = |value: Option<Spanned<f64>>, key: &str| -> Result<f64> {
-            match value {
-                None => Ok(0.0),
-                Some(v) if v.get_ref().is_finite() && *v.get_ref() >= 0.0 => Ok(*v.get_ref()),
-                Some(v) => {
-                    Err(bad(v.span(), format!("`cost.{key}` must be a finite number ≥ 0, found {}", v.get_ref())))
-                }
-            }
-        };
-        let corpus_folder = {
-            let max_bytes = match &raw.corpus.max_document_mib {
-                None => crate::input::corpus::DEFAULT_MAX_DOCUMENT_BYTES,
-                Some(m) if (1..=1 << 20).contains(m.get_ref()) => *m.get_ref() << 20,
-                Some(m) => {
-                    return Err(bad(
-                        m.span(),
-                        format!("`max_document_mib` must be between 1 and {}, found {}", 1 << 20, m.get_ref()),
-                    ))
-                }
-            };
-            let patterns: Vec<String> = raw.corpus.exclude.iter().map(|p| p.get_ref().clone()).collect();
-            let mut rules = FolderRules::new(&patterns, max_bytes).map_err(|(i, why)| {
-                let span = raw.corpus.exclude.get(i).map_or(0..0, |p| p.span());
-                bad(span, format!("`[corpus] exclude`: {why}"))
-            })?;
-            let also: Vec<String> = raw.corpus.publish_also.iter().map(|p| p.get_ref().clone()).collect();
-            rules.publish_also(&also).map_err(|(i, why)| {
-                let span = raw.corpus.publish_also.get(i).map_or(0..0, |p| p.span());
-                bad(span, format!("`[corpus] publish_also`: {why}"))
-            })?;
-            rules.publish_all = match &raw.corpus.publish {
-                None => false,
-                Some(p) if p.get_ref() == "published" => false,
-                Some(p) if p.get_ref() == "all" => true,
-                Some(p) => {
-                    return Err(bad(
-                        p.span(),
-                        format!("`publish` is \"published\" (the default) or \"all\", found {:?}", p.get_ref()),
-                    ))
-                }
-            };
-            rules
-        };
-        let synthetic_acl_at =
-            raw.permissions.synthetic_groups.as_ref().map_or_else(|| Location::file(path), |g| at(g.span()));
-        let access_key = match &raw.permissions.acl_key {
-            Some(k) if k.get_ref().trim().is_empty() => {
-                return Err(bad(
-                    k.span(),
-                    "`acl_key` names the field that holds access lists: it cannot be empty".into(),
-                ))
-            }
-            Some(k) if crate::input::access_key::NOT_AN_ACCESS_KEY.contains(&k.get_ref().trim().to_lowercase().as_str()) => {
-                return Err(bad(
-                    k.span(),
-                    format!(
-                        "`acl_key = \"{}\"` names a field that never holds an access list ({}): name the field your documents keep their groups in",
-                        k.get_ref().trim(),
-                        crate::input::access_key::NOT_AN_ACCESS_KEY.join(", ")
-                    ),
-                ))
-            }
-            Some(k) => AccessKey { key: k.get_ref().trim().to_string(), not_access: raw.corpus.not_access.clone() },
-            None => AccessKey { not_access: raw.corpus.not_access.clone(), ..AccessKey::default() },
-        };
-        let synthetic_acl = match raw.permissions.synthetic_groups.map(|g| g.into_inner()) {
-            Some(0) => return Err(Error::input(synthetic_acl_at, "`permissions.synthetic_groups` must be at least 1")),
-            Some(groups) => Some(SyntheticAcl { groups, seed: raw.permissions.synthetic_seed }),
-            None => None,
-        };
-        let suggestions = match &raw.golden.suggestions {
-            Some(name) => {
-                crate::own_models::check_name(name.get_ref())
-                    .map_err(|e| Error::input(at(name.span()), format!("`golden.suggestions`: {e}")))?;
-                Some(name.get_ref().clone())
-            }
-            None => None,
-        };
-        let mut cells = Vec::new();
-        for c in &chunkers {
-            for r in retrievers.iter().filter(|(r, _)| r.served_rows().is_none()) {
-                for &filter in &filters {
-                    let (retriever, abstain) = r.clone();
-                    cells.push(Cell { id: String::new(), chunker: c.clone(), retriever, filter, abstain });
-                }
-            }
-        }
-        // A served index is judged on its own rows, once per filter: never crossed with chunkers.
-        for (retriever, abstain) in &retrievers {
-            let Some(rows) = retriever.served_rows() else { continue };
-            let missing = crate::catalog::served::without_server(rows, &servers);
-            if let Some(what) = missing {
-                return Err(Error::input(
-                    served_at,
-                    format!(
-                        "{what} {:?} is read on the team's own server: declare it in [engines.{}] (its url)",
-                        rows.source, rows.engine
-                    ),
-                ));
-            }
-            if rows.whole_document_when_not_found && raw.unit != Unit::Doc {
-                return Err(Error::input(
-                    served_at,
-                    format!(
-                        "unplaced = \"document\" counts a row of {:?} its document does not hold as that whole document: labels can only judge it at document level (unit = \"doc\")",
-                        rows.source
-                    ),
-                ));
-            }
-            for &filter in &filters {
-                if filter == Filter::InQuery && retriever.served_acl() == Some(None) {
-                    let at_filter = raw.filter.as_ref().map_or_else(|| Location::file(path), |f| at(f.span()));
-                    return Err(Error::input(
-                        at_filter,
-                        format!(
-                            "filter = \"in_query\" searches {:?} with its groups: name the field that holds them (acl_field)",
-                            rows.source
-                        ),
-                    ));
-                }
-                let chunker = ChunkerSpec::served(rows.clone());
-                let (retriever, abstain) = (retriever.clone(), *abstain);
-                cells.push(Cell { id: String::new(), chunker, retriever, filter, abstain });
-            }
-        }
-        let width = cells.len().to_string().len().max(2);
-        for (i, cell) in cells.iter_mut().enumerate() {
-            cell.id = format!("c{:0width$}", i + 1);
-        }
-        if cells.is_empty() {
-            return Err(Error::input(
-                Location::file(path),
-                "the grid is empty: declare [[chunkers]] and [[retrievers]]",
-            ));
-        }
+        let servers = sections::servers(&src, &raw)?;
+        let filters = sections::filters(&src, &raw)?;
+        let prices = sections::prices(&src, &raw.cost)?;
+        let corpus_folder = sections::corpus_folder(&src, &raw.corpus)?;
+        let access = sections::access(&src, &raw)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let golden = sections::golden(&src, &raw.golden, base)?;
+        let cells = sections::cells(&src, &raw, &chunkers, &retrievers, &filters, &servers)?;
         Ok(Experiment {
             name,
             description: raw.description,
             file: path.to_path_buf(),
             config_hash: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
             unit: raw.unit,
-            k,
-            budget,
-            metrics,
+            k: cut.k,
+            budget: cut.budget,
+            metrics: decision.metrics,
             seed: raw.seed,
-            reserved_fraction,
-            select,
+            reserved_fraction: cut.reserved_fraction,
+            select: decision.select,
             prefer: raw.prefer,
-            margin,
-            require,
+            margin: decision.margin,
+            require: decision.require,
             latency_cases: raw.latency_cases.unwrap_or(LATENCY_CASES),
             corpus_path: base.join(raw.corpus.path.get_ref()),
-            corpus_path_at: at(raw.corpus.path.span()),
-            golden_path_at: at(raw.golden.path.span()),
+            corpus_path_at: src.at(raw.corpus.path.span()),
+            golden_path_at: src.at(raw.golden.path.span()),
             corpus_format: raw.corpus.format,
             corpus_folder,
             index_meta: raw.corpus.index_meta,
-            access_key,
-            judgments: {
-                let golden = GoldenSource {
-                    path: base.join(raw.golden.path.get_ref()),
-                    format: None,
-                    tuning: Vec::new(),
-                    reserved: Vec::new(),
-                    labels: None,
-                };
-                crate::input::judgments::path_for(&golden, raw.golden.judgments.map(|p| base.join(p)).as_deref())
-            },
-            suggestions,
-            golden: GoldenSource {
-                path: base.join(raw.golden.path.get_ref()),
-                format: raw.golden.format,
-                tuning: raw.golden.tuning,
-                reserved: raw.golden.reserved,
-                labels: raw.golden.labels,
-            },
-            default_groups: raw
-                .permissions
-                .default_groups
-                .iter()
-                .map(|g| {
-                    crate::input::access_key::check_group(g)
-                        .map_err(|e| Error::input(Location::file(path), format!("`permissions.default_groups`: {e}")))
-                })
-                .collect::<Result<Vec<_>>>()?,
-            synthetic_acl,
-            synthetic_acl_at,
+            access_key: access.access_key,
+            judgments: golden.judgments,
+            suggestions: golden.suggestions,
+            golden: golden.golden,
+            default_groups: access.default_groups,
+            synthetic_acl: access.synthetic_acl,
+            synthetic_acl_at: access.synthetic_acl_at,
             missing_acl: raw.permissions.missing_acl,
-            prices: Prices {
-                embedding_usd_per_1m_tokens: price(
-                    raw.cost.embedding_usd_per_1m_tokens,
-                    "embedding_usd_per_1m_tokens",
-                )?,
-                llm_usd_per_1m_input_tokens: price(
-                    raw.cost.llm_usd_per_1m_input_tokens,
-                    "llm_usd_per_1m_input_tokens",
-                )?,
-            },
+            prices,
             cost_tokenizer: raw.cost.tokenizer.unwrap_or_else(|| DEFAULT_COST_TOKENIZER.into()),
             shared: Experiment::shared_stages(&cells),
             shard: None,
