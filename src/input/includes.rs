@@ -4,7 +4,8 @@
 //! found under the page a reader sees, not only under the included file's own id. So is a Hugo
 //! shortcode whose template (`layouts/shortcodes/NAME.html`, a theme's too) ranges over the
 //! pages of one section (`.Site.GetPage "glossary"`, `where … "Section" "glossary"`): each of
-//! its pages in place, under a heading of its title, as a glossary page shows its terms.
+//! its pages in place, under a heading of its title, as a glossary page shows its terms; and a
+//! section's list page (`_index.md`) whose list template renders its pages' content.
 //!
 //! Paths resolve as the site generator resolves them: a relative path from the including
 //! file's folder; a `/`-rooted one from the site's content root, then its project root (Hugo's
@@ -189,9 +190,66 @@ pub fn resolve(raw: &str, body: &str, file: &Path, root: &Path, rules: &AccessKe
     let mut out = Resolved::default();
     let page = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
     let dir = page.parent().unwrap_or(root).to_path_buf();
+    let shown = listed_section(&page, root);
     let mut walk = Walk { root, rules, chain: vec![page], shortcodes: Default::default(), showing: false };
     out.text = walk.expand(body, first_line(raw, body), &dir, &mut out)?;
+    if shown {
+        // The list template renders the section's pages after the page's own content.
+        let at = Location { path: walk.chain[0].clone(), line: first_line(raw, body), column: 1 };
+        let pages = walk.section_pages(&dir, at, &mut out)?;
+        out.text.push_str(&pages);
+    }
     Ok(out)
+}
+
+/// Whether `page` is a Hugo section's list page (`_index.md` below the content root) whose
+/// list template renders its pages' content (ranges over `.Pages` or `.RegularPages` and shows
+/// `.Content`), as a glossary's list page shows its terms.
+fn listed_section(page: &Path, root: &Path) -> bool {
+    if page.file_stem().is_none_or(|s| s != "_index") {
+        return false;
+    }
+    let Some(dir) = page.parent() else { return false };
+    let Some(project) = hugo_project(dir, root) else { return false };
+    let bases = hugo_content_mounts(&project).into_iter().chain([project.join("content")]);
+    let Some(section) = bases.filter_map(|b| b.canonicalize().ok()).find_map(|b| {
+        dir.strip_prefix(&b).ok()?.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned())
+    }) else {
+        return false;
+    };
+    list_template(&project, &section).is_some_and(|t| renders_pages(&t))
+}
+
+/// The template Hugo renders section `section`'s list page with, in its lookup order (the
+/// project's layouts, then its themes'; the classic and the v0.146 template systems).
+fn list_template(project: &Path, section: &str) -> Option<String> {
+    let names = [
+        format!("{section}/section.html"),
+        format!("{section}/list.html"),
+        format!("section/{section}.html"),
+        "section/section.html".into(),
+        "section/list.html".into(),
+        "_default/section.html".into(),
+        "_default/list.html".into(),
+        "section.html".into(),
+        "list.html".into(),
+    ];
+    let mut layouts = vec![project.join("layouts")];
+    if let Ok(themes) = std::fs::read_dir(project.join("themes")) {
+        let mut themes: Vec<PathBuf> = themes.flatten().map(|t| t.path().join("layouts")).collect();
+        themes.sort();
+        layouts.extend(themes);
+    }
+    names.iter().find_map(|name| layouts.iter().find_map(|l| crate::input::text::site_config(&l.join(name))))
+}
+
+/// Whether a list template shows its pages' content: a `range` over the section's pages
+/// followed by `.Content` before any other `range`.
+fn renders_pages(template: &str) -> bool {
+    template.split("range").skip(1).any(|after| {
+        let (head, body) = after.split_once("}}").unwrap_or((after, ""));
+        [".Pages", ".RegularPages", ".Data.Pages"].iter().any(|p| head.contains(p)) && body.contains(".Content")
+    })
 }
 
 /// The line of `raw` that `body`, its tail, starts on.
@@ -453,12 +511,19 @@ fn shortcode_section(project: &Path, name: &str) -> Option<String> {
     if !text.contains("range") {
         return None;
     }
-    let quoted_after = |marker: &str| {
-        text.split(marker).skip(1).find_map(|rest| {
-            let rest = rest.trim_start().strip_prefix('"')?;
-            Some(rest[..rest.find('"')?].to_string())
-        })
+    // `GetPage "/glossary"`, or `GetPage $path` with `$path := "/glossary"` set before.
+    let quoted = |rest: &str| -> Option<String> {
+        let rest = rest.trim_start().strip_prefix('"')?;
+        Some(rest[..rest.find('"')?].to_string())
     };
+    let variable = |rest: &str| -> Option<String> {
+        let name: String =
+            rest.trim_start().chars().take_while(|c| *c == '$' || c.is_alphanumeric() || *c == '_').collect();
+        let name = name.strip_prefix('$').filter(|n| !n.is_empty())?;
+        text.split(&format!("${name} :=")).nth(1).and_then(quoted)
+    };
+    let quoted_after =
+        |marker: &str| text.split(marker).skip(1).find_map(|rest| quoted(rest).or_else(|| variable(rest)));
     let section = quoted_after("GetPage").or_else(|| quoted_after("\"Section\""))?;
     let section = section.trim_matches('/');
     (!section.is_empty() && !section.split('/').any(|p| p == ".." || p == ".")).then(|| section.to_string())
@@ -467,6 +532,28 @@ fn shortcode_section(project: &Path, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hugo's own documentation passes the glossary's path through a variable
+    /// (`$path := "/quick-reference/glossary"`, `site.GetPage $path`); a list template shows its
+    /// pages' content only when it renders `.Content` inside a range over them.
+    #[test]
+    fn sections_shown_by_templates_are_found_as_hugo_sites_write_them() {
+        let project = tempfile::tempdir().unwrap();
+        let shortcodes = project.path().join("layouts/_shortcodes");
+        std::fs::create_dir_all(&shortcodes).unwrap();
+        std::fs::write(
+            shortcodes.join("glossary.html"),
+            "{{- $path := \"/quick-reference/glossary\" }}\n{{- with site.GetPage $path }}\n{{- range $p := .Pages.ByTitle }}{{ .Content }}{{ end }}{{ end }}\n",
+        )
+        .unwrap();
+        assert_eq!(shortcode_section(project.path(), "glossary").as_deref(), Some("quick-reference/glossary"));
+        assert!(renders_pages(
+            "{{ .Content }}{{ range .Pages }}{{ if .Draft }}x{{ end }}<dd>{{ .Content }}</dd>{{ end }}"
+        ));
+        assert!(renders_pages("{{ range .RegularPages.ByWeight }}{{ .Content }}{{ end }}"));
+        assert!(!renders_pages("{{ .Content }}{{ range .Pages }}<a>{{ .Title }}</a> {{ .Summary }}{{ end }}"));
+        assert!(!renders_pages("{{ range .Site.Menus.main }}{{ .Name }}{{ end }}{{ .Content }}"));
+    }
 
     #[test]
     fn hugo_mkdocs_and_myst_includes_are_read_in_place_and_bounded() {

@@ -244,13 +244,23 @@ impl Answers for Person<'_> {
             writeln!(out, "(judged {g} in this session)").map_err(io)?;
         }
         writeln!(out, "----\n{}", highlighted(window.text.trim(), &item.question, self.terminal)).map_err(io)?;
+        // A unit longer than the window is read in parts (its PDF pages, else paragraph groups).
+        let pieces = if window.left_out > 0 { parts(self.corpus, &item.id, text, SHOWN_CHARS) } else { Vec::new() };
+        if pieces.len() > 1 {
+            writeln!(out, "----\n{}", where_words_are(text, &pieces, &window.matches)).map_err(io)?;
+        }
         let suggested = self.suggestions.get(&(item.case.clone(), item.id.clone()));
         if let Some(s) = suggested {
             writeln!(out, "----\n{} suggests {}: {} (y takes it)", s.who, s.grade, s.reason).map_err(io)?;
         }
-        write!(out, "----\nrelevant? {GRADE_SCALE} (a note may follow: `1 cites §2`) · s skip · b back · q quit\n> ")
-            .map_err(io)?;
+        let paging = if pieces.len() > 1 { " · n/p next/previous part, #N part N" } else { "" };
+        write!(
+            out,
+            "----\nrelevant? {GRADE_SCALE} (a note may follow: `1 cites §2`) · s skip · b back · q quit{paging}\n> "
+        )
+        .map_err(io)?;
         out.flush().map_err(io)?;
+        let mut shown: Option<usize> = None;
         loop {
             let mut line = String::new();
             if self.input.read_line(&mut line).map_err(io)? == 0 {
@@ -259,9 +269,26 @@ impl Answers for Person<'_> {
             if let Some(s) = suggested.filter(|_| line.trim() == "y") {
                 return Ok(Answer::Grade(s.grade, Some(format!("as {} suggested", s.who))));
             }
+            let asked = match line.trim() {
+                "n" => Some(shown.map_or(0, |i| i + 1)),
+                "p" => Some(shown.map_or(0, |i| i.saturating_sub(1))),
+                other => other.strip_prefix('#').and_then(|n| n.parse::<usize>().ok()).map(|n| n.saturating_sub(1)),
+            };
+            if let Some(i) = asked.filter(|_| pieces.len() > 1) {
+                let i = i.min(pieces.len() - 1);
+                shown = Some(i);
+                let (page, range) = &pieces[i];
+                let piece = passage(&text[range.clone()], &item.question, SHOWN_CHARS);
+                let page = page.as_ref().map_or(String::new(), |p| format!(" · {p}"));
+                writeln!(self.out, "---- part {} of {}{page}", i + 1, pieces.len()).map_err(io)?;
+                writeln!(self.out, "{}", highlighted(piece.text.trim(), &item.question, self.terminal)).map_err(io)?;
+                write!(self.out, "----\nrelevant? 2, 1, 0 · s · b · q{paging}\n> ").map_err(io)?;
+                self.out.flush().map_err(io)?;
+                continue;
+            }
             match parse_answer(&line) {
                 Some(answer) => return Ok(answer),
-                None => write!(self.out, "? answer 2, 1, 0, s, b or q\n> ").map_err(io)?,
+                None => write!(self.out, "? answer 2, 1, 0, s, b or q{paging}\n> ").map_err(io)?,
             }
         }
     }
@@ -269,6 +296,37 @@ impl Answers for Person<'_> {
     fn say(&mut self, line: &str) -> Result<()> {
         writeln!(self.out, "{line}").map_err(io)
     }
+}
+
+/// One line on a long unit: how many parts, and which parts hold each of the question's words
+/// (rarest first), so the person can turn to them.
+fn where_words_are(text: &str, pieces: &[(Option<String>, std::ops::Range<usize>)], matches: &[Matches]) -> String {
+    // Each part's end as a char offset into the unit's text.
+    let mut ends = Vec::with_capacity(pieces.len());
+    let mut chars = 0;
+    for (_, range) in pieces {
+        chars += text[range.clone()].chars().count();
+        ends.push(chars);
+    }
+    let name = |i: usize| pieces[i].0.clone().unwrap_or_else(|| format!("#{}", i + 1));
+    let words: Vec<String> = matches
+        .iter()
+        .take(5)
+        .map(|m| {
+            let mut at: Vec<usize> =
+                m.at.iter().map(|&c| ends.iter().position(|&e| c < e).unwrap_or(ends.len() - 1)).collect();
+            at.dedup();
+            let listed: Vec<String> = at.iter().take(6).map(|&i| name(i)).collect();
+            let more = if at.len() > 6 { ", …" } else { "" };
+            format!("{} ×{} in {}{more}", m.term, m.count, listed.join(", "))
+        })
+        .collect();
+    let parts = match pieces.first().and_then(|p| p.0.as_ref()) {
+        Some(_) => "pages",
+        None => "parts",
+    };
+    let found = if words.is_empty() { "none of the question's words occur in it".into() } else { words.join("; ") };
+    format!("a long unit: {} characters in {} {parts}; {found}", chars, pieces.len())
 }
 
 /// Grades given elsewhere (a filled export, another judge's file), answered in the order the

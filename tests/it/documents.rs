@@ -710,6 +710,56 @@ fn glossary_terms_are_read_under_the_page_whose_shortcode_shows_them() {
     );
 }
 
+/// A section whose list template renders its pages' content (`range .Pages` … `.Content`) shows
+/// them on its list page: each term is read there, under its title, and left out as a page
+/// with where it is read; a list template that shows summaries only reads nothing in place.
+#[test]
+fn pages_a_list_template_renders_are_read_under_their_section_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    for folder in ["content/glossary", "content/blog", "layouts/glossary", "layouts/_default"] {
+        fs::create_dir_all(site.join(folder)).unwrap();
+    }
+    fs::write(site.join("hugo.toml"), "title = \"Docs\"\n").unwrap();
+    fs::write(
+        site.join("layouts/glossary/list.html"),
+        "{{ define \"main\" }}{{ .Content }}\n<dl>{{ range .Pages }}{{ if .Title }}<dt>{{ .Title }}</dt>{{ end }}<dd>{{ .Content }}</dd>{{ end }}</dl>{{ end }}\n",
+    )
+    .unwrap();
+    fs::write(
+        site.join("layouts/_default/list.html"),
+        "{{ define \"main\" }}{{ .Content }}{{ range .Pages }}<a href=\"{{ .RelPermalink }}\">{{ .Title }}</a> {{ .Summary }}{{ end }}{{ end }}\n",
+    )
+    .unwrap();
+    fs::write(site.join("content/glossary/_index.md"), "---\ntitle: Glossary\n---\nThe terms of the site.\n").unwrap();
+    for (name, text) in [("archetype", "An archetype is a xylostencil."), ("taxonomy", "A taxonomy groups by xylotag.")]
+    {
+        fs::write(
+            site.join(format!("content/glossary/{name}.md")),
+            format!("---\ntitle: {name}\nbuild:\n  render: never\n---\n{text}\n"),
+        )
+        .unwrap();
+    }
+    fs::write(site.join("content/blog/_index.md"), "---\ntitle: Blog\n---\nNews.\n").unwrap();
+    fs::write(site.join("content/blog/first.md"), "---\ntitle: First\n---\nThe xylopost of the year.\n").unwrap();
+    let out = ragsweep(dir.path()).args(["sections", "site"]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let ids: Vec<&str> = stdout.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    for term in ["content/glossary/_index#archetype", "content/glossary/_index#taxonomy"] {
+        assert!(ids.contains(&term), "{term}: {stdout}");
+    }
+    assert!(!ids.iter().any(|i| i.starts_with("content/glossary/archetype")), "left out as a page: {stdout}");
+    assert!(
+        ids.contains(&"content/blog/first") && !ids.iter().any(|i| i.starts_with("content/blog/_index#")),
+        "{stdout}"
+    );
+    assert!(stderr.contains("read 2 includes in place"), "{stderr}");
+    let out = ragsweep(dir.path()).args(["sections", "site", "--grep", "xylotag"]).assert().success();
+    let found = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(found.contains("content/glossary/_index#taxonomy"), "{found}");
+}
+
 /// Glossary terms a Hugo site renders only through the glossary page (`build.render: never`)
 /// are left out, and a label on one names the `publish_also` glob that keeps them; with it,
 /// they are documents the label finds.

@@ -330,6 +330,26 @@ fn a_long_unit_is_exported_in_parts_and_its_grade_is_its_parts_best() {
     let rare = |p: &Value| p["matches"].as_array().is_some_and(|m| m.iter().any(|m| m["term"] == "corridos"));
     assert!(rare(&parts[answer]) && parts.iter().filter(|p| rare(p)).count() == 1, "{}", parts[answer]["matches"]);
 
+    // At the terminal the unit is read part by part: the screen names the part that holds the
+    // question's rare word, and `n`, `p` and `#N` turn to a part (other units skip the keys).
+    let session = |keys: &str| -> String {
+        let answers = keys.repeat(8) + "q\n";
+        let out = f.cmd().args(["judge", run.to_str().unwrap(), "--order", "returned"]).write_stdin(answers).assert();
+        String::from_utf8_lossy(&out.success().get_output().stdout).into_owned()
+    };
+    let first = session("n\n#3\np\ns\n");
+    let said = first.lines().find(|l| l.starts_with("a long unit: ")).unwrap_or_else(|| panic!("{first}"));
+    let (_, tail) = said.split_once("corridos ×1 in #").unwrap_or_else(|| panic!("{said}"));
+    let holding: usize = tail.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap();
+    let screen_parts: usize = said.split(" characters in ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    for shown in [1, 3, 2] {
+        assert!(first.contains(&format!("---- part {shown} of {screen_parts}\n")), "{first}");
+    }
+    let turned = session(&format!("#{holding}\ns\n"));
+    let part =
+        turned.split(&format!("---- part {holding} of {screen_parts}\n")).nth(1).unwrap_or_else(|| panic!("{turned}"));
+    assert!(part.split("\n----").next().unwrap().contains("30 dias «corridos»"), "{part}");
+
     let graded = |grades: &[(usize, u32)]| -> String {
         let mut out = String::new();
         for (i, part) in parts.iter().enumerate() {
