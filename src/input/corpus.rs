@@ -661,6 +661,10 @@ fn extract(
                 let r = crate::input::includes::resolve(&raw, body, path, root, rules)?;
                 (formats::without_site_markup(&r.text), r.included, r.unresolved)
             }
+            Format::Rst => {
+                let r = crate::input::includes::resolve(&raw, body, path, root, rules)?;
+                (r.text, r.included, r.unresolved)
+            }
             _ => (body.to_string(), Vec::new(), Vec::new()),
         };
         let headings = headings(&text);

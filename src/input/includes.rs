@@ -77,29 +77,118 @@ impl Missed {
     }
 }
 
-/// The include target a line names, with the byte range of the directive in the line.
-fn directive(line: &str) -> Option<(usize, usize, String)> {
-    let quoted = |s: &str| -> Option<String> {
-        let open = s.find(['"', '\''])?;
-        let q = s[open..].chars().next()?;
-        let rest = &s[open + 1..];
-        let close = rest.find(q)?;
-        Some(rest[..close].to_string())
-    };
+/// An include a line names: the byte range of the directive in the line, the target, and how
+/// its text goes in.
+#[derive(Debug, PartialEq)]
+struct Directive {
+    start: usize,
+    end: usize,
+    target: String,
+    how: Placed,
+}
+
+/// How an included file's text is placed.
+#[derive(Debug, Clone, PartialEq)]
+enum Placed {
+    /// As written (its front matter left out, its own includes read).
+    Text,
+    /// Only what lies between two markers of it (MkDocs include-markdown's `start` and `end`).
+    Between(Option<String>, Option<String>),
+    /// As a literal block (Sphinx `literalinclude`): code the page shows.
+    Literal,
+}
+
+/// The first quoted string of `s`.
+fn quoted(s: &str) -> Option<String> {
+    let open = s.find(['"', '\''])?;
+    let q = s[open..].chars().next()?;
+    let rest = &s[open + 1..];
+    let close = rest.find(q)?;
+    Some(rest[..close].to_string())
+}
+
+/// The include a line names: Hugo's include shortcodes, MkDocs snippets (`--8<-- "…"`) and the
+/// include-markdown plugin (`{% include-markdown "…" start="…" end="…" %}`, `{% include "….md" %}`),
+/// reStructuredText's `.. include::` and `.. literalinclude::`.
+fn directive(line: &str) -> Option<Directive> {
     for (open, close) in SHORTCODE_MARKS {
         if let Some((start, end, name, inner)) = shortcode_call(line, open, close) {
             if INCLUDE_SHORTCODES.contains(&name) {
-                return Some((start, end, quoted(inner)?));
+                return Some(Directive { start, end, target: quoted(inner)?, how: Placed::Text });
             }
         }
     }
     let trimmed = line.trim();
+    let start = line.len() - line.trim_start().len();
+    let end = line.trim_end().len();
     if let Some(rest) = trimmed.strip_prefix("--8<--") {
-        let start = line.find("--8<--")?;
-        return Some((start, line.trim_end().len(), quoted(rest)?));
+        return Some(Directive { start, end, target: quoted(rest)?, how: Placed::Text });
+    }
+    if let Some((start, end, name, inner)) = shortcode_call(line, "{%", "%}") {
+        let args = inner[name.len()..].trim_start();
+        let target = quoted(args)?;
+        let option = |key: &str| args.split(&format!("{key}=")).nth(1).and_then(quoted);
+        return match name {
+            "include-markdown" => {
+                Some(Directive { start, end, target, how: Placed::Between(option("start"), option("end")) })
+            }
+            // `{% include %}` is also other template languages': only a Markdown file is one.
+            "include" if target.ends_with(".md") => Some(Directive { start, end, target, how: Placed::Text }),
+            _ => None,
+        };
+    }
+    for (marker, how) in [(".. include::", Placed::Text), (".. literalinclude::", Placed::Literal)] {
+        if let Some(target) = trimmed.strip_prefix(marker).map(str::trim).filter(|t| !t.is_empty()) {
+            // `<isonum.txt>`: one of Docutils' own files, not the project's.
+            if target.starts_with('<') {
+                return None;
+            }
+            return Some(Directive { start, end, target: target.to_string(), how });
+        }
     }
     None
 }
+
+/// A Docusaurus MDX import of a Markdown partial (`import Shared from './_shared.mdx';`): the
+/// component's name and the path (`@site/` is the project's root).
+fn mdx_import(line: &str) -> Option<(String, String)> {
+    let rest = line.trim().strip_prefix("import ")?;
+    let (name, from) = rest.split_once(" from ")?;
+    let name = name.trim();
+    let path = quoted(from)?;
+    let markdown = path.ends_with(".md") || path.ends_with(".mdx");
+    let component = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (markdown && component).then(|| (name.to_string(), path.strip_prefix("@site").map_or(path.clone(), str::to_string)))
+}
+
+/// The component a line renders alone (`<Shared />`), if it is one.
+fn component_line(line: &str) -> Option<&str> {
+    let inner = line.trim().strip_prefix('<')?.strip_suffix("/>")?.trim();
+    (!inner.is_empty() && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(inner)
+}
+
+/// A template tag opened on one line and closed on a later one (`{%` … `%}`, as
+/// include-markdown's options are often written): the lines up to the close joined with
+/// spaces, and how many lines it took; within [`SHORTCODE_LINES`].
+fn joined_tag(lines: &[&str], at: usize) -> Option<(String, usize)> {
+    let first = lines[at];
+    if !first.contains("{%") || first.contains("%}") {
+        return None;
+    }
+    let mut joined = first.trim_end().to_string();
+    for (n, line) in lines.iter().enumerate().skip(at + 1).take(SHORTCODE_LINES) {
+        joined.push(' ');
+        joined.push_str(line.trim());
+        if line.contains("%}") {
+            return Some((joined, n - at + 1));
+        }
+    }
+    None
+}
+
+/// Lines a template tag may span.
+const SHORTCODE_LINES: usize = 12;
 
 /// `target` as a file inside `root` (canonical), read from `dir` (the including file's folder):
 /// a relative path from `dir`, then, like a rooted one, from the sites at or above `dir`
@@ -281,10 +370,23 @@ impl Walk<'_> {
     fn expand(&mut self, text: &str, first: usize, dir: &Path, done: &mut Resolved) -> Result<String> {
         let mut out = String::with_capacity(text.len());
         let mut fence: Option<Fence> = None;
-        for (number, line) in text.split_inclusive('\n').enumerate() {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        // Docusaurus partials imported so far, by component name.
+        let mut imports: std::collections::HashMap<String, String> = Default::default();
+        // After a reStructuredText include, its indented `:option:` lines.
+        let mut options = false;
+        let mut number = 0;
+        while number < lines.len() {
+            let line = lines[number];
+            number += 1;
             let file = &self.chain[self.chain.len() - 1];
-            let at = |column: usize| Location { path: file.clone(), line: first + number, column };
+            let line_number = first + number - 1;
+            let at = |column: usize| Location { path: file.clone(), line: line_number, column };
             let trimmed = line.trim_start();
+            if std::mem::take(&mut options) && line.starts_with([' ', '\t']) && trimmed.starts_with(':') {
+                options = true;
+                continue;
+            }
             match &fence {
                 Some(Fence::Include(marker)) => {
                     if trimmed.starts_with(marker.as_str()) {
@@ -305,7 +407,7 @@ impl Walk<'_> {
                 // MyST's include directive is a fence of its own: ```{include} path
                 if let Some(target) = trimmed[marker.len()..].trim().strip_prefix("{include}") {
                     let at = at(line.len() - trimmed.len() + 1);
-                    out.push_str(&self.include(target.trim(), dir, at, done)?);
+                    out.push_str(&self.include(target.trim(), &Placed::Text, dir, at, done)?);
                     fence = Some(Fence::Include(marker.to_string()));
                 } else {
                     out.push_str(line);
@@ -313,12 +415,34 @@ impl Walk<'_> {
                 }
                 continue;
             }
-            match directive(line) {
-                Some((start, end, target)) => {
-                    out.push_str(&line[..start]);
-                    let at = at(line[..start].chars().count() + 1);
-                    out.push_str(&self.include(&target, dir, at, done)?);
-                    out.push_str(&line[end..]);
+            if let Some((name, path)) = mdx_import(line) {
+                imports.insert(name, path);
+            }
+            if let Some(target) = component_line(line).and_then(|c| imports.get(c)).cloned() {
+                let at = at(line.len() - trimmed.len() + 1);
+                out.push_str(&self.include(&target, &Placed::Text, dir, at, done)?);
+                continue;
+            }
+            // An include-markdown tag written over several lines is read as one.
+            let joined = joined_tag(&lines, number - 1);
+            let found = match &joined {
+                Some((tag, _)) => directive(tag).map(|d| Directive { start: 0, end: tag.len(), ..d }),
+                None => directive(line),
+            };
+            match found {
+                Some(d) => {
+                    let line = joined.as_ref().map_or(line, |(tag, taken)| {
+                        number += taken - 1;
+                        tag.as_str()
+                    });
+                    out.push_str(&line[..d.start]);
+                    let at = at(line[..d.start].chars().count() + 1);
+                    out.push_str(&self.include(&d.target, &d.how, dir, at, done)?);
+                    out.push_str(&line[d.end..]);
+                    if joined.is_some() {
+                        out.push('\n');
+                    }
+                    options = trimmed.starts_with(".. ");
                 }
                 None => match shortcode(line)
                     .and_then(|(start, end, name)| Some((start, end, self.section_of(name, dir)?)))
@@ -327,8 +451,7 @@ impl Walk<'_> {
                         out.push_str(&line[..start]);
                         // `at` borrows the chain, which reading the section's pages extends.
                         let column = line[..start].chars().count() + 1;
-                        let at =
-                            Location { path: self.chain[self.chain.len() - 1].clone(), line: first + number, column };
+                        let at = Location { path: self.chain[self.chain.len() - 1].clone(), line: line_number, column };
                         out.push_str(&self.section_pages(&section, at, done)?);
                         out.push_str(&line[end..]);
                     }
@@ -339,8 +462,8 @@ impl Walk<'_> {
         Ok(out)
     }
 
-    /// The text of the file `target` names, included at `at`.
-    fn include(&mut self, target: &str, dir: &Path, at: Location, done: &mut Resolved) -> Result<String> {
+    /// The text of the file `target` names, placed `how`, included at `at`.
+    fn include(&mut self, target: &str, how: &Placed, dir: &Path, at: Location, done: &mut Resolved) -> Result<String> {
         let read = locate(target, dir, self.root).and_then(|path| {
             if self.chain.contains(&path) {
                 Err(Missed::Cycle)
@@ -360,6 +483,15 @@ impl Walk<'_> {
                 return Ok(String::new());
             }
         };
+        if *how == Placed::Literal {
+            // Code shown as written: no front matter, no includes of its own.
+            done.included.push(path);
+            let mut block = String::from("\n.. code-block::\n\n");
+            for line in text.lines() {
+                block.push_str(&format!("    {line}\n"));
+            }
+            return Ok(block);
+        }
         let (front, body) = crate::input::frontmatter::split(&path, &text, self.rules)?;
         if front.acl.is_some() {
             let page = match self.chain.len() {
@@ -369,9 +501,19 @@ impl Walk<'_> {
             let why = format!("which declares its own access list: {page} would show its text to whoever may see the page (give the page that access list and drop it from the included file, or stop including it)");
             return Err(Error::input(at, format!("includes {}, {why}", path.display())));
         }
+        let body = match how {
+            Placed::Between(start, end) => {
+                let from = start.as_deref().and_then(|m| body.find(m).map(|i| i + m.len())).unwrap_or(0);
+                let to = end.as_deref().and_then(|m| body[from..].find(m).map(|i| from + i)).unwrap_or(body.len());
+                &body[from..to]
+            }
+            _ => body,
+        };
         done.included.push(path.clone());
         self.chain.push(path.clone());
-        let expanded = self.expand(body, first_line(&text, body), path.parent().unwrap_or(self.root), done)?;
+        // `body` lies inside `text`: the line it starts on.
+        let first = text[..body.as_ptr() as usize - text.as_ptr() as usize].matches('\n').count() + 1;
+        let expanded = self.expand(body, first, path.parent().unwrap_or(self.root), done)?;
         self.chain.pop();
         let mut expanded = expanded.trim_end().to_string();
         expanded.push('\n');

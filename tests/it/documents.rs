@@ -353,6 +353,63 @@ fn includes_resolve_from_the_site_root_and_unread_ones_say_why() {
     assert_eq!(lines.matches("\"hit@3\":1.0").count(), 2, "{lines}");
 }
 
+/// Includes as Sphinx, MkDocs' include-markdown plugin and Docusaurus write them, each in a
+/// project laid out as theirs are: `.. include::` (its options not read as text) and
+/// `.. literalinclude::` (the file as code) from the source folder; `{% include-markdown %}`
+/// over several lines, only what lies between its `start` and `end` markers; an MDX partial
+/// imported and rendered as a component. Each page is found by the words its includes give it.
+#[test]
+fn sphinx_include_markdown_and_mdx_partials_are_read_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("docs/README.rst", "Readme\n======\n\nintro\n\nThe xylorest text comes from the readme.\n"),
+        ("docs/sphinx/conf.py", "project = 'demo'\n"),
+        (
+            "docs/sphinx/index.rst",
+            "Project\n=======\n\n.. include:: ../README.rst\n   :start-after: intro\n\nUsage\n-----\n\nRun it so:\n\n.. literalinclude:: /examples/run.py\n   :language: python\n",
+        ),
+        ("docs/sphinx/examples/run.py", "xylorun = start()\n"),
+        ("docs/mk/mkdocs.yml", "site_name: Demo\ndocs_dir: docs\n"),
+        (
+            "docs/mk/docs/index.md",
+            "# Home\n\n{%\n   include-markdown \"../README.md\"\n   start=\"<!--intro-start-->\"\n   end=\"<!--intro-end-->\"\n%}\n",
+        ),
+        (
+            "docs/mk/README.md",
+            "# Readme\n\nBadges xylobadge\n<!--intro-start-->\nThe xylointro explains the tool.\n<!--intro-end-->\nFooter xylofoot\n",
+        ),
+        ("docs/dc/docusaurus.config.js", "module.exports = {};\n"),
+        ("docs/dc/docs/intro.mdx", "---\ntitle: Intro\n---\nimport Shared from './_shared.mdx';\n\n# Intro\n\n<Shared />\n"),
+        ("docs/dc/docs/_shared.mdx", "The xyloshared text of every page.\n"),
+    ];
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let found = |word: &str| -> Vec<String> {
+        let out = ragsweep(dir.path()).args(["sections", "docs", "--grep", word]).assert().success();
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        let mut ids: Vec<String> = stdout
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(|id| id.split('#').next().unwrap().to_string())
+            .collect();
+        ids.dedup();
+        ids
+    };
+    assert_eq!(found("xylorest"), ["README", "sphinx/index"]);
+    assert_eq!(found("xylorun"), ["sphinx/index"]);
+    assert_eq!(found("xylointro"), ["mk/README", "mk/docs/index"]);
+    assert_eq!(found("xylobadge"), ["mk/README"], "outside the markers");
+    assert_eq!(found("xyloshared"), ["dc/docs/intro"], "the partial is no page of its own");
+    let out = ragsweep(dir.path()).args(["sections", "docs", "--grep", "language"]).assert().success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).trim().is_empty(), "an include's options are not text");
+    let out = ragsweep(dir.path()).args(["sections", "docs"]).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("read 4 includes in place") && !stderr.contains(" not:"), "{stderr}");
+}
+
 /// What the site does not publish stays out of the corpus and is listed: a Hugo section whose
 /// cascade renders nothing (its fragments still reach the pages that include them), a draft, a
 /// headless bundle, a Docusaurus `_` partial; `init` puts no stub on them, and `[corpus]
