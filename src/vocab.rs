@@ -325,6 +325,16 @@ pub enum Norm {
     None,
 }
 
+impl Norm {
+    /// Every normalisation by the name an experiment and a result give it (serde's too).
+    pub const ALL: [(&'static str, Norm); 3] =
+        [("minmax", Norm::MinMax), ("zscore", Norm::ZScore), ("none", Norm::None)];
+
+    pub fn name(self) -> &'static str {
+        Norm::ALL.iter().find(|(_, n)| *n == self).map(|(name, _)| *name).expect("every norm is listed")
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "method", rename_all = "lowercase")]
 pub enum Fusion {

@@ -15,6 +15,7 @@ pub(crate) mod chroma;
 pub(crate) mod cross_encoder;
 pub(crate) mod exact;
 pub(crate) mod full_text;
+pub(crate) mod fusion;
 pub(crate) mod hnsw;
 pub(crate) mod milvus;
 pub(crate) mod pgvector;
@@ -33,11 +34,11 @@ use crate::engine::servers::Engines;
 use crate::engine::ChunkAcl;
 use crate::error::Result;
 pub use crate::grid::Bad;
-use crate::grid::{choice, float, forbid, int, only, Combo};
+use crate::grid::{choice, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache::{Cached, StageCache};
 use crate::stages::embed::ModelInfo;
-use crate::vocab::{EngineKind, Fusion, Norm};
+use crate::vocab::{EngineKind, Fusion};
 pub use spec::{DenseIndex, DenseIndexKind, DenseIndexSpec, DenseKind, DenseSpec, LexicalSpec, RetrieverSpec};
 
 /// Default candidates per side of a hybrid retriever.
@@ -315,43 +316,22 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
 }
 
 fn fusion_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Fusion> {
+    let names = || fusion::METHODS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ");
     let (method, span) = match combo.get("fusion") {
         Some((Value::String(s), span)) => (s.as_str(), span),
         Some((v, span)) => return Err(bad(span, format!("`fusion` must be a string, found {}", v.type_str()))),
-        None => return Err(bad(combo.kind.1.clone(), "kind \"hybrid\" needs `fusion` (rrf, convex or dbsf)".into())),
+        None => return Err(bad(combo.kind.1.clone(), format!("kind \"hybrid\" needs `fusion` ({})", names()))),
     };
-    let why = format!("does not apply to fusion = {method:?}");
-    let forbid = |keys: &[&str]| forbid(combo, keys, &why, bad);
-    Ok(match method {
-        "rrf" => {
-            forbid(&["alpha", "norm"])?;
-            let k = float(combo, "k", 60.0, bad)?;
-            if k <= 0.0 {
-                return Err(bad(combo.span_of("k"), "`k` must be positive".into()));
-            }
-            Fusion::Rrf { k: k as f32 }
-        }
-        "convex" => {
-            forbid(&["k"])?;
-            let alpha = float(combo, "alpha", 0.5, bad)?;
-            if !(0.0..=1.0).contains(&alpha) {
-                return Err(bad(combo.span_of("alpha"), "`alpha` must be between 0 and 1".into()));
-            }
-            let norm = choice(
-                combo,
-                "norm",
-                Norm::MinMax,
-                &[("minmax", Norm::MinMax), ("zscore", Norm::ZScore), ("none", Norm::None)],
-                bad,
-            )?;
-            Fusion::Convex { alpha: alpha as f32, norm }
-        }
-        "dbsf" => {
-            forbid(&["k", "alpha", "norm"])?;
-            Fusion::Dbsf
-        }
-        other => return Err(bad(span, format!("unknown fusion {other:?} (expected rrf, convex, dbsf)"))),
-    })
+    let Some(kind) = fusion::METHODS.iter().find(|m| m.name == method) else {
+        return Err(bad(span, format!("unknown fusion {method:?} (expected {})", names())));
+    };
+    // Another method's settings are refused on this one: by construction, not by a list.
+    let others: Vec<&str> = crate::catalog::distinct(fusion::METHODS.iter().flat_map(|m| m.keys.iter().copied()))
+        .into_iter()
+        .filter(|k| !kind.keys.contains(k))
+        .collect();
+    forbid(combo, &others, &format!("does not apply to fusion = {method:?}"), bad)?;
+    (kind.parse)(combo, bad)
 }
 
 /// A `[[retrievers]]` combination read into its spec (`abstain_below` taken out before).

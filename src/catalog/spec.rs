@@ -288,11 +288,9 @@ impl RetrieverSpec {
         }
         if let Some((fusion, candidates)) = composition.fusion {
             let (method, k, alpha, norm) = match fusion {
-                Fusion::Rrf { k } => ("rrf", k.to_string(), String::new(), String::new()),
-                Fusion::Convex { alpha, norm } => {
-                    ("convex", String::new(), alpha.to_string(), format!("{norm:?}").to_lowercase())
-                }
-                Fusion::Dbsf => ("dbsf", String::new(), String::new(), String::new()),
+                Fusion::Rrf { k } => (fusion.name(), k.to_string(), String::new(), String::new()),
+                Fusion::Convex { alpha, norm } => (fusion.name(), String::new(), alpha.to_string(), norm.name().into()),
+                Fusion::Dbsf => (fusion.name(), String::new(), String::new(), String::new()),
             };
             out.push(("fusion", method.into()));
             out.push(("rrf_k", k));

@@ -368,7 +368,7 @@ pub fn compare<'r>(a: &Side<'r>, b: &Side<'r>, metric: &str, split: Option<Split
     let direction = crate::evaluate::columns::column(metric).ok_or_else(|| {
         Error::Comparison(format!(
             "{metric:?} is not a column that can be compared (columns: {})",
-            crate::evaluate::columns::TABLE.map(|c| c.name).join(", ")
+            crate::evaluate::columns::names().join(", ")
         ))
     })?;
     let values = |side: &Side<'r>| case_values(side, metric, split);

@@ -248,23 +248,26 @@ pub fn score_run(run: &Path, answers: &Path, contexts: Option<&Path>, phrases: &
 pub fn requirement(run: &Path, spec: &str) -> Result<(String, bool)> {
     let (column, want) = spec
         .split_once('=')
-        .ok_or_else(|| Error::Other(format!("--require {spec}: expected COLUMN=VALUE, e.g. citation_valid=1")))?;
+        .ok_or_else(|| Error::AnswerGate(format!("--require {spec}: expected COLUMN=VALUE, e.g. citation_valid=1")))?;
     let column = column.trim();
     let Some(direction) = crate::evaluate::columns::column(column).filter(|_| COLUMNS.contains(&column)) else {
-        return Err(Error::Other(format!("--require: unknown column {column:?} (columns: {})", COLUMNS.join(", "))));
+        return Err(Error::AnswerGate(format!(
+            "--require: unknown column {column:?} (columns: {})",
+            COLUMNS.join(", ")
+        )));
     };
     let want: f64 =
-        want.trim().parse().map_err(|_| Error::Other(format!("--require {spec}: {want:?} is not a number")))?;
-    direction.check_value(want).map_err(|e| Error::Other(format!("--require {spec}: {e}")))?;
+        want.trim().parse().map_err(|_| Error::AnswerGate(format!("--require {spec}: {want:?} is not a number")))?;
+    direction.check_value(want).map_err(|e| Error::AnswerGate(format!("--require {spec}: {e}")))?;
     let path = run.join("answers.jsonl");
     if !path.is_file() {
-        return Err(Error::Other(format!("{} is missing: score answers with `ragsweep answers`", path.display())));
+        return Err(Error::AnswerGate(format!("{} is missing: score answers with `ragsweep answers`", path.display())));
     }
     let scored: Vec<ScoredAnswer> = text::jsonl(&path)?;
     let values: Vec<(&ScoredAnswer, f64)> =
         scored.iter().filter_map(|a| Some((a, a.values.get(column).copied().flatten()?))).collect();
     if values.is_empty() {
-        return Err(Error::Other(format!(
+        return Err(Error::AnswerGate(format!(
             "--require {spec}: no answer has a value for {column} (its denominator is empty): nothing to require"
         )));
     }

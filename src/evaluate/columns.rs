@@ -2,6 +2,8 @@
 //! the range its values take. `check`, `--require`, `--fail-on`, `diff`'s fixed/broke lists,
 //! the report and the summary all read this one table, so no reader can invert a column.
 
+use crate::evaluate::metrics::Metric;
+
 /// The direction in which a column improves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {
@@ -29,19 +31,10 @@ const fn defect(name: &'static str, max: f64) -> Column {
     Column { name, better: Better::Lower, min: 0.0, max, defect: true }
 }
 
-/// Every per-case column, retrieval metrics first, then the answer columns, then what filters
-/// and engines are checked on (leaks, restricted hits, filter parity).
-pub const TABLE: [Column; 21] = [
-    col("hit", Better::Higher),
-    col("recall", Better::Higher),
-    col("precision", Better::Higher),
-    col("mrr", Better::Higher),
-    col("ndcg", Better::Higher),
-    col("ap", Better::Higher),
-    col("tok_recall", Better::Higher),
-    col("tok_precision", Better::Higher),
-    col("tok_iou", Better::Higher),
-    col("judged", Better::Higher),
+/// Every per-case column besides the retrieval metrics (each a share, higher better: [`METRICS`]):
+/// the answer columns, then what filters and engines are checked on (leaks, restricted hits,
+/// filter parity).
+pub const TABLE: [Column; 11] = [
     col("citation_valid", Better::Higher),
     col("citation_relevant", Better::Higher),
     col("refusal_ok", Better::Higher),
@@ -55,10 +48,19 @@ pub const TABLE: [Column; 21] = [
     col("recall_vs_oracle", Better::Higher),
 ];
 
+/// The retrieval metrics' columns, from the metrics' own registry ([`Metric::EVERY`]).
+static METRICS: std::sync::LazyLock<Vec<Column>> =
+    std::sync::LazyLock::new(|| Metric::EVERY.iter().map(|m| col(m.name(), Better::Higher)).collect());
+
 /// The column a name refers to (`ndcg@10`, `recall@1024t` and `refusal_wrong` alike).
 pub fn column(name: &str) -> Option<&'static Column> {
     let base = name.split('@').next().unwrap_or(name).trim();
-    TABLE.iter().find(|c| c.name == base)
+    METRICS.iter().chain(&TABLE).find(|c| c.name == base)
+}
+
+/// Every column's name, metrics first.
+pub fn names() -> Vec<&'static str> {
+    METRICS.iter().chain(&TABLE).map(|c| c.name).collect()
 }
 
 impl Column {

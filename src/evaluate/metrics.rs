@@ -15,6 +15,19 @@ impl Metric {
     /// The token-level measures (section and evidence units): at every token budget, and at k
     /// when `metrics` lists them.
     pub const TOKEN: [Metric; 3] = [Metric::TokRecall, Metric::TokPrecision, Metric::TokIou];
+    /// Every metric: the registry names, parsing, columns and messages read.
+    pub const EVERY: [Metric; 10] = [
+        Metric::Ndcg,
+        Metric::Recall,
+        Metric::Hit,
+        Metric::Mrr,
+        Metric::Ap,
+        Metric::Precision,
+        Metric::TokRecall,
+        Metric::TokPrecision,
+        Metric::TokIou,
+        Metric::Judged,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -106,8 +119,13 @@ impl FromStr for Metric {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
+        let names = |metrics: &[Metric]| metrics.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
         Metric::ALL.into_iter().chain(Metric::TOKEN).find(|m| m.name() == s).ok_or_else(|| {
-            format!("unknown metric {s:?} (known: hit, recall, precision, mrr, ndcg, ap, and for section and evidence units tok_recall, tok_precision, tok_iou)")
+            format!(
+                "unknown metric {s:?} (known: {}, and for section and evidence units {})",
+                names(&Metric::ALL),
+                names(&Metric::TOKEN)
+            )
         })
     }
 }
@@ -174,6 +192,28 @@ impl Mean {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The registry holds every metric once, in place: a new variant does not compile here
+    /// until it is placed in [`Metric::EVERY`], and then has a column and a name.
+    #[test]
+    fn every_metric_is_in_the_registry_with_a_column() {
+        let place = |m: Metric| match m {
+            Metric::Ndcg => 0,
+            Metric::Recall => 1,
+            Metric::Hit => 2,
+            Metric::Mrr => 3,
+            Metric::Ap => 4,
+            Metric::Precision => 5,
+            Metric::TokRecall => 6,
+            Metric::TokPrecision => 7,
+            Metric::TokIou => 8,
+            Metric::Judged => 9,
+        };
+        for (i, m) in Metric::EVERY.into_iter().enumerate() {
+            assert_eq!(place(m), i, "{m}");
+            assert!(crate::evaluate::columns::column(&format!("{m}@10")).is_some(), "{m}");
+        }
+    }
     use crate::evaluate::label::Item;
 
     fn judged(gains: &[f64], relevant: usize, ideal: &[f64]) -> Judged {

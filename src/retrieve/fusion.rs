@@ -14,14 +14,7 @@ impl fmt::Display for Fusion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fusion::Rrf { k } => write!(f, "rrf(k={k})"),
-            Fusion::Convex { alpha, norm } => {
-                let norm = match norm {
-                    Norm::MinMax => "minmax",
-                    Norm::ZScore => "zscore",
-                    Norm::None => "none",
-                };
-                write!(f, "convex(alpha={alpha},{norm})")
-            }
+            Fusion::Convex { alpha, norm } => write!(f, "convex(alpha={alpha},{})", norm.name()),
             Fusion::Dbsf => write!(f, "dbsf"),
         }
     }

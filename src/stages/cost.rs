@@ -39,12 +39,12 @@ impl Counter {
             _ => {}
         }
         if let Some(kind) = tiktoken_rs::tokenizer::get_tokenizer(name) {
-            let bpe =
-                tiktoken_rs::bpe_for_tokenizer(kind).map_err(|e| Error::Other(format!("tokenizer for {name}: {e}")))?;
+            let bpe = tiktoken_rs::bpe_for_tokenizer(kind)
+                .map_err(|e| Error::Tokenizer(format!("tokenizer for {name}: {e}")))?;
             return Ok(Counter::Bpe { name: format!("{name} ({kind:?})"), bpe });
         }
         let info = crate::stages::embed::find_model(models, name).map_err(|e| {
-            Error::Other(format!(
+            Error::Tokenizer(format!(
                 "[cost] tokenizer = {name:?} is neither o200k_base, cl100k_base, an LLM model id, words, nor an installed model: {e}"
             ))
         })?;
@@ -70,7 +70,7 @@ impl Counter {
     /// The same tokenizer without truncation (counts what a text is, not what a model reads).
     pub fn untruncated(mut self) -> Result<Counter> {
         if let Counter::Model { tokenizer, id } = &mut self {
-            tokenizer.with_truncation(None).map_err(|e| Error::Other(format!("{id}: {e}")))?;
+            tokenizer.with_truncation(None).map_err(|e| Error::Tokenizer(format!("{id}: {e}")))?;
         }
         Ok(self)
     }
@@ -104,7 +104,7 @@ impl Counter {
             }
             Counter::Model { tokenizer, .. } => Ok(tokenizer
                 .encode(text, false)
-                .map_err(|e| Error::Other(format!("tokenizing {text:?}: {e}")))?
+                .map_err(|e| Error::Tokenizer(format!("tokenizing {text:?}: {e}")))?
                 .get_offsets()
                 .to_vec()),
         }
@@ -122,7 +122,7 @@ impl Counter {
                 .collect()),
             Counter::Model { tokenizer, .. } => Ok(tokenizer
                 .encode(text, false)
-                .map_err(|e| Error::Other(format!("tokenizing {text:?}: {e}")))?
+                .map_err(|e| Error::Tokenizer(format!("tokenizing {text:?}: {e}")))?
                 .get_tokens()
                 .to_vec()),
         }
@@ -143,7 +143,7 @@ impl Counter {
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 let encodings = tokenizer
                     .encode_batch(refs, true)
-                    .map_err(|e| Error::Other(format!("counting tokens with {id}: {e}")))?;
+                    .map_err(|e| Error::Tokenizer(format!("counting tokens with {id}: {e}")))?;
                 Ok(encodings.iter().map(|e| e.len() as u32).collect())
             }
         }
@@ -160,11 +160,11 @@ pub fn usd(tokens: f64, usd_per_1m: f64) -> f64 {
 pub fn model_tokenizer(info: &ModelInfo) -> Result<Tokenizer> {
     let path = info.dir.join("tokenizer.json");
     let mut tokenizer = Tokenizer::from_file(&path)
-        .map_err(|e| Error::Other(format!("{}: cannot read tokenizer: {e}", path.display())))?;
+        .map_err(|e| Error::Tokenizer(format!("{}: cannot read tokenizer: {e}", path.display())))?;
     tokenizer.with_padding(None);
     tokenizer
         .with_truncation(Some(TruncationParams { max_length: info.max_length, ..Default::default() }))
-        .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        .map_err(|e| Error::Tokenizer(format!("{}: {e}", path.display())))?;
     Ok(tokenizer)
 }
 

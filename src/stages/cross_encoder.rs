@@ -32,11 +32,11 @@ pub struct CrossEncoder {
 impl CrossEncoder {
     pub fn load(models: &Path, info: &ModelInfo, threads: usize) -> Result<CrossEncoder> {
         let ModelKind::CrossEncoder { file, output } = &info.kind else {
-            return Err(Error::Other(format!("model {} is not a cross-encoder", info.id)));
+            return Err(Error::ModelFailed(format!("model {} is not a cross-encoder", info.id)));
         };
         crate::stages::embed::verify_installed(info)?;
         let tokenizer = crate::stages::cost::model_tokenizer(info)?;
-        let failed = |e: String| Error::Other(format!("loading cross-encoder {}: {e}", info.id));
+        let failed = |e: String| Error::ModelFailed(format!("loading cross-encoder {}: {e}", info.id));
         let environment = crate::stages::embed::ort_environment(models)?;
         // The graph is mapped, not copied: ONNX Runtime reads the file itself below.
         let (graph, _) = crate::input::text::open_regular(file)?;
@@ -70,7 +70,7 @@ impl CrossEncoder {
         let scores = CrossEncoder::load(models, info, 1)?
             .score("ragsweep probe: how many days of vacation?", &["Employees get 30 days of vacation a year."])?;
         if scores.len() != 1 || !scores[0].is_finite() {
-            return Err(Error::Other(format!(
+            return Err(Error::ModelFailed(format!(
                 "cross-encoder {} gave {scores:?} for one probe pair: one finite score was expected",
                 info.id
             )));
@@ -85,7 +85,7 @@ impl CrossEncoder {
         for batch in passages.chunks(BATCH) {
             scores.extend(
                 self.score_batch(&mut session, query, batch)
-                    .map_err(|e| Error::Other(format!("scoring with cross-encoder {}: {e}", self.info.id)))?,
+                    .map_err(|e| Error::ModelFailed(format!("scoring with cross-encoder {}: {e}", self.info.id)))?,
             );
         }
         Ok(scores)

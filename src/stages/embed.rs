@@ -211,7 +211,7 @@ impl ModelInfo {
     /// Refuses a cross-encoder where vectors are asked of it: it scores pairs, it does not embed.
     pub fn check_embeds(&self) -> Result<()> {
         if self.is_cross_encoder() {
-            return Err(Error::Other(format!(
+            return Err(Error::ModelFailed(format!(
                 "model {} is a cross-encoder: it scores a question with a passage and does not embed; use it as `rerank = \"{}\"`, not as a `model`",
                 self.id, self.id
             )));
@@ -523,7 +523,7 @@ pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environ
         builder.with_logger(logger).build().map_err(|e| format!("starting ONNX Runtime from {}: {e}", lib.display()))
     })
     .clone()
-    .map_err(Error::Other)
+    .map_err(Error::ModelFailed)
 }
 
 /// A folder the installer recorded must still be what it installed (`models list --check` says
@@ -531,7 +531,7 @@ pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environ
 pub(crate) fn verify_installed(info: &ModelInfo) -> Result<()> {
     if info.dir.join("installed.json").exists() {
         crate::installed::verify(&info.dir).map_err(|why| {
-            Error::Other(format!(
+            Error::ModelFailed(format!(
                 "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh; `models add` for a model of your own)",
                 info.id, info.id
             ))
@@ -599,7 +599,7 @@ impl Embedder {
             ModelKind::Onnx { file, pooling, output } => (file, *pooling, output),
             ModelKind::CrossEncoder { .. } | ModelKind::HttpRerank { .. } => unreachable!("refused by check_embeds"),
             ModelKind::Vectors => {
-                return Err(Error::Other(format!(
+                return Err(Error::ModelFailed(format!(
                     "model {} holds vectors made elsewhere: it cannot embed a text it has no vector for",
                     info.id
                 )))
@@ -624,7 +624,7 @@ impl Embedder {
             .with_intra_threads(threads.max(1))
             .with_session_config(NO_SPINNING, "0");
         let model = TextEmbedding::try_new_from_user_defined(model, options)
-            .map_err(|e| Error::Other(format!("loading model {}: {e}", info.id)))?;
+            .map_err(|e| Error::ModelFailed(format!("loading model {}: {e}", info.id)))?;
         Ok(Embedder {
             info: info.clone(),
             backend: Backend::Onnx { session: Box::new(Mutex::new(model)), pooling, output },
@@ -636,7 +636,7 @@ impl Embedder {
     pub fn check(models: &Path, info: &ModelInfo) -> Result<()> {
         let vector = Embedder::load(models, info, 1)?.embed_batch(&["ragsweep validate"], Role::Query)?.remove(0);
         if vector.len() != info.dim {
-            return Err(Error::Other(format!(
+            return Err(Error::ModelFailed(format!(
                 "model {} gives {}-dimensional vectors; its model.toml says {}",
                 info.id,
                 vector.len(),
@@ -718,7 +718,10 @@ impl Embedding for Embedder {
             Err(e) => {
                 let first: String = texts.first().map_or(String::new(), |t| t.chars().take(80).collect());
                 let what = format!("a batch of {} texts, the first {first:?}", texts.len());
-                (vec![None; texts.len()], Some(Error::Other(format!("embedding with {}: {e} ({what})", self.info.id))))
+                (
+                    vec![None; texts.len()],
+                    Some(Error::ModelFailed(format!("embedding with {}: {e} ({what})", self.info.id))),
+                )
             }
         };
         let (mut vectors, failed) = match &self.backend {
@@ -1016,7 +1019,7 @@ fn embed_checked(
     let (mut vectors, mut failed) = embedder.embed_partial(&refs, role);
     if vectors.len() != batch.len() {
         let why = format!("the model gave {} vectors for {} texts", vectors.len(), batch.len());
-        return (Vec::new(), Some(Error::Other(why)));
+        return (Vec::new(), Some(Error::ModelFailed(why)));
     }
     for (slot, &i) in vectors.iter_mut().zip(batch) {
         let Some(v) = slot else { continue };
@@ -1039,7 +1042,7 @@ fn embed_checked(
             continue;
         };
         *slot = None;
-        failed.get_or_insert(Error::Other(why));
+        failed.get_or_insert(Error::ModelFailed(why));
     }
     (vectors, failed)
 }
@@ -1090,7 +1093,7 @@ pub fn embed_all<'m>(
             if let Some(e) = failed {
                 // What was embedded is kept: a rerun continues from there.
                 cache.insert(&pending)?;
-                return Err(Error::Other(format!(
+                return Err(Error::ModelFailed(format!(
                     "{e}\n(embedded {} of {} new texts before this; they are cached, so a rerun continues from there)",
                     stats.embedded,
                     missing.len()
