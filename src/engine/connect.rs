@@ -40,7 +40,8 @@ impl Endpoint {
     }
 
     /// Reads `postgresql://[user@]host[:port][/database]` (or `postgres://`; a socket folder as
-    /// `?host=/path`). A password in the URL is refused: it would be written with the experiment.
+    /// `?host=/path`, its port as `:port` before the path or `&port=N` as libpq writes it). A
+    /// password in the URL is refused: it would be written with the experiment.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         // Errors show the URL with any secret in it replaced: they end up in CI logs.
         let shown = redact(url);
@@ -58,25 +59,38 @@ impl Endpoint {
         if user.is_some_and(|u| u.contains(':') || u.to_ascii_lowercase().contains("%3a")) {
             return Err(url_password.into());
         }
-        let (host, port) = match hostport.rsplit_once(':') {
+        let (host, mut port) = match hostport.rsplit_once(':') {
             Some((host, port)) => {
                 // The port slot is never quoted: a password typed there would be printed.
                 let port = port.parse::<u16>().map_err(|_| {
                     "the URL's port (after the last `:` of the host) is not a number from 0 to 65535".to_string()
                 })?;
-                (host, port)
+                (host, Some(port))
             }
-            None => (hostport, 5432),
+            None => (hostport, None),
         };
         let mut socket = None;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
                 Some(("host", dir)) if dir.starts_with('/') => socket = Some(PathBuf::from(dir)),
+                Some(("port", given)) => {
+                    let given =
+                        given.parse::<u16>().map_err(|_| "`port=` is not a number from 0 to 65535".to_string())?;
+                    if port.is_some_and(|p| p != given) {
+                        return Err("the URL gives two different ports (`:port` and `port=`): give it once".into());
+                    }
+                    port = Some(given);
+                }
                 Some((key, _)) if key.to_ascii_lowercase().contains("pass") => return Err(url_password.into()),
                 // Parameters are never quoted: one may be a secret.
-                _ => return Err("the URL has a parameter other than host=/socket/folder (not shown here)".into()),
+                _ => {
+                    return Err(
+                        "the URL has a parameter other than host=/socket/folder and port (not shown here)".into()
+                    )
+                }
             }
         }
+        let port = port.unwrap_or(5432);
         let address = match (socket, host) {
             (Some(dir), "") => Address::Socket(dir),
             (Some(_), _) => return Err("give either a host or ?host=/socket/folder, not both".into()),
@@ -237,6 +251,13 @@ mod tests {
         assert!(Endpoint::parse("postgresql://h/db?sslmode=require")
             .unwrap_err()
             .contains("a parameter other than host"));
+        // A socket's port in either of libpq's forms; the URL a manifest shows reads back.
+        for url in ["postgresql://u@:6432/db?host=/sock", "postgresql://u@/db?host=/sock&port=6432"] {
+            let e = Endpoint::parse(url).unwrap();
+            assert_eq!((&e.address, e.port), (&Address::Socket("/sock".into()), 6432), "{url}");
+            assert_eq!(Endpoint::parse(&e.shown()).unwrap(), e, "{}", e.shown());
+        }
+        assert!(Endpoint::parse("postgresql://u@:6432/db?host=/sock&port=5432").unwrap_err().contains("two different"));
         // No refusal repeats a secret (they end up in CI logs).
         for url in [
             "postgresql://u:s3cr3t@h/db",
