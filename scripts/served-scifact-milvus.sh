@@ -12,7 +12,7 @@ REPO=$PWD; BIN=$REPO/target/release/ragsweep; SCIFACT=$REPO/../shared/corpora/sc
 cargo build --release --quiet
 W=$(mktemp -d)
 mkfifo $W/in
-$BIN engines serve milvus --token-file $W/token --engines $REPO/engines < $W/in > $W/url 2>$W/serve.log &
+$BIN engines serve milvus --secret-file $W/token --engines $REPO/engines < $W/in > $W/url 2>$W/serve.log &
 exec 3>$W/in
 trap 'exec 3>&-; wait; rm -rf $W' EXIT
 python3 -m venv $W/venv

@@ -17,7 +17,7 @@ if [ -z "${BIN:-}" ]; then
 fi
 W=$(mktemp -d)
 mkfifo "$W/in"
-"$BIN" engines serve milvus --token-file "$W/token" --engines "$REPO/engines" <"$W/in" >"$W/url" 2>"$W/serve.log" &
+"$BIN" engines serve milvus --secret-file "$W/token" --engines "$REPO/engines" <"$W/in" >"$W/url" 2>"$W/serve.log" &
 exec 3>"$W/in"
 trap 'exec 3>&-; wait; rm -rf "$W"' EXIT
 until [ -s "$W/url" ]; do sleep 1; done

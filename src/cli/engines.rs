@@ -18,15 +18,16 @@ pub enum Action {
         #[arg(long, env = "RAGSWEEP_ENGINES")]
         engines: Option<PathBuf>,
     },
-    /// Start a private Milvus server and keep it until standard input closes (or Ctrl-C): prints
-    /// its address; the token (`root:PASSWORD`) goes to --token-file, readable by you only
+    /// Start a private server of an engine and keep it until standard input closes (or Ctrl-C),
+    /// for runs and shards to share: prints the url its `[engines.NAME]` takes; a secret it logs in
+    /// with (Milvus' token, `root:PASSWORD`) goes to --secret-file, readable by you only
     Serve {
-        /// The engine to serve (Milvus only: PostgreSQL has initdb and pg_ctl for that).
-        #[arg(value_parser = ["milvus"])]
+        /// The engine to serve.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(ragsweep::engine::servers::engine_names()))]
         name: String,
-        /// Where the token is written (mode 0600).
-        #[arg(long)]
-        token_file: PathBuf,
+        /// Where the secret is written (mode 0600), for an engine that logs in with one (milvus).
+        #[arg(long, alias = "token-file")]
+        secret_file: Option<PathBuf>,
         /// Where engines are installed (default ./engines when it exists, else ~/.local/share/ragsweep/engines).
         #[arg(long, env = "RAGSWEEP_ENGINES")]
         engines: Option<PathBuf>,
@@ -60,17 +61,16 @@ pub fn run(action: Action) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Action::Serve { name: _, token_file, engines } => {
-            use ragsweep::engine::milvus::server::{write_secret, MilvusServer};
+        Action::Serve { name, secret_file, engines } => {
             use std::io::{Read, Write};
             let dir = engines.unwrap_or_else(ragsweep::engine::default_dir);
-            let server = MilvusServer::start_private(&dir.join("milvus"))?;
-            write_secret(&token_file, &format!("root:{}", server.password))?;
-            println!("http://127.0.0.1:{}", server.port);
+            let kind = ragsweep::engine::servers::engine_named(&name).expect("clap checked the name");
+            let served = ragsweep::engine::servers::serving(kind).serve(&dir, secret_file.as_deref())?;
+            println!("{}", served.url);
             std::io::stdout().flush()?;
-            eprintln!("Milvus 2.3.5 serves until standard input closes (or Ctrl-C)");
+            eprintln!("{} serves until standard input closes (or Ctrl-C)", served.what);
             let _ = std::io::stdin().read_to_end(&mut Vec::new());
-            drop(server);
+            drop(served);
             Ok(ExitCode::SUCCESS)
         }
     }

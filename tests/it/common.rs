@@ -576,3 +576,27 @@ pub fn mock_answer(stream: &mut std::net::TcpStream, status: u16, extra: &str, b
     );
     let _ = stream.write_all(format!("{head}{body}").as_bytes());
 }
+
+/// `ragsweep engines serve NAME ARGS…` with the repository's engines: the serving child (its
+/// standard input open; closing it stops the server) and the url it printed.
+pub fn serve(name: &str, args: &[&std::ffi::OsStr]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
+        .args(["engines", "serve", name])
+        .args(args)
+        .arg("--engines")
+        .arg(repo().join("engines"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
+    if url.is_empty() {
+        let mut why = String::new();
+        std::io::Read::read_to_string(&mut serve.stderr.take().unwrap(), &mut why).unwrap();
+        panic!("`engines serve {name}` printed no url ({}): {why}", serve.wait().unwrap());
+    }
+    (serve, url.trim().to_string())
+}

@@ -166,37 +166,19 @@ fn engines_install_unpacks_the_same_chroma_as_the_script() {
 
 /// A Chroma of the user's own for one test: the installed server module on a free port, its
 /// data in its own folder; killed when dropped.
+/// A Chroma of the user's own: `ragsweep engines serve chroma`, until it is dropped.
 struct UserChroma {
     child: std::process::Child,
     url: String,
-    _data: tempfile::TempDir,
 }
 
 impl UserChroma {
     fn start() -> UserChroma {
         installed();
-        use std::os::unix::process::CommandExt;
-        let data = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let args = format!(
-            "import chromadb_rust_bindings as b; b.cli(['chroma', 'run', '--path', {:?}, '--host', '127.0.0.1', '--port', '{port}'])",
-            data.path().display().to_string()
-        );
-        let child = std::process::Command::new("python3")
-            .args(["-c", &args])
-            .env("PYTHONPATH", repo().join("engines/chroma"))
-            .process_group(0)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = UserChroma { child, url: format!("http://127.0.0.1:{port}"), _data: data };
-        let started = std::time::Instant::now();
-        while ureq::get(&format!("{}/api/v2/heartbeat", server.url)).call().is_err() {
-            assert!(started.elapsed().as_secs() < 60, "the user's Chroma did not start");
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        server
+        let (child, url) = common::serve("chroma", &[]);
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        assert!(ureq::get(&format!("{url}/api/v2/heartbeat")).call().is_ok(), "it answers once its url is printed");
+        UserChroma { child, url }
     }
 
     /// The names of its collections.
@@ -212,9 +194,9 @@ impl UserChroma {
 }
 
 impl Drop for UserChroma {
+    /// Closing its standard input stops the server.
     fn drop(&mut self) {
-        let group = format!("-{}", self.child.id());
-        let _ = std::process::Command::new("kill").args(["-KILL", "--", &group]).status();
+        drop(self.child.stdin.take());
         let _ = self.child.wait();
     }
 }

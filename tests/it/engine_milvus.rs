@@ -362,25 +362,7 @@ fn milvus_settings_are_refused_at_their_line() {
 /// `ragsweep engines serve milvus`: a Milvus of the user's own, its token in `token_file`, served
 /// until the returned child's standard input closes; and its address.
 fn serve_milvus(token_file: &Path) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut serve = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
-        .args(["engines", "serve", "milvus", "--token-file"])
-        .arg(token_file)
-        .arg("--engines")
-        .arg(repo().join("engines"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    std::io::BufReader::new(serve.stdout.take().unwrap()).read_line(&mut url).unwrap();
-    if url.is_empty() {
-        let mut why = String::new();
-        std::io::Read::read_to_string(&mut serve.stderr.take().unwrap(), &mut why).unwrap();
-        panic!("`engines serve milvus` printed no address ({}): {why}", serve.wait().unwrap());
-    }
-    (serve, url.trim().to_string())
+    common::serve("milvus", &["--secret-file".as_ref(), token_file.as_os_str()])
 }
 
 #[test]
@@ -664,7 +646,7 @@ fn a_server_that_dies_while_starting_is_tried_twice_and_its_reason_said() {
     .unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ragsweep"))
-        .args(["engines", "serve", "milvus", "--token-file"])
+        .args(["engines", "serve", "milvus", "--secret-file"])
         .arg(engines.path().join("token"))
         .arg("--engines")
         .arg(engines.path())

@@ -818,6 +818,40 @@ fn four_shards_on_one_user_postgresql_build_the_shared_table_once() {
     assert_eq!(vectors.len(), 1, "one vector table for the four cells: {tables}");
 }
 
+/// `ragsweep engines serve pg`: a PostgreSQL to point experiments and shards at, on a unix
+/// socket in a folder only its owner may enter, logged into without a password. An experiment
+/// pointed at its url validates and runs there with no engine installed where it looks; closing
+/// the server's standard input stops it and removes its folder.
+#[test]
+fn engines_serve_pg_is_a_server_an_experiment_points_at() {
+    use std::os::unix::fs::PermissionsExt;
+    let (mut serve, url) = common::serve("pg", &[]);
+    let folder = url.split("host=").nth(1).and_then(|q| q.split('&').next()).unwrap_or_else(|| panic!("{url}"));
+    let folder = PathBuf::from(folder);
+    assert_eq!(std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777, 0o700, "{url}");
+    let (dir, _) = project(200);
+    let root = dir.path();
+    let exp = experiment(
+        root,
+        "served",
+        &format!("[engines.pg]\nurl = \"{url}\"\n"),
+        "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"random-64\"\n",
+    );
+    let validated = common::on_users_servers(root, "validate", &exp, &[]);
+    let said = String::from_utf8_lossy(&validated.stdout);
+    assert!(validated.status.success() && said.contains("engine pg: the experiment's server"), "{said}");
+    let run = common::on_users_servers(root, "run", &exp, &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let manifest = std::fs::read_to_string(root.join("results/served/latest/manifest.json")).unwrap();
+    assert!(
+        manifest.contains("connected to the experiment's PostgreSQL server"),
+        "the cells ran on the served PostgreSQL"
+    );
+    drop(serve.stdin.take());
+    assert!(serve.wait().unwrap().success());
+    assert!(!folder.exists(), "its folder is removed with it");
+}
+
 /// The served table's retriever: the team's own field names, its ACL field and public group.
 const SERVED: &str =
     "[[retrievers]]\nkind = \"dense\"\nengine = \"pg\"\nmodel = \"team-16\"\ntable = \"team.Chunks\"\n\

@@ -157,6 +157,28 @@ impl ServingEngine for Serving {
         Ok(format!("Chroma {VERSION} (its Rust server) installed in {}", chroma.display()))
     }
 
+    fn serve(&self, engines: &Path, _secret_file: Option<&Path>) -> Result<crate::engine::registry::Served> {
+        /// The server, then its data folder: dropped in that order.
+        struct Kept(ChromaEngine, PathBuf);
+        impl Drop for Kept {
+            fn drop(&mut self) {
+                self.0.server.take();
+                let _ = std::fs::remove_dir_all(&self.1);
+            }
+        }
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let data =
+            std::env::temp_dir().join(format!("ragsweep-chroma-serve-{}-{}", std::process::id(), nanos.as_nanos()));
+        let (engine, _) = ChromaEngine::start(&engines.join("chroma"), &data).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&data);
+        })?;
+        Ok(crate::engine::registry::Served {
+            url: engine.base.clone(),
+            what: format!("Chroma {VERSION}, on loopback (no token)"),
+            guard: Box::new(Kept(engine, data)),
+        })
+    }
+
     /// The installed server module, or the user's server answering; with `writes`, a
     /// collection made and dropped there, as a run's first build does.
     fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {

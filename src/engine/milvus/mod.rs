@@ -468,6 +468,19 @@ impl ServingEngine for Serving {
         check(&from.engines_dir.join("milvus"), from.server::<MilvusEndpoint>(), writes)
     }
 
+    fn serve(&self, engines: &Path, secret_file: Option<&Path>) -> Result<crate::engine::registry::Served> {
+        let secret_file = secret_file.ok_or_else(|| {
+            fail("Milvus logs in with a token: name the file it is written to with --secret-file".to_string())
+        })?;
+        let server = server::MilvusServer::start_private(&engines.join("milvus"))?;
+        server::write_secret(secret_file, &format!("root:{}", server.password))?;
+        Ok(crate::engine::registry::Served {
+            url: format!("http://127.0.0.1:{}", server.port),
+            what: "Milvus 2.3.5 (its token, root:PASSWORD, in the secret file)".into(),
+            guard: Box::new(server),
+        })
+    }
+
     fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
         let (engine, note) = MilvusEngine::start(
             &from.engines_dir.join("milvus"),
