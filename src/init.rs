@@ -380,10 +380,15 @@ pub fn drafts(
         (false, true) => format!("What does {topic} say?"),
         (false, false) => format!("What does {title} say about {topic}?"),
     };
-    if words(heading) && !place.generic.contains(&heading.to_lowercase()) && !vague(heading) {
+    // A heading that only repeats the page's title (`Settings` in `All settings`) adds no topic.
+    let title_words = title.to_lowercase();
+    let in_page_title = heading.to_lowercase() != title_words
+        && heading.split_whitespace().all(|w| title_words.split_whitespace().any(|t| t == w.to_lowercase()));
+    if words(heading) && !place.generic.contains(&heading.to_lowercase()) && !vague(heading) && !in_page_title {
         out.push(about(heading));
     }
-    if let Some(sentence) = first_sentence(text) {
+    // A sentence two pages share (`Hugo is available in several editions`) is drafted once.
+    if let Some(sentence) = first_sentence(text).filter(|s| used.insert(format!("\0{s}"))) {
         out.push(if pt { format!("É verdade que {sentence}?") } else { format!("Is it true that {sentence}?") });
     }
     let in_title = |q: String| {
@@ -397,7 +402,7 @@ pub fn drafts(
     };
     for term in exact_terms(text, source, rarity, terms)
         .into_iter()
-        .filter(|t| !heading.contains(t.as_str()) && used.insert(t.clone()))
+        .filter(|t| one_name(t, title) && !heading.contains(t.as_str()) && used.insert(t.clone()))
         .take(3)
     {
         let command = term.starts_with('-') || term.starts_with('`');
@@ -444,6 +449,7 @@ fn vague(heading: &str) -> bool {
         "information",
         "reference",
         "background",
+        "structure",
         "visão",
         "geral",
         "introdução",
@@ -553,7 +559,10 @@ const REFERRING_PHRASES: &[&str] = &[
 
 /// Verbs that open an instruction (`Create the flaskr directory`), which states nothing.
 const IMPERATIVE: &[&str] = &[
+    "access",
     "add",
+    "adhere",
+    "avoid",
     "be",
     "build",
     "call",
@@ -561,10 +570,12 @@ const IMPERATIVE: &[&str] = &[
     "check",
     "click",
     "configure",
+    "consider",
     "copy",
     "create",
     "define",
     "disable",
+    "display",
     "do",
     "don't",
     "download",
@@ -573,30 +584,39 @@ const IMPERATIVE: &[&str] = &[
     "ensure",
     "enter",
     "follow",
+    "generate",
     "go",
     "import",
+    "insert",
     "install",
     "let's",
     "lets",
     "make",
     "note",
+    "omit",
     "open",
     "place",
+    "prefer",
+    "print",
+    "provide",
     "put",
     "read",
     "register",
     "remove",
     "replace",
+    "resize",
     "run",
     "save",
     "select",
     "set",
+    "specify",
     "start",
     "stop",
     "try",
     "type",
     "update",
     "use",
+    "visit",
     "write",
     "abra",
     "adicione",
@@ -606,13 +626,114 @@ const IMPERATIVE: &[&str] = &[
     "crie",
     "defina",
     "digite",
+    "especifique",
+    "evite",
     "execute",
+    "forneça",
     "instale",
     "leia",
     "salve",
     "selecione",
     "siga",
 ];
+
+/// Words that open a sentence without being its verb: a subject (`Each section has`), a
+/// preposition or conjunction opening a phrase (`Among the settings, …`), an adverb.
+const NOT_A_VERB: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "all",
+    "both",
+    "each",
+    "every",
+    "any",
+    "some",
+    "most",
+    "many",
+    "few",
+    "no",
+    "none",
+    "only",
+    "even",
+    "just",
+    "often",
+    "sometimes",
+    "usually",
+    "always",
+    "never",
+    "here",
+    "there",
+    "among",
+    "in",
+    "on",
+    "at",
+    "by",
+    "for",
+    "from",
+    "with",
+    "within",
+    "without",
+    "after",
+    "before",
+    "during",
+    "under",
+    "over",
+    "unlike",
+    "like",
+    "as",
+    "since",
+    "when",
+    "while",
+    "if",
+    "unless",
+    "although",
+    "because",
+    "once",
+    "to",
+    "of",
+    "about",
+    "you",
+    "we",
+    "i",
+    "he",
+    "she",
+    "one",
+    "our",
+    "your",
+    "its",
+    "their",
+    "his",
+    "her",
+    "my",
+    "what",
+    "which",
+    "who",
+];
+
+/// Words that begin what a verb acts on (`Generate the …`, `Returns a …`, `Adhere to …`).
+const OBJECT_OPENERS: &[&str] = &[
+    "a", "an", "the", "this", "these", "those", "one", "all", "each", "every", "your", "its", "their", "any", "to",
+    "it", "them",
+];
+
+/// Whether a sentence opens with its verb, without a subject: an instruction (`Generate the
+/// autocompletion script`, `Print a module graph`) or a function's description (`Returns the
+/// …`), which claims nothing a question could ask back. English only: the second word begins
+/// what the first acts on.
+fn opens_with_its_verb(words: &[&str]) -> bool {
+    let word =
+        |i: usize| words.get(i).map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').to_lowercase());
+    let (Some(first), Some(second)) = (word(0), word(1)) else { return false };
+    // `Internally, a …`: an opening word set apart, or an adverb, is not the verb.
+    let set_apart = words[0].ends_with(',');
+    !set_apart
+        && !first.ends_with("ly")
+        && first.chars().all(|c| c.is_ascii_alphabetic())
+        && first.len() > 2
+        && !NOT_A_VERB.contains(&first.as_str())
+        && OBJECT_OPENERS.contains(&second.as_str())
+}
 
 /// Abbreviations in lower case that a period follows inside a sentence.
 const LOWER_ABBREVIATIONS: &[&str] = &["p", "pp", "ex", "cf", "vs", "etc", "no", "nº", "al", "fig", "ed", "vol", "art"];
@@ -684,10 +805,13 @@ fn first_sentence(text: &str) -> Option<String> {
             // `this` as a whole thing (`To use this, …`), needs the text before it; one that
             // opens in lower case is the tail of another.
             let opening = lower.split_whitespace().next().unwrap_or("");
+            // `this` anywhere (`for this setup to take effect`, `specify this value`) names what the
+            // text before it set up.
             let bare_this = sentence
                 .to_lowercase()
                 .split_whitespace()
-                .any(|w| ["this,", "this.", "this:", "this;", "isso,", "isto,"].contains(&w));
+                .any(|w| ["this,", "this.", "this:", "this;", "isso,", "isto,"].contains(&w))
+                || [" this ", " these "].iter().any(|p| lower.contains(p));
             let tail = words[start].starts_with(char::is_lowercase);
             // A demonstrative after a preposition early in the sentence (`The reverse of that
             // function`, `In this dictionary`) points back too; `routines that check` does not.
@@ -698,10 +822,14 @@ fn first_sentence(text: &str) -> Option<String> {
                     && ["this", "that", "these", "those", "esse", "essa", "este", "esta", "isso", "isto"]
                         .contains(&pair[1])
             });
+            let example =
+                [" for example ", " for instance ", " e g ", " por exemplo "].iter().any(|p| lower.starts_with(p));
             let referring = REFERRING.contains(&opening)
                 || REFERRING_PHRASES.iter().any(|p| lower.starts_with(p))
                 || early_demonstrative
+                || example
                 || IMPERATIVE.contains(&opening)
+                || opens_with_its_verb(&words[start..=end])
                 || bare_this
                 || tail;
             let pointing = sentence.ends_with(':') || referring || POINTING.iter().any(|p| lower.contains(p));
@@ -906,6 +1034,20 @@ fn defined_in(source: &str, term: &str) -> bool {
 /// Whether `term` is something a user types to find a page: letters (three at least) with the
 /// joiners of names, flags, paths and versions, never markup (brackets, emphasis, escapes,
 /// operators), a placeholder or an example's data (`post1.md`, `foo`, `example.com`).
+/// Whether a typed term is one name an exact term of the page `title` can be: no marker the
+/// page's markup left (`--more--`), no name an example makes up (`myDate`), and one token, or a
+/// command of two whose page names it (`celery worker` on "Background Tasks with Celery"; not
+/// `git clone` on "Documentation", nor `map or string`, a type described in words).
+fn one_name(term: &str, title: &str) -> bool {
+    let term = term.trim_matches('`');
+    let made_up = term.strip_prefix("my").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()));
+    let tokens: Vec<String> = term.split_whitespace().map(str::to_lowercase).collect();
+    let title: Vec<String> =
+        title.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let command = tokens.len() == 2 && tokens.iter().any(|t| title.contains(t));
+    (tokens.len() == 1 || command) && !(term.starts_with("--") && term.ends_with("--")) && !made_up
+}
+
 fn typed_term(term: &str) -> bool {
     const MARKUP: &[char] = &[
         '[', ']', '{', '}', '(', ')', '<', '>', '*', '\\', '"', '\'', '=', '&', '|', '!', '$', '^', '~', '#', '@', '%',

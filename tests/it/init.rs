@@ -433,6 +433,56 @@ fn drafts_of_rest_pages(name: &str, page: impl Fn(usize) -> String) -> Vec<Strin
         .collect()
 }
 
+/// Reference pages as a site generator's docs write them state little in their first sentences:
+/// instructions and function descriptions without a subject (`Generate the …`, `Returns the
+/// …`), sentences that need the one before (`for this setup`), examples (`For example, …`).
+/// None is drafted as a claim, nor is a command line or a type in words (`git clone`, `map or
+/// string`), a name an example makes up (`myDate`) or a marker the markup left (`--more--`)
+/// drafted as an exact term; a command its page names is (`hugo server` on "Hugo server").
+#[test]
+fn drafts_leave_out_instructions_descriptions_and_command_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    for i in 0..12 {
+        let page = format!(
+            "---\ntitle: Hugo server {i}\n---\n# Hugo server {i}\n\n## Live reload {i}\n\n\
+             Generate the completion script for the zsh shell of release {i} and every later one.\n\n\
+             Returns the list of pages of section {i}, sorted by their weight and title.\n\n\
+             You need to start a new shell for this setup to take effect in release {i}.\n\n\
+             For example, create a main menu for the header and a second one for the footer of site {i}.\n\n\
+             The `options{i}` argument takes a `map or string` value, and `git clone` fetches the \
+             `myDate{i}` folder and the `<!--more-->` divider, while `hugo server` serves release {i}.\n\n\
+             The development server rebuilds site {i} whenever a watched file changes on disk.\n\n\
+             ## Ports {i}\n\nThe server listens on port 1313 unless the configuration of site {i} names another.\n"
+        );
+        std::fs::write(dir.path().join("docs").join(format!("server{i:02}.md")), page).unwrap();
+    }
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "12"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let drafts: Vec<String> = golden
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
+        .map(|d| d.as_str().unwrap().to_string())
+        .collect();
+    assert!(drafts.len() >= 12, "{drafts:?}");
+    for d in &drafts {
+        for junk in [
+            "Generate the",
+            "Returns the",
+            "this setup",
+            "For example",
+            "map or string",
+            "git clone",
+            "myDate",
+            "--more--",
+        ] {
+            assert!(!d.contains(junk), "{junk:?} in {d}");
+        }
+    }
+    assert!(drafts.iter().any(|d| d.contains("`hugo server`")), "{drafts:?}");
+}
+
 /// What a page shows but does not state is no draft: a directive's options (a module's
 /// synopsis), a `seealso` pointer, a name made up for an example ("For instance, you might have
 /// a `BlogComment` model"), a sentence that opens by pointing back ("This module is …"); and a
