@@ -61,7 +61,7 @@ impl ChatSpec {
     fn find_in(dir: &Path, id: &str) -> Result<ChatSpec> {
         let path = dir.join("model.toml");
         if !path.is_file() {
-            return Err(Error::Other(format!(
+            return Err(Error::Chat(format!(
                 "no chat model {id:?} in {} (add one: ragsweep models add --name {id} --chat --url URL --model MODEL)",
                 dir.parent().unwrap_or(dir).display()
             )));
@@ -155,7 +155,7 @@ pub fn add(models: &Path, name: &str, args: &ChatModelArgs<'_>, force: bool) -> 
     crate::own_models::check_name(name)?;
     let target = models.join(name);
     if target.exists() && !force {
-        return Err(Error::Other(format!("{} exists: `--force` replaces it", target.display())));
+        return Err(Error::Chat(format!("{} exists: `--force` replaces it", target.display())));
     }
     let staging = models.join(format!(".{name}.adding-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
@@ -362,7 +362,7 @@ impl ChatModel {
         });
         bar.finish_and_clear();
         if let Some(e) = failed.into_inner().expect("lock") {
-            return Err(Error::Other(format!(
+            return Err(Error::Chat(format!(
                 "{e} (the answers so far are cached: running again sends only the rest; nothing was written)"
             )));
         }

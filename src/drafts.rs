@@ -224,7 +224,7 @@ pub fn draft(
 ) -> Result<(Vec<Draft>, DraftReport)> {
     for key in ["{text}", "{n}"] {
         if !options.prompt.contains(key) {
-            return Err(Error::Other(format!("the prompt has no {key}: the model would not see what to draft from")));
+            return Err(Error::Chat(format!("the prompt has no {key}: the model would not see what to draft from")));
         }
     }
     let mut report = DraftReport { already: existing.len(), ..DraftReport::default() };
@@ -432,7 +432,7 @@ pub fn review(
     input: &mut dyn std::io::BufRead,
     out: &mut dyn std::io::Write,
 ) -> Result<Reviewed> {
-    let io = |e: std::io::Error| Error::Other(format!("reviewing: {e}"));
+    let io = |e: std::io::Error| Error::Chat(format!("reviewing: {e}"));
     let mut drafts = read(drafts_path)?;
     let mut ids = golden_ids(golden)?;
     let total = drafts.iter().filter(|d| d.status == "pending").count();
@@ -540,7 +540,7 @@ fn kept_case(d: &Draft, id: &str, edited: Option<&str>) -> serde_json::Value {
 fn golden_ids(golden: &Path) -> Result<std::collections::HashMap<String, Option<String>>> {
     let is_jsonl = golden.extension().is_some_and(|e| e == "jsonl") && (golden.is_file() || !golden.exists());
     if !is_jsonl {
-        return Err(Error::Other(format!(
+        return Err(Error::Chat(format!(
             "{}: review appends kept drafts to a JSONL golden set (golden.path = \"….jsonl\")",
             golden.display()
         )));

@@ -125,6 +125,19 @@ pub enum Error {
     #[error("{0}")]
     AnswerGate(String),
 
+    /// Shards that cannot be run or merged as asked: a shard out of range, one missing.
+    #[error("{0}")]
+    Shards(String),
+
+    /// A team's chat model, its prompts and what it drafted: settings, answers, files.
+    #[error("{0}")]
+    Chat(String),
+
+    /// A file ragsweep wrote (a cache entry, an index, vectors) that is not what it wrote:
+    /// refused, never read as numbers.
+    #[error("{0}")]
+    Damaged(String),
+
     #[error("{0}")]
     Other(String),
 

@@ -194,10 +194,10 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
         }
         read.push(shard);
     }
-    let first = read.first().ok_or_else(|| Error::Other("no shards to merge".into()))?;
+    let first = read.first().ok_or_else(|| Error::Shards("no shards to merge".into()))?;
     let of = first.manifest.shard.map_or(0, |s| s.of);
     if let Some(missing) = (1..=of).find(|i| !seen.contains_key(i)) {
-        return Err(Error::Other(format!("shard {missing} of {of} is missing: merge needs every shard")));
+        return Err(Error::Shards(format!("shard {missing} of {of} is missing: merge needs every shard")));
     }
     let case_info: Vec<CaseInfo> = jsonl(&first.dir.join("cases.jsonl"))?;
     let slices_of = aggregate::case_slices(&case_info);
@@ -211,7 +211,7 @@ pub fn merge(exp: &Experiment, shards: &[PathBuf], out: &mut RunWriter) -> Resul
     let mut decision_values = Vec::with_capacity(exp.cells.len());
     for cell in &exp.cells {
         let shard = read.iter().find(|s| s.rows.iter().any(|r| r.cell == cell.id)).ok_or_else(|| {
-            Error::Other(format!("no shard has cell {} ({}): merge needs every shard", cell.id, cell.label()))
+            Error::Shards(format!("no shard has cell {} ({}): merge needs every shard", cell.id, cell.label()))
         })?;
         let matrix_path = shard.dir.join("matrix.json");
         let written: Vec<&Row> = shard.rows.iter().filter(|r| r.cell == cell.id).collect();

@@ -231,10 +231,10 @@ impl Experiment {
     pub fn keep_shard(&mut self, i: usize, n: usize) -> Result<()> {
         let cells = self.cells.len();
         if i == 0 || n == 0 || i > n {
-            return Err(Error::Other(format!("shard {i} of {n}: the shard must be between 1 and {n}")));
+            return Err(Error::Shards(format!("shard {i} of {n}: the shard must be between 1 and {n}")));
         }
         if i > cells {
-            return Err(Error::Other(format!(
+            return Err(Error::Shards(format!(
                 "shard {i} of {n} holds no cell: the grid has {} (use at most {cells} shards)",
                 crate::words::count(cells, "cell")
             )));

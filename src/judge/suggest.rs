@@ -82,7 +82,7 @@ pub fn suggest(
 ) -> Result<(Suggestions, Suggested)> {
     for key in ["{question}", "{passage}"] {
         if !prompt.contains(key) {
-            return Err(Error::Other(format!("the grading prompt has no {key}")));
+            return Err(Error::Chat(format!("the grading prompt has no {key}")));
         }
     }
     let who = format!("model:{}", chat.spec.id);

@@ -337,7 +337,7 @@ impl FlatGraph {
     pub fn open(dir: &Path, n: usize) -> Result<FlatGraph> {
         let path = dir.join(GRAPH_FILE);
         let bytes = crate::input::text::read_bytes(&path, u64::MAX)?;
-        let bad = |why: &str| Error::Other(format!("{}: {why}: delete it to rebuild the index", path.display()));
+        let bad = |why: &str| Error::Damaged(format!("{}: {why}: delete it to rebuild the index", path.display()));
         let body = bytes.strip_prefix(MAGIC.as_slice()).ok_or_else(|| bad("not a ragsweep graph"))?;
         if body.len() % 4 != 0 {
             return Err(bad("truncated"));

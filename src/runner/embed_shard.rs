@@ -23,7 +23,7 @@ fn in_shard(key: &[u8; 16], i: usize, n: usize) -> bool {
 /// passage of every chunk set the model embeds, each into the model's vector cache.
 pub fn embed_shard(prepared: &Prepared, opts: &RunOptions, i: usize, n: usize) -> Result<Vec<ShardWork>> {
     if i == 0 || n == 0 || i > n {
-        return Err(Error::Other(format!("shard {i} of {n}: the shard must be between 1 and {n}")));
+        return Err(Error::Shards(format!("shard {i} of {n}: the shard must be between 1 and {n}")));
     }
     let sets = chunk_sets(prepared, opts, &mut Vec::new())?;
     let mut questions: Vec<String> = prepared.cases.iter().map(|c| c.question.clone()).collect();

@@ -36,15 +36,15 @@ pub fn files(dir: &Path, role: Role) -> Result<Vec<PathBuf>> {
     match (present(&jsonl), present(&npy), present(&ids)) {
         (true, false, false) => Ok(vec![jsonl]),
         (false, true, true) => Ok(vec![npy, ids]),
-        (true, _, _) => Err(Error::Other(format!(
+        (true, _, _) => Err(Error::ModelFailed(format!(
             "{}: both {stem}.jsonl and {stem}.npy or .ids are here: keep one form",
             dir.display()
         ))),
-        (false, true, false) => Err(Error::Other(format!(
+        (false, true, false) => Err(Error::ModelFailed(format!(
             "{}: {stem}.npy has no {stem}.ids (one id per line, row i named by line i)",
             dir.display()
         ))),
-        (false, false, _) => Err(Error::Other(format!(
+        (false, false, _) => Err(Error::ModelFailed(format!(
             "{}: no {stem}.jsonl, and no {stem}.npy with {stem}.ids: a vectors model holds both passages and queries",
             dir.display()
         ))),

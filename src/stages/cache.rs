@@ -152,7 +152,7 @@ impl StageCache {
             // Another process finished the same entry first; theirs is as good as ours.
             let _ = fs::remove_dir_all(&temp);
             if verify(&dir).is_err() {
-                return Err(Error::Other(format!("{}: could not move the built stage into place", dir.display())));
+                return Err(Error::Damaged(format!("{}: could not move the built stage into place", dir.display())));
             }
         }
         let value = open(&dir)?;

@@ -194,7 +194,7 @@ impl ChunkSet {
         let path = dir.join(CHUNKS_FILE);
         let bytes = crate::input::text::read_bytes(&path, u64::MAX)?;
         let rows: Vec<(String, u32, u32, u32, String)> =
-            serde_json::from_slice(&bytes).map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+            serde_json::from_slice(&bytes).map_err(|e| Error::Damaged(format!("{}: {e}", path.display())))?;
         let (chunks, prefixes) =
             rows.into_iter().map(|(id, doc, start, end, prefix)| (Chunk { id, doc, start, end }, prefix)).unzip();
         Ok(ChunkSet { spec: spec.clone(), chunks, prefixes })

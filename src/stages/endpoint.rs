@@ -268,7 +268,7 @@ impl Endpoint {
         let api_key = match &spec.api_key_env {
             None => None,
             Some(var) => Some(crate::secret::Secret::new(std::env::var(var).map_err(|_| {
-                Error::Other(format!("model {id}: the environment variable {var} (its `api_key_env`) is not set"))
+                Error::ModelFailed(format!("model {id}: the environment variable {var} (its `api_key_env`) is not set"))
             })?)),
         };
         let agent: ureq::Agent =
@@ -309,7 +309,7 @@ impl Endpoint {
     }
 
     pub fn error(&self, why: String) -> Error {
-        Error::Other(format!("model {} at {}: {why}", self.id, redacted(&self.spec.url)))
+        Error::ModelFailed(format!("model {} at {}: {why}", self.id, redacted(&self.spec.url)))
     }
 
     /// One POST of `body`: the answer's text when the status is 200.

@@ -141,7 +141,7 @@ impl HttpReranker {
             &["Employees get 30 days of vacation a year.", "The office closes at six."],
         )?;
         if scores.len() != 2 {
-            return Err(Error::Other(format!("the reranker gave {scores:?} for two probe passages")));
+            return Err(Error::ModelFailed(format!("the reranker gave {scores:?} for two probe passages")));
         }
         Ok(())
     }
