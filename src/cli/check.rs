@@ -20,8 +20,7 @@ pub struct Args {
     /// `leaks=0`, `restricted_hits=0`, `under_return@10=0` (no case above), `recall_vs_oracle@10=0.95`.
     #[arg(long)]
     pub require: Vec<String>,
-    /// The gated metric (default: the experiment's `select`; see --fail-on for several).
-    #[arg(long)]
+    #[arg(long, help = metric_help("The gated metric (default: the experiment's `select`; see --fail-on for several)"))]
     pub metric: Option<String>,
     /// The largest drop of the mean that still passes.
     #[arg(long, default_value_t = 0.01, value_parser = parse_margin)]

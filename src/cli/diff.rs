@@ -11,8 +11,7 @@ pub struct Args {
     /// The run directory of cells given without one.
     #[arg(long)]
     pub run: Option<PathBuf>,
-    /// The metric compared, e.g. ndcg@10 or recall@1024t (default: the experiment's `select`).
-    #[arg(long)]
+    #[arg(long, help = metric_help("The metric compared (default: the experiment's `select`)"))]
     pub metric: Option<String>,
     /// tuning, reserved or all (default: reserved when the run has reserved cases).
     #[arg(long, value_parser = parse_split)]

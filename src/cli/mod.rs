@@ -92,6 +92,14 @@ pub(crate) struct Dirs {
     engines: Option<PathBuf>,
 }
 
+/// The help of a `--metric`, naming every metric and column of the registries.
+fn metric_help(what: &str) -> String {
+    format!(
+        "{what}: a column, at a cut-off where it has one, e.g. ndcg@10, recall@1024t, leaks (columns: {})",
+        ragsweep::evaluate::columns::names().join(", ")
+    )
+}
+
 /// The help of `--engines`, naming every engine of the registry.
 fn engines_help() -> String {
     format!(

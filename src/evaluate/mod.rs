@@ -5,7 +5,7 @@ pub(crate) mod abstention;
 pub(crate) mod aggregate;
 pub mod answers;
 pub(crate) mod causes;
-pub(crate) mod columns;
+pub mod columns;
 pub(crate) mod context;
 pub(crate) mod exact_terms;
 pub mod label;

@@ -255,6 +255,21 @@ fn check_gate_diff_and_misses_on_the_demo() {
         .stdout(predicate::str::contains("e5-small tokens: ▁§ 4.2"));
 }
 
+/// Help that names metrics is made from the registries: every metric and column a gate reads is
+/// named by `diff --help` and `check --help`.
+#[test]
+fn help_names_every_metric_of_the_registry() {
+    let help = |command: &str| {
+        let out = ragsweep().args([command, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let (diff, check) = (help("diff"), help("check"));
+    for name in ragsweep::evaluate::columns::names() {
+        assert!(diff.contains(name) && check.contains(name), "{name} missing from --help");
+    }
+}
+
 /// Help that lists engines is made from the engine registry: every engine `engines install`
 /// accepts is named by `engines --help`, `engines install --help`, `engines serve --help` and
 /// `run --help`.
