@@ -325,6 +325,43 @@ fn a_planted_string_dispatch_is_found() {
     assert!(kinds_dispatched_by_name(&[("bench".to_string(), innocent.to_string())].into(), &names).is_empty());
 }
 
+/// Where a module outside the catalog and the engine registry keeps a closed list of engines:
+/// two engines' names as strings in one line (`["pg", "milvus"]`, `"pg" | "milvus"`), which a
+/// new engine would not be in.
+fn closed_engine_lists(known: &BTreeMap<String, String>) -> Vec<String> {
+    let engines = ragsweep::engine::servers::engine_names();
+    let mut out = Vec::new();
+    for (module, text) in known {
+        if tells_kinds_apart(module) {
+            continue;
+        }
+        for line in without_test_modules(text).lines().filter(|l| !l.trim_start().starts_with("//")) {
+            if engines.iter().filter(|e| line.contains(&format!("\"{e}\""))).count() >= 2 {
+                out.push(format!("{module}: {}", line.trim()));
+            }
+        }
+    }
+    out
+}
+
+/// Engines are open, not enumerated: no module outside the registry and the catalogs lists
+/// engines by name, and a planted list is found.
+#[test]
+fn no_closed_list_of_engines_outside_the_registry() {
+    let (known, _) = library_graph();
+    let found = closed_engine_lists(&known);
+    assert!(found.is_empty(), "engines listed by name outside the registry:\n{}", found.join("\n"));
+    let planted = [
+        "const WITH_SERVERS: [&str; 2] = [\"pg\", \"milvus\"];\n",
+        "if matches!(name, \"milvus\" | \"chroma\") { secret() }\n",
+    ];
+    for text in planted {
+        let found = closed_engine_lists(&[("experiment".to_string(), text.to_string())].into());
+        assert_eq!(found.len(), 1, "{text}: {found:?}");
+        assert!(closed_engine_lists(&[("engine::servers".to_string(), text.to_string())].into()).is_empty());
+    }
+}
+
 #[test]
 fn only_the_catalog_names_a_kind() {
     let (mut known, _) = library_graph();
