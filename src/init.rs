@@ -204,8 +204,8 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     })
 }
 
-/// The stubs' labels, stratified by content: each folder (the folder of `guide/a.md` is
-/// `guide`) holding at least 2 % of the candidates gets a share of the stubs in proportion to
+/// The stubs' labels, stratified by content: each folder (the first below the trunk that holds
+/// nearly every document: `guide` for `guide/a.md` and `guide/deep/b.md`) holding at least 2 % of the candidates gets a share of the stubs in proportion to
 /// its candidates (at least one each while there are stubs for all, the largest first; the
 /// Sainte-Laguë divisors), and only stubs those folders cannot hold go to the smaller folders.
 /// Within a folder, a document's usable sections are spread evenly over the folder's order from
@@ -218,9 +218,30 @@ pub(crate) fn stratified(
     by_section: bool,
     wanted: usize,
 ) -> Vec<(usize, Option<usize>)> {
-    let mut folders: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
-    for (d, doc) in corpus.docs.iter().enumerate() {
-        folders.entry(doc.id.rsplit_once('/').map_or("", |(f, _)| f)).or_default().push(d);
+    let paths: Vec<Vec<&str>> = corpus
+        .docs
+        .iter()
+        .map(|doc| doc.id.rsplit_once('/').map_or(Vec::new(), |(f, _)| f.split('/').collect()))
+        .collect();
+    // A folder is one a reader sees at the top of the site: below the trunk, the folder holding
+    // 90 % of the documents or more (`content/en` of a Hugo checkout beside its README), the
+    // first folder (`content/en/functions`, not each function's own subfolder).
+    let mut trunk: Vec<&str> = Vec::new();
+    loop {
+        let under: Vec<&Vec<&str>> = paths.iter().filter(|p| p.starts_with(&trunk)).collect();
+        let mut children: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for p in under.iter().filter(|p| p.len() > trunk.len()) {
+            *children.entry(p[trunk.len()]).or_default() += 1;
+        }
+        match children.into_iter().max_by_key(|&(name, n)| (n, std::cmp::Reverse(name))) {
+            Some((child, n)) if 10 * n >= 9 * under.len() => trunk.push(child),
+            _ => break,
+        }
+    }
+    let mut folders: std::collections::BTreeMap<String, Vec<usize>> = std::collections::BTreeMap::new();
+    for (d, parts) in paths.iter().enumerate() {
+        let depth = if parts.starts_with(&trunk) { trunk.len() + 1 } else { 1 };
+        folders.entry(parts[..parts.len().min(depth)].join("/")).or_default().push(d);
     }
     let order = |d: &usize| blake3::hash(corpus.docs[*d].id.as_bytes());
     // Per folder, its candidates in the order it offers them.

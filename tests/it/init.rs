@@ -314,6 +314,32 @@ fn stubs_go_to_folders_in_proportion_to_their_sections() {
     assert_eq!(first.len(), 3, "{labels:?}");
 }
 
+/// A site checked out whole (a README beside `content/en`, each section's pages in subfolders
+/// of their own): the folders shared are those under the trunk that holds nearly every page, so
+/// `reference`, 60 pages in thirty subfolders of two, gets its share as one folder, as it does
+/// when laid flat (taken folder by subfolder it got 16 of 18 and `guide` 1), and the README none.
+#[test]
+fn stubs_go_to_the_folders_a_reader_sees_in_a_checked_out_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut folders: Vec<(String, usize)> =
+        (0..30).map(|i| (format!("site/content/en/reference/r{i:02}"), 2)).collect();
+    folders.extend([("site/content/en/guide".to_string(), 25), ("site/content/en/faq".to_string(), 5)]);
+    folders.extend((0..8).map(|i| (format!("site/content/en/a{i}"), 1)));
+    for (folder, pages) in &folders {
+        setting_pages(dir.path(), folder, *pages);
+    }
+    std::fs::write(dir.path().join("docs/site/README.md"), "# Site\n\nHow to build this site locally.\n").unwrap();
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "20"]).assert().success();
+    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
+    let labels: Vec<String> = golden
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).unwrap()["relevant"][0].as_str().map(String::from))
+        .collect();
+    let count = |folder: &str| labels.iter().filter(|l| l.starts_with(&format!("site/content/en/{folder}/"))).count();
+    assert_eq!((count("reference"), count("guide"), count("faq")), (12, 5, 1), "{labels:?}");
+    assert!(!labels.iter().any(|l| l.starts_with("site/README")), "{labels:?}");
+}
+
 /// The drafts' rubric on a documentation-like corpus: pages whose prose holds the markup, code,
 /// example data and generic flags real documentation holds (`w-40`, `\u0026`, `[]any`,
 /// `post1.md`, `[context][]`, `**Actions**`, `--version` on every page) under a heading every
