@@ -55,9 +55,20 @@ pub fn select_for(
     rows: &[Row],
     slices: &[SliceRow],
 ) -> (Option<Selection>, Option<crate::results::NoSelection>) {
+    select_on(exp, rows, slices, rows)
+}
+
+/// The selection over `ranked` (the rows as some estimate values them), the cells left out
+/// those people's `rows` leave out (leaks, `require`).
+fn select_on(
+    exp: &Experiment,
+    rows: &[Row],
+    slices: &[SliceRow],
+    ranked: &[Row],
+) -> (Option<Selection>, Option<crate::results::NoSelection>) {
     let excluded = excluded(rows, slices, &exp.require);
     let selection =
-        exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(rows, m, exp.prefer, excluded, exp.margin));
+        exp.select.filter(|_| exp.shard.is_none()).and_then(|m| select(ranked, m, exp.prefer, excluded, exp.margin));
     let none = why_none(exp, rows, slices, selection.as_ref());
     (selection, none)
 }
@@ -71,15 +82,8 @@ pub fn select_by_ppi(
     slices: &[SliceRow],
     grades: &SuggestedGrades,
 ) -> (Option<Selection>, Option<crate::results::NoSelection>) {
-    let excluded = excluded(rows, slices, &exp.require);
-    let by_ppi = rows_by_ppi(rows, grades);
-    let selection = exp
-        .select
-        .filter(|_| exp.shard.is_none())
-        .and_then(|m| select(&by_ppi, m, exp.prefer, excluded, exp.margin))
-        .map(|s| Selection { grades_by: Some(grades.model.clone()), ..s });
-    let none = why_none(exp, rows, slices, selection.as_ref());
-    (selection, none)
+    let (selection, none) = select_on(exp, rows, slices, &rows_by_ppi(rows, grades));
+    (selection.map(|s| Selection { grades_by: Some(grades.model.clone()), ..s }), none)
 }
 
 /// `rows` with the decision metric's mean on each split PPI estimated replaced by the cell's

@@ -323,13 +323,18 @@ fn list_template(project: &Path, section: &str) -> Option<String> {
         "section.html".into(),
         "list.html".into(),
     ];
-    let mut layouts = vec![project.join("layouts")];
-    if let Ok(themes) = std::fs::read_dir(project.join("themes")) {
-        let mut themes: Vec<PathBuf> = themes.flatten().map(|t| t.path().join("layouts")).collect();
-        themes.sort();
-        layouts.extend(themes);
-    }
+    let layouts = layout_folders(project);
     names.iter().find_map(|name| layouts.iter().find_map(|l| crate::input::text::site_config(&l.join(name))))
+}
+
+/// Where a Hugo project's templates are, in the order Hugo looks: its own `layouts`, then each
+/// theme's (by name).
+fn layout_folders(project: &Path) -> Vec<PathBuf> {
+    let mut themes: Vec<PathBuf> = std::fs::read_dir(project.join("themes"))
+        .map(|t| t.flatten().map(|t| t.path().join("layouts")).collect())
+        .unwrap_or_default();
+    themes.sort();
+    std::iter::once(project.join("layouts")).chain(themes).collect()
 }
 
 /// Whether a list template shows its pages' content: a `range` over the section's pages
@@ -644,17 +649,14 @@ pub(crate) const HUGO_NON_CONTENT: [&str; 9] =
 /// ranges over: the path it passes to `GetPage`, or the `"Section"` it filters pages by.
 fn shortcode_section(project: &Path, name: &str) -> Option<String> {
     let file = format!("{name}.html");
-    let mut templates =
-        vec![project.join("layouts/shortcodes").join(&file), project.join("layouts/_shortcodes").join(&file)];
-    if let Ok(themes) = std::fs::read_dir(project.join("themes")) {
-        templates.extend(themes.flatten().map(|t| t.path().join("layouts/shortcodes").join(&file)));
-    }
-    let text = templates.iter().find_map(|t| crate::input::text::site_config(t))?;
+    let text = layout_folders(project).iter().find_map(|layouts| {
+        ["shortcodes", "_shortcodes"].iter().find_map(|d| crate::input::text::site_config(&layouts.join(d).join(&file)))
+    })?;
     if !text.contains("range") {
         return None;
     }
     // `GetPage "/glossary"`, or `GetPage $path` with `$path := "/glossary"` set before.
-    let quoted = |rest: &str| -> Option<String> {
+    let literal = |rest: &str| -> Option<String> {
         let rest = rest.trim_start().strip_prefix('"')?;
         Some(rest[..rest.find('"')?].to_string())
     };
@@ -662,10 +664,10 @@ fn shortcode_section(project: &Path, name: &str) -> Option<String> {
         let name: String =
             rest.trim_start().chars().take_while(|c| *c == '$' || c.is_alphanumeric() || *c == '_').collect();
         let name = name.strip_prefix('$').filter(|n| !n.is_empty())?;
-        text.split(&format!("${name} :=")).nth(1).and_then(quoted)
+        text.split(&format!("${name} :=")).nth(1).and_then(literal)
     };
     let quoted_after =
-        |marker: &str| text.split(marker).skip(1).find_map(|rest| quoted(rest).or_else(|| variable(rest)));
+        |marker: &str| text.split(marker).skip(1).find_map(|rest| literal(rest).or_else(|| variable(rest)));
     let section = quoted_after("GetPage").or_else(|| quoted_after("\"Section\""))?;
     let section = section.trim_matches('/');
     (!section.is_empty() && !section.split('/').any(|p| p == ".." || p == ".")).then(|| section.to_string())

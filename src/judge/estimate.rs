@@ -200,43 +200,40 @@ pub fn decide(
         splits: Vec::new(),
         not_used: None,
     };
-    let failed: Vec<&str> = run.manifest.failed_cells.iter().map(|(cell, _)| cell.as_str()).collect();
-    let not_used = if suggestions.is_empty() {
-        Some(format!(
-            "no suggestions of {model} in {} yet: `ragsweep judge RUN --suggest {name}` asks for them",
-            file.display()
-        ))
-    } else if !failed.is_empty() {
-        Some(format!("the run is incomplete (failed: {}): PPI compares whole grids", failed.join(", ")))
-    } else {
-        None
-    };
-    if not_used.is_some() {
-        grades.not_used = not_used;
-        run.suggested = Some(grades);
-        return Ok(());
-    }
-    let recorded = Recorded::of(per_query, run.manifest.clone(), run.rows.clone(), exp, prepared, opts)?;
-    if let Some(cell) = recorded.unrecorded_cell() {
-        grades.not_used = Some(format!(
-            "cell {cell} did not record its ranked chunks (an engine cell searched at each depth): its lists cannot be judged with the model's grades"
-        ));
-        run.suggested = Some(grades);
-        return Ok(());
-    }
-    let excluded: Vec<String> = crate::evaluate::selection::excluded(&run.rows, &run.slices, &exp.require)
-        .into_iter()
-        .map(|(c, _)| c)
-        .collect();
-    grades.splits =
-        estimate(exp, prepared, &recorded, &suggestions, &[Split::Tuning, Split::Reserved], grades.alpha, &excluded)?;
-    let tuning = grades.splits.iter().find(|s| s.split == Split::Tuning);
-    if tuning.is_none_or(|t| t.best.is_none()) {
-        grades.not_used = Some(format!(
+    // Why the selection stays on people's labels, if it does.
+    grades.not_used = 'estimated: {
+        if suggestions.is_empty() {
+            break 'estimated Some(format!(
+                "no suggestions of {model} in {} yet: `ragsweep judge RUN --suggest {name}` asks for them",
+                file.display()
+            ));
+        }
+        let failed: Vec<&str> = run.manifest.failed_cells.iter().map(|(cell, _)| cell.as_str()).collect();
+        if !failed.is_empty() {
+            break 'estimated Some(format!(
+                "the run is incomplete (failed: {}): PPI compares whole grids",
+                failed.join(", ")
+            ));
+        }
+        let recorded = Recorded::of(per_query, run.manifest.clone(), run.rows.clone(), exp, prepared, opts)?;
+        if let Some(cell) = recorded.unrecorded_cell() {
+            break 'estimated Some(format!(
+                "cell {cell} did not record its ranked chunks (an engine cell searched at each depth): its lists cannot be judged with the model's grades"
+            ));
+        }
+        let excluded: Vec<String> = crate::evaluate::selection::excluded(&run.rows, &run.slices, &exp.require)
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        let splits = [Split::Tuning, Split::Reserved];
+        grades.splits = estimate(exp, prepared, &recorded, &suggestions, &splits, grades.alpha, &excluded)?;
+        let tuning = grades.splits.iter().find(|s| s.split == Split::Tuning);
+        tuning.is_none_or(|t| t.best.is_none()).then(|| format!(
             "{} cases judged through on tuning: PPI needs at least 2 (`ragsweep judge RUN --order sample` judges cases at random, whole)",
             tuning.map_or(0, |t| t.judged_through)
-        ));
-    } else {
+        ))
+    };
+    if grades.not_used.is_none() {
         (run.selection, run.no_selection) =
             crate::evaluate::selection::select_by_ppi(exp, &run.rows, &run.slices, &grades);
     }

@@ -328,6 +328,23 @@ fn policy_project(root: &Path) {
     .unwrap();
 }
 
+/// The policy project with the mock chat server as `team-chat`, run into `out/drafts/latest`.
+fn policy_run(root: &Path) {
+    policy_project(root);
+    let (url, _seen) = mock();
+    add_chat(root, &url);
+    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+}
+
+/// Ana judging that run in random case order with team-chat's suggestions, answering `answers`.
+fn judge_sample(root: &Path, answers: String) -> assert_cmd::assert::Assert {
+    ragsweep(root)
+        .args(["judge", "out/drafts/latest", "--order", "sample", "--who", "ana", "--suggest", "team-chat"])
+        .write_stdin(answers)
+        .assert()
+        .success()
+}
+
 /// The `ragsweep ppi` table's rows: cell → (people only, model only, PPI mean).
 fn ppi_rows(out: &str) -> Vec<(String, f64, f64, Option<f64>)> {
     out.lines()
@@ -344,20 +361,11 @@ fn ppi_rows(out: &str) -> Vec<(String, f64, f64, Option<f64>)> {
 fn ppi_corrects_the_models_grades_with_the_cases_people_judged_through() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    policy_project(root);
-    let (url, _seen) = mock();
-    add_chat(root, &url);
-    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
-    let judge = |stdin: String| {
-        ragsweep(root)
-            .args(["judge", "out/drafts/latest", "--order", "sample", "--who", "ana", "--suggest", "team-chat"])
-            .write_stdin(stdin)
-            .assert()
-            .success()
-    };
+    policy_run(root);
+    let judge = |stdin: String| judge_sample(root, stdin);
     // People judge the first cases of the random order through (the person disagrees with the
     // model on every unit: grade 1 where it says 0 and 0 where it says 2).
-    let first = judge("x\n".repeat(0) + &"1\n0\n".repeat(3) + "q\n");
+    let first = judge("1\n0\n".repeat(3) + "q\n");
     let shown = String::from_utf8_lossy(&first.get_output().stdout).into_owned();
     let order: Vec<&str> = shown.lines().filter_map(|l| l.split(" case ").nth(1)?.split(" · ").next()).collect();
     assert!(order.len() >= 6, "{shown}");
@@ -389,21 +397,14 @@ fn ppi_corrects_the_models_grades_with_the_cases_people_judged_through() {
 fn an_experiment_leaning_on_suggestions_selects_on_ppi_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    policy_project(root);
-    let (url, _seen) = mock();
-    add_chat(root, &url);
-    ragsweep(root).args(["run", "exp.toml", "-q", "--out", "out"]).assert().success();
+    policy_run(root);
     let matrix = |run: &str| -> Value {
         serde_json::from_str(&std::fs::read_to_string(root.join(run).join("matrix.json")).unwrap()).unwrap()
     };
     let first = matrix("out/drafts/latest");
     assert!(first.get("suggested").is_none(), "no suggestions declared: {first}");
     let metric = first["decision_metric"].as_str().unwrap().to_string();
-    ragsweep(root)
-        .args(["judge", "out/drafts/latest", "--order", "sample", "--who", "ana", "--suggest", "team-chat"])
-        .write_stdin("1\n0\n".repeat(3) + "q\n")
-        .assert()
-        .success();
+    judge_sample(root, "1\n0\n".repeat(3) + "q\n");
     let ppi = ragsweep(root).args(["ppi", "out/drafts/latest"]).assert().success();
     let expected = ppi_rows(&String::from_utf8_lossy(&ppi.get_output().stdout));
     let plain = std::fs::read_to_string(root.join("exp.toml")).unwrap();

@@ -289,6 +289,15 @@ fn init_stratifies_forty_stubs_with_drafts_and_validate_leaves_out_unedited_draf
         );
 }
 
+/// The labels of the answerable stubs `init --out project` wrote in `dir`, in their order.
+fn stub_labels(dir: &std::path::Path) -> Vec<String> {
+    let golden = std::fs::read_to_string(dir.join("project/golden.jsonl")).unwrap();
+    golden
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).unwrap()["relevant"][0].as_str().map(String::from))
+        .collect()
+}
+
 /// Stubs are spread by content: on folders of 60, 25 and 5 pages beside eight one-page folders,
 /// each folder with at least 2 % of the sections gets its share, the largest the most, and the
 /// one-page folders none (in alphabetical turns they took 8 of 18).
@@ -301,11 +310,7 @@ fn stubs_go_to_folders_in_proportion_to_their_sections() {
         setting_pages(dir.path(), folder, *pages);
     }
     ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "20"]).assert().success();
-    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
-    let labels: Vec<String> = golden
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).unwrap()["relevant"][0].as_str().map(String::from))
-        .collect();
+    let labels = stub_labels(dir.path());
     let count = |folder: &str| labels.iter().filter(|l| l.starts_with(&format!("{folder}/"))).count();
     assert_eq!(labels.len(), 18);
     assert_eq!((count("reference"), count("guide"), count("faq")), (12, 5, 1), "{labels:?}");
@@ -330,11 +335,7 @@ fn stubs_go_to_the_folders_a_reader_sees_in_a_checked_out_site() {
     }
     std::fs::write(dir.path().join("docs/site/README.md"), "# Site\n\nHow to build this site locally.\n").unwrap();
     ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "20"]).assert().success();
-    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
-    let labels: Vec<String> = golden
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).unwrap()["relevant"][0].as_str().map(String::from))
-        .collect();
+    let labels = stub_labels(dir.path());
     let count = |folder: &str| labels.iter().filter(|l| l.starts_with(&format!("site/content/en/{folder}/"))).count();
     assert_eq!((count("reference"), count("guide"), count("faq")), (12, 5, 1), "{labels:?}");
     assert!(!labels.iter().any(|l| l.starts_with("site/README")), "{labels:?}");
@@ -444,12 +445,18 @@ fn drafts_are_questions_a_user_would_ask_never_markup() {
 /// The drafts `init --stubs 10` writes for twelve reStructuredText pages `NAME00.rst`… whose
 /// text `page(i)` gives.
 fn drafts_of_rest_pages(name: &str, page: impl Fn(usize) -> String) -> Vec<String> {
+    drafts_of_pages(&format!("{name}{{}}.rst"), "10", page)
+}
+
+/// The drafts `init --stubs STUBS` writes for twelve pages named by `file` (its `{}` the page's
+/// two-digit number) whose text `page(i)` gives.
+fn drafts_of_pages(file: &str, stubs: &str, page: impl Fn(usize) -> String) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("docs")).unwrap();
     for i in 0..12 {
-        std::fs::write(dir.path().join("docs").join(format!("{name}{i:02}.rst")), page(i)).unwrap();
+        std::fs::write(dir.path().join("docs").join(file.replace("{}", &format!("{i:02}"))), page(i)).unwrap();
     }
-    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "10"]).assert().success();
+    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", stubs]).assert().success();
     let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
     golden
         .lines()
@@ -467,10 +474,8 @@ fn drafts_of_rest_pages(name: &str, page: impl Fn(usize) -> String) -> Vec<Strin
 /// drafted as an exact term; a command its page names is (`hugo server` on "Hugo server").
 #[test]
 fn drafts_leave_out_instructions_descriptions_and_command_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
-    for i in 0..12 {
-        let page = format!(
+    let drafts = drafts_of_pages("server{}.md", "12", |i| {
+        format!(
             "---\ntitle: Hugo server {i}\n---\n# Hugo server {i}\n\n## Live reload {i}\n\n\
              Generate the completion script for the zsh shell of release {i} and every later one.\n\n\
              Returns the list of pages of section {i}, sorted by their weight and title.\n\n\
@@ -480,17 +485,8 @@ fn drafts_leave_out_instructions_descriptions_and_command_lines() {
              `myDate{i}` folder and the `<!--more-->` divider, while `hugo server` serves release {i}.\n\n\
              The development server rebuilds site {i} whenever a watched file changes on disk.\n\n\
              ## Ports {i}\n\nThe server listens on port 1313 unless the configuration of site {i} names another.\n"
-        );
-        std::fs::write(dir.path().join("docs").join(format!("server{i:02}.md")), page).unwrap();
-    }
-    ragsweep().current_dir(dir.path()).args(["init", "docs", "--out", "project", "--stubs", "12"]).assert().success();
-    let golden = std::fs::read_to_string(dir.path().join("project/golden.jsonl")).unwrap();
-    let drafts: Vec<String> = golden
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .flat_map(|s| s["meta"]["drafts"].as_array().cloned().unwrap_or_default())
-        .map(|d| d.as_str().unwrap().to_string())
-        .collect();
+        )
+    });
     assert!(drafts.len() >= 12, "{drafts:?}");
     for d in &drafts {
         for junk in [
