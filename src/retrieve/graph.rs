@@ -71,6 +71,10 @@ impl FlatGraph {
     /// Builds the graph over every vector of `vectors` with `m` links per point (2·m on
     /// layer 0) and a beam of `ef_construction`.
     pub fn build(vectors: &ExactIndex, m: usize, ef_construction: usize) -> FlatGraph {
+        // A batch too small to split runs on the calling thread: handing it to the pool wakes
+        // idle workers that spin for nothing (a small graph's first batches hold one point).
+        const MIN_SEARCHES_PER_THREAD: usize = 4;
+        const MIN_PRUNES_PER_THREAD: usize = 64;
         let n = vectors.len();
         let m = m.max(2);
         let mut graph =
@@ -93,6 +97,7 @@ impl FlatGraph {
             let top = graph.upper.len();
             let found: Vec<Vec<Vec<u32>>> = (0..batch.len())
                 .into_par_iter()
+                .with_min_len(MIN_SEARCHES_PER_THREAD)
                 .map(|i| {
                     let p = batch[i] as usize;
                     let query = vectors.vector(p);
@@ -127,7 +132,10 @@ impl FlatGraph {
             }
             // Each list is pruned on its own, so the order they come back in does not matter.
             let pruned: Vec<((usize, u32), Vec<u32>)> = reverse
+                .into_iter()
+                .collect::<Vec<_>>()
                 .into_par_iter()
+                .with_min_len(MIN_PRUNES_PER_THREAD)
                 .map(|((layer, q), added)| {
                     let mut list = graph.neighbours(layer, q).to_vec();
                     list.extend(added.into_iter().filter(|p| !graph.neighbours(layer, q).contains(p)));

@@ -17,9 +17,8 @@ fn row(csv_text: &str, split: &str, slice: &str) -> std::collections::HashMap<St
 
 #[test]
 fn the_demo_answers_give_the_hand_computed_aggregates() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
-    run_experiment("experiments/quickstart.toml", out.path(), cache.path());
-    let run = run_dir(out.path(), "quickstart");
+    let (quickstart, cache) = (common::quickstart_run(), common::shared_cache());
+    let run = run_dir(quickstart.out.path(), "quickstart");
     ragsweep()
         .arg("contexts")
         .arg(&run)
@@ -74,10 +73,10 @@ fn the_demo_answers_give_the_hand_computed_aggregates() {
         .code(0)
         .stdout(predicate::str::contains("PASS: citation_valid"))
         .stdout(predicate::str::contains("PASS: refusal_ok"));
-    let worse = out.path().join("worse");
+    let worse = quickstart.out.path().join("worse");
     assert!(std::process::Command::new("cp").arg("-r").arg(&run).arg(&worse).status().unwrap().success());
     let text = std::fs::read_to_string(&answers).unwrap().replace("\"[1]\"", "\"[9]\"");
-    let worse_answers = out.path().join("worse.jsonl");
+    let worse_answers = quickstart.out.path().join("worse.jsonl");
     std::fs::write(&worse_answers, text).unwrap();
     ragsweep().arg("answers").arg(&worse).arg(&worse_answers).assert().success();
     check(&worse).code(1).stdout(predicate::str::contains("FAIL: citation_valid fell"));

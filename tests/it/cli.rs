@@ -7,21 +7,20 @@ use predicates::prelude::*;
 
 #[test]
 fn quickstart_writes_every_output() {
-    let out = tempfile::tempdir().unwrap();
-    let cache = crate::common::shared_cache();
-    run_experiment("experiments/quickstart.toml", out.path(), cache.path())
-        .stdout(predicate::str::contains(
-            "quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning",
-        ))
-        .stdout(
-            // Intervals give way to `vs best` when the configuration is long.
-            predicate::str::is_match(
-                r"\n1  c01  markdown\+title\+headings bm25 analyzer=pt b=0\.4 +0\.9423 +0\.8895 best\n",
-            )
-            .unwrap(),
-        )
-        .stdout(predicate::str::contains("next:\n  ragsweep explain "))
-        .stdout(predicate::str::contains("no prices declared"));
+    let quickstart = crate::common::quickstart_run();
+    let stdout = &quickstart.stdout;
+    assert!(
+        stdout.contains("quickstart: 15 cells · tuning 33 / reserved 18 · ranked by ndcg@10 on tuning"),
+        "{stdout}"
+    );
+    // Intervals give way to `vs best` when the configuration is long.
+    let best = predicate::str::is_match(
+        r"\n1  c01  markdown\+title\+headings bm25 analyzer=pt b=0\.4 +0\.9423 +0\.8895 best\n",
+    );
+    assert!(best.unwrap().eval(stdout.as_str()), "{stdout}");
+    assert!(stdout.contains("next:\n  ragsweep explain "), "{stdout}");
+    assert!(stdout.contains("no prices declared"), "{stdout}");
+    let out = &quickstart.out;
     let dir = run_dir(out.path(), "quickstart");
     for f in [
         "matrix.csv",

@@ -87,6 +87,44 @@ pub fn shared_cache() -> SharedCache {
     SharedCache(std::env::temp_dir().join(format!("ragsweep-test-cache-{}", std::process::id())))
 }
 
+/// The quick start's run, made once per test process on the shared cache, for the tests that
+/// read what a run writes: each caller gets its own copy of the output folder to add to, and
+/// the run's standard output.
+pub struct QuickstartRun {
+    pub out: tempfile::TempDir,
+    pub stdout: String,
+}
+
+pub fn quickstart_run() -> QuickstartRun {
+    static RUN: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
+    let (made, stdout) = RUN.get_or_init(|| {
+        let out = std::env::temp_dir().join(format!("ragsweep-test-quickstart-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let assert = run_experiment("experiments/quickstart.toml", &out, shared_cache().path());
+        (out, String::from_utf8(assert.get_output().stdout.clone()).unwrap())
+    });
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(made, copy.path());
+    QuickstartRun { out: copy, stdout: stdout.clone() }
+}
+
+/// Copies the folder `from` into `to`, symbolic links as links.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_tree(&source, &target);
+        } else {
+            std::fs::copy(&source, &target).unwrap();
+        }
+    }
+}
+
 /// The binary with the installed models and the process's shared cache, outside the working
 /// tree, so no test writes inside the repository.
 pub fn ragsweep() -> Command {

@@ -102,9 +102,8 @@ fn element<'a>(dom: &'a str, tag: &str, id: &str) -> &'a str {
 
 #[test]
 fn the_demo_report_renders_offline_with_one_mark_per_cell() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
-    run_experiment("experiments/quickstart.toml", out.path(), cache.path());
-    let run = run_dir(out.path(), "quickstart");
+    let quickstart = crate::common::quickstart_run();
+    let run = run_dir(quickstart.out.path(), "quickstart");
     let page = run.join("report.html");
     let matrix: Value = serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap();
     let manifest: Value = serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
@@ -191,9 +190,7 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
 
 #[test]
 fn the_terminal_summary_fits_100_columns() {
-    let (out, cache) = (tempfile::tempdir().unwrap(), crate::common::shared_cache());
-    let assert = run_experiment("experiments/quickstart.toml", out.path(), cache.path());
-    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let stdout = crate::common::quickstart_run().stdout;
     assert!(stdout.contains("Selected on tuning by ndcg@10"), "{stdout}");
     assert!(stdout.contains("report.html"), "{stdout}");
     for line in stdout.lines() {
