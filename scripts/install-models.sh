@@ -20,7 +20,8 @@ fi
 if [ ! -x "$venv/bin/uv" ]; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check uv==0.13.9
 fi
-uv_install() { "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" "$@"; }
+# Files are copied, not hard-linked from uv's cache: NLTK refuses to open a multiply-linked file.
+uv_install() { "$venv/bin/uv" pip install --quiet --link-mode copy --python "$venv/bin/python" "$@"; }
 if ! "$venv/bin/python" -c "import numpy, onnx, tokenizers, onnxruntime, sympy" 2>/dev/null; then
   uv_install numpy onnx tokenizers onnxruntime==1.31.1 sympy
 fi
