@@ -90,25 +90,42 @@ pub struct Judged {
     pub returned: Vec<u32>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    Hit,
-    Recall,
-    Precision,
-    Mrr,
-    Ndcg,
-    Ap,
+/// Declares the metrics' names: the enum, its serde names and [`Metric::name`]. What a metric
+/// measures is its own file in `evaluate/metrics/`, listed in that module's registry.
+macro_rules! metric_names {
+    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal $(| $alias:literal)*,)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum Metric {
+            $($(#[doc = $doc])* #[serde(rename = $name $(, alias = $alias)*)] $variant,)*
+        }
+
+        impl Metric {
+            /// Every name declared, in declaration order.
+            pub const NAMED: [Metric; [$($name),*].len()] = [$(Metric::$variant),*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Metric::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+metric_names! {
+    Hit = "hit",
+    Recall = "recall",
+    Precision = "precision",
+    Mrr = "mrr",
+    Ndcg = "ndcg",
+    Ap = "ap",
     /// Token-level measures of a packed context (or the top k chunks) against the relevant
     /// text (SPEC §3).
-    #[serde(rename = "tok_recall", alias = "tokrecall")]
-    TokRecall,
-    #[serde(rename = "tok_precision", alias = "tokprecision")]
-    TokPrecision,
-    #[serde(rename = "tok_iou", alias = "tokiou")]
-    TokIou,
+    TokRecall = "tok_recall" | "tokrecall",
+    TokPrecision = "tok_precision" | "tokprecision",
+    TokIou = "tok_iou" | "tokiou",
     /// Share of the list's items that carry a judgment (SPEC §9): how complete the labels are.
-    Judged,
+    Judged = "judged",
 }
 
 /// `ndcg@10`-style name of a metric at a cut-off, or `recall@1024t` at a token budget.

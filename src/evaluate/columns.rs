@@ -48,9 +48,9 @@ pub const TABLE: [Column; 11] = [
     col("recall_vs_oracle", Better::Higher),
 ];
 
-/// The retrieval metrics' columns, from the metrics' own registry ([`Metric::EVERY`]).
+/// The retrieval metrics' columns, from the metrics' own registry ([`Metric::every`]).
 static METRICS: std::sync::LazyLock<Vec<Column>> =
-    std::sync::LazyLock::new(|| Metric::EVERY.iter().map(|m| col(m.name(), Better::Higher)).collect());
+    std::sync::LazyLock::new(|| Metric::every().map(|m| col(m.name(), Better::Higher)).collect());
 
 /// The column a name refers to (`ndcg@10`, `recall@1024t` and `refusal_wrong` alike).
 pub fn column(name: &str) -> Option<&'static Column> {

@@ -120,7 +120,9 @@ fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> 
     let rank_metrics = metrics.iter().filter(|m| !m.is_token_level());
     out.extend(rank_metrics.flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
     if unit != Unit::Doc {
-        out.extend(Metric::TOKEN.iter().flat_map(|&m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))));
+        out.extend(
+            Metric::token_level().into_iter().flat_map(|m| budget.iter().map(move |&b| MetricAt::at_budget(m, b))),
+        );
     }
     // Label completeness (SPEC §9); the evidence unit's text rule leaves nothing unjudged.
     if unit != Unit::Evidence {

@@ -90,7 +90,7 @@ pub(super) struct Decision {
 }
 
 pub(super) fn decision(src: &Source<'_>, raw: &RawExperiment, cut: &Cutoffs) -> Result<Decision> {
-    let mut metrics = raw.metrics.clone().unwrap_or_else(|| Metric::ALL.to_vec());
+    let mut metrics = raw.metrics.clone().unwrap_or_else(Metric::defaults);
     metrics.dedup();
     if metrics.is_empty() {
         return Err(Error::input(src.file(), "`metrics` is an empty list: name at least one metric"));

@@ -27,12 +27,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::Result;
+use crate::evaluate::metrics::Grading;
 use crate::experiment::Experiment;
 use crate::input::golden::{GoldenCase, Label, Split};
 use crate::judge::PoolItem;
 use crate::runner::rescore::{Recorded, Scope, Scored};
 use crate::runner::Prepared;
-use crate::vocab::{Metric, VsBest};
+use crate::vocab::VsBest;
 
 /// What the grid decides on tuning under one set of labels.
 #[derive(Debug, Clone, PartialEq)]
@@ -382,24 +383,7 @@ impl<'a> Decider<'a> {
         let effect = |item: &PoolItem, cell: &str| -> f64 {
             let Some(&(_, rank)) = item.cells.iter().find(|(c, _)| c == cell) else { return 0.0 };
             let first = self.first_relevant.get(&(cell.to_string(), item.case.clone())).copied();
-            let before = first.is_some_and(|f| f < rank);
-            let hit = first.is_some_and(|f| depth.is_some_and(|d| f <= d));
-            match metric {
-                Metric::Hit if before || hit => 0.0,
-                Metric::Hit => 1.0,
-                Metric::Mrr if before => 0.0,
-                Metric::Mrr => 1.0 / f64::from(rank) - first.map_or(0.0, |f| 1.0 / f64::from(f)),
-                // Measures that a relevant unit moves by less the deeper it is ranked: the gain
-                // of its rank. Every metric is named, so a new one is placed here on purpose.
-                Metric::Ndcg
-                | Metric::Ap
-                | Metric::Recall
-                | Metric::Precision
-                | Metric::TokRecall
-                | Metric::TokPrecision
-                | Metric::TokIou
-                | Metric::Judged => 1.0 / (f64::from(rank) + 1.0).log2(),
-            }
+            metric.measure().grading_effect(&Grading { rank, first, depth })
         };
         pool.iter()
             .map(|item| {

@@ -10,7 +10,7 @@ use super::{CellRun, Scoring};
 use crate::error::Result;
 use crate::evaluate::context::{self, Overlap, Packed};
 use crate::evaluate::label::{Judged, Truth, Unit};
-use crate::evaluate::metrics::{Metric, MetricAt};
+use crate::evaluate::metrics::{Case, MetricAt};
 use crate::input::corpus::{Corpus, Target};
 use crate::input::golden::GoldenCase;
 use crate::results::{CaseResult, Parity};
@@ -147,21 +147,20 @@ impl Collector for Metrics<'_> {
             .iter()
             .map(|&(i, c)| {
                 if !c.budget {
-                    return match (c.metric, at_k[i]) {
-                        (Metric::TokRecall, Some(o)) => o.recall(),
-                        (Metric::TokPrecision, Some(o)) => o.precision(),
-                        (Metric::TokIou, Some(o)) => o.iou(),
-                        (m, _) => m.at(r.list(i), c.k),
-                    };
+                    return c.metric.measure().value(&Case {
+                        judged: r.list(i),
+                        k: c.k,
+                        packed_ideal: None,
+                        overlap: at_k[i],
+                    });
                 }
                 let (b, judged) = (i - ks, &lists.judged_packed[i - ks]);
-                match c.metric {
-                    Metric::TokRecall => overlaps[b].recall(),
-                    Metric::TokPrecision => overlaps[b].precision(),
-                    Metric::TokIou => overlaps[b].iou(),
-                    Metric::Ndcg => crate::evaluate::metrics::ndcg_packed(judged, self.ideal_items[ci][b]),
-                    m => m.at(judged, judged.items.len().max(1)),
-                }
+                c.metric.measure().value(&Case {
+                    judged,
+                    k: judged.items.len().max(1),
+                    packed_ideal: Some(self.ideal_items[ci][b]),
+                    overlap: Some(overlaps[b]),
+                })
             })
             .collect();
     }

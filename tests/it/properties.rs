@@ -92,7 +92,7 @@ proptest! {
         ideal.extend(std::iter::repeat_n(1.0, extra_relevant));
         ideal.sort_by(|a, b| b.total_cmp(a));
         let j = Judged { items, relevant: ideal.len(), ideal, returned: Vec::new() };
-        for m in Metric::ALL {
+        for m in Metric::defaults() {
             let mut last: Option<f64> = None;
             for k in 1..=32 {
                 let v = m.at(&j, k);

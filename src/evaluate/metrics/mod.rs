@@ -1,112 +1,152 @@
 //! Per-case retrieval metrics over a judged list (SPEC §3), and their means.
 //!
-//! An undefined value is `None` (R empty), never 0, and is left out of the mean.
+//! Each metric is a [`Measure`] in its own file, listed once in [`REGISTRY`], in the order
+//! columns and the default `metrics` list them: a new metric is its file, its name in
+//! `vocab::Metric` and its line there. An undefined value is `None` (R empty), never 0, and is
+//! left out of the mean.
+
+mod ap;
+mod hit;
+mod judged;
+mod mrr;
+mod ndcg;
+mod precision;
+mod recall;
+mod tok_iou;
+mod tok_precision;
+mod tok_recall;
 
 use std::fmt;
 use std::str::FromStr;
 
+use crate::evaluate::context::Overlap;
 use crate::evaluate::label::Judged;
 pub use crate::vocab::{Mean, Metric, MetricAt};
 
-impl Metric {
-    /// The metrics of a judged list, at a cut-off k or a token budget.
-    pub const ALL: [Metric; 6] =
-        [Metric::Ndcg, Metric::Recall, Metric::Hit, Metric::Mrr, Metric::Ap, Metric::Precision];
-    /// The token-level measures (section and evidence units): at every token budget, and at k
-    /// when `metrics` lists them.
-    pub const TOKEN: [Metric; 3] = [Metric::TokRecall, Metric::TokPrecision, Metric::TokIou];
-    /// Every metric: the registry names, parsing, columns and messages read.
-    pub const EVERY: [Metric; 10] = [
-        Metric::Ndcg,
-        Metric::Recall,
-        Metric::Hit,
-        Metric::Mrr,
-        Metric::Ap,
-        Metric::Precision,
-        Metric::TokRecall,
-        Metric::TokPrecision,
-        Metric::TokIou,
-        Metric::Judged,
-    ];
+/// Every metric and what measures it, in column order.
+const REGISTRY: &[(Metric, &dyn Measure)] = &[
+    (Metric::Ndcg, &ndcg::Ndcg),
+    (Metric::Recall, &recall::Recall),
+    (Metric::Hit, &hit::Hit),
+    (Metric::Mrr, &mrr::Mrr),
+    (Metric::Ap, &ap::Ap),
+    (Metric::Precision, &precision::Precision),
+    (Metric::TokRecall, &tok_recall::TokRecall),
+    (Metric::TokPrecision, &tok_precision::TokPrecision),
+    (Metric::TokIou, &tok_iou::TokIou),
+    (Metric::Judged, &judged::Judged),
+];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Hit => "hit",
-            Metric::Recall => "recall",
-            Metric::Precision => "precision",
-            Metric::Mrr => "mrr",
-            Metric::Ndcg => "ndcg",
-            Metric::Ap => "ap",
-            Metric::TokRecall => "tok_recall",
-            Metric::TokPrecision => "tok_precision",
-            Metric::TokIou => "tok_iou",
-            Metric::Judged => "judged",
-        }
-    }
+/// What a metric reads, which decides where an experiment measures it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// The ranked list's grades: at every cut-off k and token budget; the default `metrics`.
+    Rank,
+    /// The relevant text's tokens in the context: for section and evidence units, at every
+    /// budget, and at k when `metrics` lists them.
+    Token,
+    /// How complete the labels are (SPEC §9): at every cut-off and budget, never selected on.
+    Completeness,
+}
 
-    pub fn is_token_level(self) -> bool {
-        Metric::TOKEN.contains(&self)
-    }
+/// One case's list as a metric reads it.
+pub struct Case<'a> {
+    pub judged: &'a Judged,
+    /// The cut-off; for a packed context, its length.
+    pub k: usize,
+    /// For a packed context: how many of R's grades its ideal holds.
+    pub packed_ideal: Option<usize>,
+    /// Token counts of the relevant text and the context, where the unit has text.
+    pub overlap: Option<Overlap>,
+}
 
-    /// The metric's value at cut-off `k`.
-    pub fn at(self, j: &Judged, k: usize) -> Option<f64> {
-        let top = &j.items[..k.min(j.items.len())];
-        if self == Metric::Judged {
-            // As ir_measures' Judged@k: over k places, a short or empty list's missing places
-            // unjudged.
-            return Some(top.iter().filter(|i| i.judged).count() as f64 / k.max(1) as f64);
-        }
-        if self == Metric::Precision {
-            return Some(top.iter().filter(|i| i.gain > 0.0).count() as f64 / k as f64);
-        }
-        if j.relevant == 0 {
-            return None;
-        }
-        let r = j.relevant as f64;
-        let first = top.iter().position(|i| i.gain > 0.0);
-        Some(match self {
-            Metric::Hit => f64::from(u8::from(first.is_some())),
-            Metric::Mrr => first.map_or(0.0, |p| 1.0 / (p + 1) as f64),
-            // Sums fold from +0.0: `Sum` of an empty iterator is -0.0, which would be written.
-            Metric::Recall => top.iter().map(|i| f64::from(i.new)).fold(0.0, |a, b| a + b) / r,
-            Metric::Ndcg => {
-                let dcg =
-                    top.iter().enumerate().map(|(i, it)| it.gain / (i as f64 + 2.0).log2()).fold(0.0, |a, b| a + b);
-                let idcg: f64 = j.ideal.iter().take(k).enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).sum();
-                if idcg > 0.0 {
-                    dcg / idcg
-                } else {
-                    0.0
-                }
-            }
-            Metric::Ap => {
-                let mut hits = 0.0;
-                let mut sum = 0.0;
-                for (i, it) in top.iter().enumerate() {
-                    if it.gain > 0.0 {
-                        hits += 1.0;
-                        sum += hits / (i + 1) as f64;
-                    }
-                }
-                sum / r
-            }
-            Metric::Precision | Metric::Judged | Metric::TokRecall | Metric::TokPrecision | Metric::TokIou => {
-                unreachable!("precision and judged return above; token-level measures are not list metrics")
-            }
-        })
+impl Case<'_> {
+    /// The top k items.
+    pub fn top(&self) -> &[crate::vocab::Item] {
+        &self.judged.items[..self.k.min(self.judged.items.len())]
     }
 }
 
-/// `ndcg@Bt` of a packed context (SPEC §3): its DCG over every packed item divided by the DCG
-/// of the ideal packed context, R's best `ideal_items` grades; at most 1 (fragments of several
-/// sections can hold more relevant items than their whole spans would); undefined when R is.
-pub fn ndcg_packed(j: &Judged, ideal_items: usize) -> Option<f64> {
-    if j.relevant == 0 {
-        return None;
+/// Where a unit not yet graded sits in a cell's list of a case, for judging in decision order.
+pub struct Grading {
+    /// Its 1-based rank.
+    pub rank: u32,
+    /// The rank of the case's first relevant unit, if any.
+    pub first: Option<u32>,
+    /// The decision metric's cut-off (none for a token budget).
+    pub depth: Option<u32>,
+}
+
+impl Grading {
+    /// A relevant unit already ranks above this one.
+    pub fn after_first(&self) -> bool {
+        self.first.is_some_and(|f| f < self.rank)
     }
-    let dcg = j.items.iter().enumerate().map(|(i, it)| it.gain / (i as f64 + 2.0).log2()).fold(0.0, |a, b| a + b);
-    let idcg: f64 = j.ideal.iter().take(ideal_items.max(1)).enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).sum();
-    Some(if idcg > 0.0 { (dcg / idcg).min(1.0) } else { 0.0 })
+}
+
+/// A retrieval metric.
+pub trait Measure: Sync {
+    fn family(&self) -> Family {
+        Family::Rank
+    }
+
+    /// The case's value; `None` where it is undefined.
+    fn value(&self, case: &Case<'_>) -> Option<f64>;
+
+    /// How far grading the unit relevant can move the case's value: by default the gain of
+    /// its rank, as a relevant unit moves most measures by less the deeper it is ranked.
+    fn grading_effect(&self, g: &Grading) -> f64 {
+        1.0 / (f64::from(g.rank) + 1.0).log2()
+    }
+}
+
+/// The DCG of grades in rank order. Sums fold from +0.0: `Sum` of an empty iterator is -0.0,
+/// which would be written.
+fn dcg(gains: impl Iterator<Item = f64>) -> f64 {
+    gains.enumerate().map(|(i, g)| g / (i as f64 + 2.0).log2()).fold(0.0, |a, b| a + b)
+}
+
+fn sum(values: impl Iterator<Item = f64>) -> f64 {
+    values.fold(0.0, |a, b| a + b)
+}
+
+impl Metric {
+    /// Every metric, in column order.
+    pub fn every() -> impl Iterator<Item = Metric> {
+        REGISTRY.iter().map(|(m, _)| *m)
+    }
+
+    /// The metrics of a family, in column order.
+    pub fn of(family: Family) -> Vec<Metric> {
+        Metric::every().filter(|m| m.family() == family).collect()
+    }
+
+    /// The rank metrics: what `metrics` holds unless the experiment says.
+    pub fn defaults() -> Vec<Metric> {
+        Metric::of(Family::Rank)
+    }
+
+    /// The token-level metrics, measured at every budget of section and evidence units.
+    pub fn token_level() -> Vec<Metric> {
+        Metric::of(Family::Token)
+    }
+
+    pub fn measure(self) -> &'static dyn Measure {
+        REGISTRY.iter().find(|(m, _)| *m == self).map(|(_, measure)| *measure).expect("every metric is in REGISTRY")
+    }
+
+    pub fn family(self) -> Family {
+        self.measure().family()
+    }
+
+    pub fn is_token_level(self) -> bool {
+        self.family() == Family::Token
+    }
+
+    /// The metric's value at cut-off `k` of a ranked list.
+    pub fn at(self, j: &Judged, k: usize) -> Option<f64> {
+        self.measure().value(&Case { judged: j, k, packed_ideal: None, overlap: None })
+    }
 }
 
 impl fmt::Display for Metric {
@@ -120,11 +160,12 @@ impl FromStr for Metric {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let names = |metrics: &[Metric]| metrics.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ");
-        Metric::ALL.into_iter().chain(Metric::TOKEN).find(|m| m.name() == s).ok_or_else(|| {
+        let (rank, token) = (Metric::of(Family::Rank), Metric::of(Family::Token));
+        rank.iter().chain(&token).copied().find(|m| m.name() == s).ok_or_else(|| {
             format!(
                 "unknown metric {s:?} (known: {}, and for section and evidence units {})",
-                names(&Metric::ALL),
-                names(&Metric::TOKEN)
+                names(&rank),
+                names(&token)
             )
         })
     }
@@ -193,27 +234,16 @@ impl Mean {
 mod tests {
     use super::*;
 
-    /// The registry holds every metric once, in place: a new variant does not compile here
-    /// until it is placed in [`Metric::EVERY`], and then has a column and a name.
+    /// Every name `vocab::Metric` declares has its measure and a column.
     #[test]
     fn every_metric_is_in_the_registry_with_a_column() {
-        let place = |m: Metric| match m {
-            Metric::Ndcg => 0,
-            Metric::Recall => 1,
-            Metric::Hit => 2,
-            Metric::Mrr => 3,
-            Metric::Ap => 4,
-            Metric::Precision => 5,
-            Metric::TokRecall => 6,
-            Metric::TokPrecision => 7,
-            Metric::TokIou => 8,
-            Metric::Judged => 9,
-        };
-        for (i, m) in Metric::EVERY.into_iter().enumerate() {
-            assert_eq!(place(m), i, "{m}");
+        for m in Metric::NAMED {
+            assert_eq!(REGISTRY.iter().filter(|(r, _)| *r == m).count(), 1, "{m}");
             assert!(crate::evaluate::columns::column(&format!("{m}@10")).is_some(), "{m}");
         }
+        assert_eq!(REGISTRY.len(), Metric::NAMED.len());
     }
+
     use crate::evaluate::label::Item;
 
     fn judged(gains: &[f64], relevant: usize, ideal: &[f64]) -> Judged {
