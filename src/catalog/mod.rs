@@ -334,6 +334,19 @@ fn fusion_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Fusion> {
     (kind.parse)(combo, bad)
 }
 
+/// Every retriever kind an experiment names, with what it needs beside it.
+pub const RETRIEVER_KINDS: [(&str, &str); 4] =
+    [("bm25", ""), ("dense", ""), ("hybrid", ""), ("fulltext", "with engine = \"pg\"")];
+
+/// The retriever kinds as a message lists them.
+pub fn retriever_kind_list() -> String {
+    let kinds =
+        RETRIEVER_KINDS
+            .iter()
+            .map(|(name, needs)| if needs.is_empty() { name.to_string() } else { format!("{name} ({needs})") });
+    kinds.collect::<Vec<_>>().join(", ")
+}
+
 /// A `[[retrievers]]` combination read into its spec (`abstain_below` taken out before).
 pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
     let (first, reranker) = rerank::take(combo, bad)?;
@@ -411,9 +424,7 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
         }
         other => Err(bad(
             combo.kind.1.clone(),
-            format!(
-                "unknown retriever kind {other:?} (expected bm25, dense, hybrid; with engine = \"pg\" also fulltext)"
-            ),
+            format!("unknown retriever kind {other:?} (expected {})", retriever_kind_list()),
         )),
     }
 }

@@ -87,13 +87,18 @@ const KINDS: [(&str, Parse); 9] = [
     ("brought", brought::parse),
 ];
 
+/// Every chunker kind's name, in the registry's order.
+pub fn kind_names() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|(name, _)| *name)
+}
+
 /// Keys whose value is itself a list: a list of strings is one value, a list of lists an axis.
 pub const LIST_KEYS: [&str; 1] = ["separators"];
 
 /// The chunker a `[[chunkers]]` combination declares.
 pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ChunkerSpec> {
     let Some((_, parse)) = KINDS.iter().find(|(name, _)| *name == combo.kind.0) else {
-        let names: Vec<&str> = KINDS.iter().map(|(name, _)| *name).collect();
+        let names: Vec<&str> = kind_names().collect();
         return Err(bad(
             combo.kind.1.clone(),
             format!("unknown chunker kind {:?} (expected {})", combo.kind.0, names.join(", ")),

@@ -100,6 +100,12 @@ fn metric_help(what: &str) -> String {
     )
 }
 
+/// The help of an experiment file's argument, naming what the file can declare.
+fn experiment_help() -> String {
+    let kinds = ragsweep::experiment::kinds().into_iter().map(|(what, names)| format!("{what}: {names}"));
+    format!("The experiment file (TOML). It can name: {}", kinds.collect::<Vec<_>>().join("; "))
+}
+
 /// The help of `--engines`, naming every engine of the registry.
 fn engines_help() -> String {
     format!(

@@ -4,7 +4,7 @@ use super::*;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The experiment file (TOML).
+    #[arg(help = experiment_help())]
     pub experiment: PathBuf,
     /// Where run directories go.
     #[arg(long, default_value = "results")]

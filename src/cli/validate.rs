@@ -5,7 +5,7 @@ use super::*;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The experiment file (TOML).
+    #[arg(help = experiment_help())]
     pub experiment: PathBuf,
     /// Every file the corpus summary counts or shortens (skipped, left out, excluded, includes
     /// not read…), one line each with its path and why.

@@ -114,6 +114,22 @@ impl Cell {
     }
 }
 
+/// What an experiment file can name, from each registry: chunker and retriever kinds, fusion
+/// methods and metrics (for `--help`).
+pub fn kinds() -> Vec<(&'static str, String)> {
+    let names = |it: &mut dyn Iterator<Item = String>| it.collect::<Vec<_>>().join(", ");
+    vec![
+        ("[[chunkers]] kind", names(&mut crate::chunkers::kind_names().map(String::from))),
+        ("[[retrievers]] kind", crate::catalog::retriever_kind_list()),
+        ("fusion", names(&mut crate::catalog::fusion::METHODS.iter().map(|m| m.name.to_string()))),
+        ("metrics", names(&mut Metric::defaults().into_iter().map(|m| m.name().to_string()))),
+        (
+            "metrics (section and evidence units)",
+            names(&mut Metric::token_level().into_iter().map(|m| m.name().to_string())),
+        ),
+    ]
+}
+
 /// The metric columns of an experiment (see [`Experiment::columns`]).
 fn columns_of(metrics: &[Metric], k: &[usize], budget: &[usize], unit: Unit) -> Vec<MetricAt> {
     let mut out: Vec<MetricAt> = metrics.iter().flat_map(|&m| k.iter().map(move |&k| MetricAt::at_k(m, k))).collect();

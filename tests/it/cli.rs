@@ -269,6 +269,30 @@ fn help_names_every_metric_of_the_registry() {
     }
 }
 
+/// Help that names what an experiment can declare is made from the registries: every chunker
+/// and retriever kind, fusion method and metric is named by `run --help` and `validate --help`.
+#[test]
+fn help_names_every_kind_an_experiment_can_declare() {
+    let help = |command: &str| {
+        let out = ragsweep().args([command, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let (run, validate) = (help("run"), help("validate"));
+    let kinds = ragsweep::experiment::kinds();
+    assert_eq!(kinds.len(), 5);
+    for (what, names) in kinds {
+        let names: Vec<&str> = names.split(", ").map(|n| n.split(' ').next().unwrap()).collect();
+        assert!(names.len() >= 2, "{what}: {names:?}");
+        for name in names {
+            assert!(run.contains(name) && validate.contains(name), "{what} {name} missing from --help");
+        }
+    }
+    for name in ["recursive", "llamaindex_sentence", "hybrid", "fulltext", "dbsf", "ndcg", "tok_iou"] {
+        assert!(run.contains(name), "{name} missing from run --help");
+    }
+}
+
 /// Help that lists engines is made from the engine registry: every engine `engines install`
 /// accepts is named by `engines --help`, `engines install --help`, `engines serve --help` and
 /// `run --help`.
