@@ -21,11 +21,11 @@ pub fn refuse_overwriting(output: &Path, inputs: &[(&str, &Path)]) -> Result<()>
     for (what, input) in inputs {
         let Some(input) = real(input) else { continue };
         if out == input || (input.is_dir() && out.starts_with(&input)) {
-            return Err(Error::Other(format!(
-                "{} is the run's {what}{}: an output never replaces an input; write it elsewhere",
-                output.display(),
-                if out == input { String::new() } else { format!(" folder {}", input.display()) }
-            )));
+            let folder = if out == input { String::new() } else { format!(" folder {}", input.display()) };
+            return Err(Error::Output {
+                path: output.to_path_buf(),
+                why: format!("is the run's {what}{folder}: an output never replaces an input; write it elsewhere"),
+            });
         }
     }
     Ok(())

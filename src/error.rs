@@ -138,6 +138,31 @@ pub enum Error {
     #[error("{0}")]
     Damaged(String),
 
+    /// An output that cannot go where it was asked: it exists, it is an input, or the path
+    /// names no run.
+    #[error("{}: {why}", path.display())]
+    Output { path: PathBuf, why: String },
+
+    /// A document, section, case or chunk that the corpus, run or index does not hold.
+    #[error("{0}")]
+    NotFound(String),
+
+    /// An engine asked for what it does not do (a served index, a filter benchmark).
+    #[error("{0}")]
+    EngineCannot(String),
+
+    /// Judging: the judgments file, its trace and the terminal it is read at.
+    #[error("{0}")]
+    Judging(String),
+
+    /// The timed pass, which could not time what was scored.
+    #[error("{0}")]
+    Latency(String),
+
+    /// `synth`'s parameters.
+    #[error("synthetic corpus: {0}")]
+    Synth(String),
+
     #[error("{0}")]
     Other(String),
 

@@ -92,10 +92,10 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
     let golden = out.join("golden.jsonl");
     for f in [&experiment, &golden] {
         if f.exists() {
-            return Err(Error::Other(format!(
-                "{} exists: init never overwrites (remove it or pick another folder)",
-                f.display()
-            )));
+            return Err(Error::Output {
+                path: f.clone(),
+                why: "exists: init never overwrites (remove it or pick another folder)".into(),
+            });
         }
     }
     let sections: usize = corpus.docs.iter().map(|d| d.sections.len()).sum();

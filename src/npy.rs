@@ -48,7 +48,7 @@ impl Npy {
     pub fn open(path: &Path) -> Result<Npy> {
         use std::io::Read;
         let (mut file, size) = crate::input::text::open_regular(path)?;
-        let bad = |why: &str| Error::Other(format!("{}: {why}", path.display()));
+        let bad = |why: &str| Error::input(crate::error::Location::file(path), why);
         let mut head = [0u8; 12];
         let got = file.read(&mut head).map_err(|e| Error::io(path, e))?;
         if got < 10 || &head[..6] != b"\x93NUMPY" {
@@ -105,7 +105,7 @@ impl Npy {
         let mut data = Vec::with_capacity(self.data_len as usize);
         self.file.read_to_end(&mut data).map_err(|e| Error::io(&self.path, e))?;
         if data.len() as u64 != self.data_len {
-            return Err(Error::Other(format!("{}: the file changed while it was read", self.path.display())));
+            return Err(Error::input(crate::error::Location::file(&self.path), "the file changed while it was read"));
         }
         Ok(data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect())
     }

@@ -172,7 +172,7 @@ pub fn prepare(exp: &Experiment, models_dir: &Path) -> Result<Prepared> {
     // flipped row would otherwise be ranked (ONNX files are checked when loaded).
     for m in models.iter().filter(|m| m.kind == embed::ModelKind::Vectors && m.dir.join("installed.json").exists()) {
         crate::installed::verify(&m.dir).map_err(|why| {
-            Error::Other(format!(
+            Error::Damaged(format!(
                 "model {} is damaged ({why}): add its vectors again with `ragsweep models add --vectors`",
                 m.id
             ))
@@ -351,7 +351,7 @@ fn with_chunking_context<T>(
 ) -> Result<T> {
     let store = StageCache::new(&opts.cache_dir);
     let make_bar = |len: usize, what: &str| bar(opts.progress, len, what);
-    let embedder = |_: ModelId| -> Result<&dyn Embedding> { Err(Error::Other("chunking embeds nothing".into())) };
+    let embedder = |_: ModelId| -> Result<&dyn Embedding> { Err(Error::ModelFailed("chunking embeds nothing".into())) };
     let ctx = BuildContext {
         corpus: &prepared.corpus,
         cases: &prepared.cases,
@@ -1194,7 +1194,7 @@ impl Scoring<'_> {
             let r = self.retrieve_as(run, &run.retriever, access, &[max_k], ci, scored_vector(ci), &mut timing)?;
             let total = started.elapsed().as_secs_f64();
             if r.depth != scored[ci].depth {
-                return Err(Error::Other(format!(
+                return Err(Error::Latency(format!(
                     "cell {}: the timed call for case {} searched {} chunks, the scored call {}",
                     run.cell.id, self.cases[ci].id, r.depth, scored[ci].depth
                 )));

@@ -77,9 +77,9 @@ struct Generator {
 
 impl Generator {
     fn new(params: &SynthParams) -> Result<Self> {
-        let bad = |what: &str, e: &dyn std::fmt::Display| Error::Other(format!("synthetic corpus: {what}: {e}"));
+        let bad = |what: &str, e: &dyn std::fmt::Display| Error::Synth(format!("{what}: {e}"));
         if params.documents == 0 || params.vocabulary == 0 {
-            return Err(Error::Other("synthetic corpus: documents and vocabulary must be at least 1".into()));
+            return Err(Error::Synth("documents and vocabulary must be at least 1".into()));
         }
         Ok(Generator {
             zipf: Zipf::new(params.vocabulary as f64, params.zipf_exponent).map_err(|e| bad("zipf exponent", &e))?,

@@ -55,7 +55,7 @@ pub fn plan(
     delta: f64,
 ) -> Result<Plan> {
     if !(delta.is_finite() && delta > 0.0) {
-        return Err(Error::Other(format!("--delta must be a positive number, found {delta}")));
+        return Err(Error::Comparison(format!("--delta must be a positive number, found {delta}")));
     }
     let cell = run.cell(planned)?;
     let base = Side { run, cell };

@@ -81,12 +81,12 @@ pub trait RunningEngine: Any + Send + Sync {
         _dim: usize,
         _chunks: &[(String, String, bool)],
     ) -> Result<Box<dyn OpenedServed>> {
-        Err(Error::Other(format!("engine {:?} serves no read-only index", spec.rows.engine)))
+        Err(Error::EngineCannot(format!("engine {:?} serves no read-only index", spec.rows.engine)))
     }
 
     /// Loads `input` for `bench-filter` (grid cells' loader, grid cells' sources).
     fn filter_bench<'a>(&'a self, _input: FilterBenchInput<'a>) -> Result<Box<dyn FilterBench + 'a>> {
-        Err(Error::Other("bench-filter does not measure this engine".into()))
+        Err(Error::EngineCannot("bench-filter does not measure this engine".into()))
     }
 }
 
@@ -200,6 +200,6 @@ pub trait ServingEngine: Sync {
     /// Every row of an index the team serves on the experiment's own server, as (document id,
     /// text), read for its chunk set; an engine that reads no served index says so.
     fn served_rows(&self, _from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
-        Err(Error::Other(format!("engine {:?} serves no read-only index", rows.engine)))
+        Err(Error::EngineCannot(format!("engine {:?} serves no read-only index", rows.engine)))
     }
 }

@@ -43,8 +43,8 @@ pub fn index_unused_advice(name: &str) -> Option<&'static str> {
 /// The rows of a served index as (document id, text), read by its engine from the experiment's
 /// own server.
 pub fn served_rows(rows: &ServedRows, from: &EngineSources<'_>) -> Result<Vec<(String, String)>> {
-    let kind =
-        engine_named(&rows.engine).ok_or_else(|| Error::Other(format!("no engine is named {:?}", rows.engine)))?;
+    let kind = engine_named(&rows.engine)
+        .ok_or_else(|| Error::EngineCannot(format!("no engine is named {:?}", rows.engine)))?;
     serving(kind).served_rows(from, rows)
 }
 

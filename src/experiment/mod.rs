@@ -303,7 +303,7 @@ impl Experiment {
         let (crate::vocab::Cut::K(v) | crate::vocab::Cut::Budget(v)) = cut;
         list.iter()
             .position(|&x| x == v)
-            .ok_or_else(|| Error::Other(format!("{cut} is not one of the experiment's {what} {list:?}")))
+            .ok_or_else(|| Error::Comparison(format!("{cut} is not one of the experiment's {what} {list:?}")))
     }
 
     pub fn max_k(&self) -> usize {

@@ -227,7 +227,7 @@ pub struct Person<'io> {
 }
 
 fn io(e: std::io::Error) -> Error {
-    Error::Other(format!("judging: {e}"))
+    Error::Judging(format!("judging: {e}"))
 }
 
 impl Answers for Person<'_> {
@@ -457,7 +457,7 @@ pub fn session(pool: Vec<PoolItem>, answers: &mut dyn Answers, opts: SessionOpti
                     },
                     left,
                 };
-                serde_json::to_writer(&mut *t, &line).map_err(|e| Error::Other(format!("trace: {e}")))?;
+                serde_json::to_writer(&mut *t, &line).map_err(|e| Error::Judging(format!("trace: {e}")))?;
                 t.write_all(b"\n").map_err(io)?;
             }
             if let Some(verdict) = verdict.filter(|v| *v != decision::Verdict::Open) {

@@ -196,7 +196,7 @@ fn build(dir: &Path, vs: Option<Vs<'_>>) -> Result<(String, String)> {
                     a.golden_difference(&b)
                 )
             } else {
-                return Err(crate::error::Error::Other(format!(
+                return Err(crate::error::Error::Comparison(format!(
                     "not comparable: {} and {} used different golden sets ({}); \
                      pass --allow-different-golden to compare the cases they share anyway",
                     other.display(),

@@ -254,7 +254,7 @@ impl Bm25Index {
             .iter()
             .enumerate()
             .find_map(|(s, ords)| ords.iter().position(|&o| o == chunk).map(|d| (s, d as u32)))
-            .ok_or_else(|| crate::error::Error::Other(format!("chunk {chunk} is not in the index")))?;
+            .ok_or_else(|| crate::error::Error::NotFound(format!("chunk {chunk} is not in the index")))?;
         let seg = &searcher.segment_readers()[s];
         let field_norms = seg.get_fieldnorms_reader(self.text)?;
         let norm_id = field_norms.fieldnorm_id(doc);

@@ -291,7 +291,7 @@ impl Scoring<'_> {
                 Some(crate::input::corpus::Target::Section { doc, .. }) => Some(doc),
                 _ => None,
             })
-            .ok_or_else(|| Error::Other(format!("no document or section {asked:?} in the corpus")))?;
+            .ok_or_else(|| Error::NotFound(format!("no document or section {asked:?} in the corpus")))?;
         let source = &run.retriever.sources[0];
         let query = Query { text: &self.cases[ci].question, vector };
         let mut best: Option<Hit> = None;
@@ -301,7 +301,7 @@ impl Scoring<'_> {
                 best = Some(Hit { chunk: c as u32, score });
             }
         }
-        let hit = best.ok_or_else(|| Error::Other(format!("document {asked:?} has no chunk in this cell")))?;
+        let hit = best.ok_or_else(|| Error::NotFound(format!("document {asked:?} has no chunk in this cell")))?;
         let judged = self.truths[ci].judge(&[hit], set, corpus, 1);
         Ok(judged.items.into_iter().next().expect("one hit gives one item"))
     }

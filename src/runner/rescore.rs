@@ -66,7 +66,7 @@ impl Recorded {
     pub fn open(run: &Path, exp: &Experiment, prepared: &Prepared, opts: &RunOptions) -> Result<Recorded> {
         let manifest: Manifest = json(&run.join("manifest.json"), "run manifest")?;
         if manifest.shard.is_some() {
-            return Err(Error::Other(format!(
+            return Err(Error::Shards(format!(
                 "{}: a shard; merge the shards first, then rescore the merged run",
                 run.display()
             )));
@@ -159,7 +159,7 @@ impl Recorded {
         for (cell, planned) in exp.cells.iter().zip(&plan.cells) {
             let written: Vec<&Row> = self.rows.iter().filter(|r| r.cell == cell.id).collect();
             let Some(cell_lines) = self.lines.get(&cell.id).filter(|_| !written.is_empty()) else {
-                return Err(Error::Other(format!(
+                return Err(Error::NotFound(format!(
                     "cell {}: not in the run (it failed or the run is incomplete)",
                     cell.id
                 )));
@@ -177,7 +177,7 @@ impl Recorded {
                 .or_insert_with(|| set.chunks.iter().enumerate().map(|(i, c)| (c.id.as_str(), i as u32)).collect());
             let mut results = Vec::with_capacity(cell_lines.len());
             for line in cell_lines {
-                let refuse = |why: String| Error::Other(format!("cell {} case {}: {why}", cell.id, line.case));
+                let refuse = |why: String| Error::Damaged(format!("cell {} case {}: {why}", cell.id, line.case));
                 let ci = match case_at.get(line.case.as_str()) {
                     Some(&ci) => ci,
                     None if scope == Scope::Estimate => continue,

@@ -156,7 +156,7 @@ impl ChunkSet {
         let listed = |items: &[String]| crate::words::first_of(items, 3);
         if !unknown.is_empty() {
             let ids: Vec<String> = unknown.iter().map(|s| s.to_string()).collect();
-            return Err(Error::Other(format!(
+            return Err(Error::NotFound(format!(
                 "{source}: {} of {} rows name a document the corpus does not have: {}; the id field must hold the corpus's document ids",
                 unknown.len(),
                 rows.len(),
@@ -164,7 +164,7 @@ impl ChunkSet {
             )));
         }
         if !unlocated.is_empty() {
-            return Err(Error::Other(format!(
+            return Err(Error::NotFound(format!(
                 "{source}: {} of {} rows hold text that is not in their document as the corpus reads it: {}; a row that cannot be placed cannot be judged (with unit = \"doc\", unplaced = \"document\" counts each as its whole document)",
                 unlocated.len(),
                 rows.len(),
