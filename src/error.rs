@@ -138,9 +138,8 @@ pub enum Error {
     #[error("{0}")]
     Damaged(String),
 
-    /// An output that cannot go where it was asked: it exists, it is an input, or the path
-    /// names no run.
-    #[error("{}: {why}", path.display())]
+    /// An output that cannot go where it was asked: it exists, or it is an input.
+    #[error("{} {why}", path.display())]
     Output { path: PathBuf, why: String },
 
     /// A document, section, case or chunk that the corpus, run or index does not hold.

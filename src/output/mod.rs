@@ -352,7 +352,7 @@ fn point_latest(dir: &Path) -> Result<()> {
 pub fn resolve_run(given: &Path) -> Result<PathBuf> {
     // `results/demo/latest/` (a shell completes a link to a folder so) is `results/demo/latest`.
     let given = &given.components().collect::<PathBuf>();
-    let bad = |why: String| Error::Output { path: given.clone(), why };
+    let bad = |why: String| Error::NotFound(format!("{}: {why}", given.display()));
     let parent = given.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = given.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if name == LATEST {
