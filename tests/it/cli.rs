@@ -254,16 +254,18 @@ fn check_gate_diff_and_misses_on_the_demo() {
         .stdout(predicate::str::contains("e5-small tokens: ▁§ 4.2"));
 }
 
+/// `COMMAND --help`, its words joined by single spaces (clap wraps long lines).
+fn help_words(command: &str) -> String {
+    let out = ragsweep().args([command, "--help"]).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Help that names metrics is made from the registries: every metric and column a gate reads is
 /// named by `diff --help` and `check --help`.
 #[test]
 fn help_names_every_metric_of_the_registry() {
-    let help = |command: &str| {
-        let out = ragsweep().args([command, "--help"]).output().unwrap();
-        assert!(out.status.success());
-        String::from_utf8(out.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ")
-    };
-    let (diff, check) = (help("diff"), help("check"));
+    let (diff, check) = (help_words("diff"), help_words("check"));
     for name in ragsweep::evaluate::columns::names() {
         assert!(diff.contains(name) && check.contains(name), "{name} missing from --help");
     }
@@ -273,12 +275,7 @@ fn help_names_every_metric_of_the_registry() {
 /// and retriever kind, fusion method and metric is named by `run --help` and `validate --help`.
 #[test]
 fn help_names_every_kind_an_experiment_can_declare() {
-    let help = |command: &str| {
-        let out = ragsweep().args([command, "--help"]).output().unwrap();
-        assert!(out.status.success());
-        String::from_utf8(out.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ")
-    };
-    let (run, validate) = (help("run"), help("validate"));
+    let (run, validate) = (help_words("run"), help_words("validate"));
     let kinds = ragsweep::experiment::kinds();
     assert_eq!(kinds.len(), 5);
     for (what, names) in kinds {
