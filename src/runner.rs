@@ -225,21 +225,21 @@ pub const PROBE_SECONDS: f64 = 2.0;
 const PROBE_SHARE: f64 = 0.1;
 
 /// What a cold run would spend embedding, per model: the distinct passages of every chunk set
-/// the model embeds, and its passages/s measured by embedding a spread of them with the run's
-/// threads for about [`PROBE_SECONDS`], or a [`PROBE_SHARE`] of the estimate when that is less
-/// (after one warm-up text).
+/// the model embeds, and its passages/s measured by embedding a spread of them with `loaded[m]`
+/// (the model loaded on the run's threads) for about [`PROBE_SECONDS`], or a [`PROBE_SHARE`]
+/// of the estimate when that is less (after one warm-up text).
 pub fn cold_run(
     prepared: &Prepared,
-    opts: &RunOptions,
     sets: &[crate::stages::chunk::ChunkSet],
+    loaded: &[Option<Embedder>],
 ) -> Result<Vec<ColdEstimate>> {
     let mut out = Vec::new();
     for (m, info) in prepared.models.iter().enumerate() {
         let mut texts = model_passages(prepared, sets, m);
-        if texts.is_empty() || info.kind == ModelKind::Vectors {
+        let Some(embedder) = loaded.get(m).and_then(Option::as_ref) else { continue };
+        if texts.is_empty() {
             continue;
         }
-        let embedder = Embedder::load(&opts.models_dir, info, rayon::current_num_threads())?;
         // A spread of the passages by length, batched among similar lengths as the run batches
         // them, the batches visited in a scattered order so a probe cut short is not biased.
         texts.sort_by_key(|t| std::cmp::Reverse(t.len()));

@@ -46,8 +46,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("chunks {}: {}", safe(&stage.key), safe(note));
         }
     }
+    // Each model is loaded once: checked here, then probed for the cold run's estimate.
+    let mut loaded = Vec::with_capacity(prepared.models.len());
     for (m, info) in prepared.models.iter().enumerate() {
         if info.kind == ragsweep::stages::embed::ModelKind::Vectors {
+            loaded.push(None);
             let n = runner::check_brought(&prepared, &sets, m)?;
             println!(
                 "model {}: {n} vectors made elsewhere, {} dimensions, every id matched both ways",
@@ -55,7 +58,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             continue;
         }
-        ragsweep::stages::embed::Embedder::check(&dirs.models(), info)?;
+        let threads = rayon::current_num_threads();
+        loaded.push(Some(ragsweep::stages::embed::Embedder::checked(&dirs.models(), info, threads)?));
         println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
     }
     for info in &prepared.cross_encoders {
@@ -79,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for line in runner::open_served(&prepared, &options, &sets)? {
         println!("served {line}");
     }
-    for e in runner::cold_run(&prepared, &options, &sets)? {
+    for e in runner::cold_run(&prepared, &sets, &loaded)? {
         let seconds = e.passages as f64 / e.per_second.max(1e-9);
         // How sure the estimate is: the rounds' spread, and whether something else was running.
         let busy = match e.load_per_core {

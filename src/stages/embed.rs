@@ -631,10 +631,11 @@ impl Embedder {
         })
     }
 
-    /// Loads the model and embeds one text, checking the dimension `model.toml` declares:
-    /// what `validate` runs so that `run` cannot fail on the model.
-    pub fn check(models: &Path, info: &ModelInfo) -> Result<()> {
-        let vector = Embedder::load(models, info, 1)?.embed_batch(&["ragsweep validate"], Role::Query)?.remove(0);
+    /// Loads the model on `threads` and embeds one text, checking the dimension `model.toml`
+    /// declares: what `validate` runs so that `run` cannot fail on the model.
+    pub fn checked(models: &Path, info: &ModelInfo, threads: usize) -> Result<Embedder> {
+        let embedder = Embedder::load(models, info, threads)?;
+        let vector = embedder.embed_batch(&["ragsweep validate"], Role::Query)?.remove(0);
         if vector.len() != info.dim {
             return Err(Error::ModelFailed(format!(
                 "model {} gives {}-dimensional vectors; its model.toml says {}",
@@ -643,7 +644,7 @@ impl Embedder {
                 info.dim
             )));
         }
-        Ok(())
+        Ok(embedder)
     }
 
     /// Embeds one batch (prefixes added here), L2-normalised.
