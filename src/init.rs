@@ -205,9 +205,10 @@ pub fn init(corpus_path: &Path, out: &Path, stubs: usize, models_dir: &Path) -> 
 }
 
 /// The stubs' labels, stratified by content: each folder (the first below the trunk that holds
-/// nearly every document: `guide` for `guide/a.md` and `guide/deep/b.md`) holding at least 2 % of the candidates gets a share of the stubs in proportion to
-/// its candidates (at least one each while there are stubs for all, the largest first; the
-/// Sainte-Laguë divisors), and only stubs those folders cannot hold go to the smaller folders.
+/// nearly every document: `guide` for `guide/a.md` and `guide/deep/b.md`) holding at least 2 %
+/// of the candidates gets a share of the stubs in proportion to its candidates (at least one
+/// each while there are stubs for all, the largest first; the Sainte-Laguë divisors), and only
+/// stubs those folders cannot hold go to the smaller folders.
 /// Within a folder, a document's usable sections are spread evenly over the folder's order from
 /// a pseudo-random offset (a hash of the id, so a rerun picks the same ones), so a manual of 150
 /// sections gets its share beside one-section pages. Folders take turns in the output, so the
@@ -1052,9 +1053,6 @@ fn defined_in(source: &str, term: &str) -> bool {
     })
 }
 
-/// Whether `term` is something a user types to find a page: letters (three at least) with the
-/// joiners of names, flags, paths and versions, never markup (brackets, emphasis, escapes,
-/// operators), a placeholder or an example's data (`post1.md`, `foo`, `example.com`).
 /// Whether a typed term is one name an exact term of the page `title` can be: no marker the
 /// page's markup left (`--more--`), no name an example makes up (`myDate`), and one token, or a
 /// command of two whose page names it (`celery worker` on "Background Tasks with Celery"; not
@@ -1069,6 +1067,9 @@ fn one_name(term: &str, title: &str) -> bool {
     (tokens.len() == 1 || command) && !(term.starts_with("--") && term.ends_with("--")) && !made_up
 }
 
+/// Whether `term` is something a user types to find a page: letters (three at least) with the
+/// joiners of names, flags, paths and versions, never markup (brackets, emphasis, escapes,
+/// operators), a placeholder or an example's data (`post1.md`, `foo`, `example.com`).
 fn typed_term(term: &str) -> bool {
     const MARKUP: &[char] = &[
         '[', ']', '{', '}', '(', ')', '<', '>', '*', '\\', '"', '\'', '=', '&', '|', '!', '$', '^', '~', '#', '@', '%',

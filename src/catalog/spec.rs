@@ -287,12 +287,12 @@ impl RetrieverSpec {
             source.config(out);
         }
         if let Some((fusion, candidates)) = composition.fusion {
-            let (method, k, alpha, norm) = match fusion {
-                Fusion::Rrf { k } => (fusion.name(), k.to_string(), String::new(), String::new()),
-                Fusion::Convex { alpha, norm } => (fusion.name(), String::new(), alpha.to_string(), norm.name().into()),
-                Fusion::Dbsf => (fusion.name(), String::new(), String::new(), String::new()),
+            let (k, alpha, norm) = match fusion {
+                Fusion::Rrf { k } => (k.to_string(), String::new(), String::new()),
+                Fusion::Convex { alpha, norm } => (String::new(), alpha.to_string(), norm.name().into()),
+                Fusion::Dbsf => (String::new(), String::new(), String::new()),
             };
-            out.push(("fusion", method.into()));
+            out.push(("fusion", fusion.name().into()));
             out.push(("rrf_k", k));
             out.push(("alpha", alpha));
             out.push(("norm", norm));

@@ -48,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // Each model is loaded once: checked here, then probed for the cold run's estimate.
     let mut loaded = Vec::with_capacity(prepared.models.len());
+    let threads = rayon::current_num_threads();
     for (m, info) in prepared.models.iter().enumerate() {
         if info.kind == ragsweep::stages::embed::ModelKind::Vectors {
             loaded.push(None);
@@ -58,7 +59,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             continue;
         }
-        let threads = rayon::current_num_threads();
         loaded.push(Some(ragsweep::stages::embed::Embedder::checked(&dirs.models(), info, threads)?));
         println!("model {}: loaded with ONNX Runtime, {} dimensions", info.id, info.dim);
     }

@@ -54,6 +54,13 @@ pub(crate) fn lock_folder(folder: &std::path::Path) -> crate::error::Result<Opti
     Ok(lock.try_lock().is_ok().then_some(lock))
 }
 
+/// A new private server folder in `base`: `ragsweep-NAME-PID-NANOS`, named after the process
+/// that owns it (so a later run can tell an orphan's) and unique within it.
+pub(crate) fn private_folder(base: &std::path::Path, name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    base.join(format!("ragsweep-{name}-{}-{nanos}", std::process::id()))
+}
+
 /// Whether process `pid` is alive.
 pub(crate) fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()

@@ -269,8 +269,7 @@ impl PgServer {
     fn start_in(install: &Path, kept: Option<PathBuf>, lock: Option<std::fs::File>) -> Result<PgServer> {
         let bin = binaries(install)?;
         clean_dead_runs(&bin, is_root().then_some("nobody"));
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        let dir = server_base().join(format!("ragsweep-pg-{}-{nanos}", std::process::id()));
+        let dir = crate::engine::private_folder(&server_base(), "pg");
         std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, e))?;
         {
             use std::os::unix::fs::PermissionsExt;

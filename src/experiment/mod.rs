@@ -117,16 +117,16 @@ impl Cell {
 /// What an experiment file can name, from each registry: chunker and retriever kinds, fusion
 /// methods and metrics (for `--help`).
 pub fn kinds() -> Vec<(&'static str, String)> {
-    let names = |it: &mut dyn Iterator<Item = String>| it.collect::<Vec<_>>().join(", ");
+    fn list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+        names.collect::<Vec<_>>().join(", ")
+    }
+    let metrics = |family: Vec<Metric>| list(family.into_iter().map(Metric::name));
     vec![
-        ("[[chunkers]] kind", names(&mut crate::chunkers::kind_names().map(String::from))),
+        ("[[chunkers]] kind", list(crate::chunkers::kind_names())),
         ("[[retrievers]] kind", crate::catalog::retriever_kind_list()),
-        ("fusion", names(&mut crate::catalog::fusion::METHODS.iter().map(|m| m.name.to_string()))),
-        ("metrics", names(&mut Metric::defaults().into_iter().map(|m| m.name().to_string()))),
-        (
-            "metrics (section and evidence units)",
-            names(&mut Metric::token_level().into_iter().map(|m| m.name().to_string())),
-        ),
+        ("fusion", list(crate::catalog::fusion::METHODS.iter().map(|m| m.name))),
+        ("metrics", metrics(Metric::defaults())),
+        ("metrics (section and evidence units)", metrics(Metric::token_level())),
     ]
 }
 

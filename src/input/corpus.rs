@@ -657,13 +657,10 @@ fn extract(
         // Site generators' markup (shortcodes, template tags, MDX imports and components) is
         // not text a reader sees.
         let (text, included, unresolved) = match format {
-            Format::Markdown => {
+            Format::Markdown | Format::Rst => {
                 let r = crate::input::includes::resolve(&raw, body, path, root, rules)?;
-                (formats::without_site_markup(&r.text), r.included, r.unresolved)
-            }
-            Format::Rst => {
-                let r = crate::input::includes::resolve(&raw, body, path, root, rules)?;
-                (r.text, r.included, r.unresolved)
+                let text = if format == Format::Markdown { formats::without_site_markup(&r.text) } else { r.text };
+                (text, r.included, r.unresolved)
             }
             _ => (body.to_string(), Vec::new(), Vec::new()),
         };

@@ -531,7 +531,7 @@ pub(crate) fn ort_environment(models: &Path) -> Result<ort::environment::Environ
 pub(crate) fn verify_installed(info: &ModelInfo) -> Result<()> {
     if info.dir.join("installed.json").exists() {
         crate::installed::verify(&info.dir).map_err(|why| {
-            Error::ModelFailed(format!(
+            Error::Damaged(format!(
                 "model {} is damaged ({why}): reinstall it with `ragsweep models install {}` (or scripts/install-models.sh; `models add` for a model of your own)",
                 info.id, info.id
             ))

@@ -164,8 +164,6 @@ fn engines_install_unpacks_the_same_chroma_as_the_script() {
     assert!(ours == script, "the module differs from the script's");
 }
 
-/// A Chroma of the user's own for one test: the installed server module on a free port, its
-/// data in its own folder; killed when dropped.
 /// A Chroma of the user's own: `ragsweep engines serve chroma`, until it is dropped.
 struct UserChroma {
     child: std::process::Child,

@@ -442,6 +442,15 @@ fn drafts_are_questions_a_user_would_ask_never_markup() {
     );
 }
 
+/// Asserts that no draft holds any of `junk`.
+fn assert_no_draft_holds(drafts: &[String], junk: &[&str]) {
+    for d in drafts {
+        for j in junk {
+            assert!(!d.contains(j), "{j:?} in {d}");
+        }
+    }
+}
+
 /// The drafts `init --stubs 10` writes for twelve reStructuredText pages `NAME00.rst`… whose
 /// text `page(i)` gives.
 fn drafts_of_rest_pages(name: &str, page: impl Fn(usize) -> String) -> Vec<String> {
@@ -488,8 +497,9 @@ fn drafts_leave_out_instructions_descriptions_and_command_lines() {
         )
     });
     assert!(drafts.len() >= 12, "{drafts:?}");
-    for d in &drafts {
-        for junk in [
+    assert_no_draft_holds(
+        &drafts,
+        &[
             "Generate the",
             "Returns the",
             "this setup",
@@ -498,10 +508,8 @@ fn drafts_leave_out_instructions_descriptions_and_command_lines() {
             "git clone",
             "myDate",
             "--more--",
-        ] {
-            assert!(!d.contains(junk), "{junk:?} in {d}");
-        }
-    }
+        ],
+    );
     assert!(drafts.iter().any(|d| d.contains("`hugo server`")), "{drafts:?}");
 }
 
@@ -526,10 +534,8 @@ fn drafts_leave_out_what_a_page_shows_but_does_not_state() {
         )
     });
     assert!(drafts.len() >= 10, "{drafts:?}");
+    assert_no_draft_holds(&drafts, &["Is it true that Signals sent", "aggregat", "BlogComment", "This module"]);
     for d in &drafts {
-        for junk in ["Is it true that Signals sent", "aggregat", "BlogComment", "This module"] {
-            assert!(!d.contains(junk), "{junk:?} in {d}");
-        }
         assert_eq!(d.matches('`').count() % 2, 0, "a code span cut open: {d}");
     }
     assert!(
@@ -560,8 +566,9 @@ fn drafts_on_sphinx_pages_read_the_page_as_rendered() {
         )
     });
     assert!(drafts.len() >= 10, "{drafts:?}");
-    for d in &drafts {
-        for junk in [
+    assert_no_draft_holds(
+        &drafts,
+        &[
             ":attr:",
             ":ref:",
             ":doc:",
@@ -578,10 +585,8 @@ fn drafts_on_sphinx_pages_read_the_page_as_rendered() {
             "* ",
             "see the",
             "django.forms",
-        ] {
-            assert!(!d.contains(junk), "{junk:?} in {d}");
-        }
-    }
+        ],
+    );
     assert!(drafts.iter().any(|d| d.contains("`is_bound")), "the role's name is a term: {drafts:?}");
     assert!(drafts.iter().any(|d| d.starts_with("Is it true that A form instance is bound")), "{drafts:?}");
     assert!(drafts.iter().any(|d| d.contains("say about Bound and unbound forms")), "{drafts:?}");
@@ -627,10 +632,8 @@ fn drafts_leave_out_example_lists_undefined_acronyms_and_sentences_pointing_back
         format!("===================\nExtension guide {i}\n===================\n\n{section}")
     });
     assert!(drafts.len() >= 10, "{drafts:?}");
+    assert_no_draft_holds(&drafts, &["Flask-Name", "ComboName", "What is CSV", "For the latter", "reverse of that"]);
     for d in &drafts {
-        for junk in ["Flask-Name", "ComboName", "What is CSV", "For the latter", "reverse of that"] {
-            assert!(!d.contains(junk), "{junk:?} in {d}");
-        }
         let defined_test = d
             .strip_prefix("What does `test_hello")
             .is_some_and(|rest| rest.trim_start_matches(char::is_numeric).starts_with('`'));

@@ -166,9 +166,7 @@ impl ServingEngine for Serving {
                 let _ = std::fs::remove_dir_all(&self.1);
             }
         }
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        let data =
-            std::env::temp_dir().join(format!("ragsweep-chroma-serve-{}-{}", std::process::id(), nanos.as_nanos()));
+        let data = crate::engine::private_folder(&std::env::temp_dir(), "chroma-serve");
         let (engine, _) = ChromaEngine::start(&engines.join("chroma"), &data).inspect_err(|_| {
             let _ = std::fs::remove_dir_all(&data);
         })?;
@@ -362,9 +360,7 @@ impl ChromaEngine {
         let (data, private, lock, note) = match crate::engine::lock_folder(&folder)? {
             Some(lock) => (folder.join(format!("data-{VERSION}")), None, Some(lock), None),
             None => {
-                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-                let dir =
-                    std::env::temp_dir().join(format!("ragsweep-chroma-{}-{}", std::process::id(), nanos.as_nanos()));
+                let dir = crate::engine::private_folder(&std::env::temp_dir(), "chroma");
                 let note = format!(
                     "the engine cache {} is in use by another run: collections built in a private server",
                     folder.display()

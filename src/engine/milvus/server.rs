@@ -168,9 +168,7 @@ impl MilvusServer {
     /// tried once more in a new folder, as a cached server's is.
     pub fn start_private(install: &Path) -> Result<MilvusServer> {
         let start = || {
-            let nanos =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-            let dir = std::env::temp_dir().join(format!("ragsweep-milvus-{}-{nanos}", std::process::id()));
+            let dir = crate::engine::private_folder(&std::env::temp_dir(), "milvus");
             MilvusServer::start_in(install, &dir.clone(), Some(dir), None)
         };
         start().or_else(|first| {
