@@ -160,7 +160,7 @@ impl Built {
         CellRetriever {
             sources: cell.retriever.sources.iter().map(source).collect(),
             names: cell.retriever.sources.iter().map(|s| s.kind.label()).collect(),
-            fusion: cell.retriever.fusion,
+            fusion: cell.retriever.fusion.clone(),
             rerank: cell
                 .retriever
                 .rerank

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use crate::catalog::{Composition, SourceKind};
 use crate::chunkers::ChunkerSpec;
 use crate::experiment::Experiment;
+use crate::retrieve::fusion::Fusion;
 use crate::stages::embed::ModelInfo;
-use crate::vocab::{EngineKind, Fusion};
+use crate::vocab::EngineKind;
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident) => {
@@ -143,7 +144,7 @@ impl Plan {
             let Composition { sources, fusion, rerank } = cell.retriever.composition().with_cross_encoders(cross);
             let sources: Vec<SourcePlan> = sources.into_iter().map(|kind| plan.source(chunks, kind.into())).collect();
             let rerank = rerank.into_iter().map(|(kind, n)| (plan.source(chunks, kind.into()), n)).collect();
-            let retriever = RetrieverPlan { sources, fusion, rerank };
+            let retriever = RetrieverPlan { sources, fusion: fusion.map(|(f, n)| (f.fuse(), n)), rerank };
             let mut embeddings = Vec::new();
             for e in retriever.all_sources().filter_map(|s| plan.indexes[s.index.0].embedding) {
                 intern(&mut embeddings, e);

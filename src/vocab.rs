@@ -334,36 +334,6 @@ pub struct SyntheticAcl {
     pub seed: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Norm {
-    MinMax,
-    ZScore,
-    None,
-}
-
-impl Norm {
-    /// Every normalisation by the name an experiment and a result give it (serde's too).
-    pub const ALL: [(&'static str, Norm); 3] =
-        [("minmax", Norm::MinMax), ("zscore", Norm::ZScore), ("none", Norm::None)];
-
-    pub fn name(self) -> &'static str {
-        Norm::ALL.iter().find(|(_, n)| *n == self).map(|(name, _)| *name).expect("every norm is listed")
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "method", rename_all = "lowercase")]
-pub enum Fusion {
-    /// Reciprocal rank fusion: Σ 1 / (k + rank).
-    Rrf { k: f32 },
-    /// `alpha · dense + (1 − alpha) · lexical`, each list normalised first; the weight of a
-    /// side is shared equally by its lists.
-    Convex { alpha: f32, norm: Norm },
-    /// Distribution-based score fusion: each list mapped by (s − (μ − 3σ)) / 6σ, then summed.
-    Dbsf,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bm25Params {
     pub k1: f32,

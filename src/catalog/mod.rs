@@ -38,7 +38,8 @@ use crate::grid::{choice, forbid, int, only, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache::{Cached, StageCache};
 use crate::stages::embed::ModelInfo;
-use crate::vocab::{EngineKind, Fusion};
+use crate::vocab::EngineKind;
+use fusion::Fusion;
 pub use spec::{DenseIndex, DenseIndexKind, DenseIndexSpec, DenseKind, DenseSpec, LexicalSpec, RetrieverSpec};
 
 /// Default candidates per side of a hybrid retriever.
@@ -315,25 +316,6 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
     Ok(DenseSpec { model, index: DenseIndex((kind.parse)(combo, bad)?) })
 }
 
-fn fusion_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Fusion> {
-    let names = || fusion::METHODS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ");
-    let (method, span) = match combo.get("fusion") {
-        Some((Value::String(s), span)) => (s.as_str(), span),
-        Some((v, span)) => return Err(bad(span, format!("`fusion` must be a string, found {}", v.type_str()))),
-        None => return Err(bad(combo.kind.1.clone(), format!("kind \"hybrid\" needs `fusion` ({})", names()))),
-    };
-    let Some(kind) = fusion::METHODS.iter().find(|m| m.name == method) else {
-        return Err(bad(span, format!("unknown fusion {method:?} (expected {})", names())));
-    };
-    // Another method's settings are refused on this one: by construction, not by a list.
-    let others: Vec<&str> = crate::catalog::distinct(fusion::METHODS.iter().flat_map(|m| m.keys.iter().copied()))
-        .into_iter()
-        .filter(|k| !kind.keys.contains(k))
-        .collect();
-    forbid(combo, &others, &format!("does not apply to fusion = {method:?}"), bad)?;
-    (kind.parse)(combo, bad)
-}
-
 /// Every retriever kind an experiment names, with what it needs beside it.
 pub const RETRIEVER_KINDS: [(&str, &str); 4] =
     [("bm25", ""), ("dense", ""), ("hybrid", ""), ("fulltext", "with engine = \"pg\"")];
@@ -409,7 +391,7 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
         "hybrid" => {
             let lexical_keys: &[&'static str] = if pg { &full_text::KEYS } else { &bm25::KEYS };
             let mut keys: Vec<&'static str> = lexical_keys.iter().copied().chain(dense_keys()).collect();
-            keys.extend(["fusion", "k", "alpha", "norm", "candidates"]);
+            keys.extend(["fusion", "candidates"].into_iter().chain(fusion::keys()));
             only(combo, &with_engine(&keys), bad)?;
             let candidates = int(combo, "candidates", Some(HYBRID_CANDIDATES), bad)?;
             if candidates == 0 {
@@ -418,7 +400,7 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
             Ok(RetrieverSpec::Hybrid {
                 lexical: if pg { full_text::parse(combo, bad)? } else { bm25::parse(combo, bad)? },
                 dense: dense_from(combo, bad)?,
-                fusion: fusion_from(combo, bad)?,
+                fusion: fusion::fusion_from(combo, bad)?,
                 candidates,
             })
         }

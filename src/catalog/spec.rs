@@ -10,10 +10,11 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::fusion::Fusion;
 use super::{bm25, full_text, rerank, served, Bad, Composition, Config, SourceKind, DENSE_KINDS};
 use crate::error::Result;
 use crate::grid::Combo;
-use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Fusion, Terms};
+use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Terms};
 
 /// A retriever as one `[[retrievers]]` combination declares it, named in the manifest by its
 /// `kind`; a lone source is its catalog kind's own type.
@@ -196,7 +197,7 @@ impl RetrieverSpec {
             RetrieverSpec::Served(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
                 sources: vec![l.kind(), d.kind()],
-                fusion: Some((*fusion, *candidates)),
+                fusion: Some((fusion.clone(), *candidates)),
                 rerank: Vec::new(),
             },
             RetrieverSpec::Rerank { first, model, candidates } => {
@@ -287,15 +288,8 @@ impl RetrieverSpec {
             source.config(out);
         }
         if let Some((fusion, candidates)) = composition.fusion {
-            let (k, alpha, norm) = match fusion {
-                Fusion::Rrf { k } => (k.to_string(), String::new(), String::new()),
-                Fusion::Convex { alpha, norm } => (String::new(), alpha.to_string(), norm.name().into()),
-                Fusion::Dbsf => (String::new(), String::new(), String::new()),
-            };
             out.push(("fusion", fusion.name().into()));
-            out.push(("rrf_k", k));
-            out.push(("alpha", alpha));
-            out.push(("norm", norm));
+            out.extend(fusion.columns());
             out.push(("candidates", candidates.to_string()));
         }
         for (kind, candidates) in &composition.rerank {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use crate::catalog::fusion::Fusion;
 pub use crate::catalog::RetrieverSpec;
 use crate::engine::registry::ServerSpec;
 use crate::error::{Error, Location, Result};

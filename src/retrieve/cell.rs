@@ -106,7 +106,10 @@ impl<'a> CellRetriever<'a> {
             .collect::<Vec<_>>();
         let names = self.names.clone();
         (!what.is_empty()).then(|| {
-            (CellRetriever { sources, names, fusion: self.fusion, rerank: self.rerank.clone() }, what.join(", "))
+            (
+                CellRetriever { sources, names, fusion: self.fusion.clone(), rerank: self.rerank.clone() },
+                what.join(", "),
+            )
         })
     }
 
@@ -120,7 +123,7 @@ impl<'a> CellRetriever<'a> {
         (!self.rerank.is_empty()).then(|| CellRetriever {
             sources: self.sources.clone(),
             names: self.names.clone(),
-            fusion: self.fusion,
+            fusion: self.fusion.clone(),
             rerank: Vec::new(),
         })
     }
@@ -134,7 +137,7 @@ impl<'a> CellRetriever<'a> {
     /// The chunks each source fetches for a list of `depth`.
     pub fn side_depth(&self, depth: usize) -> usize {
         let depth = self.reranked_depth(depth);
-        self.fusion.map_or(depth, |(_, candidates)| candidates.max(depth))
+        self.fusion.as_ref().map_or(depth, |(_, candidates)| (*candidates).max(depth))
     }
 
     /// Whether a source plans each depth on its own (a serving engine), so that a list of k
@@ -212,8 +215,8 @@ impl<'a> CellRetriever<'a> {
     }
 
     /// How the sources' lists fuse, when there are several.
-    fn fused(&self) -> Option<Fusion> {
-        self.fusion.filter(|_| self.sources.len() > 1).map(|(fusion, _)| fusion)
+    fn fused(&self) -> Option<&dyn fusion::Fuse> {
+        self.fusion.as_ref().filter(|_| self.sources.len() > 1).map(|(fusion, _)| fusion.as_ref())
     }
 
     fn sided<'l>(&self, lists: &'l [Vec<Hit>]) -> Vec<(&'l [Hit], Side)> {
@@ -522,7 +525,10 @@ mod tests {
         let retriever = CellRetriever {
             sources: vec![Arc::new(ExactSource { index: &up }), Arc::new(ExactSource { index: &down })],
             names: vec!["up".into(), "down".into()],
-            fusion: Some((Fusion::Rrf { k: 0.0 }, 4)),
+            fusion: Some((
+                serde_json::from_str::<crate::catalog::fusion::Fusion>(r#"{"method":"rrf","k":0.0}"#).unwrap().fuse(),
+                4,
+            )),
             rerank: vec![Reranker { source: Arc::new(ExactSource { index: &near3 }), candidates: 3, name: "r".into() }],
         };
         let query = Query { text: "", vector: &[0.0, 1.0] };

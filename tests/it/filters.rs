@@ -8,7 +8,8 @@
 use proptest::prelude::*;
 
 use ragsweep::analyze::{Analyzer, AnalyzerKind};
-use ragsweep::retrieve::fusion::{fuse, Fusion, Norm};
+use ragsweep::experiment::Fusion;
+use ragsweep::retrieve::fusion::fuse;
 use ragsweep::retrieve::source::Side;
 use ragsweep::retrieve::{Allowed, Bm25Index, Bm25Params, ExactIndex, FilteredSearch, Hit, HnswIndex, HnswParams};
 
@@ -100,8 +101,9 @@ proptest! {
         // Small indexes always take the scan; check the filtered graph path (and its fallback) too.
         let graph = hnsw.search_with(&w.query_vec, k, 8, Some(&allowed), FilteredSearch::Graph);
         check(&graph, &allowed, k, Some(k.min(visible_count)), "hnsw graph in_query")?;
-        for fusion in [Fusion::Rrf { k: 60.0 }, Fusion::Convex { alpha: 0.5, norm: Norm::MinMax }, Fusion::Dbsf] {
-            let fused = fuse(&[(&lex, Side::Lexical), (&den, Side::Dense)], fusion, k);
+        for recorded in [r#"{"method":"rrf","k":60.0}"#, r#"{"method":"convex","alpha":0.5,"norm":"minmax"}"#, r#"{"method":"dbsf"}"#] {
+            let fusion = serde_json::from_str::<Fusion>(recorded).unwrap();
+            let fused = fuse(&[(&lex, Side::Lexical), (&den, Side::Dense)], fusion.fuse().as_ref(), k);
             check(&fused, &allowed, k, Some(k.min(visible_count)), &format!("{fusion} in_query"))?;
         }
     }
