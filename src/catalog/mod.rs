@@ -19,6 +19,7 @@ pub(crate) mod fusion;
 pub(crate) mod hnsw;
 pub(crate) mod milvus;
 pub(crate) mod pgvector;
+mod record;
 pub(crate) mod rerank;
 pub(crate) mod served;
 pub(crate) mod spec;

@@ -5,10 +5,9 @@
 
 use std::fmt;
 
-use serde::de::{DeserializeOwned, Error as _};
-use serde::ser::SerializeMap;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::fusion::Fusion;
 use super::{bm25, full_text, rerank, served, Bad, Composition, Config, SourceKind, DENSE_KINDS};
@@ -160,31 +159,17 @@ impl PartialEq for DenseIndex {
     }
 }
 
-/// `{"type": its kind's name, its parameters…}`.
 impl Serialize for DenseIndex {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("type", self.0.type_name())?;
-        if let Value::Object(fields) = self.0.fields() {
-            for (key, value) in &fields {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
+        super::record::write_tagged(serializer, "type", self.0.type_name(), self.0.fields())
     }
 }
 
 impl<'de> Deserialize<'de> for DenseIndex {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let mut fields = Map::deserialize(deserializer)?;
-        let Some(Value::String(name)) = fields.remove("type") else {
-            return Err(D::Error::custom("a dense index without its `type`"));
-        };
-        let kind = DENSE_KINDS
-            .iter()
-            .find(|k| k.name == name)
-            .ok_or_else(|| D::Error::custom(format!("unknown dense index type {name:?}")))?;
-        (kind.read)(Value::Object(fields)).map(DenseIndex).map_err(D::Error::custom)
+        super::record::read_tagged(deserializer, "type", "dense index", |name, fields| {
+            DENSE_KINDS.iter().find(|k| k.name == name).map(|kind| (kind.read)(fields).map(DenseIndex))
+        })
     }
 }
 

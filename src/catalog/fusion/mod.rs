@@ -11,10 +11,9 @@ mod rrf;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{DeserializeOwned, Error as _};
-use serde::ser::SerializeMap;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::Result;
 use crate::grid::{Bad, Combo};
@@ -95,28 +94,15 @@ impl PartialEq for Fusion {
 /// `{"method": its name, its settings…}`.
 impl Serialize for Fusion {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("method", self.name())?;
-        if let Value::Object(fields) = self.0.fields() {
-            for (key, value) in &fields {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
+        super::record::write_tagged(serializer, "method", self.name(), self.0.fields())
     }
 }
 
 impl<'de> Deserialize<'de> for Fusion {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let mut fields = Map::deserialize(deserializer)?;
-        let Some(Value::String(name)) = fields.remove("method") else {
-            return Err(D::Error::custom("a fusion without its `method`"));
-        };
-        let kind = METHODS
-            .iter()
-            .find(|k| k.name == name)
-            .ok_or_else(|| D::Error::custom(format!("unknown fusion method {name:?}")))?;
-        (kind.read)(Value::Object(fields)).map_err(D::Error::custom)
+        super::record::read_tagged(deserializer, "method", "fusion", |name, fields| {
+            METHODS.iter().find(|k| k.name == name).map(|kind| (kind.read)(fields))
+        })
     }
 }
 
