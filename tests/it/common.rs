@@ -96,16 +96,26 @@ pub struct QuickstartRun {
 }
 
 pub fn quickstart_run() -> QuickstartRun {
+    let (made, stdout) = quickstart_made();
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(made, copy.path());
+    QuickstartRun { out: copy, stdout: stdout.clone() }
+}
+
+/// The quick start's standard output, for a test that reads nothing else of the run.
+pub fn quickstart_stdout() -> &'static str {
+    &quickstart_made().1
+}
+
+/// The quick start's output folder and standard output, made once per test process.
+fn quickstart_made() -> &'static (PathBuf, String) {
     static RUN: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
-    let (made, stdout) = RUN.get_or_init(|| {
+    RUN.get_or_init(|| {
         let out = std::env::temp_dir().join(format!("ragsweep-test-quickstart-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
         let assert = run_experiment("experiments/quickstart.toml", &out, shared_cache().path());
         (out, String::from_utf8(assert.get_output().stdout.clone()).unwrap())
-    });
-    let copy = tempfile::tempdir().unwrap();
-    copy_tree(made, copy.path());
-    QuickstartRun { out: copy, stdout: stdout.clone() }
+    })
 }
 
 /// Copies the folder `from` into `to`, symbolic links as links.

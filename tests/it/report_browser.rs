@@ -190,7 +190,7 @@ fn report_rebuilds_the_page_of_a_run_written_before_it_existed() {
 
 #[test]
 fn the_terminal_summary_fits_100_columns() {
-    let stdout = crate::common::quickstart_run().stdout;
+    let stdout = crate::common::quickstart_stdout();
     assert!(stdout.contains("Selected on tuning by ndcg@10"), "{stdout}");
     assert!(stdout.contains("report.html"), "{stdout}");
     for line in stdout.lines() {

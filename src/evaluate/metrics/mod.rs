@@ -1,8 +1,8 @@
 //! Per-case retrieval metrics over a judged list (SPEC §3), and their means.
 //!
-//! Each metric is a [`Measure`] in its own file, listed once in [`REGISTRY`], in the order
-//! columns and the default `metrics` list them: a new metric is its file, its name in
-//! `vocab::Metric` and its line there. An undefined value is `None` (R empty), never 0, and is
+//! Each metric is a [`Measure`] in its own file (the token-level ratios of an `Overlap` share
+//! `tokens.rs`), listed once in [`REGISTRY`], in the order columns and the default `metrics`
+//! list them: a new metric is its file, its name in `vocab::Metric` and its line there. An undefined value is `None` (R empty), never 0, and is
 //! left out of the mean.
 
 mod ap;
@@ -12,9 +12,7 @@ mod mrr;
 mod ndcg;
 mod precision;
 mod recall;
-mod tok_iou;
-mod tok_precision;
-mod tok_recall;
+mod tokens;
 
 use std::fmt;
 use std::str::FromStr;
@@ -31,9 +29,9 @@ const REGISTRY: &[(Metric, &dyn Measure)] = &[
     (Metric::Mrr, &mrr::Mrr),
     (Metric::Ap, &ap::Ap),
     (Metric::Precision, &precision::Precision),
-    (Metric::TokRecall, &tok_recall::TokRecall),
-    (Metric::TokPrecision, &tok_precision::TokPrecision),
-    (Metric::TokIou, &tok_iou::TokIou),
+    (Metric::TokRecall, &tokens::Tokens(Overlap::recall)),
+    (Metric::TokPrecision, &tokens::Tokens(Overlap::precision)),
+    (Metric::TokIou, &tokens::Tokens(Overlap::iou)),
     (Metric::Judged, &judged::Judged),
 ];
 
