@@ -138,6 +138,17 @@ pub fn int(combo: &Combo<'_>, key: &str, default: Option<usize>, bad: Bad<'_>) -
     }
 }
 
+/// A count of at least 1 when `key` is given; `None` when it is not.
+pub fn positive(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<usize>> {
+    match combo.get(key) {
+        None => Ok(None),
+        Some((_, span)) => match int(combo, key, None, bad)? {
+            0 => Err(bad(span, format!("`{key}` must be at least 1"))),
+            n => Ok(Some(n)),
+        },
+    }
+}
+
 pub fn float(combo: &Combo<'_>, key: &str, default: f64, bad: Bad<'_>) -> Result<f64> {
     match combo.get(key) {
         Some((Value::Float(f), span)) if !f.is_finite() => {

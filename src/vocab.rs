@@ -367,6 +367,18 @@ pub enum IterativeScan {
     StrictOrder,
 }
 
+impl IterativeScan {
+    pub const ALL: [IterativeScan; 3] = [IterativeScan::Off, IterativeScan::RelaxedOrder, IterativeScan::StrictOrder];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IterativeScan::Off => "off",
+            IterativeScan::RelaxedOrder => "relaxed_order",
+            IterativeScan::StrictOrder => "strict_order",
+        }
+    }
+}
+
 /// A serving engine, by the name experiments (`engine = "…"`) and commands give it. Each
 /// engine's module names its own (`engine::pgvector::ENGINE`) and `engine::servers::ENGINES`
 /// lists them; where a retriever has none, ragsweep's own indexes serve it.
@@ -398,32 +410,6 @@ pub struct ServedRows {
     /// document level only), instead of stopping the run.
     #[serde(default)]
     pub whole_document_when_not_found: bool,
-}
-
-/// An index the team serves: where its rows are, the fields a search reads, and the search's
-/// settings (the server's own when not given).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ServedIndex {
-    #[serde(flatten)]
-    pub rows: ServedRows,
-    pub vector_field: String,
-    /// The field of each row's groups (an array of strings), what an in-query filter meets.
-    pub acl_field: Option<String>,
-    /// The group the index gives public rows, asked for beside the user's own.
-    pub public_group: Option<String>,
-    /// The distance the search orders by; the index's own when not given.
-    pub distance: Option<Distance>,
-    /// pgvector's `hnsw.ef_search` or Milvus's `ef`.
-    pub ef_search: Option<usize>,
-    /// pgvector's `ivfflat.probes` or Milvus's `nprobe`.
-    pub probes: Option<usize>,
-    /// Planner scans off, so the vector index is walked (pgvector, as `force_index` there).
-    #[serde(default)]
-    pub force_index: bool,
-    /// pgvector's iterative index scan (`hnsw.iterative_scan`, `ivfflat.iterative_scan`); the
-    /// server's setting when not given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterative_scan: Option<IterativeScan>,
 }
 
 /// How a vector search measures distance.

@@ -12,6 +12,7 @@ use super::{
     IndexIdentity, IndexInput, SourceKind,
 };
 use crate::engine::chroma::{ChromaBuild, ChromaCollection, ChromaEngine, ChromaVectorSource};
+use crate::engine::registry::{SearchKind, ServerSettings};
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, Combo};
@@ -31,6 +32,7 @@ pub const SERVED: super::ServedShape = super::ServedShape {
     engine: crate::engine::chroma::ENGINE,
     source_key: "collection",
     keys: &["id_field", "text_field", "acl_field", "public_group", "unplaced"],
+    search: SearchKind::of::<ServerSettings>(),
     why: "is not a setting of a served Chroma collection: it is searched with its own space and ef_search, and its records hold one vector each",
     vector_field: Some("embedding"),
 };

@@ -13,6 +13,7 @@ use super::{
     IndexIdentity, IndexInput, SourceKind,
 };
 use crate::engine::milvus::{MilvusBuild, MilvusCollection, MilvusEngine, MilvusQuery, MilvusVectorSource};
+use crate::engine::registry::SearchKind;
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{choice, forbid, int, Combo};
@@ -30,7 +31,8 @@ pub struct Milvus {
 pub const SERVED: super::ServedShape = super::ServedShape {
     engine: crate::engine::milvus::ENGINE,
     source_key: "collection",
-    keys: &["id_field", "text_field", "vector_field", "acl_field", "public_group", "unplaced", "ef_search", "probes"],
+    keys: &["id_field", "text_field", "vector_field", "acl_field", "public_group", "unplaced"],
+    search: SearchKind::of::<crate::engine::milvus::served::MilvusSearch>(),
     why: "is not a setting of a served Milvus collection: it is searched with its index's own metric",
     vector_field: None,
 };

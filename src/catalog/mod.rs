@@ -274,15 +274,24 @@ pub const DENSE_KINDS: [DenseKind; 5] = [
 ];
 
 /// How a served index of an engine is declared: the key that names it (`table`,
-/// `collection`), the other keys it reads, why another engine's served key is refused on it,
-/// and the field its vectors are in when the engine fixes it. A key no engine declares is
-/// misspelt; a key only other engines declare is refused with `why`.
+/// `collection`), the fields it reads, its engine's search settings (their keys and parser),
+/// why another engine's served key is refused on it, and the field its vectors are in when the
+/// engine fixes it. A key no engine declares is misspelt; a key only other engines declare is
+/// refused with `why`.
 pub struct ServedShape {
     pub engine: EngineKind,
     pub source_key: &'static str,
     pub keys: &'static [&'static str],
+    pub search: crate::engine::registry::SearchKind,
     pub why: &'static str,
     pub vector_field: Option<&'static str>,
+}
+
+impl ServedShape {
+    /// Every key a served index of this engine reads.
+    fn declared_keys(&self) -> impl Iterator<Item = &'static str> + '_ {
+        std::iter::once(self.source_key).chain(self.keys.iter().copied()).chain(self.search.keys.iter().copied())
+    }
 }
 
 /// Each engine that serves read-only indexes, as its catalog file declares them.

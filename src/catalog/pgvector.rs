@@ -13,6 +13,7 @@ use super::{
     IndexIdentity, IndexInput, SourceKind,
 };
 use crate::engine::pgvector::{PgEngine, PgTable, PgVectorSource, VectorBuild, VectorQuery};
+use crate::engine::registry::SearchKind;
 use crate::engine::servers::Engines;
 use crate::error::Result;
 use crate::grid::{boolean, choice, forbid, int, Combo};
@@ -20,33 +21,12 @@ use crate::retrieve::source::RankingSource;
 use crate::retrieve::ExactIndex;
 use crate::vocab::{EngineKind, IterativeScan};
 
-impl IterativeScan {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IterativeScan::Off => "off",
-            IterativeScan::RelaxedOrder => "relaxed_order",
-            IterativeScan::StrictOrder => "strict_order",
-        }
-    }
-}
-
 /// A table the team serves, read as it is (`catalog::served`).
 pub const SERVED: super::ServedShape = super::ServedShape {
     engine: crate::engine::pgvector::ENGINE,
     source_key: "table",
-    keys: &[
-        "id_field",
-        "text_field",
-        "vector_field",
-        "acl_field",
-        "public_group",
-        "unplaced",
-        "distance",
-        "ef_search",
-        "probes",
-        "force_index",
-        "iterative_scan",
-    ],
+    keys: &["id_field", "text_field", "vector_field", "acl_field", "public_group", "unplaced"],
+    search: SearchKind::of::<crate::engine::served::PgSearch>(),
     why: "is not a setting of a served PostgreSQL table: with engine = \"pg\" name the `table`",
     vector_field: None,
 };
@@ -118,17 +98,8 @@ fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<PgSpec> {
     let kind = choice(combo, "index", "exact", &[("exact", "exact"), ("hnsw", "hnsw"), ("ivfflat", "ivfflat")], bad)?;
     let only_for =
         |keys: &[&str], index: &str| forbid(combo, keys, &format!("only applies to index = \"{index}\""), bad);
-    let iterative_scan = choice(
-        combo,
-        "iterative_scan",
-        IterativeScan::Off,
-        &[
-            ("off", IterativeScan::Off),
-            ("relaxed_order", IterativeScan::RelaxedOrder),
-            ("strict_order", IterativeScan::StrictOrder),
-        ],
-        bad,
-    )?;
+    let scans: Vec<(&str, IterativeScan)> = IterativeScan::ALL.iter().map(|s| (s.as_str(), *s)).collect();
+    let iterative_scan = choice(combo, "iterative_scan", IterativeScan::Off, &scans, bad)?;
     let index = match kind {
         "hnsw" => {
             only_for(&["lists", "probes"], "ivfflat")?;

@@ -5,20 +5,23 @@
 //! oracle is an exact search of the same rows (pgvector's with index scans off; for Milvus and
 //! Chroma, a scan of the rows as read).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value as JsonValue;
 use toml::Value;
 
 use super::{Bad, BuiltIndex, Config, IndexIdentity, IndexInput, ServedShape, SourceKind};
 use crate::chunkers::served::ServedRows;
-use crate::engine::registry::{OpenedServed, ServerSpec};
+use crate::engine::registry::{OpenedServed, ServedIndex, ServerSpec};
 use crate::engine::servers::Engines;
 use crate::error::Result;
-use crate::grid::{choice, forbid, int, only, Combo};
+use crate::grid::{choice, forbid, only, Combo};
 use crate::retrieve::source::RankingSource;
-use crate::vocab::{Distance, EngineKind, IterativeScan, ServedIndex};
+use crate::vocab::EngineKind;
 
 /// The key naming a served index's rows that a combination sets (`table`, `collection`).
 fn source_key_set(combo: &Combo<'_>, shapes: &[&ServedShape]) -> Option<&'static str> {
@@ -28,6 +31,15 @@ fn source_key_set(combo: &Combo<'_>, shapes: &[&ServedShape]) -> Option<&'static
 /// The keys that name a served index's rows, one per engine that serves them.
 pub(crate) fn source_keys() -> impl Iterator<Item = &'static str> {
     super::SERVED_SHAPES.iter().map(|s| s.source_key)
+}
+
+/// What each engine's served index reads, for help: `pg table (id_field, …)`.
+pub fn help() -> String {
+    let shapes = super::SERVED_SHAPES.iter().map(|s| {
+        let keys: Vec<&str> = s.declared_keys().skip(1).collect();
+        format!("{} {} ({})", s.engine.name(), s.source_key, keys.join(" "))
+    });
+    shapes.collect::<Vec<_>>().join(", ")
 }
 
 /// Whether a combination reads a served index (it names the table or collection).
@@ -54,8 +66,7 @@ fn shape_of<'s>(
     shapes: &[&'s ServedShape],
     bad: Bad<'_>,
 ) -> Result<&'s ServedShape> {
-    let served_keys =
-        super::distinct(shapes.iter().flat_map(|s| std::iter::once(s.source_key).chain(s.keys.iter().copied())));
+    let served_keys = super::distinct(shapes.iter().flat_map(|s| s.declared_keys()));
     let mut known = vec!["kind", "engine", "model"];
     known.extend(&served_keys);
     known.extend(super::rerank::KEYS);
@@ -69,8 +80,8 @@ fn shape_of<'s>(
             format!("`{key}` is read on the team's own server: add engine = {}", engines.join(" or ")),
         ));
     };
-    let others: Vec<&str> =
-        served_keys.into_iter().filter(|k| *k != shape.source_key && !shape.keys.contains(k)).collect();
+    let own: Vec<&str> = shape.declared_keys().collect();
+    let others: Vec<&str> = served_keys.into_iter().filter(|k| !own.contains(k)).collect();
     forbid(combo, &others, shape.why, bad)?;
     Ok(shape)
 }
@@ -84,16 +95,6 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
             bad(combo.kind.1.clone(), format!("a served table needs `{key}` (the field {})", role(key, source_key)))
         })
     };
-    let optional = |key: &str| -> Result<Option<usize>> {
-        match combo.get(key) {
-            None => Ok(None),
-            Some(_) => match int(combo, key, None, bad)? {
-                0 => Err(bad(combo.span_of(key), format!("`{key}` must be at least 1"))),
-                n => Ok(Some(n)),
-            },
-        }
-    };
-    let distances: Vec<(&str, Option<Distance>)> = Distance::NAMES.iter().map(|(n, d)| (*n, Some(*d))).collect();
     Ok(ServedIndex {
         rows: ServedRows {
             engine: engine_name.into(),
@@ -114,21 +115,7 @@ pub fn parse(combo: &Combo<'_>, engine: Option<EngineKind>, bad: Bad<'_>) -> Res
         },
         acl_field: text(combo, "acl_field", bad)?,
         public_group: text(combo, "public_group", bad)?,
-        distance: choice(combo, "distance", None, &distances, bad)?,
-        ef_search: optional("ef_search")?,
-        probes: optional("probes")?,
-        force_index: crate::grid::boolean(combo, "force_index", bad)?,
-        iterative_scan: choice(
-            combo,
-            "iterative_scan",
-            None,
-            &[
-                ("off", Some(IterativeScan::Off)),
-                ("relaxed_order", Some(IterativeScan::RelaxedOrder)),
-                ("strict_order", Some(IterativeScan::StrictOrder)),
-            ],
-            bad,
-        )?,
+        search: (shape.search.parse)(combo, bad)?,
     })
 }
 
@@ -144,10 +131,66 @@ fn role(key: &str, source_key: &str) -> &'static str {
 
 /// A dense index the team already serves (`table` or `collection`), searched as it is: nothing
 /// uploaded, built or written; what the manifest records of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Served {
     pub model: String,
     pub index: ServedIndex,
+}
+
+/// The fields of a served index that every engine's record holds.
+#[derive(Serialize, Deserialize)]
+struct Fields<'a> {
+    #[serde(flatten)]
+    rows: Cow<'a, ServedRows>,
+    vector_field: Cow<'a, str>,
+    acl_field: Option<Cow<'a, str>>,
+    public_group: Option<Cow<'a, str>>,
+}
+
+/// `{"model": …, "index": {its rows and fields, its engine's search settings…}}`.
+impl Serialize for Served {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let i = &self.index;
+        let fields = Fields {
+            rows: Cow::Borrowed(&i.rows),
+            vector_field: Cow::Borrowed(&i.vector_field),
+            acl_field: i.acl_field.as_deref().map(Cow::Borrowed),
+            public_group: i.public_group.as_deref().map(Cow::Borrowed),
+        };
+        let mut index = serde_json::to_value(fields).map_err(serde::ser::Error::custom)?;
+        if let (Some(index), JsonValue::Object(search)) = (index.as_object_mut(), i.search.record()) {
+            index.extend(search);
+        }
+        serde_json::json!({"model": self.model, "index": index}).serialize(serializer)
+    }
+}
+
+/// Read back through the shape of the engine the record names.
+impl<'de> Deserialize<'de> for Served {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Served, D::Error> {
+        #[derive(Deserialize)]
+        struct Record {
+            model: String,
+            index: JsonValue,
+        }
+        let Record { model, index } = Record::deserialize(deserializer)?;
+        let fields = Fields::deserialize(&index).map_err(D::Error::custom)?;
+        let shape = super::SERVED_SHAPES
+            .iter()
+            .find(|s| s.engine.name() == fields.rows.engine)
+            .ok_or_else(|| D::Error::custom(format!("no engine {:?} serves a read-only index", fields.rows.engine)))?;
+        let search = (shape.search.read)(index).map_err(D::Error::custom)?;
+        Ok(Served {
+            model,
+            index: ServedIndex {
+                rows: fields.rows.into_owned(),
+                vector_field: fields.vector_field.into_owned(),
+                acl_field: fields.acl_field.map(Cow::into_owned),
+                public_group: fields.public_group.map(Cow::into_owned),
+                search,
+            },
+        })
+    }
 }
 
 impl SourceKind for Served {
@@ -168,24 +211,7 @@ impl SourceKind for Served {
     }
 
     fn label(&self) -> String {
-        let i = &self.index;
-        let mut label = format!("dense({},{} as served", self.model, self.source());
-        if let Some(d) = i.distance {
-            label.push_str(&format!(",distance={}", d.as_str()));
-        }
-        if let Some(ef) = i.ef_search {
-            label.push_str(&format!(",ef_search={ef}"));
-        }
-        if let Some(p) = i.probes {
-            label.push_str(&format!(",probes={p}"));
-        }
-        if let Some(scan) = i.iterative_scan {
-            label.push_str(&format!(",iterative_scan={}", scan.as_str()));
-        }
-        if i.force_index {
-            label.push_str(",force_index");
-        }
-        label + ")"
+        format!("dense({},{} as served{})", self.model, self.source(), self.index.search.label())
     }
 
     fn config(&self, out: &mut Config) {
@@ -194,12 +220,7 @@ impl SourceKind for Served {
         out.push(("engine", i.rows.engine.clone()));
         out.push(("index", "served".into()));
         out.push(("served", i.rows.source.clone()));
-        let opt = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
-        out.push(("ef_search", opt(i.ef_search)));
-        out.push(("probes", opt(i.probes)));
-        out.push(("distance", i.distance.map(|d| d.as_str().to_string()).unwrap_or_default()));
-        out.push(("force_index", i.force_index.to_string()));
-        out.push(("iterative_scan", i.iterative_scan.map(|s| s.as_str().to_string()).unwrap_or_default()));
+        out.extend(i.search.columns());
     }
 
     fn index_identity(&self) -> IndexIdentity {
@@ -264,31 +285,62 @@ pub fn without_server(rows: &ServedRows, servers: &BTreeMap<EngineKind, ServerSp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::registry::{SearchKind, ServedSearch, ServedSearchKind};
 
-    /// A fourth engine's served key, declared in its own shape only, is read on its cells and
-    /// refused on another engine's by construction, with that engine's reason; a key no engine
-    /// declares is misspelt.
+    /// A planted engine's search setting: its own type, keys and parser, nowhere else.
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Template {
+        query_template: Option<String>,
+    }
+
+    impl ServedSearchKind for Template {
+        const KEYS: &'static [&'static str] = &["query_template"];
+
+        fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Template> {
+            Ok(Template { query_template: text(combo, "query_template", bad)? })
+        }
+    }
+
+    impl ServedSearch for Template {
+        fn columns(&self) -> Vec<(&'static str, String)> {
+            vec![("query_template", self.query_template.clone().unwrap_or_default())]
+        }
+
+        fn record(&self) -> JsonValue {
+            serde_json::to_value(self).unwrap()
+        }
+    }
+
+    /// A fourth engine's served key, declared by its own search type only, is read on its
+    /// cells (into that type, labelled and recorded from it) and refused on another engine's by
+    /// construction, with that engine's reason; a key no engine declares is misspelt.
     #[test]
     fn a_served_key_is_read_by_the_engine_that_declares_it_and_refused_on_the_others() {
         const SEARCH: ServedShape = ServedShape {
             engine: EngineKind::named("search"),
             source_key: "index",
-            keys: &["id_field", "text_field", "query_template"],
+            keys: &["id_field", "text_field"],
+            search: SearchKind::of::<Template>(),
             why: "is not a setting of a served search index",
             vector_field: None,
         };
         let shapes = [&crate::catalog::pgvector::SERVED, &SEARCH];
         let (table, template, id) = (Value::from("t"), Value::from("{q}"), Value::from("id"));
+        let bad: Bad<'_> = &|span, message| crate::Error::Other(format!("{span:?} {message}"));
         let check = |engine: &'static str, source: (&'static str, &Value), extra: &'static str| {
             let mut values: BTreeMap<&str, (&Value, std::ops::Range<usize>)> = BTreeMap::new();
             values.insert(source.0, (source.1, 0..1));
             values.insert("id_field", (&id, 1..2));
             values.insert(extra, (&template, 7..9));
             let combo = Combo { values, kind: ("dense", 0..0), dir: std::path::Path::new(".") };
-            let bad: Bad<'_> = &|span, message| crate::Error::Other(format!("{span:?} {message}"));
-            shape_of(&combo, Some(EngineKind::named(engine)), &shapes, bad).map(|s| s.engine.name())
+            let shape = shape_of(&combo, Some(EngineKind::named(engine)), &shapes, bad)?;
+            Ok::<_, crate::Error>((shape.engine.name(), (shape.search.parse)(&combo, bad)?))
         };
-        assert_eq!(check("search", ("index", &table), "query_template").unwrap(), "search");
+        let (engine, search) = check("search", ("index", &table), "query_template").unwrap();
+        assert_eq!((engine, search.label()), ("search", ",query_template={q}".to_string()));
+        assert_eq!(search.record(), serde_json::json!({"query_template": "{q}"}));
+        let read = (SEARCH.search.read)(serde_json::json!({"query_template": "{q}", "id_field": "id"})).unwrap();
+        assert_eq!(read.columns(), search.columns());
         let refused = check("pg", ("table", &table), "query_template").unwrap_err().to_string();
         assert!(
             refused.contains("7..9") && refused.contains("not a setting of a served PostgreSQL table"),
@@ -296,5 +348,54 @@ mod tests {
         );
         let misspelt = check("search", ("index", &table), "query_templat").unwrap_err().to_string();
         assert!(misspelt.contains("query_templat"), "{misspelt}");
+    }
+
+    /// A manifest's served cell reads back as written, its settings as its engine's type; a
+    /// record written before the settings were the engine's (every engine's keys, nulls where
+    /// unset) reads as the same cell.
+    #[test]
+    fn a_served_cell_reads_back_from_its_manifest_record() {
+        use crate::engine::milvus::served::MilvusSearch;
+        use crate::engine::served::PgSearch;
+        let rows = |engine: &str| ServedRows {
+            engine: engine.into(),
+            source: "team.chunks".into(),
+            id_field: "doc".into(),
+            text_field: "body".into(),
+            whole_document_when_not_found: false,
+        };
+        let pg = PgSearch {
+            ef_search: Some(40),
+            force_index: true,
+            iterative_scan: Some(crate::vocab::IterativeScan::RelaxedOrder),
+            ..PgSearch::default()
+        };
+        let served = |engine: &str, search: Arc<dyn crate::engine::registry::ServedSearch>| Served {
+            model: "e5".into(),
+            index: ServedIndex {
+                rows: rows(engine),
+                vector_field: "v".into(),
+                acl_field: Some("groups".into()),
+                public_group: None,
+                search,
+            },
+        };
+        let written = served("pg", Arc::new(pg));
+        let record = serde_json::to_value(&written).unwrap();
+        assert_eq!(record["index"]["ef_search"], 40);
+        let read: Served = serde_json::from_value(record).unwrap();
+        assert_eq!(read, written);
+        assert_eq!(*read.index.search::<PgSearch>(), pg);
+        let before = serde_json::json!({"model": "e5", "index": {
+            "engine": "milvus", "source": "team.chunks", "id_field": "doc", "text_field": "body",
+            "vector_field": "v", "acl_field": "groups", "public_group": null, "distance": null,
+            "ef_search": 64, "probes": null, "force_index": false}});
+        let read: Served = serde_json::from_value(before).unwrap();
+        let milvus = MilvusSearch { ef_search: Some(64), probes: None };
+        assert_eq!(read, served("milvus", Arc::new(milvus)));
+        let unknown = serde_json::json!({"model": "e5", "index": {
+            "engine": "nowhere", "source": "t", "id_field": "d", "text_field": "b", "vector_field": "v"}});
+        let err = serde_json::from_value::<Served>(unknown).unwrap_err().to_string();
+        assert!(err.contains("nowhere"), "{err}");
     }
 }

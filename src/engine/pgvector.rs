@@ -15,15 +15,15 @@ use std::time::Instant;
 use crate::engine::connect::Endpoint;
 use crate::engine::pg::{binaries, fail, found, quoted, text_array_value, vector_literal, PgConn, PgServer};
 use crate::engine::registry::{
-    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
-    UserServer,
+    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServedIndex, ServerSpec, ServingEngine,
+    Started, UserServer,
 };
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::{EngineKind, IterativeScan, ServedIndex, ServedRows, Terms, INDEX_UNUSED};
+use crate::vocab::{EngineKind, IterativeScan, ServedRows, Terms, INDEX_UNUSED};
 
 /// How the engine indexes a table of vectors (build-time parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -120,9 +120,7 @@ impl RunningEngine for PgEngine {
         dim: usize,
         chunks: &[(String, String, bool)],
     ) -> Result<Box<dyn OpenedServed>> {
-        let served = self.open_table(spec, dim, chunks)?;
-        served.distance(spec.distance, &spec.rows.source)?;
-        Ok(Box::new(served))
+        Ok(Box::new(self.open_table(spec, dim, chunks)?))
     }
 
     /// Two tables: no vector index (the engine's exact scan) and HNSW over inner product.

@@ -13,9 +13,10 @@ use std::sync::Arc;
 use crate::engine::connect::Secret;
 use crate::engine::ChunkAcl;
 use crate::error::{Error, Location, Result};
+use crate::grid::{Bad, Combo};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::source::RankingSource;
-use crate::vocab::{ServedIndex, ServedRows};
+use crate::vocab::ServedRows;
 
 /// Where the engines come from: the installs in `engines_dir` (our own private servers, data in
 /// `cache_dir`), or the experiment's own servers.
@@ -127,6 +128,111 @@ pub trait FilterBench {
 
     /// Each setting measured, by name, with the source a grid cell searches it with.
     fn settings(&self) -> Vec<(String, Box<dyn RankingSource + '_>)>;
+}
+
+/// An index the team serves: where its rows are, the fields a search reads, and the search's
+/// settings as its engine reads them (the server's own where not given).
+#[derive(Debug, Clone)]
+pub struct ServedIndex {
+    pub rows: ServedRows,
+    pub vector_field: String,
+    /// The field of each row's groups (an array of strings), what an in-query filter meets.
+    pub acl_field: Option<String>,
+    /// The group the index gives public rows, asked for beside the user's own.
+    pub public_group: Option<String>,
+    pub search: Arc<dyn ServedSearch>,
+}
+
+impl ServedIndex {
+    /// The search settings as the engine's own type `S`, which its engine parsed them into.
+    pub fn search<S: ServedSearch>(&self) -> &S {
+        let search: &dyn Any = &*self.search;
+        search.downcast_ref().expect("a served index's settings are its engine's")
+    }
+}
+
+impl PartialEq for ServedIndex {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.rows, &self.vector_field, &self.acl_field, &self.public_group)
+            == (&other.rows, &other.vector_field, &other.acl_field, &other.public_group)
+            && self.search.record() == other.search.record()
+    }
+}
+
+/// The search settings of an index the team serves that only its engine reads (pgvector's
+/// `ef_search`, Milvus's `nprobe`): each engine's own type, declared in that engine's module
+/// with its keys and parser ([`ServedSearchKind`]) and read back by that type alone.
+pub trait ServedSearch: Any + std::fmt::Debug + Send + Sync {
+    /// Its configuration columns, an empty value where the server's own setting is used.
+    fn columns(&self) -> Vec<(&'static str, String)>;
+
+    /// What the manifest records of it: an object of its settings.
+    fn record(&self) -> serde_json::Value;
+
+    /// Its settings in a cell's label: `,key=value` for each one given (`,key` for a switch on).
+    fn label(&self) -> String {
+        let mut label = String::new();
+        for (key, value) in self.columns() {
+            match value.as_str() {
+                "" | "false" => {}
+                "true" => label.push_str(&format!(",{key}")),
+                value => label.push_str(&format!(",{key}={value}")),
+            }
+        }
+        label
+    }
+}
+
+/// A served-search type as its engine declares it: the keys it reads (refused on another
+/// engine's cells by construction) and its parser, with errors located in the experiment.
+pub trait ServedSearchKind: ServedSearch + serde::de::DeserializeOwned + Sized {
+    const KEYS: &'static [&'static str];
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Self>;
+}
+
+/// The settings of a served index searched as its server is set (Chroma's collections): none.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct ServerSettings {}
+
+impl ServedSearchKind for ServerSettings {
+    const KEYS: &'static [&'static str] = &[];
+
+    fn parse(_: &Combo<'_>, _: Bad<'_>) -> Result<ServerSettings> {
+        Ok(ServerSettings {})
+    }
+}
+
+impl ServedSearch for ServerSettings {
+    fn columns(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    fn record(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+}
+
+/// A served-search type's entry in its engine's served-index declaration.
+pub struct SearchKind {
+    pub keys: &'static [&'static str],
+    pub parse: fn(&Combo<'_>, Bad<'_>) -> Result<Arc<dyn ServedSearch>>,
+    /// Reads a manifest's record back (other fields of the record are ignored).
+    pub read: fn(serde_json::Value) -> serde_json::Result<Arc<dyn ServedSearch>>,
+}
+
+impl SearchKind {
+    pub const fn of<S: ServedSearchKind>() -> SearchKind {
+        SearchKind { keys: S::KEYS, parse: parse_search::<S>, read: read_search::<S> }
+    }
+}
+
+fn parse_search<S: ServedSearchKind>(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Arc<dyn ServedSearch>> {
+    Ok(Arc::new(S::parse(combo, bad)?))
+}
+
+fn read_search<S: ServedSearchKind>(record: serde_json::Value) -> serde_json::Result<Arc<dyn ServedSearch>> {
+    Ok(Arc::new(serde_json::from_value::<S>(record)?))
 }
 
 /// An index the team serves, as its engine opened it.

@@ -12,11 +12,65 @@ use std::sync::Arc;
 use crate::chunkers::served::RowChunks;
 use crate::engine::pg::{fail, found, quoted, text_array_value, vector_literal};
 use crate::engine::pgvector::PgEngine;
-use crate::engine::registry::{OpenedServed, RunningEngine};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex, ServedSearch, ServedSearchKind};
 use crate::error::Result;
+use crate::grid::{boolean, choice, positive, Bad, Combo};
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::{Distance, IterativeScan, ServedIndex, INDEX_UNUSED};
+use crate::vocab::{Distance, IterativeScan, INDEX_UNUSED};
+
+/// The query-time settings of a search of a served table; the server's own where not given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PgSearch {
+    /// The distance the search orders by; the index's own when not given.
+    pub distance: Option<Distance>,
+    /// `hnsw.ef_search`.
+    pub ef_search: Option<usize>,
+    /// `ivfflat.probes`.
+    pub probes: Option<usize>,
+    /// Sequential and bitmap scans off, so the vector index is walked.
+    #[serde(default)]
+    pub force_index: bool,
+    /// `hnsw.iterative_scan` and `ivfflat.iterative_scan`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterative_scan: Option<IterativeScan>,
+}
+
+impl ServedSearchKind for PgSearch {
+    const KEYS: &'static [&'static str] = &["distance", "ef_search", "probes", "force_index", "iterative_scan"];
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<PgSearch> {
+        let distances: Vec<(&str, Option<Distance>)> = Distance::NAMES.iter().map(|(n, d)| (*n, Some(*d))).collect();
+        let scans: Vec<(&str, Option<IterativeScan>)> =
+            IterativeScan::ALL.iter().map(|s| (s.as_str(), Some(*s))).collect();
+        Ok(PgSearch {
+            distance: choice(combo, "distance", None, &distances, bad)?,
+            ef_search: positive(combo, "ef_search", bad)?,
+            probes: positive(combo, "probes", bad)?,
+            force_index: boolean(combo, "force_index", bad)?,
+            iterative_scan: choice(combo, "iterative_scan", None, &scans, bad)?,
+        })
+    }
+}
+
+impl ServedSearch for PgSearch {
+    fn columns(&self) -> Vec<(&'static str, String)> {
+        let count = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
+        vec![
+            ("distance", self.distance.map(|d| d.as_str().to_string()).unwrap_or_default()),
+            ("ef_search", count(self.ef_search)),
+            ("probes", count(self.probes)),
+            ("iterative_scan", self.iterative_scan.map(|s| s.as_str().to_string()).unwrap_or_default()),
+            ("force_index", self.force_index.to_string()),
+        ]
+    }
+
+    fn record(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("settings are plain values")
+    }
+}
 
 /// A served table as found: its fields checked against what a search reads, its vector index
 /// and the distance that index orders by, and a map from rows back to chunks.
@@ -49,7 +103,7 @@ fn operator(distance: Distance) -> (&'static str, &'static str) {
 
 impl PgEngine {
     /// Finds the served table of `spec` and checks it (fields present and typed as a search
-    /// reads them, the vector field of `dim` dimensions); `chunks` are the chunk set's
+    /// reads them, the vector field of `dim` dimensions, a distance to order by); `chunks` are the chunk set's
     /// (document id, text, whether it spans its document) in ordinal order. Reads only.
     pub fn open_table(&self, spec: &ServedIndex, dim: usize, chunks: &[(String, String, bool)]) -> Result<PgServed> {
         let table = &spec.rows.source;
@@ -103,7 +157,7 @@ impl PgEngine {
             let size = c.query_params("SELECT pg_total_relation_size($1::oid)", &[&oid])?;
             let bytes = size.first().and_then(|r| r.first().cloned().flatten()).and_then(|s| s.parse().ok());
             let chunk_of = RowChunks::new(chunks, spec.rows.whole_document_when_not_found);
-            Ok(PgServed {
+            let served = PgServed {
                 table: quoted(table),
                 id: quoted(&spec.rows.id_field),
                 text: quoted(&spec.rows.text_field),
@@ -115,7 +169,9 @@ impl PgEngine {
                 bytes: bytes.unwrap_or(0),
                 chunk_of,
                 doc_of: chunks.iter().map(|(doc, _, _)| doc.clone()).collect(),
-            })
+            };
+            served.distance(spec.search::<PgSearch>().distance, table)?;
+            Ok(served)
         })
     }
 }
@@ -146,11 +202,7 @@ pub struct PgServedSource<'a> {
     pub engine: &'a PgEngine,
     pub served: &'a PgServed,
     pub distance: Distance,
-    pub ef_search: Option<usize>,
-    pub probes: Option<usize>,
-    /// Sequential and bitmap scans off, so the vector index is walked.
-    pub force_index: bool,
-    pub iterative_scan: Option<IterativeScan>,
+    pub search: PgSearch,
     /// Index scans off: the same server's exact search over the same rows.
     pub exact: bool,
 }
@@ -162,16 +214,17 @@ impl PgServedSource<'_> {
             Some(v) => format!("SET {name} = {v}; "),
             None => format!("RESET {name}; "),
         };
-        let scan = || self.iterative_scan.map(|s| s.as_str().to_string());
+        let PgSearch { ef_search, probes, force_index, iterative_scan, .. } = self.search;
+        let scan = || iterative_scan.map(|s| s.as_str().to_string());
         let on = |yes: bool| if yes { "on" } else { "off" };
-        let (index, others) = if self.exact { (false, true) } else { (true, !self.force_index) };
+        let (index, others) = if self.exact { (false, true) } else { (true, !force_index) };
         format!(
             "SET enable_indexscan = {}; SET enable_seqscan = {}; SET enable_bitmapscan = {}; {}{}{}{}",
             on(index),
             on(others),
             on(others),
-            set("hnsw.ef_search", self.ef_search.map(|v| v.to_string())),
-            set("ivfflat.probes", self.probes.map(|v| v.to_string())),
+            set("hnsw.ef_search", ef_search.map(|v| v.to_string())),
+            set("ivfflat.probes", probes.map(|v| v.to_string())),
             set("hnsw.iterative_scan", scan()),
             // IVFFlat has no strict order: the server's setting stays.
             set("ivfflat.iterative_scan", scan().filter(|s| s != "strict_order"))
@@ -312,10 +365,7 @@ impl RankingSource for PgServedSource<'_> {
                 engine: self.engine,
                 served: self.served,
                 distance: self.distance,
-                ef_search: self.ef_search,
-                probes: self.probes,
-                force_index: false,
-                iterative_scan: None,
+                search: PgSearch { force_index: false, iterative_scan: None, ..self.search },
                 exact: true,
             }) as Arc<dyn RankingSource + '_>
         })
@@ -328,21 +378,13 @@ impl OpenedServed for PgServed {
     }
 
     fn describe(&self, spec: &ServedIndex) -> String {
-        self.summary(spec.distance)
+        self.summary(spec.search::<PgSearch>().distance)
     }
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
         let engine = engine.downcast::<PgEngine>().expect("a served table is searched by its engine");
-        let distance = self.distance(spec.distance, &spec.rows.source).expect("checked when opened");
-        Arc::new(PgServedSource {
-            engine,
-            served: self,
-            distance,
-            ef_search: spec.ef_search,
-            probes: spec.probes,
-            force_index: spec.force_index,
-            iterative_scan: spec.iterative_scan,
-            exact: false,
-        })
+        let search = *spec.search::<PgSearch>();
+        let distance = self.distance(search.distance, &spec.rows.source).expect("checked when opened");
+        Arc::new(PgServedSource { engine, served: self, distance, search, exact: false })
     }
 }

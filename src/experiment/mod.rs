@@ -126,6 +126,7 @@ pub fn kinds() -> Vec<(&'static str, String)> {
         ("[[chunkers]] kind", list(crate::chunkers::kind_names())),
         ("[[retrievers]] kind", crate::catalog::retriever_kind_list()),
         ("fusion", list(crate::catalog::fusion::METHODS.iter().map(|m| m.name))),
+        ("served indexes (kind = \"dense\" with engine = …, read only)", crate::catalog::served::help()),
         ("metrics", metrics(Metric::defaults())),
         ("metrics (section and evidence units)", metrics(Metric::token_level())),
     ]

@@ -272,12 +272,13 @@ fn help_names_every_metric_of_the_registry() {
 }
 
 /// Help that names what an experiment can declare is made from the registries: every chunker
-/// and retriever kind, fusion method and metric is named by `run --help` and `validate --help`.
+/// and retriever kind, fusion method, engine's served index (with every key it reads) and metric
+/// is named by `run --help` and `validate --help`.
 #[test]
 fn help_names_every_kind_an_experiment_can_declare() {
     let (run, validate) = (help_words("run"), help_words("validate"));
     let kinds = ragsweep::experiment::kinds();
-    assert_eq!(kinds.len(), 5);
+    assert_eq!(kinds.len(), 6);
     for (what, names) in kinds {
         let names: Vec<&str> = names.split(", ").map(|n| n.split(' ').next().unwrap()).collect();
         assert!(names.len() >= 2, "{what}: {names:?}");
@@ -287,6 +288,10 @@ fn help_names_every_kind_an_experiment_can_declare() {
     }
     for name in ["recursive", "llamaindex_sentence", "hybrid", "fulltext", "dbsf", "ndcg", "tok_iou"] {
         assert!(run.contains(name), "{name} missing from run --help");
+    }
+    for served in ["pg table (id_field ", " force_index iterative_scan)", "milvus collection (", "chroma collection ("]
+    {
+        assert!(run.contains(served), "{served} missing from run --help");
     }
 }
 

@@ -23,15 +23,15 @@ use serde_json::{json, Value};
 
 use crate::engine::connect::Secret;
 use crate::engine::registry::{
-    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
-    UserServer,
+    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServedIndex, ServerSpec, ServingEngine,
+    Started, UserServer,
 };
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{EngineKind, ServedIndex, ServedRows};
+use crate::vocab::{EngineKind, ServedRows};
 
 /// The Chroma the install pins, for messages and provenance.
 pub const VERSION: &str = "1.5.9";

@@ -10,12 +10,12 @@ use serde_json::{json, Map, Value};
 
 use super::{any_of, fail, ChromaEndpoint, ChromaEngine, COLLECTIONS};
 use crate::chunkers::served::{RowChunks, ServedRows};
-use crate::engine::registry::{OpenedServed, RunningEngine};
+use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex};
 use crate::engine::scan::ServedScan;
 use crate::error::Result;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{Distance, ServedIndex};
+use crate::vocab::Distance;
 
 /// `text_field` naming Chroma's own document of a record instead of a metadata key.
 pub const DOCUMENT: &str = "document";

@@ -27,15 +27,15 @@ use self::proto::{field, kv, HasStatus};
 use self::server::MilvusServer;
 use crate::engine::connect::Secret;
 use crate::engine::registry::{
-    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServerSpec, ServingEngine, Started,
-    UserServer,
+    EngineSources, FilterBench, FilterBenchInput, OpenedServed, RunningEngine, ServedIndex, ServerSpec, ServingEngine,
+    Started, UserServer,
 };
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::dense::ExactIndex;
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{ExactSource, Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{EngineKind, ServedIndex, ServedRows, INDEX_UNUSED};
+use crate::vocab::{EngineKind, ServedRows, INDEX_UNUSED};
 
 const VECTOR_FIELD: &str = "embedding";
 /// Rows per insert request: well under the proxy's 64 MiB message limit for 1,024 dimensions.

@@ -13,12 +13,42 @@ use std::sync::Arc;
 use super::proto::{self, data_type::*, kv, scalar_field::Data};
 use super::{as_asked, fail, string_literal, Client, MilvusEndpoint, MilvusEngine};
 use crate::chunkers::served::{RowChunks, ServedRows};
-use crate::engine::registry::{OpenedServed, RunningEngine};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex, ServedSearch, ServedSearchKind};
 use crate::engine::scan::ServedScan;
 use crate::error::Result;
+use crate::grid::{positive, Bad, Combo};
 use crate::retrieve::hits::{top_hits, Hit};
 use crate::retrieve::source::{Query, RankingSource, Restriction, Side, SourceScore};
-use crate::vocab::{Distance, ServedIndex, INDEX_UNUSED};
+use crate::vocab::{Distance, INDEX_UNUSED};
+
+/// The search parameters of a served collection: HNSW's `ef` or IVF's `nprobe`; the index's own
+/// when not given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MilvusSearch {
+    pub ef_search: Option<usize>,
+    pub probes: Option<usize>,
+}
+
+impl ServedSearchKind for MilvusSearch {
+    const KEYS: &'static [&'static str] = &["ef_search", "probes"];
+
+    fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<MilvusSearch> {
+        Ok(MilvusSearch { ef_search: positive(combo, "ef_search", bad)?, probes: positive(combo, "probes", bad)? })
+    }
+}
+
+impl ServedSearch for MilvusSearch {
+    fn columns(&self) -> Vec<(&'static str, String)> {
+        let count = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
+        vec![("ef_search", count(self.ef_search)), ("probes", count(self.probes))]
+    }
+
+    fn record(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("settings are plain values")
+    }
+}
 
 /// Rows per query: Milvus refuses an offset plus limit above 16,384.
 const PAGE: usize = 16_384;
@@ -325,13 +355,12 @@ impl MilvusEngine {
 pub struct MilvusServedSource<'a> {
     pub engine: &'a MilvusEngine,
     pub served: &'a MilvusServed,
-    pub ef_search: Option<usize>,
-    pub probes: Option<usize>,
+    pub search: MilvusSearch,
 }
 
 impl MilvusServedSource<'_> {
     fn params(&self, depth: usize) -> String {
-        match (self.ef_search, self.probes) {
+        match (self.search.ef_search, self.search.probes) {
             (Some(ef), _) => format!("{{\"ef\": {}}}", ef.max(depth)),
             (None, Some(nprobe)) => format!("{{\"nprobe\": {nprobe}}}"),
             (None, None) => "{}".into(),
@@ -455,6 +484,6 @@ impl OpenedServed for MilvusServed {
 
     fn source<'a>(&'a self, engine: &'a dyn RunningEngine, spec: &ServedIndex) -> Arc<dyn RankingSource + 'a> {
         let engine = engine.downcast::<MilvusEngine>().expect("a served collection is searched by its engine");
-        Arc::new(MilvusServedSource { engine, served: self, ef_search: spec.ef_search, probes: spec.probes })
+        Arc::new(MilvusServedSource { engine, served: self, search: *spec.search() })
     }
 }
