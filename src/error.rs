@@ -162,8 +162,13 @@ pub enum Error {
     #[error("synthetic corpus: {0}")]
     Synth(String),
 
-    #[error("{0}")]
-    Other(String),
+    /// A cell a test told to fail (`runner::FAIL_CELL_VAR`), to show the run goes on without it.
+    #[error("cell {cell}: failed on purpose ({var})")]
+    FailedOnPurpose { cell: String, var: &'static str },
+
+    /// The last line of a list of errors cut at its cap.
+    #[error("… and {0} more")]
+    AndMore(usize),
 
     /// Several input errors, each located, found in one pass (a corpus folder).
     #[error("{}", many_message(.0))]
@@ -192,7 +197,7 @@ impl Error {
         let more = errors.len().saturating_sub(cap);
         errors.truncate(cap);
         if more > 0 {
-            errors.push(Error::Other(format!("… and {more} more")));
+            errors.push(Error::AndMore(more));
         }
         Error::Many(errors)
     }

@@ -566,7 +566,7 @@ pub fn run_with<'e>(
             .into_par_iter()
             .map(|ci| {
                 if failing_on_purpose(&cell.id) {
-                    return Err(Error::Other(format!("cell {}: failed on purpose ({FAIL_CELL_VAR})", cell.id)));
+                    return Err(Error::FailedOnPurpose { cell: cell.id.clone(), var: FAIL_CELL_VAR });
                 }
                 let vector = queries.vector(ci);
                 let retrieval = scoring.retrieve(&this, ci, vector)?;

@@ -326,7 +326,8 @@ mod tests {
         };
         let shapes = [&crate::catalog::pgvector::SERVED, &SEARCH];
         let (table, template, id) = (Value::from("t"), Value::from("{q}"), Value::from("id"));
-        let bad: Bad<'_> = &|span, message| crate::Error::Other(format!("{span:?} {message}"));
+        let at = || crate::Location::file(std::path::Path::new("e.toml"));
+        let bad: Bad<'_> = &|span, message| crate::Error::input(at(), format!("{span:?} {message}"));
         let check = |engine: &'static str, source: (&'static str, &Value), extra: &'static str| {
             let mut values: BTreeMap<&str, (&Value, std::ops::Range<usize>)> = BTreeMap::new();
             values.insert(source.0, (source.1, 0..1));

@@ -22,7 +22,7 @@ struct FakeEmbedder {
 impl Embedding for FakeEmbedder {
     fn embed_batch(&self, texts: &[&str], role: Role) -> Result<Vec<Vec<f32>>> {
         if self.fail {
-            return Err(Error::Other("fake embedder failed".into()));
+            return Err(Error::ModelFailed("fake embedder failed".into()));
         }
         let counter = if role == Role::Query { &self.queries } else { &self.passages };
         counter.fetch_add(texts.len(), Ordering::SeqCst);

@@ -265,7 +265,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let cache = StageCache::new(root.path());
         let k = key("t", &[b"a"]);
-        let failed = cache.get_or_build("t", &k, |_| Err(Error::Other("boom".into())), read);
+        let failed = cache.get_or_build("t", &k, |_| Err(Error::Damaged("boom".into())), read);
         assert!(failed.is_err());
         assert_eq!(fs::read_dir(root.path().join("stages/t")).unwrap().count(), 0);
 
