@@ -90,17 +90,42 @@ pub struct Judged {
     pub returned: Vec<u32>,
 }
 
-/// Declares the metrics' names: the enum, its serde names and [`Metric::name`]. What a metric
-/// measures is its own file in `evaluate/metrics/`, listed in that module's registry.
+/// Every metric, in column order: its variant, its name (and the names it is also read by) and
+/// what measures it, an expression of `evaluate::metrics`, which alone reads it. The one list a
+/// new metric joins: it hands the list to `$then`, so the enum here and the registry of measures
+/// there are made from the same lines and cannot drift apart.
+macro_rules! metric_list {
+    ($then:ident) => {
+        $then! {
+            Ndcg = "ndcg" => ndcg::Ndcg,
+            Recall = "recall" => recall::Recall,
+            Hit = "hit" => hit::Hit,
+            Mrr = "mrr" => mrr::Mrr,
+            Ap = "ap" => ap::Ap,
+            Precision = "precision" => precision::Precision,
+            /// Token-level measures of a packed context (or the top k chunks) against the
+            /// relevant text (SPEC §3).
+            TokRecall = "tok_recall" | "tokrecall" => tokens::Tokens(Overlap::recall),
+            TokPrecision = "tok_precision" | "tokprecision" => tokens::Tokens(Overlap::precision),
+            TokIou = "tok_iou" | "tokiou" => tokens::Tokens(Overlap::iou),
+            /// Share of the list's items that carry a judgment (SPEC §9): how complete the
+            /// labels are.
+            Judged = "judged" => judged::Judged,
+        }
+    };
+}
+pub(crate) use metric_list;
+
+/// The metrics' enum from [`metric_list`]: its serde names and [`Metric::name`].
 macro_rules! metric_names {
-    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal $(| $alias:literal)*,)*) => {
+    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal $(| $alias:literal)* => $measure:expr,)*) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub enum Metric {
             $($(#[doc = $doc])* #[serde(rename = $name $(, alias = $alias)*)] $variant,)*
         }
 
         impl Metric {
-            /// Every name declared, in declaration order.
+            /// Every metric, in column order.
             pub const NAMED: [Metric; [$($name),*].len()] = [$(Metric::$variant),*];
 
             pub fn name(self) -> &'static str {
@@ -112,21 +137,7 @@ macro_rules! metric_names {
     };
 }
 
-metric_names! {
-    Hit = "hit",
-    Recall = "recall",
-    Precision = "precision",
-    Mrr = "mrr",
-    Ndcg = "ndcg",
-    Ap = "ap",
-    /// Token-level measures of a packed context (or the top k chunks) against the relevant
-    /// text (SPEC §3).
-    TokRecall = "tok_recall" | "tokrecall",
-    TokPrecision = "tok_precision" | "tokprecision",
-    TokIou = "tok_iou" | "tokiou",
-    /// Share of the list's items that carry a judgment (SPEC §9): how complete the labels are.
-    Judged = "judged",
-}
+metric_list!(metric_names);
 
 /// `ndcg@10`-style name of a metric at a cut-off, or `recall@1024t` at a token budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

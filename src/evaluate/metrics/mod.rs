@@ -1,9 +1,9 @@
 //! Per-case retrieval metrics over a judged list (SPEC §3), and their means.
 //!
 //! Each metric is a [`Measure`] in its own file (the token-level ratios of an `Overlap` share
-//! `tokens.rs`), listed once in [`REGISTRY`], in the order columns and the default `metrics`
-//! list them: a new metric is its file, its name in `vocab::Metric` and its line there. An undefined value is `None` (R empty), never 0, and is
-//! left out of the mean.
+//! `tokens.rs`), listed once with its name in `vocab::metric_list`, in the order columns and the
+//! default `metrics` list them, from which [`REGISTRY`] is made: a new metric is its file and its
+//! line there. An undefined value is `None` (R empty), never 0, and is left out of the mean.
 
 mod ap;
 mod hit;
@@ -21,19 +21,15 @@ use crate::evaluate::context::Overlap;
 use crate::evaluate::label::Judged;
 pub use crate::vocab::{Mean, Metric, MetricAt};
 
-/// Every metric and what measures it, in column order.
-const REGISTRY: &[(Metric, &dyn Measure)] = &[
-    (Metric::Ndcg, &ndcg::Ndcg),
-    (Metric::Recall, &recall::Recall),
-    (Metric::Hit, &hit::Hit),
-    (Metric::Mrr, &mrr::Mrr),
-    (Metric::Ap, &ap::Ap),
-    (Metric::Precision, &precision::Precision),
-    (Metric::TokRecall, &tokens::Tokens(Overlap::recall)),
-    (Metric::TokPrecision, &tokens::Tokens(Overlap::precision)),
-    (Metric::TokIou, &tokens::Tokens(Overlap::iou)),
-    (Metric::Judged, &judged::Judged),
-];
+/// The registry from [`crate::vocab::metric_list`]: each metric's measure, in column order.
+macro_rules! registry {
+    ($($(#[doc = $doc:literal])* $variant:ident = $name:literal $(| $alias:literal)* => $measure:expr,)*) => {
+        /// Every metric and what measures it, in column order.
+        const REGISTRY: &[(Metric, &dyn Measure)] = &[$((Metric::$variant, &$measure)),*];
+    };
+}
+
+crate::vocab::metric_list!(registry);
 
 /// What a metric reads, which decides where an experiment measures it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,14 +228,14 @@ impl Mean {
 mod tests {
     use super::*;
 
-    /// Every name `vocab::Metric` declares has its measure and a column.
+    /// Every metric of the list has its measure, in the list's order, and a column.
     #[test]
     fn every_metric_is_in_the_registry_with_a_column() {
+        let registered: Vec<Metric> = REGISTRY.iter().map(|(m, _)| *m).collect();
+        assert_eq!(registered, Metric::NAMED);
         for m in Metric::NAMED {
-            assert_eq!(REGISTRY.iter().filter(|(r, _)| *r == m).count(), 1, "{m}");
             assert!(crate::evaluate::columns::column(&format!("{m}@10")).is_some(), "{m}");
         }
-        assert_eq!(REGISTRY.len(), Metric::NAMED.len());
     }
 
     use crate::evaluate::label::Item;
