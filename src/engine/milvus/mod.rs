@@ -14,7 +14,7 @@
 
 pub mod proto;
 pub(crate) mod served;
-pub mod server;
+pub(crate) mod server;
 
 use std::path::Path;
 use std::sync::Arc;
