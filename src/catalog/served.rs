@@ -33,7 +33,7 @@ pub(crate) fn source_keys() -> impl Iterator<Item = &'static str> {
     super::SERVED_SHAPES.iter().map(|s| s.source_key)
 }
 
-/// What each engine's served index reads, for help: `pg table (id_field, …)`.
+/// What each engine's served index reads, for help: `pg table (id_field text_field …)`.
 pub fn help() -> String {
     let shapes = super::SERVED_SHAPES.iter().map(|s| {
         let keys: Vec<&str> = s.declared_keys().skip(1).collect();
