@@ -42,6 +42,11 @@ pub fn help() -> String {
     shapes.collect::<Vec<_>>().join(", ")
 }
 
+/// The served-index shape of the engine named `engine`, if it serves read-only indexes.
+fn shape_named(engine: &str) -> Option<&'static ServedShape> {
+    super::SERVED_SHAPES.iter().copied().find(|s| s.engine.name() == engine)
+}
+
 /// Whether a combination reads a served index (it names the table or collection).
 pub fn declared(combo: &Combo<'_>) -> bool {
     source_key_set(combo, &super::SERVED_SHAPES).is_some()
@@ -175,9 +180,7 @@ impl<'de> Deserialize<'de> for Served {
         }
         let Record { model, index } = Record::deserialize(deserializer)?;
         let fields = Fields::deserialize(&index).map_err(D::Error::custom)?;
-        let shape = super::SERVED_SHAPES
-            .iter()
-            .find(|s| s.engine.name() == fields.rows.engine)
+        let shape = shape_named(&fields.rows.engine)
             .ok_or_else(|| D::Error::custom(format!("no engine {:?} serves a read-only index", fields.rows.engine)))?;
         let search = (shape.search.read)(index).map_err(D::Error::custom)?;
         Ok(Served {
@@ -270,7 +273,7 @@ impl Served {
     /// `pg table NAME`, `milvus collection NAME`, `chroma collection NAME`.
     fn source(&self) -> String {
         let rows = &self.index.rows;
-        let noun = super::SERVED_SHAPES.iter().find(|s| s.engine == self.kind()).map_or("index", |s| s.source_key);
+        let noun = shape_named(&rows.engine).map_or("index", |s| s.source_key);
         format!("{} {noun} {}", rows.engine, rows.source)
     }
 }
@@ -278,14 +281,14 @@ impl Served {
 /// What a served index is (`table`, `collection`) when the experiment declares no server of its
 /// engine to read it on (`[engines.NAME]`); `None` when it does.
 pub fn without_server(rows: &ServedRows, servers: &BTreeMap<EngineKind, ServerSpec>) -> Option<&'static str> {
-    let shape = super::SERVED_SHAPES.iter().find(|s| s.engine.name() == rows.engine)?;
+    let shape = shape_named(&rows.engine)?;
     (!servers.contains_key(&shape.engine)).then_some(shape.source_key)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::registry::{SearchKind, ServedSearch, ServedSearchKind};
+    use crate::engine::registry::{SearchKind, ServedSearchKind};
 
     /// A planted engine's search setting: its own type, keys and parser, nowhere else.
     #[derive(Debug, Serialize, Deserialize)]
@@ -299,15 +302,9 @@ mod tests {
         fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Template> {
             Ok(Template { query_template: text(combo, "query_template", bad)? })
         }
-    }
 
-    impl ServedSearch for Template {
-        fn columns(&self) -> Vec<(&'static str, String)> {
+        fn settings(&self) -> Vec<(&'static str, String)> {
             vec![("query_template", self.query_template.clone().unwrap_or_default())]
-        }
-
-        fn record(&self) -> JsonValue {
-            serde_json::to_value(self).unwrap()
         }
     }
 

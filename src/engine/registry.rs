@@ -145,7 +145,7 @@ pub struct ServedIndex {
 
 impl ServedIndex {
     /// The search settings as the engine's own type `S`, which its engine parsed them into.
-    pub fn search<S: ServedSearch>(&self) -> &S {
+    pub fn search<S: ServedSearchKind>(&self) -> &S {
         let search: &dyn Any = &*self.search;
         search.downcast_ref().expect("a served index's settings are its engine's")
     }
@@ -160,8 +160,8 @@ impl PartialEq for ServedIndex {
 }
 
 /// The search settings of an index the team serves that only its engine reads (pgvector's
-/// `ef_search`, Milvus's `nprobe`): each engine's own type, declared in that engine's module
-/// with its keys and parser ([`ServedSearchKind`]) and read back by that type alone.
+/// `ef_search`, Milvus's `nprobe`): each engine's own type, declared in that engine's module as a
+/// [`ServedSearchKind`] and read back by that type alone ([`ServedIndex::search`]).
 pub trait ServedSearch: Any + std::fmt::Debug + Send + Sync {
     /// Its configuration columns, an empty value where the server's own setting is used.
     fn columns(&self) -> Vec<(&'static str, String)>;
@@ -184,11 +184,27 @@ pub trait ServedSearch: Any + std::fmt::Debug + Send + Sync {
 }
 
 /// A served-search type as its engine declares it: the keys it reads (refused on another
-/// engine's cells by construction) and its parser, with errors located in the experiment.
-pub trait ServedSearchKind: ServedSearch + serde::de::DeserializeOwned + Sized {
+/// engine's cells by construction), its parser, with errors located in the experiment, and its
+/// settings as configuration columns; its manifest record is its serde form.
+pub trait ServedSearchKind:
+    Any + std::fmt::Debug + Send + Sync + serde::Serialize + serde::de::DeserializeOwned
+{
     const KEYS: &'static [&'static str];
 
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<Self>;
+
+    /// Its configuration columns, an empty value where the server's own setting is used.
+    fn settings(&self) -> Vec<(&'static str, String)>;
+}
+
+impl<S: ServedSearchKind> ServedSearch for S {
+    fn columns(&self) -> Vec<(&'static str, String)> {
+        self.settings()
+    }
+
+    fn record(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a served index's settings serialize")
+    }
 }
 
 /// The settings of a served index searched as its server is set (Chroma's collections): none.
@@ -201,15 +217,9 @@ impl ServedSearchKind for ServerSettings {
     fn parse(_: &Combo<'_>, _: Bad<'_>) -> Result<ServerSettings> {
         Ok(ServerSettings {})
     }
-}
 
-impl ServedSearch for ServerSettings {
-    fn columns(&self) -> Vec<(&'static str, String)> {
+    fn settings(&self) -> Vec<(&'static str, String)> {
         Vec::new()
-    }
-
-    fn record(&self) -> serde_json::Value {
-        serde_json::json!({})
     }
 }
 

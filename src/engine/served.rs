@@ -14,7 +14,7 @@ use crate::engine::pg::{fail, found, quoted, text_array_value, vector_literal};
 use crate::engine::pgvector::PgEngine;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex, ServedSearch, ServedSearchKind};
+use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex, ServedSearchKind};
 use crate::error::Result;
 use crate::grid::{boolean, choice, positive, Bad, Combo};
 use crate::retrieve::hits::{top_hits, Hit};
@@ -53,10 +53,8 @@ impl ServedSearchKind for PgSearch {
             iterative_scan: choice(combo, "iterative_scan", None, &scans, bad)?,
         })
     }
-}
 
-impl ServedSearch for PgSearch {
-    fn columns(&self) -> Vec<(&'static str, String)> {
+    fn settings(&self) -> Vec<(&'static str, String)> {
         let count = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
         vec![
             ("distance", self.distance.map(|d| d.as_str().to_string()).unwrap_or_default()),
@@ -65,10 +63,6 @@ impl ServedSearch for PgSearch {
             ("iterative_scan", self.iterative_scan.map(|s| s.as_str().to_string()).unwrap_or_default()),
             ("force_index", self.force_index.to_string()),
         ]
-    }
-
-    fn record(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("settings are plain values")
     }
 }
 

@@ -36,7 +36,8 @@ pub trait FusionMethod: Fuse + Clone + Serialize + DeserializeOwned + 'static {
 trait Method: Fuse {
     fn name(&self) -> &'static str;
     fn fields(&self) -> Value;
-    fn column(&self, name: &str) -> Option<String>;
+    /// Its own configuration columns with their values.
+    fn own_columns(&self) -> Vec<(&'static str, String)>;
 }
 
 impl<T: FusionMethod> Method for T {
@@ -48,8 +49,8 @@ impl<T: FusionMethod> Method for T {
         serde_json::to_value(self).expect("a fusion method's settings serialize")
     }
 
-    fn column(&self, name: &str) -> Option<String> {
-        T::COLUMNS.iter().position(|c| *c == name).map(|at| self.values().swap_remove(at))
+    fn own_columns(&self) -> Vec<(&'static str, String)> {
+        T::COLUMNS.iter().copied().zip(self.values()).collect()
     }
 }
 
@@ -69,7 +70,9 @@ impl Fusion {
 
     /// Every method's columns ([`columns`]), this one's values filled in and the others' empty.
     pub fn columns(&self) -> Vec<(&'static str, String)> {
-        columns().into_iter().map(|c| (c, self.0.column(c).unwrap_or_default())).collect()
+        let own = self.0.own_columns();
+        let value = |c: &str| own.iter().find(|(name, _)| *name == c).map(|(_, v)| v.clone()).unwrap_or_default();
+        columns().into_iter().map(|c| (c, value(c))).collect()
     }
 }
 

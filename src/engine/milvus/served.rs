@@ -15,7 +15,7 @@ use super::{as_asked, fail, string_literal, Client, MilvusEndpoint, MilvusEngine
 use crate::chunkers::served::{RowChunks, ServedRows};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex, ServedSearch, ServedSearchKind};
+use crate::engine::registry::{OpenedServed, RunningEngine, ServedIndex, ServedSearchKind};
 use crate::engine::scan::ServedScan;
 use crate::error::Result;
 use crate::grid::{positive, Bad, Combo};
@@ -37,16 +37,10 @@ impl ServedSearchKind for MilvusSearch {
     fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<MilvusSearch> {
         Ok(MilvusSearch { ef_search: positive(combo, "ef_search", bad)?, probes: positive(combo, "probes", bad)? })
     }
-}
 
-impl ServedSearch for MilvusSearch {
-    fn columns(&self) -> Vec<(&'static str, String)> {
+    fn settings(&self) -> Vec<(&'static str, String)> {
         let count = |v: Option<usize>| v.map(|v| v.to_string()).unwrap_or_default();
         vec![("ef_search", count(self.ef_search)), ("probes", count(self.probes))]
-    }
-
-    fn record(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("settings are plain values")
     }
 }
 
