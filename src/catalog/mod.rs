@@ -18,6 +18,7 @@ pub(crate) mod full_text;
 pub(crate) mod fusion;
 pub(crate) mod hnsw;
 pub(crate) mod milvus;
+pub(crate) mod opensearch;
 pub(crate) mod pgvector;
 mod record;
 pub(crate) mod rerank;
@@ -303,7 +304,12 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
     let model = model_from(combo, bad)?;
     let engine = engine_of(combo, bad)?;
     let kind = match engine {
-        Some(_) => DENSE_KINDS.iter().find(|k| k.engine == engine).expect("every serving engine has a dense kind"),
+        Some(_) => DENSE_KINDS.iter().find(|k| k.engine == engine).ok_or_else(|| {
+            bad(
+                combo.span_of("engine"),
+                "this engine serves no dense retrieval here: its cells are kind = \"bm25\"".into(),
+            )
+        })?,
         None => {
             forbid(combo, &["lists", "probes", "iterative_scan", "force_index"], pgvector::ONLY, bad)?;
             let in_process: Vec<(&str, Option<&DenseKind>)> = DENSE_KINDS
@@ -327,8 +333,12 @@ fn dense_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<DenseSpec> {
 }
 
 /// Every retriever kind an experiment names, with what it needs beside it.
-pub const RETRIEVER_KINDS: [(&str, &str); 4] =
-    [("bm25", ""), ("dense", ""), ("hybrid", ""), ("fulltext", "with engine = \"pg\"")];
+pub const RETRIEVER_KINDS: [(&str, &str); 4] = [
+    ("bm25", "in process, or with engine = \"opensearch\""),
+    ("dense", ""),
+    ("hybrid", ""),
+    ("fulltext", "with engine = \"pg\""),
+];
 
 /// The retriever kinds as a message lists them.
 pub fn retriever_kind_list() -> String {
@@ -349,7 +359,17 @@ pub fn retriever_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> 
 fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
     let engine = engine_of(combo, bad)?;
     let pg = engine.is_some() && engine == full_text::ENGINE;
-    if let (Some(_), false, true) = (engine, pg, combo.kind.0 != "dense") {
+    let lexical_engine = engine.is_some() && engine == opensearch::ENGINE;
+    if lexical_engine && combo.kind.0 != "bm25" {
+        return Err(bad(
+            combo.span_of("engine"),
+            format!(
+                "engine = \"opensearch\" serves BM25 here: kind {:?} has no engine = \"opensearch\" (use kind = \"bm25\"; fuse it with ragsweep's dense side in process)",
+                combo.kind.0
+            ),
+        ));
+    }
+    if let (Some(_), false, false, true) = (engine, pg, lexical_engine, combo.kind.0 != "dense") {
         let name = combo.get("engine").map(|(v, _)| v.to_string()).unwrap_or_default();
         return Err(bad(
             combo.span_of("engine"),
@@ -364,6 +384,10 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
         ["engine"].iter().chain(keys).chain(&rerank::KEYS).copied().collect()
     };
     match combo.kind.0 {
+        "bm25" if lexical_engine => {
+            only(combo, &with_engine(&opensearch::KEYS), bad)?;
+            Ok(RetrieverSpec::OpenSearch(opensearch::parse(combo, bad)?))
+        }
         "bm25" => {
             if pg {
                 return Err(bad(
@@ -478,14 +502,14 @@ fn engine_record(build_seconds: f64, reused: bool) -> Option<Cached<()>> {
 mod tests {
     use super::*;
 
-    /// A manifest's `type` names one dense kind, an engine serves one, and the default `index`
-    /// is the exact scan.
+    /// A manifest's `type` names one dense kind, an engine serves at most one, and the default
+    /// `index` is the exact scan.
     #[test]
     fn the_dense_kinds_table_names_each_kind_once() {
         let names: std::collections::BTreeSet<&str> = DENSE_KINDS.iter().map(|k| k.name).collect();
         assert_eq!(names.len(), DENSE_KINDS.len());
         for (engine, _) in crate::engine::servers::ENGINES {
-            assert_eq!(DENSE_KINDS.iter().filter(|k| k.engine == Some(engine)).count(), 1, "{engine:?}");
+            assert!(DENSE_KINDS.iter().filter(|k| k.engine == Some(engine)).count() <= 1, "{engine:?}");
         }
         let default = DENSE_KINDS.iter().find(|k| k.engine.is_none()).unwrap();
         assert_eq!(default.name, <exact::ExactSpec as DenseIndexKind>::TYPE);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::fusion::Fusion;
-use super::{bm25, full_text, rerank, served, Bad, Composition, Config, SourceKind, DENSE_KINDS};
+use super::{bm25, full_text, opensearch, rerank, served, Bad, Composition, Config, SourceKind, DENSE_KINDS};
 use crate::error::Result;
 use crate::grid::Combo;
 use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Terms};
@@ -21,6 +21,9 @@ use crate::vocab::{AnalyzerKind, Bm25Params, EngineKind, Terms};
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum RetrieverSpec {
     Bm25(bm25::Bm25),
+    /// BM25 served by OpenSearch over the grid's chunks.
+    #[serde(rename = "opensearch_bm25")]
+    OpenSearch(opensearch::OpenSearchBm25),
     FullText(full_text::FullText),
     Dense(DenseSpec),
     /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
@@ -178,6 +181,7 @@ impl RetrieverSpec {
         match self {
             RetrieverSpec::Bm25(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::FullText(kind) => Composition::of(Box::new(kind.clone())),
+            RetrieverSpec::OpenSearch(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Dense(dense) => Composition::of(dense.kind()),
             RetrieverSpec::Served(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
@@ -208,7 +212,7 @@ impl RetrieverSpec {
     /// `bm25`, `fulltext`, `dense` or `hybrid`: the `kind` the retriever was declared with.
     pub fn family(&self) -> &'static str {
         match self {
-            RetrieverSpec::Bm25(_) => "bm25",
+            RetrieverSpec::Bm25(_) | RetrieverSpec::OpenSearch(_) => "bm25",
             RetrieverSpec::FullText(_) => "fulltext",
             RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) => "dense",
             RetrieverSpec::Hybrid { .. } => "hybrid",
@@ -219,7 +223,7 @@ impl RetrieverSpec {
     /// The embedding model of the dense side, else of the reranker, if any.
     pub fn model(&self) -> Option<&str> {
         match self {
-            RetrieverSpec::Bm25(_) | RetrieverSpec::FullText(_) => None,
+            RetrieverSpec::Bm25(_) | RetrieverSpec::FullText(_) | RetrieverSpec::OpenSearch(_) => None,
             RetrieverSpec::Dense(DenseSpec { model, .. }) | RetrieverSpec::Served(served::Served { model, .. }) => {
                 Some(model)
             }
@@ -234,7 +238,7 @@ impl RetrieverSpec {
             RetrieverSpec::Bm25(bm25::Bm25 { analyzer, .. })
             | RetrieverSpec::FullText(full_text::FullText { analyzer, .. }) => Some(*analyzer),
             RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) => None,
+            RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) | RetrieverSpec::OpenSearch(_) => None,
             RetrieverSpec::Rerank { first, .. } => first.analyzer(),
         }
     }

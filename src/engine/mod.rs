@@ -11,6 +11,7 @@ pub(crate) mod chroma;
 pub(crate) mod connect;
 pub(crate) mod install;
 pub mod milvus;
+pub(crate) mod opensearch;
 pub(crate) mod pg;
 pub(crate) mod pgvector;
 pub(crate) mod registry;

@@ -227,8 +227,8 @@ impl ServingEngine for Serving {
         crate::engine::pg::stop_all();
     }
 
-    fn secret_key(&self) -> Option<&'static str> {
-        Some("password_env")
+    fn secret_keys(&self) -> &'static [&'static str] {
+        &["password_env"]
     }
 
     fn index_unused_advice(&self) -> Option<&'static str> {

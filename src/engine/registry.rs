@@ -43,16 +43,18 @@ pub type UserServer = Box<dyn Any + Send + Sync>;
 pub struct ServerSpec {
     /// Its address, as its engine read it ([`ServingEngine::server_url`]).
     pub url: String,
-    /// The environment variable holding the secret it is logged in with.
-    pub secret_env: Option<String>,
+    /// The key naming the environment variable with the secret it is logged in with (one of
+    /// its engine's [`ServingEngine::secret_keys`]), and that variable.
+    pub secret_env: Option<(&'static str, String)>,
     /// Where the section's `url` is written, for errors about it.
     pub at: Location,
 }
 
 impl ServerSpec {
-    /// The secret its variable holds, read now (never written anywhere).
+    /// The secret the variable `key` names holds, read now (never written anywhere); `None` when
+    /// the section names no variable with `key`.
     pub fn secret(&self, key: &str) -> Result<Option<Secret>> {
-        let Some(var) = &self.secret_env else { return Ok(None) };
+        let Some((_, var)) = self.secret_env.as_ref().filter(|(k, _)| *k == key) else { return Ok(None) };
         let secret = std::env::var(var).map_err(|_| {
             Error::input(self.at.clone(), format!("`{key}` names {var}, which is not set in the environment"))
         })?;
@@ -289,11 +291,11 @@ pub trait ServingEngine: Sync {
         None
     }
 
-    /// How `[engines.NAME]` names the environment variable with the secret a server of the
-    /// user's is logged in with (`password_env`, `token_env`); `None` when the engine takes no
-    /// server of the user's (only servers of ours).
-    fn secret_key(&self) -> Option<&'static str> {
-        None
+    /// The keys with which `[engines.NAME]` may name the environment variable holding the secret
+    /// a server of the user's is logged in with (`password_env`, `token_env`; one of them per
+    /// section); empty when the engine takes no server of the user's (only servers of ours).
+    fn secret_keys(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// `engines serve NAME`: a private server of ours that other runs (shards) share through

@@ -14,10 +14,11 @@ use crate::vocab::EngineKind;
 /// Every serving engine by the name experiments (`engine = "…"`) and commands give it, with
 /// what it does: the one table a new engine joins, and the only place besides the catalog that
 /// tells engines apart.
-pub const ENGINES: [(EngineKind, &dyn ServingEngine); 3] = [
+pub const ENGINES: [(EngineKind, &dyn ServingEngine); 4] = [
     (crate::engine::pgvector::ENGINE, &crate::engine::pgvector::Serving),
     (crate::engine::milvus::ENGINE, &crate::engine::milvus::Serving),
     (crate::engine::chroma::ENGINE, &crate::engine::chroma::Serving),
+    (crate::engine::opensearch::ENGINE, &crate::engine::opensearch::Serving),
 ];
 
 /// The engine named `name`.

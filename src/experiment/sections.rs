@@ -155,12 +155,14 @@ pub(super) fn servers(src: &Source<'_>, raw: &RawExperiment) -> Result<BTreeMap<
         };
         let kind = crate::engine::servers::engine_named(name).ok_or_else(unknown)?;
         let engine = crate::engine::servers::serving(kind);
-        let Some(key) = engine.secret_key() else {
+        let keys = engine.secret_keys();
+        if keys.is_empty() {
             return Err(src.bad(
                 section.span(),
                 format!("[engines.{name}]: ragsweep runs {name} itself; it takes no server of yours"),
             ));
-        };
+        }
+        let key_list = keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ");
         let text_of =
             |key: &Spanned<String>, value: &Spanned<Value>| {
                 value.get_ref().as_str().map(str::to_string).ok_or_else(|| {
@@ -171,21 +173,26 @@ pub(super) fn servers(src: &Source<'_>, raw: &RawExperiment) -> Result<BTreeMap<
         for (written, value) in section.get_ref() {
             match written.get_ref().as_str() {
                 "url" => url = Some((text_of(written, value)?, value.span())),
-                k if k == key => {
+                k if keys.contains(&k) => {
+                    let key = keys.iter().find(|key| **key == k).expect("listed");
                     let var = text_of(written, value)?;
                     if var.is_empty() || var.contains('=') {
                         return Err(src.bad(value.span(), format!("`{key}` names an environment variable")));
                     }
-                    secret_env = Some(var);
+                    if let Some((other, _)) = secret_env {
+                        let why = format!("[engines.{name}] takes one secret: `{other}` is given already");
+                        return Err(src.bad(written.span(), why));
+                    }
+                    secret_env = Some((*key, var));
                 }
                 k if k.ends_with("_env") => {
-                    let why = format!("[engines.{name}] names the variable with its secret `{key}`, not `{k}`");
+                    let why = format!("[engines.{name}] names the variable with its secret {key_list}, not `{k}`");
                     return Err(src.bad(written.span(), why));
                 }
                 k => {
                     return Err(src.bad(
                         written.span(),
-                        format!("[engines.{name}]: unknown key `{k}` (it takes `url` and `{key}`)"),
+                        format!("[engines.{name}]: unknown key `{k}` (it takes `url` and {key_list})"),
                     ))
                 }
             }

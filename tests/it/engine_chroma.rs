@@ -256,7 +256,11 @@ fn server_sections_are_read_by_their_engine_and_refused_at_their_line() {
     let head = "name = \"s\"\nunit = \"doc\"\nk = [1]\n";
     let cells = "[[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\n";
     for (section, line, says) in [
-        ("[engines.qdrant]\nurl = \"http://db:6333\"\n", 4, "unknown engine \"qdrant\" (known: pg, milvus, chroma)"),
+        (
+            "[engines.qdrant]\nurl = \"http://db:6333\"\n",
+            4,
+            "unknown engine \"qdrant\" (known: pg, milvus, chroma, opensearch)",
+        ),
         (
             "[engines.pg]\nurl = \"postgresql://u@db/rag\"\ntoken_env = \"T\"\n",
             6,

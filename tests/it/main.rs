@@ -21,6 +21,7 @@ mod documents;
 mod drafts;
 mod engine_chroma;
 mod engine_milvus;
+mod engine_opensearch;
 mod engine_pg;
 mod explain;
 mod fail_closed;

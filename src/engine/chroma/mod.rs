@@ -219,8 +219,8 @@ impl ServingEngine for Serving {
         stop_all();
     }
 
-    fn secret_key(&self) -> Option<&'static str> {
-        Some("token_env")
+    fn secret_keys(&self) -> &'static [&'static str] {
+        &["token_env"]
     }
 
     fn server_url(&self, url: &str) -> std::result::Result<String, String> {
