@@ -384,6 +384,12 @@ fn first_from(combo: &Combo<'_>, bad: Bad<'_>) -> Result<RetrieverSpec> {
         ["engine"].iter().chain(keys).chain(&rerank::KEYS).copied().collect()
     };
     match combo.kind.0 {
+        "bm25" if lexical_engine && opensearch::reads_served(combo) => {
+            // Its own index's keys pass here so that parse_served says why they are refused.
+            let keys: Vec<&'static str> = opensearch::SERVED_KEYS.iter().chain(&opensearch::KEYS).copied().collect();
+            only(combo, &with_engine(&keys), bad)?;
+            Ok(RetrieverSpec::OpenSearchServed(opensearch::parse_served(combo, bad)?))
+        }
         "bm25" if lexical_engine => {
             only(combo, &with_engine(&opensearch::KEYS), bad)?;
             Ok(RetrieverSpec::OpenSearch(opensearch::parse(combo, bad)?))

@@ -12,10 +12,12 @@ use serde_json::{json, Value};
 use toml::Value as Toml;
 
 use super::{engine_record, Bad, BuiltIndex, Config, IndexIdentity, IndexInput, SourceKind};
+use crate::chunkers::served::{RowChunks, ServedRows};
+use crate::engine::opensearch::served::{OpenSearchServedSource, PLACEHOLDER};
 use crate::engine::opensearch::{OpenSearchEngine, OpenSearchIndex, OpenSearchLexicalSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
-use crate::grid::{float, Combo};
+use crate::grid::{float, forbid, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache;
 use crate::vocab::EngineKind;
@@ -179,5 +181,171 @@ impl SourceKind for OpenSearchBm25 {
     fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
         let engine = engines.expect::<OpenSearchEngine>();
         Arc::new(OpenSearchLexicalSource { engine, index: index.get::<OpenSearchIndex>() })
+    }
+}
+
+/// The keys of a read-only cell over an index the team serves (besides `engine`).
+pub const SERVED_KEYS: [&str; 6] = ["index", "id_field", "text_field", "acl_field", "public_group", "query"];
+
+/// An index the team serves on its cluster, read as it is: its documents are the cells' chunks
+/// (`id_field` names each one's document, `text_field` holds its text), searched with the team's
+/// query template (`{{query}}` where the question goes; a `match` on `text_field` by default),
+/// with the index's own analyzers and similarity; what the manifest records of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServedBm25 {
+    #[serde(flatten)]
+    pub rows: ServedRows,
+    pub acl_field: Option<String>,
+    pub public_group: Option<String>,
+    /// The query template as compact JSON.
+    pub query: String,
+}
+
+/// Whether a `kind = "bm25"` combination on OpenSearch reads an index the team serves.
+pub fn reads_served(combo: &Combo<'_>) -> bool {
+    combo.get("index").is_some()
+}
+
+/// A string key, `None` when absent.
+fn text(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<String>> {
+    match combo.get(key) {
+        None => Ok(None),
+        Some((Toml::String(s), span)) if s.trim().is_empty() => Err(bad(span, format!("`{key}` cannot be empty"))),
+        Some((Toml::String(s), _)) => Ok(Some(s.clone())),
+        Some((v, span)) => Err(bad(span, format!("`{key}` must be a string, found {}", v.type_str()))),
+    }
+}
+
+/// `index`, its fields, and the query template (a JSON object, or a table, holding `{{query}}`).
+pub fn parse_served(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ServedBm25> {
+    forbid(
+        combo,
+        &["analyzer", "k1", "b"],
+        "is the served index's own: it is searched with the analyzers and similarity it was made with",
+        bad,
+    )?;
+    let required = |key: &str| -> Result<String> {
+        text(combo, key, bad)?.ok_or_else(|| {
+            bad(
+                combo.kind.1.clone(),
+                format!(
+                    "a served OpenSearch index needs `{key}` (the field of each document's {})",
+                    if key == "id_field" { "corpus id" } else { "text" }
+                ),
+            )
+        })
+    };
+    let source = text(combo, "index", bad)?.expect("a served index names its index");
+    let id_field = required("id_field")?;
+    let text_field = required("text_field")?;
+    let template = match combo.get("query") {
+        None => json!({"match": {text_field.as_str(): {"query": PLACEHOLDER}}}),
+        Some((Toml::String(text), span)) => {
+            serde_json::from_str(text).map_err(|e| bad(span.clone(), format!("`query` is not JSON: {e}")))?
+        }
+        Some((Toml::Table(table), _)) => serde_json::to_value(table).expect("a TOML table is JSON"),
+        Some((v, span)) => {
+            return Err(bad(span, format!("`query` is a JSON object or a table, found {}", v.type_str())))
+        }
+    };
+    if !template.is_object() || !template.to_string().contains(PLACEHOLDER) {
+        return Err(bad(
+            combo.span_of("query"),
+            format!("`query` is a query object holding {PLACEHOLDER} where the question goes"),
+        ));
+    }
+    let rows = ServedRows {
+        engine: crate::engine::opensearch::ENGINE.name().to_string(),
+        source,
+        id_field,
+        text_field,
+        whole_document_when_not_found: false,
+    };
+    Ok(ServedBm25 {
+        rows,
+        acl_field: text(combo, "acl_field", bad)?,
+        public_group: text(combo, "public_group", bad)?,
+        query: template.to_string(),
+    })
+}
+
+/// A served index as a run opened it: what a search reads, and its documents' chunks.
+struct Opened {
+    served: ServedBm25,
+    chunk_of: RowChunks,
+    documents: u64,
+    bytes: u64,
+    template: Value,
+}
+
+impl SourceKind for ServedBm25 {
+    fn engine(&self) -> Option<EngineKind> {
+        ENGINE
+    }
+
+    fn reads_only(&self) -> bool {
+        true
+    }
+
+    fn label(&self) -> String {
+        format!(
+            "opensearch bm25(index {} as served,query={})",
+            self.rows.source,
+            &cache::key("query", &[self.query.as_bytes()])[..8]
+        )
+    }
+
+    fn config(&self, out: &mut Config) {
+        out.push(("engine", "opensearch".into()));
+        out.push(("served", self.rows.source.clone()));
+        out.push(("query", self.query.clone()));
+    }
+
+    /// Everything it reads: cells that share it search the same way.
+    fn index_identity(&self) -> IndexIdentity {
+        IndexIdentity::of::<Opened>(format!("{self:?}"))
+    }
+
+    fn index_name(&self) -> String {
+        format!("opensearch index {} as served (read only)", self.rows.source)
+    }
+
+    fn builds_nothing(&self) -> bool {
+        true
+    }
+
+    fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
+        let engine = input.engines.expect::<OpenSearchEngine>();
+        let documents = engine.count(&self.rows.source)?;
+        let chunks: Vec<(String, String, bool)> = (0..input.chunks)
+            .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
+            .collect();
+        let bytes = chunks.iter().map(|c| c.1.len() as u64).sum();
+        let chunk_of = RowChunks::new(&chunks, self.rows.whole_document_when_not_found);
+        let template = serde_json::from_str(&self.query).expect("a query template is JSON");
+        let opened = Opened { served: self.clone(), chunk_of, documents, bytes, template };
+        Ok(BuiltIndex { bytes, index: Box::new(opened), record: None })
+    }
+
+    fn describe(&self, index: &BuiltIndex) -> Option<String> {
+        Some(format!(
+            "index {}: {} documents, searched with {}",
+            self.rows.source,
+            index.get::<Opened>().documents,
+            self.query
+        ))
+    }
+
+    fn source<'a>(&self, index: &'a BuiltIndex, engines: &'a Engines) -> Arc<dyn RankingSource + 'a> {
+        let opened = index.get::<Opened>();
+        Arc::new(OpenSearchServedSource {
+            engine: engines.expect::<OpenSearchEngine>(),
+            rows: &opened.served.rows,
+            template: &opened.template,
+            acl_field: opened.served.acl_field.as_deref(),
+            public_group: opened.served.public_group.as_deref(),
+            chunk_of: &opened.chunk_of,
+            bytes: opened.bytes,
+        })
     }
 }

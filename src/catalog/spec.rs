@@ -24,6 +24,9 @@ pub enum RetrieverSpec {
     /// BM25 served by OpenSearch over the grid's chunks.
     #[serde(rename = "opensearch_bm25")]
     OpenSearch(opensearch::OpenSearchBm25),
+    /// An OpenSearch index the team serves, read as it is.
+    #[serde(rename = "opensearch_served")]
+    OpenSearchServed(opensearch::ServedBm25),
     FullText(full_text::FullText),
     Dense(DenseSpec),
     /// A lexical and a dense ranking fused; each side retrieves `candidates` chunks.
@@ -182,6 +185,7 @@ impl RetrieverSpec {
             RetrieverSpec::Bm25(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::FullText(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::OpenSearch(kind) => Composition::of(Box::new(kind.clone())),
+            RetrieverSpec::OpenSearchServed(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Dense(dense) => Composition::of(dense.kind()),
             RetrieverSpec::Served(kind) => Composition::of(Box::new(kind.clone())),
             RetrieverSpec::Hybrid { lexical: l, dense: d, fusion, candidates } => Composition {
@@ -212,7 +216,7 @@ impl RetrieverSpec {
     /// `bm25`, `fulltext`, `dense` or `hybrid`: the `kind` the retriever was declared with.
     pub fn family(&self) -> &'static str {
         match self {
-            RetrieverSpec::Bm25(_) | RetrieverSpec::OpenSearch(_) => "bm25",
+            RetrieverSpec::Bm25(_) | RetrieverSpec::OpenSearch(_) | RetrieverSpec::OpenSearchServed(_) => "bm25",
             RetrieverSpec::FullText(_) => "fulltext",
             RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) => "dense",
             RetrieverSpec::Hybrid { .. } => "hybrid",
@@ -223,7 +227,10 @@ impl RetrieverSpec {
     /// The embedding model of the dense side, else of the reranker, if any.
     pub fn model(&self) -> Option<&str> {
         match self {
-            RetrieverSpec::Bm25(_) | RetrieverSpec::FullText(_) | RetrieverSpec::OpenSearch(_) => None,
+            RetrieverSpec::Bm25(_)
+            | RetrieverSpec::FullText(_)
+            | RetrieverSpec::OpenSearch(_)
+            | RetrieverSpec::OpenSearchServed(_) => None,
             RetrieverSpec::Dense(DenseSpec { model, .. }) | RetrieverSpec::Served(served::Served { model, .. }) => {
                 Some(model)
             }
@@ -238,7 +245,10 @@ impl RetrieverSpec {
             RetrieverSpec::Bm25(bm25::Bm25 { analyzer, .. })
             | RetrieverSpec::FullText(full_text::FullText { analyzer, .. }) => Some(*analyzer),
             RetrieverSpec::Hybrid { lexical, .. } => Some(lexical.analyzer),
-            RetrieverSpec::Dense(_) | RetrieverSpec::Served(_) | RetrieverSpec::OpenSearch(_) => None,
+            RetrieverSpec::Dense(_)
+            | RetrieverSpec::Served(_)
+            | RetrieverSpec::OpenSearch(_)
+            | RetrieverSpec::OpenSearchServed(_) => None,
             RetrieverSpec::Rerank { first, .. } => first.analyzer(),
         }
     }
@@ -247,6 +257,7 @@ impl RetrieverSpec {
     pub fn served_rows(&self) -> Option<&crate::chunkers::served::ServedRows> {
         match self {
             RetrieverSpec::Served(kind) => Some(&kind.index.rows),
+            RetrieverSpec::OpenSearchServed(kind) => Some(&kind.rows),
             RetrieverSpec::Rerank { first, .. } => first.served_rows(),
             _ => None,
         }
@@ -257,6 +268,7 @@ impl RetrieverSpec {
     pub fn served_acl(&self) -> Option<Option<&str>> {
         match self {
             RetrieverSpec::Served(kind) => Some(kind.index.acl_field.as_deref()),
+            RetrieverSpec::OpenSearchServed(kind) => Some(kind.acl_field.as_deref()),
             RetrieverSpec::Rerank { first, .. } => first.served_acl(),
             _ => None,
         }

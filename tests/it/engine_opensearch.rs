@@ -44,12 +44,24 @@ impl Node {
     }
 
     fn post(&self, path: &str, body: &Value) -> Value {
-        let answer = ureq::post(&format!("{}{path}", self.url))
+        self.send("POST", path, &body.to_string(), "application/json")
+    }
+
+    fn send(&self, method: &str, path: &str, body: &str, kind: &str) -> Value {
+        let url = format!("{}{path}", self.url);
+        let request = if method == "PUT" { ureq::put(&url) } else { ureq::post(&url) };
+        let answer = request
             .header("Authorization", &format!("ApiKey {}", self.key))
-            .header("Content-Type", "application/json")
-            .send(body.to_string().as_bytes())
+            .header("Content-Type", kind)
+            .send(body.as_bytes())
             .unwrap();
         serde_json::from_str(&answer.into_body().read_to_string().unwrap()).unwrap()
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let answer =
+            ureq::get(&format!("{}{path}", self.url)).header("Authorization", &format!("ApiKey {}", self.key)).call();
+        serde_json::from_str(&answer.unwrap().into_body().read_to_string().unwrap()).unwrap()
     }
 
     /// Every request line the node logged: `METHOD PATH BODY`.
@@ -170,7 +182,8 @@ fn a_users_opensearch_serves_bm25_filtered_in_the_query_and_lists_what_the_node_
 }
 
 /// OpenSearch's keys are read by its kind and refused at their line: a dense cell, an analyzer
-/// OpenSearch does not have, a custom one without its tokenizer, `b` out of range, two secrets,
+/// OpenSearch does not have, a custom one without its tokenizer, `b` out of range, a served
+/// index's own settings, its missing fields or a template without the question, two secrets,
 /// credentials in the URL; and a run without `[engines.opensearch]` says to declare the cluster.
 #[test]
 fn opensearch_cells_are_refused_at_their_line() {
@@ -185,6 +198,19 @@ fn opensearch_cells_are_refused_at_their_line() {
         (server, "kind = \"bm25\"\nanalyzer = { filter = [\"lowercase\"] }\n", true, "names its `tokenizer`"),
         (server, "kind = \"bm25\"\nb = 2.0\n", true, "`b` must be between 0 and 1"),
         (server, "kind = \"bm25\"\nlists = 4\n", true, "unknown parameter `lists`"),
+        (
+            server,
+            "kind = \"bm25\"\nindex = \"docs\"\nid_field = \"d\"\ntext_field = \"t\"\nk1 = 1.0\n",
+            true,
+            "is the served index's own",
+        ),
+        (server, "kind = \"bm25\"\nindex = \"docs\"\ntext_field = \"t\"\n", true, "needs `id_field`"),
+        (
+            server,
+            "kind = \"bm25\"\nindex = \"docs\"\nid_field = \"d\"\ntext_field = \"t\"\nquery = '{\"match_all\": {}}'\n",
+            true,
+            "holding {{query}} where the question goes",
+        ),
         (
             "[engines.opensearch]\nurl = \"http://127.0.0.1:9\"\napi_key_env = \"A\"\nbasic_auth_env = \"B\"\n",
             "kind = \"bm25\"\n",
@@ -209,4 +235,97 @@ fn opensearch_cells_are_refused_at_their_line() {
         }
         assert!(!all.contains("s3cr3t"), "{all}");
     }
+}
+
+/// A team's own index, made by the test over the node's REST API with its own mapping (the page
+/// id as a keyword, the text under a custom Portuguese analyzer with accents folded, the groups
+/// with `everyone` on public pages) and searched read only with the team's `bool` template: each
+/// case's list is what the node lists for that query sent directly, the filtered cell leaks
+/// nothing, and the index is unchanged (its `_stats` before and after; no request of the run
+/// writes).
+#[test]
+fn a_served_opensearch_index_is_measured_as_it_is_and_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let node = Node::start(root);
+    let pages = common::team_corpus(root, 120, 30);
+    let mapping = json!({
+        "settings": {"index": {"analysis": {
+            "filter": {"pt_stem": {"type": "stemmer", "language": "light_portuguese"}},
+            "analyzer": {"pt_folded": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase", "asciifolding", "pt_stem"]}},
+        }}},
+        "mappings": {"properties": {
+            "page": {"type": "keyword"},
+            "body": {"type": "text", "analyzer": "pt_folded"},
+            "groups": {"type": "keyword"},
+        }},
+    });
+    node.send("PUT", "/team-docs", &mapping.to_string(), "application/json");
+    let mut bulk = String::new();
+    for (i, (id, body, groups)) in pages.iter().enumerate() {
+        let groups = if groups.is_empty() { vec!["everyone".to_string()] } else { groups.clone() };
+        bulk.push_str(&format!(
+            "{}\n{}\n",
+            json!({"index": {"_id": format!("row-{i}")}}),
+            json!({"page": id, "body": body, "groups": groups})
+        ));
+    }
+    node.send("POST", "/team-docs/_bulk", &bulk, "application/x-ndjson");
+    node.post("/team-docs/_refresh", &json!({}));
+    let stats_before = node.get("/team-docs/_stats");
+    let written_before = node.requests().len();
+
+    let template = r#"{"bool": {"should": [{"match": {"body": "{{query}}"}}, {"match": {"body": {"query": "{{query}}", "operator": "and", "boost": 2}}}]}}"#;
+    let exp = common::team_experiment(
+        root,
+        "served",
+        &format!(
+            "[engines.opensearch]\nurl = \"{}\"\napi_key_env = \"RAGSWEEP_TEST_OS_KEY\"\n\
+             [[retrievers]]\nkind = \"bm25\"\nengine = \"opensearch\"\nindex = \"team-docs\"\nid_field = \"page\"\n\
+             text_field = \"body\"\nacl_field = \"groups\"\npublic_group = \"everyone\"\nquery = '{template}'\n",
+            node.url
+        ),
+    );
+    let out = common::on_users_servers(root, "run", &exp, &[("RAGSWEEP_TEST_OS_KEY", node.key.as_str())]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = root.join("results/served/latest");
+    let matrix = read(&run.join("matrix.json"));
+    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    assert!(row("c01")["leaks"].as_u64().unwrap() > 0, "unfiltered, restricted pages come back");
+    assert_eq!(row("c02")["leaks"], 0, "{}", row("c02"));
+
+    let golden: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(root.join("golden.json")).unwrap()).unwrap();
+    let lists = common::jsonl(&run.join("per_query.jsonl"));
+    let mut compared = 0;
+    for case in lists.iter().filter(|l| l["cell"] == "c02") {
+        let asked = golden.iter().find(|g| g["id"] == case["case"]).unwrap();
+        let question = asked["question"].as_str().unwrap();
+        let filled: Value = serde_json::from_str(&template.replace("{{query}}", question)).unwrap();
+        let mut groups: Vec<Value> = asked["groups"].as_array().unwrap().clone();
+        groups.push(json!("everyone"));
+        let body = json!({"size": 10, "_source": ["page"], "query": {"bool": {"must": [filled], "filter": [{"terms": {"groups": groups}}]}}});
+        let answer = node.post("/team-docs/_search", &body);
+        let direct: Vec<&str> =
+            answer["hits"]["hits"].as_array().unwrap().iter().map(|h| h["_source"]["page"].as_str().unwrap()).collect();
+        assert_eq!(case["top"], json!(direct), "case {}", case["case"]);
+        compared += 1;
+    }
+    assert_eq!(compared, 30);
+
+    let runs = node.requests()[written_before..].to_vec();
+    assert_eq!(node.get("/team-docs/_stats"), stats_before, "the index is unchanged");
+    let writes: Vec<&String> = runs
+        .iter()
+        .filter(|r| {
+            let (method, path) = r.split_once(' ').unwrap();
+            let path = path.split(' ').next().unwrap();
+            let reads = path.ends_with("/_search")
+                || path.contains("/_search?scroll")
+                || path.starts_with("/_search/scroll")
+                || path.ends_with("/_count")
+                || path == "/";
+            !(reads && matches!(method, "GET" | "POST" | "DELETE") && (method != "DELETE" || path == "/_search/scroll"))
+        })
+        .collect();
+    assert!(writes.is_empty(), "the run only read: {writes:?}");
 }

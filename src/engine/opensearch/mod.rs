@@ -10,6 +10,9 @@
 //! records the seconds its build took (written last, after its refresh); an index without it is
 //! an unfinished build, which stops the run rather than be searched.
 
+pub(crate) mod served;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -20,7 +23,7 @@ use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
 use crate::retrieve::hits::Hit;
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
-use crate::vocab::EngineKind;
+use crate::vocab::{EngineKind, ServedRows};
 
 /// OpenSearch, `engine = "opensearch"`.
 pub const ENGINE: EngineKind = EngineKind::named("opensearch");
@@ -107,9 +110,11 @@ impl ServingEngine for Serving {
         };
         Ok(Box::new(OpenSearchEndpoint { url: spec.url.clone(), authorization }))
     }
-}
 
-use std::path::Path;
+    fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
+        OpenSearchEngine::connect(endpoint(from)?)?.served_rows(rows)
+    }
+}
 
 const NO_NODE: &str = "ragsweep starts no OpenSearch node (no registry reachable here ships one): declare your cluster with [engines.opensearch] url = \"http://host:9200\"";
 
