@@ -3,8 +3,9 @@
 # ragsweep's own BM25 at the same settings (experiments/{scifact,nfcorpus}-opensearch.toml), on the
 # cluster at http://127.0.0.1:9200: your OpenSearch, or, when nothing answers there, the Lucene
 # stand-in of scripts/lucene-node started here (no registry reachable from these machines ships
-# an OpenSearch node). Prints each run's reserved nDCG@10 and `ragsweep diff` of the two cells
-# (the cases each list fixed and broke). Anserini's anchors: 0.6789 and 0.3218.
+# an OpenSearch node). Prints each run's reserved nDCG@10 and `ragsweep diff --causes` of the two
+# cells (the cases each list fixed and broke, and why their lists differ). Anserini's anchors:
+# 0.6789 and 0.3218.
 # usage: scripts/bench-opensearch.sh [OUT]   (default: a temporary folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +27,6 @@ import csv, sys
 for row in csv.DictReader(open(sys.argv[1] + "/matrix.csv")):
     print(row["cell"], row["label"], row["split"], "ndcg@10", row["ndcg@10"])
 P
-    "$BIN" diff --run "$run" c01 c02 --metric ndcg@10 | head -8
+    "$BIN" diff --run "$run" c01 c02 --metric ndcg@10 --causes | sed -n '1,8p;/^why the lists/,/ties or rounding/p'
 done
 echo "results in $OUT"

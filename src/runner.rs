@@ -654,15 +654,35 @@ fn with_cell<T>(
     cell_id: &str,
     f: impl for<'b> FnOnce(&Scoring<'b>, &CellRun<'b>, &'b (dyn Fn(usize) -> &'b [f32] + Sync)) -> Result<T>,
 ) -> Result<T> {
-    let position = exp.cells.iter().position(|c| c.id == cell_id).ok_or_else(|| {
-        let known = exp.cells.iter().map(|c| c.id.clone()).collect();
-        Error::UnknownCell { cell: cell_id.to_string(), source_of: exp.file.clone(), known }
-    })?;
+    with_cells(exp, prepared, opts, &[cell_id], |scoring, runs, queries| {
+        let vector = |ci: usize| queries[0].vector(ci);
+        f(scoring, &runs[0], &vector)
+    })
+}
+
+/// Cells `cell_ids` of `exp` built as a run of them alone builds them, and each one's question
+/// vectors.
+fn with_cells<T>(
+    exp: &Experiment,
+    prepared: &Prepared,
+    opts: &RunOptions,
+    cell_ids: &[&str],
+    f: impl for<'b> FnOnce(&Scoring<'b>, &[CellRun<'b>], &'b [crate::build::CellQueries<'b>]) -> Result<T>,
+) -> Result<T> {
     let mut one = exp.clone();
-    one.cells = vec![exp.cells[position].clone()];
+    one.cells = cell_ids
+        .iter()
+        .map(|cell_id| {
+            let cell = exp.cells.iter().find(|c| c.id == *cell_id).ok_or_else(|| {
+                let known = exp.cells.iter().map(|c| c.id.clone()).collect();
+                Error::UnknownCell { cell: cell_id.to_string(), source_of: exp.file.clone(), known }
+            })?;
+            Ok(cell.clone())
+        })
+        .collect::<Result<_>>()?;
     let plan = Plan::with_cross_encoders(&one, &prepared.cross_encoders);
     let Prepared { corpus, cases, models, .. } = prepared;
-    // The one-cell plan numbers its own models: embedders follow that order.
+    // The plan numbers its own models: embedders follow that order.
     let plan_models: Vec<ModelInfo> = plan
         .models
         .iter()
@@ -683,13 +703,30 @@ fn with_cell<T>(
         bar: &make_bar,
     };
     let built = build::build(&plan, &ctx, &mut Vec::new())?;
-    let planned = &plan.cells[0];
     let facts = ChunkFacts::of(corpus, &built.sets, &prepared.counter)?;
     let scoring = Scoring::new(exp, corpus, cases, &built.sets, &prepared.counter, &facts);
-    let run = CellRun::new(&one.cells[0], planned, built.retriever(planned), &plan_models);
-    let queries = built.cell_queries(planned);
-    let vector = |ci: usize| queries.vector(ci);
-    f(&scoring, &run, &vector)
+    let runs: Vec<CellRun<'_>> = one
+        .cells
+        .iter()
+        .zip(&plan.cells)
+        .map(|(cell, planned)| CellRun::new(cell, planned, built.retriever(planned), &plan_models))
+        .collect();
+    let queries: Vec<_> = plan.cells.iter().map(|planned| built.cell_queries(planned)).collect();
+    f(&scoring, &runs, &queries)
+}
+
+/// `diff --causes` for a finished run directory: why cells `a` and `b`'s lists at `k` differ,
+/// over the cases of `split` (all when `None`).
+pub fn lexical_causes(
+    run: &Path,
+    a: &str,
+    b: &str,
+    k: usize,
+    split: Option<Split>,
+    opts: &RunOptions,
+) -> Result<lexical_causes::LexicalCauses> {
+    let (exp, prepared) = load_run(run, opts)?;
+    with_cells(&exp, &prepared, opts, &[a, b], |scoring, runs, _| scoring.lexical_causes(&runs[0], &runs[1], k, split))
 }
 
 /// The context `cell` of `exp` sends a generator for each case at cut-off `k` (one of the
@@ -1223,6 +1260,7 @@ mod collect;
 mod diagnose;
 pub mod embed_shard;
 mod explain;
+pub mod lexical_causes;
 pub mod rescore;
 #[cfg(test)]
 mod tests;

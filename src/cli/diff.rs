@@ -16,10 +16,18 @@ pub struct Args {
     /// tuning, reserved or all (default: reserved when the run has reserved cases).
     #[arg(long, value_parser = parse_split)]
     pub split: Option<SplitChoice>,
+    /// Also say why two lexical cells' lists differ (ragsweep's BM25 and an engine's, two
+    /// analyzers): for each case whose list at the metric's k differs, the first difference in
+    /// pipeline order (parameters, the question's words, a word's matches, document frequency,
+    /// length). Both cells of one run, unfiltered; their indexes and engines are opened again.
+    #[arg(long)]
+    pub causes: bool,
+    #[command(flatten)]
+    pub dirs: Dirs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let Args { a, b, run, metric, split } = args;
+    let Args { a, b, run, metric, split, causes, dirs } = args;
     let (dir_a, cell_a) = side_of(&a, run.as_ref())?;
     let (dir_b, cell_b) = side_of(&b, run.as_ref())?;
     let (dir_a, dir_b) = (output::resolve_run(&dir_a)?, output::resolve_run(&dir_b)?);
@@ -32,6 +40,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let metric = metric.unwrap_or_else(|| run_b.decision_metric.clone());
     let split = split.map_or_else(|| run_b.default_split(), |s| s.0);
     print!("{}", safe(&compare::compare(&sa, &sb, &metric, split)?.render(&sa, &sb)));
+    if causes {
+        if dir_a != dir_b {
+            anyhow::bail!("--causes compares two cells of one run: {a} and {b} are in two");
+        }
+        let k = metric.rsplit_once('@').and_then(|(_, k)| k.parse::<usize>().ok()).with_context(|| {
+            format!("--causes compares lists at a cut-off k: {metric} has none (give --metric such as ndcg@10)")
+        })?;
+        let options = dirs.options_of_run(&dir_a, std::io::stderr().is_terminal());
+        let found = runner::lexical_causes(&dir_a, &sa.cell.id, &sb.cell.id, k, split, &options)?;
+        print!("\n{}", safe(&runner::lexical_causes::render(&found, &sa.cell.id, &sb.cell.id)));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::analyze::Term;
 use crate::error::Result;
 use crate::retrieve::bm25::{Bm25Explanation, Bm25Index, Bm25Params};
 use crate::retrieve::dense::{dot, ExactIndex, HnswIndex};
@@ -192,6 +193,12 @@ pub trait RankingSource: Send + Sync {
     fn bm25(&self) -> Option<&Bm25Index> {
         None
     }
+
+    /// The terms this source's analyzer makes of `text`, each with its byte span in `text`;
+    /// `None` for a source that does not analyze text.
+    fn analyze(&self, _text: &str) -> Result<Option<Vec<Term>>> {
+        Ok(None)
+    }
 }
 
 /// In-process BM25 (tantivy) at given `k1`, `b`.
@@ -237,6 +244,10 @@ impl RankingSource for Bm25Source<'_> {
 
     fn bm25(&self) -> Option<&Bm25Index> {
         Some(self.index)
+    }
+
+    fn analyze(&self, text: &str) -> Result<Option<Vec<Term>>> {
+        Ok(Some(self.index.analyzer().analyze(text)))
     }
 }
 
@@ -349,5 +360,9 @@ impl RankingSource for Sliced<'_> {
 
     fn bm25(&self) -> Option<&Bm25Index> {
         self.inner.bm25()
+    }
+
+    fn analyze(&self, text: &str) -> Result<Option<Vec<Term>>> {
+        self.inner.analyze(text)
     }
 }

@@ -329,3 +329,44 @@ fn a_served_opensearch_index_is_measured_as_it_is_and_left_unchanged() {
         .collect();
     assert!(writes.is_empty(), "the run only read: {writes:?}");
 }
+
+/// `diff --causes` between ragsweep's BM25 and OpenSearch's over the same chunks: "generation"
+/// is `generat` to ragsweep's `en` (Snowball) and `gener` to Lucene's `english` (Porter), which
+/// also makes "general" `gener`: OpenSearch alone lists the page about a general assembly, and
+/// the case's first difference is that word's match. The other question's lists are equal.
+#[test]
+fn diff_names_why_two_lexical_lists_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path());
+    let docs = [
+        ("a.md", "# Division\nCells divide by mitosis in each generation.\n"),
+        ("b.md", "# Growth\nTissues grow when cells divide.\n"),
+        ("c.md", "# Assembly\nThe general assembly met.\n"),
+        ("d.md", "# Other\nNothing about it.\n"),
+    ];
+    let golden = r#"[{"id": "q1", "question": "generation", "relevant": ["a"]},
+                    {"id": "q2", "question": "mitosis", "relevant": ["a"]}]"#;
+    let experiment = format!(
+        "name = \"why\"\nunit = \"doc\"\nk = [3]\n[engines.opensearch]\nurl = \"{}\"\napi_key_env = \"RAGSWEEP_TEST_OS_KEY\"\n\
+         [[chunkers]]\nkind = \"none\"\n[[retrievers]]\nkind = \"bm25\"\nanalyzer = \"en\"\n\
+         [[retrievers]]\nkind = \"bm25\"\nengine = \"opensearch\"\nanalyzer = \"english\"\nk1 = 0.9\nb = 0.4\n",
+        node.url
+    );
+    let f = common::Fixture::new(&docs, golden, &experiment);
+    f.run_cmd().env("RAGSWEEP_TEST_OS_KEY", &node.key).assert().success();
+    let run = common::runs_in(&f.path().join("out/why"))[0].clone();
+    let out = f
+        .cmd()
+        .args(["diff", "c01", "c02", "--metric", "hit@3", "--split", "all", "--causes", "--cache"])
+        .arg(f.path().join("cache"))
+        .arg("--run")
+        .arg(&run)
+        .env("RAGSWEEP_TEST_OS_KEY", &node.key)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("differ at 3: 1 of 2 cases equal, 1 differ"), "{said}");
+    assert!(said.contains("      1  analyzer: a word matches a moved chunk on one side only"), "{said}");
+    assert!(said.contains("q1           WordMatches: \"generation\" matches c on B only"), "{said}");
+}

@@ -17,10 +17,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::analyze::Term;
 use crate::engine::connect::Secret;
 use crate::engine::registry::{EngineSources, RunningEngine, ServerSpec, ServingEngine, Started, UserServer};
 use crate::engine::{asked_groups, stored_groups, ChunkAcl};
 use crate::error::{Error, Result};
+use crate::retrieve::bm25::{Bm25Explanation, TermScore};
 use crate::retrieve::hits::Hit;
 use crate::retrieve::source::{Query, RankingSource, Restriction, ScoreNode, Side, SourceScore};
 use crate::vocab::{EngineKind, ServedRows};
@@ -334,6 +336,74 @@ impl OpenSearchEngine {
     }
 }
 
+/// The terms index `index`'s analyzer of `field` makes of `text`, with byte spans (OpenSearch
+/// counts offsets in UTF-16 units).
+pub fn analyzed(engine: &OpenSearchEngine, index: &str, field: &str, text: &str) -> Result<Vec<Term>> {
+    let answer = engine.request("POST", &format!("/{index}/_analyze"), Some(&json!({"field": field, "text": text})))?;
+    let mut byte_at = Vec::with_capacity(text.len() + 1);
+    for (at, c) in text.char_indices() {
+        byte_at.extend(std::iter::repeat_n(at, c.len_utf16()));
+    }
+    byte_at.push(text.len());
+    let byte = |v: &Value| v.as_u64().and_then(|u| byte_at.get(u as usize).copied());
+    let tokens = answer["tokens"].as_array().ok_or_else(|| fail(format!("{index}: _analyze without tokens")))?;
+    tokens
+        .iter()
+        .map(|t| {
+            let (Some(text), Some(from), Some(to)) =
+                (t["token"].as_str(), byte(&t["start_offset"]), byte(&t["end_offset"]))
+            else {
+                return Err(fail(format!("{index}: a token without its text or offsets: {t}")));
+            };
+            Ok(Term { text: text.to_string(), from, to, position: t["position"].as_u64().unwrap_or(0) as usize })
+        })
+        .collect()
+}
+
+/// Lucene's BM25 explanation (OpenSearch's `_explain`) as a term table: each
+/// `weight(FIELD:TERM in DOC)` node's document count `n`, frequency, idf and weight, the
+/// document's length `dl` and the average `avgdl`, `k1` and `b`; `None` when the tree is not
+/// BM25's. Terms the document lacks are not in the tree.
+pub fn bm25_table(tree: &ScoreNode) -> Option<Bm25Explanation> {
+    fn find<'t>(node: &'t ScoreNode, prefix: &str) -> Option<&'t ScoreNode> {
+        if node.name.starts_with(prefix) {
+            return Some(node);
+        }
+        node.children.iter().find_map(|c| find(c, prefix))
+    }
+    fn weights<'t>(node: &'t ScoreNode, out: &mut Vec<&'t ScoreNode>) {
+        if node.name.starts_with("weight(") {
+            out.push(node);
+        } else {
+            node.children.iter().for_each(|c| weights(c, out));
+        }
+    }
+    let value = |node: &ScoreNode, prefix: &str| find(node, prefix).and_then(|n| n.value);
+    let mut nodes = Vec::new();
+    weights(tree, &mut nodes);
+    let first = nodes.first()?;
+    let mut terms = Vec::new();
+    for node in &nodes {
+        let term = node.name.split_once(':')?.1.split(" in ").next()?.to_string();
+        terms.push(TermScore {
+            term,
+            query_count: 1,
+            doc_freq: value(node, "n, ")? as u64,
+            idf: value(node, "idf, ")?,
+            tf: value(node, "freq, ")? as u32,
+            contribution: node.value?,
+        });
+    }
+    Some(Bm25Explanation {
+        k1: value(first, "k1, ")?,
+        b: value(first, "b, ")?,
+        avg_length: value(first, "avgdl, ")?,
+        length: value(first, "dl, ")? as u32,
+        terms,
+        score: tree.value?,
+    })
+}
+
 /// An OpenSearch explanation (`value`, `description`, `details`) as a score tree.
 fn node(explanation: &Value) -> ScoreNode {
     let value = explanation["value"].as_f64().map(|v| v as f32);
@@ -373,8 +443,13 @@ impl RankingSource for OpenSearchLexicalSource<'_> {
     fn explain(&self, query: &Query<'_>, chunk: u32) -> Result<SourceScore> {
         let tree = self.engine.explain(&self.index.name, &chunk.to_string(), Self::query(query.text))?;
         let score = tree.as_ref().and_then(|t| t.value);
+        let bm25 = tree.as_ref().and_then(bm25_table);
         let parts = tree.map_or_else(Vec::new, |t| vec![t]);
-        Ok(SourceScore { score, parts, bm25: None })
+        Ok(SourceScore { score, parts, bm25 })
+    }
+
+    fn analyze(&self, text: &str) -> Result<Option<Vec<Term>>> {
+        Ok(Some(analyzed(self.engine, &self.index.name, "text", text)?))
     }
 
     fn size_bytes(&self) -> u64 {
