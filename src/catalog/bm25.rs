@@ -29,15 +29,20 @@ pub struct Bm25 {
 /// `analyzer`, `k1` (0.9) and `b` (0.4).
 pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<LexicalSpec> {
     let analyzer = analyzer_from(combo, bad)?;
-    let k1 = float(combo, "k1", 0.9, bad)?;
-    let b = float(combo, "b", 0.4, bad)?;
+    Ok(LexicalSpec { analyzer, params: params(combo, Bm25Params { k1: 0.9, b: 0.4 }, bad)?, full_text: None })
+}
+
+/// `k1` (non-negative) and `b` (between 0 and 1), `default` where absent.
+pub fn params(combo: &Combo<'_>, default: Bm25Params, bad: Bad<'_>) -> Result<Bm25Params> {
+    let k1 = float(combo, "k1", default.k1.into(), bad)?;
+    let b = float(combo, "b", default.b.into(), bad)?;
     if k1 < 0.0 {
         return Err(bad(combo.span_of("k1"), "`k1` must be non-negative".into()));
     }
     if !(0.0..=1.0).contains(&b) {
         return Err(bad(combo.span_of("b"), "`b` must be between 0 and 1".into()));
     }
-    Ok(LexicalSpec { analyzer, params: Bm25Params { k1: k1 as f32, b: b as f32 }, full_text: None })
+    Ok(Bm25Params { k1: k1 as f32, b: b as f32 })
 }
 
 impl SourceKind for Bm25 {

@@ -17,10 +17,10 @@ use crate::engine::opensearch::served::{OpenSearchServedSource, PLACEHOLDER};
 use crate::engine::opensearch::{OpenSearchEngine, OpenSearchIndex, OpenSearchLexicalSource};
 use crate::engine::servers::Engines;
 use crate::error::Result;
-use crate::grid::{float, forbid, Combo};
+use crate::grid::{forbid, Combo};
 use crate::retrieve::source::RankingSource;
 use crate::stages::cache;
-use crate::vocab::EngineKind;
+use crate::vocab::{Bm25Params, EngineKind};
 
 /// Its keys in a `[[retrievers]]` table (besides `engine`).
 pub const KEYS: [&str; 3] = ["analyzer", "k1", "b"];
@@ -82,15 +82,8 @@ pub fn parse(combo: &Combo<'_>, bad: Bad<'_>) -> Result<OpenSearchBm25> {
             return Err(bad(span, format!("`analyzer` is a name or a table, found {}", v.type_str())));
         }
     };
-    let k1 = float(combo, "k1", 1.2, bad)?;
-    let b = float(combo, "b", 0.75, bad)?;
-    if k1 < 0.0 {
-        return Err(bad(combo.span_of("k1"), "`k1` must be non-negative".into()));
-    }
-    if !(0.0..=1.0).contains(&b) {
-        return Err(bad(combo.span_of("b"), "`b` must be between 0 and 1".into()));
-    }
-    Ok(OpenSearchBm25 { analyzer, k1: k1 as f32, b: b as f32 })
+    let Bm25Params { k1, b } = super::bm25::params(combo, Bm25Params { k1: 1.2, b: 0.75 }, bad)?;
+    Ok(OpenSearchBm25 { analyzer, k1, b })
 }
 
 /// A custom analyzer's definition, `type = "custom"` unless it names another, as compact JSON.
@@ -206,16 +199,6 @@ pub fn reads_served(combo: &Combo<'_>) -> bool {
     combo.get("index").is_some()
 }
 
-/// A string key, `None` when absent.
-fn text(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<String>> {
-    match combo.get(key) {
-        None => Ok(None),
-        Some((Toml::String(s), span)) if s.trim().is_empty() => Err(bad(span, format!("`{key}` cannot be empty"))),
-        Some((Toml::String(s), _)) => Ok(Some(s.clone())),
-        Some((v, span)) => Err(bad(span, format!("`{key}` must be a string, found {}", v.type_str()))),
-    }
-}
-
 /// `index`, its fields, and the query template (a JSON object, or a table, holding `{{query}}`).
 pub fn parse_served(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ServedBm25> {
     forbid(
@@ -225,7 +208,7 @@ pub fn parse_served(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ServedBm25> {
         bad,
     )?;
     let required = |key: &str| -> Result<String> {
-        text(combo, key, bad)?.ok_or_else(|| {
+        super::served::text(combo, key, bad)?.ok_or_else(|| {
             bad(
                 combo.kind.1.clone(),
                 format!(
@@ -235,7 +218,7 @@ pub fn parse_served(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ServedBm25> {
             )
         })
     };
-    let source = text(combo, "index", bad)?.expect("a served index names its index");
+    let source = super::served::text(combo, "index", bad)?.expect("a served index names its index");
     let id_field = required("id_field")?;
     let text_field = required("text_field")?;
     let template = match combo.get("query") {
@@ -263,8 +246,8 @@ pub fn parse_served(combo: &Combo<'_>, bad: Bad<'_>) -> Result<ServedBm25> {
     };
     Ok(ServedBm25 {
         rows,
-        acl_field: text(combo, "acl_field", bad)?,
-        public_group: text(combo, "public_group", bad)?,
+        acl_field: super::served::text(combo, "acl_field", bad)?,
+        public_group: super::served::text(combo, "public_group", bad)?,
         query: template.to_string(),
     })
 }

@@ -53,7 +53,7 @@ pub fn declared(combo: &Combo<'_>) -> bool {
 }
 
 /// A string value of `key`; `None` when absent.
-fn text(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<String>> {
+pub(super) fn text(combo: &Combo<'_>, key: &str, bad: Bad<'_>) -> Result<Option<String>> {
     match combo.get(key) {
         None => Ok(None),
         Some((Value::String(s), span)) if s.trim().is_empty() => Err(bad(span, format!("`{key}` cannot be empty"))),
