@@ -525,9 +525,12 @@ public class LuceneNode {
                 SCROLLS.remove(body.path("scroll_id").asText());
                 return JSON.createObjectNode().put("succeeded", true);
             }
-            Scroll s = SCROLLS.get(body.path("scroll_id").asText());
+            String id = body.path("scroll_id").asText();
+            Scroll s = SCROLLS.get(id);
             if (s == null) throw new Refused(404, "search_context_missing_exception", "no search context found");
-            return s.next();
+            ObjectNode page = s.next();
+            page.put("_scroll_id", id);
+            return page;
         }
         if (first.startsWith("_")) throw bad("[" + method + " " + path + "] is not served here");
         if (parts.size() == 1) {

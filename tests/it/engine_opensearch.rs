@@ -328,6 +328,8 @@ fn a_served_opensearch_index_is_measured_as_it_is_and_left_unchanged() {
         })
         .collect();
     assert!(writes.is_empty(), "the run only read: {writes:?}");
+    let scrolls: Vec<&String> = runs.iter().filter(|r| r.contains("scroll")).collect();
+    assert!(scrolls.iter().any(|r| r.starts_with("DELETE /_search/scroll")), "the scroll is released: {scrolls:?}");
 }
 
 /// `diff --causes` between ragsweep's BM25 and OpenSearch's over the same chunks: "generation"

@@ -179,38 +179,24 @@ impl OpenSearchEngine {
         Ok(format!("{distribution} {}", version["number"].as_str().unwrap_or("of unknown version")))
     }
 
-    /// One request with a JSON body (or NDJSON when `ndjson`), its JSON answer; an answer of
-    /// status 400 and above is an error with the cluster's reason.
+    /// One request (GET, PUT, POST or DELETE) with a JSON body (NDJSON when `ndjson`; empty when
+    /// `None`), its JSON answer; an answer of status 400 and above is an error with the
+    /// cluster's reason.
     fn send(&self, method: &str, path: &str, body: Option<String>, ndjson: bool) -> Result<Value> {
         let url = format!("{}{path}", self.base);
-        let with_auth = |mut request: ureq::RequestBuilder<ureq::typestate::WithBody>| {
-            if let Some(auth) = &self.authorization {
-                request = request.header("Authorization", auth.expose());
-            }
-            request
+        let request = match method {
+            "PUT" => self.agent.put(&url),
+            "POST" => self.agent.post(&url),
+            "DELETE" => self.agent.delete(&url).force_send_body(),
+            _ => self.agent.get(&url).force_send_body(),
         };
-        let response = match (method, body) {
-            ("GET" | "DELETE" | "HEAD", None) => {
-                let mut request = match method {
-                    "GET" => self.agent.get(&url),
-                    "HEAD" => self.agent.head(&url),
-                    _ => self.agent.delete(&url),
-                };
-                if let Some(auth) = &self.authorization {
-                    request = request.header("Authorization", auth.expose());
-                }
-                request.call()
-            }
-            (_, body) => {
-                let request = match method {
-                    "PUT" => self.agent.put(&url),
-                    _ => self.agent.post(&url),
-                };
-                let kind = if ndjson { "application/x-ndjson" } else { "application/json" };
-                with_auth(request).header("Content-Type", kind).send(body.unwrap_or_default().as_bytes())
-            }
+        let kind = if ndjson { "application/x-ndjson" } else { "application/json" };
+        let mut request = request.header("Content-Type", kind);
+        if let Some(auth) = &self.authorization {
+            request = request.header("Authorization", auth.expose());
         }
-        .map_err(|e| fail(format!("{method} {path}: {e}")))?;
+        let response =
+            request.send(body.unwrap_or_default().as_bytes()).map_err(|e| fail(format!("{method} {path}: {e}")))?;
         let status = response.status().as_u16();
         let text = response.into_body().read_to_string().map_err(|e| fail(format!("{method} {path}: {e}")))?;
         if status >= 400 {

@@ -56,18 +56,19 @@ impl OpenSearchEngine {
         let body = json!({"size": PAGE, "sort": ["_doc"], "_source": fields, "query": {"match_all": {}}});
         let mut page = self.request("POST", &format!("/{index}/_search?scroll=2m"), Some(&body))?;
         let mut out = Vec::new();
+        let mut scroll = None;
         loop {
-            let scroll = page["_scroll_id"].as_str().map(str::to_string);
+            scroll = page["_scroll_id"].as_str().map(str::to_string).or(scroll);
             let hits = page["hits"]["hits"].as_array().cloned().unwrap_or_default();
             for row in hit_rows(index, rows, &hits) {
                 let (doc, text, _) = row?;
                 out.push((doc, text));
             }
-            let Some(scroll) = scroll.filter(|_| !hits.is_empty()) else { break };
-            page = self.request("POST", "/_search/scroll", Some(&json!({"scroll": "2m", "scroll_id": scroll})))?;
+            let Some(id) = scroll.as_ref().filter(|_| !hits.is_empty()) else { break };
+            page = self.request("POST", "/_search/scroll", Some(&json!({"scroll": "2m", "scroll_id": id})))?;
         }
-        if let Some(scroll) = page["_scroll_id"].as_str() {
-            let _ = self.request("DELETE", "/_search/scroll", Some(&json!({"scroll_id": scroll})));
+        if let Some(id) = scroll {
+            let _ = self.request("DELETE", "/_search/scroll", Some(&json!({"scroll_id": id})));
         }
         Ok(out)
     }
