@@ -10,13 +10,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-$(mktemp -d)}
+mkdir -p "$OUT"
 cargo build --release --quiet
 BIN=target/release/ragsweep
 if ! curl -sf http://127.0.0.1:9200/ > /dev/null; then
     scripts/lucene-node/run.sh 9200 "$OUT/node.log" > "$OUT/node.out" 2>&1 &
     NODE=$!
     trap 'kill $NODE 2>/dev/null || true' EXIT
-    until grep -q listening "$OUT/node.out" 2>/dev/null; do sleep 0.2; done
+    until grep -q listening "$OUT/node.out" 2>/dev/null; do
+        kill -0 $NODE 2>/dev/null || { cat "$OUT/node.out" >&2; exit 1; }
+        sleep 0.2
+    done
 fi
 curl -s http://127.0.0.1:9200/ && echo
 for corpus in scifact nfcorpus; do
