@@ -75,6 +75,12 @@ impl<'a> IndexInput<'a> {
     fn vectors(&self) -> (&'a ModelInfo, &'a Arc<Vec<f32>>) {
         self.vectors.expect("a kind with a model is given its vectors")
     }
+
+    /// Each chunk as a served index's row is placed: its document id, its text, and whether it
+    /// spans its whole document.
+    fn placed_chunks(&self) -> Vec<(String, String, bool)> {
+        (0..self.chunks).map(|i| ((self.doc_id)(i).to_string(), (self.text)(i), (self.spans_document)(i))).collect()
+    }
 }
 
 /// A built index: what its kind keeps (read back by that kind alone), its size, and its

@@ -184,7 +184,7 @@ pub const SERVED_KEYS: [&str; 6] = ["index", "id_field", "text_field", "acl_fiel
 /// (`id_field` names each one's document, `text_field` holds its text), searched with the team's
 /// query template (`{{query}}` where the question goes; a `match` on `text_field` by default),
 /// with the index's own analyzers and similarity; what the manifest records of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServedBm25 {
     #[serde(flatten)]
     pub rows: ServedRows,
@@ -257,7 +257,6 @@ struct Opened {
     served: ServedBm25,
     chunk_of: RowChunks,
     documents: u64,
-    bytes: u64,
     template: Value,
 }
 
@@ -286,7 +285,7 @@ impl SourceKind for ServedBm25 {
 
     /// Everything it reads: cells that share it search the same way.
     fn index_identity(&self) -> IndexIdentity {
-        IndexIdentity::of::<Opened>(format!("{self:?}"))
+        IndexIdentity::of::<Opened>(self.clone())
     }
 
     fn index_name(&self) -> String {
@@ -300,13 +299,11 @@ impl SourceKind for ServedBm25 {
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
         let engine = input.engines.expect::<OpenSearchEngine>();
         let documents = engine.count(&self.rows.source)?;
-        let chunks: Vec<(String, String, bool)> = (0..input.chunks)
-            .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
-            .collect();
+        let chunks = input.placed_chunks();
         let bytes = chunks.iter().map(|c| c.1.len() as u64).sum();
         let chunk_of = RowChunks::new(&chunks, self.rows.whole_document_when_not_found);
         let template = serde_json::from_str(&self.query).expect("a query template is JSON");
-        let opened = Opened { served: self.clone(), chunk_of, documents, bytes, template };
+        let opened = Opened { served: self.clone(), chunk_of, documents, template };
         Ok(BuiltIndex { bytes, index: Box::new(opened), record: None })
     }
 
@@ -328,7 +325,7 @@ impl SourceKind for ServedBm25 {
             acl_field: opened.served.acl_field.as_deref(),
             public_group: opened.served.public_group.as_deref(),
             chunk_of: &opened.chunk_of,
-            bytes: opened.bytes,
+            bytes: index.bytes,
         })
     }
 }

@@ -248,10 +248,7 @@ impl SourceKind for Served {
 
     fn build(&self, input: &IndexInput<'_>) -> Result<BuiltIndex> {
         let dim = input.model.expect("a served index is given its model").dim;
-        let chunks: Vec<(String, String, bool)> = (0..input.chunks)
-            .map(|i| ((input.doc_id)(i).to_string(), (input.text)(i), (input.spans_document)(i)))
-            .collect();
-        let served = input.engines.of(self.kind()).open_served(&self.index, dim, &chunks)?;
+        let served = input.engines.of(self.kind()).open_served(&self.index, dim, &input.placed_chunks())?;
         Ok(BuiltIndex { bytes: served.bytes(), index: Box::new(served), record: None })
     }
 

@@ -308,6 +308,16 @@ impl MilvusEndpoint {
     }
 }
 
+/// An HTTP agent for an engine's API: answers of any status are read (the engine says why in
+/// the body), a request waits up to ten minutes (a bulk load, a collection's build).
+pub fn http_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(600)))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
 /// A server's `http://host:port`, as written in `[engines.NAME]` (`https://` for TLS is not
 /// supported: say so; credentials in it are refused, they belong in the variable `token_env` names).
 pub fn http_address(url: &str) -> std::result::Result<String, String> {

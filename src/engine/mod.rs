@@ -45,6 +45,15 @@ pub fn asked_groups<'a>(restrict: &crate::retrieve::source::Restriction<'a>) -> 
     restrict.groups.iter().map(String::as_str).chain([PUBLIC]).collect()
 }
 
+/// A JSON field of a served row as text: a string, or a number written as such (document ids).
+pub fn field_text(fields: &serde_json::Value, key: &str) -> Option<String> {
+    match fields.get(key)? {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// Takes the lock of an engine's cache folder `folder` (created the first time); `None` when
 /// another run holds it. The lock is held while the returned file is open.
 pub(crate) fn lock_folder(folder: &std::path::Path) -> crate::error::Result<Option<std::fs::File>> {

@@ -171,10 +171,10 @@ pub(super) fn servers(src: &Source<'_>, raw: &RawExperiment) -> Result<BTreeMap<
             };
         let (mut url, mut secret_env) = (None, None);
         for (written, value) in section.get_ref() {
-            match written.get_ref().as_str() {
-                "url" => url = Some((text_of(written, value)?, value.span())),
-                k if keys.contains(&k) => {
-                    let key = keys.iter().find(|key| **key == k).expect("listed");
+            let k = written.get_ref().as_str();
+            match (k, keys.iter().find(|key| **key == k)) {
+                ("url", _) => url = Some((text_of(written, value)?, value.span())),
+                (_, Some(key)) => {
                     let var = text_of(written, value)?;
                     if var.is_empty() || var.contains('=') {
                         return Err(src.bad(value.span(), format!("`{key}` names an environment variable")));
@@ -185,11 +185,11 @@ pub(super) fn servers(src: &Source<'_>, raw: &RawExperiment) -> Result<BTreeMap<
                     }
                     secret_env = Some((*key, var));
                 }
-                k if k.ends_with("_env") => {
+                (k, None) if k.ends_with("_env") => {
                     let why = format!("[engines.{name}] names the variable with its secret {key_list}, not `{k}`");
                     return Err(src.bad(written.span(), why));
                 }
-                k => {
+                (k, None) => {
                     return Err(src.bad(
                         written.span(),
                         format!("[engines.{name}]: unknown key `{k}` (it takes `url` and {key_list})"),

@@ -146,6 +146,7 @@ impl Scoring<'_> {
             only.iter().map(|&(f, t)| format!("{:?}", &query.text[f..t])).collect::<Vec<_>>().join(", ")
         };
         let (wa, wb) = (spans(&qa), spans(&qb));
+        let doc_of = |c: u32| &self.corpus.docs[set.chunks[c as usize].doc as usize].id;
         // The moved chunks' scores as each side explains them.
         let mut explained: Vec<(u32, Bm25Explanation, Bm25Explanation)> = Vec::new();
         for &c in moved {
@@ -174,10 +175,9 @@ impl Scoring<'_> {
             let text = set.indexed_text(self.corpus, c as usize);
             let (da, db) = (sa.analyze(&text)?.unwrap_or_default(), sb.analyze(&text)?.unwrap_or_default());
             let has = |terms: &[crate::analyze::Term], term: &str| terms.iter().any(|t| t.text == term);
-            if let Some((word, ..)) = pairs.iter().find(|(_, ta, tb)| has(&da, ta) != has(&db, tb)) {
-                let doc = &self.corpus.docs[set.chunks[c as usize].doc as usize].id;
-                let side = if pairs.iter().any(|(w, ta, _)| w == word && has(&da, ta)) { "A" } else { "B" };
-                return Ok((LexicalCause::WordMatches, format!("{word:?} matches {doc} on {side} only")));
+            if let Some((word, ta, _)) = pairs.iter().find(|(_, ta, tb)| has(&da, ta) != has(&db, tb)) {
+                let side = if has(&da, ta) { "A" } else { "B" };
+                return Ok((LexicalCause::WordMatches, format!("{word:?} matches {} on {side} only", doc_of(c))));
             }
         }
         for (c, ea, eb) in &explained {
@@ -187,10 +187,9 @@ impl Scoring<'_> {
             for (word, ta, tb) in &pairs {
                 if let (Some(fa), Some(fb)) = (df(ea, ta), df(eb, tb)) {
                     if fa != fb {
-                        let doc = &self.corpus.docs[set.chunks[*c as usize].doc as usize].id;
                         return Ok((
                             LexicalCause::DocumentFrequency,
-                            format!("{word:?} in {fa} chunks on A, {fb} on B (as matched in {doc})"),
+                            format!("{word:?} in {fa} chunks on A, {fb} on B (as matched in {})", doc_of(*c)),
                         ));
                     }
                 }
@@ -200,12 +199,15 @@ impl Scoring<'_> {
             // Each side's length over its average: what BM25 normalises by.
             let (ra, rb) = (ea.length as f32 / ea.avg_length.max(1e-6), eb.length as f32 / eb.avg_length.max(1e-6));
             if (ra - rb).abs() > 1e-3 {
-                let doc = &self.corpus.docs[set.chunks[*c as usize].doc as usize].id;
                 return Ok((
                     LexicalCause::LengthNormalisation,
                     format!(
-                        "{doc}: length {} of average {:.1} on A, {} of {:.1} on B",
-                        ea.length, ea.avg_length, eb.length, eb.avg_length
+                        "{}: length {} of average {:.1} on A, {} of {:.1} on B",
+                        doc_of(*c),
+                        ea.length,
+                        ea.avg_length,
+                        eb.length,
+                        eb.avg_length
                     ),
                 ));
             }

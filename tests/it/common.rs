@@ -249,6 +249,11 @@ pub fn matrix(run: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("matrix.json")).unwrap()).unwrap()
 }
 
+/// The row of cell `id` (`c01`, …) in a run's matrix.
+pub fn cell_row<'m>(m: &'m Value, id: &str) -> &'m Value {
+    m["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap()
+}
+
 /// The row of a cell whose configuration has `key = value`.
 pub fn row<'m>(m: &'m Value, key: &str, value: &str) -> &'m Value {
     m["rows"].as_array().unwrap().iter().find(|r| r["config"][key] == value).unwrap()

@@ -88,7 +88,7 @@ fn chroma_searching_its_whole_graph_lists_what_the_exact_scan_lists_and_filters_
     let labels: Vec<&str> =
         manifest["cells"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
     assert_eq!(labels[5], "none dense(team-16,chroma hnsw,m=16,efc=100,ef=1000) filter=in_query", "{labels:?}");
-    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let row = |id: &str| common::cell_row(&matrix, id);
     // c01/c02 in process exact, c03/c04 Chroma ef 10, c05/c06 Chroma ef 1000; none, then in_query.
     assert_eq!(row("c06")["leaks"], 0, "the groups filter in Chroma's query");
     assert!(row("c05")["leaks"].as_u64().unwrap() > 0, "without the filter restricted pages come back");

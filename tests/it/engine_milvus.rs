@@ -606,7 +606,7 @@ fn a_served_milvus_collection_is_measured_as_it_is_and_the_server_is_unchanged()
         "{labels:?}"
     );
     let matrix: Value = serde_json::from_str(&std::fs::read_to_string(latest.join("matrix.json")).unwrap()).unwrap();
-    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let row = |id: &str| common::cell_row(&matrix, id);
     assert_eq!(row("c04")["engine_plan"]["@10"], "HNSW {\"M\": 8, \"efConstruction\": 32} index", "{}", row("c04"));
     assert_eq!(row("c04")["leaks"], 0, "the team's ACL array filters in Milvus's query");
     assert!(row("c03")["leaks"].as_u64().unwrap() > 0);

@@ -112,8 +112,8 @@ fn a_users_opensearch_serves_bm25_filtered_in_the_query_and_lists_what_the_node_
     let labels: Vec<&str> =
         manifest["cells"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
     assert_eq!(labels[3], "none opensearch bm25(portuguese,k1=0.9,b=0.4)", "{labels:?}");
-    let matrix = read(&run.join("matrix.json"));
-    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let matrix = common::matrix(&run);
+    let row = |id: &str| common::cell_row(&matrix, id);
     // c01–c03 ragsweep's BM25, c04–c06 OpenSearch's; none, in_query, post.
     assert!(row("c04")["leaks"].as_u64().unwrap() > 0, "unfiltered, restricted pages come back");
     for cell in ["c05", "c06"] {
@@ -289,8 +289,8 @@ fn a_served_opensearch_index_is_measured_as_it_is_and_left_unchanged() {
     let out = common::on_users_servers(root, "run", &exp, &[("RAGSWEEP_TEST_OS_KEY", node.key.as_str())]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = root.join("results/served/latest");
-    let matrix = read(&run.join("matrix.json"));
-    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let matrix = common::matrix(&run);
+    let row = |id: &str| common::cell_row(&matrix, id);
     assert!(row("c01")["leaks"].as_u64().unwrap() > 0, "unfiltered, restricted pages come back");
     assert_eq!(row("c02")["leaks"], 0, "{}", row("c02"));
 

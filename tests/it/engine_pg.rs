@@ -352,7 +352,7 @@ analyzer = "simple"
             .unwrap()
             .to_string()
     };
-    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let row = |id: &str| common::cell_row(&matrix, id);
     let in_process = cell("dense(random-64,exact)", "in_query");
     let pg_exact = cell("dense(random-64,pg exact)", "in_query");
     let off = cell("iterative_scan=off)", "in_query");
@@ -943,7 +943,7 @@ fn a_served_pgvector_table_is_measured_as_it_is_and_the_server_is_unchanged() {
         label(&cells[0]),
         "served(pg team.Chunks) dense(team-16,pg table team.Chunks as served,ef_search=4,force_index)"
     );
-    let row = |id: &str| matrix["rows"].as_array().unwrap().iter().find(|r| r["cell"] == id).unwrap().clone();
+    let row = |id: &str| common::cell_row(&matrix, id);
     let under = |id: &str| row(id)["under_return"]["@10"].as_u64().unwrap();
     let recall = |id: &str| row(id)["recall_vs_oracle"]["@10"].as_f64().unwrap();
     // c01 ef 4 none, c02 ef 4 in_query, c03 ef 1000 none, c04 ef 1000 in_query.

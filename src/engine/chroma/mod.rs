@@ -299,15 +299,6 @@ struct ChromaServer {
     _lock: Option<std::fs::File>,
 }
 
-/// An HTTP agent whose answers of any status are read (Chroma says why in the body).
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(600)))
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
 impl Drop for ChromaServer {
     fn drop(&mut self) {
         let group = self.child.id();
@@ -396,7 +387,7 @@ impl ChromaEngine {
             server: Some(ChromaServer { child, private, _lock: lock }),
             base: format!("http://127.0.0.1:{port}"),
             token: None,
-            agent: agent(),
+            agent: crate::engine::connect::http_agent(),
         };
         let started = Instant::now();
         while engine.request("GET", "/api/v2/heartbeat", None).is_err() {
@@ -420,8 +411,12 @@ impl ChromaEngine {
 
     /// The user's own server, answering its heartbeat.
     pub fn connect(endpoint: &ChromaEndpoint) -> Result<ChromaEngine> {
-        let engine =
-            ChromaEngine { server: None, base: endpoint.url.clone(), token: endpoint.token.clone(), agent: agent() };
+        let engine = ChromaEngine {
+            server: None,
+            base: endpoint.url.clone(),
+            token: endpoint.token.clone(),
+            agent: crate::engine::connect::http_agent(),
+        };
         engine
             .request("GET", "/api/v2/heartbeat", None)
             .map_err(|e| fail(format!("the experiment's Chroma at {} does not answer: {e}", endpoint.url)))?;

@@ -31,15 +31,6 @@ struct Record {
     vector: Vec<f32>,
 }
 
-/// A metadata value as text: a string, or a number written as such (document ids).
-fn metadata_text(metadata: &Value, key: &str) -> Option<String> {
-    match metadata.get(key)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 impl ChromaEngine {
     /// The id and description of collection `name`, or an error saying it is not on the server.
     fn served_collection(&self, name: &str) -> Result<(String, Value)> {
@@ -66,12 +57,12 @@ impl ChromaEngine {
             for (i, record) in ids.iter().enumerate() {
                 let metadata = &page["metadatas"][i];
                 let missing = |what: &str| fail(format!("collection {name}: record {record} has no {what}"));
-                let doc = metadata_text(metadata, &rows.id_field)
+                let doc = crate::engine::field_text(metadata, &rows.id_field)
                     .ok_or_else(|| missing(&format!("metadata {:?} (its document id)", rows.id_field)))?;
                 let text = if rows.text_field == DOCUMENT {
                     page["documents"][i].as_str().map(str::to_string)
                 } else {
-                    metadata_text(metadata, &rows.text_field)
+                    crate::engine::field_text(metadata, &rows.text_field)
                 }
                 .ok_or_else(|| missing(&format!("text in {:?}", rows.text_field)))?;
                 let groups = match acl {
@@ -228,9 +219,9 @@ impl RankingSource for ChromaServedSource<'_> {
                 let text = if s.text_field == DOCUMENT {
                     documents.get(i).and_then(Value::as_str).map(str::to_string)
                 } else {
-                    metadata_text(metadata, &s.text_field)
+                    crate::engine::field_text(metadata, &s.text_field)
                 };
-                let doc = metadata_text(metadata, &s.id_field);
+                let doc = crate::engine::field_text(metadata, &s.id_field);
                 let d = distances[i].as_f64().unwrap_or(f64::NAN) as f32;
                 // Chroma's distances: 1 − cosine, 1 − dot product, squared L2.
                 let score = match s.scan.metric {

@@ -13,7 +13,7 @@
 pub(crate) mod served;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -59,7 +59,7 @@ impl ServingEngine for Serving {
 
     fn check(&self, from: &EngineSources<'_>, writes: bool) -> Result<String> {
         let endpoint = endpoint(from)?;
-        let engine = OpenSearchEngine::connect(endpoint)?;
+        let engine = OpenSearchEngine::connect(endpoint);
         let version = engine.version()?;
         if !writes {
             return Ok(format!("engine opensearch: {} ({version}) answers; nothing is written", endpoint.url));
@@ -75,7 +75,7 @@ impl ServingEngine for Serving {
 
     fn start(&self, from: &EngineSources<'_>, _writes: bool) -> Result<Started> {
         let endpoint = endpoint(from)?;
-        let engine = OpenSearchEngine::connect(endpoint)?;
+        let engine = OpenSearchEngine::connect(endpoint);
         let what = format!("connected to the experiment's OpenSearch at {} ({})", endpoint.url, engine.version()?);
         Ok(Started { engine: Box::new(engine), what, note: None })
     }
@@ -114,7 +114,7 @@ impl ServingEngine for Serving {
     }
 
     fn served_rows(&self, from: &EngineSources<'_>, rows: &ServedRows) -> Result<Vec<(String, String)>> {
-        OpenSearchEngine::connect(endpoint(from)?)?.served_rows(rows)
+        OpenSearchEngine::connect(endpoint(from)?).served_rows(rows)
     }
 }
 
@@ -162,13 +162,9 @@ pub struct OpenSearchIndex {
 }
 
 impl OpenSearchEngine {
-    pub fn connect(endpoint: &OpenSearchEndpoint) -> Result<OpenSearchEngine> {
-        let agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(600)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        Ok(OpenSearchEngine { base: endpoint.url.clone(), authorization: endpoint.authorization.clone(), agent })
+    pub fn connect(endpoint: &OpenSearchEndpoint) -> OpenSearchEngine {
+        let agent = crate::engine::connect::http_agent();
+        OpenSearchEngine { base: endpoint.url.clone(), authorization: endpoint.authorization.clone(), agent }
     }
 
     /// The distribution and version the cluster says it is.
@@ -236,22 +232,21 @@ impl OpenSearchEngine {
         settings: Value,
         text_mapping: Value,
     ) -> Result<OpenSearchIndex> {
-        let name = name.to_ascii_lowercase();
-        if let Some(meta) = self.meta(&name)? {
+        if let Some(meta) = self.meta(name)? {
             let Some(seconds) = meta[BUILT].as_f64() else {
                 return Err(fail(format!(
                     "index {name} holds an unfinished build (another run is building it, or one stopped while it did): let that run finish, or delete the index (DELETE /{name})"
                 )));
             };
-            let count = self.request("GET", &format!("/{name}/_count"), None)?["count"].as_u64();
-            if count != Some(texts.len() as u64) {
+            let count = self.count(name)?;
+            if count != texts.len() as u64 {
                 return Err(fail(format!(
-                    "index {name} holds {} documents where its build put {}: it was changed after it was built; delete it (DELETE /{name})",
-                    count.map_or("an unknown number of".into(), |c| c.to_string()),
+                    "index {name} holds {count} documents where its build put {}: it was changed after it was built; delete it (DELETE /{name})",
                     texts.len()
                 )));
             }
-            return Ok(OpenSearchIndex { bytes: self.bytes(&name)?, name, build_seconds: seconds, reused: true });
+            let bytes = self.bytes(name)?;
+            return Ok(OpenSearchIndex { bytes, name: name.to_string(), build_seconds: seconds, reused: true });
         }
         let started = Instant::now();
         let mut index_settings = settings;
@@ -284,7 +279,7 @@ impl OpenSearchEngine {
         let build_seconds = started.elapsed().as_secs_f64();
         let meta = json!({"_meta": {"ragsweep_chunks": texts.len(), BUILT: build_seconds}});
         self.request("PUT", &format!("/{name}/_mapping"), Some(&meta))?;
-        Ok(OpenSearchIndex { bytes: self.bytes(&name)?, name, build_seconds, reused: false })
+        Ok(OpenSearchIndex { bytes: self.bytes(name)?, name: name.to_string(), build_seconds, reused: false })
     }
 
     /// The bytes index `name`'s primaries store (0 when the cluster does not say).
@@ -293,21 +288,47 @@ impl OpenSearchEngine {
         Ok(stats["_all"]["primaries"]["store"]["size_in_bytes"].as_u64().unwrap_or(0))
     }
 
-    /// The hits of one `_search` (`size` and the query given), as (id, score).
-    pub fn search(&self, index: &str, query: Value, size: usize) -> Result<Vec<(String, f32)>> {
+    /// The hits of one `_search` of index `index` (at most `size`, with `source`, the `_source`
+    /// fields asked for); an answer without hits is an error.
+    pub fn hits(&self, index: &str, query: Value, size: usize, source: Value) -> Result<Vec<Value>> {
         if size == 0 {
             return Ok(Vec::new());
         }
-        if size > MAX_WINDOW {
-            return Err(fail(format!("a search of {size} hits is past OpenSearch's window of {MAX_WINDOW}")));
+        let body = json!({"size": size, "_source": source, "query": query});
+        let mut answer = self.request("POST", &format!("/{index}/_search"), Some(&body))?;
+        match answer["hits"]["hits"].take() {
+            Value::Array(hits) => Ok(hits),
+            _ => Err(fail(format!("{index}: an answer without hits"))),
         }
-        let body = json!({"size": size, "_source": false, "query": query});
-        let answer = self.request("POST", &format!("/{index}/_search"), Some(&body))?;
-        let hits = answer["hits"]["hits"].as_array().ok_or_else(|| fail(format!("{index}: an answer without hits")))?;
-        hits.iter()
-            .map(|h| {
-                let id = h["_id"].as_str().ok_or_else(|| fail(format!("{index}: a hit without _id")))?;
-                Ok((id.to_string(), h["_score"].as_f64().unwrap_or(f64::NAN) as f32))
+    }
+
+    /// How many documents index `name` holds.
+    pub fn count(&self, name: &str) -> Result<u64> {
+        let answer = self.request("GET", &format!("/{name}/_count"), None)?;
+        answer["count"].as_u64().ok_or_else(|| fail(format!("index {name}: a count without `count`")))
+    }
+
+    /// The terms index `index`'s analyzer of `field` makes of `text`, with byte spans (OpenSearch
+    /// counts offsets in UTF-16 units).
+    pub fn analyze(&self, index: &str, field: &str, text: &str) -> Result<Vec<Term>> {
+        let answer =
+            self.request("POST", &format!("/{index}/_analyze"), Some(&json!({"field": field, "text": text})))?;
+        let mut byte_at = Vec::with_capacity(text.len() + 1);
+        for (at, c) in text.char_indices() {
+            byte_at.extend(std::iter::repeat_n(at, c.len_utf16()));
+        }
+        byte_at.push(text.len());
+        let byte = |v: &Value| v.as_u64().and_then(|u| byte_at.get(u as usize).copied());
+        let tokens = answer["tokens"].as_array().ok_or_else(|| fail(format!("{index}: _analyze without tokens")))?;
+        tokens
+            .iter()
+            .map(|t| {
+                let (Some(text), Some(from), Some(to)) =
+                    (t["token"].as_str(), byte(&t["start_offset"]), byte(&t["end_offset"]))
+                else {
+                    return Err(fail(format!("{index}: a token without its text or offsets: {t}")));
+                };
+                Ok(Term { text: text.to_string(), from, to, position: t["position"].as_u64().unwrap_or(0) as usize })
             })
             .collect()
     }
@@ -320,30 +341,6 @@ impl OpenSearchEngine {
         }
         Ok(Some(node(&answer["explanation"])))
     }
-}
-
-/// The terms index `index`'s analyzer of `field` makes of `text`, with byte spans (OpenSearch
-/// counts offsets in UTF-16 units).
-pub fn analyzed(engine: &OpenSearchEngine, index: &str, field: &str, text: &str) -> Result<Vec<Term>> {
-    let answer = engine.request("POST", &format!("/{index}/_analyze"), Some(&json!({"field": field, "text": text})))?;
-    let mut byte_at = Vec::with_capacity(text.len() + 1);
-    for (at, c) in text.char_indices() {
-        byte_at.extend(std::iter::repeat_n(at, c.len_utf16()));
-    }
-    byte_at.push(text.len());
-    let byte = |v: &Value| v.as_u64().and_then(|u| byte_at.get(u as usize).copied());
-    let tokens = answer["tokens"].as_array().ok_or_else(|| fail(format!("{index}: _analyze without tokens")))?;
-    tokens
-        .iter()
-        .map(|t| {
-            let (Some(text), Some(from), Some(to)) =
-                (t["token"].as_str(), byte(&t["start_offset"]), byte(&t["end_offset"]))
-            else {
-                return Err(fail(format!("{index}: a token without its text or offsets: {t}")));
-            };
-            Ok(Term { text: text.to_string(), from, to, position: t["position"].as_u64().unwrap_or(0) as usize })
-        })
-        .collect()
 }
 
 /// Lucene's BM25 explanation (OpenSearch's `_explain`) as a term table: each
@@ -417,11 +414,15 @@ impl RankingSource for OpenSearchLexicalSource<'_> {
             Some(r) => json!({"bool": {"must": [matched], "filter": [{"terms": {"acl": asked_groups(r)}}]}}),
             None => matched,
         };
-        let hits = self.engine.search(&self.index.name, body, depth)?;
-        hits.into_iter()
-            .map(|(id, score)| {
-                let chunk = id.parse().map_err(|_| fail(format!("{}: a hit of id {id:?}", self.index.name)))?;
-                Ok(Hit { chunk, score })
+        if depth > MAX_WINDOW {
+            return Err(fail(format!("a search of {depth} hits is past OpenSearch's window of {MAX_WINDOW}")));
+        }
+        let hits = self.engine.hits(&self.index.name, body, depth, json!(false))?;
+        hits.iter()
+            .map(|h| {
+                let chunk = h["_id"].as_str().and_then(|id| id.parse().ok());
+                let chunk = chunk.ok_or_else(|| fail(format!("{}: a hit of id {}", self.index.name, h["_id"])))?;
+                Ok(Hit { chunk, score: h["_score"].as_f64().unwrap_or(f64::NAN) as f32 })
             })
             .collect()
     }
@@ -435,7 +436,7 @@ impl RankingSource for OpenSearchLexicalSource<'_> {
     }
 
     fn analyze(&self, text: &str) -> Result<Option<Vec<Term>>> {
-        Ok(Some(analyzed(self.engine, &self.index.name, "text", text)?))
+        Ok(Some(self.engine.analyze(&self.index.name, "text", text)?))
     }
 
     fn size_bytes(&self) -> u64 {

@@ -18,15 +18,6 @@ const PAGE: usize = 1000;
 /// The placeholder of the question in a query template.
 pub const PLACEHOLDER: &str = "{{query}}";
 
-/// A `_source` field as text: a string, or a number written as such (document ids).
-fn field_text(source: &Value, field: &str) -> Option<String> {
-    match source.get(field)? {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 /// Each hit's (document id, text) from its `_source`; a hit without them stops the run.
 fn hit_rows<'h>(
     index: &'h str,
@@ -35,8 +26,8 @@ fn hit_rows<'h>(
 ) -> impl Iterator<Item = Result<(String, String, f32)>> + 'h {
     hits.iter().map(move |h| {
         let source = &h["_source"];
-        let doc = field_text(source, &rows.id_field);
-        let text = field_text(source, &rows.text_field);
+        let doc = crate::engine::field_text(source, &rows.id_field);
+        let text = crate::engine::field_text(source, &rows.text_field);
         match (doc, text) {
             (Some(doc), Some(text)) => Ok((doc, text, h["_score"].as_f64().unwrap_or(f64::NAN) as f32)),
             _ => Err(fail(format!(
@@ -59,7 +50,9 @@ impl OpenSearchEngine {
         let mut scroll = None;
         loop {
             scroll = page["_scroll_id"].as_str().map(str::to_string).or(scroll);
-            let hits = page["hits"]["hits"].as_array().cloned().unwrap_or_default();
+            let Value::Array(hits) = page["hits"]["hits"].take() else {
+                return Err(fail(format!("index {index}: a scroll page without hits")));
+            };
             for row in hit_rows(index, rows, &hits) {
                 let (doc, text, _) = row?;
                 out.push((doc, text));
@@ -71,12 +64,6 @@ impl OpenSearchEngine {
             let _ = self.request("DELETE", "/_search/scroll", Some(&json!({"scroll_id": id})));
         }
         Ok(out)
-    }
-
-    /// How many documents index `name` holds.
-    pub fn count(&self, name: &str) -> Result<u64> {
-        let answer = self.request("GET", &format!("/{name}/_count"), None)?;
-        answer["count"].as_u64().ok_or_else(|| fail(format!("index {name}: a count without `count`")))
     }
 }
 
@@ -112,14 +99,9 @@ impl OpenSearchServedSource<'_> {
 
     /// The index's hits for `query` as ranked chunks, each once.
     fn ranked(&self, query: Value, size: usize) -> Result<Vec<Hit>> {
-        if size == 0 {
-            return Ok(Vec::new());
-        }
         let index = &self.rows.source;
-        let fields = [&self.rows.id_field, &self.rows.text_field];
-        let body = json!({"size": size.min(super::MAX_WINDOW), "_source": fields, "query": query});
-        let answer = self.engine.request("POST", &format!("/{index}/_search"), Some(&body))?;
-        let hits = answer["hits"]["hits"].as_array().cloned().unwrap_or_default();
+        let fields = json!([&self.rows.id_field, &self.rows.text_field]);
+        let hits = self.engine.hits(index, query, size.min(super::MAX_WINDOW), fields)?;
         let rows = hit_rows(index, self.rows, &hits).collect::<Result<Vec<_>>>()?;
         let ranked = self.chunk_of.ranked(rows).map_err(|doc| {
             fail(format!(
